@@ -1,0 +1,251 @@
+//! Server configuration: a TOML file (serde) plus command-line overrides.
+//!
+//! ```toml
+//! [identity]
+//! vendor_id = 0x15b3
+//! device_id = 0x1017
+//! subsystem_vendor_id = 0x15b3
+//! subsystem_id = 0x0008
+//! revision = 0
+//! fw_version = "16.35.2000"
+//! node_guid = "0x0002c90300a0b0c0"
+//! port_guid = "0x0002c90300a0b0c1"
+//! lid = 1
+//!
+//! [bars]
+//! bar0_size = 33554432   # 32 MiB register space
+//! device_memory_size = 1048576
+//!
+//! [doorbell]
+//! mode = "trap"          # or "poll"
+//! watch_uars = 16        # poll mode: UAR pages watched from the start
+//!
+//! [logging]
+//! level = "info"
+//! trace = false
+//! ```
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::mlx5::FwVersion;
+use crate::pci::{BarLayout, PciIdentity};
+
+/// Config loading and validation errors.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("reading {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("parsing config: {0}")]
+    Parse(#[from] toml::de::Error),
+    #[error("invalid config: {0}")]
+    Invalid(String),
+}
+
+/// How doorbells reach the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum DoorbellMode {
+    /// Nothing mappable: every BAR store is a posted REGION_WRITE.
+    #[default]
+    Trap,
+    /// UAR pages and device memory mapped from shared memory; a thread polls.
+    Poll,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Identity {
+    pub vendor_id: u16,
+    pub device_id: u16,
+    pub subsystem_vendor_id: u16,
+    pub subsystem_id: u16,
+    pub revision: u8,
+    pub fw_version: String,
+    /// Node GUID, hex string (used by the firmware personality).
+    pub node_guid: String,
+    /// Port GUID, hex string.
+    pub port_guid: String,
+    /// Port LID.
+    pub lid: u16,
+}
+
+impl Default for Identity {
+    fn default() -> Self {
+        let id = PciIdentity::default();
+        Identity {
+            vendor_id: id.vendor_id,
+            device_id: id.device_id,
+            subsystem_vendor_id: id.subsystem_vendor_id,
+            subsystem_id: id.subsystem_id,
+            revision: id.revision,
+            fw_version: FwVersion::default().to_string(),
+            node_guid: "0x0002c90300a0b0c0".into(),
+            port_guid: "0x0002c90300a0b0c1".into(),
+            lid: 1,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Bars {
+    /// BAR0 (init segment + UAR pages), bytes, power of two.
+    pub bar0_size: u64,
+    /// BAR4 (on-device memory), bytes, power of two.
+    pub device_memory_size: u64,
+}
+
+impl Default for Bars {
+    fn default() -> Self {
+        let b = BarLayout::default();
+        Bars { bar0_size: b.bar0, device_memory_size: b.bar4 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Doorbell {
+    pub mode: DoorbellMode,
+    /// Poll mode: how many UAR pages (from the first) are watched from reset.
+    pub watch_uars: u32,
+}
+
+impl Default for Doorbell {
+    fn default() -> Self {
+        Doorbell { mode: DoorbellMode::Trap, watch_uars: 16 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Logging {
+    /// error, warn, info, debug or trace.
+    pub level: String,
+    /// Log every vfio-user message and BAR access.
+    pub trace: bool,
+}
+
+impl Default for Logging {
+    fn default() -> Self {
+        Logging { level: "info".into(), trace: false }
+    }
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub identity: Identity,
+    pub bars: Bars,
+    pub doorbell: Doorbell,
+    pub logging: Logging,
+}
+
+fn parse_guid(s: &str) -> Result<u64, ConfigError> {
+    let t = s.trim_start_matches("0x").replace(':', "");
+    u64::from_str_radix(&t, 16).map_err(|_| ConfigError::Invalid(format!("bad GUID {s:?}")))
+}
+
+impl Config {
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.display().to_string(), source })?;
+        Config::parse(&text)
+    }
+
+    pub fn parse(text: &str) -> Result<Config, ConfigError> {
+        let c: Config = toml::from_str(text)?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.fw_version()?;
+        self.bar_layout().validate().map_err(ConfigError::Invalid)?;
+        parse_guid(&self.identity.node_guid)?;
+        parse_guid(&self.identity.port_guid)?;
+        if !["error", "warn", "info", "debug", "trace"].contains(&self.logging.level.as_str()) {
+            return Err(ConfigError::Invalid(format!("log level {:?}", self.logging.level)));
+        }
+        let uars = (self.bars.bar0_size / crate::pci::UAR_PAGE_SIZE).saturating_sub(crate::pci::FIRST_UAR_PAGE);
+        if self.doorbell.watch_uars as u64 > uars {
+            return Err(ConfigError::Invalid(format!("watch_uars {} exceeds the {uars} UAR pages of BAR0", self.doorbell.watch_uars)));
+        }
+        Ok(())
+    }
+
+    pub fn fw_version(&self) -> Result<FwVersion, ConfigError> {
+        self.identity.fw_version.parse().map_err(ConfigError::Invalid)
+    }
+
+    pub fn node_guid(&self) -> u64 {
+        parse_guid(&self.identity.node_guid).unwrap_or(0)
+    }
+
+    pub fn port_guid(&self) -> u64 {
+        parse_guid(&self.identity.port_guid).unwrap_or(0)
+    }
+
+    pub fn pci_identity(&self) -> PciIdentity {
+        PciIdentity {
+            vendor_id: self.identity.vendor_id,
+            device_id: self.identity.device_id,
+            subsystem_vendor_id: self.identity.subsystem_vendor_id,
+            subsystem_id: self.identity.subsystem_id,
+            revision: self.identity.revision,
+            ..PciIdentity::default()
+        }
+    }
+
+    pub fn bar_layout(&self) -> BarLayout {
+        BarLayout { bar0: self.bars.bar0_size, bar4: self.bars.device_memory_size, ..BarLayout::default() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        let c = Config::default();
+        c.validate().unwrap();
+        assert_eq!(c.identity.device_id, 0x1017);
+        assert_eq!(c.bar_layout(), BarLayout::default());
+    }
+
+    #[test]
+    fn parses_file() {
+        let c = Config::parse(
+            r#"
+            [identity]
+            device_id = 0x101b
+            fw_version = "20.1.3"
+            lid = 7
+            [bars]
+            device_memory_size = 0x200000
+            [doorbell]
+            mode = "poll"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(c.identity.device_id, 0x101b);
+        assert_eq!(c.fw_version().unwrap(), FwVersion { major: 20, minor: 1, subminor: 3 });
+        assert_eq!(c.identity.lid, 7);
+        assert_eq!(c.bars.device_memory_size, 0x200000);
+        assert_eq!(c.doorbell.mode, DoorbellMode::Poll);
+        assert_eq!(c.node_guid(), 0x0002c90300a0b0c0);
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        assert!(Config::parse("[bars]\nbar0_size = 1000\n").is_err());
+        assert!(Config::parse("[identity]\nfw_version = \"1.2\"\n").is_err());
+        assert!(Config::parse("[identity]\nnode_guid = \"xyz\"\n").is_err());
+        assert!(Config::parse("[nonsense]\n").is_err());
+        assert!(Config::parse("[doorbell]\nmode = \"fast\"\n").is_err());
+        assert!(Config::parse("[doorbell]\nwatch_uars = 9000\n").is_err());
+    }
+}

@@ -1,0 +1,159 @@
+//! The control socket: a line-based test and observability hook that is not
+//! reachable from the guest.
+//!
+//! Commands (one per line, one reply line each):
+//! * `raise <vector>` – raise MSI-X vector → `ok delivered|pending` or `err <reason>`
+//! * `stats` – one JSON object with every counter
+//! * `help`
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use serde_json::json;
+use tracing::{info, warn};
+
+use crate::device::DeviceStats;
+use crate::mlx5::DoorbellStats;
+use crate::vfio::{DmaSpace, Interrupts, Raised, ServerStats};
+
+/// Everything the control socket can see.
+#[derive(Clone)]
+pub struct ControlHandles {
+    pub irqs: Arc<Interrupts>,
+    pub dma: Arc<DmaSpace>,
+    pub server: Arc<ServerStats>,
+    pub device: Arc<DeviceStats>,
+    pub doorbells: Arc<DoorbellStats>,
+}
+
+impl ControlHandles {
+    /// Executes one command line and returns the reply line.
+    pub fn execute(&self, line: &str) -> String {
+        let mut it = line.split_whitespace();
+        match (it.next(), it.next(), it.next()) {
+            (Some("raise"), Some(v), None) => match v.parse::<u16>() {
+                Ok(v) => match self.irqs.raise(v) {
+                    Ok(Raised::Delivered) => "ok delivered".into(),
+                    Ok(Raised::Pending) => "ok pending".into(),
+                    Err(e) => format!("err {e}"),
+                },
+                Err(_) => format!("err bad vector {v:?}"),
+            },
+            (Some("stats"), None, None) => self.stats().to_string(),
+            (Some("help"), None, None) => "ok commands: raise <vector>, stats, help".into(),
+            _ => format!("err unknown command {:?}", line.trim()),
+        }
+    }
+
+    pub fn stats(&self) -> serde_json::Value {
+        let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        json!({
+            "server": {
+                "connected": self.server.connected.load(Ordering::Relaxed),
+                "connections": l(&self.server.connections),
+                "messages": l(&self.server.messages),
+                "errors": l(&self.server.errors),
+                "region_reads": l(&self.server.region_reads),
+                "region_writes": l(&self.server.region_writes),
+                "posted_writes": l(&self.server.posted_writes),
+                "resets": l(&self.server.resets),
+            },
+            "dma": {
+                "mappings": self.dma.len(),
+                "maps": l(&self.dma.stats.maps),
+                "unmaps": l(&self.dma.stats.unmaps),
+                "faults": l(&self.dma.stats.faults),
+            },
+            "irq": {
+                "raised": l(&self.irqs.stats.raised),
+                "delivered": l(&self.irqs.stats.delivered),
+                "set_irqs": l(&self.irqs.stats.set_irqs),
+            },
+            "device": {
+                "config_reads": l(&self.device.config_reads),
+                "config_writes": l(&self.device.config_writes),
+                "bar_reads": l(&self.device.bar_reads),
+                "bar_writes": l(&self.device.bar_writes),
+                "cmd_doorbells": l(&self.device.cmd_doorbells),
+                "resets": l(&self.device.resets),
+                "flrs": l(&self.device.flrs),
+            },
+            "doorbells": {
+                "cq_arm": l(&self.doorbells.cq_arm),
+                "eq_update": l(&self.doorbells.eq_update),
+                "send": l(&self.doorbells.send),
+                "ignored": l(&self.doorbells.ignored),
+            },
+        })
+    }
+}
+
+/// Binds the control socket (replacing a stale file) and serves it on a thread.
+pub fn spawn(path: &Path, h: ControlHandles) -> std::io::Result<()> {
+    if path.exists() {
+        std::fs::remove_file(path)?;
+    }
+    let listener = UnixListener::bind(path)?;
+    info!(path = %path.display(), "control socket listening");
+    std::thread::Builder::new().name("vrnic-control".into()).spawn(move || {
+        for conn in listener.incoming() {
+            match conn {
+                Ok(s) => {
+                    let h = h.clone();
+                    let _ = std::thread::Builder::new().name("vrnic-control-conn".into()).spawn(move || serve(s, &h));
+                }
+                Err(e) => warn!("control accept: {e}"),
+            }
+        }
+    })?;
+    Ok(())
+}
+
+fn serve(s: UnixStream, h: &ControlHandles) {
+    let Ok(mut w) = s.try_clone() else { return };
+    for line in BufReader::new(s).lines() {
+        let Ok(line) = line else { return };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let reply = h.execute(&line);
+        if writeln!(w, "{reply}").is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::{eventfd, eventfd_take};
+    use crate::vfio::protocol::vfio::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn raise_and_stats() {
+        let h = ControlHandles {
+            irqs: Arc::new(Interrupts::new(64)),
+            dma: Arc::new(DmaSpace::default()),
+            server: Arc::default(),
+            device: Arc::default(),
+            doorbells: Arc::default(),
+        };
+        assert_eq!(h.execute("raise 1"), "ok pending");
+        let e = eventfd().unwrap();
+        h.irqs
+            .set_irqs(VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_PCI_MSIX_IRQ_INDEX, 2, 1, vec![e.try_clone().unwrap()], &[])
+            .unwrap();
+        assert_eq!(h.execute("raise 2"), "ok delivered");
+        assert_eq!(eventfd_take(e.as_raw_fd()), 1);
+        assert!(h.execute("raise 64").starts_with("err"));
+        assert!(h.execute("raise x").starts_with("err"));
+        assert!(h.execute("bogus").starts_with("err"));
+        let s: serde_json::Value = serde_json::from_str(&h.execute("stats")).unwrap();
+        assert_eq!(s["irq"]["raised"], 2);
+        assert_eq!(s["irq"]["delivered"], 1, "vector 1 has no eventfd and stays pending");
+    }
+}

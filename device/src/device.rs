@@ -1,0 +1,378 @@
+//! The vrnic PCIe function: config space, the BAR map and its backing
+//! memory, wired to the mlx5 personality. This is the [`VfioDevice`] the
+//! vfio-user server serves.
+//!
+//! Backing memory: one memfd holds BAR0 (at file offset 0) followed by BAR4
+//! (at file offset `bar0_size`). In `poll` mode the UAR part of BAR0 and all
+//! of BAR4 are handed to QEMU as sparse mmap areas of that fd; in `trap`
+//! mode nothing is mappable and the server reads/writes the same memory on
+//! the guest's behalf.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use tracing::{info, warn};
+
+use crate::config::{Config, DoorbellMode};
+use crate::mlx5::uar::{arm_page, Doorbell, UAR_PAGE};
+use crate::mlx5::{DoorbellSink, DoorbellStats, InitSegEvent, InitSegment, UarPoller};
+use crate::pci::*;
+use crate::util::{memfd, SharedMem};
+use crate::vfio::protocol::vfio::VFIO_PCI_CONFIG_REGION_INDEX;
+use crate::vfio::{AccessError, DmaSpace, Interrupts, MmapDesc, RegionDesc, SparseArea, VfioDevice};
+
+/// Counters exported to the control socket.
+#[derive(Default, Debug)]
+pub struct DeviceStats {
+    pub config_reads: AtomicU64,
+    pub config_writes: AtomicU64,
+    pub bar_reads: AtomicU64,
+    pub bar_writes: AtomicU64,
+    pub cmd_doorbells: AtomicU64,
+    pub resets: AtomicU64,
+    pub flrs: AtomicU64,
+}
+
+/// The device model behind one vfio-user socket.
+pub struct Vrnic {
+    cfg: ConfigSpace,
+    bars: BarLayout,
+    mode: DoorbellMode,
+    watch_uars: u32,
+    mem_fd: OwnedFd,
+    mem: Arc<SharedMem>,
+    init: InitSegment,
+    msix_table: Vec<u8>,
+    irqs: Arc<Interrupts>,
+    dma: Arc<DmaSpace>,
+    doorbells: Arc<DoorbellStats>,
+    sink: Arc<dyn DoorbellSink>,
+    poller: Option<UarPoller>,
+    pub stats: Arc<DeviceStats>,
+}
+
+impl Vrnic {
+    /// Builds the function from a validated config.
+    pub fn new(config: &Config, irqs: Arc<Interrupts>, dma: Arc<DmaSpace>) -> io::Result<Vrnic> {
+        let bars = config.bar_layout();
+        bars.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let fw = config.fw_version().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+        let total = bars.bar0 + bars.bar4;
+        let mem_fd = memfd("vrnic-bars", total)?;
+        let mem = Arc::new(SharedMem::map(&mem_fd, total as usize)?);
+        let doorbells = Arc::new(DoorbellStats::default());
+        let sink: Arc<dyn DoorbellSink> = doorbells.clone();
+        let poller = match config.doorbell.mode {
+            DoorbellMode::Poll => Some(UarPoller::start(mem.clone(), sink.clone())),
+            DoorbellMode::Trap => None,
+        };
+        let mut d = Vrnic {
+            cfg: ConfigSpace::new(config.pci_identity(), bars),
+            bars,
+            mode: config.doorbell.mode,
+            watch_uars: config.doorbell.watch_uars,
+            mem_fd,
+            mem,
+            init: InitSegment::new(fw, config.identity.device_id as u32),
+            msix_table: vec![0; (MSIX_VECTORS * 16) as usize],
+            irqs,
+            dma,
+            doorbells,
+            sink,
+            poller,
+            stats: Arc::new(DeviceStats::default()),
+        };
+        d.reset_state();
+        Ok(d)
+    }
+
+    pub fn doorbell_stats(&self) -> Arc<DoorbellStats> {
+        self.doorbells.clone()
+    }
+
+    pub fn interrupts(&self) -> Arc<Interrupts> {
+        self.irqs.clone()
+    }
+
+    pub fn dma(&self) -> Arc<DmaSpace> {
+        self.dma.clone()
+    }
+
+    pub fn mode(&self) -> DoorbellMode {
+        self.mode
+    }
+
+    pub fn config_space(&self) -> &ConfigSpace {
+        &self.cfg
+    }
+
+    pub fn init_segment(&self) -> &InitSegment {
+        &self.init
+    }
+
+    fn num_uars(&self) -> u64 {
+        self.bars.bar0 / UAR_PAGE - FIRST_UAR_PAGE
+    }
+
+    /// Drops every byte of device memory and register state.
+    fn reset_state(&mut self) {
+        self.cfg.reset();
+        self.init.reset();
+        self.msix_table.iter_mut().for_each(|b| *b = 0);
+        // SAFETY: plain syscall on our own memfd; punching a hole zeroes the
+        // range for every mapping of it (ours and QEMU's) and frees the pages.
+        let r = unsafe {
+            libc::fallocate(
+                self.mem_fd.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                0,
+                self.mem.len() as libc::off_t,
+            )
+        };
+        if r != 0 {
+            self.mem.fill(0, self.mem.len(), 0);
+        }
+        if let Some(p) = &self.poller {
+            p.unwatch_all();
+            for i in 0..(self.watch_uars as u64).min(self.num_uars()) {
+                let uar = FIRST_UAR_PAGE + i;
+                arm_page(&self.mem, uar);
+                p.watch(uar);
+            }
+        }
+    }
+
+    fn bar0_read(&mut self, off: u64, data: &mut [u8]) {
+        let (lo, hi) = split_at(off, data.len(), INIT_SEG_REGION);
+        if lo > 0 {
+            self.init.read(off, &mut data[..lo]);
+        }
+        if hi > 0 {
+            self.mem.read((off + lo as u64) as usize, &mut data[lo..]);
+        }
+    }
+
+    fn bar0_write(&mut self, off: u64, data: &[u8]) {
+        let (lo, _) = split_at(off, data.len(), INIT_SEG_REGION);
+        if lo > 0 {
+            for ev in self.init.write(off, &data[..lo]) {
+                match ev {
+                    InitSegEvent::CommandDoorbell(mask) => {
+                        let n = self.stats.cmd_doorbells.fetch_add(1, Ordering::Relaxed);
+                        if n == 0 {
+                            warn!(mask = format_args!("{mask:#x}"), cmdq = format_args!("{:#x}", self.init.cmdq_addr()), "command doorbell rung: the command interface is not implemented yet");
+                        }
+                    }
+                    InitSegEvent::NicInterface(n) => info!(nic_interface = n, "nic_interface changed"),
+                }
+            }
+        }
+        let rest = &data[lo..];
+        if rest.is_empty() {
+            return;
+        }
+        let at = off + lo as u64;
+        self.mem.write(at as usize, rest);
+        let uar = at / UAR_PAGE;
+        if let Some(db) = Doorbell::decode(uar, at % UAR_PAGE, rest) {
+            self.sink.doorbell(db);
+        } else {
+            self.doorbells.ignored.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn bar2_read(&self, off: u64, data: &mut [u8]) {
+        for (i, b) in data.iter_mut().enumerate() {
+            let a = off + i as u64;
+            *b = if a < self.msix_table.len() as u64 {
+                self.msix_table[a as usize]
+            } else if a >= MSIX_PBA_OFFSET && a < MSIX_PBA_OFFSET + (MSIX_VECTORS as u64).div_ceil(8) {
+                let base = ((a - MSIX_PBA_OFFSET) * 8) as u16;
+                (0..8).fold(0u8, |acc, bit| acc | ((self.irqs.pending(base + bit) as u8) << bit))
+            } else {
+                0
+            };
+        }
+    }
+
+    fn bar2_write(&mut self, off: u64, data: &[u8]) {
+        for (i, &b) in data.iter().enumerate() {
+            let a = (off + i as u64) as usize;
+            if a < self.msix_table.len() {
+                self.msix_table[a] = b;
+            }
+        }
+    }
+}
+
+/// Splits an access at `off` of `len` bytes into the parts below and above `boundary`.
+fn split_at(off: u64, len: usize, boundary: u64) -> (usize, usize) {
+    if off >= boundary {
+        (0, len)
+    } else {
+        let lo = ((boundary - off) as usize).min(len);
+        (lo, len - lo)
+    }
+}
+
+impl VfioDevice for Vrnic {
+    fn region(&self, index: u32) -> RegionDesc {
+        let poll = self.mode == DoorbellMode::Poll;
+        let rw = |size| RegionDesc { size, readable: true, writable: true, mmap: None };
+        match index {
+            0 => RegionDesc {
+                mmap: poll.then(|| MmapDesc {
+                    file_offset: 0,
+                    areas: vec![SparseArea { offset: INIT_SEG_REGION, size: self.bars.bar0 - INIT_SEG_REGION }],
+                }),
+                ..rw(self.bars.bar0)
+            },
+            2 => rw(self.bars.bar2),
+            4 => RegionDesc {
+                mmap: poll.then(|| MmapDesc { file_offset: self.bars.bar0, areas: vec![SparseArea { offset: 0, size: self.bars.bar4 }] }),
+                ..rw(self.bars.bar4)
+            },
+            VFIO_PCI_CONFIG_REGION_INDEX => rw(CONFIG_SPACE_SIZE as u64),
+            _ => RegionDesc::default(),
+        }
+    }
+
+    fn region_fd(&self) -> Option<BorrowedFd<'_>> {
+        (self.mode == DoorbellMode::Poll).then(|| self.mem_fd.as_fd())
+    }
+
+    fn region_read(&mut self, index: u32, offset: u64, data: &mut [u8]) -> Result<(), AccessError> {
+        let size = self.region(index).size;
+        if offset.checked_add(data.len() as u64).is_none_or(|e| e > size) {
+            return Err(AccessError::OutOfRange { region: index, offset, count: data.len() });
+        }
+        match index {
+            0 => {
+                self.stats.bar_reads.fetch_add(1, Ordering::Relaxed);
+                self.bar0_read(offset, data)
+            }
+            2 => self.bar2_read(offset, data),
+            4 => {
+                self.stats.bar_reads.fetch_add(1, Ordering::Relaxed);
+                self.mem.read((self.bars.bar0 + offset) as usize, data);
+            }
+            VFIO_PCI_CONFIG_REGION_INDEX => {
+                self.stats.config_reads.fetch_add(1, Ordering::Relaxed);
+                self.cfg.read(offset as usize, data);
+            }
+            _ => return Err(AccessError::NoRegion(index)),
+        }
+        Ok(())
+    }
+
+    fn region_write(&mut self, index: u32, offset: u64, data: &[u8]) -> Result<(), AccessError> {
+        let size = self.region(index).size;
+        if offset.checked_add(data.len() as u64).is_none_or(|e| e > size) {
+            return Err(AccessError::OutOfRange { region: index, offset, count: data.len() });
+        }
+        match index {
+            0 => {
+                self.stats.bar_writes.fetch_add(1, Ordering::Relaxed);
+                self.bar0_write(offset, data)
+            }
+            2 => self.bar2_write(offset, data),
+            4 => {
+                self.stats.bar_writes.fetch_add(1, Ordering::Relaxed);
+                self.mem.write((self.bars.bar0 + offset) as usize, data);
+            }
+            VFIO_PCI_CONFIG_REGION_INDEX => {
+                self.stats.config_writes.fetch_add(1, Ordering::Relaxed);
+                if self.cfg.write(offset as usize, data) == Some(ConfigEvent::FunctionLevelReset) {
+                    info!("function level reset");
+                    self.stats.flrs.fetch_add(1, Ordering::Relaxed);
+                    self.irqs.reset();
+                    self.reset_state();
+                }
+            }
+            _ => return Err(AccessError::NoRegion(index)),
+        }
+        Ok(())
+    }
+
+    fn reset(&mut self) {
+        self.stats.resets.fetch_add(1, Ordering::Relaxed);
+        self.reset_state();
+    }
+
+    fn disconnect(&mut self) {
+        self.reset();
+        debug_assert!(self.dma.is_empty());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vfio::protocol::vfio::VFIO_PCI_CONFIG_REGION_INDEX as CFG;
+
+    fn dev(mode: DoorbellMode) -> Vrnic {
+        let mut c = Config::default();
+        c.doorbell.mode = mode;
+        Vrnic::new(&c, Arc::new(Interrupts::new(MSIX_VECTORS)), Arc::new(DmaSpace::default())).unwrap()
+    }
+
+    #[test]
+    fn regions_by_mode() {
+        let t = dev(DoorbellMode::Trap);
+        assert!((0..9).all(|i| t.region(i).mmap.is_none()), "trap exposes nothing mappable");
+        assert!(t.region_fd().is_none());
+        assert_eq!(t.region(0).size, 32 << 20);
+        assert_eq!(t.region(1).size, 0);
+        let p = dev(DoorbellMode::Poll);
+        let m = p.region(0).mmap.unwrap();
+        assert_eq!(m.areas, vec![SparseArea { offset: 0x4000, size: (32 << 20) - 0x4000 }]);
+        assert_eq!(p.region(4).mmap.unwrap().file_offset, 32 << 20);
+        assert!(p.region(2).mmap.is_none(), "MSI-X stays trapped");
+        assert!(p.region_fd().is_some());
+    }
+
+    #[test]
+    fn trap_doorbell_and_device_memory() {
+        let mut d = dev(DoorbellMode::Trap);
+        let mut s = [0u8; 8];
+        s[4..].copy_from_slice(&0x0000_0203u32.to_be_bytes());
+        d.region_write(0, 5 * 4096 + 0x800, &s).unwrap();
+        assert_eq!(d.doorbells.send.load(Ordering::Relaxed), 1);
+        d.region_write(4, 0x100, &[1, 2, 3]).unwrap();
+        let mut b = [0u8; 3];
+        d.region_read(4, 0x100, &mut b).unwrap();
+        assert_eq!(b, [1, 2, 3]);
+        assert!(d.region_read(4, (1 << 20) - 2, &mut b).is_err());
+        d.reset();
+        d.region_read(4, 0x100, &mut b).unwrap();
+        assert_eq!(b, [0, 0, 0], "reset clears device memory");
+    }
+
+    #[test]
+    fn init_segment_through_bar0_and_flr() {
+        let mut d = dev(DoorbellMode::Trap);
+        let mut b = [0u8; 8];
+        d.region_read(0, 0, &mut b).unwrap();
+        assert_eq!(&b[..4], &[0x00, 0x23, 0x00, 0x10]);
+        assert_eq!(&b[4..], &[0x00, 0x05, 0x07, 0xd0]);
+        d.region_write(0, 0x14, &0x0000_1000u32.to_be_bytes()).unwrap();
+        assert_eq!(d.init_segment().nic_interface(), 0);
+        d.region_write(0, 0x18, &1u32.to_be_bytes()).unwrap();
+        assert_eq!(d.stats.cmd_doorbells.load(Ordering::Relaxed), 1);
+        // FLR through the PCIe capability resets the init segment.
+        d.region_write(CFG, (CAP_PCIE + 8) as u64, &[0x00, 0x80]).unwrap();
+        assert_eq!(d.init_segment().nic_interface(), 1);
+        assert_eq!(d.stats.flrs.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn pba_reflects_pending_vectors() {
+        let mut d = dev(DoorbellMode::Trap);
+        d.irqs.raise(9).unwrap(); // no eventfd: pending
+        let mut b = [0u8; 8];
+        d.region_read(2, MSIX_PBA_OFFSET, &mut b).unwrap();
+        assert_eq!(u64::from_le_bytes(b), 1 << 9);
+    }
+}

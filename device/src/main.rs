@@ -1,0 +1,179 @@
+//! `vrnic`: the vfio-user server process.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser;
+use tracing::{error, info};
+
+use vrnic::config::{Config, DoorbellMode};
+use vrnic::control::{self, ControlHandles};
+use vrnic::pci::MSIX_VECTORS;
+use vrnic::vfio::{DmaSpace, Interrupts, Server, ServerOptions};
+use vrnic::Vrnic;
+
+/// An emulated ConnectX (mlx5) RDMA NIC for QEMU, served over vfio-user.
+///
+/// Attach it with
+///   -object memory-backend-memfd,id=mem,size=1G,share=on -machine q35,memory-backend=mem
+///   -device pcie-root-port,id=rp0,chassis=1,slot=1
+///   -device '{"driver":"vfio-user-pci","bus":"rp0","socket":{"type":"unix","path":"PATH"}}'
+///
+/// Command-line flags override the config file.
+#[derive(Parser, Debug)]
+#[command(name = "vrnic", version, verbatim_doc_comment)]
+struct Args {
+    /// Unix socket QEMU connects to (a stale socket file is replaced).
+    #[arg(long, value_name = "PATH")]
+    socket: PathBuf,
+
+    /// TOML config file (identity, BAR sizes, doorbell mode, logging); see docs/configuration.md.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// How doorbells reach the device: `trap` (every UAR store is a posted
+    /// write on the socket; nothing mappable) or `poll` (UAR pages and device
+    /// memory mapped into the guest, a server thread polls the doorbell slots).
+    #[arg(long, value_enum)]
+    doorbell: Option<DoorbellMode>,
+
+    /// Firmware version reported in the init segment, MAJOR.MINOR.SUBMINOR (default 16.35.2000).
+    #[arg(long, value_name = "VER")]
+    fw_version: Option<String>,
+
+    /// PCI device id (default 0x1017, ConnectX-5). Hex with 0x or decimal.
+    #[arg(long, value_name = "ID", value_parser = parse_u16)]
+    device_id: Option<u16>,
+
+    /// PCI revision id.
+    #[arg(long, value_name = "REV", value_parser = parse_u8)]
+    revision: Option<u8>,
+
+    /// Port LID.
+    #[arg(long, value_name = "LID", value_parser = parse_u16)]
+    lid: Option<u16>,
+
+    /// On-device memory (BAR4) size in bytes, power of two (default 1 MiB).
+    #[arg(long, value_name = "BYTES", value_parser = parse_u64)]
+    device_memory: Option<u64>,
+
+    /// Control socket for test hooks and counters (`raise <vector>`, `stats`).
+    #[arg(long, value_name = "PATH")]
+    control: Option<PathBuf>,
+
+    /// Log every vfio-user message and every BAR access.
+    #[arg(long)]
+    trace: bool,
+
+    /// Log level: error, warn, info, debug, trace (default info).
+    #[arg(long, value_name = "LEVEL")]
+    log_level: Option<String>,
+}
+
+fn parse_num(s: &str) -> Result<u64, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    r.map_err(|_| format!("not a number: {s:?}"))
+}
+fn parse_u64(s: &str) -> Result<u64, String> {
+    parse_num(s)
+}
+fn parse_u16(s: &str) -> Result<u16, String> {
+    u16::try_from(parse_num(s)?).map_err(|_| format!("{s} does not fit 16 bits"))
+}
+fn parse_u8(s: &str) -> Result<u8, String> {
+    u8::try_from(parse_num(s)?).map_err(|_| format!("{s} does not fit 8 bits"))
+}
+
+fn build_config(a: &Args) -> Result<Config, String> {
+    let mut c = match &a.config {
+        Some(p) => Config::load(p).map_err(|e| e.to_string())?,
+        None => Config::default(),
+    };
+    if let Some(m) = a.doorbell {
+        c.doorbell.mode = m;
+    }
+    if let Some(v) = &a.fw_version {
+        c.identity.fw_version = v.clone();
+    }
+    if let Some(v) = a.device_id {
+        c.identity.device_id = v;
+    }
+    if let Some(v) = a.revision {
+        c.identity.revision = v;
+    }
+    if let Some(v) = a.lid {
+        c.identity.lid = v;
+    }
+    if let Some(v) = a.device_memory {
+        c.bars.device_memory_size = v;
+    }
+    if a.trace {
+        c.logging.trace = true;
+    }
+    if let Some(l) = &a.log_level {
+        c.logging.level = l.clone();
+    }
+    c.validate().map_err(|e| e.to_string())?;
+    Ok(c)
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let config = match build_config(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("vrnic: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let level = if config.logging.trace {
+        tracing::Level::TRACE
+    } else {
+        config.logging.level.parse().unwrap_or(tracing::Level::INFO)
+    };
+    tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).with_target(false).init();
+
+    let irqs = Arc::new(Interrupts::new(MSIX_VECTORS));
+    let dma = Arc::new(DmaSpace::default());
+    let device = match Vrnic::new(&config, irqs.clone(), dma.clone()) {
+        Ok(d) => d,
+        Err(e) => {
+            error!("device setup failed: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let device_stats = device.stats.clone();
+    let doorbells = device.doorbell_stats();
+    let mut server = match Server::bind(&args.socket, device, dma.clone(), irqs.clone(), ServerOptions::default()) {
+        Ok(s) => s,
+        Err(e) => {
+            error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some(p) = &args.control {
+        let h = ControlHandles { irqs, dma, server: server.stats.clone(), device: device_stats, doorbells };
+        if let Err(e) = control::spawn(p, h) {
+            error!("control socket {}: {e}", p.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    info!(
+        socket = %args.socket.display(),
+        doorbell = ?config.doorbell.mode,
+        fw = %config.identity.fw_version,
+        device_id = format_args!("{:#06x}", config.identity.device_id),
+        "vrnic listening"
+    );
+    match server.run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            error!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}

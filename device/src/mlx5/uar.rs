@@ -1,0 +1,292 @@
+//! UAR (doorbell) pages: decoding the stores the driver makes into them, and
+//! the two ways the device learns about those stores.
+//!
+//! * `trap`: UAR pages are not mappable; every store arrives as a (posted)
+//!   REGION_WRITE and is decoded on the spot.
+//! * `poll`: UAR pages are served from shared memory the guest stores into
+//!   directly; [`UarPoller`] watches the doorbell slots of the armed pages.
+//!   Each slot holds a sentinel (all ones) that the poller swaps back in
+//!   atomically when it consumes a store, so a store is seen exactly once.
+//!
+//! Layout of a 4 KiB UAR page (mlx5 `MLX5_CQ_DOORBELL`, `MLX5_EQ_DOORBELL_OFFSET`,
+//! `MLX5_BF_OFFSET`): 0x20 CQ arm (8 bytes), 0x40 EQ update+arm, 0x48 EQ
+//! update (4 bytes each), 0x800-0xfff send doorbells / BlueFlame (8-byte slots).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::util::SharedMem;
+
+pub const MLX5_CQ_DOORBELL: u64 = 0x20;
+pub const MLX5_EQ_DOORBELL_ARM: u64 = 0x40;
+pub const MLX5_EQ_DOORBELL_NO_ARM: u64 = 0x48;
+pub const MLX5_BF_OFFSET: u64 = 0x800;
+pub const UAR_PAGE: u64 = 4096;
+
+/// A decoded doorbell store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Doorbell {
+    /// CQ arm: `sn<<28 | cmd | ci` then `cqn` (two big-endian dwords).
+    CqArm { uar: u64, cqn: u32, sn: u8, solicited: bool, ci: u32 },
+    /// EQ consumer-index update, with or without arming.
+    EqUpdate { uar: u64, eqn: u8, ci: u32, arm: bool },
+    /// Send doorbell: the first 8 bytes of the last WQE's control segment.
+    Send { uar: u64, offset: u64, opmod_idx_opcode: u32, qpn_ds: u32 },
+}
+
+impl Doorbell {
+    /// Decodes a store of `data` at `page_off` in UAR page `uar`; None for
+    /// stores that are not doorbells (wrong offset or width).
+    pub fn decode(uar: u64, page_off: u64, data: &[u8]) -> Option<Doorbell> {
+        let dw = |i: usize| u32::from_be_bytes(data[i * 4..i * 4 + 4].try_into().expect("4 bytes"));
+        match (page_off, data.len()) {
+            (MLX5_CQ_DOORBELL, 8) => {
+                let a = dw(0);
+                Some(Doorbell::CqArm {
+                    uar,
+                    cqn: dw(1) & 0x00ff_ffff,
+                    sn: ((a >> 28) & 0x3) as u8,
+                    solicited: a & (1 << 24) != 0,
+                    ci: a & 0x00ff_ffff,
+                })
+            }
+            (MLX5_EQ_DOORBELL_ARM, 4) | (MLX5_EQ_DOORBELL_NO_ARM, 4) => {
+                let v = dw(0);
+                Some(Doorbell::EqUpdate { uar, eqn: (v >> 24) as u8, ci: v & 0x00ff_ffff, arm: page_off == MLX5_EQ_DOORBELL_ARM })
+            }
+            (o, 8) if (MLX5_BF_OFFSET..UAR_PAGE).contains(&o) && o % 8 == 0 => {
+                Some(Doorbell::Send { uar, offset: o, opmod_idx_opcode: dw(0), qpn_ds: dw(1) })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Where decoded doorbells go (the data path; counters until it exists).
+pub trait DoorbellSink: Send + Sync {
+    fn doorbell(&self, db: Doorbell);
+}
+
+/// Doorbell counters, also the sink used before a data path is attached.
+#[derive(Default, Debug)]
+pub struct DoorbellStats {
+    pub cq_arm: AtomicU64,
+    pub eq_update: AtomicU64,
+    pub send: AtomicU64,
+    pub ignored: AtomicU64,
+    /// The last send doorbell seen (qpn_ds << 32 | opmod_idx_opcode), for tests.
+    pub last_send: AtomicU64,
+}
+
+impl DoorbellSink for DoorbellStats {
+    fn doorbell(&self, db: Doorbell) {
+        tracing::trace!(?db, "doorbell");
+        match db {
+            Doorbell::CqArm { .. } => self.cq_arm.fetch_add(1, Ordering::Relaxed),
+            Doorbell::EqUpdate { .. } => self.eq_update.fetch_add(1, Ordering::Relaxed),
+            Doorbell::Send { opmod_idx_opcode, qpn_ds, .. } => {
+                self.last_send.store(((qpn_ds as u64) << 32) | opmod_idx_opcode as u64, Ordering::Relaxed);
+                self.send.fetch_add(1, Ordering::Relaxed)
+            }
+        };
+    }
+}
+
+/// Sentinel left in every watched slot; a doorbell never has all bits set
+/// (a CQ arm's cqn, an EQ number 0xff with ci 0xffffff, a send with qpn
+/// 0xffffff are all outside what the device hands out).
+pub const SENTINEL64: u64 = u64::MAX;
+pub const SENTINEL32: u32 = u32::MAX;
+
+/// Watches doorbell slots of armed UAR pages in shared memory.
+pub struct UarPoller {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    pages: Arc<Mutex<Vec<u64>>>,
+    pub scans: Arc<AtomicU64>,
+}
+
+/// Spin this long after the last doorbell before napping.
+const SPIN: Duration = Duration::from_micros(200);
+/// Longest nap when idle.
+const MAX_NAP: Duration = Duration::from_millis(2);
+
+impl UarPoller {
+    /// `mem` holds BAR0 at offset 0; `sink` gets every doorbell.
+    pub fn start(mem: Arc<SharedMem>, sink: Arc<dyn DoorbellSink>) -> UarPoller {
+        let stop = Arc::new(AtomicBool::new(false));
+        let pages: Arc<Mutex<Vec<u64>>> = Arc::new(Mutex::new(Vec::new()));
+        let scans = Arc::new(AtomicU64::new(0));
+        let (s, p, sc) = (stop.clone(), pages.clone(), scans.clone());
+        let thread = std::thread::Builder::new()
+            .name("vrnic-uar-poll".into())
+            .spawn(move || poll_loop(&mem, &*sink, &s, &p, &sc))
+            .expect("spawn poller thread");
+        UarPoller { stop, thread: Some(thread), pages, scans }
+    }
+
+    /// Starts watching UAR page `uar` (its slots must already hold sentinels).
+    pub fn watch(&self, uar: u64) {
+        let mut p = self.pages.lock().unwrap_or_else(|e| e.into_inner());
+        if !p.contains(&uar) {
+            p.push(uar);
+        }
+    }
+
+    /// Stops watching every page.
+    pub fn unwatch_all(&self) {
+        self.pages.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    pub fn watched(&self) -> Vec<u64> {
+        self.pages.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl Drop for UarPoller {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Writes sentinels into every doorbell slot of UAR page `uar`.
+pub fn arm_page(mem: &SharedMem, uar: u64) {
+    let base = (uar * UAR_PAGE) as usize;
+    mem.swap_u64(base + MLX5_CQ_DOORBELL as usize, SENTINEL64);
+    mem.swap_u32(base + MLX5_EQ_DOORBELL_ARM as usize, SENTINEL32);
+    mem.swap_u32(base + MLX5_EQ_DOORBELL_NO_ARM as usize, SENTINEL32);
+    let mut o = MLX5_BF_OFFSET;
+    while o < UAR_PAGE {
+        mem.swap_u64(base + o as usize, SENTINEL64);
+        o += 8;
+    }
+}
+
+/// One pass over a page; returns how many doorbells it consumed.
+pub fn scan_page(mem: &SharedMem, uar: u64, sink: &dyn DoorbellSink) -> usize {
+    let base = (uar * UAR_PAGE) as usize;
+    let mut n = 0;
+    let take64 = |off: u64, n: &mut usize| {
+        let at = base + off as usize;
+        if mem.load_u64(at).is_some_and(|v| v != SENTINEL64) {
+            if let Some(v) = mem.swap_u64(at, SENTINEL64) {
+                if let Some(db) = Doorbell::decode(uar, off, &v.to_ne_bytes()) {
+                    sink.doorbell(db);
+                }
+                *n += 1;
+            }
+        }
+    };
+    take64(MLX5_CQ_DOORBELL, &mut n);
+    let mut o = MLX5_BF_OFFSET;
+    while o < UAR_PAGE {
+        take64(o, &mut n);
+        o += 8;
+    }
+    for off in [MLX5_EQ_DOORBELL_ARM, MLX5_EQ_DOORBELL_NO_ARM] {
+        if let Some(v) = mem.swap_u32(base + off as usize, SENTINEL32) {
+            if v != SENTINEL32 {
+                if let Some(db) = Doorbell::decode(uar, off, &v.to_ne_bytes()) {
+                    sink.doorbell(db);
+                }
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages: &Mutex<Vec<u64>>, scans: &AtomicU64) {
+    let mut last_hit = Instant::now();
+    let mut nap = Duration::from_micros(10);
+    let mut local: Vec<u64> = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        local.clear();
+        local.extend_from_slice(&pages.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut hits = 0;
+        for &p in &local {
+            hits += scan_page(mem, p, sink);
+        }
+        scans.fetch_add(1, Ordering::Relaxed);
+        if hits > 0 {
+            last_hit = Instant::now();
+            nap = Duration::from_micros(10);
+            continue;
+        }
+        if last_hit.elapsed() < SPIN {
+            std::hint::spin_loop();
+            continue;
+        }
+        // Idle: sleep with growing naps so an idle device costs ~0% CPU.
+        std::thread::sleep(nap);
+        nap = (nap * 2).min(MAX_NAP);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::memfd;
+
+    #[test]
+    fn decode_each_kind() {
+        let mut cq = [0u8; 8];
+        cq[..4].copy_from_slice(&((2u32 << 28) | (1 << 24) | 0x123).to_be_bytes());
+        cq[4..].copy_from_slice(&7u32.to_be_bytes());
+        assert_eq!(
+            Doorbell::decode(4, 0x20, &cq),
+            Some(Doorbell::CqArm { uar: 4, cqn: 7, sn: 2, solicited: true, ci: 0x123 })
+        );
+        let eq = ((5u32 << 24) | 9).to_be_bytes();
+        assert_eq!(Doorbell::decode(4, 0x40, &eq), Some(Doorbell::EqUpdate { uar: 4, eqn: 5, ci: 9, arm: true }));
+        assert_eq!(Doorbell::decode(4, 0x48, &eq), Some(Doorbell::EqUpdate { uar: 4, eqn: 5, ci: 9, arm: false }));
+        let mut s = [0u8; 8];
+        s[..4].copy_from_slice(&0x0001_000au32.to_be_bytes());
+        s[4..].copy_from_slice(&0x0000_4203u32.to_be_bytes());
+        assert_eq!(
+            Doorbell::decode(4, 0x900, &s),
+            Some(Doorbell::Send { uar: 4, offset: 0x900, opmod_idx_opcode: 0x1000a, qpn_ds: 0x4203 })
+        );
+        assert_eq!(Doorbell::decode(4, 0x904, &s), None);
+        assert_eq!(Doorbell::decode(4, 0x20, &s[..4]), None);
+        assert_eq!(Doorbell::decode(4, 0x100, &s), None);
+    }
+
+    #[test]
+    fn poller_sees_each_store_once() {
+        let fd = memfd("uar", 8 * 4096).unwrap();
+        let mem = Arc::new(SharedMem::map(&fd, 8 * 4096).unwrap());
+        arm_page(&mem, 5);
+        let stats = Arc::new(DoorbellStats::default());
+        let poller = UarPoller::start(mem.clone(), stats.clone());
+        poller.watch(5);
+        // The "guest": a second mapping of the same fd.
+        let guest = SharedMem::map(&fd, 8 * 4096).unwrap();
+        let mut s = [0u8; 8];
+        s[..4].copy_from_slice(&0x0000_0108u32.to_be_bytes());
+        s[4..].copy_from_slice(&0x0000_0102u32.to_be_bytes());
+        guest.write(5 * 4096 + 0x800, &s);
+        let eq = ((3u32 << 24) | 1).to_be_bytes();
+        guest.write(5 * 4096 + 0x40, &eq);
+        let t0 = Instant::now();
+        while (stats.send.load(Ordering::Relaxed) < 1 || stats.eq_update.load(Ordering::Relaxed) < 1) && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(stats.send.load(Ordering::Relaxed), 1);
+        assert_eq!(stats.eq_update.load(Ordering::Relaxed), 1);
+        assert_eq!(stats.last_send.load(Ordering::Relaxed), (0x102u64 << 32) | 0x108);
+        // Slot is re-armed.
+        assert_eq!(mem.load_u64(5 * 4096 + 0x800), Some(SENTINEL64));
+        // Unwatched pages are ignored.
+        guest.write(6 * 4096 + 0x800, &s);
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(stats.send.load(Ordering::Relaxed), 1);
+        drop(poller);
+    }
+}

@@ -1,0 +1,204 @@
+//! Small OS edges: memfds, eventfds and a shared-memory window accessed only
+//! with volatile/atomic operations.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// Creates a sealed-size anonymous memory file of `len` bytes.
+pub fn memfd(name: &str, len: u64) -> io::Result<OwnedFd> {
+    let cname = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: cname is a valid NUL-terminated string; the returned fd is new.
+    let fd = unsafe { libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd was just created and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let len = libc::off_t::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: plain syscall on an fd we own.
+    if unsafe { libc::ftruncate(fd.as_raw_fd(), len) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// Creates a non-blocking eventfd (used by tests and the control hooks).
+pub fn eventfd() -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall; the returned fd is new.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd was just created.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Adds 1 to an eventfd counter.
+pub fn eventfd_signal(fd: RawFd) -> io::Result<()> {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a live u64 to an fd; no memory is shared.
+    let r = unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+    if r == 8 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Reads and resets an eventfd counter (0 when nothing was signalled).
+pub fn eventfd_take(fd: RawFd) -> u64 {
+    let mut v: u64 = 0;
+    // SAFETY: reads 8 bytes into a live u64.
+    let r = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
+    if r == 8 {
+        v
+    } else {
+        0
+    }
+}
+
+/// A shared mapping of a memory fd that other processes (QEMU, the guest)
+/// may write at any time. Never exposed as a Rust slice.
+pub struct SharedMem {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: all accesses are volatile or atomic on process-shared memory.
+unsafe impl Send for SharedMem {}
+// SAFETY: see above.
+unsafe impl Sync for SharedMem {}
+
+impl SharedMem {
+    /// Maps `len` bytes of `fd` read-write, shared.
+    pub fn map(fd: &OwnedFd, len: usize) -> io::Result<SharedMem> {
+        // SAFETY: maps a memfd we own into fresh address space.
+        let p = unsafe {
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.as_raw_fd(), 0)
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(SharedMem { ptr: p.cast(), len })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn check(&self, off: usize, n: usize) -> bool {
+        off.checked_add(n).is_some_and(|e| e <= self.len)
+    }
+
+    /// Copies out; returns false (and leaves `buf` untouched) if out of range.
+    pub fn read(&self, off: usize, buf: &mut [u8]) -> bool {
+        if !self.check(off, buf.len()) {
+            return false;
+        }
+        for (i, b) in buf.iter_mut().enumerate() {
+            // SAFETY: off+i < len, inside the live mapping.
+            *b = unsafe { std::ptr::read_volatile(self.ptr.add(off + i)) };
+        }
+        true
+    }
+
+    /// Copies in; returns false if out of range.
+    pub fn write(&self, off: usize, buf: &[u8]) -> bool {
+        if !self.check(off, buf.len()) {
+            return false;
+        }
+        for (i, b) in buf.iter().enumerate() {
+            // SAFETY: off+i < len, inside the live mapping.
+            unsafe { std::ptr::write_volatile(self.ptr.add(off + i), *b) };
+        }
+        true
+    }
+
+    /// Fills a range with one byte value.
+    pub fn fill(&self, off: usize, n: usize, v: u8) -> bool {
+        if !self.check(off, n) {
+            return false;
+        }
+        for i in 0..n {
+            // SAFETY: off+i < len.
+            unsafe { std::ptr::write_volatile(self.ptr.add(off + i), v) };
+        }
+        true
+    }
+
+    /// Atomically exchanges the aligned u64 at `off`; None if out of range or unaligned.
+    pub fn swap_u64(&self, off: usize, v: u64) -> Option<u64> {
+        if off % 8 != 0 || !self.check(off, 8) {
+            return None;
+        }
+        // SAFETY: aligned (mapping is page aligned, off % 8 == 0) and in range;
+        // the atomic type tolerates concurrent stores by the guest.
+        let a = unsafe { AtomicU64::from_ptr(self.ptr.add(off).cast()) };
+        Some(a.swap(v, Ordering::AcqRel))
+    }
+
+    /// Atomically loads the aligned u64 at `off`.
+    pub fn load_u64(&self, off: usize) -> Option<u64> {
+        if off % 8 != 0 || !self.check(off, 8) {
+            return None;
+        }
+        // SAFETY: as in swap_u64.
+        let a = unsafe { AtomicU64::from_ptr(self.ptr.add(off).cast()) };
+        Some(a.load(Ordering::Acquire))
+    }
+
+    /// Atomically exchanges the aligned u32 at `off`.
+    pub fn swap_u32(&self, off: usize, v: u32) -> Option<u32> {
+        if off % 4 != 0 || !self.check(off, 4) {
+            return None;
+        }
+        // SAFETY: as in swap_u64, with 4-byte alignment.
+        let a = unsafe { AtomicU32::from_ptr(self.ptr.add(off).cast()) };
+        Some(a.swap(v, Ordering::AcqRel))
+    }
+}
+
+impl Drop for SharedMem {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len came from our own successful mmap.
+        unsafe {
+            libc::munmap(self.ptr.cast(), self.len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_mem_bounds() {
+        let fd = memfd("x", 4096).unwrap();
+        let m = SharedMem::map(&fd, 4096).unwrap();
+        assert!(m.write(4092, &[1, 2, 3, 4]));
+        assert!(!m.write(4093, &[1, 2, 3, 4]));
+        assert!(!m.read(usize::MAX, &mut [0u8; 2]));
+        let mut b = [0u8; 4];
+        assert!(m.read(4092, &mut b));
+        assert_eq!(b, [1, 2, 3, 4]);
+        assert_eq!(m.swap_u64(8, 7), Some(0));
+        assert_eq!(m.swap_u64(8, 0), Some(7));
+        assert_eq!(m.swap_u64(9, 0), None);
+        assert_eq!(m.swap_u64(4096, 0), None);
+    }
+
+    #[test]
+    fn eventfd_counts() {
+        let e = eventfd().unwrap();
+        assert_eq!(eventfd_take(e.as_raw_fd()), 0);
+        eventfd_signal(e.as_raw_fd()).unwrap();
+        eventfd_signal(e.as_raw_fd()).unwrap();
+        assert_eq!(eventfd_take(e.as_raw_fd()), 2);
+    }
+}

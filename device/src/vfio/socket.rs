@@ -1,0 +1,123 @@
+//! Unix-socket I/O with file descriptors (SCM_RIGHTS), the only place the
+//! vfio-user transport touches `sendmsg`/`recvmsg`.
+
+use std::io::{self, IoSlice, Read, Write};
+use std::mem;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
+
+/// Upper bound on descriptors accepted in one message (our advertised
+/// `max_msg_fds`).
+pub const MAX_FDS: usize = 16;
+
+/// Receives into `buf` (fills it completely, or returns `UnexpectedEof` on a
+/// clean close before the first byte with `Ok(None)`), collecting any
+/// descriptors that arrive with the first segment.
+///
+/// Returns `Ok(None)` when the peer closed the connection before sending
+/// anything, `Ok(Some(fds))` once `buf` is full.
+pub fn recv_exact_with_fds(stream: &UnixStream, buf: &mut [u8]) -> io::Result<Option<(Vec<OwnedFd>, bool)>> {
+    let fd = stream.as_raw_fd();
+    let mut cmsg = [0u64; (MAX_FDS * 4 + 64) / 8];
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+    // SAFETY: msghdr is plain old data; all-zero is a valid empty value.
+    let mut msg: libc::msghdr = unsafe { mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cmsg.as_mut_ptr().cast();
+    msg.msg_controllen = mem::size_of_val(&cmsg) as _;
+    let n = loop {
+        // SAFETY: msg points at a live iovec over `buf` and a live control
+        // buffer of the stated length; the kernel writes within those bounds.
+        let r = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_CMSG_CLOEXEC) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        break r as usize;
+    };
+    let truncated = msg.msg_flags & libc::MSG_CTRUNC != 0;
+    let mut fds = Vec::new();
+    // SAFETY: the CMSG_* macros walk the control buffer the kernel just
+    // filled, bounded by msg_controllen; each SCM_RIGHTS payload is an array
+    // of fresh descriptors that we now own.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let data = libc::CMSG_DATA(c) as *const RawFd;
+                let len = (*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                for i in 0..len / mem::size_of::<RawFd>() {
+                    let raw = std::ptr::read_unaligned(data.add(i));
+                    fds.push(OwnedFd::from_raw_fd(raw));
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    if n == 0 {
+        if buf.is_empty() {
+            return Ok(Some((fds, truncated)));
+        }
+        return Ok(None);
+    }
+    if n < buf.len() {
+        (&*stream).read_exact(&mut buf[n..])?;
+    }
+    Ok(Some((fds, truncated)))
+}
+
+/// Sends all of `bufs` as one message, with `fds` attached to its first byte.
+pub fn send_with_fds(stream: &UnixStream, bufs: &[&[u8]], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+    if fds.is_empty() {
+        let mut all = Vec::with_capacity(bufs.iter().map(|b| b.len()).sum());
+        for b in bufs {
+            all.extend_from_slice(b);
+        }
+        return (&*stream).write_all(&all);
+    }
+    let raw: Vec<RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
+    let iov: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
+    let total: usize = bufs.iter().map(|b| b.len()).sum();
+    // SAFETY: CMSG_SPACE is a pure size computation.
+    let space = unsafe { libc::CMSG_SPACE((raw.len() * mem::size_of::<RawFd>()) as u32) } as usize;
+    let mut cmsg = vec![0u64; space.div_ceil(8)];
+    // SAFETY: zeroed msghdr is a valid empty value.
+    let mut msg: libc::msghdr = unsafe { mem::zeroed() };
+    msg.msg_iov = iov.as_ptr() as *mut libc::iovec;
+    msg.msg_iovlen = iov.len() as _;
+    msg.msg_control = cmsg.as_mut_ptr().cast();
+    msg.msg_controllen = space as _;
+    // SAFETY: the control buffer has CMSG_SPACE bytes for `raw.len()` fds;
+    // IoSlice is ABI-compatible with iovec; all pointers outlive the call.
+    let sent = unsafe {
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SCM_RIGHTS;
+        (*c).cmsg_len = libc::CMSG_LEN((raw.len() * mem::size_of::<RawFd>()) as u32) as _;
+        std::ptr::copy_nonoverlapping(raw.as_ptr(), libc::CMSG_DATA(c) as *mut RawFd, raw.len());
+        loop {
+            let r = libc::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL);
+            if r < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            break r;
+        }
+    };
+    if sent < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let sent = sent as usize;
+    if sent < total {
+        // The descriptors went with the first chunk; send the rest plainly.
+        let mut all = Vec::with_capacity(total);
+        for b in bufs {
+            all.extend_from_slice(b);
+        }
+        (&*stream).write_all(&all[sent..])?;
+    }
+    Ok(())
+}
