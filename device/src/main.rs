@@ -135,7 +135,9 @@ fn main() -> ExitCode {
     } else {
         config.logging.level.parse().unwrap_or(tracing::Level::INFO)
     };
-    tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).with_target(false).init();
+    use std::io::IsTerminal;
+    let ansi = std::io::stderr().is_terminal();
+    tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).with_target(false).with_ansi(ansi).init();
 
     let irqs = Arc::new(Interrupts::new(MSIX_VECTORS));
     let dma = Arc::new(DmaSpace::default());
