@@ -1,6 +1,462 @@
-//! The RNIC queue engine: verbs objects (PD, MKEY, CQ, EQ, SRQ, QP) and the
-//! RC/UC/UD transports. It knows nothing of mlx5 byte layouts or sockets.
-//!
-//! Empty in this revision: the foundation only provides the guest-memory
-//! interface the engine will use ([`crate::vfio::DmaSpace`]) and the
-//! interrupt API ([`crate::vfio::Interrupts::raise`]).
+//! The RNIC queue engine: verbs objects (PD, XRCD, UAR, EQ, CQ, SRQ, MKEY,
+//! QP) and, on top of them, the RC/UC/UD transports. It knows nothing of
+//! mlx5 byte layouts or sockets: the mlx5 layer creates and modifies objects
+//! through this API and keeps only mlx5-specific data (buffer addresses,
+//! page lists, doorbell records) next to the engine's object numbers.
+
+pub mod objects;
+pub mod table;
+
+use thiserror::Error;
+
+pub use objects::*;
+pub use table::Table;
+
+/// Guest memory as the engine reaches it: every access names an address
+/// and a length and fails cleanly on any byte outside what the guest mapped.
+pub trait GuestMemory: Send + Sync {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), MemFault>;
+    fn write(&self, addr: u64, buf: &[u8]) -> Result<(), MemFault>;
+    /// Atomic 64-bit compare-and-swap in guest byte order; returns the old value.
+    fn compare_and_swap_u64(&self, addr: u64, expected: u64, new: u64) -> Result<u64, MemFault>;
+    /// Atomic 64-bit fetch-and-add; returns the old value.
+    fn fetch_add_u64(&self, addr: u64, add: u64) -> Result<u64, MemFault>;
+}
+
+/// A guest memory access outside the guest's mappings (or unaligned atomic).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[error("guest memory fault at {addr:#x}")]
+pub struct MemFault {
+    pub addr: u64,
+}
+
+/// The kind of an object, for errors and limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Pd,
+    Xrcd,
+    Uar,
+    Eq,
+    Cq,
+    Srq,
+    Mkey,
+    Qp,
+}
+
+/// Engine errors; the mlx5 layer maps each to a command status.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum EngineError {
+    /// No more objects of this kind (limit reached): LIM.
+    #[error("{0:?} limit reached")]
+    Limit(Kind),
+    /// Unknown object number: BAD_RES.
+    #[error("no {0:?} {1:#x}")]
+    NoSuch(Kind, u32),
+    /// Object still referenced (e.g. CQ used by a QP): BAD_RES_STATE.
+    #[error("{0:?} {1:#x} is in use")]
+    Busy(Kind, u32),
+    /// Illegal QP state transition: BAD_QP_STATE.
+    #[error("qp {qpn:#x} in {state:?} cannot {transition:?}")]
+    QpState { qpn: u32, state: QpState, transition: QpTransition },
+    /// A parameter out of range: BAD_PARAM.
+    #[error("bad parameter: {0}")]
+    BadParam(&'static str),
+}
+
+/// Per-instance object limits (advertised through the capabilities).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub pds: usize,
+    pub xrcds: usize,
+    pub eqs: usize,
+    pub cqs: usize,
+    pub srqs: usize,
+    pub mkeys: usize,
+    pub qps: usize,
+    pub log_max_cq_size: u8,
+    pub log_max_qp_size: u8,
+    pub log_max_eq_size: u8,
+    /// UAR index range `[first, last]`.
+    pub uar_first: u32,
+    pub uar_last: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            pds: 1 << 16,
+            xrcds: 1 << 12,
+            eqs: 32,
+            cqs: 1 << 16,
+            srqs: 1 << 14,
+            mkeys: 1 << 18,
+            qps: 1 << 16,
+            log_max_cq_size: 22,
+            log_max_qp_size: 15,
+            log_max_eq_size: 22,
+            uar_first: 4,
+            uar_last: 8191,
+        }
+    }
+}
+
+/// Every verbs object of one device instance.
+pub struct Engine {
+    pub limits: Limits,
+    pub pds: Table<Pd>,
+    pub xrcds: Table<Xrcd>,
+    pub uars: Table<Uar>,
+    pub eqs: Table<Eq>,
+    pub cqs: Table<Cq>,
+    pub srqs: Table<Srq>,
+    /// Keyed by the 24-bit mkey index.
+    pub mkeys: Table<Mkey>,
+    pub qps: Table<Qp>,
+}
+
+/// Creation parameters of a QP.
+#[derive(Debug, Clone)]
+pub struct QpCreate {
+    pub qp_type: QpType,
+    pub pd: u32,
+    pub send_cq: Option<u32>,
+    pub recv_cq: Option<u32>,
+    pub srq: Option<u32>,
+    pub xrcd: Option<u32>,
+    pub uar: u32,
+    pub log_sq_size: u8,
+    pub log_rq_size: u8,
+    pub sq_sig_all: bool,
+    pub uid: u16,
+}
+
+impl Engine {
+    pub fn new(limits: Limits) -> Engine {
+        Engine {
+            limits,
+            pds: Table::new(1, 0x00ff_ffff, limits.pds),
+            xrcds: Table::new(1, 0x00ff_ffff, limits.xrcds),
+            uars: Table::new(limits.uar_first, limits.uar_last, (limits.uar_last - limits.uar_first + 1) as usize),
+            // EQ 0xff is never handed out (poll-mode doorbell sentinel).
+            eqs: Table::new(0, 0xfe, limits.eqs),
+            cqs: Table::new(1, 0x00ff_fffe, limits.cqs),
+            srqs: Table::new(1, 0x00ff_fffe, limits.srqs),
+            mkeys: Table::new(1, 0x00ff_fffe, limits.mkeys),
+            // QPN 0/1 are the special QPs' wire numbers; hand out from 0x100.
+            qps: Table::new(0x100, 0x00ff_fffe, limits.qps),
+        }
+    }
+
+    /// Device reset: every object is gone.
+    pub fn reset(&mut self) {
+        self.pds.clear();
+        self.xrcds.clear();
+        self.uars.clear();
+        self.eqs.clear();
+        self.cqs.clear();
+        self.srqs.clear();
+        self.mkeys.clear();
+        self.qps.clear();
+    }
+
+    pub fn alloc_pd(&mut self, uid: u16) -> Result<u32, EngineError> {
+        self.pds.alloc_with(|_| Pd { uid }).ok_or(EngineError::Limit(Kind::Pd))
+    }
+
+    pub fn dealloc_pd(&mut self, pdn: u32) -> Result<(), EngineError> {
+        self.pds.remove(pdn).map(|_| ()).ok_or(EngineError::NoSuch(Kind::Pd, pdn))
+    }
+
+    pub fn alloc_xrcd(&mut self, uid: u16) -> Result<u32, EngineError> {
+        self.xrcds.alloc_with(|_| Xrcd { uid }).ok_or(EngineError::Limit(Kind::Xrcd))
+    }
+
+    pub fn dealloc_xrcd(&mut self, n: u32) -> Result<(), EngineError> {
+        self.xrcds.remove(n).map(|_| ()).ok_or(EngineError::NoSuch(Kind::Xrcd, n))
+    }
+
+    pub fn alloc_uar(&mut self, uid: u16) -> Result<u32, EngineError> {
+        self.uars.alloc_with(|_| Uar { uid }).ok_or(EngineError::Limit(Kind::Uar))
+    }
+
+    pub fn dealloc_uar(&mut self, n: u32) -> Result<(), EngineError> {
+        self.uars.remove(n).map(|_| ()).ok_or(EngineError::NoSuch(Kind::Uar, n))
+    }
+
+    pub fn create_eq(&mut self, log_size: u8, uar: u32, vector: u16) -> Result<u32, EngineError> {
+        if log_size > self.limits.log_max_eq_size {
+            return Err(EngineError::BadParam("eq size"));
+        }
+        self.eqs
+            .alloc_with(|_| Eq { log_size, uar, vector, armed: false, consumer: 0, producer: 0 })
+            .ok_or(EngineError::Limit(Kind::Eq))
+    }
+
+    pub fn destroy_eq(&mut self, eqn: u32) -> Result<(), EngineError> {
+        if !self.eqs.contains(eqn) {
+            return Err(EngineError::NoSuch(Kind::Eq, eqn));
+        }
+        if self.cqs.iter().any(|(_, c)| c.eqn == eqn) {
+            return Err(EngineError::Busy(Kind::Eq, eqn));
+        }
+        self.eqs.remove(eqn);
+        Ok(())
+    }
+
+    pub fn create_cq(&mut self, log_size: u8, eqn: u32, uar: u32) -> Result<u32, EngineError> {
+        if log_size > self.limits.log_max_cq_size {
+            return Err(EngineError::BadParam("cq size"));
+        }
+        if !self.eqs.contains(eqn) {
+            return Err(EngineError::NoSuch(Kind::Eq, eqn));
+        }
+        self.cqs
+            .alloc_with(|_| Cq {
+                log_size,
+                eqn,
+                uar,
+                arm: CqArm::None,
+                arm_sn: 0,
+                producer: 0,
+                consumer: 0,
+                overrun: false,
+                period: 0,
+                max_count: 0,
+            })
+            .ok_or(EngineError::Limit(Kind::Cq))
+    }
+
+    pub fn destroy_cq(&mut self, cqn: u32) -> Result<(), EngineError> {
+        if !self.cqs.contains(cqn) {
+            return Err(EngineError::NoSuch(Kind::Cq, cqn));
+        }
+        let used_by_qp = self.qps.iter().any(|(_, q)| q.send_cq == Some(cqn) || q.recv_cq == Some(cqn));
+        let used_by_srq = self.srqs.iter().any(|(_, s)| s.cqn == Some(cqn));
+        if used_by_qp || used_by_srq {
+            return Err(EngineError::Busy(Kind::Cq, cqn));
+        }
+        self.cqs.remove(cqn);
+        Ok(())
+    }
+
+    pub fn create_srq(&mut self, pd: u32, log_size: u8, cqn: Option<u32>, xrcd: Option<u32>, uid: u16) -> Result<u32, EngineError> {
+        if !self.pds.contains(pd) {
+            return Err(EngineError::NoSuch(Kind::Pd, pd));
+        }
+        if log_size > self.limits.log_max_qp_size {
+            return Err(EngineError::BadParam("srq size"));
+        }
+        if let Some(c) = cqn {
+            if !self.cqs.contains(c) {
+                return Err(EngineError::NoSuch(Kind::Cq, c));
+            }
+        }
+        if let Some(x) = xrcd {
+            if !self.xrcds.contains(x) {
+                return Err(EngineError::NoSuch(Kind::Xrcd, x));
+            }
+        }
+        self.srqs.alloc_with(|_| Srq { pd, log_size, cqn, xrcd, limit: 0, uid }).ok_or(EngineError::Limit(Kind::Srq))
+    }
+
+    pub fn destroy_srq(&mut self, srqn: u32) -> Result<(), EngineError> {
+        if !self.srqs.contains(srqn) {
+            return Err(EngineError::NoSuch(Kind::Srq, srqn));
+        }
+        if self.qps.iter().any(|(_, q)| q.srq == Some(srqn)) {
+            return Err(EngineError::Busy(Kind::Srq, srqn));
+        }
+        self.srqs.remove(srqn);
+        Ok(())
+    }
+
+    /// Creates a memory key; returns its 24-bit index (key = index << 8 | variant).
+    pub fn create_mkey(&mut self, mkey: Mkey) -> Result<u32, EngineError> {
+        if !self.pds.contains(mkey.pd) {
+            return Err(EngineError::NoSuch(Kind::Pd, mkey.pd));
+        }
+        if let Translation::Mtt { page_shift, .. } = &mkey.translation {
+            if !(12..=30).contains(page_shift) {
+                return Err(EngineError::BadParam("mkey page size"));
+            }
+        }
+        self.mkeys.alloc_with(|_| mkey).ok_or(EngineError::Limit(Kind::Mkey))
+    }
+
+    pub fn destroy_mkey(&mut self, index: u32) -> Result<(), EngineError> {
+        self.mkeys.remove(index).map(|_| ()).ok_or(EngineError::NoSuch(Kind::Mkey, index))
+    }
+
+    /// Looks a 32-bit key up: the index must exist and the variant match.
+    pub fn lookup_key(&self, key: u32) -> Option<&Mkey> {
+        self.mkeys.get(key >> 8).filter(|m| m.variant == key as u8)
+    }
+
+    pub fn create_qp(&mut self, c: QpCreate) -> Result<u32, EngineError> {
+        let needs_pd = !matches!(c.qp_type, QpType::XrcTarget);
+        if needs_pd && !self.pds.contains(c.pd) {
+            return Err(EngineError::NoSuch(Kind::Pd, c.pd));
+        }
+        for cq in [c.send_cq, c.recv_cq].into_iter().flatten() {
+            if !self.cqs.contains(cq) {
+                return Err(EngineError::NoSuch(Kind::Cq, cq));
+            }
+        }
+        if let Some(s) = c.srq {
+            if !self.srqs.contains(s) {
+                return Err(EngineError::NoSuch(Kind::Srq, s));
+            }
+        }
+        if let Some(x) = c.xrcd {
+            if !self.xrcds.contains(x) {
+                return Err(EngineError::NoSuch(Kind::Xrcd, x));
+            }
+        }
+        if c.log_sq_size > self.limits.log_max_qp_size || c.log_rq_size > self.limits.log_max_qp_size {
+            return Err(EngineError::BadParam("qp size"));
+        }
+        let attrs = QpAttrs::default();
+        self.qps
+            .alloc_with(|_| Qp {
+                qp_type: c.qp_type,
+                state: QpState::Reset,
+                pd: c.pd,
+                send_cq: c.send_cq,
+                recv_cq: c.recv_cq,
+                srq: c.srq,
+                xrcd: c.xrcd,
+                uar: c.uar,
+                log_sq_size: c.log_sq_size,
+                log_rq_size: c.log_rq_size,
+                attrs,
+                sq_sig_all: c.sq_sig_all,
+                uid: c.uid,
+            })
+            .ok_or(EngineError::Limit(Kind::Qp))
+    }
+
+    pub fn destroy_qp(&mut self, qpn: u32) -> Result<(), EngineError> {
+        self.qps.remove(qpn).map(|_| ()).ok_or(EngineError::NoSuch(Kind::Qp, qpn))
+    }
+
+    /// Applies a state transition with its attribute update. Illegal
+    /// transitions leave the QP untouched.
+    pub fn modify_qp(&mut self, qpn: u32, t: QpTransition, update: &QpAttrUpdate) -> Result<QpState, EngineError> {
+        let qp = self.qps.get_mut(qpn).ok_or(EngineError::NoSuch(Kind::Qp, qpn))?;
+        if let Some(from) = t.from_state() {
+            if qp.state != from {
+                return Err(EngineError::QpState { qpn, state: qp.state, transition: t });
+            }
+        }
+        if let Some(m) = update.path_mtu {
+            if Mtu::from_ib_enum(m.ib_enum()) != Some(m) {
+                return Err(EngineError::BadParam("path mtu"));
+            }
+        }
+        if update.retry_cnt.is_some_and(|v| v > 7) || update.rnr_retry.is_some_and(|v| v > 7) {
+            return Err(EngineError::BadParam("retry count"));
+        }
+        if update.timeout.is_some_and(|v| v > 31) || update.min_rnr_timer.is_some_and(|v| v > 31) {
+            return Err(EngineError::BadParam("timer"));
+        }
+        match t {
+            QpTransition::ToRst => qp.attrs = QpAttrs::default(),
+            _ => qp.attrs.apply(update),
+        }
+        qp.state = t.to_state();
+        Ok(qp.state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine_with_cq() -> (Engine, u32, u32) {
+        let mut e = Engine::new(Limits::default());
+        let pd = e.alloc_pd(0).unwrap();
+        let eq = e.create_eq(6, 4, 0).unwrap();
+        let cq = e.create_cq(6, eq, 4).unwrap();
+        (e, pd, cq)
+    }
+
+    fn rc(pd: u32, cq: u32) -> QpCreate {
+        QpCreate {
+            qp_type: QpType::Rc,
+            pd,
+            send_cq: Some(cq),
+            recv_cq: Some(cq),
+            srq: None,
+            xrcd: None,
+            uar: 4,
+            log_sq_size: 6,
+            log_rq_size: 6,
+            sq_sig_all: false,
+            uid: 0,
+        }
+    }
+
+    #[test]
+    fn qp_state_machine_legal_and_illegal() {
+        let (mut e, pd, cq) = engine_with_cq();
+        let q = e.create_qp(rc(pd, cq)).unwrap();
+        assert!(q >= 0x100);
+        assert!(matches!(e.modify_qp(q, QpTransition::InitToRtr, &QpAttrUpdate::default()), Err(EngineError::QpState { .. })));
+        assert_eq!(e.qps.get(q).unwrap().state, QpState::Reset, "illegal transition leaves the QP alone");
+        e.modify_qp(q, QpTransition::RstToInit, &QpAttrUpdate { pkey_index: Some(0), port: Some(1), ..Default::default() }).unwrap();
+        e.modify_qp(q, QpTransition::InitToInit, &QpAttrUpdate::default()).unwrap();
+        let up = QpAttrUpdate { dest_qpn: Some(0x123), rq_psn: Some(77), path_mtu: Some(Mtu(1024)), ..Default::default() };
+        e.modify_qp(q, QpTransition::InitToRtr, &up).unwrap();
+        e.modify_qp(q, QpTransition::RtrToRts, &QpAttrUpdate { sq_psn: Some(5), retry_cnt: Some(7), ..Default::default() }).unwrap();
+        e.modify_qp(q, QpTransition::RtsToRts, &QpAttrUpdate::default()).unwrap();
+        let qp = e.qps.get(q).unwrap();
+        assert_eq!((qp.state, qp.attrs.dest_qpn, qp.attrs.rq_psn, qp.attrs.sq_psn, qp.attrs.path_mtu), (QpState::Rts, 0x123, 77, 5, Mtu(1024)));
+        assert!(matches!(e.modify_qp(q, QpTransition::RtsToRts, &QpAttrUpdate { retry_cnt: Some(8), ..Default::default() }), Err(EngineError::BadParam(_))));
+        assert!(matches!(e.modify_qp(q, QpTransition::SqerrToRts, &QpAttrUpdate::default()), Err(EngineError::QpState { .. })));
+        e.modify_qp(q, QpTransition::ToErr, &QpAttrUpdate::default()).unwrap();
+        assert!(matches!(e.modify_qp(q, QpTransition::RtsToRts, &QpAttrUpdate::default()), Err(EngineError::QpState { .. })));
+        e.modify_qp(q, QpTransition::ToRst, &QpAttrUpdate::default()).unwrap();
+        assert_eq!(e.qps.get(q).unwrap().attrs, QpAttrs::default());
+        assert!(matches!(e.modify_qp(0x999, QpTransition::ToRst, &QpAttrUpdate::default()), Err(EngineError::NoSuch(Kind::Qp, 0x999))));
+    }
+
+    #[test]
+    fn references_are_checked() {
+        let (mut e, pd, cq) = engine_with_cq();
+        assert!(matches!(e.create_qp(QpCreate { send_cq: Some(99), ..rc(pd, cq) }), Err(EngineError::NoSuch(Kind::Cq, 99))));
+        assert!(matches!(e.create_qp(QpCreate { pd: 99, ..rc(pd, cq) }), Err(EngineError::NoSuch(Kind::Pd, 99))));
+        let q = e.create_qp(rc(pd, cq)).unwrap();
+        assert_eq!(e.destroy_cq(cq), Err(EngineError::Busy(Kind::Cq, cq)));
+        let eqn = e.cqs.get(cq).unwrap().eqn;
+        assert_eq!(e.destroy_eq(eqn), Err(EngineError::Busy(Kind::Eq, eqn)));
+        e.destroy_qp(q).unwrap();
+        e.destroy_cq(cq).unwrap();
+        e.destroy_eq(eqn).unwrap();
+        assert!(matches!(e.create_cq(30, 0, 4), Err(EngineError::BadParam(_))));
+    }
+
+    #[test]
+    fn limits_and_keys() {
+        let mut e = Engine::new(Limits { pds: 2, ..Limits::default() });
+        let pd = e.alloc_pd(0).unwrap();
+        e.alloc_pd(0).unwrap();
+        assert_eq!(e.alloc_pd(0), Err(EngineError::Limit(Kind::Pd)));
+        let idx = e
+            .create_mkey(Mkey {
+                variant: 0x5a,
+                pd,
+                access: Access::LOCAL_WRITE,
+                start: 0,
+                length: 0x1000,
+                whole_space: false,
+                translation: Translation::Physical,
+                free: false,
+                uid: 0,
+            })
+            .unwrap();
+        assert!(e.lookup_key(Mkey::key(idx, 0x5a)).is_some());
+        assert!(e.lookup_key(Mkey::key(idx, 0x5b)).is_none(), "variant must match");
+        e.reset();
+        assert!(e.pds.is_empty() && e.mkeys.is_empty());
+    }
+}
