@@ -6,6 +6,7 @@
 //! arrive with the firmware and data-path work; until then a rung command
 //! doorbell is counted and logged, and the driver's first command times out.
 
+pub mod cmd;
 pub mod init_seg;
 pub mod uar;
 
