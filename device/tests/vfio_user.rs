@@ -470,6 +470,10 @@ fn region_info_argsz_negotiation() {
     assert_eq!(m.payload.len(), 32, "no room for caps: base info only");
     let need = u32::from_le_bytes(m.payload[0..4].try_into().unwrap());
     assert_eq!(need, 32 + 32, "sparse cap with one area");
+    let flags = u32::from_le_bytes(m.payload[4..8].try_into().unwrap());
+    assert_ne!(flags & VFIO_REGION_INFO_FLAG_CAPS, 0);
+    assert_eq!(u32::from_le_bytes(m.payload[12..16].try_into().unwrap()), 32, "QEMU needs a valid cap_offset even when truncated");
+    assert!(m.fds.is_empty(), "the fd comes with the full reply");
     q[0..4].copy_from_slice(&need.to_le_bytes());
     let m = r.call(5, &q, &[], 0);
     assert_eq!(m.payload.len(), need as usize);

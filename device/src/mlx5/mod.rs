@@ -8,6 +8,7 @@
 
 pub mod cmd;
 pub mod init_seg;
+pub mod mad;
 pub mod uar;
 
 pub use init_seg::{FwVersion, InitSegEvent, InitSegment};

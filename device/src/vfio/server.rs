@@ -397,10 +397,15 @@ impl<D: VfioDevice> Server<D> {
             out = info.emit().to_vec();
             out.extend_from_slice(&caps);
         } else {
-            // Too small for the capability chain: say how much is needed.
+            // Too small for the capability chain: say how much is needed and
+            // where the chain will start (QEMU rejects CAPS with cap_offset 0).
+            // The fd comes with the full reply only.
             info.argsz = needed;
-            info.cap_offset = 0;
+            if !caps.is_empty() {
+                info.cap_offset = protocol::RegionInfo::SIZE as u32;
+            }
             out = info.emit().to_vec();
+            fd = None;
         }
         Ok(Reply { payload: out, fd })
     }
