@@ -1,12 +1,17 @@
 //! The ConnectX (mlx5) personality: what the Linux `mlx5_core`/`mlx5_ib`
 //! drivers and rdma-core's libmlx5 see in BAR0.
 //!
-//! So far: the initialization segment ([`init_seg`]) and the UAR doorbell
-//! pages ([`uar`]). The command interface, capabilities and WQE/CQE codecs
+//! So far: the initialization segment ([`init_seg`]), the UAR doorbell
+//! pages ([`uar`]), the `mlx5_ifc.h` layouts as generated field accessors
+//! ([`ifc`], from `tools/mlx5/ifcgen.py`, with the [`fields`] runtime) and the
+//! capability pages ([`caps`]). The command interface and WQE/CQE codecs
 //! arrive with the firmware and data-path work; until then a rung command
 //! doorbell is counted and logged, and the driver's first command times out.
 
+pub mod caps;
 pub mod cmd;
+pub mod fields;
+pub mod ifc;
 pub mod init_seg;
 pub mod mad;
 pub mod uar;
