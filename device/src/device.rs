@@ -11,12 +11,15 @@
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use tracing::{info, warn};
 
 use crate::config::{Config, DoorbellMode};
 use crate::mlx5::uar::{arm_page, Doorbell, UAR_PAGE};
+use crate::engine::Limits;
+use crate::mlx5::firmware::Firmware;
+use crate::mlx5::mad::PortConfig;
 use crate::mlx5::{DoorbellSink, DoorbellStats, InitSegEvent, InitSegment, UarPoller};
 use crate::pci::*;
 use crate::util::{memfd, SharedMem};
@@ -50,7 +53,31 @@ pub struct Vrnic {
     doorbells: Arc<DoorbellStats>,
     sink: Arc<dyn DoorbellSink>,
     poller: Option<UarPoller>,
+    fw: Arc<Mutex<Firmware>>,
     pub stats: Arc<DeviceStats>,
+}
+
+/// Routes decoded doorbells: EQ and CQ doorbells to the firmware, every
+/// doorbell to the counters.
+struct FwSink {
+    fw: Arc<Mutex<Firmware>>,
+    stats: Arc<DoorbellStats>,
+}
+
+impl DoorbellSink for FwSink {
+    fn doorbell(&self, db: Doorbell) {
+        self.stats.doorbell(db);
+        match db {
+            Doorbell::EqUpdate { eqn, ci, arm, .. } => lock(&self.fw).eq_doorbell(eqn as u32, ci, arm),
+            Doorbell::CqArm { cqn, sn, solicited, ci, .. } => lock(&self.fw).cq_arm(cqn, sn, solicited, ci),
+            // Send doorbells reach the data path (not yet): counted only.
+            Doorbell::Send { .. } => {}
+        }
+    }
+}
+
+fn lock(fw: &Mutex<Firmware>) -> MutexGuard<'_, Firmware> {
+    fw.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Vrnic {
@@ -58,12 +85,18 @@ impl Vrnic {
     pub fn new(config: &Config, irqs: Arc<Interrupts>, dma: Arc<DmaSpace>) -> io::Result<Vrnic> {
         let bars = config.bar_layout();
         bars.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        let fw = config.fw_version().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+        let fw_version = config.fw_version().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
         let total = bars.bar0 + bars.bar4;
         let mem_fd = memfd("vrnic-bars", total)?;
         let mem = Arc::new(SharedMem::map(&mem_fd, total as usize)?);
         let doorbells = Arc::new(DoorbellStats::default());
-        let sink: Arc<dyn DoorbellSink> = doorbells.clone();
+        let limits = Limits { uar_first: FIRST_UAR_PAGE as u32, uar_last: (bars.bar0 / UAR_PAGE - 1) as u32, ..Limits::default() };
+        let mut port = PortConfig::new(config.node_guid(), config.port_guid(), config.identity.lid, config.identity.device_id);
+        port.revision = config.identity.revision as u32;
+        let mut firmware = Firmware::new(dma.clone(), irqs.clone(), port, limits);
+        firmware.trace = config.logging.trace;
+        let fw = Arc::new(Mutex::new(firmware));
+        let sink: Arc<dyn DoorbellSink> = Arc::new(FwSink { fw: fw.clone(), stats: doorbells.clone() });
         let poller = match config.doorbell.mode {
             DoorbellMode::Poll => Some(UarPoller::start(mem.clone(), sink.clone())),
             DoorbellMode::Trap => None,
@@ -75,13 +108,14 @@ impl Vrnic {
             watch_uars: config.doorbell.watch_uars,
             mem_fd,
             mem,
-            init: InitSegment::new(fw, config.identity.device_id as u32),
+            init: InitSegment::new(fw_version, config.identity.device_id as u32),
             msix_table: vec![0; (MSIX_VECTORS * 16) as usize],
             irqs,
             dma,
             doorbells,
             sink,
             poller,
+            fw,
             stats: Arc::new(DeviceStats::default()),
         };
         d.reset_state();
@@ -98,6 +132,11 @@ impl Vrnic {
 
     pub fn dma(&self) -> Arc<DmaSpace> {
         self.dma.clone()
+    }
+
+    /// The firmware (command interface, objects, event queues).
+    pub fn firmware(&self) -> Arc<Mutex<Firmware>> {
+        self.fw.clone()
     }
 
     pub fn mode(&self) -> DoorbellMode {
@@ -120,6 +159,11 @@ impl Vrnic {
     fn reset_state(&mut self) {
         self.cfg.reset();
         self.init.reset();
+        {
+            let mut fw = lock(&self.fw);
+            fw.reset();
+            fw.uar_changes.clear();
+        }
         self.msix_table.iter_mut().for_each(|b| *b = 0);
         // SAFETY: plain syscall on our own memfd; punching a hole zeroes the
         // range for every mapping of it (ours and QEMU's) and frees the pages.
@@ -160,10 +204,18 @@ impl Vrnic {
             for ev in self.init.write(off, &data[..lo]) {
                 match ev {
                     InitSegEvent::CommandDoorbell(mask) => {
-                        let n = self.stats.cmd_doorbells.fetch_add(1, Ordering::Relaxed);
-                        if n == 0 {
-                            warn!(mask = format_args!("{mask:#x}"), cmdq = format_args!("{:#x}", self.init.cmdq_addr()), "command doorbell rung: the command interface is not implemented yet");
+                        self.stats.cmd_doorbells.fetch_add(1, Ordering::Relaxed);
+                        if self.init.nic_interface() != crate::mlx5::init_seg::NIC_IFC_FULL_DRIVER {
+                            warn!(mask = format_args!("{mask:#x}"), "command doorbell while the command interface is disabled: ignored");
+                            continue;
                         }
+                        let cmdq = self.init.cmdq_addr();
+                        let changes = {
+                            let mut fw = lock(&self.fw);
+                            fw.doorbell(cmdq, mask);
+                            std::mem::take(&mut fw.uar_changes)
+                        };
+                        self.apply_uar_changes(changes);
                     }
                     InitSegEvent::NicInterface(n) => info!(nic_interface = n, "nic_interface changed"),
                 }
@@ -180,6 +232,19 @@ impl Vrnic {
             self.sink.doorbell(db);
         } else {
             self.doorbells.ignored.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Poll mode: watch the doorbell pages the driver allocated.
+    fn apply_uar_changes(&mut self, changes: Vec<(u32, bool)>) {
+        let Some(p) = &self.poller else { return };
+        for (uar, alive) in changes {
+            if alive {
+                arm_page(&self.mem, uar as u64);
+                p.watch(uar as u64);
+            } else if uar as u64 >= FIRST_UAR_PAGE + self.watch_uars as u64 {
+                p.unwatch(uar as u64);
+            }
         }
     }
 

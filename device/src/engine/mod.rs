@@ -84,12 +84,12 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            pds: 1 << 16,
-            xrcds: 1 << 12,
+            pds: 1 << 20,
+            xrcds: 1 << 16,
             eqs: 32,
             cqs: 1 << 16,
-            srqs: 1 << 14,
-            mkeys: 1 << 18,
+            srqs: 1 << 16,
+            mkeys: 1 << 20,
             qps: 1 << 16,
             log_max_cq_size: 22,
             log_max_qp_size: 15,

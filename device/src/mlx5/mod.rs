@@ -10,6 +10,10 @@
 
 pub mod caps;
 pub mod cmd;
+pub mod firmware;
+pub mod hca;
+pub mod objects;
+pub mod qp;
 pub mod fields;
 pub mod ifc;
 pub mod init_seg;

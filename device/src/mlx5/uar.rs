@@ -135,6 +135,11 @@ impl UarPoller {
         }
     }
 
+    /// Stops watching UAR page `uar`.
+    pub fn unwatch(&self, uar: u64) {
+        self.pages.lock().unwrap_or_else(|e| e.into_inner()).retain(|&p| p != uar);
+    }
+
     /// Stops watching every page.
     pub fn unwatch_all(&self) {
         self.pages.lock().unwrap_or_else(|e| e.into_inner()).clear();
