@@ -190,7 +190,8 @@ pub fn run_slot(mem: &dyn GuestMemory, cmdq: u64, slot: u32, handler: &mut dyn C
         if !(8..=MAX_MSG).contains(&inlen) {
             return Err(Delivery::InLength);
         }
-        if !(16..=MAX_MSG).contains(&outlen) {
+        // The smallest outputs (e.g. enable_hca_out) are 12 bytes: status + syndrome at least.
+        if !(8..=MAX_MSG).contains(&outlen) {
             return Err(Delivery::OutLength);
         }
         // Gather the input: 16 bytes inline, the rest from the chain.
@@ -202,8 +203,11 @@ pub fn run_slot(mem: &dyn GuestMemory, cmdq: u64, slot: u32, handler: &mut dyn C
         // effects must not run if its result cannot be delivered.
         let blocks = if outlen > 16 { out_blocks(mem, out_ptr, outlen - 16)? } else { Vec::new() };
         let mut o = handler.execute(&input, outlen);
+        // Whatever the command produced, exactly `outlen` bytes go out; the
+        // inline area is always 16 bytes (zero beyond `outlen`).
         o.out.resize(outlen.max(16), 0);
-        o.out.truncate(outlen);
+        o.out[outlen.min(16)..16].fill(0);
+        o.out.truncate(outlen.max(16));
         o.out[0] = o.status;
         o.out[1..4].fill(0);
         o.out[4..8].copy_from_slice(&o.syndrome.to_be_bytes());
@@ -217,6 +221,7 @@ pub fn run_slot(mem: &dyn GuestMemory, cmdq: u64, slot: u32, handler: &mut dyn C
             mem.write(b + B_TOKEN as u64, &[token]).map_err(|_| Delivery::OutPtrAlign)?;
         }
         mem.write(ea + E_OUT as u64, &o.out[..16]).map_err(|_| Delivery::FwErr)?;
+        debug_assert!(blocks.is_empty() || outlen > 16);
         Ok(())
     })();
     if let Err(d) = outcome {
@@ -381,6 +386,17 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn twelve_byte_output_fits_inline() {
+        let mem = FlatMem::new(1 << 20);
+        let mut b = Builder::new();
+        let ea = b.entry(&mem, 1, &[0x01, 0x04, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 12);
+        let mut h = echo();
+        let r = run_slot(&mem, b.cmdq, 1, &mut h).unwrap();
+        assert_eq!(r.delivery, Delivery::Ok);
+        assert_eq!(mem.get(ea + 0x20 + 12, 4), vec![0; 4], "inline bytes past outlen are zero");
+    }
+
+    #[test]
     fn mailbox_chains_in_and_out() {
         let mem = FlatMem::new(1 << 20);
         let mut b = Builder::new();
@@ -419,7 +435,7 @@ pub(crate) mod tests {
         mem.put(ea + 0x3f, &[1]);
         assert_eq!(run(&mem, &b, &mut h, 1), Delivery::InLength);
         let ea = b.entry(&mem, 2, &[0; 16], 16);
-        mem.put(ea + 0x38, &8u32.to_be_bytes());
+        mem.put(ea + 0x38, &4u32.to_be_bytes());
         assert_eq!(run(&mem, &b, &mut h, 2), Delivery::OutLength);
         // Input chain shorter than inlen (next = 0 after the first block).
         let ea = b.entry(&mem, 5, &big, 16);
