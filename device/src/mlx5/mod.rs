@@ -22,3 +22,6 @@ pub mod uar;
 
 pub use init_seg::{FwVersion, InitSegEvent, InitSegment};
 pub use uar::{Doorbell, DoorbellSink, DoorbellStats, UarPoller};
+
+#[cfg(test)]
+mod fw_tests;

@@ -1,0 +1,421 @@
+//! Firmware tests through the real command transport: hand-built command
+//! entries and mailbox chains in a fake guest memory, executed by
+//! [`Firmware::doorbell`] exactly as a `cmd_dbell` write would.
+
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+
+use super::cmd::tests::{Builder, FlatMem};
+use super::cmd::{status, Delivery};
+use super::firmware::Firmware;
+use super::ifc;
+use super::mad::PortConfig;
+use crate::engine::{Access, Limits, QpState};
+use crate::util::{eventfd, eventfd_take};
+use crate::vfio::protocol::vfio::*;
+use crate::vfio::Interrupts;
+
+struct Bench {
+    mem: Arc<FlatMem>,
+    b: Builder,
+    fw: Firmware,
+    irqs: Arc<Interrupts>,
+}
+
+/// Output of one command.
+struct Out {
+    delivery: Delivery,
+    status: u8,
+    syndrome: u32,
+    data: Vec<u8>,
+}
+
+impl Bench {
+    fn new() -> Bench {
+        Bench::with_limits(Limits::default())
+    }
+
+    fn with_limits(limits: Limits) -> Bench {
+        let mem = Arc::new(FlatMem::new(4 << 20));
+        let irqs = Arc::new(Interrupts::new(64));
+        let port = PortConfig::new(0x1111, 0x2222, 3, 0x1017);
+        let fw = Firmware::new(mem.clone(), irqs.clone(), port, limits);
+        Bench { mem, b: Builder::new(), fw, irqs }
+    }
+
+    fn run(&mut self, input: &[u8], outlen: usize) -> Out {
+        self.b.next_block = 0x10000;
+        let ea = self.b.entry(&self.mem, 0, input, outlen);
+        let r = self.fw.doorbell(self.b.cmdq, 1);
+        assert_eq!(r.len(), 1);
+        let data = self.b.output(&self.mem, ea);
+        Out { delivery: r[0].delivery, status: data[0], syndrome: u32::from_be_bytes(data[4..8].try_into().unwrap()), data }
+    }
+
+    /// Runs a command that must succeed.
+    fn ok(&mut self, input: &[u8], outlen: usize) -> Vec<u8> {
+        let o = self.run(input, outlen);
+        assert_eq!((o.delivery, o.status), (Delivery::Ok, 0), "opcode {:#x} syndrome {:#x}", u16::from_be_bytes([input[0], input[1]]), o.syndrome);
+        o.data
+    }
+
+    fn status(&mut self, input: &[u8], outlen: usize) -> u8 {
+        let o = self.run(input, outlen);
+        assert_eq!(o.delivery, Delivery::Ok);
+        o.status
+    }
+
+    fn up(&mut self) -> u32 {
+        self.ok(&cmd(ifc::MLX5_CMD_OP_ENABLE_HCA, 0, 16), 12);
+        self.ok(&cmd(ifc::MLX5_CMD_OP_INIT_HCA, 0, 32), 16);
+        let o = self.ok(&cmd(ifc::MLX5_CMD_OP_ALLOC_UAR, 0, 16), 16);
+        ifc::alloc_uar_out::uar.get(&o) as u32
+    }
+
+    /// Creates an EQ of 64 entries at guest address `buf` with `mask` word 0.
+    fn eq(&mut self, uar: u32, vector: u32, mask: u64, buf: u64) -> u32 {
+        use ifc::create_eq_in as c;
+        let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_EQ, 0, c::SIZE + 8);
+        c::eq_context_entry::log_eq_size.set(&mut i, 6);
+        c::eq_context_entry::uar_page.set(&mut i, uar as u64);
+        c::eq_context_entry::intr.set(&mut i, vector as u64);
+        c::event_bitmask.elem(0).set(&mut i, mask);
+        c::pas.elem(0).set(&mut i, buf);
+        // The driver initialises every EQE owner bit to 1.
+        for k in 0..64 {
+            self.mem.put(buf + k * 64 + 63, &[1]);
+        }
+        let o = self.ok(&i, 16);
+        ifc::create_eq_out::eq_number.get(&o) as u32
+    }
+
+    fn pd(&mut self) -> u32 {
+        let o = self.ok(&cmd(ifc::MLX5_CMD_OP_ALLOC_PD, 0, 16), 16);
+        ifc::alloc_pd_out::pd.get(&o) as u32
+    }
+
+    fn cq(&mut self, uar: u32, eqn: u32, buf: u64) -> u32 {
+        use ifc::create_cq_in as c;
+        let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_CQ, 0, c::SIZE + 8);
+        c::cq_context::log_cq_size.set(&mut i, 6);
+        c::cq_context::uar_page.set(&mut i, uar as u64);
+        c::cq_context::c_eqn_or_apu_element.set(&mut i, eqn as u64);
+        c::cq_context::dbr_addr.set(&mut i, buf + 0x1000);
+        c::pas.elem(0).set(&mut i, buf);
+        let o = self.ok(&i, 16);
+        ifc::create_cq_out::cqn.get(&o) as u32
+    }
+
+    fn qp(&mut self, st: u64, pd: u32, uar: u32, cqn: u32) -> u32 {
+        use ifc::create_qp_in as c;
+        let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_QP, 0, c::SIZE + 16);
+        c::qpc::st.set(&mut i, st);
+        c::qpc::pd.set(&mut i, pd as u64);
+        c::qpc::uar_page.set(&mut i, uar as u64);
+        c::qpc::log_rq_size.set(&mut i, 4);
+        c::qpc::log_rq_stride.set(&mut i, 0);
+        c::qpc::log_sq_size.set(&mut i, 4);
+        c::qpc::cqn_snd.set(&mut i, cqn as u64);
+        c::qpc::cqn_rcv.set(&mut i, cqn as u64);
+        c::qpc::user_index.set(&mut i, 0x77);
+        c::pas.elem(0).set(&mut i, 0x200000);
+        let o = self.ok(&i, 16);
+        ifc::create_qp_out::qpn.get(&o) as u32
+    }
+}
+
+/// A zeroed command input with opcode and op_mod.
+fn cmd(opcode: u32, op_mod: u16, len: usize) -> Vec<u8> {
+    let mut v = vec![0u8; len.max(16)];
+    ifc::mbox_in::opcode.set(&mut v, opcode as u64);
+    ifc::mbox_in::op_mod.set(&mut v, op_mod as u64);
+    v
+}
+
+fn transition_in(opcode: u32, qpn: u32) -> Vec<u8> {
+    let mut i = cmd(opcode, 0, ifc::rst2init_qp_in::SIZE);
+    ifc::rst2init_qp_in::qpn.set(&mut i, qpn as u64);
+    i
+}
+
+#[test]
+fn bring_up_and_capabilities() {
+    let mut t = Bench::new();
+    // Before ENABLE_HCA only the bring-up commands work.
+    assert_eq!(t.status(&cmd(ifc::MLX5_CMD_OP_ALLOC_PD, 0, 16), 16), status::BAD_SYS_STATE);
+    t.ok(&cmd(ifc::MLX5_CMD_OP_ENABLE_HCA, 0, 16), 12);
+    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_ISSI, 0, 16), ifc::query_issi_out::SIZE);
+    assert_eq!(ifc::query_issi_out::supported_issi_dw0.get(&o), 1);
+    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_PAGES, 1, 16), 16);
+    assert_eq!(ifc::query_pages_out::num_pages.get(&o), 0);
+    // QUERY_HCA_CAP general, CUR (op_mod 1) and MAX (0): 0x1000 bytes through mailboxes.
+    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_HCA_CAP, 1, 16), ifc::query_hca_cap_out::SIZE);
+    let cap = ifc::query_hca_cap_out::capability;
+    assert_eq!(cap.inner(ifc::cmd_hca_cap::port_type).get(&o), 0, "IB");
+    assert_eq!(cap.inner(ifc::cmd_hca_cap::xrc).get(&o), 1);
+    assert_eq!(cap.inner(ifc::cmd_hca_cap::log_max_qp).get(&o), 16);
+    assert_eq!(cap.inner(ifc::cmd_hca_cap::bf).get(&o), 0);
+    // SET_HCA_CAP: settable fields land in CUR, MAX is untouched.
+    let mut s = cmd(ifc::MLX5_CMD_OP_SET_HCA_CAP, 0, ifc::set_hca_cap_in::SIZE);
+    let r = ifc::set_hca_cap_in::capability.byte_range().unwrap();
+    s[r.clone()].copy_from_slice(&o[ifc::query_hca_cap_out::capability.byte_range().unwrap()]);
+    let scap = ifc::set_hca_cap_in::capability;
+    scap.inner(ifc::cmd_hca_cap::log_max_qp).set(&mut s, 12);
+    scap.inner(ifc::cmd_hca_cap::port_type).set(&mut s, 1); // not settable: ignored
+    t.ok(&s, 16);
+    let cur = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_HCA_CAP, 1, 16), ifc::query_hca_cap_out::SIZE);
+    let max = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_HCA_CAP, 0, 16), ifc::query_hca_cap_out::SIZE);
+    assert_eq!(cap.inner(ifc::cmd_hca_cap::log_max_qp).get(&cur), 12);
+    assert_eq!(cap.inner(ifc::cmd_hca_cap::port_type).get(&cur), 0);
+    assert_eq!(cap.inner(ifc::cmd_hca_cap::log_max_qp).get(&max), 16);
+    // log_max_qp above MAX is refused.
+    scap.inner(ifc::cmd_hca_cap::log_max_qp).set(&mut s, 20);
+    assert_eq!(t.status(&s, 16), status::BAD_PARAM);
+    // Unknown capability type.
+    assert_eq!(t.status(&cmd(ifc::MLX5_CMD_OP_QUERY_HCA_CAP, 0x7f << 1, 16), ifc::query_hca_cap_out::SIZE), status::BAD_PARAM);
+    t.ok(&cmd(ifc::MLX5_CMD_OP_INIT_HCA, 0, 32), 16);
+    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_ADAPTER, 0, 16), ifc::query_adapter_out::SIZE);
+    assert_eq!(ifc::query_adapter_out::query_adapter_struct::ieee_vendor_id.get(&o), 0x0002c9);
+    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_TEARDOWN_HCA, 0, 16), 16);
+    assert_eq!(ifc::teardown_hca_out::state.get(&o), 0);
+}
+
+#[test]
+fn unknown_opcodes_and_distinct_syndromes() {
+    let mut t = Bench::new();
+    t.up();
+    let a = t.run(&cmd(0x0fff, 0, 16), 16);
+    assert_eq!(a.status, status::BAD_OP);
+    let b = t.run(&cmd(ifc::MLX5_CMD_OP_DESTROY_CQ, 0, 16), 16);
+    assert_eq!(b.status, status::BAD_RES);
+    let c = t.run(&cmd(ifc::MLX5_CMD_OP_QUERY_PAGES, 9, 16), 16);
+    assert_eq!(c.status, status::BAD_PARAM);
+    assert!(a.syndrome != b.syndrome && b.syndrome != c.syndrome && a.syndrome != c.syndrome);
+    // Truncated input of a command that needs its whole layout.
+    assert_eq!(t.status(&cmd(ifc::MLX5_CMD_OP_CREATE_EQ, 0, 16), 16), status::BAD_INP_LEN);
+    // Only 4 KiB UARs.
+    let mut s = cmd(ifc::MLX5_CMD_OP_SET_HCA_CAP, 0, ifc::set_hca_cap_in::SIZE);
+    ifc::set_hca_cap_in::capability.inner(ifc::cmd_hca_cap::uar_4k).set(&mut s, 1);
+    assert_eq!(t.status(&s, 16), status::BAD_PARAM);
+}
+
+#[test]
+fn command_eq_gets_completion_eqes_and_msix() {
+    let mut t = Bench::new();
+    let uar = t.up();
+    let e = eventfd().unwrap();
+    t.irqs
+        .set_irqs(VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_PCI_MSIX_IRQ_INDEX, 0, 1, vec![e.try_clone().unwrap()], &[])
+        .unwrap();
+    let eq_buf = 0x100000;
+    let eqn = t.eq(uar, 0, 1 << ifc::MLX5_EVENT_TYPE_CMD, eq_buf);
+    // The CREATE_EQ that made the command EQ completes by polling: no EQE.
+    assert_eq!(t.mem.get(eq_buf + 63, 1)[0], 1, "EQE 0 still owned by hardware");
+    // The driver arms it; the next command posts an EQE with its slot and raises vector 0.
+    t.fw.eq_doorbell(eqn, 0, true);
+    t.ok(&cmd(ifc::MLX5_CMD_OP_ALLOC_PD, 0, 16), 16);
+    let eqe = t.mem.get(eq_buf, 64);
+    assert_eq!(eqe[1], ifc::MLX5_EVENT_TYPE_CMD as u8);
+    assert_eq!(u32::from_be_bytes(eqe[0x20..0x24].try_into().unwrap()), 1, "slot 0 bit");
+    assert_eq!(eqe[63] & 1, 0, "owner bit for the first pass is 0");
+    assert_eq!(eventfd_take(e.as_raw_fd()), 1);
+    // Not re-armed: the next EQE is written but no interrupt.
+    t.ok(&cmd(ifc::MLX5_CMD_OP_ALLOC_PD, 0, 16), 16);
+    assert_eq!(t.mem.get(eq_buf + 64, 64)[1], ifc::MLX5_EVENT_TYPE_CMD as u8);
+    assert_eq!(eventfd_take(e.as_raw_fd()), 0);
+    // Arming with an unconsumed event pending interrupts at once.
+    t.fw.eq_doorbell(eqn, 1, true);
+    assert_eq!(eventfd_take(e.as_raw_fd()), 1);
+    // QUERY_EQ reports the counters.
+    let mut q = cmd(ifc::MLX5_CMD_OP_QUERY_EQ, 0, 16);
+    ifc::query_eq_in::eq_number.set(&mut q, eqn as u64);
+    let o = t.ok(&q, ifc::query_eq_out::SIZE);
+    assert_eq!(ifc::query_eq_out::eq_context_entry::producer_counter.get(&o), 2, "its own EQE comes after it completes");
+    assert_eq!(ifc::query_eq_out::eq_context_entry::consumer_counter.get(&o), 1);
+    // EQ vector beyond MSI-X, unknown UAR.
+    use ifc::create_eq_in as c;
+    let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_EQ, 0, c::SIZE + 8);
+    c::eq_context_entry::log_eq_size.set(&mut i, 6);
+    c::eq_context_entry::uar_page.set(&mut i, uar as u64);
+    c::eq_context_entry::intr.set(&mut i, 64);
+    assert_eq!(t.status(&i, 16), status::BAD_PARAM);
+    c::eq_context_entry::intr.set(&mut i, 1);
+    c::eq_context_entry::uar_page.set(&mut i, 4000);
+    assert_eq!(t.status(&i, 16), status::BAD_RES);
+    // Missing page list (input too short for 2 pages).
+    c::eq_context_entry::uar_page.set(&mut i, uar as u64);
+    c::eq_context_entry::log_eq_size.set(&mut i, 7);
+    assert_eq!(t.status(&i, 16), status::BAD_INP_LEN);
+}
+
+#[test]
+fn objects_references_and_limits() {
+    let mut t = Bench::with_limits(Limits { pds: 2, ..Limits::default() });
+    let uar = t.up();
+    let eqn = t.eq(uar, 1, 0, 0x100000);
+    let pd = t.pd();
+    t.pd();
+    assert_eq!(t.status(&cmd(ifc::MLX5_CMD_OP_ALLOC_PD, 0, 16), 16), status::LIM);
+    let cqn = t.cq(uar, eqn, 0x120000);
+    let qpn = t.qp(0, pd, uar, cqn);
+    // A CQ in use by a QP cannot go, nor its EQ.
+    let mut d = cmd(ifc::MLX5_CMD_OP_DESTROY_CQ, 0, 16);
+    ifc::destroy_cq_in::cqn.set(&mut d, cqn as u64);
+    assert_eq!(t.status(&d, 16), status::BAD_RES_STATE);
+    let mut de = cmd(ifc::MLX5_CMD_OP_DESTROY_EQ, 0, 16);
+    ifc::destroy_eq_in::eq_number.set(&mut de, eqn as u64);
+    assert_eq!(t.status(&de, 16), status::BAD_RES_STATE);
+    let mut dq = cmd(ifc::MLX5_CMD_OP_DESTROY_QP, 0, 16);
+    ifc::destroy_qp_in::qpn.set(&mut dq, qpn as u64);
+    t.ok(&dq, 16);
+    t.ok(&d, 16);
+    t.ok(&de, 16);
+    // A CQ on a nonexistent EQ.
+    use ifc::create_cq_in as c;
+    let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_CQ, 0, c::SIZE + 8);
+    c::cq_context::uar_page.set(&mut i, uar as u64);
+    c::cq_context::c_eqn_or_apu_element.set(&mut i, 0x44);
+    assert_eq!(t.status(&i, 16), status::BAD_RES);
+}
+
+#[test]
+fn mkey_mtt_translation_and_checks() {
+    use ifc::create_mkey_in as c;
+    use ifc::create_mkey_in::memory_key_mkey_entry as m;
+    let mut t = Bench::new();
+    t.up();
+    let pd = t.pd();
+    let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_MKEY, 0, c::SIZE + 3 * 8 + 8);
+    m::access_mode_1_0.set(&mut i, 1);
+    m::lr.set(&mut i, 1);
+    m::lw.set(&mut i, 1);
+    m::rr.set(&mut i, 1);
+    m::mkey_7_0.set(&mut i, 0x42);
+    m::pd.set(&mut i, pd as u64);
+    m::start_addr.set(&mut i, 0x7f00_0000_0800);
+    m::len.set(&mut i, 0x2000);
+    m::log_page_size.set(&mut i, 12);
+    for (k, pa) in [0x300000u64, 0x500000, 0x400000].iter().enumerate() {
+        c::klm_pas_mtt.elem(k as u32 * 2).set(&mut i, pa >> 32);
+        c::klm_pas_mtt.elem(k as u32 * 2 + 1).set(&mut i, pa & 0xffff_ffff);
+    }
+    // Too few translations supplied for 3 pages.
+    c::translations_octword_actual_size.set(&mut i, 1);
+    assert_eq!(t.status(&i, 16), status::BAD_PARAM);
+    c::translations_octword_actual_size.set(&mut i, 2);
+    let o = t.ok(&i, 16);
+    let index = ifc::create_mkey_out::mkey_index.get(&o) as u32;
+    let key = (index << 8) | 0x42;
+    let mk = t.fw.engine.lookup_key(key).unwrap();
+    assert_eq!(mk.translate(0x7f00_0000_0ff0, 0x20, pd, Access::LOCAL_WRITE), Ok(vec![(0x300ff0, 0x10), (0x500000, 0x10)]));
+    assert!(mk.translate(0x7f00_0000_0800, 8, pd, Access::REMOTE_WRITE).is_err());
+    // KLM mode is not offered; a PD that does not exist.
+    m::access_mode_1_0.set(&mut i, 2);
+    assert_eq!(t.status(&i, 16), status::BAD_PARAM);
+    m::access_mode_1_0.set(&mut i, 0);
+    m::pd.set(&mut i, 0x999);
+    assert_eq!(t.status(&i, 16), status::BAD_RES);
+}
+
+#[test]
+fn qp_transitions_latch_only_their_fields() {
+    use ifc::rst2init_qp_in::qpc as q;
+    let mut t = Bench::new();
+    let uar = t.up();
+    let eqn = t.eq(uar, 1, 0, 0x100000);
+    let pd = t.pd();
+    let cqn = t.cq(uar, eqn, 0x120000);
+    let qpn = t.qp(0, pd, uar, cqn);
+
+    let query = |t: &mut Bench| {
+        let mut i = cmd(ifc::MLX5_CMD_OP_QUERY_QP, 0, 16);
+        ifc::query_qp_in::qpn.set(&mut i, qpn as u64);
+        t.ok(&i, ifc::query_qp_out::SIZE)
+    };
+    use ifc::query_qp_out::qpc as o;
+    assert_eq!(o::state.get(&query(&mut t)), 0, "RESET after create");
+    // Illegal: INIT2RTR from RESET.
+    assert_eq!(t.status(&transition_in(ifc::MLX5_CMD_OP_INIT2RTR_QP, qpn), 16), status::BAD_QP_STATE);
+
+    let mut i = transition_in(ifc::MLX5_CMD_OP_RST2INIT_QP, qpn);
+    q::rre.set(&mut i, 1);
+    q::rwe.set(&mut i, 1);
+    q::primary_address_path::vhca_port_num.set(&mut i, 1);
+    q::next_send_psn.set(&mut i, 0x999); // not an RST2INIT field
+    t.ok(&i, 16);
+    let mut i = transition_in(ifc::MLX5_CMD_OP_INIT2RTR_QP, qpn);
+    q::mtu.set(&mut i, 3);
+    q::remote_qpn.set(&mut i, 0x345);
+    q::next_rcv_psn.set(&mut i, 0x1234);
+    q::primary_address_path::rlid.set(&mut i, 9);
+    q::min_rnr_nak.set(&mut i, 12);
+    q::retry_count.set(&mut i, 6); // belongs to RTR2RTS: ignored here
+    t.ok(&i, 16);
+    let r = query(&mut t);
+    assert_eq!(o::state.get(&r), 2);
+    assert_eq!((o::remote_qpn.get(&r), o::next_rcv_psn.get(&r), o::mtu.get(&r)), (0x345, 0x1234, 3));
+    assert_eq!(o::primary_address_path::rlid.get(&r), 9);
+    assert_eq!(o::retry_count.get(&r), 0, "RTR2RTS field not latched by INIT2RTR");
+    assert_eq!(o::next_send_psn.get(&r), 0, "RTR2RTS field not latched by RST2INIT");
+    assert_eq!((o::rre.get(&r), o::rwe.get(&r), o::rae.get(&r)), (1, 1, 0));
+
+    let mut i = transition_in(ifc::MLX5_CMD_OP_RTR2RTS_QP, qpn);
+    q::next_send_psn.set(&mut i, 0x777);
+    q::retry_count.set(&mut i, 7);
+    q::rnr_retry.set(&mut i, 7);
+    q::primary_address_path::ack_timeout.set(&mut i, 14);
+    q::remote_qpn.set(&mut i, 0x1); // not an RTR2RTS field
+    t.ok(&i, 16);
+    let qp = t.fw.engine.qps.get(qpn).unwrap();
+    assert_eq!(qp.state, QpState::Rts);
+    assert_eq!((qp.attrs.sq_psn, qp.attrs.retry_cnt, qp.attrs.rnr_retry, qp.attrs.timeout, qp.attrs.dest_qpn), (0x777, 7, 7, 14, 0x345));
+    assert_eq!(qp.attrs.av.dlid, 9);
+    // RTS2RTS: only what opt_param_mask selects.
+    let mut i = transition_in(ifc::MLX5_CMD_OP_RTS2RTS_QP, qpn);
+    ifc::rts2rts_qp_in::opt_param_mask.set(&mut i, ifc::MLX5_QP_OPTPAR_RAE as u64);
+    q::rae.set(&mut i, 1);
+    q::rre.set(&mut i, 0); // RRE not selected: stays 1
+    t.ok(&i, 16);
+    let r = query(&mut t);
+    assert_eq!((o::rre.get(&r), o::rae.get(&r), o::state.get(&r)), (1, 1, 3));
+    // To ERR from anywhere, to RESET restores the created context.
+    t.ok(&transition_in(ifc::MLX5_CMD_OP_2ERR_QP, qpn), 16);
+    assert_eq!(o::state.get(&query(&mut t)), 6);
+    assert_eq!(t.status(&transition_in(ifc::MLX5_CMD_OP_RTS2RTS_QP, qpn), 16), status::BAD_QP_STATE);
+    t.ok(&transition_in(ifc::MLX5_CMD_OP_2RST_QP, qpn), 16);
+    let r = query(&mut t);
+    assert_eq!((o::state.get(&r), o::remote_qpn.get(&r), o::user_index.get(&r)), (0, 0, 0x77));
+    // A nonexistent QP.
+    assert_eq!(t.status(&transition_in(ifc::MLX5_CMD_OP_2RST_QP, 0xabcd), 16), status::BAD_RES);
+}
+
+#[test]
+fn ud_qkey_and_mad_ifc() {
+    use ifc::rst2init_qp_in::qpc as q;
+    let mut t = Bench::new();
+    let uar = t.up();
+    let eqn = t.eq(uar, 1, 0, 0x100000);
+    let pd = t.pd();
+    let cqn = t.cq(uar, eqn, 0x120000);
+    let qpn = t.qp(8, pd, uar, cqn); // QP1
+    let mut i = transition_in(ifc::MLX5_CMD_OP_RST2INIT_QP, qpn);
+    q::q_key.set(&mut i, 0x8001_0000);
+    q::mtu.set(&mut i, 1);
+    t.ok(&i, 16);
+    assert_eq!(t.fw.engine.qps.get(qpn).unwrap().attrs.qkey, 0x8001_0000);
+    // MAD_IFC NodeInfo through the command.
+    let mut m = cmd(ifc::MLX5_CMD_OP_MAD_IFC, 3, ifc::mad_ifc_in::SIZE);
+    ifc::mad_ifc_in::port.set(&mut m, 1);
+    let mad = ifc::mad_ifc_in::mad.byte_range().unwrap();
+    m[mad.start] = 1;
+    m[mad.start + 1] = 1;
+    m[mad.start + 2] = 1;
+    m[mad.start + 3] = 1;
+    m[mad.start + 16..mad.start + 18].copy_from_slice(&0x11u16.to_be_bytes());
+    let o = t.ok(&m, ifc::mad_ifc_out::SIZE);
+    let resp = ifc::mad_ifc_out::response_mad_packet.byte_range().unwrap();
+    assert_eq!(o[resp.start + 3], 0x81, "GetResp");
+    assert_eq!(&o[resp.start + 64 + 12..resp.start + 64 + 20], &0x1111u64.to_be_bytes(), "node GUID");
+    ifc::mad_ifc_in::port.set(&mut m, 2);
+    assert_eq!(t.status(&m, ifc::mad_ifc_out::SIZE), status::BAD_PARAM);
+}
