@@ -70,8 +70,7 @@ impl DoorbellSink for FwSink {
         match db {
             Doorbell::EqUpdate { eqn, ci, arm, .. } => lock(&self.fw).eq_doorbell(eqn as u32, ci, arm),
             Doorbell::CqArm { cqn, sn, solicited, ci, .. } => lock(&self.fw).cq_arm(cqn, sn, solicited, ci),
-            // Send doorbells reach the data path (not yet): counted only.
-            Doorbell::Send { .. } => {}
+            Doorbell::Send { qpn_ds, .. } => lock(&self.fw).send_doorbell(qpn_ds >> 8),
         }
     }
 }

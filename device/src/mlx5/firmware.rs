@@ -112,6 +112,9 @@ pub struct QpCtx {
     pub rq_entries: u32,
     pub sq_entries: u32,
     pub mcast: BTreeSet<[u8; 16]>,
+    /// SQ consumer counter (WQEBBs) and RQ consumer counter.
+    pub sq_ci: u16,
+    pub rq_ci: u16,
 }
 
 /// Counters exported to the control socket.

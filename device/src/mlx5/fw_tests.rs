@@ -419,3 +419,101 @@ fn ud_qkey_and_mad_ifc() {
     ifc::mad_ifc_in::port.set(&mut m, 2);
     assert_eq!(t.status(&m, ifc::mad_ifc_out::SIZE), status::BAD_PARAM);
 }
+
+#[test]
+fn qp1_mad_loopback_and_flush() {
+    use ifc::create_mkey_in::memory_key_mkey_entry as m;
+    use ifc::rst2init_qp_in::qpc as q;
+    let mut t = Bench::new();
+    let uar = t.up();
+    let eqn = t.eq(uar, 1, 0, 0x100000);
+    let pd = t.pd();
+    // The kernel's PD-wide DMA key: PA mode, whole address space.
+    let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_MKEY, 0, ifc::create_mkey_in::SIZE);
+    m::lr.set(&mut i, 1);
+    m::lw.set(&mut i, 1);
+    m::length64.set(&mut i, 1);
+    m::pd.set(&mut i, pd as u64);
+    m::mkey_7_0.set(&mut i, 0x11);
+    let o = t.ok(&i, 16);
+    let lkey = ((ifc::create_mkey_out::mkey_index.get(&o) as u32) << 8) | 0x11;
+    let cq_buf = 0x120000u64;
+    for k in 0..64 {
+        t.mem.put(cq_buf + k * 64 + 63, &[0xf1]);
+    }
+    let cqn = t.cq(uar, eqn, cq_buf);
+    // QP1 with its buffer at 0x200000 (RQ 16 x 16 B, then SQ 16 x 64 B), dbr at 0x280000.
+    use ifc::create_qp_in as c;
+    let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_QP, 0, c::SIZE + 8);
+    c::qpc::st.set(&mut i, 8);
+    c::qpc::pd.set(&mut i, pd as u64);
+    c::qpc::uar_page.set(&mut i, uar as u64);
+    c::qpc::log_rq_size.set(&mut i, 4);
+    c::qpc::log_sq_size.set(&mut i, 4);
+    c::qpc::cqn_snd.set(&mut i, cqn as u64);
+    c::qpc::cqn_rcv.set(&mut i, cqn as u64);
+    c::qpc::dbr_addr.set(&mut i, 0x280000);
+    c::pas.elem(0).set(&mut i, 0x200000);
+    let o = t.ok(&i, 16);
+    let qpn = ifc::create_qp_out::qpn.get(&o) as u32;
+    let mut i = transition_in(ifc::MLX5_CMD_OP_RST2INIT_QP, qpn);
+    q::q_key.set(&mut i, 0x8001_0000);
+    q::mtu.set(&mut i, 1);
+    t.ok(&i, 16);
+    t.ok(&transition_in(ifc::MLX5_CMD_OP_INIT2RTR_QP, qpn), 16);
+    t.ok(&transition_in(ifc::MLX5_CMD_OP_RTR2RTS_QP, qpn), 16);
+    // One receive: 296 bytes at 0x300000.
+    let mut rwqe = [0u8; 16];
+    rwqe[0..4].copy_from_slice(&296u32.to_be_bytes());
+    rwqe[4..8].copy_from_slice(&lkey.to_be_bytes());
+    rwqe[8..16].copy_from_slice(&0x300000u64.to_be_bytes());
+    t.mem.put(0x200000, &rwqe);
+    t.mem.put(0x280000, &1u32.to_be_bytes());
+    // One send: a 256-byte MAD to our own LID (3), QP1.
+    let mad: Vec<u8> = (0..256).map(|x| x as u8).collect();
+    t.mem.put(0x310000, &mad);
+    let mut w = [0u8; 80];
+    w[0..4].copy_from_slice(&(0x0a_u32).to_be_bytes()); // index 0, SEND
+    w[4..8].copy_from_slice(&((qpn << 8) | 5).to_be_bytes());
+    w[11] = 0x08;
+    w[16..20].copy_from_slice(&0x8001_0000u32.to_be_bytes());
+    w[24..28].copy_from_slice(&1u32.to_be_bytes());
+    w[16 + 0x0e..16 + 0x10].copy_from_slice(&3u16.to_be_bytes());
+    w[64..68].copy_from_slice(&256u32.to_be_bytes());
+    w[68..72].copy_from_slice(&lkey.to_be_bytes());
+    w[72..80].copy_from_slice(&0x310000u64.to_be_bytes());
+    t.mem.put(0x200000 + 256, &w);
+    t.mem.put(0x280004, &1u32.to_be_bytes());
+    t.fw.send_doorbell(qpn);
+    // The MAD landed after the 40-byte GRH area.
+    assert_eq!(t.mem.get(0x300000 + 40, 256), mad);
+    // Two CQEs: the responder one (delivered first) and the requester one.
+    let c0 = t.mem.get(cq_buf, 64);
+    let c1 = t.mem.get(cq_buf + 64, 64);
+    assert_eq!(c0[0x3f] >> 4, super::cqe::op::RESP_SEND);
+    assert_eq!(u32::from_be_bytes(c0[0x2c..0x30].try_into().unwrap()), 296, "GRH + MAD");
+    assert_eq!(u32::from_be_bytes(c0[0x18..0x1c].try_into().unwrap()) & 0xffffff, 1, "source QP 1");
+    assert_eq!(u16::from_be_bytes(c0[0x16..0x18].try_into().unwrap()), 3, "source LID");
+    assert_eq!(c1[0x3f] >> 4, super::cqe::op::REQ);
+    assert_eq!(c1[0x3f] & 1, 0, "first pass owner 0");
+    assert_eq!(u32::from_be_bytes(c1[0x38..0x3c].try_into().unwrap()), (0x0a << 24) | qpn);
+    // A second send with no receive posted: dropped, but the send completes.
+    // (The first WQE took 2 WQEBBs: ds 5.)
+    w[0..4].copy_from_slice(&((2u32 << 8) | 0x0a).to_be_bytes());
+    t.mem.put(0x200000 + 256 + 128, &w);
+    t.mem.put(0x280004, &4u32.to_be_bytes());
+    t.fw.send_doorbell(qpn);
+    assert_eq!(t.mem.get(cq_buf + 128, 64)[0x3f] >> 4, super::cqe::op::REQ);
+    // Two receives posted, then the QP is moved to ERR: each is flushed.
+    t.mem.put(0x200000 + 16, &rwqe);
+    t.mem.put(0x200000 + 32, &rwqe);
+    t.mem.put(0x280000, &3u32.to_be_bytes());
+    t.ok(&transition_in(ifc::MLX5_CMD_OP_2ERR_QP, qpn), 16);
+    for k in 3..5u64 {
+        let e = t.mem.get(cq_buf + k * 64, 64);
+        assert_eq!((e[0x3f] >> 4, e[0x37]), (super::cqe::op::RESP_ERR, super::cqe::syndrome::WR_FLUSH_ERR), "CQE {k}");
+    }
+    assert_eq!(t.mem.get(cq_buf + 5 * 64, 64)[0x3f], 0xf1, "nothing more");
+    // A send with a bad lkey on another QP errors with LOCAL_PROT_ERR.
+    let _ = Access::LOCAL_READ;
+}

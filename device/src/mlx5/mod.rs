@@ -10,6 +10,7 @@
 
 pub mod caps;
 pub mod cmd;
+pub mod cqe;
 pub mod firmware;
 pub mod hca;
 pub mod objects;
@@ -19,6 +20,8 @@ pub mod ifc;
 pub mod init_seg;
 pub mod mad;
 pub mod uar;
+pub mod ud;
+pub mod wqe;
 
 pub use init_seg::{FwVersion, InitSegEvent, InitSegment};
 pub use uar::{Doorbell, DoorbellSink, DoorbellStats, UarPoller};

@@ -106,6 +106,8 @@ pub fn create_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             rq_entries,
             sq_entries,
             mcast: Default::default(),
+            sq_ci: 0,
+            rq_ci: 0,
         },
     );
     let mut o = out(ifc::create_qp_out::SIZE);
@@ -347,6 +349,14 @@ pub fn modify_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     qpc::state.set(&mut next, state_code(state) as u64);
     if let Some(ctx) = fw.qps.get_mut(&qpn) {
         ctx.qpc = next;
+        if t == QpTransition::ToRst {
+            ctx.sq_ci = 0;
+            ctx.rq_ci = 0;
+        }
+    }
+    if t == QpTransition::ToErr {
+        // Outstanding work completes with WR_FLUSH_ERR.
+        fw.flush_qp(qpn);
     }
     // Every *_qp_out is the 16-byte header.
     Ok(out(16))

@@ -1,0 +1,282 @@
+//! Work-queue element codecs (`struct mlx5_wqe_ctrl_seg`, `mlx5_av`,
+//! `mlx5_wqe_raddr_seg`, `mlx5_wqe_atomic_seg`, `mlx5_wqe_data_seg`, inline
+//! segments). WQEs are copied out of guest memory first and parsed from the
+//! copy; every length and count is checked against the copy.
+
+use thiserror::Error;
+
+/// Bytes of a WQE basic block.
+pub const WQEBB: usize = 64;
+/// Bytes of a data segment (DS).
+pub const DS: usize = 16;
+/// `MLX5_INVALID_LKEY`: receive scatter-list terminator.
+pub const INVALID_LKEY: u32 = 0x100;
+/// `MLX5_INLINE_SEG`.
+pub const INLINE_SEG: u32 = 0x8000_0000;
+/// `MLX5_WQE_CTRL_CQ_UPDATE`.
+pub const CTRL_CQ_UPDATE: u8 = 0x08;
+/// `MLX5_WQE_CTRL_SOLICITED`.
+pub const CTRL_SOLICITED: u8 = 0x02;
+/// Longest WQE the device accepts: 16 WQEBBs (`max_wqe_sz_sq` 1024).
+pub const MAX_WQEBBS: usize = 16;
+
+/// `MLX5_OPCODE_*`.
+pub mod opcode {
+    pub const NOP: u8 = 0x00;
+    pub const SEND_INVAL: u8 = 0x01;
+    pub const RDMA_WRITE: u8 = 0x08;
+    pub const RDMA_WRITE_IMM: u8 = 0x09;
+    pub const SEND: u8 = 0x0a;
+    pub const SEND_IMM: u8 = 0x0b;
+    pub const RDMA_READ: u8 = 0x10;
+    pub const ATOMIC_CS: u8 = 0x11;
+    pub const ATOMIC_FA: u8 = 0x12;
+    pub const LOCAL_INVAL: u8 = 0x1b;
+}
+
+/// A malformed WQE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum WqeError {
+    #[error("ds count {0} invalid")]
+    BadDs(u8),
+    #[error("segment runs past the WQE")]
+    Truncated,
+    #[error("inline data too long")]
+    InlineTooLong,
+}
+
+fn be16(b: &[u8], o: usize) -> u16 {
+    u16::from_be_bytes([b[o], b[o + 1]])
+}
+fn be32(b: &[u8], o: usize) -> u32 {
+    u32::from_be_bytes(b[o..o + 4].try_into().expect("4 bytes"))
+}
+fn be64(b: &[u8], o: usize) -> u64 {
+    u64::from_be_bytes(b[o..o + 8].try_into().expect("8 bytes"))
+}
+
+/// `struct mlx5_wqe_ctrl_seg`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CtrlSeg {
+    pub opmod: u8,
+    pub wqe_index: u16,
+    pub opcode: u8,
+    pub qpn: u32,
+    pub ds: u8,
+    pub fm_ce_se: u8,
+    /// Immediate (network order kept as a BE32 value) or invalidate rkey.
+    pub imm: u32,
+}
+
+impl CtrlSeg {
+    pub fn parse(b: &[u8; 16]) -> CtrlSeg {
+        let a = be32(b, 0);
+        let q = be32(b, 4);
+        CtrlSeg {
+            opmod: (a >> 24) as u8,
+            wqe_index: (a >> 8) as u16,
+            opcode: a as u8,
+            qpn: q >> 8,
+            ds: (q & 0x3f) as u8,
+            fm_ce_se: b[11],
+            imm: be32(b, 12),
+        }
+    }
+
+    /// WQEBBs this WQE occupies.
+    pub fn wqebbs(&self) -> usize {
+        (self.ds as usize).div_ceil(4).max(1)
+    }
+
+    pub fn signaled(&self) -> bool {
+        self.fm_ce_se & CTRL_CQ_UPDATE != 0
+    }
+
+    pub fn solicited(&self) -> bool {
+        self.fm_ce_se & CTRL_SOLICITED != 0
+    }
+}
+
+/// `struct mlx5_av` as the UD datagram segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DatagramSeg {
+    pub qkey: u32,
+    /// qkey bit31: use the QP's Q_Key.
+    pub use_qp_qkey: bool,
+    pub dqpn: u32,
+    pub sl: u8,
+    pub stat_rate: u8,
+    pub src_path_bits: u8,
+    pub rlid: u16,
+    pub grh: bool,
+    pub sgid_index: u8,
+    pub tclass: u8,
+    pub hop_limit: u8,
+    pub flow_label: u32,
+    pub rgid: [u8; 16],
+}
+
+impl DatagramSeg {
+    pub const SIZE: usize = 48;
+
+    pub fn parse(b: &[u8]) -> Result<DatagramSeg, WqeError> {
+        if b.len() < Self::SIZE {
+            return Err(WqeError::Truncated);
+        }
+        let k = be32(b, 0);
+        let g = be32(b, 0x1c);
+        let mut rgid = [0u8; 16];
+        rgid.copy_from_slice(&b[0x20..0x30]);
+        Ok(DatagramSeg {
+            qkey: k,
+            use_qp_qkey: k & 0x8000_0000 != 0,
+            dqpn: be32(b, 8) & 0x00ff_ffff,
+            sl: b[0x0c] & 0xf,
+            stat_rate: b[0x0c] >> 4,
+            src_path_bits: b[0x0d] & 0x7f,
+            rlid: be16(b, 0x0e),
+            grh: g & (1 << 30) != 0,
+            sgid_index: ((g >> 20) & 0xff) as u8,
+            tclass: b[0x1a],
+            hop_limit: b[0x1b],
+            flow_label: g & 0xf_ffff,
+            rgid,
+        })
+    }
+}
+
+/// One gather/scatter entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sge {
+    pub addr: u64,
+    pub len: u32,
+    pub lkey: u32,
+}
+
+/// The local data of a send WQE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Payload {
+    Gather(Vec<Sge>),
+    Inline(Vec<u8>),
+}
+
+impl Payload {
+    pub fn len(&self) -> u64 {
+        match self {
+            Payload::Gather(v) => v.iter().map(|s| s.len as u64).sum(),
+            Payload::Inline(d) => d.len() as u64,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Parses data and inline segments from `b` (whole DS units).
+pub fn parse_payload(b: &[u8]) -> Result<Payload, WqeError> {
+    if b.len() >= 4 && be32(b, 0) & INLINE_SEG != 0 {
+        let n = (be32(b, 0) & !INLINE_SEG) as usize;
+        if 4 + n > b.len() {
+            return Err(WqeError::InlineTooLong);
+        }
+        return Ok(Payload::Inline(b[4..4 + n].to_vec()));
+    }
+    let mut sges = Vec::new();
+    for seg in b.chunks_exact(DS) {
+        sges.push(Sge { len: be32(seg, 0) & !INLINE_SEG, lkey: be32(seg, 4), addr: be64(seg, 8) });
+    }
+    Ok(Payload::Gather(sges))
+}
+
+/// Parses a receive WQE's scatter list (stops at the `INVALID_LKEY` terminator).
+pub fn parse_recv(b: &[u8]) -> Vec<Sge> {
+    let mut v = Vec::new();
+    for seg in b.chunks_exact(DS) {
+        let lkey = be32(seg, 4);
+        if lkey == INVALID_LKEY {
+            break;
+        }
+        v.push(Sge { len: be32(seg, 0) & !INLINE_SEG, lkey, addr: be64(seg, 8) });
+    }
+    v
+}
+
+/// A decoded UD send WQE (special QPs and UD QPs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UdSend {
+    pub ctrl: CtrlSeg,
+    pub av: DatagramSeg,
+    pub payload: Payload,
+}
+
+/// Decodes a UD send WQE from its bytes (`ds * 16` of them, ctrl included).
+pub fn parse_ud_send(w: &[u8]) -> Result<UdSend, WqeError> {
+    let ctrl = CtrlSeg::parse(w[..16].try_into().map_err(|_| WqeError::Truncated)?);
+    let n = ctrl.ds as usize * DS;
+    if ctrl.ds < 4 || n > w.len() {
+        return Err(WqeError::BadDs(ctrl.ds));
+    }
+    let av = DatagramSeg::parse(&w[16..n])?;
+    let payload = parse_payload(&w[16 + DatagramSeg::SIZE..n])?;
+    Ok(UdSend { ctrl, av, payload })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctrl(op: u8, idx: u16, qpn: u32, ds: u8, ce: u8) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[0..4].copy_from_slice(&(((idx as u32) << 8) | op as u32).to_be_bytes());
+        b[4..8].copy_from_slice(&((qpn << 8) | ds as u32).to_be_bytes());
+        b[11] = ce;
+        b
+    }
+
+    #[test]
+    fn ctrl_fields() {
+        let c = CtrlSeg::parse(&ctrl(opcode::SEND, 0x1234, 0x456, 7, CTRL_CQ_UPDATE | CTRL_SOLICITED));
+        assert_eq!((c.opcode, c.wqe_index, c.qpn, c.ds), (opcode::SEND, 0x1234, 0x456, 7));
+        assert_eq!(c.wqebbs(), 2);
+        assert!(c.signaled() && c.solicited());
+    }
+
+    #[test]
+    fn ud_send_with_gather_and_inline() {
+        let mut w = vec![0u8; 128];
+        w[..16].copy_from_slice(&ctrl(opcode::SEND, 3, 0x101, 5, CTRL_CQ_UPDATE));
+        let av = &mut w[16..64];
+        av[0..4].copy_from_slice(&0x8001_0000u32.to_be_bytes());
+        av[8..12].copy_from_slice(&1u32.to_be_bytes());
+        av[0x0c] = 0x03;
+        av[0x0e..0x10].copy_from_slice(&7u16.to_be_bytes());
+        w[64..68].copy_from_slice(&256u32.to_be_bytes());
+        w[68..72].copy_from_slice(&0x5a00u32.to_be_bytes());
+        w[72..80].copy_from_slice(&0x1000u64.to_be_bytes());
+        let s = parse_ud_send(&w).unwrap();
+        assert_eq!((s.av.qkey, s.av.dqpn, s.av.sl, s.av.rlid, s.av.use_qp_qkey), (0x8001_0000, 1, 3, 7, true), "bit 31: the QP's Q_Key");
+        assert_eq!(s.payload, Payload::Gather(vec![Sge { addr: 0x1000, len: 256, lkey: 0x5a00 }]));
+        // Inline.
+        w[64..68].copy_from_slice(&(INLINE_SEG | 5).to_be_bytes());
+        w[68..73].copy_from_slice(b"hello");
+        assert_eq!(parse_ud_send(&w).unwrap().payload, Payload::Inline(b"hello".to_vec()));
+        w[64..68].copy_from_slice(&(INLINE_SEG | 500).to_be_bytes());
+        assert_eq!(parse_ud_send(&w), Err(WqeError::InlineTooLong));
+        // ds past the buffer / too small for the datagram segment.
+        w[4..8].copy_from_slice(&((0x101u32 << 8) | 12).to_be_bytes());
+        assert_eq!(parse_ud_send(&w), Err(WqeError::BadDs(12)));
+        w[4..8].copy_from_slice(&((0x101u32 << 8) | 2).to_be_bytes());
+        assert_eq!(parse_ud_send(&w), Err(WqeError::BadDs(2)));
+    }
+
+    #[test]
+    fn recv_list_terminator() {
+        let mut b = vec![0u8; 64];
+        b[0..4].copy_from_slice(&296u32.to_be_bytes());
+        b[4..8].copy_from_slice(&0x77u32.to_be_bytes());
+        b[20..24].copy_from_slice(&INVALID_LKEY.to_be_bytes());
+        b[32..36].copy_from_slice(&999u32.to_be_bytes());
+        assert_eq!(parse_recv(&b), vec![Sge { addr: 0, len: 296, lkey: 0x77 }]);
+    }
+}
