@@ -3,6 +3,7 @@
 //!
 //! Commands (one per line, one reply line each):
 //! * `raise <vector>` – raise MSI-X vector → `ok delivered|pending` or `err <reason>`
+//! * `link up|down` – change the port's physical state; the driver gets a PORT_CHANGE event
 //! * `stats` – one JSON object with every counter
 //! * `help`
 
@@ -16,6 +17,7 @@ use serde_json::json;
 use tracing::{info, warn};
 
 use crate::device::DeviceStats;
+use crate::mlx5::firmware::Firmware;
 use crate::mlx5::DoorbellStats;
 use crate::vfio::{DmaSpace, Interrupts, Raised, ServerStats};
 
@@ -27,6 +29,7 @@ pub struct ControlHandles {
     pub server: Arc<ServerStats>,
     pub device: Arc<DeviceStats>,
     pub doorbells: Arc<DoorbellStats>,
+    pub fw: Option<Arc<std::sync::Mutex<Firmware>>>,
 }
 
 impl ControlHandles {
@@ -42,15 +45,45 @@ impl ControlHandles {
                 },
                 Err(_) => format!("err bad vector {v:?}"),
             },
+            (Some("link"), Some(st @ ("up" | "down")), None) => match &self.fw {
+                Some(fw) => {
+                    let mut fw = fw.lock().unwrap_or_else(|e| e.into_inner());
+                    fw.port_change(st == "up");
+                    format!("ok link {st}")
+                }
+                None => "err no firmware".into(),
+            },
             (Some("stats"), None, None) => self.stats().to_string(),
-            (Some("help"), None, None) => "ok commands: raise <vector>, stats, help".into(),
+            (Some("help"), None, None) => "ok commands: raise <vector>, link up|down, stats, help".into(),
             _ => format!("err unknown command {:?}", line.trim()),
         }
     }
 
     pub fn stats(&self) -> serde_json::Value {
         let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        let fw = self.fw.as_ref().map(|f| {
+            let f = f.lock().unwrap_or_else(|e| e.into_inner());
+            let c = &f.counters;
+            json!({
+                "commands": l(&f.stats.commands),
+                "failed": l(&f.stats.failed),
+                "eqes": l(&f.stats.eqes),
+                "interrupts": l(&f.stats.interrupts),
+                "port_state": f.port.port_state,
+                "objects": {
+                    "pd": f.engine.pds.len(), "uar": f.engine.uars.len(), "eq": f.engine.eqs.len(),
+                    "cq": f.engine.cqs.len(), "srq": f.engine.srqs.len(), "mkey": f.engine.mkeys.len(),
+                    "qp": f.engine.qps.len(), "xrcd": f.engine.xrcds.len(),
+                },
+                "port_counters": {
+                    "xmit_pkts": l(&c.xmit_pkts), "rcv_pkts": l(&c.rcv_pkts),
+                    "xmit_data_words": l(&c.xmit_data_words), "rcv_data_words": l(&c.rcv_data_words),
+                    "rcv_errors": l(&c.rcv_errors),
+                },
+            })
+        });
         json!({
+            "firmware": fw,
             "server": {
                 "connected": self.server.connected.load(Ordering::Relaxed),
                 "connections": l(&self.server.connections),
@@ -141,6 +174,7 @@ mod tests {
             server: Arc::default(),
             device: Arc::default(),
             doorbells: Arc::default(),
+            fw: None,
         };
         assert_eq!(h.execute("raise 1"), "ok pending");
         let e = eventfd().unwrap();
@@ -152,6 +186,7 @@ mod tests {
         assert!(h.execute("raise 64").starts_with("err"));
         assert!(h.execute("raise x").starts_with("err"));
         assert!(h.execute("bogus").starts_with("err"));
+        assert_eq!(h.execute("link down"), "err no firmware");
         let s: serde_json::Value = serde_json::from_str(&h.execute("stats")).unwrap();
         assert_eq!(s["irq"]["raised"], 2);
         assert_eq!(s["irq"]["delivered"], 1, "vector 1 has no eventfd and stays pending");

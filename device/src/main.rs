@@ -58,7 +58,7 @@ struct Args {
     #[arg(long, value_name = "BYTES", value_parser = parse_u64)]
     device_memory: Option<u64>,
 
-    /// Control socket for test hooks and counters (`raise <vector>`, `stats`).
+    /// Control socket for test hooks and counters (`raise <vector>`, `link up|down`, `stats`).
     #[arg(long, value_name = "PATH")]
     control: Option<PathBuf>,
 
@@ -150,6 +150,7 @@ fn main() -> ExitCode {
     };
     let device_stats = device.stats.clone();
     let doorbells = device.doorbell_stats();
+    let fw = device.firmware();
     let mut server = match Server::bind(&args.socket, device, dma.clone(), irqs.clone(), ServerOptions::default()) {
         Ok(s) => s,
         Err(e) => {
@@ -158,7 +159,7 @@ fn main() -> ExitCode {
         }
     };
     if let Some(p) = &args.control {
-        let h = ControlHandles { irqs, dma, server: server.stats.clone(), device: device_stats, doorbells };
+        let h = ControlHandles { irqs, dma, server: server.stats.clone(), device: device_stats, doorbells, fw: Some(fw) };
         if let Err(e) = control::spawn(p, h) {
             error!("control socket {}: {e}", p.display());
             return ExitCode::FAILURE;

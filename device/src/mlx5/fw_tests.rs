@@ -517,3 +517,22 @@ fn qp1_mad_loopback_and_flush() {
     // A send with a bad lkey on another QP errors with LOCAL_PROT_ERR.
     let _ = Access::LOCAL_READ;
 }
+
+#[test]
+fn port_change_events_reach_subscribed_eqs() {
+    let mut t = Bench::new();
+    let uar = t.up();
+    let async_buf = 0x100000;
+    let other_buf = 0x140000;
+    let async_eq = t.eq(uar, 0, 1 << ifc::MLX5_EVENT_TYPE_PORT_CHANGE, async_buf);
+    let _comp_eq = t.eq(uar, 1, 0, other_buf);
+    t.fw.port_change(false);
+    let e = t.mem.get(async_buf, 64);
+    assert_eq!((e[1], e[3], e[0x28] >> 4, e[63] & 1), (ifc::MLX5_EVENT_TYPE_PORT_CHANGE as u8, 1, 1, 0), "DOWN on port 1");
+    assert_eq!(t.mem.get(other_buf + 63, 1)[0], 1, "EQ without the event bit untouched");
+    // PortInfo through MAD_IFC now says DOWN.
+    assert_eq!(t.fw.port.port_state, 1);
+    t.fw.port_change(true);
+    assert_eq!(t.mem.get(async_buf + 64, 64)[3], 4, "ACTIVE");
+    let _ = async_eq;
+}
