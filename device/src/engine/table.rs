@@ -29,8 +29,8 @@ impl<T> Table<T> {
         loop {
             let n = self.next;
             self.next = if n == self.last { self.first } else { n + 1 };
-            if !self.objs.contains_key(&n) {
-                self.objs.insert(n, make(n));
+            if let std::collections::btree_map::Entry::Vacant(e) = self.objs.entry(n) {
+                e.insert(make(n));
                 return Some(n);
             }
         }

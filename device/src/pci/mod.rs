@@ -94,7 +94,7 @@ impl BarLayout {
     /// hold the init segment and at least one UAR page, BAR2 the MSI-X table and PBA.
     pub fn validate(&self) -> Result<(), String> {
         for (n, s) in [("bar0", self.bar0), ("bar2", self.bar2), ("bar4", self.bar4)] {
-            if !s.is_power_of_two() || s < 4096 || s > (1 << 40) {
+            if !s.is_power_of_two() || !(4096..=(1 << 40)).contains(&s) {
                 return Err(format!("{n} size {s:#x} must be a power of two between 4 KiB and 1 TiB"));
             }
         }

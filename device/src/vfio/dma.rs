@@ -359,6 +359,21 @@ impl DmaSpace {
     }
 }
 
+impl crate::engine::GuestMemory for DmaSpace {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), crate::engine::MemFault> {
+        DmaSpace::read(self, addr, buf).map_err(|_| crate::engine::MemFault { addr })
+    }
+    fn write(&self, addr: u64, buf: &[u8]) -> Result<(), crate::engine::MemFault> {
+        DmaSpace::write(self, addr, buf).map_err(|_| crate::engine::MemFault { addr })
+    }
+    fn compare_and_swap_u64(&self, addr: u64, expected: u64, new: u64) -> Result<u64, crate::engine::MemFault> {
+        DmaSpace::compare_and_swap_u64(self, addr, expected, new).map_err(|_| crate::engine::MemFault { addr })
+    }
+    fn fetch_add_u64(&self, addr: u64, add: u64) -> Result<u64, crate::engine::MemFault> {
+        DmaSpace::fetch_add_u64(self, addr, add).map_err(|_| crate::engine::MemFault { addr })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -445,20 +460,5 @@ mod tests {
         assert_eq!(s.fetch_add_u64(0x10008, 3), Ok(7));
         assert_eq!(s.read_u64_be(0x10008).map(u64::swap_bytes), Ok(10));
         assert_eq!(s.fetch_add_u64(0x10004, 1), Err(DmaError::Unaligned(0x10004)));
-    }
-}
-
-impl crate::engine::GuestMemory for DmaSpace {
-    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), crate::engine::MemFault> {
-        DmaSpace::read(self, addr, buf).map_err(|_| crate::engine::MemFault { addr })
-    }
-    fn write(&self, addr: u64, buf: &[u8]) -> Result<(), crate::engine::MemFault> {
-        DmaSpace::write(self, addr, buf).map_err(|_| crate::engine::MemFault { addr })
-    }
-    fn compare_and_swap_u64(&self, addr: u64, expected: u64, new: u64) -> Result<u64, crate::engine::MemFault> {
-        DmaSpace::compare_and_swap_u64(self, addr, expected, new).map_err(|_| crate::engine::MemFault { addr })
-    }
-    fn fetch_add_u64(&self, addr: u64, add: u64) -> Result<u64, crate::engine::MemFault> {
-        DmaSpace::fetch_add_u64(self, addr, add).map_err(|_| crate::engine::MemFault { addr })
     }
 }
