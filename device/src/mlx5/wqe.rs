@@ -222,6 +222,65 @@ pub fn parse_ud_send(w: &[u8]) -> Result<UdSend, WqeError> {
     Ok(UdSend { ctrl, av, payload })
 }
 
+/// `mlx5_wqe_raddr_seg`: remote address and key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RaddrSeg {
+    pub raddr: u64,
+    pub rkey: u32,
+}
+
+/// `mlx5_wqe_atomic_seg`: swap/add and compare operands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AtomicSeg {
+    pub swap_add: u64,
+    pub compare: u64,
+}
+
+/// Any decoded send WQE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendWqe {
+    pub ctrl: CtrlSeg,
+    /// UD: the address vector.
+    pub av: Option<DatagramSeg>,
+    /// RDMA and atomics: the remote address.
+    pub raddr: Option<RaddrSeg>,
+    pub atomic: Option<AtomicSeg>,
+    pub payload: Payload,
+}
+
+/// Decodes a send WQE (`ds * 16` bytes, ctrl included) for a datagram
+/// (`ud` = true) or connected QP. Unknown opcodes are the caller's to refuse.
+pub fn parse_send(w: &[u8], ud: bool) -> Result<SendWqe, WqeError> {
+    let ctrl = CtrlSeg::parse(w.get(..16).ok_or(WqeError::Truncated)?.try_into().map_err(|_| WqeError::Truncated)?);
+    let n = ctrl.ds as usize * DS;
+    if ctrl.ds == 0 || n > w.len() {
+        return Err(WqeError::BadDs(ctrl.ds));
+    }
+    let body = &w[16..n];
+    let mut at = 0usize;
+    let mut take = |len: usize| -> Result<&[u8], WqeError> {
+        let s = body.get(at..at + len).ok_or(WqeError::Truncated)?;
+        at += len;
+        Ok(s)
+    };
+    let av = if ud { Some(DatagramSeg::parse(take(DatagramSeg::SIZE)?)?) } else { None };
+    let mut raddr = None;
+    let mut atomic = None;
+    match ctrl.opcode {
+        opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM | opcode::RDMA_READ | opcode::ATOMIC_CS | opcode::ATOMIC_FA if !ud => {
+            let r = take(DS)?;
+            raddr = Some(RaddrSeg { raddr: be64(r, 0), rkey: be32(r, 8) });
+            if matches!(ctrl.opcode, opcode::ATOMIC_CS | opcode::ATOMIC_FA) {
+                let a = take(DS)?;
+                atomic = Some(AtomicSeg { swap_add: be64(a, 0), compare: be64(a, 8) });
+            }
+        }
+        _ => {}
+    }
+    let payload = parse_payload(&body[at..])?;
+    Ok(SendWqe { ctrl, av, raddr, atomic, payload })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,6 +327,28 @@ mod tests {
         assert_eq!(parse_ud_send(&w), Err(WqeError::BadDs(12)));
         w[4..8].copy_from_slice(&((0x101u32 << 8) | 2).to_be_bytes());
         assert_eq!(parse_ud_send(&w), Err(WqeError::BadDs(2)));
+    }
+
+    #[test]
+    fn rdma_and_atomic_segments() {
+        let mut w = vec![0u8; 64];
+        w[..16].copy_from_slice(&ctrl(opcode::ATOMIC_FA, 9, 0x200, 4, CTRL_CQ_UPDATE));
+        w[16..24].copy_from_slice(&0xdead_0000u64.to_be_bytes());
+        w[24..28].copy_from_slice(&0x1234u32.to_be_bytes());
+        w[32..40].copy_from_slice(&5u64.to_be_bytes());
+        w[48..52].copy_from_slice(&8u32.to_be_bytes());
+        w[52..56].copy_from_slice(&0x77u32.to_be_bytes());
+        w[56..64].copy_from_slice(&0x9000u64.to_be_bytes());
+        let s = parse_send(&w, false).unwrap();
+        assert_eq!(s.raddr, Some(RaddrSeg { raddr: 0xdead_0000, rkey: 0x1234 }));
+        assert_eq!(s.atomic, Some(AtomicSeg { swap_add: 5, compare: 0 }));
+        assert_eq!(s.payload, Payload::Gather(vec![Sge { addr: 0x9000, len: 8, lkey: 0x77 }]));
+        // An atomic whose ds leaves no room for its segments.
+        w[4..8].copy_from_slice(&((0x200u32 << 8) | 2).to_be_bytes());
+        assert_eq!(parse_send(&w, false), Err(WqeError::Truncated));
+        w[4..8].copy_from_slice(&((0x200u32 << 8) | 0).to_be_bytes());
+        assert_eq!(parse_send(&w, false), Err(WqeError::BadDs(0)));
+        assert!(parse_send(&w[..8], false).is_err());
     }
 
     #[test]
