@@ -94,10 +94,29 @@ impl Vrnic {
         port.revision = config.identity.revision as u32;
         let mut firmware = Firmware::new(dma.clone(), irqs.clone(), port, limits);
         firmware.trace = config.logging.trace;
+        let first_watched = FIRST_UAR_PAGE + config.doorbell.watch_uars as u64;
+        let watched: Arc<Mutex<Vec<u64>>> = Arc::new(Mutex::new(Vec::new()));
+        if config.doorbell.mode == DoorbellMode::Poll {
+            let (pages, mem) = (watched.clone(), mem.clone());
+            // Poll mode: an allocated UAR page gets its sentinels and is
+            // watched before ALLOC_UAR completes.
+            firmware.on_uar = Some(Arc::new(move |uar: u32, alive: bool| {
+                let uar = uar as u64;
+                let mut p = pages.lock().unwrap_or_else(|e| e.into_inner());
+                if alive {
+                    arm_page(&mem, uar);
+                    if !p.contains(&uar) {
+                        p.push(uar);
+                    }
+                } else if uar >= first_watched {
+                    p.retain(|&x| x != uar);
+                }
+            }));
+        }
         let fw = Arc::new(Mutex::new(firmware));
         let sink: Arc<dyn DoorbellSink> = Arc::new(FwSink { fw: fw.clone(), stats: doorbells.clone() });
         let poller = match config.doorbell.mode {
-            DoorbellMode::Poll => Some(UarPoller::start(mem.clone(), sink.clone())),
+            DoorbellMode::Poll => Some(UarPoller::start_with(mem.clone(), sink.clone(), watched)),
             DoorbellMode::Trap => None,
         };
         let mut d = Vrnic {
@@ -158,11 +177,7 @@ impl Vrnic {
     fn reset_state(&mut self) {
         self.cfg.reset();
         self.init.reset();
-        {
-            let mut fw = lock(&self.fw);
-            fw.reset();
-            fw.uar_changes.clear();
-        }
+        lock(&self.fw).reset();
         self.msix_table.iter_mut().for_each(|b| *b = 0);
         // SAFETY: plain syscall on our own memfd; punching a hole zeroes the
         // range for every mapping of it (ours and QEMU's) and frees the pages.
@@ -209,12 +224,7 @@ impl Vrnic {
                             continue;
                         }
                         let cmdq = self.init.cmdq_addr();
-                        let changes = {
-                            let mut fw = lock(&self.fw);
-                            fw.doorbell(cmdq, mask);
-                            std::mem::take(&mut fw.uar_changes)
-                        };
-                        self.apply_uar_changes(changes);
+                        lock(&self.fw).doorbell(cmdq, mask);
                     }
                     InitSegEvent::NicInterface(n) => info!(nic_interface = n, "nic_interface changed"),
                 }
@@ -231,19 +241,6 @@ impl Vrnic {
             self.sink.doorbell(db);
         } else {
             self.doorbells.ignored.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// Poll mode: watch the doorbell pages the driver allocated.
-    fn apply_uar_changes(&mut self, changes: Vec<(u32, bool)>) {
-        let Some(p) = &self.poller else { return };
-        for (uar, alive) in changes {
-            if alive {
-                arm_page(&self.mem, uar as u64);
-                p.watch(uar as u64);
-            } else if uar as u64 >= FIRST_UAR_PAGE + self.watch_uars as u64 {
-                p.unwatch(uar as u64);
-            }
         }
     }
 

@@ -126,6 +126,9 @@ pub struct FwStats {
     pub interrupts: AtomicU64,
 }
 
+/// See [`Firmware::on_uar`].
+pub type UarHook = Arc<dyn Fn(u32, bool) + Send + Sync>;
+
 /// Per-opcode handler.
 type Handler = fn(&mut Firmware, &Req<'_>) -> CmdResult;
 
@@ -198,8 +201,10 @@ pub struct Firmware {
     pub mkcs: BTreeMap<u32, Vec<u8>>,
     /// Pages the driver gave us through MANAGE_PAGES.
     pub pages: Vec<u64>,
-    /// UAR indices allocated/freed since the device layer last looked.
-    pub uar_changes: Vec<(u32, bool)>,
+    /// Called with (UAR index, allocated?) before ALLOC_UAR / DEALLOC_UAR
+    /// complete, so the doorbell page is being watched before the driver
+    /// can know its number (poll mode).
+    pub on_uar: Option<UarHook>,
     /// Log one line per command.
     pub trace: bool,
 }
@@ -225,7 +230,7 @@ impl Firmware {
             qps: BTreeMap::new(),
             mkcs: BTreeMap::new(),
             pages: Vec::new(),
-            uar_changes: Vec::new(),
+            on_uar: None,
             trace: false,
         };
         f.reset();
@@ -234,8 +239,11 @@ impl Firmware {
 
     /// FLR / device reset: every object and setting back to power-on.
     pub fn reset(&mut self) {
-        for (n, _) in self.engine.uars.iter() {
-            self.uar_changes.push((n, false));
+        let uars: Vec<u32> = self.engine.uars.iter().map(|(n, _)| n).collect();
+        if let Some(h) = &self.on_uar {
+            for n in uars {
+                h(n, false);
+            }
         }
         self.engine.reset();
         self.eqs.clear();

@@ -190,7 +190,9 @@ pub fn nop(_fw: &mut Firmware, _r: &Req<'_>) -> CmdResult {
 
 pub fn alloc_uar(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let n = eng!(fw.engine.alloc_uar(r.uid))?;
-    fw.uar_changes.push((n, true));
+    if let Some(h) = &fw.on_uar {
+        h(n, true);
+    }
     let mut o = out(ifc::alloc_uar_out::SIZE);
     ifc::alloc_uar_out::uar.set(&mut o, n as u64);
     Ok(o)
@@ -199,7 +201,9 @@ pub fn alloc_uar(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 pub fn dealloc_uar(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let n = r.get(ifc::dealloc_uar_in::uar) as u32;
     eng!(fw.engine.dealloc_uar(n))?;
-    fw.uar_changes.push((n, false));
+    if let Some(h) = &fw.on_uar {
+        h(n, false);
+    }
     Ok(out(ifc::dealloc_uar_out::SIZE))
 }
 

@@ -116,8 +116,12 @@ const MAX_NAP: Duration = Duration::from_millis(2);
 impl UarPoller {
     /// `mem` holds BAR0 at offset 0; `sink` gets every doorbell.
     pub fn start(mem: Arc<SharedMem>, sink: Arc<dyn DoorbellSink>) -> UarPoller {
+        Self::start_with(mem, sink, Arc::new(Mutex::new(Vec::new())))
+    }
+
+    /// Like [`start`](Self::start), watching the pages of a list shared with its owner.
+    pub fn start_with(mem: Arc<SharedMem>, sink: Arc<dyn DoorbellSink>, pages: Arc<Mutex<Vec<u64>>>) -> UarPoller {
         let stop = Arc::new(AtomicBool::new(false));
-        let pages: Arc<Mutex<Vec<u64>>> = Arc::new(Mutex::new(Vec::new()));
         let scans = Arc::new(AtomicU64::new(0));
         let (s, p, sc) = (stop.clone(), pages.clone(), scans.clone());
         let thread = std::thread::Builder::new()
@@ -143,6 +147,11 @@ impl UarPoller {
     /// Stops watching every page.
     pub fn unwatch_all(&self) {
         self.pages.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// The shared list of watched pages.
+    pub fn pages(&self) -> Arc<Mutex<Vec<u64>>> {
+        self.pages.clone()
     }
 
     pub fn watched(&self) -> Vec<u64> {
