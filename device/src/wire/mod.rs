@@ -8,6 +8,7 @@
 //! [`Error`]; nothing here panics on input bytes.
 
 pub mod bth;
+pub mod clock;
 pub mod counters;
 pub mod ext;
 pub mod fabric;
@@ -19,7 +20,7 @@ pub mod pcap;
 pub mod psn;
 
 pub use bth::Opcode;
-// pub use counters::PortCounters;
+pub use counters::PortCounters;
 pub use ext::{aeth, atomic_ack_eth, atomic_eth, cnp, deth, ieth, immdt, reth};
 pub use packet::{Headers, RocePacket};
 
