@@ -569,14 +569,18 @@ impl Engine {
     pub fn poll_timers(&mut self) -> Option<u64> {
         let now = self.rt.io.clock.now_ns();
         while let Some(&Reverse((at, qpn))) = self.rt.timers.peek() {
+            // Entries superseded by an earlier one, or of a QP gone or
+            // quiescent, are dropped whenever they reach the top.
+            let live = self.qps.get(qpn).is_some_and(|q| q.rt.queued_at == Some(at));
+            if !live {
+                self.rt.timers.pop();
+                continue;
+            }
             if at > now {
                 break;
             }
             self.rt.timers.pop();
             let Some(qp) = self.qps.get_mut(qpn) else { continue };
-            if qp.rt.queued_at != Some(at) {
-                continue; // superseded by an earlier entry
-            }
             qp.rt.queued_at = None;
             match qp.rt.deadline {
                 None => {}
@@ -861,6 +865,7 @@ impl Engine {
         rt.cur = 0;
         rt.cur_pkt = 0;
         rt.deadline = None;
+        rt.queued_at = None;
         rt.rnr_wait = false;
         rt.write = None;
         if let Some(r) = rt.recv.take() {
