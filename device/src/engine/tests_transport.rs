@@ -766,7 +766,7 @@ fn rc_loss_proof_10000_messages() {
             posted += 1;
         }
         let want = checked + 1;
-        assert!(p.run(|p| p.b.rec.cqes.lock().unwrap().get(&p.b.cq).is_some_and(|v| v.len() as u64 >= want)), "stalled at {checked}");
+        assert!(p.run(|p| p.b.rec.cqes.lock().unwrap().get(&p.b.cq).is_some_and(|v| v.len() as u64 >= want)), "stalled at {checked}: {:?}", p.a.eng.lock().qps.get(qa).map(|q| format!("{:?}", q.rt).chars().take(3000).collect::<String>()));
         let rx = p.b.rec.cqes.lock().unwrap().get(&p.b.cq).cloned().unwrap();
         while checked < rx.len() as u64 {
             let c = rx[checked as usize];

@@ -28,6 +28,9 @@ use crate::wire::{atomic_ack_eth, atomic_eth, deth, ieth, immdt, psn, reth};
 
 /// Unacknowledged PSNs a requester may have in flight.
 pub const WINDOW_PSNS: u32 = 128;
+/// The congestion window never shrinks below this: enough packets behind
+/// a lost one for the responder to see the gap and NAK it.
+pub const MIN_CWND: u32 = 16;
 /// The requester asks for an ACK at least this often.
 pub const ACK_EVERY: u32 = 64;
 /// Atomic results kept for duplicate atomics.
@@ -146,6 +149,10 @@ pub struct QpRt {
     queued_at: Option<u64>,
     /// Go-back already requested for this PSN (read response gaps).
     goback_psn: Option<u32>,
+    /// Congestion window in PSNs (≤ WINDOW_PSNS): halved on every go-back
+    /// (sequence NAK, timeout), grown by the PSNs each ACK covers, so heavy
+    /// loss does not turn go-back-N into resending whole windows.
+    cwnd: u32,
     // Responder.
     rq: VecDeque<RecvWr>,
     epsn: u32,
@@ -417,6 +424,7 @@ impl Engine {
                 qp.rt.max_sent = p;
                 qp.rt.retry_left = qp.attrs.retry_cnt;
                 qp.rt.rnr_left = qp.attrs.rnr_retry;
+                qp.rt.cwnd = WINDOW_PSNS;
             }
             QpState::Rts => self.progress(qpn),
             QpState::Err if from != QpState::Err => self.enter_error(qpn),
@@ -616,6 +624,7 @@ impl Engine {
             return;
         }
         qp.rt.retry_left -= 1;
+        qp.rt.cwnd = (qp.rt.cwnd / 2).max(MIN_CWND);
         let p = qp.rt.unacked;
         qp.rt.goback_psn = None;
         self.seek(qpn, p);
@@ -661,7 +670,7 @@ impl Engine {
             }
             if qp.qp_type == QpType::Rc {
                 let p = if e.wr.opcode.is_read_or_atomic() { psn::add(e.first_psn, e.resp_pkts) } else { psn::add(e.first_psn, rt.cur_pkt) };
-                if psn::diff(p, rt.unacked) >= WINDOW_PSNS as i32 {
+                if psn::diff(p, rt.unacked) >= rt.cwnd.clamp(MIN_CWND, WINDOW_PSNS) as i32 {
                     return;
                 }
                 if rt.cur_pkt == 0 {
@@ -829,9 +838,11 @@ impl Engine {
     fn complete_front(&mut self, qpn: u32, status: WcStatus, extra: Option<u32>) {
         let Some(qp) = self.qps.get_mut(qpn) else { return };
         let Some(e) = qp.rt.sq.pop_front() else { return };
-        qp.rt.cur = qp.rt.cur.saturating_sub(1);
-        if qp.rt.cur == 0 && qp.rt.sq.front().is_some_and(|f| psn::lt(psn::add(f.first_psn, qp.rt.cur_pkt), f.first_psn)) {
+        if qp.rt.cur == 0 {
+            // The cursor was inside the completed entry: it moves to the next one's start.
             qp.rt.cur_pkt = 0;
+        } else {
+            qp.rt.cur -= 1;
         }
         if status == WcStatus::Success && !(e.wr.signaled || qp.sq_sig_all) {
             return;
@@ -920,6 +931,8 @@ impl Engine {
             }
         }
         if psn::lt(qp.rt.unacked, na) {
+            let newly = psn::diff(na, qp.rt.unacked) as u32;
+            qp.rt.cwnd = (qp.rt.cwnd + newly).min(WINDOW_PSNS);
             qp.rt.unacked = na;
             qp.rt.retry_left = qp.attrs.retry_cnt;
             qp.rt.rnr_left = qp.attrs.rnr_retry;
@@ -979,6 +992,7 @@ impl Engine {
                     self.ack_upto(qpn, psn::sub(ps, 1));
                     let Some(qp) = self.qps.get_mut(qpn) else { return };
                     count!(self.rt, qp, nak_seq_received);
+                    qp.rt.cwnd = (qp.rt.cwnd / 2).max(MIN_CWND);
                     self.seek(qpn, ps);
                 }
                 Syndrome::Nak(code) => {
@@ -1100,9 +1114,11 @@ impl Engine {
             Syndrome::Ack { .. } => {}
         }
         count!(self.rt, qp, tx_packets);
-        let Runtime { io, buf, .. } = &mut self.rt;
+        let Runtime { io, buf, totals, .. } = &mut self.rt;
         if packet::build(&h, 0, buf).is_ok() {
             io.packets.send(&dest, buf);
+            totals.tx_bytes += buf.len() as u64;
+            qp.rt.counters.tx_bytes += buf.len() as u64;
         }
     }
 
@@ -1583,9 +1599,11 @@ impl Engine {
         h.atomic_ack_eth = Some(atomic_ack_eth::Repr { orig });
         let dest = av_dest(&qp.attrs.av);
         count!(self.rt, qp, tx_packets);
-        let Runtime { io, buf, .. } = &mut self.rt;
+        let Runtime { io, buf, totals, .. } = &mut self.rt;
         if packet::build(&h, 0, buf).is_ok() {
             io.packets.send(&dest, buf);
+            totals.tx_bytes += buf.len() as u64;
+            qp.rt.counters.tx_bytes += buf.len() as u64;
         }
     }
 
