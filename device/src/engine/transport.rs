@@ -1051,9 +1051,12 @@ impl Engine {
         let off = e.resp_pkts * mtu;
         let remaining = e.len - off.min(e.len);
         let last = op == Opcode::READ_RESPONSE_LAST || op == Opcode::READ_RESPONSE_ONLY;
-        let first_ok = (e.resp_pkts == 0) == (op == Opcode::READ_RESPONSE_FIRST || op == Opcode::READ_RESPONSE_ONLY);
+        // A READ re-issued from the middle is a new request whose responses
+        // start with FIRST again; responses to the older request may still
+        // arrive. Either carries the same bytes for the same PSN, so only the
+        // lengths are checked.
         let len_ok = if last { p.payload.len() as u32 == remaining } else { p.payload.len() as u32 == mtu && remaining > mtu };
-        if !first_ok || !len_ok {
+        if !len_ok {
             return; // malformed response: ignore, the timer recovers
         }
         if sgl_xfer(&self.mkeys, &*self.rt.io.mem, pd, &e.wr.sgl, off as u64, Xfer::Write(p.payload), Access::LOCAL_WRITE).is_err() {
