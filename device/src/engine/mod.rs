@@ -6,11 +6,18 @@
 
 pub mod objects;
 pub mod table;
+pub mod transport;
+pub mod verbs;
+
+#[cfg(test)]
+mod tests_transport;
 
 use thiserror::Error;
 
 pub use objects::*;
 pub use table::Table;
+pub use transport::{Io, QpCounters, Runtime, SharedEngine};
+pub use verbs::*;
 
 /// Guest memory as the engine reaches it: every access names an address
 /// and a length and fails cleanly on any byte outside what the guest mapped.
@@ -112,6 +119,8 @@ pub struct Engine {
     /// Keyed by the 24-bit mkey index.
     pub mkeys: Table<Mkey>,
     pub qps: Table<Qp>,
+    /// Transports: I/O, timers, counters.
+    pub rt: Runtime,
 }
 
 /// Creation parameters of a QP.
@@ -144,6 +153,7 @@ impl Engine {
             mkeys: Table::new(1, 0x00ff_fffe, limits.mkeys),
             // QPN 0/1 are the special QPs' wire numbers; hand out from 0x100.
             qps: Table::new(0x100, 0x00ff_fffe, limits.qps),
+            rt: Runtime::default(),
         }
     }
 
@@ -157,6 +167,7 @@ impl Engine {
         self.srqs.clear();
         self.mkeys.clear();
         self.qps.clear();
+        self.rt.reset();
     }
 
     pub fn alloc_pd(&mut self, uid: u16) -> Result<u32, EngineError> {
@@ -256,7 +267,9 @@ impl Engine {
                 return Err(EngineError::NoSuch(Kind::Xrcd, x));
             }
         }
-        self.srqs.alloc_with(|_| Srq { pd, log_size, cqn, xrcd, limit: 0, uid }).ok_or(EngineError::Limit(Kind::Srq))
+        self.srqs
+            .alloc_with(|_| Srq { pd, log_size, cqn, xrcd, limit: 0, uid, wqes: Default::default() })
+            .ok_or(EngineError::Limit(Kind::Srq))
     }
 
     pub fn destroy_srq(&mut self, srqn: u32) -> Result<(), EngineError> {
@@ -331,6 +344,7 @@ impl Engine {
                 attrs,
                 sq_sig_all: c.sq_sig_all,
                 uid: c.uid,
+                rt: Default::default(),
             })
             .ok_or(EngineError::Limit(Kind::Qp))
     }
@@ -363,8 +377,11 @@ impl Engine {
             QpTransition::ToRst => qp.attrs = QpAttrs::default(),
             _ => qp.attrs.apply(update),
         }
+        let from = qp.state;
         qp.state = t.to_state();
-        Ok(qp.state)
+        let to = qp.state;
+        self.on_transition(qpn, to, from);
+        Ok(to)
     }
 }
 

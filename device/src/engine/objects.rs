@@ -111,6 +111,8 @@ pub struct Srq {
     /// Limit (LWM): an event fires when fewer WQEs remain; 0 = disarmed.
     pub limit: u16,
     pub uid: u16,
+    /// Posted receive WQEs, oldest first.
+    pub wqes: std::collections::VecDeque<super::verbs::RecvWr>,
 }
 
 /// How a memory key translates addresses.
@@ -374,6 +376,8 @@ pub struct Qp {
     /// Signal every send WR (otherwise per-WR).
     pub sq_sig_all: bool,
     pub uid: u16,
+    /// Transport state (queues, PSNs, timers, counters).
+    pub rt: super::transport::QpRt,
 }
 
 /// A QP state transition as the driver names it.

@@ -1,0 +1,223 @@
+//! What goes in and out of the engine: abstract work requests (the mlx5
+//! layer decodes WQEs into these), abstract completions and events (it
+//! encodes them into CQEs and EQEs), and the sinks they go to.
+
+use serde::Serialize;
+
+use super::objects::AddressVector;
+
+/// One scatter/gather element: `length` bytes at `addr` through key `lkey`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Sge {
+    pub addr: u64,
+    pub length: u32,
+    pub lkey: u32,
+}
+
+/// Send work request operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WrOpcode {
+    Send,
+    SendImm,
+    /// SEND with invalidate of the remote key `invalidate_rkey`.
+    SendInv,
+    Write,
+    WriteImm,
+    Read,
+    CmpSwap,
+    FetchAdd,
+}
+
+impl WrOpcode {
+    pub fn is_read_or_atomic(self) -> bool {
+        matches!(self, WrOpcode::Read | WrOpcode::CmpSwap | WrOpcode::FetchAdd)
+    }
+    pub fn is_atomic(self) -> bool {
+        matches!(self, WrOpcode::CmpSwap | WrOpcode::FetchAdd)
+    }
+}
+
+/// Destination of a UD send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UdDest {
+    pub av: AddressVector,
+    pub remote_qpn: u32,
+    /// Used as is unless its top bit is set, then the QP's own Q_Key is used.
+    pub remote_qkey: u32,
+}
+
+/// A send work request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendWr {
+    /// Opaque to the engine (the mlx5 layer puts its WQE counter here).
+    pub wr_id: u64,
+    pub opcode: WrOpcode,
+    pub sgl: Vec<Sge>,
+    /// Inline data sent instead of the SGL (copied out of the WQE).
+    pub inline: Option<Vec<u8>>,
+    pub remote_addr: u64,
+    pub rkey: u32,
+    /// Immediate data (host value; travels big-endian).
+    pub imm: u32,
+    pub invalidate_rkey: u32,
+    pub compare: u64,
+    pub swap_add: u64,
+    pub signaled: bool,
+    pub solicited: bool,
+    /// Wait for every earlier RDMA READ / atomic to complete first.
+    pub fence: bool,
+    pub ud: Option<UdDest>,
+}
+
+impl SendWr {
+    /// A plain SEND of `sgl` (unsignaled unless changed).
+    pub fn new(wr_id: u64, opcode: WrOpcode, sgl: Vec<Sge>) -> SendWr {
+        SendWr {
+            wr_id,
+            opcode,
+            sgl,
+            inline: None,
+            remote_addr: 0,
+            rkey: 0,
+            imm: 0,
+            invalidate_rkey: 0,
+            compare: 0,
+            swap_add: 0,
+            signaled: true,
+            solicited: false,
+            fence: false,
+            ud: None,
+        }
+    }
+
+    /// Bytes the message carries (the read length for READ, 8 for atomics).
+    pub fn length(&self) -> u64 {
+        match &self.inline {
+            Some(d) => d.len() as u64,
+            None => self.sgl.iter().map(|s| s.length as u64).sum(),
+        }
+    }
+}
+
+/// A receive work request.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RecvWr {
+    pub wr_id: u64,
+    pub sgl: Vec<Sge>,
+}
+
+/// Completion status (IBTA names; the mlx5 layer maps them to syndromes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum WcStatus {
+    Success,
+    LocLenErr,
+    LocQpOpErr,
+    LocProtErr,
+    WrFlushErr,
+    RemInvReqErr,
+    RemAccessErr,
+    RemOpErr,
+    RetryExcErr,
+    RnrRetryExcErr,
+}
+
+/// What a completion completes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum WcOpcode {
+    Send,
+    RdmaWrite,
+    RdmaRead,
+    CompSwap,
+    FetchAdd,
+    Recv,
+    /// A receive consumed by RDMA WRITE with immediate.
+    RecvRdmaWithImm,
+}
+
+impl WcOpcode {
+    pub fn of(op: WrOpcode) -> WcOpcode {
+        match op {
+            WrOpcode::Send | WrOpcode::SendImm | WrOpcode::SendInv => WcOpcode::Send,
+            WrOpcode::Write | WrOpcode::WriteImm => WcOpcode::RdmaWrite,
+            WrOpcode::Read => WcOpcode::RdmaRead,
+            WrOpcode::CmpSwap => WcOpcode::CompSwap,
+            WrOpcode::FetchAdd => WcOpcode::FetchAdd,
+        }
+    }
+    pub fn is_recv(self) -> bool {
+        matches!(self, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm)
+    }
+}
+
+/// An abstract completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    pub wr_id: u64,
+    pub status: WcStatus,
+    pub opcode: WcOpcode,
+    pub byte_len: u32,
+    pub qpn: u32,
+    pub imm: Option<u32>,
+    pub invalidated_rkey: Option<u32>,
+    /// UD: the sender's QP number; RC/UC: the connected QP.
+    pub src_qp: u32,
+    pub slid: u16,
+    /// UD: the receive buffer starts with a 40-byte GRH area.
+    pub grh: bool,
+    /// The message asked for a solicited event.
+    pub solicited: bool,
+}
+
+impl Completion {
+    pub fn new(wr_id: u64, qpn: u32, opcode: WcOpcode, status: WcStatus) -> Completion {
+        Completion {
+            wr_id,
+            status,
+            opcode,
+            byte_len: 0,
+            qpn,
+            imm: None,
+            invalidated_rkey: None,
+            src_qp: 0,
+            slid: 0,
+            grh: false,
+            solicited: false,
+        }
+    }
+}
+
+/// Events the engine reports (the mlx5 layer turns them into EQEs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// An armed CQ got a completion it was armed for: post a completion EQE to `eqn`.
+    Completion { cqn: u32, eqn: u32 },
+    /// A completion found the CQ full; it was dropped.
+    CqError { cqn: u32 },
+    /// The SRQ fell below its armed limit (the limit is now disarmed).
+    SrqLimit { srqn: u32 },
+    /// A QP on an SRQ entered the error state.
+    LastWqeReached { qpn: u32 },
+    /// The first packet arrived while the QP was in RTR.
+    CommEstablished { qpn: u32 },
+    /// The QP entered ERR because of an error completion.
+    QpFatal { qpn: u32 },
+}
+
+/// Where completions and events go.
+pub trait CompletionSink: Send + Sync {
+    /// Completion number `index` (the CQ's producer count) of CQ `cqn`.
+    fn complete(&self, cqn: u32, index: u32, c: &Completion);
+    fn event(&self, ev: Event);
+}
+
+/// A sink that drops everything (an engine not yet attached).
+pub struct NullSink;
+
+impl CompletionSink for NullSink {
+    fn complete(&self, _: u32, _: u32, _: &Completion) {}
+    fn event(&self, _: Event) {}
+}
+
+impl crate::wire::fabric::PacketSink for NullSink {
+    fn send(&self, _: &crate::wire::fabric::Dest, _: &mut [u8]) {}
+}

@@ -1,0 +1,58 @@
+//! Per-port packet counters (lock-free; read by the firmware for MAD
+//! PortCounters and by the stats dump).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+macro_rules! counters {
+    ($(#[$m:meta])* $name:ident, $snap:ident { $($(#[$fm:meta])* $f:ident),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Default)]
+        pub struct $name {
+            $($(#[$fm])* pub $f: AtomicU64,)*
+        }
+        /// A plain copy of the counters.
+        #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+        pub struct $snap {
+            $(pub $f: u64,)*
+        }
+        impl $name {
+            pub fn snapshot(&self) -> $snap {
+                $snap { $($f: self.$f.load(Ordering::Relaxed),)* }
+            }
+        }
+    };
+}
+
+counters!(
+    /// What a port's packet path saw.
+    PortCounters, PortSnapshot {
+    /// Packets handed to the network (after tx faults; a duplicate counts twice).
+    tx_packets,
+    tx_bytes,
+    /// Packets accepted after rx faults and ICRC check.
+    rx_packets,
+    rx_bytes,
+    /// Received packets whose ICRC did not match (dropped silently).
+    rx_icrc_errors,
+    /// Received datagrams the parser refused (dropped).
+    rx_malformed,
+    /// Datagrams from an address not in the peer table.
+    rx_unknown_peer,
+    /// Sends to a LID/GID no peer has.
+    tx_no_route,
+    /// Socket errors on send (incl. a full socket buffer: the engine retransmits).
+    tx_errors,
+    fault_dropped,
+    fault_duplicated,
+    fault_reordered,
+    fault_delayed,
+    fault_corrupted,
+    fault_ce_marked,
+    cnp_sent,
+    cnp_received,
+});
+
+#[inline]
+pub(crate) fn bump(c: &AtomicU64, n: u64) {
+    c.fetch_add(n, Ordering::Relaxed);
+}
