@@ -202,6 +202,7 @@ static int legal(struct tqp *t, struct ibv_qp_attr *a, int mask, enum ibv_qp_sta
 	if (!check_rc_ok(rc, w))
 		return 0;
 	t->state = to;
+	snprintf(w, sizeof(w), "after %s->%s", st_name(from), st_name(to));
 	return expect_state(t, to, w);
 }
 
