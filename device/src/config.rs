@@ -18,7 +18,7 @@
 //!
 //! [doorbell]
 //! mode = "trap"          # or "poll"
-//! watch_uars = 16        # poll mode: UAR pages watched from the start
+//! watch_uars = 16        # poll mode: mappable UAR pages (from page 8) watched from reset
 //!
 //! [logging]
 //! level = "info"

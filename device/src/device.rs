@@ -94,7 +94,8 @@ impl Vrnic {
         port.revision = config.identity.revision as u32;
         let mut firmware = Firmware::new(dma.clone(), irqs.clone(), port, limits);
         firmware.trace = config.logging.trace;
-        let first_watched = FIRST_UAR_PAGE + config.doorbell.watch_uars as u64;
+        let first_mappable = MAPPABLE_START / UAR_PAGE;
+        let first_watched = first_mappable + config.doorbell.watch_uars as u64;
         let watched: Arc<Mutex<Vec<u64>>> = Arc::new(Mutex::new(Vec::new()));
         if config.doorbell.mode == DoorbellMode::Poll {
             let (pages, mem) = (watched.clone(), mem.clone());
@@ -103,7 +104,9 @@ impl Vrnic {
             firmware.on_uar = Some(Arc::new(move |uar: u32, alive: bool| {
                 let uar = uar as u64;
                 let mut p = pages.lock().unwrap_or_else(|e| e.into_inner());
-                if alive {
+                if uar < first_mappable {
+                    // Trapped page: its stores arrive as region writes.
+                } else if alive {
                     arm_page(&mem, uar);
                     if !p.contains(&uar) {
                         p.push(uar);
@@ -194,8 +197,9 @@ impl Vrnic {
         }
         if let Some(p) = &self.poller {
             p.unwatch_all();
-            for i in 0..(self.watch_uars as u64).min(self.num_uars()) {
-                let uar = FIRST_UAR_PAGE + i;
+            let first_mappable = MAPPABLE_START / UAR_PAGE;
+            for i in 0..(self.watch_uars as u64).min(self.num_uars().saturating_sub(TRAPPED_UARS)) {
+                let uar = first_mappable + i;
                 arm_page(&self.mem, uar);
                 p.watch(uar);
             }
@@ -286,7 +290,7 @@ impl VfioDevice for Vrnic {
             0 => RegionDesc {
                 mmap: poll.then(|| MmapDesc {
                     file_offset: 0,
-                    areas: vec![SparseArea { offset: INIT_SEG_REGION, size: self.bars.bar0 - INIT_SEG_REGION }],
+                    areas: vec![SparseArea { offset: MAPPABLE_START, size: self.bars.bar0 - MAPPABLE_START }],
                 }),
                 ..rw(self.bars.bar0)
             },
@@ -388,7 +392,7 @@ mod tests {
         assert_eq!(t.region(1).size, 0);
         let p = dev(DoorbellMode::Poll);
         let m = p.region(0).mmap.unwrap();
-        assert_eq!(m.areas, vec![SparseArea { offset: 0x4000, size: (32 << 20) - 0x4000 }]);
+        assert_eq!(m.areas, vec![SparseArea { offset: 0x8000, size: (32 << 20) - 0x8000 }]);
         assert_eq!(p.region(4).mmap.unwrap().file_offset, 32 << 20);
         assert!(p.region(2).mmap.is_none(), "MSI-X stays trapped");
         assert!(p.region_fd().is_some());

@@ -3,7 +3,7 @@
  * usage: barbench BDF [ITERS]
  *   (a) 32-bit reads  of BAR0+0x0    (init segment fw_rev: always trapped)
  *   (b) 32-bit writes to BAR0+0x100  (reserved init-segment register: trapped)
- *   (c) 64-bit writes to BAR0+0x4800 (UAR page 4 doorbell slot: trapped/posted in "trap"
+ *   (c) 64-bit writes to BAR0+0x8800 (UAR page 8 doorbell slot: trapped/posted in "trap"
  *       mode, a store into a mapped page in "poll" mode)
  * prints "BARBENCH <name> iters=<n> ns_per_access=<x>" per test, then "BARBENCH-DONE".
  * Static build: gcc -static -O2 -o barbench barbench.c
@@ -61,7 +61,7 @@ int main(int argc, char **argv)
 	}
 	volatile uint32_t *fw = (volatile uint32_t *)(bar + 0x0);
 	volatile uint32_t *rsv = (volatile uint32_t *)(bar + 0x100);
-	volatile uint64_t *db = (volatile uint64_t *)(bar + 0x4800);
+	volatile uint64_t *db = (volatile uint64_t *)(bar + 0x8800);
 	printf("BARBENCH fw_rev=0x%08x\n", *fw);
 
 	uint32_t acc = 0;
@@ -83,7 +83,7 @@ int main(int argc, char **argv)
 		*db = ((uint64_t)i << 32) | 0x1;
 	(void)*fw;
 	double c = (now_ns() - t) / iters;
-	printf("BARBENCH write64@0x4800 iters=%ld ns_per_access=%.1f\n", iters, c);
+	printf("BARBENCH write64@0x8800 iters=%ld ns_per_access=%.1f\n", iters, c);
 	printf("BARBENCH-DONE acc=%u\n", acc);
 	return 0;
 }

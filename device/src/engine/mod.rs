@@ -187,7 +187,9 @@ impl Engine {
     }
 
     pub fn alloc_uar(&mut self, uid: u16) -> Result<u32, EngineError> {
-        self.uars.alloc_with(|_| Uar { uid }).ok_or(EngineError::Limit(Kind::Uar))
+        // The lowest free page: the driver's own (first) UARs land on the
+        // pages the device keeps trapped in poll mode.
+        self.uars.alloc_lowest_with(|_| Uar { uid }).ok_or(EngineError::Limit(Kind::Uar))
     }
 
     pub fn dealloc_uar(&mut self, n: u32) -> Result<(), EngineError> {
@@ -306,7 +308,8 @@ impl Engine {
     }
 
     pub fn create_qp(&mut self, c: QpCreate) -> Result<u32, EngineError> {
-        let needs_pd = !matches!(c.qp_type, QpType::XrcTarget);
+        // The driver leaves qpc.pd 0 for its REG_UMR QP; XRC targets have no PD.
+        let needs_pd = !matches!(c.qp_type, QpType::XrcTarget | QpType::RegUmr);
         if needs_pd && !self.pds.contains(c.pd) {
             return Err(EngineError::NoSuch(Kind::Pd, c.pd));
         }

@@ -18,6 +18,26 @@ impl<T> Table<T> {
         Table { objs: BTreeMap::new(), first, last, next: first, limit }
     }
 
+    /// Stores `make(number)` under the lowest free number (for resources
+    /// whose number is an address, like UAR pages), or None when full.
+    pub fn alloc_lowest_with(&mut self, make: impl FnOnce(u32) -> T) -> Option<u32> {
+        if self.objs.len() >= self.limit {
+            return None;
+        }
+        let mut n = self.first;
+        for &k in self.objs.keys() {
+            if k != n {
+                break;
+            }
+            if n == self.last {
+                return None;
+            }
+            n += 1;
+        }
+        self.objs.insert(n, make(n));
+        Some(n)
+    }
+
     /// Stores `make(number)` under a fresh number, or None when the table is full.
     pub fn alloc_with(&mut self, make: impl FnOnce(u32) -> T) -> Option<u32> {
         let span = (self.last - self.first) as u64 + 1;
@@ -93,6 +113,13 @@ mod tests {
         assert_eq!(t.alloc_with(|n| n), Some(3), "freed numbers are not reused at once");
         assert_eq!(t.alloc_with(|n| n), Some(1));
         assert_eq!(t.alloc_with(|n| n), None, "number space exhausted");
+        let mut u: Table<()> = Table::new(4, 6, 10);
+        assert_eq!(u.alloc_lowest_with(|_| ()), Some(4));
+        assert_eq!(u.alloc_lowest_with(|_| ()), Some(5));
+        u.remove(4);
+        assert_eq!(u.alloc_lowest_with(|_| ()), Some(4), "lowest free page again");
+        assert_eq!(u.alloc_lowest_with(|_| ()), Some(6));
+        assert_eq!(u.alloc_lowest_with(|_| ()), None);
         let mut l: Table<()> = Table::new(0, 100, 2);
         l.alloc_with(|_| ()).unwrap();
         l.alloc_with(|_| ()).unwrap();

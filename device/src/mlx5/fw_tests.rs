@@ -258,6 +258,14 @@ fn objects_references_and_limits() {
     assert_eq!(t.status(&cmd(ifc::MLX5_CMD_OP_ALLOC_PD, 0, 16), 16), status::LIM);
     let cqn = t.cq(uar, eqn, 0x120000);
     let qpn = t.qp(0, pd, uar, cqn);
+    // mlx5_ib's REG_UMR QP carries no PD (qpc.pd = 0); an RC QP must.
+    let umr = t.qp(0xc, 0, uar, cqn);
+    let mut bad = cmd(ifc::MLX5_CMD_OP_CREATE_QP, 0, ifc::create_qp_in::SIZE + 16);
+    ifc::create_qp_in::qpc::uar_page.set(&mut bad, uar as u64);
+    assert_eq!(t.status(&bad, 16), status::BAD_RES, "RC QP without a PD");
+    let mut du = cmd(ifc::MLX5_CMD_OP_DESTROY_QP, 0, 16);
+    ifc::destroy_qp_in::qpn.set(&mut du, umr as u64);
+    t.ok(&du, 16);
     // A CQ in use by a QP cannot go, nor its EQ.
     let mut d = cmd(ifc::MLX5_CMD_OP_DESTROY_CQ, 0, 16);
     ifc::destroy_cq_in::cqn.set(&mut d, cqn as u64);
