@@ -26,3 +26,7 @@ vr_bindings() {
     echo "BINDING $(basename $d) -> $(basename "$(readlink $d/driver 2>/dev/null)" 2>/dev/null)"
   done
 }
+# this guest's index in a multi-guest run (kernel argument vrnic.guest=<i>, 0 if absent)
+vr_guest() { _g=0; for _a in $(cat /proc/cmdline); do case "$_a" in vrnic.guest=*) _g=${_a#vrnic.guest=};; esac; done; echo $_g; }
+# this guest's out-of-band address (vrnic.net=<addr/prefix>) without the prefix, empty if none
+vr_ip() { for _a in $(cat /proc/cmdline); do case "$_a" in vrnic.net=*) _n=${_a#vrnic.net=}; echo ${_n%/*};; esac; done; }
