@@ -23,6 +23,12 @@
 //! [logging]
 //! level = "info"
 //! trace = false
+//!
+//! [fabric]
+//! port = 4791            # this instance's RoCEv2 UDP port
+//! bind = "127.0.0.1"
+//! peers = [{ lid = 2, addr = "127.0.0.1:4792" }]
+//! pcap = "/tmp/vrnic.pcap"
 //! ```
 
 use std::path::Path;
@@ -135,13 +141,29 @@ impl Default for Logging {
 }
 
 /// The whole configuration.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub identity: Identity,
     pub bars: Bars,
     pub doorbell: Doorbell,
     pub logging: Logging,
+    /// The RoCEv2 socket and its peers. Without a `[fabric]` section the
+    /// device binds an ephemeral UDP port on 127.0.0.1 with no peers (its
+    /// own LID still works: loopback).
+    pub fabric: crate::wire::fabric::FabricConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            identity: Identity::default(),
+            bars: Bars::default(),
+            doorbell: Doorbell::default(),
+            logging: Logging::default(),
+            fabric: crate::wire::fabric::FabricConfig { port: 0, bind: "127.0.0.1".into(), ..Default::default() },
+        }
+    }
 }
 
 fn parse_guid(s: &str) -> Result<u64, ConfigError> {
@@ -169,6 +191,7 @@ impl Config {
         if !["error", "warn", "info", "debug", "trace"].contains(&self.logging.level.as_str()) {
             return Err(ConfigError::Invalid(format!("log level {:?}", self.logging.level)));
         }
+        self.fabric.validate().map_err(ConfigError::Invalid)?;
         let uars = (self.bars.bar0_size / crate::pci::UAR_PAGE_SIZE).saturating_sub(crate::pci::FIRST_UAR_PAGE);
         if self.doorbell.watch_uars as u64 > uars {
             return Err(ConfigError::Invalid(format!("watch_uars {} exceeds the {uars} UAR pages of BAR0", self.doorbell.watch_uars)));

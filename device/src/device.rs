@@ -18,6 +18,9 @@ use tracing::{info, warn};
 use crate::config::{Config, DoorbellMode};
 use crate::mlx5::uar::{arm_page, Doorbell, UAR_PAGE};
 use crate::engine::Limits;
+use crate::mlx5::datapath::FwHandler;
+use crate::wire::clock::MonotonicClock;
+use crate::wire::fabric::UdpFabric;
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::mad::PortConfig;
 use crate::mlx5::{DoorbellSink, DoorbellStats, InitSegEvent, InitSegment, UarPoller};
@@ -54,6 +57,8 @@ pub struct Vrnic {
     sink: Arc<dyn DoorbellSink>,
     poller: Option<UarPoller>,
     fw: Arc<Mutex<Firmware>>,
+    /// The RoCEv2 port (None only if binding failed at start).
+    fabric: Option<UdpFabric>,
     pub stats: Arc<DeviceStats>,
 }
 
@@ -116,7 +121,26 @@ impl Vrnic {
                 }
             }));
         }
+        // The RoCEv2 fabric: the engine sends through it, its worker thread
+        // delivers received packets and runs the engine's timers.
+        let clock = Arc::new(MonotonicClock::default());
+        let mut fabric = UdpFabric::bind(&config.fabric, config.identity.lid, clock.clone())?;
+        {
+            let local = config.fabric.local_endpoint(config.identity.lid).map_err(io::Error::other)?;
+            let io = crate::engine::transport::Io {
+                mem: dma.clone(),
+                packets: fabric.sink(),
+                completions: firmware.pending.clone(),
+                clock: clock.clone(),
+                local,
+            };
+            firmware.engine.attach(io);
+            let waker = fabric.waker();
+            firmware.engine.rt.waker = Some(Arc::new(move || waker.wake()));
+        }
+        info!(addr = %fabric.local_addr().map(|a| a.to_string()).unwrap_or_default(), peers = config.fabric.peers.len(), "RoCEv2 fabric bound");
         let fw = Arc::new(Mutex::new(firmware));
+        fabric.start(Arc::new(FwHandler(fw.clone())))?;
         let sink: Arc<dyn DoorbellSink> = Arc::new(FwSink { fw: fw.clone(), stats: doorbells.clone() });
         let poller = match config.doorbell.mode {
             DoorbellMode::Poll => Some(UarPoller::start_with(mem.clone(), sink.clone(), watched)),
@@ -137,6 +161,7 @@ impl Vrnic {
             sink,
             poller,
             fw,
+            fabric: Some(fabric),
             stats: Arc::new(DeviceStats::default()),
         };
         d.reset_state();
@@ -153,6 +178,11 @@ impl Vrnic {
 
     pub fn dma(&self) -> Arc<DmaSpace> {
         self.dma.clone()
+    }
+
+    /// The fabric's UDP address.
+    pub fn fabric_addr(&self) -> Option<std::net::SocketAddr> {
+        self.fabric.as_ref().and_then(|f| f.local_addr().ok())
     }
 
     /// The firmware (command interface, objects, event queues).

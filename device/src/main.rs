@@ -58,6 +58,26 @@ struct Args {
     #[arg(long, value_name = "BYTES", value_parser = parse_u64)]
     device_memory: Option<u64>,
 
+    /// UDP port of this instance's RoCEv2 socket (default: [fabric] port, else ephemeral).
+    #[arg(long, value_name = "PORT")]
+    fabric_port: Option<u16>,
+
+    /// Address the RoCEv2 socket binds (default 127.0.0.1).
+    #[arg(long, value_name = "ADDR")]
+    fabric_bind: Option<String>,
+
+    /// A peer device instance: LID=HOST:PORT (repeatable).
+    #[arg(long, value_name = "LID=HOST:PORT")]
+    peer: Vec<String>,
+
+    /// Write every RoCEv2 packet sent and received to this pcap file (Wireshark decodes it).
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<PathBuf>,
+
+    /// Fault injection, e.g. `tx:drop=0.05,rx:corrupt=0.01,seed=7`.
+    #[arg(long, value_name = "SPEC")]
+    faults: Option<String>,
+
     /// Control socket for test hooks and counters (`raise <vector>`, `link up|down`, `stats`).
     #[arg(long, value_name = "PATH")]
     control: Option<PathBuf>,
@@ -116,6 +136,23 @@ fn build_config(a: &Args) -> Result<Config, String> {
     }
     if let Some(l) = &a.log_level {
         c.logging.level = l.clone();
+    }
+    if let Some(p) = a.fabric_port {
+        c.fabric.port = p;
+    }
+    if let Some(b) = &a.fabric_bind {
+        c.fabric.bind = b.clone();
+    }
+    for p in &a.peer {
+        let (lid, addr) = p.split_once('=').ok_or_else(|| format!("--peer {p:?}: want LID=HOST:PORT"))?;
+        let lid = parse_u16(lid)?;
+        c.fabric.peers.push(vrnic::wire::fabric::PeerConfig { lid: Some(lid), gid: None, addr: addr.to_string() });
+    }
+    if let Some(p) = &a.pcap {
+        c.fabric.pcap = Some(p.clone());
+    }
+    if let Some(f) = &a.faults {
+        c.fabric.faults = vrnic::wire::fault::FaultConfig::parse_cli(f)?;
     }
     c.validate().map_err(|e| e.to_string())?;
     Ok(c)

@@ -459,8 +459,9 @@ impl Engine {
             _ => false,
         };
         let ud = matches!(qp.qp_type, QpType::Ud | QpType::Gsi | QpType::Smi);
-        let mut err = None;
-        if !valid_op {
+        let mut err = wr.local_error;
+        if err.is_some() {
+        } else if !valid_op {
             err = Some(WcStatus::LocQpOpErr);
         } else if len > MAX_MSG || (ud && len > mtu) || (op.is_atomic() && len != 8) {
             err = Some(WcStatus::LocLenErr);

@@ -67,6 +67,8 @@ pub struct SendWr {
     /// Wait for every earlier RDMA READ / atomic to complete first.
     pub fence: bool,
     pub ud: Option<UdDest>,
+    /// The WQE could not be decoded: complete in order with this status.
+    pub local_error: Option<WcStatus>,
 }
 
 impl SendWr {
@@ -87,6 +89,7 @@ impl SendWr {
             solicited: false,
             fence: false,
             ud: None,
+            local_error: None,
         }
     }
 

@@ -93,6 +93,12 @@ pub struct SrqCtx {
     pub pas: Vec<u64>,
     pub stride: usize,
     pub dbr_addr: u64,
+    pub log_page_size: u8,
+    pub page_offset: u64,
+    /// Next WQE index the device consumes (the free list's head) and the
+    /// count of WQEs handed to the engine.
+    pub head: u16,
+    pub posted: u16,
 }
 
 /// mlx5 context of a queue pair.
@@ -207,6 +213,8 @@ pub struct Firmware {
     pub on_uar: Option<UarHook>,
     /// Log one line per command.
     pub trace: bool,
+    /// The engine's completion sink (drained by [`Firmware::drain`]).
+    pub pending: Arc<super::datapath::QueueSink>,
 }
 
 impl Firmware {
@@ -232,7 +240,10 @@ impl Firmware {
             pages: Vec::new(),
             on_uar: None,
             trace: false,
+            pending: Arc::new(super::datapath::QueueSink::default()),
         };
+        let io = crate::engine::transport::Io { mem: f.mem.clone(), completions: f.pending.clone(), ..Default::default() };
+        f.engine.attach(io);
         f.reset();
         f
     }

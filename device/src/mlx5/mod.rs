@@ -11,6 +11,7 @@
 pub mod caps;
 pub mod cmd;
 pub mod cqe;
+pub mod datapath;
 pub mod firmware;
 pub mod hca;
 pub mod objects;

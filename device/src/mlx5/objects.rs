@@ -255,7 +255,7 @@ pub fn create_srq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     if let Some(srq) = fw.engine.srqs.get_mut(srqn) {
         srq.limit = s::lwm.get(r.input) as u16;
     }
-    fw.srqs.insert(srqn, SrqCtx { srqc, pas, stride, dbr_addr });
+    fw.srqs.insert(srqn, SrqCtx { srqc, pas, stride, dbr_addr, log_page_size, page_offset, head: 0, posted: 0 });
     let mut o = out(ifc::create_srq_out::SIZE);
     ifc::create_srq_out::srqn.set(&mut o, srqn as u64);
     Ok(o)

@@ -354,7 +354,16 @@ pub fn modify_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             ctx.rq_ci = 0;
         }
     }
-    if t == QpTransition::ToErr {
+    let via_engine = fw.engine.qps.get(qpn).is_some_and(|q| super::datapath::engine_qp(q.qp_type));
+    if via_engine {
+        // The engine flushed what it held; what is still only in guest
+        // memory follows in order. Other transitions may complete work too.
+        if t == QpTransition::ToErr {
+            fw.engine_flush(qpn);
+        } else {
+            fw.drain();
+        }
+    } else if t == QpTransition::ToErr {
         // Outstanding work completes with WR_FLUSH_ERR.
         fw.flush_qp(qpn);
     }

@@ -110,8 +110,9 @@ impl Firmware {
             return;
         };
         match qp.qp_type {
-            QpType::Smi | QpType::Gsi | QpType::Ud => self.drain_ud_sq(qpn),
-            _ => debug!(qpn, "send doorbell on a connected QP: no transport attached yet"),
+            QpType::Smi | QpType::Gsi => self.drain_ud_sq(qpn),
+            t if super::datapath::engine_qp(t) => self.engine_send_doorbell(qpn),
+            _ => debug!(qpn, "send doorbell on a QP without a send path"),
         }
     }
 
