@@ -266,8 +266,12 @@ impl Firmware {
         self.enabled = false;
         self.initialized = false;
         let general = general_caps(&self.engine.limits);
-        self.caps_max = BTreeMap::from([(CAP_GENERAL, general.clone())]);
-        self.caps_cur = BTreeMap::from([(CAP_GENERAL, general)]);
+        let atomic = caps::atomic_caps_image();
+        self.caps_max = BTreeMap::from([(CAP_GENERAL, general.clone()), (CAP_ATOMIC, atomic.clone())]);
+        self.caps_cur = BTreeMap::from([(CAP_GENERAL, general), (CAP_ATOMIC, atomic)]);
+        // Requester atomic results: big-endian until the driver selects
+        // host endianness (atomic_req_8B_endianness_mode 1).
+        self.engine.rt.atomic_reply_be = true;
     }
 
     /// The EQ that receives command-completion events, if any.
@@ -442,7 +446,8 @@ impl Firmware {
 /// The general capability page with the object limits of this instance.
 pub fn general_caps(l: &Limits) -> Vec<u8> {
     use ifc::cmd_hca_cap as c;
-    let mut page = caps::general_caps_image();
+    // 8-byte compare-and-swap and fetch-and-add are offered (ATOMIC page).
+    let mut page = caps::general_caps_image_with_atomic();
     let log2 = |n: usize| (usize::BITS - 1 - n.max(1).leading_zeros()) as u64;
     c::log_max_qp.set(&mut page, log2(l.qps));
     c::log_max_cq.set(&mut page, log2(l.cqs));

@@ -135,9 +135,16 @@ pub fn set_hca_cap(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             // Only 4 KiB UAR pages exist here.
             return Err(fail!(status::BAD_PARAM));
         }
+    } else if cap_type == super::firmware::CAP_ATOMIC {
+        use ifc::atomic_caps as a;
+        let mode = a::atomic_req_8B_endianness_mode.get(&new);
+        if mode > 1 || (mode == 1 && a::supported_atomic_req_8B_endianness_mode_1.get(&max) == 0) {
+            return Err(fail!(status::BAD_PARAM));
+        }
+        a::atomic_req_8B_endianness_mode.set(cur, mode);
+        fw.engine.rt.atomic_reply_be = mode == 0;
     } else {
-        // Other pages: the whole page, limited to what MAX offers.
-        cur.copy_from_slice(&new[..CAP_AREA]);
+        return Err(fail!(status::BAD_PARAM));
     }
     Ok(out(ifc::set_hca_cap_out::SIZE))
 }
