@@ -30,3 +30,81 @@ vr_bindings() {
 vr_guest() { _g=0; for _a in $(cat /proc/cmdline); do case "$_a" in vrnic.guest=*) _g=${_a#vrnic.guest=};; esac; done; echo $_g; }
 # this guest's out-of-band address (vrnic.net=<addr/prefix>) without the prefix, empty if none
 vr_ip() { for _a in $(cat /proc/cmdline); do case "$_a" in vrnic.net=*) _n=${_a#vrnic.net=}; echo ${_n%/*};; esac; done; }
+# ---- client/server tool pairs (rc-pingpong, loopback, perftest) ---------------------------------------
+# vr_pair LABEL LIMIT CMD...: run an unmodified tool as a server/client pair; the n-th pair of the script uses
+# TCP port VR_PORT0+n (default 18600+n) for the out-of-band exchange (the tools' -p): a client never meets
+# another pair's server, and both guests must call the same pairs in the same order.
+#   two guests (vrnic.guests=2): guest 0 runs "CMD -p PORT" (server), guest 1 "CMD -p PORT 10.0.0.1"
+#     (client, restarted while the server does not listen yet);
+#   VR_LOOPBACK=1: both in this guest, the client to 127.0.0.1.
+# Each side is bounded by LIMIT seconds (timeout). The raw output is printed between
+#   "=== TOOL <label> g<i> <role>: <command> ===" and "=== TOOL-END <label> g<i> <role> rc=<rc> seconds=<s> tries=<n> ==="
+vr_now() { awk '{print $1}' /proc/uptime; }
+vr_since() { awk -v t0="$1" '{printf "%.2f", $1 - t0}' /proc/uptime; }
+_vr_connect_failed() {
+  grep -qE "Couldn't connect to|Unable to open file descriptor for socket|Unable to init the socket connection" "$1" &&
+    ! grep -qE "remote address|local address:.*remote" "$1"
+}
+_vr_client() {  # LIMIT OUT HOST CMD...
+  _lim=$1; _out=$2; _host=$3; shift 3
+  _t0=$(vr_now); _tries=0
+  while :; do
+    _tries=$((_tries + 1))
+    _left=$(awk -v t0="$_t0" -v l="$_lim" '{printf "%d", l - ($1 - t0)}' /proc/uptime)
+    [ "$_left" -ge 1 ] || { _rc=124; break; }
+    timeout "$_left" "$@" "$_host" > "$_out" 2>&1
+    _rc=$?
+    [ $_rc -ne 0 ] && _vr_connect_failed "$_out" || break
+    sleep 0.5
+  done
+  _ctries=$_tries
+  return $_rc
+}
+_vr_show() {  # LABEL ROLE CMD OUT RC SECONDS TRIES
+  echo "=== TOOL $1 g$VR_G $2: $3 ==="
+  cat "$4"
+  echo "=== TOOL-END $1 g$VR_G $2 rc=$5 seconds=$6 tries=$7 ==="
+}
+vr_pair() {
+  _label=$1; _plim=$2; shift 2
+  VR_PAIR_N=$(( ${VR_PAIR_N:-0} + 1 )); _port=$(( ${VR_PORT0:-18600} + VR_PAIR_N ))
+  VR_G=$(vr_guest)
+  _cmd="$* -p $_port"
+  if [ "${VR_LOOPBACK:-0}" = 1 ]; then
+    _ts=$(vr_now)
+    ( timeout "$_plim" "$@" -p "$_port" > /tmp/pair.server 2>&1; echo $? > /tmp/pair.server.rc ) &
+    _spid=$!
+    sleep 0.3
+    _tc=$(vr_now)
+    _vr_client "$_plim" /tmp/pair.client 127.0.0.1 "$@" -p "$_port"
+    _crc=$?; _cs=$(vr_since $_tc)
+    wait $_spid
+    _src=$(cat /tmp/pair.server.rc); _ss=$(vr_since $_ts)
+    _vr_show "$_label" server "$_cmd" /tmp/pair.server "$_src" "$_ss" 1
+    _vr_show "$_label" client "$_cmd 127.0.0.1" /tmp/pair.client "$_crc" "$_cs" "$_ctries"
+  elif [ "$VR_G" = 0 ]; then
+    _ts=$(vr_now)
+    timeout "$_plim" "$@" -p "$_port" > /tmp/pair.server 2>&1
+    _src=$?
+    _vr_show "$_label" server "$_cmd" /tmp/pair.server "$_src" "$(vr_since $_ts)" 1
+  else
+    _tc=$(vr_now)
+    _vr_client "$_plim" /tmp/pair.client 10.0.0.1 "$@" -p "$_port"
+    _crc=$?
+    _vr_show "$_label" client "$_cmd 10.0.0.1" /tmp/pair.client "$_crc" "$(vr_since $_tc)" "$_ctries"
+  fi
+}
+# the ibv_*_pingpong set of rc-pingpong (two guests) and loopback (one guest): label, time limit, command
+vr_pingpong_set() {
+  D="-d mlx5_0 -i 1"
+  vr_pair rc-s1            40 ibv_rc_pingpong $D -s 1 -n 100
+  vr_pair rc-s4096-c       40 ibv_rc_pingpong $D -s 4096 -n 100 -c
+  vr_pair rc-s65536-c      40 ibv_rc_pingpong $D -s 65536 -n 50 -c
+  vr_pair rc-s1048576-c    60 ibv_rc_pingpong $D -s 1048576 -n 10 -c
+  vr_pair rc-e-s1          40 ibv_rc_pingpong $D -e -s 1 -n 100
+  vr_pair rc-e-s4096-c     40 ibv_rc_pingpong $D -e -s 4096 -n 100 -c
+  vr_pair rc-e-s1048576-c  60 ibv_rc_pingpong $D -e -s 1048576 -n 10 -c
+  vr_pair uc-s4096-c       40 ibv_uc_pingpong $D -s 4096 -n 100 -c
+  vr_pair ud-s2048-c       40 ibv_ud_pingpong $D -s 2048 -n 100 -c
+  vr_pair srq-s4096-c      60 ibv_srq_pingpong $D -s 4096 -n 20 -c
+}
