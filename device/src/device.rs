@@ -80,6 +80,24 @@ impl DoorbellSink for FwSink {
     }
 }
 
+/// Poll mode: a decoded store is a hint; the doorbell records of every QP
+/// and CQ on its page are the truth (stores to a shared slot collapse).
+struct PollSink {
+    fw: Arc<Mutex<Firmware>>,
+    stats: Arc<DoorbellStats>,
+}
+
+impl DoorbellSink for PollSink {
+    fn doorbell(&self, db: Doorbell) {
+        self.stats.doorbell(db);
+        let mut fw = lock(&self.fw);
+        match db {
+            Doorbell::EqUpdate { eqn, ci, arm, .. } => fw.eq_doorbell(eqn as u32, ci, arm),
+            Doorbell::CqArm { uar, .. } | Doorbell::Send { uar, .. } => fw.uar_activity(uar as u32),
+        }
+    }
+}
+
 fn lock(fw: &Mutex<Firmware>) -> MutexGuard<'_, Firmware> {
     fw.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -143,7 +161,10 @@ impl Vrnic {
         fabric.start(Arc::new(FwHandler(fw.clone())))?;
         let sink: Arc<dyn DoorbellSink> = Arc::new(FwSink { fw: fw.clone(), stats: doorbells.clone() });
         let poller = match config.doorbell.mode {
-            DoorbellMode::Poll => Some(UarPoller::start_with(mem.clone(), sink.clone(), watched)),
+            DoorbellMode::Poll => {
+                let poll_sink: Arc<dyn DoorbellSink> = Arc::new(PollSink { fw: fw.clone(), stats: doorbells.clone() });
+                Some(UarPoller::start_with(mem.clone(), poll_sink, watched))
+            }
             DoorbellMode::Trap => None,
         };
         let mut d = Vrnic {

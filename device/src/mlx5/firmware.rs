@@ -84,6 +84,8 @@ pub struct CqCtx {
     pub log_page_size: u8,
     pub page_offset: u64,
     pub dbr_addr: u64,
+    /// The last arm word (`sn<<28 | cmd | ci`) acted on.
+    pub last_arm: Option<u32>,
 }
 
 /// mlx5 context of a shared receive queue.
@@ -394,6 +396,13 @@ impl Firmware {
     /// CQ arm doorbell: the next (solicited) completion raises an event;
     /// completions already waiting past `ci` raise one now.
     pub fn cq_arm(&mut self, cqn: u32, sn: u8, solicited: bool, ci: u32) {
+        let word = ((sn as u32 & 3) << 28) | ((solicited as u32) << 24) | (ci & 0x00ff_ffff);
+        match self.cqs.get_mut(&cqn) {
+            // The same arm seen twice (trapped write and a later page scan): once.
+            Some(ctx) if ctx.last_arm == Some(word) => return,
+            Some(ctx) => ctx.last_arm = Some(word),
+            None => {}
+        }
         let Some(cq) = self.engine.cqs.get_mut(cqn) else {
             debug!(cqn, "arm for a nonexistent CQ ignored");
             return;
@@ -403,6 +412,37 @@ impl Firmware {
         cq.arm = if solicited { crate::engine::CqArm::Solicited } else { crate::engine::CqArm::Next };
         if cq.producer != cq.consumer {
             self.cq_event(cqn, true);
+        }
+    }
+
+    /// Poll mode: a store landed somewhere on UAR page `uar`. Doorbells that
+    /// share a slot on a page (every QP and CQ of a libmlx5 context uses
+    /// its one UAR) collapse into the last value, so look at the doorbell
+    /// records of every QP and CQ on that page instead: new send WQEs and
+    /// new arm words are found there.
+    pub fn uar_activity(&mut self, uar: u32) {
+        let qps: Vec<u32> = self.engine.qps.iter().filter(|(_, q)| q.uar == uar).map(|(n, _)| n).collect();
+        for qpn in qps {
+            let Some(ctx) = self.qps.get(&qpn) else { continue };
+            if ctx.sq_entries == 0 {
+                continue;
+            }
+            let mut b = [0u8; 4];
+            if self.mem.read(ctx.dbr_addr + 4, &mut b).is_ok() && u32::from_be_bytes(b) as u16 != ctx.sq_ci {
+                self.send_doorbell(qpn);
+            }
+        }
+        let cqs: Vec<u32> = self.engine.cqs.iter().filter(|(_, c)| c.uar == uar).map(|(n, _)| n).collect();
+        for cqn in cqs {
+            let Some(ctx) = self.cqs.get(&cqn) else { continue };
+            let mut b = [0u8; 4];
+            if self.mem.read(ctx.dbr_addr + 4, &mut b).is_err() {
+                continue;
+            }
+            let w = u32::from_be_bytes(b);
+            if w != 0 && ctx.last_arm != Some(w & 0x31ff_ffff) {
+                self.cq_arm(cqn, ((w >> 28) & 3) as u8, w & (1 << 24) != 0, w & 0x00ff_ffff);
+            }
         }
     }
 

@@ -157,7 +157,7 @@ pub fn create_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         cq.period = c::cq_period.get(r.input) as u16;
         cq.max_count = c::cq_max_count.get(r.input) as u16;
     }
-    fw.cqs.insert(cqn, CqCtx { cqc, pas, cqe_size, log_page_size, page_offset, dbr_addr });
+    fw.cqs.insert(cqn, CqCtx { cqc, pas, cqe_size, log_page_size, page_offset, dbr_addr, last_arm: None });
     let mut o = out(ifc::create_cq_out::SIZE);
     ifc::create_cq_out::cqn.set(&mut o, cqn as u64);
     Ok(o)
