@@ -75,6 +75,8 @@ impl ControlHandles {
                     "cq": f.engine.cqs.len(), "srq": f.engine.srqs.len(), "mkey": f.engine.mkeys.len(),
                     "qp": f.engine.qps.len(), "xrcd": f.engine.xrcds.len(),
                 },
+                "engine": f.engine.counters(),
+                "fabric": f.wire_counters.as_ref().map(|w| w.snapshot()),
                 "port_counters": {
                     "xmit_pkts": l(&c.xmit_pkts), "rcv_pkts": l(&c.rcv_pkts),
                     "xmit_data_words": l(&c.xmit_data_words), "rcv_data_words": l(&c.rcv_data_words),

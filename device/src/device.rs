@@ -157,6 +157,7 @@ impl Vrnic {
             firmware.engine.rt.waker = Some(Arc::new(move || waker.wake()));
         }
         info!(addr = %fabric.local_addr().map(|a| a.to_string()).unwrap_or_default(), peers = config.fabric.peers.len(), "RoCEv2 fabric bound");
+        firmware.wire_counters = Some(fabric.counters());
         let fw = Arc::new(Mutex::new(firmware));
         fabric.start(Arc::new(FwHandler(fw.clone())))?;
         let sink: Arc<dyn DoorbellSink> = Arc::new(FwSink { fw: fw.clone(), stats: doorbells.clone() });

@@ -215,6 +215,10 @@ pub struct Firmware {
     pub on_uar: Option<UarHook>,
     /// Log one line per command.
     pub trace: bool,
+    /// The fabric port's packet counters (real traffic), for PerfMgt.
+    pub wire_counters: Option<Arc<crate::wire::counters::PortCounters>>,
+    /// PerfMgt counter values at the last clear (PortCounters Set).
+    pub pma_base: [u64; 6],
     /// The engine's completion sink (drained by [`Firmware::drain`]).
     pub pending: Arc<super::datapath::QueueSink>,
 }
@@ -243,6 +247,8 @@ impl Firmware {
             on_uar: None,
             trace: false,
             pending: Arc::new(super::datapath::QueueSink::default()),
+            wire_counters: None,
+            pma_base: [0; 6],
         };
         let io = crate::engine::transport::Io { mem: f.mem.clone(), completions: f.pending.clone(), ..Default::default() };
         f.engine.attach(io);
@@ -413,6 +419,32 @@ impl Firmware {
         if cq.producer != cq.consumer {
             self.cq_event(cqn, true);
         }
+    }
+
+    /// Port totals for PerfMgt: xmit words, rcv words, xmit pkts, rcv pkts,
+    /// rcv errors, xmit discards: the fabric's packets plus the locally
+    /// delivered MADs, minus what a PortCounters Set cleared.
+    pub fn port_totals(&self) -> [u64; 6] {
+        use std::sync::atomic::Ordering::Relaxed;
+        let c = &self.counters;
+        let mut t = [
+            c.xmit_data_words.load(Relaxed),
+            c.rcv_data_words.load(Relaxed),
+            c.xmit_pkts.load(Relaxed),
+            c.rcv_pkts.load(Relaxed),
+            c.rcv_errors.load(Relaxed),
+            c.xmit_discards.load(Relaxed),
+        ];
+        if let Some(w) = &self.wire_counters {
+            let s = w.snapshot();
+            t[0] += s.tx_bytes / 4;
+            t[1] += s.rx_bytes / 4;
+            t[2] += s.tx_packets;
+            t[3] += s.rx_packets;
+            t[4] += s.rx_icrc_errors + s.rx_malformed;
+            t[5] += s.tx_errors + s.tx_no_route;
+        }
+        t
     }
 
     /// Poll mode: a store landed somewhere on UAR page `uar`. Doorbells that

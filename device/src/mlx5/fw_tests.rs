@@ -544,3 +544,34 @@ fn port_change_events_reach_subscribed_eqs() {
     assert_eq!(t.mem.get(async_buf + 64, 64)[3], 4, "ACTIVE");
     let _ = async_eq;
 }
+
+#[test]
+fn perfmgt_port_counters_are_real_and_clear() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut t = Bench::new();
+    t.up();
+    let wire = Arc::new(crate::wire::counters::PortCounters::default());
+    t.fw.wire_counters = Some(wire.clone());
+    wire.tx_packets.store(10, Relaxed);
+    wire.tx_bytes.store(4000, Relaxed);
+    t.fw.counters.xmit_pkts.store(2, Relaxed);
+    let pma = |t: &mut Bench, method: u8, select: u16| {
+        let mut m = cmd(ifc::MLX5_CMD_OP_MAD_IFC, 3, ifc::mad_ifc_in::SIZE);
+        ifc::mad_ifc_in::port.set(&mut m, 1);
+        let b = ifc::mad_ifc_in::mad.byte_range().unwrap().start;
+        m[b] = 1;
+        m[b + 1] = 0x04;
+        m[b + 2] = 1;
+        m[b + 3] = method;
+        m[b + 16..b + 18].copy_from_slice(&0x12u16.to_be_bytes());
+        m[b + 66..b + 68].copy_from_slice(&select.to_be_bytes());
+        let o = t.ok(&m, ifc::mad_ifc_out::SIZE);
+        let r = ifc::mad_ifc_out::response_mad_packet.byte_range().unwrap().start;
+        (u32::from_be_bytes(o[r + 64 + 32..r + 64 + 36].try_into().unwrap()), u32::from_be_bytes(o[r + 64 + 24..r + 64 + 28].try_into().unwrap()))
+    };
+    assert_eq!(pma(&mut t, 1, 0), (12, 1000), "fabric + local packets, data in words");
+    pma(&mut t, 2, 0xffff);
+    assert_eq!(pma(&mut t, 1, 0), (0, 0), "cleared");
+    wire.tx_packets.store(15, Relaxed);
+    assert_eq!(pma(&mut t, 1, 0).0, 5);
+}
