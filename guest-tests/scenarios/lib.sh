@@ -97,14 +97,14 @@ vr_pair() {
 # the ibv_*_pingpong set of rc-pingpong (two guests) and loopback (one guest): label, time limit, command
 vr_pingpong_set() {
   D="-d mlx5_0 -i 1"
-  vr_pair rc-s1            40 ibv_rc_pingpong $D -s 1 -n 100
-  vr_pair rc-s4096-c       40 ibv_rc_pingpong $D -s 4096 -n 100 -c
-  vr_pair rc-s65536-c      40 ibv_rc_pingpong $D -s 65536 -n 50 -c
-  vr_pair rc-s1048576-c    60 ibv_rc_pingpong $D -s 1048576 -n 10 -c
-  vr_pair rc-e-s1          40 ibv_rc_pingpong $D -e -s 1 -n 100
-  vr_pair rc-e-s4096-c     40 ibv_rc_pingpong $D -e -s 4096 -n 100 -c
-  vr_pair rc-e-s1048576-c  60 ibv_rc_pingpong $D -e -s 1048576 -n 10 -c
-  vr_pair uc-s4096-c       40 ibv_uc_pingpong $D -s 4096 -n 100 -c
-  vr_pair ud-s2048-c       40 ibv_ud_pingpong $D -s 2048 -n 100 -c
-  vr_pair srq-s4096-c      60 ibv_srq_pingpong $D -s 4096 -n 20 -c
+  vr_pair rc-s1            40 ibv_rc_pingpong $D -s 1 -n 1000
+  vr_pair rc-s4096-c       40 ibv_rc_pingpong $D -s 4096 -n 1000 -c
+  vr_pair rc-s65536-c      40 ibv_rc_pingpong $D -s 65536 -n 200 -c
+  vr_pair rc-s1048576-c    60 ibv_rc_pingpong $D -s 1048576 -n 50 -c
+  vr_pair rc-e-s1          40 ibv_rc_pingpong $D -e -s 1 -n 1000
+  vr_pair rc-e-s4096-c     40 ibv_rc_pingpong $D -e -s 4096 -n 1000 -c
+  vr_pair rc-e-s1048576-c  60 ibv_rc_pingpong $D -e -s 1048576 -n 50 -c
+  vr_pair uc-s4096-c       40 ibv_uc_pingpong $D -s 4096 -n 1000 -c
+  vr_pair ud-s2048-c       40 ibv_ud_pingpong $D -s 2048 -n 1000 -c
+  vr_pair srq-s4096-c      60 ibv_srq_pingpong $D -s 4096 -n 100 -c
 }

@@ -8,13 +8,13 @@ vr_mlx5_up 90 || { vr_dmesg "probe failed"; vr_fail "mlx5_0 not ACTIVE"; }
 ibv_devinfo -d mlx5_0 | grep -E "hca_id|state|port_lid|active_mtu|link_layer"
 echo "PERFTEST-START g$G role=$([ "$G" = 0 ] && echo server || echo client)"
 D="-d mlx5_0 -i 1 -F"
-vr_pair ib_write_lat   40 ib_write_lat  $D -s 2 -n ${LAT_ITERS:-200}
-vr_pair ib_send_lat    40 ib_send_lat   $D -s 2 -n ${LAT_ITERS:-200}
-vr_pair ib_read_lat    40 ib_read_lat   $D -s 2 -n ${LAT_ITERS:-200}
-vr_pair ib_atomic_lat  40 ib_atomic_lat $D -n ${LAT_ITERS:-200}
-vr_pair ib_write_bw    40 ib_write_bw   $D -s 65536 -n ${BW_ITERS:-200}
-vr_pair ib_send_bw     40 ib_send_bw    $D -s 65536 -n ${BW_ITERS:-200}
-vr_pair ib_read_bw     40 ib_read_bw    $D -s 65536 -n ${BW_ITERS:-200}
-vr_pair ib_atomic_bw   40 ib_atomic_bw  $D -n ${BW_ITERS:-200}
+vr_pair ib_write_lat   40 ib_write_lat  $D -s 2 -n ${LAT_ITERS:-1000}
+vr_pair ib_send_lat    40 ib_send_lat   $D -s 2 -n ${LAT_ITERS:-1000}
+vr_pair ib_read_lat    40 ib_read_lat   $D -s 2 -n ${LAT_ITERS:-1000}
+vr_pair ib_atomic_lat  40 ib_atomic_lat $D -n ${LAT_ITERS:-1000}
+vr_pair ib_write_bw    40 ib_write_bw   $D -s 65536 -n ${BW_ITERS:-1000}
+vr_pair ib_send_bw     40 ib_send_bw    $D -s 65536 -n ${BW_ITERS:-1000}
+vr_pair ib_read_bw     40 ib_read_bw    $D -s 65536 -n ${BW_ITERS:-1000}
+vr_pair ib_atomic_bw   40 ib_atomic_bw  $D -n ${BW_ITERS:-1000}
 echo "PERFTEST-DONE g$G"
 vr_dmesg "after perftest"
