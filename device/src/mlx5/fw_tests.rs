@@ -575,3 +575,179 @@ fn perfmgt_port_counters_are_real_and_clear() {
     wire.tx_packets.store(15, Relaxed);
     assert_eq!(pma(&mut t, 1, 0).0, 5);
 }
+
+/// One side of the two-device data-path test: commands through the real
+/// transport, then WQEs and doorbell records in its own guest memory.
+struct Side {
+    t: Bench,
+    qpn: u32,
+    key: u32,
+    cq_buf: u64,
+}
+
+const QP_BUF: u64 = 0x200000; // RQ: 16 x 16 B, then SQ: 16 x 64 B
+const QP_DBR: u64 = 0x280000;
+const DATA: u64 = 0x300000;
+
+fn rc_side(lid: u16, net: &Arc<crate::wire::fabric::InProcNet>, index: usize) -> Side {
+    use ifc::create_mkey_in::memory_key_mkey_entry as m;
+    let mut t = Bench::new();
+    t.fw.port.lid = lid;
+    let io = crate::engine::transport::Io {
+        mem: t.mem.clone(),
+        packets: net.sink(index),
+        completions: t.fw.pending.clone(),
+        local: crate::wire::fabric::Endpoint::v4(lid, std::net::Ipv4Addr::new(127, 0, 0, index as u8 + 1)),
+        ..Default::default()
+    };
+    t.fw.engine.attach(io);
+    let uar = t.up();
+    let eqn = t.eq(uar, 1, 0, 0x100000);
+    let pd = t.pd();
+    let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_MKEY, 0, ifc::create_mkey_in::SIZE);
+    for f in [m::lr, m::lw, m::rr, m::rw, m::a, m::length64] {
+        f.set(&mut i, 1);
+    }
+    m::pd.set(&mut i, pd as u64);
+    m::mkey_7_0.set(&mut i, 0x33);
+    let o = t.ok(&i, 16);
+    let key = ((ifc::create_mkey_out::mkey_index.get(&o) as u32) << 8) | 0x33;
+    let cq_buf = 0x120000u64;
+    for k in 0..64 {
+        t.mem.put(cq_buf + k * 64 + 63, &[0xf1]);
+    }
+    let cqn = t.cq(uar, eqn, cq_buf);
+    use ifc::create_qp_in as c;
+    let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_QP, 0, c::SIZE + 8);
+    c::qpc::st.set(&mut i, 0);
+    c::qpc::pd.set(&mut i, pd as u64);
+    c::qpc::uar_page.set(&mut i, uar as u64);
+    c::qpc::log_rq_size.set(&mut i, 4);
+    c::qpc::log_sq_size.set(&mut i, 4);
+    c::qpc::cqn_snd.set(&mut i, cqn as u64);
+    c::qpc::cqn_rcv.set(&mut i, cqn as u64);
+    c::qpc::dbr_addr.set(&mut i, QP_DBR);
+    c::pas.elem(0).set(&mut i, QP_BUF);
+    let o = t.ok(&i, 16);
+    let qpn = ifc::create_qp_out::qpn.get(&o) as u32;
+    Side { t, qpn, key, cq_buf }
+}
+
+fn connect(s: &mut Side, peer_qpn: u32, peer_lid: u16) {
+    use ifc::rst2init_qp_in::qpc as q;
+    let mut i = transition_in(ifc::MLX5_CMD_OP_RST2INIT_QP, s.qpn);
+    q::rre.set(&mut i, 1);
+    q::rwe.set(&mut i, 1);
+    q::rae.set(&mut i, 1);
+    q::primary_address_path::vhca_port_num.set(&mut i, 1);
+    s.t.ok(&i, 16);
+    let mut i = transition_in(ifc::MLX5_CMD_OP_INIT2RTR_QP, s.qpn);
+    q::mtu.set(&mut i, 3);
+    q::remote_qpn.set(&mut i, peer_qpn as u64);
+    q::primary_address_path::rlid.set(&mut i, peer_lid as u64);
+    q::log_rra_max.set(&mut i, 2);
+    q::min_rnr_nak.set(&mut i, 1);
+    s.t.ok(&i, 16);
+    let mut i = transition_in(ifc::MLX5_CMD_OP_RTR2RTS_QP, s.qpn);
+    q::retry_count.set(&mut i, 7);
+    q::rnr_retry.set(&mut i, 7);
+    q::log_sra_max.set(&mut i, 2);
+    q::primary_address_path::ack_timeout.set(&mut i, 14);
+    s.t.ok(&i, 16);
+}
+
+/// Runs both firmwares' packet handlers until the network is quiet.
+fn pump(net: &crate::wire::fabric::InProcNet, a: &mut Side, b: &mut Side) {
+    use super::datapath::FwHandler;
+    use std::sync::Mutex;
+    let fa = Arc::new(Mutex::new(std::mem::replace(&mut a.t.fw, Firmware::new(a.t.mem.clone(), a.t.irqs.clone(), PortConfig::new(0, 0, 0, 0), Limits::default()))));
+    let fb = Arc::new(Mutex::new(std::mem::replace(&mut b.t.fw, Firmware::new(b.t.mem.clone(), b.t.irqs.clone(), PortConfig::new(0, 0, 0, 0), Limits::default()))));
+    let (ha, hb) = (FwHandler(fa.clone()), FwHandler(fb.clone()));
+    for _ in 0..100 {
+        if net.pump(&[&ha, &hb], 10_000) == 0 {
+            break;
+        }
+    }
+    drop((ha, hb));
+    a.t.fw = Arc::try_unwrap(fa).ok().unwrap().into_inner().unwrap();
+    b.t.fw = Arc::try_unwrap(fb).ok().unwrap().into_inner().unwrap();
+}
+
+fn ctrl_seg(op: u8, idx: u16, qpn: u32, ds: u8) -> [u8; 16] {
+    let mut c = [0u8; 16];
+    c[0..4].copy_from_slice(&(((idx as u32) << 8) | op as u32).to_be_bytes());
+    c[4..8].copy_from_slice(&((qpn << 8) | ds as u32).to_be_bytes());
+    c[11] = super::wqe::CTRL_CQ_UPDATE;
+    c
+}
+
+fn data_seg(len: u32, key: u32, addr: u64) -> [u8; 16] {
+    let mut d = [0u8; 16];
+    d[0..4].copy_from_slice(&len.to_be_bytes());
+    d[4..8].copy_from_slice(&key.to_be_bytes());
+    d[8..16].copy_from_slice(&addr.to_be_bytes());
+    d
+}
+
+#[test]
+fn rc_send_and_write_between_two_devices_through_wqes() {
+    use super::cqe::op;
+    use crate::wire::fabric::{Endpoint, InProcNet};
+    let eps = [Endpoint::v4(1, std::net::Ipv4Addr::new(127, 0, 0, 1)), Endpoint::v4(2, std::net::Ipv4Addr::new(127, 0, 0, 2))];
+    let net = InProcNet::new(&eps, &[Default::default(), Default::default()], Arc::new(crate::wire::clock::MonotonicClock::default()));
+    let mut a = rc_side(1, &net, 0);
+    let mut b = rc_side(2, &net, 1);
+    let (qa, qb) = (a.qpn, b.qpn);
+    connect(&mut a, qb, 2);
+    connect(&mut b, qa, 1);
+
+    // B posts one receive of 256 bytes (no doorbell: only the record).
+    b.t.mem.put(QP_BUF, &data_seg(256, b.key, DATA + 0x1000));
+    b.t.mem.put(QP_DBR, &1u32.to_be_bytes());
+    // A sends 200 bytes: ctrl + one data segment.
+    let msg: Vec<u8> = (0..200u32).map(|x| (x * 7) as u8).collect();
+    a.t.mem.put(DATA, &msg);
+    let sq = QP_BUF + 16 * 16;
+    a.t.mem.put(sq, &ctrl_seg(super::wqe::opcode::SEND, 0, qa, 2));
+    a.t.mem.put(sq + 16, &data_seg(200, a.key, DATA));
+    a.t.mem.put(QP_DBR + 4, &1u32.to_be_bytes());
+    a.t.fw.send_doorbell(qa);
+    pump(&net, &mut a, &mut b);
+    assert_eq!(b.t.mem.get(DATA + 0x1000, 200), msg, "payload landed in B's receive buffer");
+    let rc = b.t.mem.get(b.cq_buf, 64);
+    assert_eq!(rc[0x3f] >> 4, op::RESP_SEND);
+    assert_eq!(u32::from_be_bytes(rc[0x2c..0x30].try_into().unwrap()), 200);
+    assert_eq!(u32::from_be_bytes(rc[0x38..0x3c].try_into().unwrap()) & 0xffffff, qb);
+    let sc = a.t.mem.get(a.cq_buf, 64);
+    assert_eq!(sc[0x3f] >> 4, op::REQ, "requester completion after the ACK");
+    assert_eq!(u16::from_be_bytes([sc[0x3c], sc[0x3d]]), 0, "wqe_counter");
+
+    // A writes 64 bytes into B's memory with B's rkey: ctrl + raddr + data (ds 3).
+    let w: Vec<u8> = (0..64u8).collect();
+    a.t.mem.put(DATA + 0x2000, &w);
+    a.t.mem.put(sq + 64, &ctrl_seg(super::wqe::opcode::RDMA_WRITE, 1, qa, 3));
+    let mut raddr = [0u8; 16];
+    raddr[0..8].copy_from_slice(&(DATA + 0x3000).to_be_bytes());
+    raddr[8..12].copy_from_slice(&b.key.to_be_bytes());
+    a.t.mem.put(sq + 64 + 16, &raddr);
+    a.t.mem.put(sq + 64 + 32, &data_seg(64, a.key, DATA + 0x2000));
+    a.t.mem.put(QP_DBR + 4, &2u32.to_be_bytes());
+    a.t.fw.send_doorbell(qa);
+    pump(&net, &mut a, &mut b);
+    assert_eq!(b.t.mem.get(DATA + 0x3000, 64), w, "RDMA WRITE landed");
+    let sc = a.t.mem.get(a.cq_buf + 64, 64);
+    assert_eq!((sc[0x3f] >> 4, sc[0x38]), (op::REQ, super::wqe::opcode::RDMA_WRITE));
+    assert_eq!(b.t.mem.get(b.cq_buf + 64, 64)[0x3f], 0xf1, "a plain WRITE consumes no receive");
+
+    // A write with a wrong rkey: remote access error CQE on A, QP to ERR.
+    a.t.mem.put(sq + 128, &ctrl_seg(super::wqe::opcode::RDMA_WRITE, 2, qa, 3));
+    raddr[8..12].copy_from_slice(&(b.key ^ 0x100).to_be_bytes());
+    a.t.mem.put(sq + 128 + 16, &raddr);
+    a.t.mem.put(sq + 128 + 32, &data_seg(64, a.key, DATA + 0x2000));
+    a.t.mem.put(QP_DBR + 4, &3u32.to_be_bytes());
+    a.t.fw.send_doorbell(qa);
+    pump(&net, &mut a, &mut b);
+    let e = a.t.mem.get(a.cq_buf + 128, 64);
+    assert_eq!((e[0x3f] >> 4, e[0x37]), (op::REQ_ERR, super::cqe::syndrome::REMOTE_ACCESS_ERR));
+    assert_eq!(a.t.fw.engine.qps.get(qa).unwrap().state, QpState::Err);
+}
