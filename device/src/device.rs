@@ -62,6 +62,54 @@ pub struct Vrnic {
     pub stats: Arc<DeviceStats>,
 }
 
+/// What the engine and the firmware see as memory: guest RAM through the
+/// DMA mappings, and on-device memory (the MEMIC window, tagged with
+/// [`crate::engine::DEVICE_MEMORY`]) in the device's own backing file.
+pub struct DeviceMemory {
+    dma: Arc<DmaSpace>,
+    mem: Arc<SharedMem>,
+    /// File offset and size of the device-memory window.
+    base: u64,
+    size: u64,
+}
+
+impl DeviceMemory {
+    /// The file offset of a tagged device-memory access, if inside the window.
+    fn dm(&self, addr: u64, len: usize) -> Option<usize> {
+        let off = addr & !crate::engine::DEVICE_MEMORY;
+        (off.checked_add(len as u64)? <= self.size).then(|| (self.base + off) as usize)
+    }
+}
+
+impl crate::engine::GuestMemory for DeviceMemory {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), crate::engine::MemFault> {
+        if addr & crate::engine::DEVICE_MEMORY != 0 {
+            let ok = self.dm(addr, buf.len()).is_some_and(|o| self.mem.read(o, buf));
+            return if ok { Ok(()) } else { Err(crate::engine::MemFault { addr }) };
+        }
+        crate::engine::GuestMemory::read(&*self.dma, addr, buf)
+    }
+    fn write(&self, addr: u64, buf: &[u8]) -> Result<(), crate::engine::MemFault> {
+        if addr & crate::engine::DEVICE_MEMORY != 0 {
+            let ok = self.dm(addr, buf.len()).is_some_and(|o| self.mem.write(o, buf));
+            return if ok { Ok(()) } else { Err(crate::engine::MemFault { addr }) };
+        }
+        crate::engine::GuestMemory::write(&*self.dma, addr, buf)
+    }
+    fn compare_and_swap_u64(&self, addr: u64, expected: u64, new: u64) -> Result<u64, crate::engine::MemFault> {
+        if addr & crate::engine::DEVICE_MEMORY != 0 {
+            return self.dm(addr, 8).and_then(|o| self.mem.compare_and_swap_u64(o, expected, new)).ok_or(crate::engine::MemFault { addr });
+        }
+        crate::engine::GuestMemory::compare_and_swap_u64(&*self.dma, addr, expected, new)
+    }
+    fn fetch_add_u64(&self, addr: u64, add: u64) -> Result<u64, crate::engine::MemFault> {
+        if addr & crate::engine::DEVICE_MEMORY != 0 {
+            return self.dm(addr, 8).and_then(|o| self.mem.fetch_add_u64(o, add)).ok_or(crate::engine::MemFault { addr });
+        }
+        crate::engine::GuestMemory::fetch_add_u64(&*self.dma, addr, add)
+    }
+}
+
 /// Routes decoded doorbells: EQ and CQ doorbells to the firmware, every
 /// doorbell to the counters.
 struct FwSink {
@@ -108,14 +156,19 @@ impl Vrnic {
         let bars = config.bar_layout();
         bars.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let fw_version = config.fw_version().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
-        let total = bars.bar0 + bars.bar4;
+        // BAR4 aliases BAR0's last bytes (the MEMIC window): one file of BAR0's size.
+        let total = bars.bar0;
         let mem_fd = memfd("vrnic-bars", total)?;
         let mem = Arc::new(SharedMem::map(&mem_fd, total as usize)?);
         let doorbells = Arc::new(DoorbellStats::default());
-        let limits = Limits { uar_first: FIRST_UAR_PAGE as u32, uar_last: (bars.bar0 / UAR_PAGE - 1) as u32, ..Limits::default() };
+        // UAR pages end where the MEMIC window starts.
+        let limits = Limits { uar_first: FIRST_UAR_PAGE as u32, uar_last: (bars.memic_offset() / UAR_PAGE - 1) as u32, ..Limits::default() };
         let mut port = PortConfig::new(config.node_guid(), config.port_guid(), config.identity.lid, config.identity.device_id);
         port.revision = config.identity.revision as u32;
-        let mut firmware = Firmware::new(dma.clone(), irqs.clone(), port, limits);
+        let memory = Arc::new(DeviceMemory { dma: dma.clone(), mem: mem.clone(), base: bars.memic_offset(), size: bars.bar4 });
+        let mut firmware = Firmware::new(memory.clone(), irqs.clone(), port, limits);
+        firmware.memic = Some((bars.memic_offset(), bars.bar4));
+        firmware.reset();
         firmware.trace = config.logging.trace;
         let first_mappable = MAPPABLE_START / UAR_PAGE;
         let first_watched = first_mappable + config.doorbell.watch_uars as u64;
@@ -146,7 +199,7 @@ impl Vrnic {
         {
             let local = config.fabric.local_endpoint(config.identity.lid).map_err(io::Error::other)?;
             let io = crate::engine::transport::Io {
-                mem: dma.clone(),
+                mem: memory.clone(),
                 packets: fabric.sink(),
                 completions: firmware.pending.clone(),
                 clock: clock.clone(),
@@ -225,7 +278,7 @@ impl Vrnic {
     }
 
     fn num_uars(&self) -> u64 {
-        self.bars.bar0 / UAR_PAGE - FIRST_UAR_PAGE
+        self.bars.memic_offset() / UAR_PAGE - FIRST_UAR_PAGE
     }
 
     /// Drops every byte of device memory and register state.
@@ -292,6 +345,10 @@ impl Vrnic {
         }
         let at = off + lo as u64;
         self.mem.write(at as usize, rest);
+        if at >= self.bars.memic_offset() {
+            // On-device memory (MEMIC window), not a doorbell page.
+            return;
+        }
         let uar = at / UAR_PAGE;
         if let Some(db) = Doorbell::decode(uar, at % UAR_PAGE, rest) {
             self.sink.doorbell(db);
@@ -348,7 +405,7 @@ impl VfioDevice for Vrnic {
             },
             2 => rw(self.bars.bar2),
             4 => RegionDesc {
-                mmap: poll.then(|| MmapDesc { file_offset: self.bars.bar0, areas: vec![SparseArea { offset: 0, size: self.bars.bar4 }] }),
+                mmap: poll.then(|| MmapDesc { file_offset: self.bars.memic_offset(), areas: vec![SparseArea { offset: 0, size: self.bars.bar4 }] }),
                 ..rw(self.bars.bar4)
             },
             VFIO_PCI_CONFIG_REGION_INDEX => rw(CONFIG_SPACE_SIZE as u64),
@@ -373,7 +430,7 @@ impl VfioDevice for Vrnic {
             2 => self.bar2_read(offset, data),
             4 => {
                 self.stats.bar_reads.fetch_add(1, Ordering::Relaxed);
-                self.mem.read((self.bars.bar0 + offset) as usize, data);
+                self.mem.read((self.bars.memic_offset() + offset) as usize, data);
             }
             VFIO_PCI_CONFIG_REGION_INDEX => {
                 self.stats.config_reads.fetch_add(1, Ordering::Relaxed);
@@ -397,7 +454,7 @@ impl VfioDevice for Vrnic {
             2 => self.bar2_write(offset, data),
             4 => {
                 self.stats.bar_writes.fetch_add(1, Ordering::Relaxed);
-                self.mem.write((self.bars.bar0 + offset) as usize, data);
+                self.mem.write((self.bars.memic_offset() + offset) as usize, data);
             }
             VFIO_PCI_CONFIG_REGION_INDEX => {
                 self.stats.config_writes.fetch_add(1, Ordering::Relaxed);
@@ -445,7 +502,7 @@ mod tests {
         let p = dev(DoorbellMode::Poll);
         let m = p.region(0).mmap.unwrap();
         assert_eq!(m.areas, vec![SparseArea { offset: 0x8000, size: (32 << 20) - 0x8000 }]);
-        assert_eq!(p.region(4).mmap.unwrap().file_offset, 32 << 20);
+        assert_eq!(p.region(4).mmap.unwrap().file_offset, 31 << 20, "BAR4 is BAR0's MEMIC window");
         assert!(p.region(2).mmap.is_none(), "MSI-X stays trapped");
         assert!(p.region_fd().is_some());
     }
@@ -482,6 +539,27 @@ mod tests {
         d.region_write(CFG, (CAP_PCIE + 8) as u64, &[0x00, 0x80]).unwrap();
         assert_eq!(d.init_segment().nic_interface(), 1);
         assert_eq!(d.stats.flrs.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn device_memory_is_bar4_and_the_memic_window() {
+        use crate::engine::{GuestMemory, DEVICE_MEMORY};
+        let mut d = dev(DoorbellMode::Trap);
+        // A store into BAR0's MEMIC window is device memory, not a doorbell.
+        d.region_write(0, (31 << 20) + 0x800, &[7; 8]).unwrap();
+        assert_eq!(d.doorbells.send.load(Ordering::Relaxed), 0);
+        let mut b = [0u8; 8];
+        d.region_read(4, 0x800, &mut b).unwrap();
+        assert_eq!(b, [7; 8], "BAR4 aliases the window");
+        // The engine reaches it through tagged addresses, bounds-checked.
+        let m = DeviceMemory { dma: d.dma.clone(), mem: d.mem.clone(), base: 31 << 20, size: 1 << 20 };
+        m.read(DEVICE_MEMORY | 0x800, &mut b).unwrap();
+        assert_eq!(b, [7; 8]);
+        m.write(DEVICE_MEMORY | 0x1000, &5u64.to_ne_bytes()).unwrap();
+        assert_eq!(m.fetch_add_u64(DEVICE_MEMORY | 0x1000, 2), Ok(5));
+        assert_eq!(m.compare_and_swap_u64(DEVICE_MEMORY | 0x1000, 7, 1), Ok(7));
+        assert!(m.read(DEVICE_MEMORY | ((1 << 20) - 4), &mut b).is_err(), "past the window");
+        assert!(m.read(0x1000, &mut b).is_err(), "no guest memory mapped");
     }
 
     #[test]

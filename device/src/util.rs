@@ -153,6 +153,28 @@ impl SharedMem {
         Some(a.load(Ordering::Acquire))
     }
 
+    /// Atomic compare-and-swap of the aligned u64 at `off`; returns the old value.
+    pub fn compare_and_swap_u64(&self, off: usize, expected: u64, new: u64) -> Option<u64> {
+        if off % 8 != 0 || !self.check(off, 8) {
+            return None;
+        }
+        // SAFETY: aligned and in range, as in swap_u64.
+        let a = unsafe { AtomicU64::from_ptr(self.ptr.add(off).cast()) };
+        Some(match a.compare_exchange(expected, new, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(v) | Err(v) => v,
+        })
+    }
+
+    /// Atomic fetch-and-add of the aligned u64 at `off`; returns the old value.
+    pub fn fetch_add_u64(&self, off: usize, v: u64) -> Option<u64> {
+        if off % 8 != 0 || !self.check(off, 8) {
+            return None;
+        }
+        // SAFETY: aligned and in range, as in swap_u64.
+        let a = unsafe { AtomicU64::from_ptr(self.ptr.add(off).cast()) };
+        Some(a.fetch_add(v, Ordering::AcqRel))
+    }
+
     /// Atomically exchanges the aligned u32 at `off`.
     pub fn swap_u32(&self, off: usize, v: u32) -> Option<u32> {
         if off % 4 != 0 || !self.check(off, 4) {

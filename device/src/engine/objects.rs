@@ -122,7 +122,13 @@ pub enum Translation {
     Physical,
     /// Pages of `1 << page_shift` bytes; `pages[i]` is the guest physical address of page i.
     Mtt { page_shift: u8, pages: Vec<u64> },
+    /// On-device memory (MEMIC): virtual address `start` is device-memory
+    /// offset `base`; addresses come out tagged with [`DEVICE_MEMORY`].
+    DeviceMemory { base: u64 },
 }
+
+/// Tag of addresses in on-device memory rather than guest memory.
+pub const DEVICE_MEMORY: u64 = 1 << 63;
 
 /// Memory key (MR).
 #[derive(Debug, Clone)]
@@ -185,6 +191,7 @@ impl Mkey {
         }
         match &self.translation {
             Translation::Physical => Ok(vec![(va, len)]),
+            Translation::DeviceMemory { base } => Ok(vec![(DEVICE_MEMORY | (base + (va - self.start)), len)]),
             Translation::Mtt { page_shift, pages } => {
                 let ps = 1u64 << page_shift;
                 // Offset of the region's first byte inside its first page.

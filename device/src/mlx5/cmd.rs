@@ -65,6 +65,7 @@ pub mod status {
     pub const BAD_RES: u8 = 0x05;
     pub const RES_BUSY: u8 = 0x06;
     pub const LIM: u8 = 0x08;
+    pub const NO_RES: u8 = 0x0f;
     pub const BAD_RES_STATE: u8 = 0x09;
     pub const BAD_QP_STATE: u8 = 0x10;
     pub const BAD_INP_LEN: u8 = 0x50;

@@ -60,6 +60,7 @@ pub(crate) use eng;
 /// Capability types the firmware answers QUERY_HCA_CAP for.
 pub const CAP_GENERAL: u16 = 0x0;
 pub const CAP_ATOMIC: u16 = 0x3;
+pub const CAP_DEV_MEM: u16 = 0xf;
 
 /// Bytes of a capability area.
 pub const CAP_AREA: usize = 0x1000;
@@ -217,6 +218,10 @@ pub struct Firmware {
     pub trace: bool,
     /// The fabric port's packet counters (real traffic), for PerfMgt.
     pub wire_counters: Option<Arc<crate::wire::counters::PortCounters>>,
+    /// The MEMIC window: BAR0 offset and size of on-device memory.
+    pub memic: Option<(u64, u64)>,
+    /// MEMIC allocations: BAR0 offset -> bytes.
+    pub memic_allocs: BTreeMap<u64, u64>,
     /// PerfMgt counter values at the last clear (PortCounters Set).
     pub pma_base: [u64; 6],
     /// The engine's completion sink (drained by [`Firmware::drain`]).
@@ -248,6 +253,8 @@ impl Firmware {
             trace: false,
             pending: Arc::new(super::datapath::QueueSink::default()),
             wire_counters: None,
+            memic: None,
+            memic_allocs: BTreeMap::new(),
             pma_base: [0; 6],
         };
         let io = crate::engine::transport::Io { mem: f.mem.clone(), completions: f.pending.clone(), ..Default::default() };
@@ -277,6 +284,23 @@ impl Firmware {
         let atomic = caps::atomic_caps_image();
         self.caps_max = BTreeMap::from([(CAP_GENERAL, general.clone()), (CAP_ATOMIC, atomic.clone())]);
         self.caps_cur = BTreeMap::from([(CAP_GENERAL, general), (CAP_ATOMIC, atomic)]);
+        self.memic_allocs.clear();
+        if let Some((off, size)) = self.memic {
+            // On-device memory: the `device_memory` bit and the DEV_MEM page.
+            for page in [self.caps_max.get_mut(&CAP_GENERAL), self.caps_cur.get_mut(&CAP_GENERAL)].into_iter().flatten() {
+                ifc::cmd_hca_cap::device_memory.set(page, 1);
+            }
+            use ifc::device_mem_cap as d;
+            let mut dm = vec![0u8; CAP_AREA];
+            d::memic.set(&mut dm, 1);
+            d::memic_bar_start_addr.set(&mut dm, off);
+            d::memic_bar_size.set(&mut dm, size);
+            d::max_memic_size.set(&mut dm, size);
+            d::log_min_memic_alloc_size.set(&mut dm, 6);
+            d::log_max_memic_addr_alignment.set(&mut dm, 12);
+            self.caps_max.insert(CAP_DEV_MEM, dm.clone());
+            self.caps_cur.insert(CAP_DEV_MEM, dm);
+        }
         // Requester atomic results: big-endian until the driver selects
         // host endianness (atomic_req_8B_endianness_mode 1).
         self.engine.rt.atomic_reply_be = true;
@@ -650,6 +674,8 @@ pub static COMMANDS: &[(u16, &str, Handler)] = &[
     (op!(MLX5_CMD_OP_DETACH_FROM_MCG), "DETACH_FROM_MCG", super::qp::detach_from_mcg),
     (op!(MLX5_CMD_OP_NOP), "NOP", super::hca::nop),
     (op!(MLX5_CMD_OP_ALLOC_XRCD), "ALLOC_XRCD", super::objects::alloc_xrcd),
+    (op!(MLX5_CMD_OP_ALLOC_MEMIC), "ALLOC_MEMIC", super::objects::alloc_memic),
+    (op!(MLX5_CMD_OP_DEALLOC_MEMIC), "DEALLOC_MEMIC", super::objects::dealloc_memic),
     (op!(MLX5_CMD_OP_DEALLOC_XRCD), "DEALLOC_XRCD", super::objects::dealloc_xrcd),
 ];
 

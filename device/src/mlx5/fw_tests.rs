@@ -751,3 +751,50 @@ fn rc_send_and_write_between_two_devices_through_wqes() {
     assert_eq!((e[0x3f] >> 4, e[0x37]), (op::REQ_ERR, super::cqe::syndrome::REMOTE_ACCESS_ERR));
     assert_eq!(a.t.fw.engine.qps.get(qa).unwrap().state, QpState::Err);
 }
+
+#[test]
+fn memic_alloc_register_and_free() {
+    use ifc::create_mkey_in::memory_key_mkey_entry as m;
+    let mut t = Bench::new();
+    t.fw.memic = Some((31 << 20, 1 << 20));
+    t.fw.reset();
+    t.up();
+    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_HCA_CAP, ((super::firmware::CAP_DEV_MEM as u16) << 1) | 1, 16), ifc::query_hca_cap_out::SIZE);
+    let cap = ifc::query_hca_cap_out::capability;
+    assert_eq!(cap.inner(ifc::device_mem_cap::memic).get(&o), 1);
+    assert_eq!(cap.inner(ifc::device_mem_cap::memic_bar_start_addr).get(&o), 31 << 20);
+    let alloc = |t: &mut Bench, start: u64, size: u64, len: u64| {
+        let mut i = cmd(ifc::MLX5_CMD_OP_ALLOC_MEMIC, 0, ifc::alloc_memic_in::SIZE);
+        ifc::alloc_memic_in::range_start_addr.set(&mut i, start);
+        ifc::alloc_memic_in::range_size.set(&mut i, size);
+        ifc::alloc_memic_in::memic_size.set(&mut i, len);
+        t.run(&i, ifc::alloc_memic_out::SIZE)
+    };
+    let a = alloc(&mut t, 31 << 20, 4096, 4096);
+    assert_eq!(a.status, 0);
+    let at = ifc::alloc_memic_out::memic_start_addr.get(&a.data);
+    assert_eq!(at, 31 << 20);
+    assert_eq!(alloc(&mut t, 31 << 20, 4096, 64).status, status::NO_RES, "range busy: the driver tries the next");
+    assert_eq!(alloc(&mut t, 30 << 20, 4096, 64).status, status::BAD_PARAM, "outside the window");
+    let pd = t.pd();
+    let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_MKEY, 0, ifc::create_mkey_in::SIZE);
+    m::access_mode_4_2.set(&mut i, 1);
+    m::access_mode_1_0.set(&mut i, 1); // 5 = MEMIC
+    m::lr.set(&mut i, 1);
+    m::rw.set(&mut i, 1);
+    m::pd.set(&mut i, pd as u64);
+    m::start_addr.set(&mut i, at + 0x100);
+    m::len.set(&mut i, 0x100);
+    let o = t.ok(&i, 16);
+    let key = (ifc::create_mkey_out::mkey_index.get(&o) as u32) << 8;
+    let k = t.fw.engine.lookup_key(key).unwrap();
+    assert_eq!(k.translate(at + 0x180, 8, pd, Access::REMOTE_WRITE), Ok(vec![(crate::engine::DEVICE_MEMORY | 0x180, 8)]));
+    // Registering device memory that was never allocated is refused.
+    m::start_addr.set(&mut i, at + 0x2000);
+    assert_eq!(t.status(&i, 16), status::BAD_PARAM);
+    let mut d = cmd(ifc::MLX5_CMD_OP_DEALLOC_MEMIC, 0, ifc::dealloc_memic_in::SIZE);
+    ifc::dealloc_memic_in::memic_start_addr.set(&mut d, at);
+    ifc::dealloc_memic_in::memic_size.set(&mut d, 4096);
+    t.ok(&d, 16);
+    assert_eq!(t.status(&d, 16), status::BAD_PARAM, "double free");
+}

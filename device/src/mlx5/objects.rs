@@ -33,6 +33,8 @@ pub fn dealloc_xrcd(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 /// `access_mode`: PA and MTT are implemented; KLM/KSM are not.
 const ACCESS_MODE_PA: u64 = 0;
 const ACCESS_MODE_MTT: u64 = 1;
+/// `MLX5_MKC_ACCESS_MODE_MEMIC`: start_addr is a BAR0 offset in the MEMIC window.
+const ACCESS_MODE_MEMIC: u64 = 5;
 
 pub fn create_mkey(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     use ifc::create_mkey_in::memory_key_mkey_entry as m;
@@ -82,6 +84,19 @@ pub fn create_mkey(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
                 let pages = r.pas(ifc::create_mkey_in::klm_pas_mtt, npages)?;
                 Translation::Mtt { page_shift: log_page, pages }
             }
+        }
+        ACCESS_MODE_MEMIC => {
+            let (off, size) = fw.memic.ok_or(fail!(status::BAD_PARAM))?;
+            let end = start.checked_add(length).ok_or(fail!(status::BAD_PARAM))?;
+            if whole_space || start < off || end > off + size {
+                return Err(fail!(status::BAD_PARAM));
+            }
+            // Only allocated device memory can be registered.
+            let inside = fw.memic_allocs.range(..=start).next_back().is_some_and(|(&a, &n)| end <= a + n);
+            if !inside {
+                return Err(fail!(status::BAD_PARAM));
+            }
+            Translation::DeviceMemory { base: start - off }
         }
         _ => return Err(fail!(status::BAD_PARAM)),
     };
@@ -293,4 +308,51 @@ pub fn arm_rq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     }
     srq.limit = lwm;
     Ok(out(ifc::arm_rq_out::SIZE))
+}
+
+/// ALLOC_MEMIC: a block of on-device memory inside the driver's range.
+pub fn alloc_memic(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    use ifc::alloc_memic_in as a;
+    let (off, size) = fw.memic.ok_or(fail!(status::BAD_OP))?;
+    let range_start = r.get(a::range_start_addr);
+    let range_size = r.get(a::range_size);
+    let len = r.get(a::memic_size);
+    let align = 64u64 << r.get(a::log_memic_addr_alignment).min(20);
+    let range_end = range_start.checked_add(range_size).ok_or(fail!(status::BAD_PARAM))?;
+    if len == 0 || len % 64 != 0 || len > range_size || range_start < off || range_end > off + size {
+        return Err(fail!(status::BAD_PARAM));
+    }
+    // First fit inside the range, aligned, clear of every allocation.
+    let mut at = range_start.next_multiple_of(align);
+    while at + len <= range_end {
+        match fw.memic_allocs.iter().find(|(&s, &n)| at < s + n && s < at + len) {
+            None => {
+                fw.memic_allocs.insert(at, len);
+                let mut o = out(ifc::alloc_memic_out::SIZE);
+                ifc::alloc_memic_out::memic_start_addr.set(&mut o, at);
+                return Ok(o);
+            }
+            Some((&s, &n)) => at = (s + n).next_multiple_of(align),
+        }
+    }
+    // Busy: the driver tries the next range (-EAGAIN).
+    Err(fail!(status::NO_RES))
+}
+
+/// DEALLOC_MEMIC: frees a block (the bytes are cleared).
+pub fn dealloc_memic(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    use ifc::dealloc_memic_in as d;
+    let at = r.get(d::memic_start_addr);
+    let len = r.get(d::memic_size);
+    match fw.memic_allocs.get(&at) {
+        Some(&n) if n == len => {
+            fw.memic_allocs.remove(&at);
+            if let Some((off, _)) = fw.memic {
+                let zero = vec![0u8; len as usize];
+                let _ = fw.mem.write(crate::engine::DEVICE_MEMORY | (at - off), &zero);
+            }
+            Ok(out(ifc::dealloc_memic_out::SIZE))
+        }
+        _ => Err(fail!(status::BAD_PARAM)),
+    }
 }

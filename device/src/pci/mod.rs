@@ -6,7 +6,7 @@
 //! |-------|----------------|---------|
 //! | 0/1   | 32 MiB         | init segment (pages 0-3, trapped), UAR pages from page 4 |
 //! | 2/3   | 16 KiB         | MSI-X table at 0x0, PBA at 0x1000 (QEMU emulates both) |
-//! | 4/5   | 1 MiB          | on-device memory |
+//! | 4/5   | 1 MiB          | on-device memory (also BAR0's last 1 MiB: the MEMIC window) |
 
 pub mod config_space;
 
@@ -97,6 +97,12 @@ impl BarLayout {
         }
     }
 
+    /// BAR0 offset of the on-device memory window (MEMIC): the last
+    /// `bar4` bytes of BAR0, the same memory BAR4 exposes.
+    pub fn memic_offset(&self) -> u64 {
+        self.bar0 - self.bar4
+    }
+
     /// Every BAR size must be a power of two of at least 4 KiB, BAR0 must
     /// hold the init segment and at least one UAR page, BAR2 the MSI-X table and PBA.
     pub fn validate(&self) -> Result<(), String> {
@@ -107,6 +113,9 @@ impl BarLayout {
         }
         if self.bar0 < MAPPABLE_START + UAR_PAGE_SIZE {
             return Err("bar0 must hold the init segment and a UAR page".into());
+        }
+        if self.bar4 > self.bar0 / 2 {
+            return Err("device memory (bar4) may be at most half of bar0: it is also BAR0's MEMIC window".into());
         }
         if self.bar2 < MSIX_PBA_OFFSET + 4096 {
             return Err("bar2 must hold the MSI-X table and PBA".into());
