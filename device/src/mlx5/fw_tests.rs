@@ -788,7 +788,9 @@ fn memic_alloc_register_and_free() {
     let o = t.ok(&i, 16);
     let key = (ifc::create_mkey_out::mkey_index.get(&o) as u32) << 8;
     let k = t.fw.engine.lookup_key(key).unwrap();
-    assert_eq!(k.translate(at + 0x180, 8, pd, Access::REMOTE_WRITE), Ok(vec![(crate::engine::DEVICE_MEMORY | 0x180, 8)]));
+    // Zero based: remote address 0x80 is 0x80 bytes into the key's memory.
+    assert_eq!(k.translate(0x80, 8, pd, Access::REMOTE_WRITE), Ok(vec![(crate::engine::DEVICE_MEMORY | 0x180, 8)]));
+    assert!(k.translate(0xfc, 8, pd, Access::REMOTE_WRITE).is_err(), "past the key");
     // Registering device memory that was never allocated is refused.
     m::start_addr.set(&mut i, at + 0x2000);
     assert_eq!(t.status(&i, 16), status::BAD_PARAM);

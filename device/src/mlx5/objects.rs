@@ -96,6 +96,8 @@ pub fn create_mkey(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             if !inside {
                 return Err(fail!(status::BAD_PARAM));
             }
+            // Device-memory keys are zero based (libibverbs requires
+            // IBV_ACCESS_ZERO_BASED): remote addresses run from 0 to len.
             Translation::DeviceMemory { base: start - off }
         }
         _ => return Err(fail!(status::BAD_PARAM)),
@@ -103,11 +105,12 @@ pub fn create_mkey(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     if !whole_space && start.checked_add(length).is_none() {
         return Err(fail!(status::BAD_PARAM));
     }
+    let zero_based = matches!(translation, Translation::DeviceMemory { .. });
     let mkey = Mkey {
         variant: m::mkey_7_0.get(r.input) as u8,
         pd,
         access,
-        start,
+        start: if zero_based { 0 } else { start },
         length,
         whole_space,
         translation,
