@@ -109,9 +109,11 @@ pub struct UarPoller {
 }
 
 /// Spin this long after the last doorbell before napping.
-const SPIN: Duration = Duration::from_micros(200);
-/// Longest nap when idle.
-const MAX_NAP: Duration = Duration::from_millis(2);
+const SPIN: Duration = Duration::from_millis(1);
+/// Longest nap shortly after activity (within [`WARM`]) and when idle.
+const MAX_NAP: Duration = Duration::from_micros(250);
+const WARM: Duration = Duration::from_millis(100);
+const IDLE_NAP: Duration = Duration::from_millis(2);
 
 impl UarPoller {
     /// `mem` holds BAR0 at offset 0; `sink` gets every doorbell.
@@ -238,7 +240,8 @@ fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages:
         }
         // Idle: sleep with growing naps so an idle device costs ~0% CPU.
         std::thread::sleep(nap);
-        nap = (nap * 2).min(MAX_NAP);
+        let cap = if last_hit.elapsed() < WARM { MAX_NAP } else { IDLE_NAP };
+        nap = (nap * 2).min(cap);
     }
 }
 
