@@ -501,7 +501,7 @@ mod tests {
         assert_eq!(t.region(1).size, 0);
         let p = dev(DoorbellMode::Poll);
         let m = p.region(0).mmap.unwrap();
-        assert_eq!(m.areas, vec![SparseArea { offset: 0x8000, size: (32 << 20) - 0x8000 }]);
+        assert_eq!(m.areas, vec![SparseArea { offset: 0x6000, size: (32 << 20) - 0x6000 }]);
         assert_eq!(p.region(4).mmap.unwrap().file_offset, 31 << 20, "BAR4 is BAR0's MEMIC window");
         assert!(p.region(2).mmap.is_none(), "MSI-X stays trapped");
         assert!(p.region_fd().is_some());

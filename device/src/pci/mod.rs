@@ -58,11 +58,13 @@ pub const MSIX_PBA_OFFSET: u64 = 0x1000;
 pub const INIT_SEG_REGION: u64 = 0x4000;
 /// First UAR page index (UAR index i lives at BAR0 + i * 4 KiB).
 pub const FIRST_UAR_PAGE: u64 = INIT_SEG_REGION / UAR_PAGE_SIZE;
-/// UAR pages that stay trapped in poll mode: the lowest ones, which the
-/// driver's own first ALLOC_UARs get (mlx5_core's EQ/command UAR and mlx5_ib's
-/// bfregs). Several EQs share one doorbell slot on that page, so each of
-/// their stores must arrive on its own, as a trapped write does.
-pub const TRAPPED_UARS: u64 = 4;
+/// UAR pages that stay trapped in poll mode: the two lowest, which the
+/// kernel's own ALLOC_UARs get at load (mlx5_core's EQ/command UAR and
+/// mlx5_ib's fast-path bfreg page; UARs are numbered lowest-free). Several EQs
+/// share one doorbell slot on the core's page, so each of their stores must
+/// arrive on its own, as a trapped write does. User contexts' UARs come after
+/// and are mapped: in poll mode a trapped write is a full round trip.
+pub const TRAPPED_UARS: u64 = 2;
 /// Start of the mappable part of BAR0 in poll mode.
 pub const MAPPABLE_START: u64 = INIT_SEG_REGION + TRAPPED_UARS * UAR_PAGE_SIZE;
 pub const UAR_PAGE_SIZE: u64 = 4096;
