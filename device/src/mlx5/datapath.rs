@@ -15,7 +15,7 @@ use tracing::{debug, warn};
 use super::cqe::{self, op, syndrome, Cqe};
 use super::firmware::{buf_addr, Firmware};
 use super::ifc;
-use super::wqe::{self, opcode, CtrlSeg, Payload, WQEBB};
+use super::wqe::{self, opcode, CtrlSeg, Payload};
 use crate::engine::verbs::{Completion, CompletionSink, Event, RecvWr, SendWr, Sge, UdDest, WcOpcode, WcStatus, WrOpcode};
 use crate::engine::{AddressVector, QpState, QpType};
 use crate::wire::fabric::{PacketHandler, RxMeta};
@@ -220,17 +220,7 @@ impl Firmware {
             if ci == pc as u16 {
                 return;
             }
-            let read = |fw: &Firmware, n: usize| -> Option<Vec<u8>> {
-                let ctx = fw.qps.get(&qpn)?;
-                let mut w = vec![0u8; n * WQEBB];
-                for i in 0..n {
-                    let off = ctx.rq_entries as u64 * ctx.rq_stride as u64
-                        + ((ci.wrapping_add(i as u16) as u32 & (ctx.sq_entries - 1)) as u64) * WQEBB as u64;
-                    let a = buf_addr(&ctx.pas, ctx.log_page_size, ctx.page_offset, off)?;
-                    fw.mem.read(a, &mut w[i * WQEBB..(i + 1) * WQEBB]).ok()?;
-                }
-                Some(w)
-            };
+            let read = |fw: &Firmware, n: usize| fw.qps.get(&qpn).and_then(|ctx| fw.read_sq(ctx, ci, n));
             let Some(first) = read(self, 1) else {
                 warn!(qpn, "SQ outside guest memory");
                 return;

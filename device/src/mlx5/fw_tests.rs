@@ -759,7 +759,7 @@ fn memic_alloc_register_and_free() {
     t.fw.memic = Some((31 << 20, 1 << 20));
     t.fw.reset();
     t.up();
-    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_HCA_CAP, ((super::firmware::CAP_DEV_MEM as u16) << 1) | 1, 16), ifc::query_hca_cap_out::SIZE);
+    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_HCA_CAP, (super::firmware::CAP_DEV_MEM << 1) | 1, 16), ifc::query_hca_cap_out::SIZE);
     let cap = ifc::query_hca_cap_out::capability;
     assert_eq!(cap.inner(ifc::device_mem_cap::memic).get(&o), 1);
     assert_eq!(cap.inner(ifc::device_mem_cap::memic_bar_start_addr).get(&o), 31 << 20);

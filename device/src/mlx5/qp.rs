@@ -167,7 +167,8 @@ fn optpar_fields(bit: u32) -> &'static [Field] {
         ifc::MLX5_QP_OPTPAR_PKEY_INDEX => PKEY,
         ifc::MLX5_QP_OPTPAR_Q_KEY => QKEY,
         ifc::MLX5_QP_OPTPAR_RNR_TIMEOUT => RNR,
-        ifc::MLX5_QP_OPTPAR_PRIMARY_ADDR_PATH => AV_AND_ACK,
+        // The whole primary path; its ack_timeout is latched beside it.
+        ifc::MLX5_QP_OPTPAR_PRIMARY_ADDR_PATH => AV,
         ifc::MLX5_QP_OPTPAR_SRA_MAX => SRA,
         ifc::MLX5_QP_OPTPAR_RRA_MAX => RRA,
         ifc::MLX5_QP_OPTPAR_PM_STATE => PM,
@@ -183,21 +184,6 @@ fn optpar_fields(bit: u32) -> &'static [Field] {
     }
 }
 
-const AV_AND_ACK: &[Field] = &[
-    pap::fl,
-    pap::free_ar,
-    pap::grh,
-    pap::mlid,
-    pap::rlid,
-    pap::src_addr_index,
-    pap::stat_rate,
-    pap::hop_limit,
-    pap::tclass,
-    pap::flow_label,
-    pap::rgid_rip,
-    pap::sl,
-    pap::ack_timeout,
-];
 
 /// Fields a transition always carries, by QP type.
 fn required_fields(t: QpTransition, st: u8) -> Vec<Field> {
@@ -337,6 +323,9 @@ pub fn modify_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             if mask & (1 << bit) != 0 {
                 for &f in optpar_fields(bit) {
                     latch(&mut next, &input, f);
+                }
+                if 1u32 << bit == ifc::MLX5_QP_OPTPAR_PRIMARY_ADDR_PATH {
+                    latch(&mut next, &input, pap::ack_timeout);
                 }
             }
         }

@@ -60,7 +60,7 @@ impl Firmware {
     }
 
     /// Copies `nbb` WQEBBs starting at SQ index `idx` (wrapping at the end of the SQ).
-    fn read_sq(&self, ctx: &QpCtx, idx: u16, nbb: usize) -> Option<Vec<u8>> {
+    pub(crate) fn read_sq(&self, ctx: &QpCtx, idx: u16, nbb: usize) -> Option<Vec<u8>> {
         let mut w = vec![0u8; nbb * WQEBB];
         for i in 0..nbb {
             let a = Self::sq_addr(ctx, idx.wrapping_add(i as u16))?;

@@ -346,7 +346,7 @@ mod tests {
         // An atomic whose ds leaves no room for its segments.
         w[4..8].copy_from_slice(&((0x200u32 << 8) | 2).to_be_bytes());
         assert_eq!(parse_send(&w, false), Err(WqeError::Truncated));
-        w[4..8].copy_from_slice(&((0x200u32 << 8) | 0).to_be_bytes());
+        w[4..8].copy_from_slice(&(0x200u32 << 8).to_be_bytes());
         assert_eq!(parse_send(&w, false), Err(WqeError::BadDs(0)));
         assert!(parse_send(&w[..8], false).is_err());
     }
