@@ -141,7 +141,7 @@ impl DoorbellSink for PollSink {
         let mut fw = lock(&self.fw);
         match db {
             Doorbell::EqUpdate { eqn, ci, arm, .. } => fw.eq_doorbell(eqn as u32, ci, arm),
-            Doorbell::CqArm { uar, .. } | Doorbell::Send { uar, .. } => fw.uar_activity(uar as u32),
+            Doorbell::CqArm { uar, .. } | Doorbell::Send { uar, .. } => fw.uar_activity(uar as u32, db),
         }
     }
 }

@@ -237,45 +237,9 @@ pub fn run_slot(mem: &dyn GuestMemory, cmdq: u64, slot: u32, handler: &mut dyn C
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::engine::MemFault;
     use std::cell::RefCell;
-    use std::sync::Mutex;
 
-    /// A flat fake guest memory from 0 to `len`.
-    pub struct FlatMem(pub Mutex<Vec<u8>>);
-
-    impl FlatMem {
-        pub fn new(len: usize) -> FlatMem {
-            FlatMem(Mutex::new(vec![0; len]))
-        }
-        pub fn get(&self, a: u64, n: usize) -> Vec<u8> {
-            self.0.lock().unwrap()[a as usize..a as usize + n].to_vec()
-        }
-        pub fn put(&self, a: u64, b: &[u8]) {
-            self.0.lock().unwrap()[a as usize..a as usize + b.len()].copy_from_slice(b);
-        }
-    }
-
-    impl GuestMemory for FlatMem {
-        fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), MemFault> {
-            let m = self.0.lock().unwrap();
-            let end = addr.checked_add(buf.len() as u64).filter(|&e| e <= m.len() as u64).ok_or(MemFault { addr })?;
-            buf.copy_from_slice(&m[addr as usize..end as usize]);
-            Ok(())
-        }
-        fn write(&self, addr: u64, buf: &[u8]) -> Result<(), MemFault> {
-            let mut m = self.0.lock().unwrap();
-            let end = addr.checked_add(buf.len() as u64).filter(|&e| e <= m.len() as u64).ok_or(MemFault { addr })?;
-            m[addr as usize..end as usize].copy_from_slice(buf);
-            Ok(())
-        }
-        fn compare_and_swap_u64(&self, addr: u64, _: u64, _: u64) -> Result<u64, MemFault> {
-            Err(MemFault { addr })
-        }
-        fn fetch_add_u64(&self, addr: u64, _: u64) -> Result<u64, MemFault> {
-            Err(MemFault { addr })
-        }
-    }
+    pub use crate::engine::mem::FlatMem;
 
     /// Builds a command entry + chains the way cmd.c does.
     pub struct Builder {

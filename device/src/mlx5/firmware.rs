@@ -476,7 +476,15 @@ impl Firmware {
     /// its one UAR) collapse into the last value, so look at the doorbell
     /// records of every QP and CQ on that page instead: new send WQEs and
     /// new arm words are found there.
-    pub fn uar_activity(&mut self, uar: u32) {
+    pub fn uar_activity(&mut self, uar: u32, db: super::uar::Doorbell) {
+        use super::uar::Doorbell;
+        // The store itself names one target: act on it first.
+        match db {
+            Doorbell::Send { qpn_ds, .. } => self.send_doorbell(qpn_ds >> 8),
+            Doorbell::CqArm { cqn, sn, solicited, ci, .. } => self.cq_arm(cqn, sn, solicited, ci),
+            Doorbell::EqUpdate { eqn, ci, arm, .. } => self.eq_doorbell(eqn as u32, ci, arm),
+        }
+        // Stores that the last one overwrote: new send WQEs of QPs on this page.
         let qps: Vec<u32> = self.engine.qps.iter().filter(|(_, q)| q.uar == uar).map(|(n, _)| n).collect();
         for qpn in qps {
             let Some(ctx) = self.qps.get(&qpn) else { continue };
@@ -488,7 +496,9 @@ impl Firmware {
                 self.send_doorbell(qpn);
             }
         }
-        let cqs: Vec<u32> = self.engine.cqs.iter().filter(|(_, c)| c.uar == uar).map(|(n, _)| n).collect();
+        // ... and arm words not acted on yet (any CQ: libmlx5 may ring a CQ's
+        // arm on another page than the one in its context).
+        let cqs: Vec<u32> = self.engine.cqs.iter().map(|(n, _)| n).collect();
         for cqn in cqs {
             let Some(ctx) = self.cqs.get(&cqn) else { continue };
             let mut b = [0u8; 4];

@@ -158,9 +158,7 @@ impl<D: VfioDevice> Server<D> {
         }
         self.stats.connected.store(false, Ordering::Relaxed);
         // Guest state goes with the client: mappings, eventfds, device state.
-        let bytes = self.dma.clear();
-        self.irqs.clear();
-        self.device.disconnect();
+        let bytes = self.end_connection();
         debug!(unmapped = bytes, "guest state dropped");
     }
 
@@ -197,24 +195,71 @@ impl<D: VfioDevice> Server<D> {
                     self.dispatch(&hdr, &payload, fds)
                 }
             };
-            match result {
-                Ok(None) => {}
-                Ok(Some(reply)) => {
-                    if !hdr.no_reply() {
-                        let h = hdr.reply(reply.payload.len());
-                        let fds: Vec<_> = reply.fd.as_ref().map(|f| f.as_fd()).into_iter().collect();
-                        send_with_fds(stream, &[&h.emit(), &reply.payload], &fds)?;
-                    }
-                }
-                Err(Errno(errno, msg)) => {
-                    self.stats.errors.fetch_add(1, Ordering::Relaxed);
-                    debug!(id = hdr.id, cmd = name, errno, "request failed: {msg}");
-                    if !hdr.no_reply() {
-                        send_with_fds(stream, &[&hdr.error(errno).emit()], &[])?;
-                    }
-                }
+            if let Some((bytes, fd)) = self.answer(&hdr, name, result) {
+                let fds: Vec<_> = fd.as_ref().map(|f| f.as_fd()).into_iter().collect();
+                send_with_fds(stream, &[&bytes], &fds)?;
             }
         }
+    }
+
+    /// Turns a request's outcome into the bytes to send back (header and
+    /// payload) and the fd to pass along; None when no reply goes out.
+    fn answer(&mut self, hdr: &Header, name: &str, result: Result<Option<Reply>, Errno>) -> Option<(Vec<u8>, Option<OwnedFd>)> {
+        match result {
+            Ok(None) => None,
+            Ok(Some(reply)) if !hdr.no_reply() => {
+                let mut bytes = hdr.reply(reply.payload.len()).emit().to_vec();
+                bytes.extend_from_slice(&reply.payload);
+                Some((bytes, reply.fd))
+            }
+            Ok(Some(_)) => None,
+            Err(Errno(errno, msg)) => {
+                self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                debug!(id = hdr.id, cmd = name, errno, "request failed: {msg}");
+                (!hdr.no_reply()).then(|| (hdr.error(errno).emit().to_vec(), None))
+            }
+        }
+    }
+
+    /// Handles one whole message (header and payload, `fds` as received with
+    /// it) exactly as [`Server::serve`] does one read from the socket, without
+    /// a socket: for fuzzing and tests. Returns the reply bytes and fd; None
+    /// when nothing is sent back, or when `msg` is shorter than its header
+    /// says (on a socket: a connection that ends mid-message).
+    pub fn handle_message(&mut self, msg: &[u8], fds: Vec<OwnedFd>) -> Option<(Vec<u8>, Option<OwnedFd>)> {
+        let hb: &[u8; HEADER_SIZE] = msg.get(..HEADER_SIZE)?.try_into().ok()?;
+        let hdr = Header::parse(hb);
+        self.stats.messages.fetch_add(1, Ordering::Relaxed);
+        let name = Command::from_u16(hdr.command).map(Command::name).unwrap_or("UNKNOWN");
+        let max_msg = self.opts.max_data_xfer_size as usize + 4096;
+        let truncated = fds.len() > self.opts.max_msg_fds as usize;
+        let result = if hdr.size < HEADER_SIZE as u32 {
+            Err(einval(format!("message size {} below header", hdr.size)))
+        } else if hdr.size as usize > max_msg {
+            Err(Errno(libc::E2BIG, format!("message size {}", hdr.size)))
+        } else {
+            let payload = msg.get(HEADER_SIZE..hdr.size as usize)?;
+            if hdr.msg_type() != protocol::FLAGS_TYPE_COMMAND {
+                return None;
+            }
+            if truncated {
+                Err(einval("too many fds"))
+            } else {
+                self.dispatch(&hdr, payload, fds)
+            }
+        };
+        self.answer(&hdr, name, result)
+    }
+
+    /// Drops all guest state as a client disconnect does (DMA mappings,
+    /// eventfds, device state) and expects VERSION again.
+    pub fn end_connection(&mut self) -> u64 {
+        self.negotiated = false;
+        self.client_max_xfer = 1 << 20;
+        let bytes = self.dma.clear();
+        self.irqs.clear();
+        self.device.disconnect();
+        bytes
     }
 
     fn dispatch(&mut self, hdr: &Header, p: &[u8], fds: Vec<OwnedFd>) -> Result<Option<Reply>, Errno> {

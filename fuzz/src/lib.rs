@@ -1,0 +1,135 @@
+//! Shared set-up for the fuzz targets and the seed generator: a brought-up
+//! firmware, an engine with connected QPs, and the input framing.
+
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+use vrnic::engine::mem::FlatMem;
+use vrnic::engine::*;
+use vrnic::mlx5::cmd::CommandHandler;
+use vrnic::mlx5::firmware::Firmware;
+use vrnic::mlx5::ifc;
+use vrnic::mlx5::mad::PortConfig;
+use vrnic::vfio::Interrupts;
+use vrnic::wire::clock::ManualClock;
+use vrnic::wire::fabric::{Dest, Endpoint, PacketSink, RxMeta};
+
+/// Splits `data` into records of `[u16 LE length][bytes]` (the last record
+/// takes what is left when short).
+pub fn records(mut data: &[u8]) -> Vec<&[u8]> {
+    let mut v = Vec::new();
+    while data.len() >= 2 {
+        let n = (u16::from_le_bytes([data[0], data[1]]) as usize).min(data.len() - 2);
+        v.push(&data[2..2 + n]);
+        data = &data[2 + n..];
+    }
+    v
+}
+
+/// The inverse of [`records`].
+pub fn frame(recs: &[Vec<u8>]) -> Vec<u8> {
+    let mut v = Vec::new();
+    for r in recs {
+        v.extend_from_slice(&(r.len() as u16).to_le_bytes());
+        v.extend_from_slice(r);
+    }
+    v
+}
+
+/// A zeroed command input with its opcode.
+pub fn cmd(opcode: u32, len: usize) -> Vec<u8> {
+    let mut v = vec![0u8; len.max(16)];
+    ifc::mbox_in::opcode.set(&mut v, opcode as u64);
+    v
+}
+
+/// A firmware over `mem` after ENABLE_HCA and INIT_HCA.
+pub fn firmware(mem: Arc<FlatMem>) -> Firmware {
+    let irqs = Arc::new(Interrupts::new(64));
+    let port = PortConfig::new(0x1111, 0x2222, 3, 0x1017);
+    let mut fw = Firmware::new(mem, irqs, port, Limits::default());
+    fw.execute(&cmd(ifc::MLX5_CMD_OP_ENABLE_HCA, 16), 16);
+    fw.execute(&cmd(ifc::MLX5_CMD_OP_INIT_HCA, 32), 16);
+    fw
+}
+
+/// Packets the engine sends go nowhere.
+pub struct Drop;
+impl PacketSink for Drop {
+    fn send(&self, _: &Dest, _: &mut [u8]) {}
+}
+
+pub const MEM: usize = 256 << 10;
+pub const PEER_QPN: u32 = 0x77;
+
+/// An engine with one RC, one UC and one UD QP in RTS towards LID 2 QP
+/// [`PEER_QPN`], receives posted, and a key over all of its memory.
+pub struct Responder {
+    pub eng: Engine,
+    pub clock: Arc<ManualClock>,
+    pub key: u32,
+    pub qps: Vec<u32>,
+}
+
+pub fn endpoint(lid: u16) -> Endpoint {
+    Endpoint::v4(lid, Ipv4Addr::new(10, 0, 0, lid as u8))
+}
+
+impl Responder {
+    pub fn new() -> Responder {
+        let mem = Arc::new(FlatMem::new(MEM));
+        let clock = Arc::new(ManualClock::default());
+        let mut e = Engine::new(Limits::default());
+        e.attach(Io { mem, packets: Arc::new(Drop), completions: Arc::new(NullSink), clock: clock.clone(), local: endpoint(1) });
+        let pd = e.alloc_pd(0).unwrap();
+        let eq = e.create_eq(6, 4, 0).unwrap();
+        let cq = e.create_cq(8, eq, 4).unwrap();
+        let all = Access(Access::LOCAL_WRITE.0 | Access::REMOTE_READ.0 | Access::REMOTE_WRITE.0 | Access::REMOTE_ATOMIC.0);
+        let idx = e
+            .create_mkey(Mkey { variant: 0x11, pd, access: all, start: 0, length: MEM as u64, whole_space: false, translation: Translation::Physical, free: false, uid: 0 })
+            .unwrap();
+        let key = Mkey::key(idx, 0x11);
+        let mut qps = Vec::new();
+        for t in [QpType::Rc, QpType::Uc, QpType::Ud] {
+            let q = e
+                .create_qp(QpCreate { qp_type: t, pd, send_cq: Some(cq), recv_cq: Some(cq), srq: None, xrcd: None, uar: 4, log_sq_size: 4, log_rq_size: 4, sq_sig_all: false, uid: 0 })
+                .unwrap();
+            e.modify_qp(q, QpTransition::RstToInit, &QpAttrUpdate { access: Some(all), qkey: Some(0x1234), ..Default::default() }).unwrap();
+            let attrs = QpAttrUpdate {
+                dest_qpn: Some(PEER_QPN),
+                rq_psn: Some(0x100),
+                sq_psn: Some(0x100),
+                path_mtu: Some(Mtu(1024)),
+                timeout: Some(10),
+                retry_cnt: Some(7),
+                rnr_retry: Some(7),
+                min_rnr_timer: Some(1),
+                max_rd_atomic: Some(4),
+                max_dest_rd_atomic: Some(4),
+                av: Some(AddressVector { dlid: 2, ..Default::default() }),
+                ..Default::default()
+            };
+            e.modify_qp(q, QpTransition::InitToRtr, &attrs).unwrap();
+            e.modify_qp(q, QpTransition::RtrToRts, &attrs).unwrap();
+            for i in 0..4u64 {
+                e.post_recv(q, RecvWr { wr_id: i, sgl: vec![Sge { addr: 0x1000 * (i + 1), length: 0x1000, lkey: key }] }).unwrap();
+            }
+            qps.push(q);
+        }
+        Responder { eng: e, clock, key, qps }
+    }
+
+    /// One packet from the peer (LID 2), then whatever timers are due.
+    pub fn feed(&mut self, pkt: &[u8]) {
+        self.eng.receive(&RxMeta { src: endpoint(2) }, pkt);
+        self.eng.flush_acks();
+        self.clock.advance(1_000_000);
+        self.eng.poll_timers();
+    }
+}
+
+impl Default for Responder {
+    fn default() -> Self {
+        Responder::new()
+    }
+}
