@@ -212,7 +212,7 @@ pub struct UdSend {
 
 /// Decodes a UD send WQE from its bytes (`ds * 16` of them, ctrl included).
 pub fn parse_ud_send(w: &[u8]) -> Result<UdSend, WqeError> {
-    let ctrl = CtrlSeg::parse(w[..16].try_into().map_err(|_| WqeError::Truncated)?);
+    let ctrl = CtrlSeg::parse(w.get(..16).ok_or(WqeError::Truncated)?.try_into().map_err(|_| WqeError::Truncated)?);
     let n = ctrl.ds as usize * DS;
     if ctrl.ds < 4 || n > w.len() {
         return Err(WqeError::BadDs(ctrl.ds));
@@ -349,6 +349,16 @@ mod tests {
         w[4..8].copy_from_slice(&(0x200u32 << 8).to_be_bytes());
         assert_eq!(parse_send(&w, false), Err(WqeError::BadDs(0)));
         assert!(parse_send(&w[..8], false).is_err());
+    }
+
+    /// Fuzz finding (wqe_decode): a WQE shorter than its control segment
+    /// panicked on the slice instead of being refused.
+    #[test]
+    fn short_wqe_is_an_error_not_a_panic() {
+        for n in 0..16 {
+            assert_eq!(parse_ud_send(&vec![0xff; n]), Err(WqeError::Truncated));
+            assert_eq!(parse_send(&vec![0xff; n], true), Err(WqeError::Truncated));
+        }
     }
 
     #[test]
