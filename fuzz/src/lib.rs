@@ -62,8 +62,8 @@ impl PacketSink for Drop {
 pub const MEM: usize = 256 << 10;
 pub const PEER_QPN: u32 = 0x77;
 
-/// An engine with one RC, one UC and one UD QP in RTS towards LID 2 QP
-/// [`PEER_QPN`], receives posted, and a key over all of its memory.
+/// An engine with one RC, one UC and one UD QP in RTS towards LID 2 (RC and
+/// UC to the QP of the same number, so two of them talk to each other), receives posted, and a key over all of its memory.
 pub struct Responder {
     pub eng: Engine,
     pub clock: Arc<ManualClock>,
@@ -77,10 +77,15 @@ pub fn endpoint(lid: u16) -> Endpoint {
 
 impl Responder {
     pub fn new() -> Responder {
+        Responder::with_sink(Arc::new(Drop))
+    }
+
+    /// As [`Responder::new`] with the engine's packets going to `packets`.
+    pub fn with_sink(packets: Arc<dyn PacketSink>) -> Responder {
         let mem = Arc::new(FlatMem::new(MEM));
         let clock = Arc::new(ManualClock::default());
         let mut e = Engine::new(Limits::default());
-        e.attach(Io { mem, packets: Arc::new(Drop), completions: Arc::new(NullSink), clock: clock.clone(), local: endpoint(1) });
+        e.attach(Io { mem, packets, completions: Arc::new(NullSink), clock: clock.clone(), local: endpoint(1) });
         let pd = e.alloc_pd(0).unwrap();
         let eq = e.create_eq(6, 4, 0).unwrap();
         let cq = e.create_cq(8, eq, 4).unwrap();
@@ -96,7 +101,7 @@ impl Responder {
                 .unwrap();
             e.modify_qp(q, QpTransition::RstToInit, &QpAttrUpdate { access: Some(all), qkey: Some(0x1234), ..Default::default() }).unwrap();
             let attrs = QpAttrUpdate {
-                dest_qpn: Some(PEER_QPN),
+                dest_qpn: Some(if t == QpType::Ud { PEER_QPN } else { q }),
                 rq_psn: Some(0x100),
                 sq_psn: Some(0x100),
                 path_mtu: Some(Mtu(1024)),
@@ -132,4 +137,14 @@ impl Default for Responder {
     fn default() -> Self {
         Responder::new()
     }
+}
+
+pub use vrnic_json::Value as Json;
+mod vrnic_json {
+    pub use serde_json::Value;
+}
+
+/// The capabilities QEMU sends with VERSION.
+pub fn caps() -> Json {
+    serde_json::json!({"capabilities": {"max_msg_fds": 8, "max_data_xfer_size": 1048576, "migration": {"pgsize": 4096}}})
 }
