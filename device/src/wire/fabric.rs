@@ -558,15 +558,10 @@ async fn worker(shared: Arc<UdpShared>, sock: UdpSocket, clock: Arc<MonotonicClo
         for _ in 0..256 {
             match sock.try_recv_from(&mut buf) {
                 Ok((n, from)) => {
-                    let src = match port.peer_by_udp(&from) {
-                        Some(p) => p.ep,
-                        None => {
-                            bump(&port.counters.rx_unknown_peer, 1);
-                            match from.ip() {
-                                IpAddr::V4(a) => Endpoint::v4(0, a),
-                                IpAddr::V6(a) => Endpoint { lid: 0, gid: a.octets() },
-                            }
-                        }
+                    // Isolation: only configured peers reach the engine.
+                    let Some(src) = port.peer_by_udp(&from).map(|p| p.ep) else {
+                        bump(&port.counters.rx_unknown_peer, 1);
+                        continue;
                     };
                     port.accept(src, &mut buf[..n], &mut deliver);
                 }
@@ -801,6 +796,24 @@ mod tests {
         }
         assert_eq!(RocePacket::parse(&ra.0.lock().unwrap()[0].1).unwrap().payload, b"self");
         assert_eq!(b.counters().snapshot().rx_icrc_errors, 0);
+    }
+
+    #[test]
+    fn packets_from_unconfigured_senders_are_dropped() {
+        let clock = Arc::new(MonotonicClock::default());
+        let mut a = UdpFabric::bind(&udp_cfg(vec![], "::ffff:10.0.0.1"), 1, clock).unwrap();
+        let r = Arc::new(Rec::default());
+        a.start(r.clone()).unwrap();
+        let stranger = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut p = send_only(9, 1, b"who are you");
+        // A correct ICRC as if from 10.0.0.9: only the peer table may vouch for a sender.
+        let ph = PseudoHeader::canonical(Ipv4Addr::new(10, 0, 0, 9), Ipv4Addr::new(10, 0, 0, 1), 9, p.len());
+        icrc::fill(&ph, &mut p);
+        stranger.send_to(&p, a.local_addr().unwrap()).unwrap();
+        assert!(wait_for(|| a.counters().snapshot().rx_unknown_peer == 1));
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(r.0.lock().unwrap().is_empty(), "nothing reached the engine");
+        assert_eq!(a.counters().snapshot().rx_packets, 0);
     }
 
     /// The pcap file decodes in tshark as InfiniBand with the right opcodes,
