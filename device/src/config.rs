@@ -29,6 +29,7 @@
 //! bind = "127.0.0.1"
 //! peers = [{ lid = 2, addr = "127.0.0.1:4792" }]
 //! pcap = "/tmp/vrnic.pcap"
+//! pcap_max_bytes = 1073741824  # later packets are counted (pcap_dropped), not written
 //! ```
 
 use std::path::Path;

@@ -74,6 +74,10 @@ struct Args {
     #[arg(long, value_name = "FILE")]
     pcap: Option<PathBuf>,
 
+    /// Cap on the pcap file in MiB (default 1024); later packets are counted, not written.
+    #[arg(long, value_name = "MIB")]
+    pcap_max_mib: Option<u64>,
+
     /// Fault injection, e.g. `tx:drop=0.05,rx:corrupt=0.01,seed=7`.
     #[arg(long, value_name = "SPEC")]
     faults: Option<String>,
@@ -150,6 +154,9 @@ fn build_config(a: &Args) -> Result<Config, String> {
     }
     if let Some(p) = &a.pcap {
         c.fabric.pcap = Some(p.clone());
+    }
+    if let Some(m) = a.pcap_max_mib {
+        c.fabric.pcap_max_bytes = m.saturating_mul(1 << 20);
     }
     if let Some(f) = &a.faults {
         c.fabric.faults = vrnic::wire::fault::FaultConfig::parse_cli(f)?;

@@ -50,6 +50,8 @@ counters!(
     fault_ce_marked,
     cnp_sent,
     cnp_received,
+    /// Packets not captured because the pcap file reached its size cap.
+    pcap_dropped,
 });
 
 #[inline]

@@ -108,6 +108,9 @@ pub struct FabricConfig {
     pub faults: FaultConfig,
     /// Write every sent and received packet here.
     pub pcap: Option<PathBuf>,
+    /// Cap on the pcap file, bytes; later packets are counted in
+    /// `pcap_dropped` instead of written.
+    pub pcap_max_bytes: u64,
     /// SO_SNDBUF / SO_RCVBUF, bytes.
     pub socket_buffer: usize,
 }
@@ -121,6 +124,7 @@ impl Default for FabricConfig {
             peers: Vec::new(),
             faults: FaultConfig::default(),
             pcap: None,
+            pcap_max_bytes: super::pcap::DEFAULT_MAX_BYTES,
             socket_buffer: 4 << 20,
         }
     }
@@ -210,9 +214,16 @@ pub struct Port {
 }
 
 impl Port {
-    pub fn new(local: Endpoint, peers: Vec<Peer>, faults: &FaultConfig, pcap: Option<&std::path::Path>, clock: Arc<dyn Clock>) -> io::Result<Port> {
+    /// `pcap`: capture file and its byte cap.
+    pub fn new(
+        local: Endpoint,
+        peers: Vec<Peer>,
+        faults: &FaultConfig,
+        pcap: Option<(&std::path::Path, u64)>,
+        clock: Arc<dyn Clock>,
+    ) -> io::Result<Port> {
         let pcap = match pcap {
-            Some(p) => Some(Mutex::new(PcapWriter::new(BufWriter::new(File::create(p)?))?)),
+            Some((p, max)) => Some(Mutex::new(PcapWriter::with_limit(BufWriter::new(File::create(p)?), max)?)),
             None => None,
         };
         let by_udp = peers.iter().enumerate().filter_map(|(i, p)| p.udp.map(|a| (a, i))).collect();
@@ -265,7 +276,9 @@ impl Port {
             let dqp = bth::Packet::new_checked(pkt).map(|b| b.dest_qp()).unwrap_or(0);
             let ph = PseudoHeader::canonical(src, dst, dqp, pkt.len());
             if let Ok(mut w) = p.lock() {
-                let _ = w.write_roce(&ph, pkt);
+                if let Ok(false) = w.write_roce(&ph, pkt) {
+                    bump(&self.counters.pcap_dropped, 1);
+                }
             }
         }
     }
@@ -456,7 +469,7 @@ impl UdpFabric {
         set_buffer(sock.as_raw_fd(), libc::SO_SNDBUF, libc::SO_SNDBUFFORCE, cfg.socket_buffer);
         let local = cfg.local_endpoint(lid).map_err(io::Error::other)?;
         let peers = cfg.peers().map_err(io::Error::other)?;
-        let port = Port::new(local, peers, &cfg.faults, cfg.pcap.as_deref(), clock.clone())?;
+        let port = Port::new(local, peers, &cfg.faults, cfg.pcap.as_deref().map(|p| (p, cfg.pcap_max_bytes)), clock.clone())?;
         Ok(UdpFabric {
             shared: Arc::new(UdpShared { port, sock, loopback: Mutex::new(VecDeque::new()), wake: tokio::sync::Notify::new(), stop: AtomicBool::new(false) }),
             clock,

@@ -17,14 +17,28 @@ pub fn mac_for(ip: Ipv4Addr) -> [u8; 6] {
     [0x02, 0x00, o[0], o[1], o[2], o[3]]
 }
 
+/// Default cap on a capture file: 1 GiB.
+pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
+
+/// Writes frames until the file would exceed its byte cap, then drops (and
+/// counts) every further frame, so a long run cannot fill the disk.
 pub struct PcapWriter<W: Write> {
     w: W,
     frame: Vec<u8>,
+    written: u64,
+    max_bytes: u64,
+    dropped: u64,
 }
 
 impl<W: Write> PcapWriter<W> {
-    /// Writes the global header.
-    pub fn new(mut w: W) -> io::Result<PcapWriter<W>> {
+    /// Writes the global header; the file may grow to [`DEFAULT_MAX_BYTES`].
+    pub fn new(w: W) -> io::Result<PcapWriter<W>> {
+        Self::with_limit(w, DEFAULT_MAX_BYTES)
+    }
+
+    /// Writes the global header; frames that would take the file past
+    /// `max_bytes` (header included) are dropped.
+    pub fn with_limit(mut w: W, max_bytes: u64) -> io::Result<PcapWriter<W>> {
         let mut h = Vec::with_capacity(24);
         h.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
         h.extend_from_slice(&2u16.to_le_bytes());
@@ -34,16 +48,22 @@ impl<W: Write> PcapWriter<W> {
         h.extend_from_slice(&SNAPLEN.to_le_bytes());
         h.extend_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
         w.write_all(&h)?;
-        Ok(PcapWriter { w, frame: Vec::with_capacity(9000) })
+        Ok(PcapWriter { w, frame: Vec::with_capacity(9000), written: h.len() as u64, max_bytes, dropped: 0 })
     }
 
-    /// Appends one frame: Ethernet + `ph` + `roce` (BTH through ICRC), stamped now.
-    pub fn write_roce(&mut self, ph: &PseudoHeader, roce: &[u8]) -> io::Result<()> {
+    /// Appends one frame: Ethernet + `ph` + `roce` (BTH through ICRC), stamped
+    /// now. `Ok(false)`: the frame was dropped because of the size cap.
+    pub fn write_roce(&mut self, ph: &PseudoHeader, roce: &[u8]) -> io::Result<bool> {
         let t = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
         self.write_roce_at(t.as_secs() as u32, t.subsec_micros(), ph, roce)
     }
 
-    pub fn write_roce_at(&mut self, secs: u32, usecs: u32, ph: &PseudoHeader, roce: &[u8]) -> io::Result<()> {
+    pub fn write_roce_at(&mut self, secs: u32, usecs: u32, ph: &PseudoHeader, roce: &[u8]) -> io::Result<bool> {
+        let need = 16 + 14 + PseudoHeader::LEN as u64 + roce.len() as u64;
+        if self.written.saturating_add(need) > self.max_bytes {
+            self.dropped += 1;
+            return Ok(false);
+        }
         let f = &mut self.frame;
         f.clear();
         f.extend_from_slice(&mac_for(ph.ip.dst));
@@ -61,7 +81,19 @@ impl<W: Write> PcapWriter<W> {
         rec[8..12].copy_from_slice(&cap.to_le_bytes());
         rec[12..16].copy_from_slice(&len.to_le_bytes());
         self.w.write_all(&rec)?;
-        self.w.write_all(&f[..cap as usize])
+        self.w.write_all(&f[..cap as usize])?;
+        self.written += 16 + u64::from(cap);
+        Ok(true)
+    }
+
+    /// Bytes in the file so far (global header included).
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// Frames dropped because of the size cap.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
     }
 
     pub fn flush(&mut self) -> io::Result<()> {
@@ -101,5 +133,29 @@ mod tests {
         let (ph2, payload) = PseudoHeader::parse(&frame[14..]).unwrap();
         assert_eq!(ph2, ph);
         icrc::verify(&ph2, payload).unwrap();
+    }
+
+    /// Past its byte cap the writer drops whole frames, counts them, and the
+    /// file stays a valid capture no larger than the cap.
+    #[test]
+    fn size_cap_drops_frames_and_counts_them() {
+        let mut roce = Vec::new();
+        packet::emit(&packet::cnp_headers(0x118), &[], &mut roce).unwrap();
+        let ph = PseudoHeader::canonical(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 0x118, roce.len());
+        icrc::fill(&ph, &mut roce);
+        let record = 16 + 14 + 28 + roce.len();
+        let cap = 24 + 3 * record + record / 2;
+        let mut w = PcapWriter::with_limit(Vec::new(), cap as u64).unwrap();
+        let kept: Vec<bool> = (0..10).map(|i| w.write_roce_at(i, 0, &ph, &roce).unwrap()).collect();
+        assert_eq!(kept.iter().filter(|&&k| k).count(), 3);
+        assert!(kept[..3].iter().all(|&k| k) && kept[3..].iter().all(|&k| !k));
+        assert_eq!(w.dropped(), 7);
+        assert_eq!(w.written(), (24 + 3 * record) as u64);
+        let b = w.into_inner();
+        assert_eq!(b.len(), 24 + 3 * record);
+        assert!(b.len() <= cap);
+        // Every record is whole: the last one's header announces what follows.
+        let last = 24 + 2 * record;
+        assert_eq!(u32::from_le_bytes(b[last + 8..last + 12].try_into().unwrap()) as usize, record - 16);
     }
 }
