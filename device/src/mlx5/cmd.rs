@@ -147,9 +147,11 @@ fn out_blocks(mem: &dyn GuestMemory, mut ptr: u64, len: usize) -> Result<Vec<u64
         if ptr % 8 != 0 {
             return Err(Delivery::OutPtrAlign);
         }
-        // The whole block must be writable guest memory.
+        // The whole block must be writable guest memory (and must not wrap
+        // the address space).
+        let last = ptr.checked_add(BLOCK_SIZE as u64 - 1).ok_or(Delivery::OutPtrAlign)?;
         let mut probe = [0u8; 1];
-        mem.read(ptr + BLOCK_SIZE as u64 - 1, &mut probe).map_err(|_| Delivery::OutPtrAlign)?;
+        mem.read(last, &mut probe).map_err(|_| Delivery::OutPtrAlign)?;
         mem.read(ptr + B_NEXT as u64, &mut tail).map_err(|_| Delivery::OutPtrAlign)?;
         let num = u32::from_be_bytes(tail[B_BLOCK_NUM - B_NEXT..B_BLOCK_NUM - B_NEXT + 4].try_into().expect("4 bytes"));
         if num as usize != n {
@@ -433,5 +435,20 @@ pub(crate) mod tests {
         assert!(run_slot(&mem, (1 << 20) - 32, 0, &mut h).is_none());
         assert!(run_slot(&mem, u64::MAX - 10, 31, &mut h).is_none());
         assert!(run_slot(&mem, b.cmdq, 32, &mut h).is_none());
+    }
+
+    /// Fuzz finding (command_interface): an output mailbox pointer within
+    /// one block of the top of the address space overflowed `ptr + 575`
+    /// (a panic in debug builds, a wrapped probe in release).
+    #[test]
+    fn output_chain_pointer_at_top_of_address_space() {
+        let mem = FlatMem::new(1 << 20);
+        let mut b = Builder::new();
+        let mut h = echo();
+        let ea = b.entry(&mem, 0, &[0; 16], 2000);
+        mem.put(ea + 0x30, &(u64::MAX & !7).to_be_bytes());
+        let r = run_slot(&mem, b.cmdq, 0, &mut h).unwrap();
+        assert_eq!(r.delivery, Delivery::OutPtrAlign);
+        assert!(h.0.borrow().is_empty(), "not executed");
     }
 }
