@@ -12,6 +12,7 @@ pub mod device;
 pub mod engine;
 pub mod mlx5;
 pub mod pci;
+pub mod privs;
 pub mod util;
 pub mod vfio;
 pub mod wire;

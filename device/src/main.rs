@@ -28,6 +28,16 @@ struct Args {
     #[arg(long, value_name = "PATH")]
     socket: PathBuf,
 
+    /// Keep the privileges the server was started with. By default, once its
+    /// sockets and files are open, it sets no_new_privs and drops every
+    /// capability in every thread (see docs/security.md).
+    #[arg(long)]
+    keep_privileges: bool,
+
+    /// After start-up, also switch to this user (and its primary group).
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
+
     /// TOML config file (identity, BAR sizes, doorbell mode, logging); see docs/configuration.md.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -167,6 +177,15 @@ fn build_config(a: &Args) -> Result<Config, String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    // Before any thread exists, so every thread inherits no_new_privs and
+    // knows to drop its capabilities when it starts.
+    if !args.keep_privileges {
+        let r = if args.user.is_some() { vrnic::privs::set_no_new_privs() } else { vrnic::privs::request_drop() };
+        if let Err(e) = r {
+            eprintln!("vrnic: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     let config = match build_config(&args) {
         Ok(c) => c,
         Err(e) => {
@@ -216,6 +235,18 @@ fn main() -> ExitCode {
         device_id = format_args!("{:#06x}", config.identity.device_id),
         "vrnic listening"
     );
+    if let Some(u) = &args.user {
+        if let Err(e) = vrnic::privs::switch_user(u) {
+            error!("--user {u}: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    if !args.keep_privileges {
+        if let Err(e) = vrnic::privs::drop_caps() {
+            error!("dropping capabilities: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     match server.run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

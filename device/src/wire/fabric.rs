@@ -513,6 +513,9 @@ impl UdpFabric {
         let clock = self.clock.clone();
         let sock = self.shared.sock.try_clone()?;
         let t = std::thread::Builder::new().name("vrnic-fabric".into()).spawn(move || {
+            if let Err(e) = crate::privs::drop_this_thread() {
+                tracing::warn!("fabric thread: dropping capabilities: {e}");
+            }
             let rt = match tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build() {
                 Ok(rt) => rt,
                 Err(e) => {

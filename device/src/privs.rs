@@ -1,0 +1,223 @@
+//! Dropping privileges after start-up.
+//!
+//! Once its sockets are bound and its files open, the server needs no
+//! privilege at all: it accepts on a bound socket, maps the fds QEMU sends,
+//! writes eventfds and talks UDP on a bound socket. So, unless told to keep
+//! them, it gives up:
+//!
+//! - **no_new_privs** (set before any thread exists, so every thread has it):
+//!   nothing the process could ever exec gains privileges;
+//! - **every capability** (effective, permitted, inheritable, ambient and the
+//!   bounding set). Capabilities are per thread in Linux, so each long-lived
+//!   thread calls [`drop_this_thread`] when it starts, and the main thread
+//!   calls it before serving; threads spawned later inherit the empty sets;
+//! - with `--user NAME`, the uid/gid (and supplementary groups) as well
+//!   (glibc applies set*id to every thread of the process).
+//!
+//! What remains: the uid the server was started with unless `--user` is
+//! given (so a root-started server still owns root-owned files by plain
+//! permission checks, but without CAP_DAC_OVERRIDE cannot open anyone else's),
+//! its open fds, and its address space. There is no seccomp filter yet.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use thiserror::Error;
+
+/// Errors from dropping privileges; each carries the OS error.
+#[derive(Debug, Error)]
+pub enum PrivError {
+    #[error("prctl({0}): {1}")]
+    Prctl(&'static str, std::io::Error),
+    #[error("capset: {0}")]
+    Capset(std::io::Error),
+    #[error("unknown user {0:?}")]
+    NoSuchUser(String),
+    #[error("{0}: {1}")]
+    SetId(&'static str, std::io::Error),
+}
+
+static DROP: AtomicBool = AtomicBool::new(false);
+
+/// Asks every thread to drop its capabilities ([`drop_this_thread`]) and sets
+/// no_new_privs. Call first thing in `main`, before any thread is spawned.
+///
+/// Not with [`switch_user`]: glibc makes every thread repeat a set*id call
+/// and aborts if one of them lacks the capability; there the uid change
+/// itself empties every thread's sets.
+pub fn request_drop() -> Result<(), PrivError> {
+    DROP.store(true, Ordering::SeqCst);
+    set_no_new_privs()
+}
+
+/// Sets no_new_privs for the calling thread and the threads it spawns later.
+pub fn set_no_new_privs() -> Result<(), PrivError> {
+    prctl(libc::PR_SET_NO_NEW_PRIVS, 1, "PR_SET_NO_NEW_PRIVS")
+}
+
+/// Whether [`request_drop`] was called.
+pub fn drop_requested() -> bool {
+    DROP.load(Ordering::SeqCst)
+}
+
+fn prctl(op: libc::c_int, arg: libc::c_ulong, name: &'static str) -> Result<(), PrivError> {
+    // SAFETY: prctl with integer arguments only; no memory is passed.
+    let r = unsafe { libc::prctl(op, arg, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong) };
+    if r < 0 {
+        return Err(PrivError::Prctl(name, std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+fn last_cap() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/cap_last_cap").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(40)
+}
+
+/// [`drop_caps`] if [`request_drop`] was called; a no-op otherwise.
+pub fn drop_this_thread() -> Result<(), PrivError> {
+    if !drop_requested() {
+        return Ok(());
+    }
+    drop_caps()
+}
+
+/// Clears the calling thread's ambient, bounding, effective, permitted and
+/// inheritable capability sets. Safe to call more than once.
+pub fn drop_caps() -> Result<(), PrivError> {
+    // Ambient first (EINVAL on kernels without ambient caps: nothing to clear).
+    // SAFETY: integer-only prctl.
+    let _ = unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    };
+    // The bounding set needs CAP_SETPCAP in the effective set; without it
+    // (an unprivileged start) there is nothing to bound, so failures are
+    // ignored here and the capset below still empties the sets.
+    for cap in 0..=last_cap() {
+        // SAFETY: integer-only prctl.
+        let _ = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong) };
+    }
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    let mut hdr = Header { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
+    let data = [Data::default(); 2];
+    // SAFETY: capset reads a v3 header and two data structs, both live and
+    // laid out as <linux/capability.h> declares them.
+    let r = unsafe { libc::syscall(libc::SYS_capset, &mut hdr as *mut Header, data.as_ptr()) };
+    if r < 0 {
+        return Err(PrivError::Capset(std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// Switches the whole process to `user` (its primary group, no supplementary
+/// groups). Needs root (or CAP_SETUID/CAP_SETGID) to still be held.
+pub fn switch_user(user: &str) -> Result<(), PrivError> {
+    let name = std::ffi::CString::new(user).map_err(|_| PrivError::NoSuchUser(user.into()))?;
+    // SAFETY: getpwnam reads a NUL-terminated string; the returned record is
+    // static storage we copy the two ids out of immediately (single-threaded
+    // use of the passwd database here).
+    let (uid, gid) = unsafe {
+        let pw = libc::getpwnam(name.as_ptr());
+        if pw.is_null() {
+            return Err(PrivError::NoSuchUser(user.into()));
+        }
+        ((*pw).pw_uid, (*pw).pw_gid)
+    };
+    // SAFETY: integer-only set*id calls (glibc applies them to all threads);
+    // setgroups with an empty list reads no memory.
+    unsafe {
+        if libc::setgroups(0, std::ptr::null()) < 0 {
+            return Err(PrivError::SetId("setgroups", std::io::Error::last_os_error()));
+        }
+        if libc::setresgid(gid, gid, gid) < 0 {
+            return Err(PrivError::SetId("setresgid", std::io::Error::last_os_error()));
+        }
+        if libc::setresuid(uid, uid, uid) < 0 {
+            return Err(PrivError::SetId("setresuid", std::io::Error::last_os_error()));
+        }
+    }
+    Ok(())
+}
+
+/// The `CapEff`, `CapPrm`, `CapBnd` and `NoNewPrivs` lines of a
+/// `/proc/.../status` file, parsed (for tests and the stats dump).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadPrivs {
+    pub cap_eff: u64,
+    pub cap_prm: u64,
+    pub cap_bnd: u64,
+    pub no_new_privs: bool,
+}
+
+impl ThreadPrivs {
+    pub fn parse(status: &str) -> Option<ThreadPrivs> {
+        let field = |k: &str| {
+            status.lines().find_map(|l| l.strip_prefix(k)).map(|v| v.trim().to_string())
+        };
+        let hex = |k: &str| field(k).and_then(|v| u64::from_str_radix(&v, 16).ok());
+        Some(ThreadPrivs {
+            cap_eff: hex("CapEff:")?,
+            cap_prm: hex("CapPrm:")?,
+            cap_bnd: hex("CapBnd:")?,
+            no_new_privs: field("NoNewPrivs:")? == "1",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_status() {
+        let s = "Name:\tvrnic\nNoNewPrivs:\t1\nCapInh:\t0000000000000000\nCapPrm:\t000001ffffffffff\n\
+                 CapEff:\t0000000000000000\nCapBnd:\t000001ffffffffff\n";
+        let p = ThreadPrivs::parse(s).unwrap();
+        assert_eq!(p, ThreadPrivs { cap_eff: 0, cap_prm: 0x1ff_ffff_ffff, cap_bnd: 0x1ff_ffff_ffff, no_new_privs: true });
+        assert!(ThreadPrivs::parse("Name:\tx\n").is_none());
+    }
+
+    /// Dropping in a fresh thread empties that thread's sets (and only its).
+    #[test]
+    fn drop_empties_the_calling_threads_sets() {
+        // The flag is process-global; set it from a thread that then drops,
+        // so the test runner's other threads are unaffected apart from
+        // no_new_privs (harmless: tests exec nothing setuid).
+        let t = std::thread::spawn(|| {
+            request_drop().unwrap();
+            drop_this_thread().unwrap();
+            let tid = unsafe_gettid();
+            ThreadPrivs::parse(&std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap()).unwrap()
+        });
+        let p = t.join().unwrap();
+        assert_eq!(p.cap_eff, 0);
+        assert_eq!(p.cap_prm, 0);
+        assert!(p.no_new_privs);
+        // CapBnd can only shrink with CAP_SETPCAP; when it was held, it is empty now.
+        let me = ThreadPrivs::parse(&std::fs::read_to_string("/proc/thread-self/status").unwrap()).unwrap();
+        if me.cap_eff & (1 << 8) != 0 {
+            assert_eq!(p.cap_bnd, 0);
+        }
+    }
+
+    fn unsafe_gettid() -> i64 {
+        // SAFETY: gettid takes no arguments and cannot fail.
+        unsafe { libc::syscall(libc::SYS_gettid) }
+    }
+}
