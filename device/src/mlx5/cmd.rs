@@ -446,7 +446,7 @@ pub(crate) mod tests {
         let mut b = Builder::new();
         let mut h = echo();
         let ea = b.entry(&mem, 0, &[0; 16], 2000);
-        mem.put(ea + 0x30, &(u64::MAX & !7).to_be_bytes());
+        mem.put(ea + 0x30, &(!7u64).to_be_bytes());
         let r = run_slot(&mem, b.cmdq, 0, &mut h).unwrap();
         assert_eq!(r.delivery, Delivery::OutPtrAlign);
         assert!(h.0.borrow().is_empty(), "not executed");
