@@ -172,6 +172,14 @@ impl DmaSpace {
                     prot |= libc::PROT_WRITE;
                 }
                 let off = libc::off_t::try_from(offset).map_err(|_| DmaError::BadRange { iova, size })?;
+                // A mapping past the end of a regular file (memfd, hugetlbfs)
+                // would SIGBUS the server on first touch: refuse it here.
+                let end = offset.checked_add(size).ok_or(DmaError::BadRange { iova, size })?;
+                if let Ok(md) = fd.try_clone().map(std::fs::File::from).and_then(|f| f.metadata()) {
+                    if md.file_type().is_file() && end > md.len() {
+                        return Err(DmaError::BadRange { iova, size });
+                    }
+                }
                 // SAFETY: mapping a client-provided fd into fresh address
                 // space chosen by the kernel; no existing memory is affected.
                 let p = unsafe {
@@ -397,6 +405,22 @@ mod tests {
         assert!(matches!(s.write(0xfffe, &b), Err(DmaError::NotMapped { .. })));
         assert!(matches!(s.read(u64::MAX - 1, &mut b), Err(DmaError::NotMapped { .. })));
         assert_eq!(s.stats.faults.load(Ordering::Relaxed), 3);
+    }
+
+    /// A DMA_MAP reaching past the end of its file (which would SIGBUS the
+    /// server on the first guest access there) is refused; one that fits,
+    /// at an offset, is accepted.
+    #[test]
+    fn mapping_past_the_end_of_its_file_is_refused() {
+        let fd = memfd("short", 0x2000).unwrap();
+        let s = DmaSpace::new(8);
+        let r = s.map(0x10000, 0x3000, 0, true, true, Some(fd.try_clone().unwrap()));
+        assert!(matches!(r, Err(DmaError::BadRange { .. })), "{r:?}");
+        let r = s.map(0x10000, 0x2000, 0x1000, true, true, Some(fd.try_clone().unwrap()));
+        assert!(matches!(r, Err(DmaError::BadRange { .. })), "{r:?}");
+        assert!(s.mappings().is_empty());
+        s.map(0x10000, 0x1000, 0x1000, true, true, Some(fd)).unwrap();
+        s.write(0x10ff8, &[7; 8]).unwrap();
     }
 
     #[test]
