@@ -88,6 +88,18 @@ pub struct EngineDrops {
     pub no_qp: u64,
     pub bad_state: u64,
     pub bad_transport: u64,
+    /// BTH P_Key not matching the QP's partition (IBTA 10.9.3).
+    pub bad_pkey: u64,
+}
+
+/// The port's P_Key table: the single default partition, full membership
+/// (what the SMA's P_KeyTable reports).
+pub const PKEY_TABLE: [u16; 1] = [0xffff];
+
+/// IBTA 10.9.3 P_Key match: same partition number (low 15 bits, not the
+/// invalid 0), and at least one side a full member.
+pub fn pkey_matches(mine: u16, theirs: u16) -> bool {
+    mine & 0x7fff == theirs & 0x7fff && mine & 0x7fff != 0 && (mine | theirs) & 0x8000 != 0
 }
 
 #[derive(Debug, Clone)]
@@ -1184,6 +1196,15 @@ impl Engine {
         }
         if !matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe) {
             count_drop(&mut self.rt.drops.bad_state);
+            return;
+        }
+        let pkey_ok = match qp.qp_type {
+            QpType::Smi => true,
+            QpType::Gsi => PKEY_TABLE.iter().any(|&k| pkey_matches(k, h.bth.pkey)),
+            _ => PKEY_TABLE.get(usize::from(qp.attrs.pkey_index)).is_some_and(|&k| pkey_matches(k, h.bth.pkey)),
+        };
+        if !pkey_ok {
+            count_drop(&mut self.rt.drops.bad_pkey);
             return;
         }
         if h.bth.fecn {
