@@ -156,10 +156,11 @@ impl<D: VfioDevice> Server<D> {
             Ok(()) => info!("client disconnected"),
             Err(e) => warn!("client connection ended: {e}"),
         }
-        self.stats.connected.store(false, Ordering::Relaxed);
-        // Guest state goes with the client: mappings, eventfds, device state.
+        // Guest state goes with the client: mappings, eventfds, device state;
+        // `connected` turns false only once all of it is gone.
         let bytes = self.end_connection();
         debug!(unmapped = bytes, "guest state dropped");
+        self.stats.connected.store(false, Ordering::Relaxed);
     }
 
     fn serve_inner(&mut self, stream: &UnixStream) -> io::Result<()> {
