@@ -20,7 +20,7 @@ use crate::mlx5::uar::{arm_page, Doorbell, UAR_PAGE};
 use crate::engine::Limits;
 use crate::mlx5::datapath::FwHandler;
 use crate::wire::clock::MonotonicClock;
-use crate::wire::fabric::UdpFabric;
+use crate::wire::fabric::{LoopbackPump, UdpFabric};
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::mad::PortConfig;
 use crate::mlx5::{DoorbellSink, DoorbellStats, InitSegEvent, InitSegment, UarPoller};
@@ -112,19 +112,22 @@ impl crate::engine::GuestMemory for DeviceMemory {
 
 /// Routes decoded doorbells: EQ and CQ doorbells to the firmware, every
 /// doorbell to the counters.
+/// Both sinks run the doorbell inside the fabric's [`LoopbackPump`], so
+/// traffic to this port's own QPs is delivered on the doorbell's thread.
 struct FwSink {
     fw: Arc<Mutex<Firmware>>,
     stats: Arc<DoorbellStats>,
+    pump: LoopbackPump,
 }
 
 impl DoorbellSink for FwSink {
     fn doorbell(&self, db: Doorbell) {
         self.stats.doorbell(db);
-        match db {
+        self.pump.run(|| match db {
             Doorbell::EqUpdate { eqn, ci, arm, .. } => lock(&self.fw).eq_doorbell(eqn as u32, ci, arm),
             Doorbell::CqArm { cqn, sn, solicited, ci, .. } => lock(&self.fw).cq_arm(cqn, sn, solicited, ci),
             Doorbell::Send { qpn_ds, .. } => lock(&self.fw).send_doorbell(qpn_ds >> 8),
-        }
+        })
     }
 }
 
@@ -133,16 +136,19 @@ impl DoorbellSink for FwSink {
 struct PollSink {
     fw: Arc<Mutex<Firmware>>,
     stats: Arc<DoorbellStats>,
+    pump: LoopbackPump,
 }
 
 impl DoorbellSink for PollSink {
     fn doorbell(&self, db: Doorbell) {
         self.stats.doorbell(db);
-        let mut fw = lock(&self.fw);
-        match db {
-            Doorbell::EqUpdate { eqn, ci, arm, .. } => fw.eq_doorbell(eqn as u32, ci, arm),
-            Doorbell::CqArm { uar, .. } | Doorbell::Send { uar, .. } => fw.uar_activity(uar as u32, db),
-        }
+        self.pump.run(|| {
+            let mut fw = lock(&self.fw);
+            match db {
+                Doorbell::EqUpdate { eqn, ci, arm, .. } => fw.eq_doorbell(eqn as u32, ci, arm),
+                Doorbell::CqArm { uar, .. } | Doorbell::Send { uar, .. } => fw.uar_activity(uar as u32, db),
+            }
+        })
     }
 }
 
@@ -213,10 +219,10 @@ impl Vrnic {
         firmware.wire_counters = Some(fabric.counters());
         let fw = Arc::new(Mutex::new(firmware));
         fabric.start(Arc::new(FwHandler(fw.clone())))?;
-        let sink: Arc<dyn DoorbellSink> = Arc::new(FwSink { fw: fw.clone(), stats: doorbells.clone() });
+        let sink: Arc<dyn DoorbellSink> = Arc::new(FwSink { fw: fw.clone(), stats: doorbells.clone(), pump: fabric.loopback_pump() });
         let poller = match config.doorbell.mode {
             DoorbellMode::Poll => {
-                let poll_sink: Arc<dyn DoorbellSink> = Arc::new(PollSink { fw: fw.clone(), stats: doorbells.clone() });
+                let poll_sink: Arc<dyn DoorbellSink> = Arc::new(PollSink { fw: fw.clone(), stats: doorbells.clone(), pump: fabric.loopback_pump() });
                 Some(UarPoller::start_with(mem.clone(), poll_sink, watched))
             }
             DoorbellMode::Trap => None,
