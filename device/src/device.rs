@@ -112,22 +112,27 @@ impl crate::engine::GuestMemory for DeviceMemory {
 
 /// Routes decoded doorbells: EQ and CQ doorbells to the firmware, every
 /// doorbell to the counters.
-/// Both sinks run the doorbell inside the fabric's [`LoopbackPump`], so
-/// traffic to this port's own QPs is delivered on the doorbell's thread.
+/// With `fabric.inline_loopback` (default), both sinks run the doorbell
+/// inside the fabric's [`LoopbackPump`], so traffic to this port's own QPs
+/// is delivered on the doorbell's thread instead of the fabric worker's.
 struct FwSink {
     fw: Arc<Mutex<Firmware>>,
     stats: Arc<DoorbellStats>,
-    pump: LoopbackPump,
+    pump: Option<LoopbackPump>,
 }
 
 impl DoorbellSink for FwSink {
     fn doorbell(&self, db: Doorbell) {
         self.stats.doorbell(db);
-        self.pump.run(|| match db {
+        let body = || match db {
             Doorbell::EqUpdate { eqn, ci, arm, .. } => lock(&self.fw).eq_doorbell(eqn as u32, ci, arm),
             Doorbell::CqArm { cqn, sn, solicited, ci, .. } => lock(&self.fw).cq_arm(cqn, sn, solicited, ci),
             Doorbell::Send { qpn_ds, .. } => lock(&self.fw).send_doorbell(qpn_ds >> 8),
-        })
+        };
+        match &self.pump {
+            Some(p) => p.run(body),
+            None => body(),
+        }
     }
 }
 
@@ -136,19 +141,23 @@ impl DoorbellSink for FwSink {
 struct PollSink {
     fw: Arc<Mutex<Firmware>>,
     stats: Arc<DoorbellStats>,
-    pump: LoopbackPump,
+    pump: Option<LoopbackPump>,
 }
 
 impl DoorbellSink for PollSink {
     fn doorbell(&self, db: Doorbell) {
         self.stats.doorbell(db);
-        self.pump.run(|| {
+        let body = || {
             let mut fw = lock(&self.fw);
             match db {
                 Doorbell::EqUpdate { eqn, ci, arm, .. } => fw.eq_doorbell(eqn as u32, ci, arm),
                 Doorbell::CqArm { uar, .. } | Doorbell::Send { uar, .. } => fw.uar_activity(uar as u32, db),
             }
-        })
+        };
+        match &self.pump {
+            Some(p) => p.run(body),
+            None => body(),
+        }
     }
 }
 
@@ -219,10 +228,10 @@ impl Vrnic {
         firmware.wire_counters = Some(fabric.counters());
         let fw = Arc::new(Mutex::new(firmware));
         fabric.start(Arc::new(FwHandler(fw.clone())))?;
-        let sink: Arc<dyn DoorbellSink> = Arc::new(FwSink { fw: fw.clone(), stats: doorbells.clone(), pump: fabric.loopback_pump() });
+        let sink: Arc<dyn DoorbellSink> = Arc::new(FwSink { fw: fw.clone(), stats: doorbells.clone(), pump: config.fabric.inline_loopback.then(|| fabric.loopback_pump()) });
         let poller = match config.doorbell.mode {
             DoorbellMode::Poll => {
-                let poll_sink: Arc<dyn DoorbellSink> = Arc::new(PollSink { fw: fw.clone(), stats: doorbells.clone(), pump: fabric.loopback_pump() });
+                let poll_sink: Arc<dyn DoorbellSink> = Arc::new(PollSink { fw: fw.clone(), stats: doorbells.clone(), pump: config.fabric.inline_loopback.then(|| fabric.loopback_pump()) });
                 Some(UarPoller::start_with(mem.clone(), poll_sink, watched))
             }
             DoorbellMode::Trap => None,

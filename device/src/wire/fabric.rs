@@ -113,6 +113,9 @@ pub struct FabricConfig {
     pub pcap_max_bytes: u64,
     /// SO_SNDBUF / SO_RCVBUF, bytes.
     pub socket_buffer: usize,
+    /// Deliver traffic to this port's own QPs on the doorbell's thread
+    /// ([`LoopbackPump`]) rather than through the worker's wake-up.
+    pub inline_loopback: bool,
 }
 
 impl Default for FabricConfig {
@@ -126,6 +129,7 @@ impl Default for FabricConfig {
             pcap: None,
             pcap_max_bytes: super::pcap::DEFAULT_MAX_BYTES,
             socket_buffer: 4 << 20,
+            inline_loopback: true,
         }
     }
 }
