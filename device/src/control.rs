@@ -134,9 +134,7 @@ pub fn spawn(path: &Path, h: ControlHandles) -> std::io::Result<()> {
     let listener = UnixListener::bind(path)?;
     info!(path = %path.display(), "control socket listening");
     std::thread::Builder::new().name("vrnic-control".into()).spawn(move || {
-        if let Err(e) = crate::privs::drop_this_thread() {
-            tracing::warn!("control thread: dropping capabilities: {e}");
-        }
+        crate::privs::enter_thread("control");
         for conn in listener.incoming() {
             match conn {
                 Ok(s) => {

@@ -129,10 +129,7 @@ impl DoorbellSink for FwSink {
             Doorbell::CqArm { cqn, sn, solicited, ci, .. } => lock(&self.fw).cq_arm(cqn, sn, solicited, ci),
             Doorbell::Send { qpn_ds, .. } => lock(&self.fw).send_doorbell(qpn_ds >> 8),
         };
-        match &self.pump {
-            Some(p) => p.run(body),
-            None => body(),
-        }
+        pumped(self.pump.as_ref(), body)
     }
 }
 
@@ -154,10 +151,15 @@ impl DoorbellSink for PollSink {
                 Doorbell::CqArm { uar, .. } | Doorbell::Send { uar, .. } => fw.uar_activity(uar as u32, db),
             }
         };
-        match &self.pump {
-            Some(p) => p.run(body),
-            None => body(),
-        }
+        pumped(self.pump.as_ref(), body)
+    }
+}
+
+/// Runs a doorbell inside the loopback pump when there is one.
+fn pumped(pump: Option<&LoopbackPump>, body: impl FnOnce()) {
+    match pump {
+        Some(p) => p.run(body),
+        None => body(),
     }
 }
 

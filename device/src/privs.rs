@@ -80,6 +80,14 @@ pub fn drop_this_thread() -> Result<(), PrivError> {
     drop_caps()
 }
 
+/// What each long-lived thread calls first: [`drop_this_thread`], a
+/// failure logged (the thread still runs, with what it has).
+pub fn enter_thread(name: &str) {
+    if let Err(e) = drop_this_thread() {
+        tracing::warn!("{name} thread: dropping capabilities: {e}");
+    }
+}
+
 /// Clears the calling thread's ambient, bounding, effective, permitted and
 /// inheritable capability sets. Safe to call more than once.
 pub fn drop_caps() -> Result<(), PrivError> {
@@ -156,7 +164,7 @@ pub fn switch_user(user: &str) -> Result<(), PrivError> {
 }
 
 /// The `CapEff`, `CapPrm`, `CapBnd` and `NoNewPrivs` lines of a
-/// `/proc/.../status` file, parsed (for tests and the stats dump).
+/// `/proc/.../status` file, parsed (for the tests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ThreadPrivs {
     pub cap_eff: u64,
@@ -202,8 +210,7 @@ mod tests {
         let t = std::thread::spawn(|| {
             request_drop().unwrap();
             drop_this_thread().unwrap();
-            let tid = unsafe_gettid();
-            ThreadPrivs::parse(&std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap()).unwrap()
+            ThreadPrivs::parse(&std::fs::read_to_string("/proc/thread-self/status").unwrap()).unwrap()
         });
         let p = t.join().unwrap();
         assert_eq!(p.cap_eff, 0);
@@ -214,10 +221,5 @@ mod tests {
         if me.cap_eff & (1 << 8) != 0 {
             assert_eq!(p.cap_bnd, 0);
         }
-    }
-
-    fn unsafe_gettid() -> i64 {
-        // SAFETY: gettid takes no arguments and cannot fail.
-        unsafe { libc::syscall(libc::SYS_gettid) }
     }
 }

@@ -219,9 +219,7 @@ pub fn scan_page(mem: &SharedMem, uar: u64, sink: &dyn DoorbellSink) -> usize {
 }
 
 fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages: &Mutex<Vec<u64>>, scans: &AtomicU64) {
-    if let Err(e) = crate::privs::drop_this_thread() {
-        tracing::warn!("poller thread: dropping capabilities: {e}");
-    }
+    crate::privs::enter_thread("poller");
     let mut last_hit = Instant::now();
     let mut nap = Duration::from_micros(10);
     let mut local: Vec<u64> = Vec::new();

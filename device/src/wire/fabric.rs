@@ -448,6 +448,23 @@ impl UdpShared {
     }
 }
 
+impl UdpShared {
+    fn loopback_pending(&self) -> bool {
+        self.loopback.lock().map(|q| !q.is_empty()).unwrap_or(false)
+    }
+
+    /// Delivers what is queued for loopback now; false if nothing was.
+    /// The caller holds `drain`, which keeps deliveries in order.
+    fn deliver_loopback(&self, deliver: &mut dyn FnMut(&RxMeta, &[u8])) -> bool {
+        let local = std::mem::take(&mut *self.loopback.lock().unwrap_or_else(|e| e.into_inner()));
+        let any = !local.is_empty();
+        for mut p in local {
+            self.port.accept(self.port.local, &mut p, deliver);
+        }
+        any
+    }
+}
+
 impl PacketSink for UdpShared {
     fn send(&self, dest: &Dest, pkt: &mut [u8]) {
         self.port.transmit(dest, pkt, &mut |tag, bytes| self.route(tag, bytes));
@@ -474,8 +491,7 @@ impl LoopbackPump {
 
     fn drain(&self) {
         let s = &self.0;
-        let pending = || s.loopback.lock().map(|q| !q.is_empty()).unwrap_or(false);
-        if !pending() {
+        if !s.loopback_pending() {
             return;
         }
         let (Some(handler), Ok(_order)) = (s.handler.get(), s.drain.try_lock()) else {
@@ -487,16 +503,12 @@ impl LoopbackPump {
         let mut deliver = |m: &RxMeta, b: &[u8]| handler.receive(m, b);
         // Bounded: a handler that keeps producing is left to the worker.
         for _ in 0..64 {
-            let local = std::mem::take(&mut *s.loopback.lock().unwrap_or_else(|e| e.into_inner()));
-            if local.is_empty() {
+            if !s.deliver_loopback(&mut deliver) {
                 break;
-            }
-            for mut p in local {
-                s.port.accept(s.port.local, &mut p, &mut deliver);
             }
         }
         handler.flush();
-        if pending() {
+        if s.loopback_pending() {
             s.wake.notify_one();
         }
     }
@@ -583,9 +595,7 @@ impl UdpFabric {
         let sock = self.shared.sock.try_clone()?;
         let _ = self.shared.handler.set(handler.clone());
         let t = std::thread::Builder::new().name("vrnic-fabric".into()).spawn(move || {
-            if let Err(e) = crate::privs::drop_this_thread() {
-                tracing::warn!("fabric thread: dropping capabilities: {e}");
-            }
+            crate::privs::enter_thread("fabric");
             let rt = match tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build() {
                 Ok(rt) => rt,
                 Err(e) => {
@@ -639,10 +649,7 @@ async fn worker(shared: Arc<UdpShared>, sock: UdpSocket, clock: Arc<MonotonicClo
         // Loopback first, then whatever the socket holds, in bursts.
         {
             let _order = shared.drain.lock().unwrap_or_else(|e| e.into_inner());
-            let local = std::mem::take(&mut *shared.loopback.lock().unwrap_or_else(|e| e.into_inner()));
-            for mut p in local {
-                port.accept(port.local, &mut p, &mut deliver);
-            }
+            shared.deliver_loopback(&mut deliver);
         }
         for _ in 0..256 {
             match sock.try_recv_from(&mut buf) {
@@ -662,8 +669,7 @@ async fn worker(shared: Arc<UdpShared>, sock: UdpSocket, clock: Arc<MonotonicClo
         let now = clock.now_ns();
         let next = [handler.poll(now), port.next_due()].into_iter().flatten().min();
         port.flush_pcap();
-        let more_local = shared.loopback.lock().map(|q| !q.is_empty()).unwrap_or(false);
-        if more_local {
+        if shared.loopback_pending() {
             continue;
         }
         let sleep = next.map(|d| d.saturating_sub(clock.now_ns())).unwrap_or(50_000_000);
