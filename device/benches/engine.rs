@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use vrnic::engine::*;
 use vrnic::wire::clock::{Clock, ManualClock, MonotonicClock};
-use vrnic::wire::fabric::{Endpoint, FabricConfig, InProcNet, PacketHandler, PacketSink, PeerConfig, UdpFabric};
+use vrnic::wire::fabric::{Endpoint, FabricConfig, FabricPoller, InProcNet, PacketHandler, PacketSink, PeerConfig, UdpFabric};
 
 const BASE: u64 = 0x1000_0000;
 const MEM: usize = 64 << 20;
@@ -159,8 +159,8 @@ impl Drive for InProc {
 }
 
 struct Udp {
-    _fa: UdpFabric,
-    _fb: UdpFabric,
+    fa: UdpFabric,
+    fb: UdpFabric,
     a: Node,
     b: Node,
 }
@@ -181,6 +181,47 @@ impl Drive for Udp {
             std::thread::yield_now();
         }
     }
+}
+
+/// The UDP pair with both sides receiving run-to-completion: the waiting
+/// thread polls A's fabric, a helper thread spins on B's.
+struct Polled<'a> {
+    u: &'a Udp,
+    pa: std::cell::RefCell<FabricPoller>,
+}
+
+impl Drive for Polled<'_> {
+    fn a(&self) -> &Node {
+        &self.u.a
+    }
+    fn b(&self) -> &Node {
+        &self.u.b
+    }
+    fn wait(&self, cond: &dyn Fn() -> bool) {
+        let t = Instant::now();
+        let mut pa = self.pa.borrow_mut();
+        while !cond() {
+            pa.poll();
+            assert!(t.elapsed() < Duration::from_secs(60), "polled bench stalled");
+        }
+    }
+}
+
+/// Runs `f` with B's fabric polled by a spinning thread.
+fn with_b_polled<R>(u: &Udp, f: impl FnOnce(&Polled) -> R) -> R {
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        let mut pb = u.fb.poller();
+        let done = &done;
+        sc.spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                pb.poll();
+            }
+        });
+        let r = f(&Polled { u, pa: std::cell::RefCell::new(u.fa.poller()) });
+        done.store(true, Ordering::Relaxed);
+        r
+    })
 }
 
 fn inproc() -> InProc {
@@ -210,7 +251,7 @@ fn udp() -> Udp {
     fa.start(Arc::new(a.eng.clone())).unwrap();
     fb.start(Arc::new(b.eng.clone())).unwrap();
     connect(&a, &b, 1, 2);
-    Udp { _fa: fa, _fb: fb, a, b }
+    Udp { fa, fb, a, b }
 }
 
 fn sge(n: &Node, addr: u64, len: u32) -> Sge {
@@ -273,6 +314,60 @@ fn msg_rate(d: &dyn Drive, count: u64, depth: u64) -> f64 {
     count as f64 / t.elapsed().as_secs_f64()
 }
 
+/// SEND ping-pong of `size` bytes over UDP with each side's thread
+/// receiving run-to-completion (a [`FabricPoller`] each, spinning, like the
+/// device's doorbell poller): returns (p50, p99) round trip in µs.
+fn polled_pingpong(u: &Udp, size: u32, iters: usize) -> (f64, f64) {
+    let (a, b) = (&u.a, &u.b);
+    let total = (iters + 100) as u64;
+    for n in [a, b] {
+        for _ in 0..16 {
+            n.eng.lock().post_recv(n.qp, RecvWr { wr_id: 0, sgl: vec![sge(n, BASE, 4096)] }).unwrap();
+        }
+    }
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        // B echoes every message it receives.
+        let mut pb: FabricPoller = u.fb.poller();
+        let done = &done;
+        sc.spawn(move || {
+            let mut seen = b.count.recv.load(Ordering::Acquire);
+            let t = Instant::now();
+            while !done.load(Ordering::Relaxed) && t.elapsed() < Duration::from_secs(60) {
+                pb.poll();
+                if b.count.recv.load(Ordering::Acquire) > seen {
+                    seen += 1;
+                    let mut e = b.eng.lock();
+                    e.post_recv(b.qp, RecvWr { wr_id: 0, sgl: vec![sge(b, BASE, 4096)] }).unwrap();
+                    e.post_send(b.qp, SendWr::new(1, WrOpcode::Send, vec![sge(b, BASE + 8192, size)])).unwrap();
+                }
+            }
+        });
+        let mut pa = u.fa.poller();
+        let mut rtts = Vec::with_capacity(iters);
+        for i in 0..total {
+            let ra = a.count.recv.load(Ordering::Acquire);
+            let t = Instant::now();
+            a.eng.lock().post_send(a.qp, SendWr::new(1, WrOpcode::Send, vec![sge(a, BASE + 8192, size)])).unwrap();
+            while a.count.recv.load(Ordering::Acquire) == ra {
+                pa.poll();
+                assert!(t.elapsed() < Duration::from_secs(60), "polled ping-pong stalled");
+            }
+            if i >= 100 {
+                rtts.push(t.elapsed().as_secs_f64() * 1e6);
+            }
+            a.eng.lock().post_recv(a.qp, RecvWr { wr_id: 0, sgl: vec![sge(a, BASE, 4096)] }).unwrap();
+        }
+        // Let the last ACKs land before the pollers hand back to the workers.
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(20) {
+            pa.poll();
+        }
+        done.store(true, Ordering::Relaxed);
+        (percentile(&mut rtts, 0.5), percentile(&mut rtts, 0.99))
+    })
+}
+
 fn memcpy_gbs() -> f64 {
     let src = vec![1u8; 64 << 20];
     let mut dst = vec![0u8; 64 << 20];
@@ -311,9 +406,43 @@ fn udp_rtt(iters: usize) -> (f64, f64) {
     (percentile(&mut v, 0.5), percentile(&mut v, 0.99))
 }
 
+/// Raw UDP ping-pong with both sides spinning on non-blocking receives.
+fn udp_rtt_spin(iters: usize) -> (f64, f64) {
+    let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+    a.set_nonblocking(true).unwrap();
+    b.set_nonblocking(true).unwrap();
+    let (aa, ba) = (a.local_addr().unwrap(), b.local_addr().unwrap());
+    let echo = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        for _ in 0..iters + 100 {
+            let n = loop {
+                if let Ok(n) = b.recv(&mut buf) {
+                    break n;
+                }
+            };
+            b.send_to(&buf[..n], aa).unwrap();
+        }
+    });
+    let mut buf = [0u8; 64];
+    let mut v = Vec::new();
+    for i in 0..iters + 100 {
+        let t = Instant::now();
+        a.send_to(&[0u8; 32], ba).unwrap();
+        while a.recv(&mut buf).is_err() {}
+        if i >= 100 {
+            v.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    echo.join().unwrap();
+    (percentile(&mut v, 0.5), percentile(&mut v, 0.99))
+}
+
 fn report(name: &str, d: &dyn Drive, lat_iters: usize) {
-    let (p50, p99) = pingpong(d, 32, lat_iters);
-    println!("{name:>10}  SEND 32 B round trip      p50 {p50:8.2} µs   p99 {p99:8.2} µs");
+    if lat_iters > 0 {
+        let (p50, p99) = pingpong(d, 32, lat_iters);
+        println!("{name:>10}  SEND 32 B round trip      p50 {p50:8.2} µs   p99 {p99:8.2} µs");
+    }
     for (size, count) in [(4096u32, 20_000u64), (65536, 4000), (1 << 20, 300)] {
         let gbs = write_bw(d, size, count, 16);
         println!("{name:>10}  RDMA WRITE {:>7} B       {gbs:8.3} GB/s", size);
@@ -331,10 +460,32 @@ fn main() {
     println!("limits measured now:");
     println!("    memcpy (single core)      {:8.3} GB/s", memcpy_gbs());
     let (p50, p99) = udp_rtt(if quick { 200 } else { 20_000 });
-    println!("    UDP loopback round trip   p50 {p50:8.2} µs   p99 {p99:8.2} µs (32 B)");
+    println!("    UDP loopback round trip   p50 {p50:8.2} µs   p99 {p99:8.2} µs (32 B, blocking receives)");
+    let (p50, p99) = udp_rtt_spin(if quick { 200 } else { 20_000 });
+    println!("    UDP loopback round trip   p50 {p50:8.2} µs   p99 {p99:8.2} µs (32 B, spinning receives)");
     if quick {
         return;
     }
-    report("in-process", &inproc(), 20_000);
-    report("UDP lo", &udp(), 5_000);
+    // VRNIC_BENCH=inproc|udp|rtt picks a part (default: all).
+    let only = std::env::var("VRNIC_BENCH").unwrap_or_default();
+    if only == "rtt" {
+        let (p50, p99) = pingpong(&udp(), 32, 5_000);
+        println!("    UDP lo  SEND 32 B round trip      p50 {p50:8.2} µs   p99 {p99:8.2} µs");
+        return;
+    }
+    if only.is_empty() || only == "inproc" {
+        report("in-process", &inproc(), 20_000);
+    }
+    if only.is_empty() || only == "udp" {
+        let u = udp();
+        report("UDP lo", &u, 5_000);
+        // The same pair, each side receiving on a spinning thread of its
+        // own instead of through its worker's wake-ups.
+        let (p50, p99) = polled_pingpong(&u, 32, 20_000);
+        println!("{:>10}  SEND 32 B round trip      p50 {p50:8.2} µs   p99 {p99:8.2} µs", "UDP polled");
+        with_b_polled(&u, |p| report("UDP polled", p, 0));
+        if std::env::var_os("VRNIC_BENCH_COUNTERS").is_some() {
+            println!("A {:?}\nB {:?}", u.a.eng.lock().counters(), u.b.eng.lock().counters());
+        }
+    }
 }

@@ -18,7 +18,7 @@ use std::io::{self, BufWriter};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -419,6 +419,9 @@ struct UdpShared {
     handler: std::sync::OnceLock<Arc<dyn PacketHandler>>,
     wake: tokio::sync::Notify,
     stop: AtomicBool,
+    /// Active [`FabricPoller`]s: while any is active, the worker takes the
+    /// socket out of its epoll set and receiving is left to the pollers.
+    polling: AtomicUsize,
 }
 
 thread_local! {
@@ -449,6 +452,36 @@ impl UdpShared {
 }
 
 impl UdpShared {
+    /// Receives what the socket holds now (up to `burst` datagrams) and
+    /// delivers it; the caller holds `drain`. Returns how many arrived.
+    /// `recv` reads one datagram without blocking (the std socket, or the
+    /// worker's registered one, whose readiness a WouldBlock clears).
+    fn receive_burst(
+        &self,
+        recv: &mut dyn FnMut(&mut [u8]) -> io::Result<(usize, SocketAddr)>,
+        buf: &mut [u8],
+        burst: usize,
+        deliver: &mut dyn FnMut(&RxMeta, &[u8]),
+    ) -> usize {
+        let port = &self.port;
+        let mut n = 0;
+        while n < burst {
+            match recv(buf) {
+                Ok((len, from)) => {
+                    n += 1;
+                    // Isolation: only configured peers reach the engine.
+                    let Some(src) = port.peer_by_udp(&from).map(|p| p.ep) else {
+                        bump(&port.counters.rx_unknown_peer, 1);
+                        continue;
+                    };
+                    port.accept(src, &mut buf[..len], deliver);
+                }
+                Err(_) => break,
+            }
+        }
+        n
+    }
+
     fn loopback_pending(&self) -> bool {
         self.loopback.lock().map(|q| !q.is_empty()).unwrap_or(false)
     }
@@ -514,6 +547,83 @@ impl LoopbackPump {
     }
 }
 
+/// Run-to-completion receive for a thread that spins anyway (the device's
+/// doorbell poller, a benchmark's polling loop): [`poll`](Self::poll)
+/// receives and handles what is waiting on the socket and the loopback
+/// queue, on the caller's thread. While a poller is active the worker takes
+/// the socket out of its epoll set, so arriving packets cost no wake-up;
+/// [`idle`](Self::idle) (or dropping the poller) hands receiving back to
+/// the worker before the caller sleeps. Timers stay with the worker.
+pub struct FabricPoller {
+    shared: Arc<UdpShared>,
+    active: bool,
+    buf: Vec<u8>,
+    /// Packets were handled and the handler's coalesced ACKs not yet
+    /// flushed: they go out at the start of the next pass, after the
+    /// caller has had a turn (a reply it posts leaves before the ACK).
+    ack_owed: bool,
+}
+
+impl FabricPoller {
+    /// Delivers what has arrived; never blocks. Returns the number of
+    /// packets taken (0: nothing waiting, or the worker is delivering).
+    pub fn poll(&mut self) -> usize {
+        let s = &self.shared;
+        if !self.active {
+            self.active = true;
+            s.polling.fetch_add(1, Ordering::SeqCst);
+            // The worker drops the socket from its epoll set on waking.
+            s.wake.notify_one();
+        }
+        let Some(handler) = s.handler.get() else { return 0 };
+        if std::mem::take(&mut self.ack_owed) {
+            handler.flush();
+        }
+        let Ok(_order) = s.drain.try_lock() else { return 0 };
+        let mut deliver = |m: &RxMeta, b: &[u8]| handler.receive(m, b);
+        let mut n = 0;
+        if s.loopback_pending() {
+            let q = std::mem::take(&mut *s.loopback.lock().unwrap_or_else(|e| e.into_inner()));
+            n += q.len();
+            for mut p in q {
+                s.port.accept(s.port.local, &mut p, &mut deliver);
+            }
+        }
+        n += s.receive_burst(&mut |b| s.sock.recv_from(b), &mut self.buf, 64, &mut deliver);
+        s.port.release_due(&mut |t, b| s.route(t, b), &mut deliver);
+        if n > 0 {
+            self.ack_owed = true;
+            s.port.flush_pcap();
+        }
+        n
+    }
+
+    /// Hands receiving back to the worker (call before sleeping).
+    pub fn idle(&mut self) {
+        if std::mem::take(&mut self.ack_owed) {
+            if let Some(h) = self.shared.handler.get() {
+                h.flush();
+            }
+        }
+        if self.active {
+            self.active = false;
+            self.shared.polling.fetch_sub(1, Ordering::SeqCst);
+            self.shared.wake.notify_one();
+        }
+    }
+
+    /// Whether [`poll`](Self::poll) has been called since the last idle.
+    pub fn is_active(&self) -> bool {
+        self.active
+    }
+}
+
+impl Drop for FabricPoller {
+    fn drop(&mut self) {
+        self.idle();
+    }
+}
+
 /// A port on a UDP socket, with a worker thread (tokio, current-thread)
 /// that receives, runs the handler's timers and loops local traffic back.
 pub struct UdpFabric {
@@ -547,7 +657,16 @@ impl UdpFabric {
         let peers = cfg.peers().map_err(io::Error::other)?;
         let port = Port::new(local, peers, &cfg.faults, cfg.pcap.as_deref().map(|p| (p, cfg.pcap_max_bytes)), clock.clone())?;
         Ok(UdpFabric {
-            shared: Arc::new(UdpShared { port, sock, loopback: Mutex::new(VecDeque::new()), drain: Mutex::new(()), handler: std::sync::OnceLock::new(), wake: tokio::sync::Notify::new(), stop: AtomicBool::new(false) }),
+            shared: Arc::new(UdpShared {
+                port,
+                sock,
+                loopback: Mutex::new(VecDeque::new()),
+                drain: Mutex::new(()),
+                handler: std::sync::OnceLock::new(),
+                wake: tokio::sync::Notify::new(),
+                stop: AtomicBool::new(false),
+                polling: AtomicUsize::new(0),
+            }),
             clock,
             worker: None,
         })
@@ -578,6 +697,11 @@ impl UdpFabric {
     /// A handle that delivers loopback traffic inline (see [`LoopbackPump`]).
     pub fn loopback_pump(&self) -> LoopbackPump {
         LoopbackPump(self.shared.clone())
+    }
+
+    /// A run-to-completion receiver for a spinning thread (see [`FabricPoller`]).
+    pub fn poller(&self) -> FabricPoller {
+        FabricPoller { shared: self.shared.clone(), active: false, buf: vec![0u8; 65536], ack_owed: false }
     }
 
     /// A handle that wakes the worker, for the handler to keep.
@@ -632,36 +756,24 @@ impl Drop for UdpFabric {
 }
 
 async fn worker(shared: Arc<UdpShared>, sock: UdpSocket, clock: Arc<MonotonicClock>, handler: Arc<dyn PacketHandler>) {
-    let sock = match tokio::net::UdpSocket::from_std(sock) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::error!("fabric socket: {e}");
-            return;
-        }
-    };
     let port = &shared.port;
     let mut buf = vec![0u8; 65536];
     let mut deliver = |m: &RxMeta, b: &[u8]| handler.receive(m, b);
+    // Registered with the reactor only while no poller is active: every
+    // datagram on a registered socket wakes this thread.
+    let mut watched: Option<tokio::net::UdpSocket> = None;
     loop {
         if shared.stop.load(Ordering::SeqCst) {
             break;
         }
-        // Loopback first, then whatever the socket holds, in bursts.
+        let polled = shared.polling.load(Ordering::SeqCst) > 0;
+        // Loopback first, then whatever the socket holds, in bursts; in
+        // order with any poller or pump (they take `drain` too).
         {
             let _order = shared.drain.lock().unwrap_or_else(|e| e.into_inner());
             shared.deliver_loopback(&mut deliver);
-        }
-        for _ in 0..256 {
-            match sock.try_recv_from(&mut buf) {
-                Ok((n, from)) => {
-                    // Isolation: only configured peers reach the engine.
-                    let Some(src) = port.peer_by_udp(&from).map(|p| p.ep) else {
-                        bump(&port.counters.rx_unknown_peer, 1);
-                        continue;
-                    };
-                    port.accept(src, &mut buf[..n], &mut deliver);
-                }
-                Err(_) => break,
+            if let (false, Some(w)) = (polled, &watched) {
+                shared.receive_burst(&mut |b| w.try_recv_from(b), &mut buf, 256, &mut deliver);
             }
         }
         port.release_due(&mut |t, b| shared.route(t, b), &mut deliver);
@@ -676,10 +788,32 @@ async fn worker(shared: Arc<UdpShared>, sock: UdpSocket, clock: Arc<MonotonicClo
         if sleep == 0 {
             continue;
         }
+        let timer = tokio::time::sleep(std::time::Duration::from_nanos(sleep));
+        if polled {
+            watched = None;
+            tokio::select! {
+                _ = shared.wake.notified() => {}
+                _ = timer => {}
+            }
+            continue;
+        }
+        if watched.is_none() {
+            match sock.try_clone().and_then(tokio::net::UdpSocket::from_std) {
+                Ok(s) => watched = Some(s),
+                Err(e) => {
+                    tracing::error!("fabric socket: {e}");
+                    return;
+                }
+            }
+            // Whatever arrived while unwatched is taken on the next pass
+            // (and the WouldBlock that ends it arms the readiness).
+            continue;
+        }
+        let Some(w) = &watched else { continue };
         tokio::select! {
-            _ = sock.readable() => {}
+            _ = w.readable() => {}
             _ = shared.wake.notified() => {}
-            _ = tokio::time::sleep(std::time::Duration::from_nanos(sleep)) => {}
+            _ = timer => {}
         }
     }
 }
@@ -863,14 +997,70 @@ mod tests {
         FabricConfig { port: 0, bind: "127.0.0.1".into(), gid: Some(gid.into()), peers, ..Default::default() }
     }
 
-    /// Records the thread each packet was delivered on.
+    /// Records the thread each packet was delivered on, and counts flushes.
     #[derive(Default)]
-    struct ThreadRec(Mutex<Vec<(std::thread::ThreadId, u32)>>);
+    struct ThreadRec(Mutex<Vec<(std::thread::ThreadId, u32)>>, std::sync::atomic::AtomicUsize);
     impl PacketHandler for ThreadRec {
         fn receive(&self, _: &RxMeta, pkt: &[u8]) {
             let psn = RocePacket::parse(pkt).map(|r| r.headers.bth.psn).unwrap_or(u32::MAX);
             self.0.lock().unwrap().push((std::thread::current().id(), psn));
         }
+        fn flush(&self) {
+            self.1.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Two UDP fabrics on loopback that know each other (LIDs 1 and 2).
+    fn udp_pair(clock: Arc<MonotonicClock>) -> (UdpFabric, UdpFabric) {
+        // Bind B first to learn its port, then A knowing B, then rebuild B knowing A.
+        let probe = UdpFabric::bind(&udp_cfg(vec![], "::ffff:10.0.0.2"), 2, clock.clone()).unwrap();
+        let b_addr = probe.local_addr().unwrap();
+        drop(probe);
+        let a = UdpFabric::bind(&udp_cfg(vec![PeerConfig { lid: Some(2), gid: Some("::ffff:10.0.0.2".into()), addr: b_addr.to_string() }], "::ffff:10.0.0.1"), 1, clock.clone()).unwrap();
+        let a_addr = a.local_addr().unwrap();
+        let mut cfg_b = udp_cfg(vec![PeerConfig { lid: Some(1), gid: Some("::ffff:10.0.0.1".into()), addr: a_addr.to_string() }], "::ffff:10.0.0.2");
+        cfg_b.port = b_addr.port();
+        let b = UdpFabric::bind(&cfg_b, 2, clock).unwrap();
+        (a, b)
+    }
+
+    /// While a poller is active, what arrives is delivered on the polling
+    /// thread, in order, and the coalesced-ACK flush comes on the pass
+    /// after; once idle, the worker receives again.
+    #[test]
+    fn poller_receives_on_its_thread_then_hands_back() {
+        let (mut a, mut b) = udp_pair(Arc::new(MonotonicClock::default()));
+        a.start(Arc::new(Rec::default())).unwrap();
+        let rec = Arc::new(ThreadRec::default());
+        b.start(rec.clone()).unwrap();
+        let me = std::thread::current().id();
+        let mut poller = b.poller();
+        assert_eq!(poller.poll(), 0);
+        assert!(poller.is_active());
+        // Let the worker wake and take the socket out of its epoll set.
+        std::thread::sleep(Duration::from_millis(50));
+        let flushes = rec.1.load(Ordering::SeqCst);
+        for i in 0..20 {
+            a.sink().send(&Dest { lid: 2, gid: None }, &mut send_only(9, i, &[i as u8; 100]));
+        }
+        let t = Instant::now();
+        while rec.0.lock().unwrap().len() < 20 {
+            poller.poll();
+            assert!(t.elapsed() < Duration::from_secs(5), "poller did not receive");
+        }
+        let got = rec.0.lock().unwrap().clone();
+        assert!(got.iter().all(|(t, _)| *t == me), "delivered on another thread while polling");
+        assert_eq!(got.iter().map(|(_, p)| *p).collect::<Vec<_>>(), (0..20).collect::<Vec<_>>());
+        // The flush owed for the last burst comes at the start of the next pass.
+        let owed = rec.1.load(Ordering::SeqCst);
+        poller.poll();
+        assert!(rec.1.load(Ordering::SeqCst) > owed);
+        assert!(owed >= flushes);
+        poller.idle();
+        assert!(!poller.is_active());
+        a.sink().send(&Dest { lid: 2, gid: None }, &mut send_only(9, 20, b"worker"));
+        assert!(wait_for(|| rec.0.lock().unwrap().len() == 21));
+        assert_ne!(rec.0.lock().unwrap()[20].0, me, "the worker receives once the poller is idle");
     }
 
     /// Loopback traffic sent inside a pump is delivered, in order, before
@@ -908,16 +1098,7 @@ mod tests {
 
     #[test]
     fn udp_two_instances_and_loopback() {
-        let clock = Arc::new(MonotonicClock::default());
-        // Bind B first to learn its port, then A knowing B, then rebuild B knowing A.
-        let probe = UdpFabric::bind(&udp_cfg(vec![], "::ffff:10.0.0.2"), 2, clock.clone()).unwrap();
-        let b_addr = probe.local_addr().unwrap();
-        drop(probe);
-        let mut a = UdpFabric::bind(&udp_cfg(vec![PeerConfig { lid: Some(2), gid: Some("::ffff:10.0.0.2".into()), addr: b_addr.to_string() }], "::ffff:10.0.0.1"), 1, clock.clone()).unwrap();
-        let a_addr = a.local_addr().unwrap();
-        let mut cfg_b = udp_cfg(vec![PeerConfig { lid: Some(1), gid: Some("::ffff:10.0.0.1".into()), addr: a_addr.to_string() }], "::ffff:10.0.0.2");
-        cfg_b.port = b_addr.port();
-        let mut b = UdpFabric::bind(&cfg_b, 2, clock.clone()).unwrap();
+        let (mut a, mut b) = udp_pair(Arc::new(MonotonicClock::default()));
         let (ra, rb) = (Arc::new(Rec::default()), Arc::new(Rec::default()));
         a.start(ra.clone()).unwrap();
         b.start(rb.clone()).unwrap();
