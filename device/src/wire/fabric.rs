@@ -409,6 +409,9 @@ impl Port {
     }
 }
 
+/// Reads one datagram without blocking: (length, sender).
+type RecvOne<'a> = dyn FnMut(&mut [u8]) -> io::Result<(usize, SocketAddr)> + 'a;
+
 struct UdpShared {
     port: Port,
     sock: UdpSocket,
@@ -458,7 +461,7 @@ impl UdpShared {
     /// worker's registered one, whose readiness a WouldBlock clears).
     fn receive_burst(
         &self,
-        recv: &mut dyn FnMut(&mut [u8]) -> io::Result<(usize, SocketAddr)>,
+        recv: &mut RecvOne,
         buf: &mut [u8],
         burst: usize,
         deliver: &mut dyn FnMut(&RxMeta, &[u8]),
