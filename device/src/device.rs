@@ -234,7 +234,13 @@ impl Vrnic {
         let poller = match config.doorbell.mode {
             DoorbellMode::Poll => {
                 let poll_sink: Arc<dyn DoorbellSink> = Arc::new(PollSink { fw: fw.clone(), stats: doorbells.clone(), pump: config.fabric.inline_loopback.then(|| fabric.loopback_pump()) });
-                Some(UarPoller::start_with(mem.clone(), poll_sink, watched))
+                let p = UarPoller::start_with(mem.clone(), poll_sink, watched);
+                // Packets delivered into the guest are usually answered with
+                // a doorbell: have the poller spinning when it comes.
+                if let Some(k) = p.kick_handle() {
+                    fabric.set_rx_hook(Arc::new(move || k.kick()));
+                }
+                Some(p)
             }
             DoorbellMode::Trap => None,
         };

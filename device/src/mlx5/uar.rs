@@ -106,6 +106,26 @@ pub struct UarPoller {
     thread: Option<JoinHandle<()>>,
     pages: Arc<Mutex<Vec<u64>>>,
     pub scans: Arc<AtomicU64>,
+    kicked: Arc<AtomicBool>,
+    /// Naps a kick ended.
+    pub kicks_taken: Arc<AtomicU64>,
+}
+
+/// Wakes a napping [`UarPoller`] into its spin window: something just
+/// happened that makes a doorbell likely soon (the device kicks it when the
+/// fabric delivers packets into the guest, which the guest then answers).
+#[derive(Clone)]
+pub struct PollerKick {
+    thread: std::thread::Thread,
+    kicked: Arc<AtomicBool>,
+}
+
+impl PollerKick {
+    pub fn kick(&self) {
+        if !self.kicked.swap(true, Ordering::AcqRel) {
+            self.thread.unpark();
+        }
+    }
 }
 
 /// Spin this long after the last doorbell before napping (short: on a small
@@ -116,6 +136,19 @@ const MAX_NAP: Duration = Duration::from_micros(250);
 const WARM: Duration = Duration::from_millis(100);
 const IDLE_NAP: Duration = Duration::from_millis(2);
 
+/// The poller's spin-then-nap schedule.
+#[derive(Debug, Clone, Copy)]
+struct Schedule {
+    /// The first nap after a spin window; each next one doubles.
+    first_nap: Duration,
+    spin: Duration,
+    max_nap: Duration,
+    warm: Duration,
+    idle_nap: Duration,
+}
+
+const SCHEDULE: Schedule = Schedule { first_nap: Duration::from_micros(10), spin: SPIN, max_nap: MAX_NAP, warm: WARM, idle_nap: IDLE_NAP };
+
 impl UarPoller {
     /// `mem` holds BAR0 at offset 0; `sink` gets every doorbell.
     pub fn start(mem: Arc<SharedMem>, sink: Arc<dyn DoorbellSink>) -> UarPoller {
@@ -124,14 +157,26 @@ impl UarPoller {
 
     /// Like [`start`](Self::start), watching the pages of a list shared with its owner.
     pub fn start_with(mem: Arc<SharedMem>, sink: Arc<dyn DoorbellSink>, pages: Arc<Mutex<Vec<u64>>>) -> UarPoller {
+        Self::start_scheduled(mem, sink, pages, SCHEDULE)
+    }
+
+    fn start_scheduled(mem: Arc<SharedMem>, sink: Arc<dyn DoorbellSink>, pages: Arc<Mutex<Vec<u64>>>, sched: Schedule) -> UarPoller {
         let stop = Arc::new(AtomicBool::new(false));
         let scans = Arc::new(AtomicU64::new(0));
-        let (s, p, sc) = (stop.clone(), pages.clone(), scans.clone());
+        let kicked = Arc::new(AtomicBool::new(false));
+        let kicks_taken = Arc::new(AtomicU64::new(0));
+        let (s, p, sc, k, kt) = (stop.clone(), pages.clone(), scans.clone(), kicked.clone(), kicks_taken.clone());
         let thread = std::thread::Builder::new()
             .name("vrnic-uar-poll".into())
-            .spawn(move || poll_loop(&mem, &*sink, &s, &p, &sc))
+            .spawn(move || poll_loop(&mem, &*sink, &s, &p, &sc, (&k, &kt), sched))
             .expect("spawn poller thread");
-        UarPoller { stop, thread: Some(thread), pages, scans }
+        UarPoller { stop, thread: Some(thread), pages, scans, kicked, kicks_taken }
+    }
+
+    /// A handle that wakes the poller into its spin window.
+    pub fn kick_handle(&self) -> Option<PollerKick> {
+        let thread = self.thread.as_ref()?.thread().clone();
+        Some(PollerKick { thread, kicked: self.kicked.clone() })
     }
 
     /// Starts watching UAR page `uar` (its slots must already hold sentinels).
@@ -166,6 +211,7 @@ impl Drop for UarPoller {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
+            t.thread().unpark();
             let _ = t.join();
         }
     }
@@ -218,10 +264,10 @@ pub fn scan_page(mem: &SharedMem, uar: u64, sink: &dyn DoorbellSink) -> usize {
     n
 }
 
-fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages: &Mutex<Vec<u64>>, scans: &AtomicU64) {
+fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages: &Mutex<Vec<u64>>, scans: &AtomicU64, (kicked, kicks_taken): (&AtomicBool, &AtomicU64), sched: Schedule) {
     crate::privs::enter_thread("poller");
     let mut last_hit = Instant::now();
-    let mut nap = Duration::from_micros(10);
+    let mut nap = sched.first_nap;
     let mut local: Vec<u64> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         local.clear();
@@ -233,16 +279,23 @@ fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages:
         scans.fetch_add(1, Ordering::Relaxed);
         if hits > 0 {
             last_hit = Instant::now();
-            nap = Duration::from_micros(10);
+            nap = sched.first_nap;
             continue;
         }
-        if last_hit.elapsed() < SPIN {
+        if last_hit.elapsed() < sched.spin {
             std::hint::spin_loop();
             continue;
         }
-        // Idle: sleep with growing naps so an idle device costs ~0% CPU.
-        std::thread::sleep(nap);
-        let cap = if last_hit.elapsed() < WARM { MAX_NAP } else { IDLE_NAP };
+        // Idle: sleep with growing naps so an idle device costs ~0% CPU;
+        // a kick ends the nap and opens a new spin window.
+        std::thread::park_timeout(nap);
+        if kicked.swap(false, Ordering::AcqRel) {
+            kicks_taken.fetch_add(1, Ordering::Relaxed);
+            last_hit = Instant::now();
+            nap = sched.first_nap;
+            continue;
+        }
+        let cap = if last_hit.elapsed() < sched.warm { sched.max_nap } else { sched.idle_nap };
         nap = (nap * 2).min(cap);
     }
 }
@@ -307,5 +360,32 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         assert_eq!(stats.send.load(Ordering::Relaxed), 1);
         drop(poller);
+    }
+
+    /// A kick ends an idle poller's nap and opens a spin window. (Here
+    /// the idle nap is 30 s: each kick must wake the poller far sooner.)
+    #[test]
+    fn a_kick_ends_the_nap() {
+        let fd = memfd("kick", 4096).unwrap();
+        let mem = Arc::new(SharedMem::map(&fd, 4096).unwrap());
+        let long = Duration::from_secs(30);
+        let sched = Schedule { first_nap: long, spin: Duration::from_micros(20), max_nap: long, warm: Duration::ZERO, idle_nap: long };
+        let poller = UarPoller::start_scheduled(mem, Arc::new(DoorbellStats::default()), Arc::new(Mutex::new(Vec::new())), sched);
+        let k = poller.kick_handle().unwrap();
+        for i in 0..5 {
+            // Past the spin window: the poller is in a 30 s nap.
+            std::thread::sleep(Duration::from_millis(20));
+            let before = poller.scans.load(Ordering::Relaxed);
+            let t = Instant::now();
+            k.kick();
+            while poller.scans.load(Ordering::Relaxed) == before {
+                assert!(t.elapsed() < Duration::from_secs(10), "kick {i} did not wake the poller");
+                std::thread::yield_now();
+            }
+            assert_eq!(poller.kicks_taken.load(Ordering::Relaxed), i + 1);
+        }
+        let t = Instant::now();
+        drop(poller);
+        assert!(t.elapsed() < Duration::from_secs(10), "drop must not wait out the nap");
     }
 }
