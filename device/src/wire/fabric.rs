@@ -839,6 +839,8 @@ async fn worker(shared: Arc<UdpShared>, sock: UdpSocket, clock: Arc<MonotonicClo
 pub struct InProcNet {
     ports: Vec<Port>,
     queue: Mutex<VecDeque<(usize, usize, Vec<u8>)>>,
+    /// Delivered packets' buffers, reused for the next sends.
+    free: Mutex<Vec<Vec<u8>>>,
 }
 
 /// The sink of one port of an [`InProcNet`].
@@ -867,7 +869,7 @@ impl InProcNet {
                 Port::new(*ep, peers, &f, None, clock.clone()).unwrap_or_else(|_| unreachable!("no pcap file, no I/O"))
             })
             .collect();
-        Arc::new(InProcNet { ports, queue: Mutex::new(VecDeque::new()) })
+        Arc::new(InProcNet { ports, queue: Mutex::new(VecDeque::new()), free: Mutex::new(Vec::new()) })
     }
 
     pub fn sink(self: &Arc<Self>, index: usize) -> Arc<dyn PacketSink> {
@@ -880,8 +882,11 @@ impl InProcNet {
 
     fn route(&self, from: usize, tag: u32, bytes: &[u8]) {
         let to = if tag == LOCAL { from } else { self.ports[from].peers[tag as usize].index };
+        let mut b = self.free.lock().ok().and_then(|mut f| f.pop()).unwrap_or_default();
+        b.clear();
+        b.extend_from_slice(bytes);
         if let Ok(mut q) = self.queue.lock() {
-            q.push_back((to, from, bytes.to_vec()));
+            q.push_back((to, from, b));
         }
     }
 
@@ -910,6 +915,11 @@ impl InProcNet {
             let src = self.ports[from].local;
             if let Some(h) = handlers.get(to) {
                 self.ports[to].accept(src, &mut bytes, &mut |m, b| h.receive(m, b));
+            }
+            if let Ok(mut f) = self.free.lock() {
+                if f.len() < 256 {
+                    f.push(bytes);
+                }
             }
             n += 1;
             if self.pending() == 0 {
