@@ -10,7 +10,7 @@
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tracing::{info, warn};
@@ -20,7 +20,9 @@ use crate::mlx5::uar::{arm_page, Doorbell, UAR_PAGE};
 use crate::engine::Limits;
 use crate::mlx5::datapath::FwHandler;
 use crate::wire::clock::MonotonicClock;
-use crate::wire::fabric::{LoopbackPump, UdpFabric};
+use crate::mlx5::uar::PollerKick;
+use crate::wire::bth;
+use crate::wire::fabric::{LoopbackPump, PacketHandler, RxMeta, UdpFabric};
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::mad::PortConfig;
 use crate::mlx5::{DoorbellSink, DoorbellStats, InitSegEvent, InitSegment, UarPoller};
@@ -163,6 +165,40 @@ fn pumped(pump: Option<&LoopbackPump>, body: impl FnOnce()) {
     }
 }
 
+/// Poll mode: the fabric's handler kicks the UAR poller into a spin window
+/// after a burst that changed what the guest sees (data, a completion):
+/// the guest usually answers with a doorbell. RDMA READ and atomic requests
+/// are answered by the device alone and kick nothing.
+struct Kicking {
+    handler: FwHandler,
+    kick: PollerKick,
+    pending: AtomicBool,
+}
+
+impl PacketHandler for Kicking {
+    fn receive(&self, meta: &RxMeta, pkt: &[u8]) {
+        if let Ok(b) = bth::Packet::new_checked(pkt) {
+            let op = b.opcode();
+            // RDMA READ request (0x0c) or an atomic request.
+            if !(op.op() == 0x0c || op.is_atomic()) {
+                self.pending.store(true, Ordering::Relaxed);
+            }
+        }
+        self.handler.receive(meta, pkt);
+    }
+
+    fn flush(&self) {
+        self.handler.flush();
+        if self.pending.swap(false, Ordering::Relaxed) {
+            self.kick.kick();
+        }
+    }
+
+    fn poll(&self, now_ns: u64) -> Option<u64> {
+        self.handler.poll(now_ns)
+    }
+}
+
 fn lock(fw: &Mutex<Firmware>) -> MutexGuard<'_, Firmware> {
     fw.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -229,21 +265,19 @@ impl Vrnic {
         info!(addr = %fabric.local_addr().map(|a| a.to_string()).unwrap_or_default(), peers = config.fabric.peers.len(), "RoCEv2 fabric bound");
         firmware.wire_counters = Some(fabric.counters());
         let fw = Arc::new(Mutex::new(firmware));
-        fabric.start(Arc::new(FwHandler(fw.clone())))?;
         let sink: Arc<dyn DoorbellSink> = Arc::new(FwSink { fw: fw.clone(), stats: doorbells.clone(), pump: config.fabric.inline_loopback.then(|| fabric.loopback_pump()) });
         let poller = match config.doorbell.mode {
             DoorbellMode::Poll => {
                 let poll_sink: Arc<dyn DoorbellSink> = Arc::new(PollSink { fw: fw.clone(), stats: doorbells.clone(), pump: config.fabric.inline_loopback.then(|| fabric.loopback_pump()) });
-                let p = UarPoller::start_with(mem.clone(), poll_sink, watched);
-                // Packets delivered into the guest are usually answered with
-                // a doorbell: have the poller spinning when it comes.
-                if let Some(k) = p.kick_handle() {
-                    fabric.set_rx_hook(Arc::new(move || k.kick()));
-                }
-                Some(p)
+                Some(UarPoller::start_with(mem.clone(), poll_sink, watched))
             }
             DoorbellMode::Trap => None,
         };
+        let handler = FwHandler(fw.clone());
+        match poller.as_ref().and_then(|p| p.kick_handle()) {
+            Some(kick) => fabric.start(Arc::new(Kicking { handler, kick, pending: AtomicBool::new(false) }))?,
+            None => fabric.start(Arc::new(handler))?,
+        }
         let mut d = Vrnic {
             cfg: ConfigSpace::new(config.pci_identity(), bars),
             bars,

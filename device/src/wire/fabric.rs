@@ -422,8 +422,6 @@ struct UdpShared {
     handler: std::sync::OnceLock<Arc<dyn PacketHandler>>,
     wake: tokio::sync::Notify,
     stop: AtomicBool,
-    /// Called by the worker after it delivered packets from the socket.
-    on_rx: std::sync::OnceLock<Arc<dyn Fn() + Send + Sync>>,
     /// Active [`FabricPoller`]s: while any is active, the worker takes the
     /// socket out of its epoll set and receiving is left to the pollers.
     polling: AtomicUsize,
@@ -671,7 +669,6 @@ impl UdpFabric {
                 wake: tokio::sync::Notify::new(),
                 stop: AtomicBool::new(false),
                 polling: AtomicUsize::new(0),
-                on_rx: std::sync::OnceLock::new(),
             }),
             clock,
             worker: None,
@@ -703,12 +700,6 @@ impl UdpFabric {
     /// A handle that delivers loopback traffic inline (see [`LoopbackPump`]).
     pub fn loopback_pump(&self) -> LoopbackPump {
         LoopbackPump(self.shared.clone())
-    }
-
-    /// Sets what the worker calls after delivering packets it received
-    /// (once; the device wakes its doorbell poller with it).
-    pub fn set_rx_hook(&self, f: Arc<dyn Fn() + Send + Sync>) {
-        let _ = self.shared.on_rx.set(f);
     }
 
     /// A run-to-completion receiver for a spinning thread (see [`FabricPoller`]).
@@ -785,11 +776,7 @@ async fn worker(shared: Arc<UdpShared>, sock: UdpSocket, clock: Arc<MonotonicClo
             let _order = shared.drain.lock().unwrap_or_else(|e| e.into_inner());
             shared.deliver_loopback(&mut deliver);
             if let (false, Some(w)) = (polled, &watched) {
-                if shared.receive_burst(&mut |b| w.try_recv_from(b), &mut buf, 256, &mut deliver) > 0 {
-                    if let Some(f) = shared.on_rx.get() {
-                        f();
-                    }
-                }
+                shared.receive_burst(&mut |b| w.try_recv_from(b), &mut buf, 256, &mut deliver);
             }
         }
         port.release_due(&mut |t, b| shared.route(t, b), &mut deliver);
