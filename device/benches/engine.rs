@@ -457,6 +457,12 @@ fn report(name: &str, d: &dyn Drive, lat_iters: usize) {
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` runs us with no args: keep that quick.
     let quick = !std::env::args().any(|a| a == "--bench");
+    let only = std::env::var("VRNIC_BENCH").unwrap_or_default();
+    if only == "inproc-only" {
+        // For profiling the engine alone.
+        report("in-process", &inproc(), 20_000);
+        return;
+    }
     println!("limits measured now:");
     println!("    memcpy (single core)      {:8.3} GB/s", memcpy_gbs());
     let (p50, p99) = udp_rtt(if quick { 200 } else { 20_000 });

@@ -304,20 +304,16 @@ impl DmaSpace {
     /// Copies guest memory at `iova` into `buf`.
     pub fn read(&self, iova: u64, buf: &mut [u8]) -> Result<(), DmaError> {
         self.for_each_chunk(iova, buf.len(), false, |p, n, o| {
-            for i in 0..n {
-                // SAFETY: p..p+n lies in a live shared mapping held by the snapshot.
-                buf[o + i] = unsafe { std::ptr::read_volatile(p.add(i)) };
-            }
+            // SAFETY: p..p+n lies in a live shared mapping held by the snapshot.
+            unsafe { crate::util::volatile_read(p, &mut buf[o..o + n]) };
         })
     }
 
     /// Copies `buf` into guest memory at `iova`.
     pub fn write(&self, iova: u64, buf: &[u8]) -> Result<(), DmaError> {
         self.for_each_chunk(iova, buf.len(), true, |p, n, o| {
-            for i in 0..n {
-                // SAFETY: p..p+n lies in a live shared mapping held by the snapshot.
-                unsafe { std::ptr::write_volatile(p.add(i), buf[o + i]) };
-            }
+            // SAFETY: p..p+n lies in a live shared mapping held by the snapshot.
+            unsafe { crate::util::volatile_write(p, &buf[o..o + n]) };
         })
     }
 
