@@ -877,6 +877,7 @@ mod tests {
     /// `run` returns, on the sending thread (unless the worker happened to
     /// be delivering at that moment; then the worker takes it).
     #[test]
+    #[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
     fn loopback_pump_delivers_inline_and_in_order() {
         let clock = Arc::new(MonotonicClock::default());
         let mut f = UdpFabric::bind(&udp_cfg(vec![], "::ffff:10.0.0.1"), 1, clock).unwrap();
@@ -907,6 +908,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
     fn udp_two_instances_and_loopback() {
         let clock = Arc::new(MonotonicClock::default());
         // Bind B first to learn its port, then A knowing B, then rebuild B knowing A.
@@ -937,6 +939,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
     fn packets_from_unconfigured_senders_are_dropped() {
         let clock = Arc::new(MonotonicClock::default());
         let mut a = UdpFabric::bind(&udp_cfg(vec![], "::ffff:10.0.0.1"), 1, clock).unwrap();
@@ -957,6 +960,7 @@ mod tests {
     /// The pcap file decodes in tshark as InfiniBand with the right opcodes,
     /// QPNs and PSNs. Skipped (with a note) when tshark is not installed.
     #[test]
+    #[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
     fn pcap_decodes_in_tshark() {
         let dir = std::env::temp_dir().join(format!("vrnic-pcap-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
