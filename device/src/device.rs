@@ -550,6 +550,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Vrnic::new needs memfd_create and mmap of an fd, which Miri does not support")]
     fn regions_by_mode() {
         let t = dev(DoorbellMode::Trap);
         assert!((0..9).all(|i| t.region(i).mmap.is_none()), "trap exposes nothing mappable");
@@ -565,6 +566,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Vrnic::new needs memfd_create and mmap of an fd, which Miri does not support")]
     fn trap_doorbell_and_device_memory() {
         let mut d = dev(DoorbellMode::Trap);
         let mut s = [0u8; 8];
@@ -582,6 +584,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Vrnic::new needs memfd_create and mmap of an fd, which Miri does not support")]
     fn init_segment_through_bar0_and_flr() {
         let mut d = dev(DoorbellMode::Trap);
         let mut b = [0u8; 8];
@@ -599,6 +602,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Vrnic::new needs memfd_create and mmap of an fd, which Miri does not support")]
     fn device_memory_is_bar4_and_the_memic_window() {
         use crate::engine::{GuestMemory, DEVICE_MEMORY};
         let mut d = dev(DoorbellMode::Trap);
@@ -620,6 +624,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Vrnic::new needs memfd_create and mmap of an fd, which Miri does not support")]
     fn pba_reflects_pending_vectors() {
         let mut d = dev(DoorbellMode::Trap);
         d.irqs.raise(9).unwrap(); // no eventfd: pending

@@ -120,6 +120,10 @@ pub unsafe fn volatile_write(dst: *mut u8, src: &[u8]) {
 pub struct SharedMem {
     ptr: *mut u8,
     len: usize,
+    /// Tests only: the layout when the memory is a heap allocation
+    /// ([`SharedMem::heap`]) rather than a mapping.
+    #[cfg(test)]
+    heap: Option<std::alloc::Layout>,
 }
 
 // SAFETY: all accesses are volatile or atomic on process-shared memory.
@@ -137,7 +141,25 @@ impl SharedMem {
         if p == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        Ok(SharedMem { ptr: p.cast(), len })
+        Ok(SharedMem {
+            ptr: p.cast(),
+            len,
+            #[cfg(test)]
+            heap: None,
+        })
+    }
+
+    /// Tests only: `len` zeroed, page-aligned bytes on the heap instead of a
+    /// mapping, so the accessors can run under Miri (which cannot mmap an fd).
+    #[cfg(test)]
+    pub(crate) fn heap(len: usize) -> SharedMem {
+        let layout = std::alloc::Layout::from_size_align(len.max(1), 4096).expect("layout");
+        // SAFETY: layout has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        SharedMem { ptr, len, heap: Some(layout) }
     }
 
     pub fn len(&self) -> usize {
@@ -240,6 +262,12 @@ impl SharedMem {
 
 impl Drop for SharedMem {
     fn drop(&mut self) {
+        #[cfg(test)]
+        if let Some(layout) = self.heap {
+            // SAFETY: ptr came from alloc_zeroed with this layout.
+            unsafe { std::alloc::dealloc(self.ptr, layout) };
+            return;
+        }
         // SAFETY: ptr/len came from our own successful mmap.
         unsafe {
             libc::munmap(self.ptr.cast(), self.len);
@@ -278,8 +306,8 @@ mod tests {
 
     #[test]
     fn shared_mem_bounds() {
-        let fd = memfd("x", 4096).unwrap();
-        let m = SharedMem::map(&fd, 4096).unwrap();
+        // Under Miri (no memfd, no mmap of an fd) the same checks run on heap memory.
+        let m = if cfg!(miri) { SharedMem::heap(4096) } else { SharedMem::map(&memfd("x", 4096).unwrap(), 4096).unwrap() };
         assert!(m.write(4092, &[1, 2, 3, 4]));
         assert!(!m.write(4093, &[1, 2, 3, 4]));
         assert!(!m.read(usize::MAX, &mut [0u8; 2]));
@@ -290,6 +318,13 @@ mod tests {
         assert_eq!(m.swap_u64(8, 0), Some(7));
         assert_eq!(m.swap_u64(9, 0), None);
         assert_eq!(m.swap_u64(4096, 0), None);
+        assert_eq!(m.compare_and_swap_u64(16, 0, 5), Some(0));
+        assert_eq!(m.fetch_add_u64(16, 2), Some(5));
+        assert_eq!(m.load_u64(16), Some(7));
+        assert_eq!(m.swap_u32(4092, 0), Some(u32::from_ne_bytes([1, 2, 3, 4])));
+        assert_eq!(m.swap_u32(4094, 0), None);
+        assert!(m.fill(32, 8, 0xab) && !m.fill(4090, 8, 0));
+        assert_eq!(m.load_u64(32), Some(u64::from_ne_bytes([0xab; 8])));
     }
 
     #[test]

@@ -740,6 +740,7 @@ fn fence_waits_for_earlier_reads() {
 /// 1 MiB (log-uniform, so small and large are both common) arrive intact,
 /// in order, each completed exactly once.
 #[test]
+#[cfg_attr(miri, ignore = "10,000 messages of up to 1 MiB: far too slow under Miri")]
 fn rc_loss_proof_10000_messages() {
     let rates = FaultRates { drop: 0.05, reorder: 0.05, duplicate: 0.01, corrupt: 0.01, ..Default::default() };
     let f = |seed| FaultConfig { seed, tx: rates.clone(), rx: rates.clone() };
@@ -793,6 +794,7 @@ fn rc_loss_proof_10000_messages() {
 /// (the fabric's worker threads drive receive, ACK flush and timers), with
 /// 2% loss each way: RC SEND, WRITE and READ arrive byte for byte.
 #[test]
+#[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
 fn rc_over_real_udp_sockets_with_loss() {
     use crate::wire::clock::MonotonicClock;
     use crate::wire::fabric::{FabricConfig, PeerConfig, UdpFabric};
@@ -871,6 +873,7 @@ fn rc_over_real_udp_sockets_with_loss() {
 /// and each fetch-add is applied exactly once (the replay cache answers
 /// duplicates).
 #[test]
+#[cfg_attr(miri, ignore = "~4 min under Miri even with 40 of its 400 WRs")]
 fn rc_mixed_operations_under_loss() {
     let rates = FaultRates { drop: 0.05, reorder: 0.05, duplicate: 0.02, ..Default::default() };
     let f = |seed| FaultConfig { seed, tx: rates.clone(), rx: FaultRates::default() };

@@ -330,6 +330,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "memfd_create, mmap of an fd and the poller thread's prctl are not supported by Miri")]
     fn poller_sees_each_store_once() {
         let fd = memfd("uar", 8 * 4096).unwrap();
         let mem = Arc::new(SharedMem::map(&fd, 8 * 4096).unwrap());

@@ -73,7 +73,17 @@ pub struct Mapping {
 struct HostMap {
     ptr: *mut u8,
     len: usize,
-    _fd: OwnedFd,
+    backing: Backing,
+}
+
+/// What `HostMap::ptr` points into.
+enum Backing {
+    /// A shared mmap of the client's fd (kept open while mapped).
+    Mmap { _fd: OwnedFd },
+    /// Tests only: a zeroed heap allocation standing in for the client's
+    /// memory, so the accessors can run under Miri (which cannot mmap an fd).
+    #[cfg(test)]
+    Heap(std::alloc::Layout),
 }
 
 // SAFETY: the mapping is process-wide shared memory; all accesses through it
@@ -84,10 +94,16 @@ unsafe impl Sync for HostMap {}
 
 impl Drop for HostMap {
     fn drop(&mut self) {
-        // SAFETY: ptr/len came from a successful mmap and nobody else can hold
-        // it: the last Arc<Mapping> is being dropped.
-        unsafe {
-            libc::munmap(self.ptr.cast(), self.len);
+        match self.backing {
+            // SAFETY: ptr/len came from a successful mmap and nobody else can
+            // hold it: the last Arc<Mapping> is being dropped.
+            Backing::Mmap { .. } => unsafe {
+                libc::munmap(self.ptr.cast(), self.len);
+            },
+            // SAFETY: ptr came from alloc_zeroed with this layout; as above,
+            // nobody else holds it.
+            #[cfg(test)]
+            Backing::Heap(layout) => unsafe { std::alloc::dealloc(self.ptr, layout) },
         }
     }
 }
@@ -149,6 +165,30 @@ impl DmaSpace {
 
     /// Adds a mapping; with `fd` the range is mmapped shared at `offset`.
     pub fn map(&self, iova: u64, size: u64, offset: u64, readable: bool, writable: bool, fd: Option<OwnedFd>) -> Result<(), DmaError> {
+        self.map_with(iova, size, readable, writable, || match fd {
+            None => Ok(None),
+            Some(fd) => Self::mmap(iova, size, offset, readable, writable, fd).map(Some),
+        })
+    }
+
+    /// Tests only: adds a mapping backed by zeroed heap memory instead of an
+    /// mmapped fd (Miri runs the DMA accessors through this).
+    #[cfg(test)]
+    pub(crate) fn map_heap(&self, iova: u64, size: u64, readable: bool, writable: bool) -> Result<(), DmaError> {
+        self.map_with(iova, size, readable, writable, || {
+            let layout = std::alloc::Layout::from_size_align(size as usize, PAGE as usize).map_err(|_| DmaError::BadRange { iova, size })?;
+            // SAFETY: layout has a non-zero size (map_with refuses size 0).
+            let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+            if ptr.is_null() {
+                std::alloc::handle_alloc_error(layout);
+            }
+            Ok(Some(HostMap { ptr, len: size as usize, backing: Backing::Heap(layout) }))
+        })
+    }
+
+    /// Validates a new mapping of `[iova, iova+size)`, then creates its host
+    /// side with `host` and publishes it.
+    fn map_with(&self, iova: u64, size: u64, readable: bool, writable: bool, host: impl FnOnce() -> Result<Option<HostMap>, DmaError>) -> Result<(), DmaError> {
         let end = iova.checked_add(size);
         if size == 0 || end.is_none() || iova % PAGE != 0 || size % PAGE != 0 || usize::try_from(size).is_err() {
             return Err(DmaError::BadRange { iova, size });
@@ -161,36 +201,7 @@ impl DmaSpace {
         if let Some(m) = cur.iter().find(|m| iova < m.end() && m.iova < end) {
             return Err(DmaError::Overlap(m.iova));
         }
-        let host = match fd {
-            None => None,
-            Some(fd) => {
-                let mut prot = 0;
-                if readable {
-                    prot |= libc::PROT_READ;
-                }
-                if writable {
-                    prot |= libc::PROT_WRITE;
-                }
-                let off = libc::off_t::try_from(offset).map_err(|_| DmaError::BadRange { iova, size })?;
-                // A mapping past the end of a regular file (memfd, hugetlbfs)
-                // would SIGBUS the server on first touch: refuse it here.
-                let end = offset.checked_add(size).ok_or(DmaError::BadRange { iova, size })?;
-                if let Ok(md) = fd.try_clone().map(std::fs::File::from).and_then(|f| f.metadata()) {
-                    if md.file_type().is_file() && end > md.len() {
-                        return Err(DmaError::BadRange { iova, size });
-                    }
-                }
-                // SAFETY: mapping a client-provided fd into fresh address
-                // space chosen by the kernel; no existing memory is affected.
-                let p = unsafe {
-                    libc::mmap(std::ptr::null_mut(), size as usize, prot, libc::MAP_SHARED, fd.as_raw_fd(), off)
-                };
-                if p == libc::MAP_FAILED {
-                    return Err(DmaError::Mmap(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL)));
-                }
-                Some(HostMap { ptr: p.cast(), len: size as usize, _fd: fd })
-            }
-        };
+        let host = host()?;
         let mut next: Table = (*cur).clone();
         next.push(Arc::new(Mapping { iova, size, readable, writable, host }));
         next.sort_by_key(|m| m.iova);
@@ -198,6 +209,33 @@ impl DmaSpace {
         self.table.store(Arc::new(next));
         self.stats.maps.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// mmaps `size` bytes of the client's `fd` at `offset`, shared.
+    fn mmap(iova: u64, size: u64, offset: u64, readable: bool, writable: bool, fd: OwnedFd) -> Result<HostMap, DmaError> {
+        let mut prot = 0;
+        if readable {
+            prot |= libc::PROT_READ;
+        }
+        if writable {
+            prot |= libc::PROT_WRITE;
+        }
+        let off = libc::off_t::try_from(offset).map_err(|_| DmaError::BadRange { iova, size })?;
+        // A mapping past the end of a regular file (memfd, hugetlbfs)
+        // would SIGBUS the server on first touch: refuse it here.
+        let end = offset.checked_add(size).ok_or(DmaError::BadRange { iova, size })?;
+        if let Ok(md) = fd.try_clone().map(std::fs::File::from).and_then(|f| f.metadata()) {
+            if md.file_type().is_file() && end > md.len() {
+                return Err(DmaError::BadRange { iova, size });
+            }
+        }
+        // SAFETY: mapping a client-provided fd into fresh address
+        // space chosen by the kernel; no existing memory is affected.
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), size as usize, prot, libc::MAP_SHARED, fd.as_raw_fd(), off) };
+        if p == libc::MAP_FAILED {
+            return Err(DmaError::Mmap(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL)));
+        }
+        Ok(HostMap { ptr: p.cast(), len: size as usize, backing: Backing::Mmap { _fd: fd } })
     }
 
     /// Removes every mapping inside `[iova, iova+size)` and waits until no
@@ -383,16 +421,26 @@ mod tests {
     use super::*;
     use crate::util::memfd;
 
-    fn space_with(len: u64) -> (DmaSpace, OwnedFd) {
-        let fd = memfd("t", len).unwrap();
+    /// Maps `size` bytes of fresh zeroed memory at `iova`: a memfd, or under
+    /// Miri (no memfd, no mmap of an fd) a heap allocation, so that Miri
+    /// checks the volatile and atomic accessors.
+    fn map_mem(s: &DmaSpace, iova: u64, size: u64, readable: bool, writable: bool) -> Result<(), DmaError> {
+        if cfg!(miri) {
+            s.map_heap(iova, size, readable, writable)
+        } else {
+            s.map(iova, size, 0, readable, writable, Some(memfd("t", size).unwrap()))
+        }
+    }
+
+    fn space_with(len: u64) -> DmaSpace {
         let s = DmaSpace::new(8);
-        s.map(0x10000, len, 0, true, true, Some(fd.try_clone().unwrap())).unwrap();
-        (s, fd)
+        map_mem(&s, 0x10000, len, true, true).unwrap();
+        s
     }
 
     #[test]
     fn read_write_inside_and_outside() {
-        let (s, _fd) = space_with(0x2000);
+        let s = space_with(0x2000);
         s.write(0x10ffe, &[1, 2, 3, 4]).unwrap();
         let mut b = [0u8; 4];
         s.read(0x10ffe, &mut b).unwrap();
@@ -407,6 +455,7 @@ mod tests {
     /// server on the first guest access there) is refused; one that fits,
     /// at an offset, is accepted.
     #[test]
+    #[cfg_attr(miri, ignore = "memfd_create and mmap of an fd are not supported by Miri")]
     fn mapping_past_the_end_of_its_file_is_refused() {
         let fd = memfd("short", 0x2000).unwrap();
         let s = DmaSpace::new(8);
@@ -421,11 +470,9 @@ mod tests {
 
     #[test]
     fn adjacent_mappings_are_one_range() {
-        let a = memfd("a", 0x1000).unwrap();
-        let b = memfd("b", 0x1000).unwrap();
         let s = DmaSpace::new(8);
-        s.map(0x1000, 0x1000, 0, true, true, Some(a)).unwrap();
-        s.map(0x2000, 0x1000, 0, true, true, Some(b)).unwrap();
+        map_mem(&s, 0x1000, 0x1000, true, true).unwrap();
+        map_mem(&s, 0x2000, 0x1000, true, true).unwrap();
         s.write(0x1ffc, &[9; 8]).unwrap();
         let mut x = [0u8; 8];
         s.read(0x1ffc, &mut x).unwrap();
@@ -434,24 +481,24 @@ mod tests {
 
     #[test]
     fn map_validation() {
-        let (s, fd) = space_with(0x1000);
-        let f = || Some(fd.try_clone().unwrap());
-        assert_eq!(s.map(0x10000, 0x1000, 0, true, true, f()), Err(DmaError::Overlap(0x10000)));
-        assert!(matches!(s.map(0x20001, 0x1000, 0, true, true, f()), Err(DmaError::BadRange { .. })));
-        assert!(matches!(s.map(0x20000, 0, 0, true, true, f()), Err(DmaError::BadRange { .. })));
-        assert!(matches!(s.map(u64::MAX - 0xfff, 0x2000, 0, true, true, f()), Err(DmaError::BadRange { .. })));
+        let s = space_with(0x1000);
+        assert_eq!(map_mem(&s, 0x10000, 0x1000, true, true), Err(DmaError::Overlap(0x10000)));
+        assert!(matches!(s.map(0x20001, 0x1000, 0, true, true, None), Err(DmaError::BadRange { .. })));
+        assert!(matches!(s.map(0x20000, 0, 0, true, true, None), Err(DmaError::BadRange { .. })));
+        assert!(matches!(s.map(u64::MAX - 0xfff, 0x2000, 0, true, true, None), Err(DmaError::BadRange { .. })));
+        assert!(matches!(s.map_heap(0x20001, 0x1000, true, true), Err(DmaError::BadRange { .. })));
         // No fd: recorded, but not reachable.
         s.map(0xc0000, 0x1000, 0, true, false, None).unwrap();
         let mut b = [0u8; 1];
         assert_eq!(s.read(0xc0000, &mut b), Err(DmaError::NoFd(0xc0000)));
         // Read-only mapping refuses writes.
-        s.map(0x30000, 0x1000, 0, true, false, f()).unwrap();
+        map_mem(&s, 0x30000, 0x1000, true, false).unwrap();
         assert_eq!(s.write(0x30000, &b), Err(DmaError::Protection(0x30000)));
     }
 
     #[test]
     fn unmap_rules() {
-        let (s, _fd) = space_with(0x2000);
+        let s = space_with(0x2000);
         assert_eq!(s.unmap(0x10000, 0x1000), Err(DmaError::Split(0x10000)));
         assert_eq!(s.unmap(0x50000, 0x1000), Ok(0));
         assert_eq!(s.unmap(0x10000, 0x2000), Ok(0x2000));
@@ -460,7 +507,7 @@ mod tests {
 
     #[test]
     fn unmap_waits_for_inflight_access() {
-        let (s, _fd) = space_with(0x1000);
+        let s = space_with(0x1000);
         let s = Arc::new(s);
         let holder = s.table.load_full(); // a worker mid-access
         let s2 = s.clone();
@@ -473,7 +520,7 @@ mod tests {
 
     #[test]
     fn atomics() {
-        let (s, _fd) = space_with(0x1000);
+        let s = space_with(0x1000);
         s.write(0x10008, &5u64.to_ne_bytes()).unwrap();
         assert_eq!(s.compare_and_swap_u64(0x10008, 5, 7), Ok(5));
         assert_eq!(s.compare_and_swap_u64(0x10008, 5, 9), Ok(7));

@@ -1080,6 +1080,7 @@ mod tests {
     /// `run` returns, on the sending thread (unless the worker happened to
     /// be delivering at that moment; then the worker takes it).
     #[test]
+    #[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
     fn loopback_pump_delivers_inline_and_in_order() {
         let clock = Arc::new(MonotonicClock::default());
         let mut f = UdpFabric::bind(&udp_cfg(vec![], "::ffff:10.0.0.1"), 1, clock).unwrap();
@@ -1110,6 +1111,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
     fn udp_two_instances_and_loopback() {
         let (mut a, mut b) = udp_pair(Arc::new(MonotonicClock::default()));
         let (ra, rb) = (Arc::new(Rec::default()), Arc::new(Rec::default()));
@@ -1131,6 +1133,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
     fn packets_from_unconfigured_senders_are_dropped() {
         let clock = Arc::new(MonotonicClock::default());
         let mut a = UdpFabric::bind(&udp_cfg(vec![], "::ffff:10.0.0.1"), 1, clock).unwrap();
@@ -1151,6 +1154,7 @@ mod tests {
     /// The pcap file decodes in tshark as InfiniBand with the right opcodes,
     /// QPNs and PSNs. Skipped (with a note) when tshark is not installed.
     #[test]
+    #[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
     fn pcap_decodes_in_tshark() {
         let dir = std::env::temp_dir().join(format!("vrnic-pcap-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
