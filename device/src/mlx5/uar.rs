@@ -366,6 +366,7 @@ mod tests {
     /// A kick ends an idle poller's nap and opens a spin window. (Here
     /// the idle nap is 30 s: each kick must wake the poller far sooner.)
     #[test]
+    #[cfg_attr(miri, ignore = "maps a memfd and the poller thread calls prctl")]
     fn a_kick_ends_the_nap() {
         let fd = memfd("kick", 4096).unwrap();
         let mem = Arc::new(SharedMem::map(&fd, 4096).unwrap());

@@ -1041,6 +1041,7 @@ mod tests {
     /// thread, in order, and the coalesced-ACK flush comes on the pass
     /// after; once idle, the worker receives again.
     #[test]
+    #[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
     fn poller_receives_on_its_thread_then_hands_back() {
         let (mut a, mut b) = udp_pair(Arc::new(MonotonicClock::default()));
         a.start(Arc::new(Rec::default())).unwrap();
