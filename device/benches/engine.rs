@@ -326,12 +326,13 @@ fn polled_pingpong(u: &Udp, size: u32, iters: usize) -> (f64, f64) {
         }
     }
     let done = std::sync::atomic::AtomicBool::new(false);
+    // Read before A's first send: B's worker may still deliver that one.
+    let mut seen = b.count.recv.load(Ordering::Acquire);
     std::thread::scope(|sc| {
         // B echoes every message it receives.
         let mut pb: FabricPoller = u.fb.poller();
         let done = &done;
         sc.spawn(move || {
-            let mut seen = b.count.recv.load(Ordering::Acquire);
             let t = Instant::now();
             while !done.load(Ordering::Relaxed) && t.elapsed() < Duration::from_secs(60) {
                 pb.poll();
@@ -351,7 +352,17 @@ fn polled_pingpong(u: &Udp, size: u32, iters: usize) -> (f64, f64) {
             a.eng.lock().post_send(a.qp, SendWr::new(1, WrOpcode::Send, vec![sge(a, BASE + 8192, size)])).unwrap();
             while a.count.recv.load(Ordering::Acquire) == ra {
                 pa.poll();
-                assert!(t.elapsed() < Duration::from_secs(60), "polled ping-pong stalled");
+                if t.elapsed() > Duration::from_secs(10) {
+                    panic!(
+                        "polled ping-pong stalled at {i}: A {:?} recv {} send {}\nB {:?} recv {} send {}",
+                        a.eng.lock().counters(),
+                        a.count.recv.load(Ordering::Acquire),
+                        a.count.send.load(Ordering::Acquire),
+                        b.eng.lock().counters(),
+                        b.count.recv.load(Ordering::Acquire),
+                        b.count.send.load(Ordering::Acquire)
+                    );
+                }
             }
             if i >= 100 {
                 rtts.push(t.elapsed().as_secs_f64() * 1e6);
