@@ -1,0 +1,241 @@
+//! A seccomp-BPF allow-list for the server process.
+//!
+//! After start-up (sockets bound, files open, every long-lived thread
+//! started and its capabilities dropped) the main thread installs two
+//! filters on every thread at once (`SECCOMP_FILTER_FLAG_TSYNC`); threads
+//! spawned later inherit them from their creator:
+//!
+//! 1. the **allow-list** ([`allow_list`]): the syscalls the running server
+//!    makes, some with their arguments pinned; anything else, or a syscall
+//!    from another ABI (the architecture field is checked first), kills the
+//!    whole process with SIGSYS (`SECCOMP_RET_KILL_PROCESS`), or in
+//!    [`SeccompMode::Log`] is allowed and logged by the kernel;
+//! 2. **clone3 → ENOSYS**: clone3's flags sit in memory a filter cannot
+//!    read, so glibc is made to fall back to clone(2), whose flags the
+//!    allow-list checks (threads only: CLONE_THREAD must be set).
+//!
+//! The list was derived from `strace -f` of the server under the guest
+//! scenarios (everything each thread does after it dropped its
+//! capabilities), plus the few calls of rare paths that are part of
+//! running: thread start and exit, signal return and restart, abort.
+//! docs/security.md explains each group.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+    TargetArch,
+};
+use thiserror::Error;
+
+/// What to do about the filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum SeccompMode {
+    /// No filter.
+    Off,
+    /// Syscalls outside the list are allowed and logged by the kernel
+    /// (`SECCOMP_RET_LOG`: dmesg/audit `type=1326`), to find missing ones.
+    Log,
+    /// Syscalls outside the list kill the process with SIGSYS.
+    #[default]
+    Enforce,
+}
+
+/// Errors from building or installing the filter.
+#[derive(Debug, Error)]
+pub enum SeccompError {
+    #[error("seccomp filter: {0}")]
+    Build(#[from] seccompiler::BackendError),
+    #[error("installing seccomp filter: {0}")]
+    Install(#[from] seccompiler::Error),
+}
+
+/// One allowed syscall: its name (for docs and tests), number, and the
+/// argument rules (empty: any arguments; else one of them must match).
+pub struct Allowed {
+    pub name: &'static str,
+    pub nr: i64,
+    pub rules: Vec<SeccompRule>,
+}
+
+fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> SeccompCondition {
+    // Only fails for an argument index above 5.
+    SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, value).expect("argument index <= 5")
+}
+
+fn rule(conds: Vec<SeccompCondition>) -> SeccompRule {
+    // Only fails for an empty condition list.
+    SeccompRule::new(conds).expect("non-empty rule")
+}
+
+/// `arg == v`
+fn eq(arg: u8, v: u64) -> SeccompRule {
+    rule(vec![cond(arg, SeccompCmpOp::Eq, v)])
+}
+
+/// `arg & bits == 0`
+fn clear(arg: u8, bits: u64) -> SeccompRule {
+    rule(vec![cond(arg, SeccompCmpOp::MaskedEq(bits), 0)])
+}
+
+/// `arg & bits == bits`
+fn set(arg: u8, bits: u64) -> SeccompRule {
+    rule(vec![cond(arg, SeccompCmpOp::MaskedEq(bits), bits)])
+}
+
+macro_rules! any {
+    ($($name:ident),* $(,)?) => {
+        [$(Allowed { name: stringify!($name), nr: sys::$name, rules: Vec::new() }),*]
+    };
+}
+
+/// Syscall numbers by name (libc's `SYS_*`, re-exported without the prefix).
+#[allow(non_upper_case_globals)]
+mod sys {
+    macro_rules! nrs {
+        ($($name:ident => $sys:ident),* $(,)?) => { $(pub const $name: i64 = libc::$sys;)* };
+    }
+    nrs!(
+        read => SYS_read, write => SYS_write, close => SYS_close, accept4 => SYS_accept4, recvmsg => SYS_recvmsg,
+        sendmsg => SYS_sendmsg, recvfrom => SYS_recvfrom, sendto => SYS_sendto, statx => SYS_statx,
+        fcntl => SYS_fcntl, munmap => SYS_munmap, mremap => SYS_mremap, brk => SYS_brk, madvise => SYS_madvise,
+        futex => SYS_futex, sched_yield => SYS_sched_yield, nanosleep => SYS_nanosleep,
+        clock_nanosleep => SYS_clock_nanosleep, clock_gettime => SYS_clock_gettime,
+        clock_getres => SYS_clock_getres, gettimeofday => SYS_gettimeofday, epoll_ctl => SYS_epoll_ctl,
+        epoll_pwait => SYS_epoll_pwait, getrandom => SYS_getrandom, rseq => SYS_rseq,
+        set_robust_list => SYS_set_robust_list, rt_sigprocmask => SYS_rt_sigprocmask,
+        sigaltstack => SYS_sigaltstack, sched_getaffinity => SYS_sched_getaffinity, gettid => SYS_gettid,
+        getpid => SYS_getpid, exit => SYS_exit, exit_group => SYS_exit_group, rt_sigreturn => SYS_rt_sigreturn,
+        restart_syscall => SYS_restart_syscall, clone3 => SYS_clone3,
+        mmap => SYS_mmap, mprotect => SYS_mprotect, clone => SYS_clone, prctl => SYS_prctl,
+        tgkill => SYS_tgkill, fallocate => SYS_fallocate,
+    );
+    #[cfg(target_arch = "x86_64")]
+    nrs!(epoll_wait => SYS_epoll_wait);
+}
+
+/// The allow-list. `pid` is the server's own process id (tgkill may only
+/// signal the server's own threads).
+pub fn allow_list(pid: u32) -> Vec<Allowed> {
+    let mut v: Vec<Allowed> = Vec::new();
+    // The vfio-user socket (accept, messages with SCM_RIGHTS fds, replies),
+    // the UDP fabric, the control socket, eventfd writes (interrupts), the
+    // pcap file and the log; fds QEMU passed are fstat'ed (statx), dup'ed
+    // (fcntl F_DUPFD_CLOEXEC) and closed.
+    v.extend(any!(read, write, close, accept4, recvmsg, sendmsg, recvfrom, sendto, statx, fcntl));
+    // Memory: the allocator and DMA_UNMAP; mmap/mprotect below.
+    v.extend(any!(munmap, mremap, brk, madvise));
+    // Waiting: locks and joins, poller naps, the fabric's event loop, clocks
+    // (vDSO normally; syscalls when the clocksource has no vDSO support).
+    v.extend(any!(futex, sched_yield, nanosleep, clock_nanosleep, clock_gettime, clock_getres, gettimeofday));
+    v.extend(any!(epoll_ctl, epoll_pwait));
+    #[cfg(target_arch = "x86_64")]
+    v.extend(any!(epoll_wait));
+    // Threads (control connections are served on new threads): start-up in
+    // glibc and std (rseq, robust list, signal mask, guard page lookup,
+    // alternate signal stack, hash keys), exit, and the end of a panic.
+    v.extend(any!(getrandom, rseq, set_robust_list, rt_sigprocmask, sigaltstack, sched_getaffinity, gettid, getpid));
+    v.extend(any!(exit, exit_group, rt_sigreturn, restart_syscall));
+    // clone3 is turned into ENOSYS by the second filter; listed so that the
+    // allow-list's kill does not override that.
+    v.extend(any!(clone3));
+    let prot_exec = libc::PROT_EXEC as u64;
+    v.push(Allowed { name: "mmap", nr: sys::mmap, rules: vec![clear(2, prot_exec)] });
+    v.push(Allowed { name: "mprotect", nr: sys::mprotect, rules: vec![clear(2, prot_exec)] });
+    v.push(Allowed { name: "clone", nr: sys::clone, rules: vec![set(0, libc::CLONE_THREAD as u64)] });
+    v.push(Allowed { name: "prctl", nr: sys::prctl, rules: vec![eq(0, libc::PR_SET_NAME as u64)] });
+    v.push(Allowed { name: "tgkill", nr: sys::tgkill, rules: vec![eq(0, u64::from(pid))] });
+    // A device reset zeroes the BAR memfd by punching it out.
+    let punch = (libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE) as u64;
+    v.push(Allowed { name: "fallocate", nr: sys::fallocate, rules: vec![eq(1, punch)] });
+    v
+}
+
+/// The names on the allow-list, sorted.
+pub fn allowed_names() -> Vec<&'static str> {
+    let mut v: Vec<_> = allow_list(0).into_iter().map(|a| a.name).collect();
+    v.sort_unstable();
+    v
+}
+
+fn arch() -> Result<TargetArch, SeccompError> {
+    Ok(TargetArch::try_from(std::env::consts::ARCH)?)
+}
+
+/// The two programs for `mode` (none for [`SeccompMode::Off`]), in the
+/// order they are installed: clone3 → ENOSYS, then the allow-list (last,
+/// since installing a filter takes prctl and seccomp calls the allow-list
+/// refuses). The kernel runs both on every syscall and takes the stricter
+/// answer, so the order does not change what they do.
+pub fn programs(mode: SeccompMode, pid: u32) -> Result<Vec<BpfProgram>, SeccompError> {
+    let mismatch = match mode {
+        SeccompMode::Off => return Ok(Vec::new()),
+        SeccompMode::Log => SeccompAction::Log,
+        SeccompMode::Enforce => SeccompAction::KillProcess,
+    };
+    let rules: BTreeMap<i64, Vec<SeccompRule>> = allow_list(pid).into_iter().map(|a| (a.nr, a.rules)).collect();
+    let allow: BpfProgram = SeccompFilter::new(rules, mismatch, SeccompAction::Allow, arch()?)?.try_into()?;
+    let clone3: BpfProgram = SeccompFilter::new(
+        BTreeMap::from([(sys::clone3, Vec::new())]),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch()?,
+    )?
+    .try_into()?;
+    Ok(vec![clone3, allow])
+}
+
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// Whether [`install_all_threads`] succeeded in this process.
+pub fn installed() -> bool {
+    INSTALLED.load(Ordering::SeqCst)
+}
+
+/// Installs the filters on every thread of the process (TSYNC); threads
+/// spawned afterwards inherit them. Sets no_new_privs (the kernel requires
+/// it, or CAP_SYS_ADMIN). Call once, after every long-lived thread has
+/// started (see [`crate::privs::wait_for_threads`]).
+pub fn install_all_threads(mode: SeccompMode) -> Result<(), SeccompError> {
+    for p in programs(mode, std::process::id())? {
+        seccompiler::apply_filter_all_threads(&p)?;
+    }
+    if mode != SeccompMode::Off {
+        INSTALLED.store(true, Ordering::SeqCst);
+    }
+    Ok(())
+}
+
+/// Installs the filters on the calling thread only (tests).
+pub fn install_this_thread(mode: SeccompMode) -> Result<(), SeccompError> {
+    for p in programs(mode, std::process::id())? {
+        seccompiler::apply_filter(&p)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_has_no_dangerous_calls_and_builds() {
+        let names = allowed_names();
+        for bad in [
+            "execve", "execveat", "ptrace", "mount", "bpf", "process_vm_readv", "process_vm_writev", "open", "openat",
+            "socket", "connect", "bind", "ioctl", "kill", "setuid", "capset", "memfd_create", "uname", "fork", "vfork",
+        ] {
+            assert!(!names.contains(&bad), "{bad} is allowed");
+        }
+        let mut dedup = names.clone();
+        dedup.dedup();
+        assert_eq!(dedup.len(), names.len(), "duplicate entries: {names:?}");
+        assert_eq!(programs(SeccompMode::Off, 1).unwrap().len(), 0);
+        for m in [SeccompMode::Log, SeccompMode::Enforce] {
+            let p = programs(m, 1).unwrap();
+            assert_eq!(p.len(), 2);
+            assert!(p[1].len() > names.len(), "one jump per syscall at least");
+        }
+    }
+}
