@@ -90,20 +90,18 @@ macro_rules! any {
     };
 }
 
-/// Syscall numbers by name (libc's `SYS_*`, re-exported without the prefix).
+/// Syscall numbers by name (libc's `SYS_*`, without the prefix).
 #[allow(non_upper_case_globals)]
 mod sys {
     macro_rules! nrs {
         ($($name:ident => $sys:ident),* $(,)?) => { $(pub const $name: i64 = libc::$sys;)* };
     }
     nrs!(
-        read => SYS_read, write => SYS_write, close => SYS_close, accept4 => SYS_accept4, recvmsg => SYS_recvmsg,
+        write => SYS_write, close => SYS_close, accept4 => SYS_accept4, recvmsg => SYS_recvmsg,
         sendmsg => SYS_sendmsg, recvfrom => SYS_recvfrom, sendto => SYS_sendto, statx => SYS_statx,
         fcntl => SYS_fcntl, munmap => SYS_munmap, mremap => SYS_mremap, brk => SYS_brk, madvise => SYS_madvise,
-        futex => SYS_futex, sched_yield => SYS_sched_yield, nanosleep => SYS_nanosleep,
-        clock_nanosleep => SYS_clock_nanosleep, clock_gettime => SYS_clock_gettime,
-        clock_getres => SYS_clock_getres, gettimeofday => SYS_gettimeofday, epoll_ctl => SYS_epoll_ctl,
-        epoll_pwait => SYS_epoll_pwait, getrandom => SYS_getrandom, rseq => SYS_rseq,
+        futex => SYS_futex, clock_nanosleep => SYS_clock_nanosleep, clock_gettime => SYS_clock_gettime,
+        gettimeofday => SYS_gettimeofday, epoll_ctl => SYS_epoll_ctl, getrandom => SYS_getrandom, rseq => SYS_rseq,
         set_robust_list => SYS_set_robust_list, rt_sigprocmask => SYS_rt_sigprocmask,
         sigaltstack => SYS_sigaltstack, sched_getaffinity => SYS_sched_getaffinity, gettid => SYS_gettid,
         getpid => SYS_getpid, exit => SYS_exit, exit_group => SYS_exit_group, rt_sigreturn => SYS_rt_sigreturn,
@@ -113,42 +111,50 @@ mod sys {
     );
     #[cfg(target_arch = "x86_64")]
     nrs!(epoll_wait => SYS_epoll_wait);
+    // Where there is no epoll_wait, mio uses epoll_pwait.
+    #[cfg(not(target_arch = "x86_64"))]
+    nrs!(epoll_wait => SYS_epoll_pwait);
 }
 
 /// The allow-list. `pid` is the server's own process id (tgkill may only
 /// signal the server's own threads).
 pub fn allow_list(pid: u32) -> Vec<Allowed> {
     let mut v: Vec<Allowed> = Vec::new();
-    // The vfio-user socket (accept, messages with SCM_RIGHTS fds, replies),
-    // the UDP fabric, the control socket, eventfd writes (interrupts), the
-    // pcap file and the log; fds QEMU passed are fstat'ed (statx), dup'ed
-    // (fcntl F_DUPFD_CLOEXEC) and closed.
-    v.extend(any!(read, write, close, accept4, recvmsg, sendmsg, recvfrom, sendto, statx, fcntl));
-    // Memory: the allocator and DMA_UNMAP; mmap/mprotect below.
+    // Sockets it already has: the vfio-user socket (accept, messages with
+    // SCM_RIGHTS fds, replies, one with the BAR fd), the UDP fabric
+    // (recvfrom/sendto), the control socket and its connections. Writes:
+    // eventfds (interrupts), the pcap file, the log on stderr. fds QEMU
+    // passes are fstat'ed (statx), dup'ed (fcntl) and closed.
+    v.extend(any!(write, close, accept4, recvmsg, sendmsg, recvfrom, sendto, statx));
+    let fcntl_cmds = [libc::F_DUPFD_CLOEXEC, libc::F_GETFD, libc::F_SETFD, libc::F_GETFL, libc::F_SETFL];
+    v.push(Allowed { name: "fcntl", nr: sys::fcntl, rules: fcntl_cmds.iter().map(|&c| eq(1, c as u64)).collect() });
+    // Memory: the allocator (brk, mmap, mremap for big reallocs, madvise
+    // when freeing), DMA_MAP/UNMAP of QEMU's memfds, thread stacks. Nothing
+    // may be mapped or made executable.
     v.extend(any!(munmap, mremap, brk, madvise));
-    // Waiting: locks and joins, poller naps, the fabric's event loop, clocks
-    // (vDSO normally; syscalls when the clocksource has no vDSO support).
-    v.extend(any!(futex, sched_yield, nanosleep, clock_nanosleep, clock_gettime, clock_getres, gettimeofday));
-    v.extend(any!(epoll_ctl, epoll_pwait));
-    #[cfg(target_arch = "x86_64")]
-    v.extend(any!(epoll_wait));
-    // Threads (control connections are served on new threads): start-up in
-    // glibc and std (rseq, robust list, signal mask, guard page lookup,
-    // alternate signal stack, hash keys), exit, and the end of a panic.
-    v.extend(any!(getrandom, rseq, set_robust_list, rt_sigprocmask, sigaltstack, sched_getaffinity, gettid, getpid));
-    v.extend(any!(exit, exit_group, rt_sigreturn, restart_syscall));
-    // clone3 is turned into ENOSYS by the second filter; listed so that the
-    // allow-list's kill does not override that.
-    v.extend(any!(clone3));
     let prot_exec = libc::PROT_EXEC as u64;
     v.push(Allowed { name: "mmap", nr: sys::mmap, rules: vec![clear(2, prot_exec)] });
     v.push(Allowed { name: "mprotect", nr: sys::mprotect, rules: vec![clear(2, prot_exec)] });
-    v.push(Allowed { name: "clone", nr: sys::clone, rules: vec![set(0, libc::CLONE_THREAD as u64)] });
-    v.push(Allowed { name: "prctl", nr: sys::prctl, rules: vec![eq(0, libc::PR_SET_NAME as u64)] });
-    v.push(Allowed { name: "tgkill", nr: sys::tgkill, rules: vec![eq(0, u64::from(pid))] });
     // A device reset zeroes the BAR memfd by punching it out.
     let punch = (libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE) as u64;
     v.push(Allowed { name: "fallocate", nr: sys::fallocate, rules: vec![eq(1, punch)] });
+    // Waiting: locks, joins and the poller's naps; the fabric's event loop;
+    // clocks (vDSO normally, the syscalls when the clocksource has no vDSO
+    // support).
+    v.extend(any!(futex, clock_nanosleep, clock_gettime, gettimeofday, epoll_ctl, epoll_wait));
+    // Threads: control connections are served on new threads. Start-up in
+    // glibc and std (rseq, robust list, signal mask, guard page lookup,
+    // alternate signal stack, hash keys, the name), exit. clone only for a
+    // thread; clone3 is answered ENOSYS by the other filter and listed here
+    // only so that the kill does not win over that.
+    v.extend(any!(getrandom, rseq, set_robust_list, rt_sigprocmask, sigaltstack, sched_getaffinity, gettid, exit));
+    v.push(Allowed { name: "clone", nr: sys::clone, rules: vec![set(0, libc::CLONE_THREAD as u64)] });
+    v.extend(any!(clone3));
+    v.push(Allowed { name: "prctl", nr: sys::prctl, rules: vec![eq(0, libc::PR_SET_NAME as u64)] });
+    // Ending: exit, signal return and restart of an interrupted sleep, and
+    // abort (raise(SIGABRT) signals its own thread).
+    v.extend(any!(exit_group, rt_sigreturn, restart_syscall, getpid));
+    v.push(Allowed { name: "tgkill", nr: sys::tgkill, rules: vec![eq(0, u64::from(pid))] });
     v
 }
 
