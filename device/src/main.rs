@@ -30,8 +30,9 @@ struct Args {
     socket: PathBuf,
 
     /// Keep the privileges the server was started with. By default, once its
-    /// sockets and files are open, it sets no_new_privs and drops every
-    /// capability in every thread (see docs/security.md).
+    /// sockets and files are open, it sets no_new_privs, drops every
+    /// capability in every thread and installs the seccomp filter (see
+    /// --seccomp and docs/security.md).
     #[arg(long)]
     keep_privileges: bool,
 
