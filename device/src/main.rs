@@ -268,7 +268,8 @@ fn main() -> ExitCode {
             error!("{e}");
             return ExitCode::FAILURE;
         }
-        info!(mode = ?seccomp, syscalls = vrnic::seccomp::allowed_names().len(), "seccomp filter installed");
+        let refused: Vec<&str> = vrnic::seccomp::REFUSED.iter().map(|r| r.name).collect();
+        info!(mode = ?seccomp, allowed = vrnic::seccomp::allowed_names().len(), ?refused, "seccomp filter installed");
     }
     match server.run() {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,18 +1,27 @@
 //! A seccomp-BPF allow-list for the server process.
 //!
 //! After start-up (sockets bound, files open, every long-lived thread
-//! started and its capabilities dropped) the main thread installs two
+//! started and its capabilities dropped) the main thread installs the
 //! filters on every thread at once (`SECCOMP_FILTER_FLAG_TSYNC`); threads
 //! spawned later inherit them from their creator:
 //!
-//! 1. the **allow-list** ([`allow_list`]): the syscalls the running server
+//! 1. **refusals** ([`REFUSED`]), one small filter each: calls answered
+//!    with an errno instead of running. clone3 → ENOSYS: its flags sit in
+//!    memory a filter cannot read, so glibc is made to fall back to
+//!    clone(2), whose flags the allow-list checks (threads only:
+//!    CLONE_THREAD must be set). openat → EACCES: glibc's malloc opens
+//!    `/proc/sys/vm/overcommit_memory` once when it first shrinks a
+//!    thread's heap (and a panic's backtrace opens the binary); both cope
+//!    with a failed open, and no file is ever opened;
+//! 2. the **allow-list** ([`allow_list`]): the syscalls the running server
 //!    makes, some with their arguments pinned; anything else, or a syscall
 //!    from another ABI (the architecture field is checked first), kills the
 //!    whole process with SIGSYS (`SECCOMP_RET_KILL_PROCESS`), or in
-//!    [`SeccompMode::Log`] is allowed and logged by the kernel;
-//! 2. **clone3 → ENOSYS**: clone3's flags sit in memory a filter cannot
-//!    read, so glibc is made to fall back to clone(2), whose flags the
-//!    allow-list checks (threads only: CLONE_THREAD must be set).
+//!    [`SeccompMode::Log`] is allowed and logged by the kernel.
+//!
+//! The kernel runs every filter on each syscall and takes the strictest
+//! answer, so the refused calls are on the allow-list too (else its kill
+//! would win over their errno).
 //!
 //! The list was derived from `strace -f` of the server under the guest
 //! scenarios (everything each thread does after it dropped its
@@ -105,7 +114,7 @@ mod sys {
         set_robust_list => SYS_set_robust_list, rt_sigprocmask => SYS_rt_sigprocmask,
         sigaltstack => SYS_sigaltstack, sched_getaffinity => SYS_sched_getaffinity, gettid => SYS_gettid,
         getpid => SYS_getpid, exit => SYS_exit, exit_group => SYS_exit_group, rt_sigreturn => SYS_rt_sigreturn,
-        restart_syscall => SYS_restart_syscall, clone3 => SYS_clone3,
+        restart_syscall => SYS_restart_syscall, clone3 => SYS_clone3, openat => SYS_openat,
         mmap => SYS_mmap, mprotect => SYS_mprotect, clone => SYS_clone, prctl => SYS_prctl,
         tgkill => SYS_tgkill, fallocate => SYS_fallocate,
     );
@@ -145,22 +154,37 @@ pub fn allow_list(pid: u32) -> Vec<Allowed> {
     // Threads: control connections are served on new threads. Start-up in
     // glibc and std (rseq, robust list, signal mask, guard page lookup,
     // alternate signal stack, hash keys, the name), exit. clone only for a
-    // thread; clone3 is answered ENOSYS by the other filter and listed here
-    // only so that the kill does not win over that.
+    // thread (clone3 is refused, see REFUSED).
     v.extend(any!(getrandom, rseq, set_robust_list, rt_sigprocmask, sigaltstack, sched_getaffinity, gettid, exit));
     v.push(Allowed { name: "clone", nr: sys::clone, rules: vec![set(0, libc::CLONE_THREAD as u64)] });
-    v.extend(any!(clone3));
     v.push(Allowed { name: "prctl", nr: sys::prctl, rules: vec![eq(0, libc::PR_SET_NAME as u64)] });
     // Ending: exit, signal return and restart of an interrupted sleep, and
     // abort (raise(SIGABRT) signals its own thread).
     v.extend(any!(exit_group, rt_sigreturn, restart_syscall, getpid));
     v.push(Allowed { name: "tgkill", nr: sys::tgkill, rules: vec![eq(0, u64::from(pid))] });
+    // Let through here only to be answered by their refusal filter.
+    v.extend(REFUSED.iter().map(|r| Allowed { name: r.name, nr: r.nr, rules: Vec::new() }));
     v
 }
 
-/// The names on the allow-list, sorted.
+/// A syscall answered with an errno, never run.
+pub struct Refused {
+    pub name: &'static str,
+    pub nr: i64,
+    pub errno: i32,
+}
+
+/// The refusals (see the module documentation).
+pub const REFUSED: &[Refused] = &[
+    Refused { name: "clone3", nr: sys::clone3, errno: libc::ENOSYS },
+    Refused { name: "openat", nr: sys::openat, errno: libc::EACCES },
+];
+
+/// The names of the syscalls the filter lets run (the allow-list without
+/// the refusals), sorted.
 pub fn allowed_names() -> Vec<&'static str> {
-    let mut v: Vec<_> = allow_list(0).into_iter().map(|a| a.name).collect();
+    let mut v: Vec<_> =
+        allow_list(0).into_iter().map(|a| a.name).filter(|n| !REFUSED.iter().any(|r| r.name == *n)).collect();
     v.sort_unstable();
     v
 }
@@ -169,27 +193,25 @@ fn arch() -> Result<TargetArch, SeccompError> {
     Ok(TargetArch::try_from(std::env::consts::ARCH)?)
 }
 
-/// The two programs for `mode` (none for [`SeccompMode::Off`]), in the
-/// order they are installed: clone3 → ENOSYS, then the allow-list (last,
-/// since installing a filter takes prctl and seccomp calls the allow-list
-/// refuses). The kernel runs both on every syscall and takes the stricter
-/// answer, so the order does not change what they do.
+/// The programs for `mode` (none for [`SeccompMode::Off`]), in the order
+/// they are installed: the refusals, then the allow-list (last, since
+/// installing a filter takes prctl and seccomp calls the allow-list
+/// refuses). The order does not change what they do.
 pub fn programs(mode: SeccompMode, pid: u32) -> Result<Vec<BpfProgram>, SeccompError> {
     let mismatch = match mode {
         SeccompMode::Off => return Ok(Vec::new()),
         SeccompMode::Log => SeccompAction::Log,
         SeccompMode::Enforce => SeccompAction::KillProcess,
     };
+    let mut v = Vec::new();
+    for r in REFUSED {
+        let rules = BTreeMap::from([(r.nr, Vec::new())]);
+        let f = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(r.errno as u32), arch()?)?;
+        v.push(f.try_into()?);
+    }
     let rules: BTreeMap<i64, Vec<SeccompRule>> = allow_list(pid).into_iter().map(|a| (a.nr, a.rules)).collect();
-    let allow: BpfProgram = SeccompFilter::new(rules, mismatch, SeccompAction::Allow, arch()?)?.try_into()?;
-    let clone3: BpfProgram = SeccompFilter::new(
-        BTreeMap::from([(sys::clone3, Vec::new())]),
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::ENOSYS as u32),
-        arch()?,
-    )?
-    .try_into()?;
-    Ok(vec![clone3, allow])
+    v.push(SeccompFilter::new(rules, mismatch, SeccompAction::Allow, arch()?)?.try_into()?);
+    Ok(v)
 }
 
 static INSTALLED: AtomicBool = AtomicBool::new(false);
@@ -231,17 +253,21 @@ mod tests {
         for bad in [
             "execve", "execveat", "ptrace", "mount", "bpf", "process_vm_readv", "process_vm_writev", "open", "openat",
             "socket", "connect", "bind", "ioctl", "kill", "setuid", "capset", "memfd_create", "uname", "fork", "vfork",
+            "clone3",
         ] {
             assert!(!names.contains(&bad), "{bad} is allowed");
         }
-        let mut dedup = names.clone();
+        let all: Vec<_> = allow_list(0).into_iter().map(|a| a.name).collect();
+        let mut dedup = all.clone();
+        dedup.sort_unstable();
         dedup.dedup();
-        assert_eq!(dedup.len(), names.len(), "duplicate entries: {names:?}");
+        assert_eq!(dedup.len(), all.len(), "duplicate entries: {all:?}");
+        assert_eq!(all.len(), names.len() + REFUSED.len());
         assert_eq!(programs(SeccompMode::Off, 1).unwrap().len(), 0);
         for m in [SeccompMode::Log, SeccompMode::Enforce] {
             let p = programs(m, 1).unwrap();
-            assert_eq!(p.len(), 2);
-            assert!(p[1].len() > names.len(), "one jump per syscall at least");
+            assert_eq!(p.len(), REFUSED.len() + 1);
+            assert!(p.last().unwrap().len() > all.len(), "one jump per syscall at least");
         }
     }
 }
