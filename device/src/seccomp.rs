@@ -216,7 +216,7 @@ pub fn programs(mode: SeccompMode, pid: u32) -> Result<Vec<BpfProgram>, SeccompE
 
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
-/// Whether [`install_all_threads`] succeeded in this process.
+/// Whether [`install_all_threads`] has put (or is putting) a filter on this process.
 pub fn installed() -> bool {
     INSTALLED.load(Ordering::SeqCst)
 }
@@ -226,11 +226,15 @@ pub fn installed() -> bool {
 /// it, or CAP_SYS_ADMIN). Call once, after every long-lived thread has
 /// started (see [`crate::privs::wait_for_threads`]).
 pub fn install_all_threads(mode: SeccompMode) -> Result<(), SeccompError> {
-    for p in programs(mode, std::process::id())? {
-        seccompiler::apply_filter_all_threads(&p)?;
-    }
-    if mode != SeccompMode::Off {
+    let programs = programs(mode, std::process::id())?;
+    // Before the filter lands: a thread started from here on must not try
+    // to drop capabilities (it inherits empty sets, and the filter would
+    // kill it for trying). On failure the server exits.
+    if !programs.is_empty() {
         INSTALLED.store(true, Ordering::SeqCst);
+    }
+    for p in &programs {
+        seccompiler::apply_filter_all_threads(p)?;
     }
     Ok(())
 }
