@@ -147,6 +147,31 @@ fn seccomp_off_and_keep_privileges_install_nothing() {
     s.wait_seccomp(2);
 }
 
+/// `--user`: glibc makes every thread repeat the set*id calls, which the
+/// filter would refuse; the switch happens before the filter goes in.
+#[test]
+fn user_switch_then_filter() {
+    // SAFETY: plain getters; the passwd record is read at once.
+    let uid = unsafe {
+        let pw = libc::getpwnam(c"nobody".as_ptr());
+        if libc::geteuid() != 0 || pw.is_null() {
+            eprintln!("not root or no user nobody: not checked");
+            return;
+        }
+        (*pw).pw_uid
+    };
+    let s = Server::start("user", &["--user", "nobody"]);
+    let mut c = s.control();
+    assert!(ask(&mut c, "help").contains("stats"));
+    for (n, p) in s.wait_seccomp(2) {
+        assert_eq!((p.cap_eff, p.cap_prm), (0, 0), "{n}");
+    }
+    for e in std::fs::read_dir(format!("/proc/{}/task", s.child.id())).unwrap().flatten() {
+        let st = std::fs::read_to_string(e.path().join("status")).unwrap();
+        assert!(st.contains(&format!("Uid:\t{uid}\t{uid}\t{uid}\t{uid}\n")), "{st}");
+    }
+}
+
 /// A whole connection lifecycle against the filtered binary: negotiation,
 /// regions (with the BAR fd passed back), config space, DMA map/unmap of
 /// memfds, eventfd interrupts raised through the control socket, reset,
