@@ -3,7 +3,8 @@
 (tools/seccomp/strace-server writes them).
 
 For each thread, everything after its last capset (the capability drop that precedes the seccomp filter;
-threads without one were started later and count whole). Prints one line per syscall: name, count, first
+threads without one were started later and count whole). A long-lived thread's own set-up runs between its
+capset and the filter, so it shows here too (the fabric's event loop: epoll_create1, eventfd2). Prints one line per syscall: name, count, first
 example; then the calls seen only before start-up. Compare the first list with `vrnic::seccomp::allow_list`.
 Start the servers without --keep-privileges/--user, so that every thread calls capset.
 """
