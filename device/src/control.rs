@@ -133,8 +133,7 @@ pub fn spawn(path: &Path, h: ControlHandles) -> std::io::Result<()> {
     }
     let listener = UnixListener::bind(path)?;
     info!(path = %path.display(), "control socket listening");
-    std::thread::Builder::new().name("vrnic-control".into()).spawn(move || {
-        crate::privs::enter_thread("control");
+    crate::privs::spawn("vrnic-control", || (), move |()| {
         for conn in listener.incoming() {
             match conn {
                 Ok(s) => {

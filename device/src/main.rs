@@ -10,6 +10,7 @@ use tracing::{error, info};
 use vrnic::config::{Config, DoorbellMode};
 use vrnic::control::{self, ControlHandles};
 use vrnic::pci::MSIX_VECTORS;
+use vrnic::seccomp::SeccompMode;
 use vrnic::vfio::{DmaSpace, Interrupts, Server, ServerOptions};
 use vrnic::Vrnic;
 
@@ -29,14 +30,23 @@ struct Args {
     socket: PathBuf,
 
     /// Keep the privileges the server was started with. By default, once its
-    /// sockets and files are open, it sets no_new_privs and drops every
-    /// capability in every thread (see docs/security.md).
+    /// sockets and files are open, it sets no_new_privs, drops every
+    /// capability in every thread and installs the seccomp filter (see
+    /// --seccomp and docs/security.md).
     #[arg(long)]
     keep_privileges: bool,
 
     /// After start-up, also switch to this user (and its primary group).
     #[arg(long, value_name = "USER")]
     user: Option<String>,
+
+    /// Seccomp syscall allow-list installed on every thread after start-up:
+    /// `enforce` (default: any other syscall kills the server with SIGSYS),
+    /// `log` (allowed, and logged by the kernel) or `off`. With
+    /// --keep-privileges the default is `off`; given explicitly, the filter
+    /// is installed all the same (and sets no_new_privs).
+    #[arg(long, value_enum, value_name = "MODE")]
+    seccomp: Option<SeccompMode>,
 
     /// TOML config file (identity, BAR sizes, doorbell mode, logging); see docs/configuration.md.
     #[arg(long, value_name = "FILE")]
@@ -246,6 +256,20 @@ fn main() -> ExitCode {
             error!("dropping capabilities: {e}");
             return ExitCode::FAILURE;
         }
+    }
+    let seccomp = args.seccomp.unwrap_or(if args.keep_privileges { SeccompMode::Off } else { SeccompMode::Enforce });
+    if seccomp != SeccompMode::Off {
+        // Every long-lived thread has dropped its capabilities and set
+        // itself up; from here on all of them run under the allow-list.
+        let r = vrnic::privs::wait_for_threads(std::time::Duration::from_secs(10))
+            .map_err(|e| e.to_string())
+            .and_then(|()| vrnic::seccomp::install_all_threads(seccomp).map_err(|e| e.to_string()));
+        if let Err(e) = r {
+            error!("{e}");
+            return ExitCode::FAILURE;
+        }
+        let refused: Vec<&str> = vrnic::seccomp::REFUSED.iter().map(|r| r.name).collect();
+        info!(mode = ?seccomp, allowed = vrnic::seccomp::allowed_names().len(), ?refused, "seccomp filter installed");
     }
     match server.run() {
         Ok(()) => ExitCode::SUCCESS,

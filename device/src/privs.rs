@@ -14,12 +14,19 @@
 //! - with `--user NAME`, the uid/gid (and supplementary groups) as well
 //!   (glibc applies set*id to every thread of the process).
 //!
+//! Then (unless `--seccomp off`) the main thread installs the seccomp
+//! allow-list on every thread ([`crate::seccomp`]). Long-lived threads are
+//! started with [`spawn`], so the main thread can wait ([`wait_for_threads`])
+//! until each has dropped its capabilities and finished its own set-up
+//! before the filter (which forbids both) lands on it.
+//!
 //! What remains: the uid the server was started with unless `--user` is
 //! given (so a root-started server still owns root-owned files by plain
 //! permission checks, but without CAP_DAC_OVERRIDE cannot open anyone else's),
-//! its open fds, and its address space. There is no seccomp filter yet.
+//! its open fds, its address space, and the syscalls on the allow-list.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
@@ -34,6 +41,8 @@ pub enum PrivError {
     NoSuchUser(String),
     #[error("{0}: {1}")]
     SetId(&'static str, std::io::Error),
+    #[error("{0} thread(s) still starting after {1:?}")]
+    ThreadsStarting(usize, Duration),
 }
 
 static DROP: AtomicBool = AtomicBool::new(false);
@@ -81,10 +90,60 @@ pub fn drop_this_thread() -> Result<(), PrivError> {
 }
 
 /// What each long-lived thread calls first: [`drop_this_thread`], a
-/// failure logged (the thread still runs, with what it has).
+/// failure logged (the thread still runs, with what it has). Nothing once
+/// the seccomp filter is in place: a thread spawned then inherits its
+/// creator's empty sets and filter (which would not let it drop anyway).
 pub fn enter_thread(name: &str) {
+    if crate::seccomp::installed() {
+        return;
+    }
     if let Err(e) = drop_this_thread() {
         tracing::warn!("{name} thread: dropping capabilities: {e}");
+    }
+}
+
+/// Threads started by [`spawn`] that have not finished their set-up yet.
+static STARTING: AtomicUsize = AtomicUsize::new(0);
+
+/// Starts a long-lived thread named `name`: it calls [`enter_thread`], then
+/// `setup` (whatever needs syscalls the seccomp filter forbids, e.g.
+/// building an event loop), reports itself started, then runs `run` with
+/// what `setup` returned.
+pub fn spawn<S, R>(
+    name: &str,
+    setup: impl FnOnce() -> S + Send + 'static,
+    run: impl FnOnce(S) -> R + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<R>>
+where
+    R: Send + 'static,
+    S: Send + 'static,
+{
+    STARTING.fetch_add(1, Ordering::SeqCst);
+    let tag = name.to_string();
+    let r = std::thread::Builder::new().name(name.into()).spawn(move || {
+        enter_thread(&tag);
+        let s = setup();
+        STARTING.fetch_sub(1, Ordering::SeqCst);
+        run(s)
+    });
+    if r.is_err() {
+        STARTING.fetch_sub(1, Ordering::SeqCst);
+    }
+    r
+}
+
+/// Waits until every thread started by [`spawn`] has finished its set-up.
+pub fn wait_for_threads(timeout: Duration) -> Result<(), PrivError> {
+    let t0 = Instant::now();
+    loop {
+        let n = STARTING.load(Ordering::SeqCst);
+        if n == 0 {
+            return Ok(());
+        }
+        if t0.elapsed() >= timeout {
+            return Err(PrivError::ThreadsStarting(n, timeout));
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
@@ -163,7 +222,7 @@ pub fn switch_user(user: &str) -> Result<(), PrivError> {
     Ok(())
 }
 
-/// The `CapEff`, `CapPrm`, `CapBnd` and `NoNewPrivs` lines of a
+/// The `CapEff`, `CapPrm`, `CapBnd`, `NoNewPrivs` and `Seccomp` lines of a
 /// `/proc/.../status` file, parsed (for the tests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ThreadPrivs {
@@ -171,6 +230,8 @@ pub struct ThreadPrivs {
     pub cap_prm: u64,
     pub cap_bnd: u64,
     pub no_new_privs: bool,
+    /// 0: none, 1: strict, 2: filter.
+    pub seccomp: u8,
 }
 
 impl ThreadPrivs {
@@ -184,6 +245,7 @@ impl ThreadPrivs {
             cap_prm: hex("CapPrm:")?,
             cap_bnd: hex("CapBnd:")?,
             no_new_privs: field("NoNewPrivs:")? == "1",
+            seccomp: field("Seccomp:")?.parse().ok()?,
         })
     }
 }
@@ -195,9 +257,10 @@ mod tests {
     #[test]
     fn parses_proc_status() {
         let s = "Name:\tvrnic\nNoNewPrivs:\t1\nCapInh:\t0000000000000000\nCapPrm:\t000001ffffffffff\n\
-                 CapEff:\t0000000000000000\nCapBnd:\t000001ffffffffff\n";
+                 CapEff:\t0000000000000000\nCapBnd:\t000001ffffffffff\nSeccomp:\t2\nSeccomp_filters:\t2\n";
         let p = ThreadPrivs::parse(s).unwrap();
-        assert_eq!(p, ThreadPrivs { cap_eff: 0, cap_prm: 0x1ff_ffff_ffff, cap_bnd: 0x1ff_ffff_ffff, no_new_privs: true });
+        let want = ThreadPrivs { cap_eff: 0, cap_prm: 0x1ff_ffff_ffff, cap_bnd: 0x1ff_ffff_ffff, no_new_privs: true, seccomp: 2 };
+        assert_eq!(p, want);
         assert!(ThreadPrivs::parse("Name:\tx\n").is_none());
     }
 

@@ -1,6 +1,6 @@
 //! The `vrnic` binary drops its privileges after start-up: every thread ends
-//! with no capabilities and no_new_privs (checked in /proc), unless
-//! `--keep-privileges` is given.
+//! with no capabilities, no_new_privs and the seccomp filter (checked in
+//! /proc), unless `--keep-privileges` is given.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -82,6 +82,16 @@ fn every_thread_ends_without_capabilities() {
     assert!(names.iter().any(|n| n.starts_with("vrnic-fabric")), "{names:?}");
     assert!(names.iter().any(|n| n.starts_with("vrnic-control")), "{names:?}");
     let setpcap = own().cap_eff & (1 << 8) != 0;
+    // The seccomp filter goes in last, on every thread at once.
+    let t0 = Instant::now();
+    let ts = loop {
+        let ts = threads(pid);
+        if ts.iter().all(|(_, p)| p.seccomp == 2) {
+            break ts;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "seccomp filter missing: {ts:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    };
     for (n, p) in &ts {
         assert!(p.no_new_privs, "{n}: no_new_privs not set");
         assert_eq!((p.cap_eff, p.cap_prm), (0, 0), "{n}");
@@ -101,5 +111,5 @@ fn keep_privileges_keeps_them() {
     let s = start("keep", &["--keep-privileges"]);
     std::thread::sleep(Duration::from_millis(300));
     let ts = threads(s.child.id());
-    assert!(ts.iter().all(|(_, p)| p.cap_eff == me.cap_eff && !p.no_new_privs), "{ts:?}");
+    assert!(ts.iter().all(|(_, p)| p.cap_eff == me.cap_eff && !p.no_new_privs && p.seccomp == 0), "{ts:?}");
 }

@@ -166,9 +166,7 @@ impl UarPoller {
         let kicked = Arc::new(AtomicBool::new(false));
         let kicks_taken = Arc::new(AtomicU64::new(0));
         let (s, p, sc, k, kt) = (stop.clone(), pages.clone(), scans.clone(), kicked.clone(), kicks_taken.clone());
-        let thread = std::thread::Builder::new()
-            .name("vrnic-uar-poll".into())
-            .spawn(move || poll_loop(&mem, &*sink, &s, &p, &sc, (&k, &kt), sched))
+        let thread = crate::privs::spawn("vrnic-uar-poll", || (), move |()| poll_loop(&mem, &*sink, &s, &p, &sc, (&k, &kt), sched))
             .expect("spawn poller thread");
         UarPoller { stop, thread: Some(thread), pages, scans, kicked, kicks_taken }
     }
@@ -265,7 +263,6 @@ pub fn scan_page(mem: &SharedMem, uar: u64, sink: &dyn DoorbellSink) -> usize {
 }
 
 fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages: &Mutex<Vec<u64>>, scans: &AtomicU64, (kicked, kicks_taken): (&AtomicBool, &AtomicU64), sched: Schedule) {
-    crate::privs::enter_thread("poller");
     let mut last_hit = Instant::now();
     let mut nap = sched.first_nap;
     let mut local: Vec<u64> = Vec::new();

@@ -739,17 +739,14 @@ impl UdpFabric {
         let clock = self.clock.clone();
         let sock = self.shared.sock.try_clone()?;
         let _ = self.shared.handler.set(handler.clone());
-        let t = std::thread::Builder::new().name("vrnic-fabric".into()).spawn(move || {
-            crate::privs::enter_thread("fabric");
-            let rt = match tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build() {
-                Ok(rt) => rt,
-                Err(e) => {
-                    tracing::error!("fabric runtime: {e}");
-                    return;
-                }
-            };
-            rt.block_on(worker(shared, sock, clock, handler));
-        })?;
+        let t = crate::privs::spawn(
+            "vrnic-fabric",
+            || tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build(),
+            move |rt| match rt {
+                Ok(rt) => rt.block_on(worker(shared, sock, clock, handler)),
+                Err(e) => tracing::error!("fabric runtime: {e}"),
+            },
+        )?;
         self.worker = Some(t);
         Ok(())
     }
