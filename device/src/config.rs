@@ -118,11 +118,14 @@ pub struct Doorbell {
     pub mode: DoorbellMode,
     /// Poll mode: how many UAR pages (from the first) are watched from reset.
     pub watch_uars: u32,
+    /// Trap mode: after each vfio-user message, check the socket for this
+    /// many µs before sleeping in recvmsg (0: sleep at once).
+    pub trap_spin_us: u32,
 }
 
 impl Default for Doorbell {
     fn default() -> Self {
-        Doorbell { mode: DoorbellMode::Trap, watch_uars: 16 }
+        Doorbell { mode: DoorbellMode::Trap, watch_uars: 16, trap_spin_us: 50 }
     }
 }
 

@@ -224,7 +224,11 @@ fn main() -> ExitCode {
     let device_stats = device.stats.clone();
     let doorbells = device.doorbell_stats();
     let fw = device.firmware();
-    let mut server = match Server::bind(&args.socket, device, dma.clone(), irqs.clone(), ServerOptions::default()) {
+    let mut server = match Server::bind(&args.socket, device, dma.clone(), irqs.clone(), ServerOptions {
+        // Poll mode keeps doorbells off the socket: nothing to spin for.
+        spin_us: if config.doorbell.mode == DoorbellMode::Trap { config.doorbell.trap_spin_us } else { 0 },
+        ..ServerOptions::default()
+    }) {
         Ok(s) => s,
         Err(e) => {
             error!("{e}");

@@ -16,6 +16,26 @@ pub const MAX_FDS: usize = 16;
 ///
 /// Returns `Ok(None)` when the peer closed the connection before sending
 /// anything, `Ok(Some(fds))` once `buf` is full.
+/// Spins up to `limit` until `stream` has data (a non-blocking peek), so
+/// the blocking read that follows does not sleep and wait for a wake-up.
+/// Returns how long it waited if data (or an error/EOF) came, None if the
+/// limit passed first.
+pub fn wait_readable_spinning(stream: &UnixStream, limit: std::time::Duration) -> Option<std::time::Duration> {
+    let t = std::time::Instant::now();
+    let mut b = [0u8; 1];
+    loop {
+        // SAFETY: recv into a live one-byte local buffer.
+        let r = unsafe { libc::recv(stream.as_raw_fd(), b.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+        if r != -1 || io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock {
+            return Some(t.elapsed());
+        }
+        if t.elapsed() >= limit {
+            return None;
+        }
+        std::hint::spin_loop();
+    }
+}
+
 pub fn recv_exact_with_fds(stream: &UnixStream, buf: &mut [u8]) -> io::Result<Option<(Vec<OwnedFd>, bool)>> {
     let fd = stream.as_raw_fd();
     let mut cmsg = [0u64; (MAX_FDS * 4 + 64) / 8];
