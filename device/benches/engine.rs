@@ -427,14 +427,25 @@ fn dma_copy_gbs() -> (f64, f64, f64) {
     (w, r, b)
 }
 
-fn udp_rtt(iters: usize) -> (f64, f64) {
+/// Raw UDP ping-pong between two threads, receiving blocking or spinning
+/// on non-blocking receives: (p50, p99) round trip in µs.
+fn udp_rtt(iters: usize, spin: bool) -> (f64, f64) {
     let a = UdpSocket::bind("127.0.0.1:0").unwrap();
     let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+    a.set_nonblocking(spin).unwrap();
+    b.set_nonblocking(spin).unwrap();
     let (aa, ba) = (a.local_addr().unwrap(), b.local_addr().unwrap());
+    let recv = move |s: &UdpSocket, buf: &mut [u8]| loop {
+        match s.recv(buf) {
+            Ok(n) => return n,
+            Err(e) if spin && e.kind() == std::io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+            Err(e) => panic!("udp recv: {e}"),
+        }
+    };
     let echo = std::thread::spawn(move || {
         let mut buf = [0u8; 64];
         for _ in 0..iters + 100 {
-            let n = b.recv(&mut buf).unwrap();
+            let n = recv(&b, &mut buf);
             b.send_to(&buf[..n], aa).unwrap();
         }
     });
@@ -443,39 +454,7 @@ fn udp_rtt(iters: usize) -> (f64, f64) {
     for i in 0..iters + 100 {
         let t = Instant::now();
         a.send_to(&[0u8; 32], ba).unwrap();
-        a.recv(&mut buf).unwrap();
-        if i >= 100 {
-            v.push(t.elapsed().as_secs_f64() * 1e6);
-        }
-    }
-    echo.join().unwrap();
-    (percentile(&mut v, 0.5), percentile(&mut v, 0.99))
-}
-
-/// Raw UDP ping-pong with both sides spinning on non-blocking receives.
-fn udp_rtt_spin(iters: usize) -> (f64, f64) {
-    let a = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let b = UdpSocket::bind("127.0.0.1:0").unwrap();
-    a.set_nonblocking(true).unwrap();
-    b.set_nonblocking(true).unwrap();
-    let (aa, ba) = (a.local_addr().unwrap(), b.local_addr().unwrap());
-    let echo = std::thread::spawn(move || {
-        let mut buf = [0u8; 64];
-        for _ in 0..iters + 100 {
-            let n = loop {
-                if let Ok(n) = b.recv(&mut buf) {
-                    break n;
-                }
-            };
-            b.send_to(&buf[..n], aa).unwrap();
-        }
-    });
-    let mut buf = [0u8; 64];
-    let mut v = Vec::new();
-    for i in 0..iters + 100 {
-        let t = Instant::now();
-        a.send_to(&[0u8; 32], ba).unwrap();
-        while a.recv(&mut buf).is_err() {}
+        recv(&a, &mut buf);
         if i >= 100 {
             v.push(t.elapsed().as_secs_f64() * 1e6);
         }
@@ -515,9 +494,9 @@ fn main() {
         let (w, r, b) = dma_copy_gbs();
         println!("    guest-memory copy         {w:8.3} GB/s write, {r:.3} GB/s read (volatile words; a volatile byte loop writes {b:.3} GB/s)");
     }
-    let (p50, p99) = udp_rtt(if quick { 200 } else { 20_000 });
+    let (p50, p99) = udp_rtt(if quick { 200 } else { 20_000 }, false);
     println!("    UDP loopback round trip   p50 {p50:8.2} µs   p99 {p99:8.2} µs (32 B, blocking receives)");
-    let (p50, p99) = udp_rtt_spin(if quick { 200 } else { 20_000 });
+    let (p50, p99) = udp_rtt(if quick { 200 } else { 20_000 }, true);
     println!("    UDP loopback round trip   p50 {p50:8.2} µs   p99 {p99:8.2} µs (32 B, spinning receives)");
     if quick {
         return;

@@ -2,62 +2,14 @@
 //! with no capabilities, no_new_privs and the seccomp filter (checked in
 //! /proc), unless `--keep-privileges` is given.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
+
+mod common;
+use common::Server;
 
 use vrnic::privs::ThreadPrivs;
 
-struct Server {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn start(tag: &str, extra: &[&str]) -> Server {
-    let dir = std::env::temp_dir().join(format!("vrnic-privs-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let sock = dir.join("vrnic.sock");
-    let ctl = dir.join("ctl.sock");
-    let child = Command::new(env!("CARGO_BIN_EXE_vrnic"))
-        .arg("--socket")
-        .arg(&sock)
-        .arg("--control")
-        .arg(&ctl)
-        .args(["--doorbell", "poll", "--fabric-port", "0"])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let s = Server { child, dir };
-    let t0 = Instant::now();
-    while !(sock.exists() && ctl.exists()) {
-        assert!(t0.elapsed() < Duration::from_secs(10), "server did not start");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    s
-}
-
-fn threads(pid: u32) -> Vec<(String, ThreadPrivs)> {
-    let mut v = Vec::new();
-    for e in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {
-        let p = e.path();
-        let name = std::fs::read_to_string(p.join("comm")).unwrap_or_default().trim().to_string();
-        if let Ok(s) = std::fs::read_to_string(p.join("status")) {
-            v.push((name, ThreadPrivs::parse(&s).unwrap()));
-        }
-    }
-    v
-}
 
 fn own() -> ThreadPrivs {
     ThreadPrivs::parse(&std::fs::read_to_string(Path::new("/proc/self/status")).unwrap()).unwrap()
@@ -65,19 +17,18 @@ fn own() -> ThreadPrivs {
 
 #[test]
 fn every_thread_ends_without_capabilities() {
-    let s = start("drop", &[]);
-    let pid = s.child.id();
+    let s = Server::start("drop", &[]);
     let t0 = Instant::now();
     // The main thread drops last, just before it serves; wait for it.
     loop {
-        let ts = threads(pid);
+        let ts = s.threads();
         if ts.iter().all(|(_, p)| p.cap_eff == 0 && p.cap_prm == 0) {
             break;
         }
         assert!(t0.elapsed() < Duration::from_secs(10), "capabilities still held: {ts:?}");
         std::thread::sleep(Duration::from_millis(10));
     }
-    let ts = threads(pid);
+    let ts = s.threads();
     let names: Vec<&str> = ts.iter().map(|(n, _)| n.as_str()).collect();
     assert!(names.iter().any(|n| n.starts_with("vrnic-fabric")), "{names:?}");
     assert!(names.iter().any(|n| n.starts_with("vrnic-control")), "{names:?}");
@@ -85,7 +36,7 @@ fn every_thread_ends_without_capabilities() {
     // The seccomp filter goes in last, on every thread at once.
     let t0 = Instant::now();
     let ts = loop {
-        let ts = threads(pid);
+        let ts = s.threads();
         if ts.iter().all(|(_, p)| p.seccomp == 2) {
             break ts;
         }
@@ -108,8 +59,8 @@ fn keep_privileges_keeps_them() {
         eprintln!("test runs without capabilities: nothing to keep, not checked");
         return;
     }
-    let s = start("keep", &["--keep-privileges"]);
+    let s = Server::start("keep", &["--keep-privileges"]);
     std::thread::sleep(Duration::from_millis(300));
-    let ts = threads(s.child.id());
+    let ts = s.threads();
     assert!(ts.iter().all(|(_, p)| p.cap_eff == me.cap_eff && !p.no_new_privs && p.seccomp == 0), "{ts:?}");
 }

@@ -7,70 +7,18 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+mod common;
+use common::Server;
 
 use vrnic::privs::ThreadPrivs;
 use vrnic::seccomp::{allowed_names, install_this_thread, SeccompMode};
 use vrnic::util::{eventfd, eventfd_take, memfd};
 use vrnic::vfio::protocol::vfio::*;
 
-struct Server {
-    child: Child,
-    dir: PathBuf,
-    sock: PathBuf,
-    ctl: PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 impl Server {
-    fn start(tag: &str, extra: &[&str]) -> Server {
-        let dir = std::env::temp_dir().join(format!("vrnic-seccomp-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let (sock, ctl) = (dir.join("vrnic.sock"), dir.join("ctl.sock"));
-        let child = Command::new(env!("CARGO_BIN_EXE_vrnic"))
-            .arg("--socket")
-            .arg(&sock)
-            .arg("--control")
-            .arg(&ctl)
-            .arg("--pcap")
-            .arg(dir.join("fabric.pcap"))
-            .args(["--doorbell", "poll", "--fabric-port", "0"])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let s = Server { child, dir, sock: sock.clone(), ctl: ctl.clone() };
-        let t0 = Instant::now();
-        while !(sock.exists() && ctl.exists()) {
-            assert!(t0.elapsed() < Duration::from_secs(10), "server did not start");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        s
-    }
-
-    fn threads(&self) -> Vec<(String, ThreadPrivs)> {
-        let mut v = Vec::new();
-        for e in std::fs::read_dir(format!("/proc/{}/task", self.child.id())).unwrap().flatten() {
-            let p = e.path();
-            let name = std::fs::read_to_string(p.join("comm")).unwrap_or_default().trim().to_string();
-            if let Ok(s) = std::fs::read_to_string(p.join("status")) {
-                v.push((name, ThreadPrivs::parse(&s).unwrap()));
-            }
-        }
-        v
-    }
-
     /// Waits until every thread shows `mode` (the main thread installs the
     /// filter just before serving).
     fn wait_seccomp(&self, mode: u8) -> Vec<(String, ThreadPrivs)> {
