@@ -95,6 +95,8 @@ impl ControlHandles {
                 "region_writes": l(&self.server.region_writes),
                 "posted_writes": l(&self.server.posted_writes),
                 "resets": l(&self.server.resets),
+                "spin_hits": l(&self.server.spin_hits),
+                "spin_misses": l(&self.server.spin_misses),
             },
             "dma": {
                 "mappings": self.dma.len(),

@@ -117,6 +117,9 @@ pub struct ServerStats {
     pub posted_writes: AtomicU64,
     pub resets: AtomicU64,
     pub connected: AtomicBool,
+    /// Trap-mode socket spins that found the next message / ran out.
+    pub spin_hits: AtomicU64,
+    pub spin_misses: AtomicU64,
 }
 
 /// Errors that end a connection (as opposed to error replies).
@@ -235,7 +238,10 @@ impl<D: VfioDevice> Server<D> {
         let mut spin = SpinPolicy::new(Duration::from_micros(self.opts.spin_us as u64));
         loop {
             if let Some(limit) = spin.limit() {
-                spin.record(crate::vfio::socket::wait_readable_spinning(stream, limit));
+                let found = crate::vfio::socket::wait_readable_spinning(stream, limit);
+                let c = if found.is_some() { &self.stats.spin_hits } else { &self.stats.spin_misses };
+                c.fetch_add(1, Ordering::Relaxed);
+                spin.record(found);
             }
             let mut hb = [0u8; HEADER_SIZE];
             let (fds, truncated) = match recv_exact_with_fds(stream, &mut hb)? {
