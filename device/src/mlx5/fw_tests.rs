@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::cmd::tests::{Builder, FlatMem};
 use super::cmd::{status, Delivery};
+use super::fields::Field;
 use super::firmware::Firmware;
 use super::ifc;
 use super::mad::PortConfig;
@@ -94,8 +95,13 @@ impl Bench {
         ifc::alloc_pd_out::pd.get(&o) as u32
     }
 
+    /// A 64-entry CQ at `buf` (doorbell record at `buf + 0x1000`), its CQEs
+    /// first marked invalid and hardware-owned (0xf1), as the driver does.
     fn cq(&mut self, uar: u32, eqn: u32, buf: u64) -> u32 {
         use ifc::create_cq_in as c;
+        for k in 0..64 {
+            self.mem.put(buf + k * 64 + 63, &[0xf1]);
+        }
         let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_CQ, 0, c::SIZE + 8);
         c::cq_context::log_cq_size.set(&mut i, 6);
         c::cq_context::uar_page.set(&mut i, uar as u64);
@@ -106,7 +112,13 @@ impl Bench {
         ifc::create_cq_out::cqn.get(&o) as u32
     }
 
+    /// A QP with 16-entry RQ and SQ at 0x200000, user index 0x77.
     fn qp(&mut self, st: u64, pd: u32, uar: u32, cqn: u32) -> u32 {
+        self.qp_with(st, pd, uar, cqn, 0x200000, |i| ifc::create_qp_in::qpc::user_index.set(i, 0x77))
+    }
+
+    /// A QP with 16-entry RQ and SQ in `buf`; `extra` sets more of the input.
+    fn qp_with(&mut self, st: u64, pd: u32, uar: u32, cqn: u32, buf: u64, extra: impl FnOnce(&mut [u8])) -> u32 {
         use ifc::create_qp_in as c;
         let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_QP, 0, c::SIZE + 16);
         c::qpc::st.set(&mut i, st);
@@ -117,10 +129,24 @@ impl Bench {
         c::qpc::log_sq_size.set(&mut i, 4);
         c::qpc::cqn_snd.set(&mut i, cqn as u64);
         c::qpc::cqn_rcv.set(&mut i, cqn as u64);
-        c::qpc::user_index.set(&mut i, 0x77);
-        c::pas.elem(0).set(&mut i, 0x200000);
+        c::pas.elem(0).set(&mut i, buf);
+        extra(&mut i);
         let o = self.ok(&i, 16);
         ifc::create_qp_out::qpn.get(&o) as u32
+    }
+
+    /// A PA-mode key over the whole address space with the `access` bits of
+    /// the mkey entry set and `tag` as its low byte; returns the key.
+    fn mkey(&mut self, pd: u32, access: &[Field], tag: u8) -> u32 {
+        use ifc::create_mkey_in::memory_key_mkey_entry as m;
+        let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_MKEY, 0, ifc::create_mkey_in::SIZE);
+        for f in access.iter().chain(&[m::length64]) {
+            f.set(&mut i, 1);
+        }
+        m::pd.set(&mut i, pd as u64);
+        m::mkey_7_0.set(&mut i, tag as u64);
+        let o = self.ok(&i, 16);
+        ((ifc::create_mkey_out::mkey_index.get(&o) as u32) << 8) | tag as u32
     }
 }
 
@@ -437,33 +463,11 @@ fn qp1_mad_loopback_and_flush() {
     let eqn = t.eq(uar, 1, 0, 0x100000);
     let pd = t.pd();
     // The kernel's PD-wide DMA key: PA mode, whole address space.
-    let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_MKEY, 0, ifc::create_mkey_in::SIZE);
-    m::lr.set(&mut i, 1);
-    m::lw.set(&mut i, 1);
-    m::length64.set(&mut i, 1);
-    m::pd.set(&mut i, pd as u64);
-    m::mkey_7_0.set(&mut i, 0x11);
-    let o = t.ok(&i, 16);
-    let lkey = ((ifc::create_mkey_out::mkey_index.get(&o) as u32) << 8) | 0x11;
+    let lkey = t.mkey(pd, &[m::lr, m::lw], 0x11);
     let cq_buf = 0x120000u64;
-    for k in 0..64 {
-        t.mem.put(cq_buf + k * 64 + 63, &[0xf1]);
-    }
     let cqn = t.cq(uar, eqn, cq_buf);
     // QP1 with its buffer at 0x200000 (RQ 16 x 16 B, then SQ 16 x 64 B), dbr at 0x280000.
-    use ifc::create_qp_in as c;
-    let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_QP, 0, c::SIZE + 8);
-    c::qpc::st.set(&mut i, 8);
-    c::qpc::pd.set(&mut i, pd as u64);
-    c::qpc::uar_page.set(&mut i, uar as u64);
-    c::qpc::log_rq_size.set(&mut i, 4);
-    c::qpc::log_sq_size.set(&mut i, 4);
-    c::qpc::cqn_snd.set(&mut i, cqn as u64);
-    c::qpc::cqn_rcv.set(&mut i, cqn as u64);
-    c::qpc::dbr_addr.set(&mut i, 0x280000);
-    c::pas.elem(0).set(&mut i, 0x200000);
-    let o = t.ok(&i, 16);
-    let qpn = ifc::create_qp_out::qpn.get(&o) as u32;
+    let qpn = t.qp_with(8, pd, uar, cqn, 0x200000, |i| ifc::create_qp_in::qpc::dbr_addr.set(i, 0x280000));
     let mut i = transition_in(ifc::MLX5_CMD_OP_RST2INIT_QP, qpn);
     q::q_key.set(&mut i, 0x8001_0000);
     q::mtu.set(&mut i, 1);
@@ -604,32 +608,10 @@ fn rc_side(lid: u16, net: &Arc<crate::wire::fabric::InProcNet>, index: usize) ->
     let uar = t.up();
     let eqn = t.eq(uar, 1, 0, 0x100000);
     let pd = t.pd();
-    let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_MKEY, 0, ifc::create_mkey_in::SIZE);
-    for f in [m::lr, m::lw, m::rr, m::rw, m::a, m::length64] {
-        f.set(&mut i, 1);
-    }
-    m::pd.set(&mut i, pd as u64);
-    m::mkey_7_0.set(&mut i, 0x33);
-    let o = t.ok(&i, 16);
-    let key = ((ifc::create_mkey_out::mkey_index.get(&o) as u32) << 8) | 0x33;
+    let key = t.mkey(pd, &[m::lr, m::lw, m::rr, m::rw, m::a], 0x33);
     let cq_buf = 0x120000u64;
-    for k in 0..64 {
-        t.mem.put(cq_buf + k * 64 + 63, &[0xf1]);
-    }
     let cqn = t.cq(uar, eqn, cq_buf);
-    use ifc::create_qp_in as c;
-    let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_QP, 0, c::SIZE + 8);
-    c::qpc::st.set(&mut i, 0);
-    c::qpc::pd.set(&mut i, pd as u64);
-    c::qpc::uar_page.set(&mut i, uar as u64);
-    c::qpc::log_rq_size.set(&mut i, 4);
-    c::qpc::log_sq_size.set(&mut i, 4);
-    c::qpc::cqn_snd.set(&mut i, cqn as u64);
-    c::qpc::cqn_rcv.set(&mut i, cqn as u64);
-    c::qpc::dbr_addr.set(&mut i, QP_DBR);
-    c::pas.elem(0).set(&mut i, QP_BUF);
-    let o = t.ok(&i, 16);
-    let qpn = ifc::create_qp_out::qpn.get(&o) as u32;
+    let qpn = t.qp_with(0, pd, uar, cqn, QP_BUF, |i| ifc::create_qp_in::qpc::dbr_addr.set(i, QP_DBR));
     Side { t, qpn, key, cq_buf }
 }
 
