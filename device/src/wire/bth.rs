@@ -235,32 +235,9 @@ impl Opcode {
     }
 }
 
-/// A read/write view of a BTH at the start of a buffer.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+fixed_view!("BTH");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-    /// A view after checking the buffer holds a whole BTH.
-    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
-        let p = Packet::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < field::HEADER_LEN {
-            Err(Error::Truncated("BTH"))
-        } else {
-            Ok(())
-        }
-    }
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
     pub fn opcode(&self) -> Opcode {
         Opcode(self.buffer.as_ref()[field::OPCODE])
     }
@@ -293,9 +270,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
     pub fn psn(&self) -> u32 {
         rd24(self.buffer.as_ref(), field::PSN.start)
-    }
-    pub fn payload(&self) -> &[u8] {
-        &self.buffer.as_ref()[field::HEADER_LEN..]
     }
 }
 

@@ -2,42 +2,6 @@
 //! AtomicETH, AtomicAckETH, and the CNP body. Each is a module with a
 //! `field` module, a `Packet<T>` view and a `Repr`.
 
-/// The checked-view boilerplate shared by the fixed-size headers.
-macro_rules! fixed_view {
-    ($name:literal) => {
-        /// A view of the header at the start of a buffer.
-        #[derive(Debug, Clone)]
-        pub struct Packet<T: AsRef<[u8]>> {
-            buffer: T,
-        }
-
-        impl<T: AsRef<[u8]>> Packet<T> {
-            pub const fn new_unchecked(buffer: T) -> Packet<T> {
-                Packet { buffer }
-            }
-            pub fn new_checked(buffer: T) -> $crate::wire::Result<Packet<T>> {
-                let p = Packet::new_unchecked(buffer);
-                p.check_len()?;
-                Ok(p)
-            }
-            pub fn check_len(&self) -> $crate::wire::Result<()> {
-                if self.buffer.as_ref().len() < field::HEADER_LEN {
-                    Err($crate::wire::Error::Truncated($name))
-                } else {
-                    Ok(())
-                }
-            }
-            pub fn into_inner(self) -> T {
-                self.buffer
-            }
-            /// The bytes after this header.
-            pub fn payload(&self) -> &[u8] {
-                &self.buffer.as_ref()[field::HEADER_LEN..]
-            }
-        }
-    };
-}
-
 /// RDMA Extended Transport Header: VA, R_Key, DMA length.
 pub mod reth {
     use crate::wire::{rd32, rd64, wr32, wr64, Result};

@@ -7,6 +7,43 @@
 //! Every parser rejects short, truncated or inconsistent input with an
 //! [`Error`]; nothing here panics on input bytes.
 
+/// The checked-view boilerplate shared by the fixed-size headers (BTH and the
+/// extended transport headers).
+macro_rules! fixed_view {
+    ($name:literal) => {
+        /// A view of the header at the start of a buffer.
+        #[derive(Debug, Clone)]
+        pub struct Packet<T: AsRef<[u8]>> {
+            buffer: T,
+        }
+
+        impl<T: AsRef<[u8]>> Packet<T> {
+            pub const fn new_unchecked(buffer: T) -> Packet<T> {
+                Packet { buffer }
+            }
+            pub fn new_checked(buffer: T) -> $crate::wire::Result<Packet<T>> {
+                let p = Packet::new_unchecked(buffer);
+                p.check_len()?;
+                Ok(p)
+            }
+            pub fn check_len(&self) -> $crate::wire::Result<()> {
+                if self.buffer.as_ref().len() < field::HEADER_LEN {
+                    Err($crate::wire::Error::Truncated($name))
+                } else {
+                    Ok(())
+                }
+            }
+            pub fn into_inner(self) -> T {
+                self.buffer
+            }
+            /// The bytes after this header.
+            pub fn payload(&self) -> &[u8] {
+                &self.buffer.as_ref()[field::HEADER_LEN..]
+            }
+        }
+    };
+}
+
 pub mod bth;
 pub mod clock;
 pub mod counters;
