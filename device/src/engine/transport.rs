@@ -1468,17 +1468,24 @@ impl Engine {
             let Some(qp) = self.qps.get_mut(qpn) else { return Resp::Drop };
             let Some(r) = qp.rt.recv.take() else { return Resp::Drop };
             qp.rt.msn = qp.rt.msn.wrapping_add(1);
-            let mut c = Completion::new(r.wr.wr_id, qpn, WcOpcode::Recv, WcStatus::Success);
-            c.byte_len = r.off;
-            c.imm = h.immdt.map(|i| u32::from_be_bytes(i.imm));
-            c.invalidated_rkey = inv;
-            c.src_qp = qp.attrs.dest_qpn;
-            c.slid = meta.src.lid;
-            c.solicited = h.bth.solicited;
-            let cq = qp.recv_cq;
-            deliver(&mut self.cqs, &*self.rt.io.completions, cq, c);
+            self.complete_recv(qpn, meta, h, Completion::new(r.wr.wr_id, qpn, WcOpcode::Recv, WcStatus::Success), r.off, inv);
         }
         Resp::Ok { psns: 1 }
+    }
+
+    /// Fills in a connected QP's receive completion `c` (length, immediate,
+    /// invalidated key, the peer QP and LID, solicited) from the last packet's
+    /// headers and delivers it to the QP's receive CQ.
+    fn complete_recv(&mut self, qpn: u32, meta: &RxMeta, h: &Headers, mut c: Completion, byte_len: u32, inv: Option<u32>) {
+        let Some(qp) = self.qps.get(qpn) else { return };
+        c.byte_len = byte_len;
+        c.imm = h.immdt.map(|i| u32::from_be_bytes(i.imm));
+        c.invalidated_rkey = inv;
+        c.src_qp = qp.attrs.dest_qpn;
+        c.slid = meta.src.lid;
+        c.solicited = h.bth.solicited;
+        let cq = qp.recv_cq;
+        deliver(&mut self.cqs, &*self.rt.io.completions, cq, c);
     }
 
     fn resp_write(&mut self, qpn: u32, meta: &RxMeta, p: &RocePacket) -> Resp {
@@ -1527,15 +1534,7 @@ impl Engine {
             qp.rt.msn = qp.rt.msn.wrapping_add(1);
             if with_imm {
                 let Some((wr, _)) = self.take_recv(qpn) else { return Resp::Rnr };
-                let Some(qp) = self.qps.get_mut(qpn) else { return Resp::Drop };
-                let mut c = Completion::new(wr.wr_id, qpn, WcOpcode::RecvRdmaWithImm, WcStatus::Success);
-                c.byte_len = w.len;
-                c.imm = h.immdt.map(|i| u32::from_be_bytes(i.imm));
-                c.src_qp = qp.attrs.dest_qpn;
-                c.slid = meta.src.lid;
-                c.solicited = h.bth.solicited;
-                let cq = qp.recv_cq;
-                deliver(&mut self.cqs, &*self.rt.io.completions, cq, c);
+                self.complete_recv(qpn, meta, h, Completion::new(wr.wr_id, qpn, WcOpcode::RecvRdmaWithImm, WcStatus::Success), w.len, None);
             }
         }
         Resp::Ok { psns: 1 }
