@@ -15,6 +15,7 @@ use tracing::{debug, warn};
 use super::cqe::{self, op, syndrome, Cqe};
 use super::firmware::{buf_addr, Firmware};
 use super::ifc;
+use super::ud::SqHead;
 use super::wqe::{self, opcode, CtrlSeg, Payload};
 use crate::engine::verbs::{Completion, CompletionSink, Event, RecvWr, SendWr, Sge, UdDest, WcOpcode, WcStatus, WrOpcode};
 use crate::engine::{AddressVector, QpState, QpType};
@@ -215,21 +216,8 @@ impl Firmware {
             if ctx.sq_entries == 0 {
                 return;
             }
-            let Some(pc) = be32_at(&*self.mem, ctx.dbr_addr + 4) else { return };
-            let ci = ctx.sq_ci;
-            if ci == pc as u16 {
-                return;
-            }
+            let SqHead::Ready { ci, ctrl } = self.sq_head(qpn, ctx) else { return };
             let read = |fw: &Firmware, n: usize| fw.qps.get(&qpn).and_then(|ctx| fw.read_sq(ctx, ci, n));
-            let Some(first) = read(self, 1) else {
-                warn!(qpn, "SQ outside guest memory");
-                return;
-            };
-            let ctrl = CtrlSeg::parse(first[..16].try_into().expect("16 bytes"));
-            if ctrl.wqe_index != ci {
-                debug!(qpn, expected = ci, got = ctrl.wqe_index, "WQE index mismatch: stop at the doorbell");
-                return;
-            }
             let nbb = ctrl.wqebbs();
             let wr = match (nbb <= wqe::MAX_WQEBBS && ctrl.ds > 0).then(|| read(self, nbb)).flatten() {
                 Some(w) => self.decode_send(&w, &ctrl, ud),

@@ -42,6 +42,17 @@ fn be32_at(mem: &dyn crate::engine::GuestMemory, a: u64) -> Option<u32> {
     Some(u32::from_be_bytes(b))
 }
 
+/// What a QP's doorbell record announces at the head of its send queue.
+pub(crate) enum SqHead {
+    /// Nothing new, or the WQE at the consumer index is not (yet) the one the
+    /// doorbell announced: stop at the doorbell.
+    Empty,
+    /// The WQE at consumer index `ci` lies outside guest memory.
+    Unreadable { ci: u16 },
+    /// A WQE at consumer index `ci` with this control segment.
+    Ready { ci: u16, ctrl: CtrlSeg },
+}
+
 impl Firmware {
     fn sq_addr(ctx: &QpCtx, idx: u16) -> Option<u64> {
         if ctx.sq_entries == 0 {
@@ -57,6 +68,25 @@ impl Firmware {
         }
         let off = ((idx as u32 & (ctx.rq_entries - 1)) as u64) * ctx.rq_stride as u64;
         buf_addr(&ctx.pas, ctx.log_page_size, ctx.page_offset, off)
+    }
+
+    /// The next send WQE of QP `qpn`, as its doorbell record announces it.
+    pub(crate) fn sq_head(&self, qpn: u32, ctx: &QpCtx) -> SqHead {
+        let Some(pc) = be32_at(&*self.mem, ctx.dbr_addr + 4) else { return SqHead::Empty };
+        let ci = ctx.sq_ci;
+        if ci == pc as u16 {
+            return SqHead::Empty;
+        }
+        let Some(first) = self.read_sq(ctx, ci, 1) else {
+            warn!(qpn, "SQ outside guest memory");
+            return SqHead::Unreadable { ci };
+        };
+        let ctrl = CtrlSeg::parse(first[..16].try_into().expect("16 bytes"));
+        if ctrl.wqe_index != ci {
+            debug!(qpn, expected = ci, got = ctrl.wqe_index, "WQE index mismatch: stop at the doorbell");
+            return SqHead::Empty;
+        }
+        SqHead::Ready { ci, ctrl }
     }
 
     /// Copies `nbb` WQEBBs starting at SQ index `idx` (wrapping at the end of the SQ).
@@ -129,22 +159,14 @@ impl Firmware {
             if state != QpState::Rts {
                 return;
             }
-            let Some(pc) = be32_at(&*self.mem, ctx.dbr_addr + 4) else { return };
-            let pc = pc as u16;
-            let ci = ctx.sq_ci;
-            if ci == pc {
-                return;
-            }
-            let Some(first) = self.read_sq(ctx, ci, 1) else {
-                warn!(qpn, "SQ outside guest memory");
-                self.qp_error(qpn, ci, 0, syndrome::LOCAL_QP_OP_ERR, true);
-                return;
+            let (ci, ctrl) = match self.sq_head(qpn, ctx) {
+                SqHead::Empty => return,
+                SqHead::Unreadable { ci } => {
+                    self.qp_error(qpn, ci, 0, syndrome::LOCAL_QP_OP_ERR, true);
+                    return;
+                }
+                SqHead::Ready { ci, ctrl } => (ci, ctrl),
             };
-            let ctrl = CtrlSeg::parse(first[..16].try_into().expect("16 bytes"));
-            if ctrl.wqe_index != ci {
-                debug!(qpn, expected = ci, got = ctrl.wqe_index, "WQE index mismatch: stop at the doorbell");
-                return;
-            }
             let nbb = ctrl.wqebbs();
             let result = if nbb > wqe::MAX_WQEBBS || ctrl.ds == 0 {
                 Err(syndrome::LOCAL_QP_OP_ERR)
