@@ -67,7 +67,7 @@ pub fn verify(ph: &PseudoHeader, pkt: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::ip::{ipv4, udp};
+    use crate::wire::ip::udp;
     use std::net::Ipv4Addr;
 
     fn hex(s: &str) -> Vec<u8> {
@@ -112,16 +112,7 @@ mod tests {
     #[test]
     fn vector2_uc_send_only() {
         let ph = PseudoHeader {
-            ip: ipv4::Repr {
-                src: Ipv4Addr::new(192, 168, 0, 7),
-                dst: Ipv4Addr::new(192, 168, 0, 7),
-                tos: 1,
-                ident: 1144,
-                dont_frag: true,
-                ttl: 64,
-                protocol: 17,
-                payload_len: 44,
-            },
+            ip: crate::wire::ip::anchor_vector2_ipv4(),
             udp: udp::Repr { src_port: 49152, dst_port: 4791, payload_len: 36 },
         };
         let mut pkt = vec![0x24, 0x60, 0xff, 0xff, 0, 0, 0, 211, 0, 0, 0, 0];

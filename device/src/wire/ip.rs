@@ -295,6 +295,22 @@ impl PseudoHeader {
     }
 }
 
+/// The IPv4 header of the anchors doc's vector 2 (192.168.0.7 to itself,
+/// TOS 1, id 1144, DF, TTL 64, 44 payload bytes), for tests.
+#[cfg(test)]
+pub(crate) fn anchor_vector2_ipv4() -> ipv4::Repr {
+    ipv4::Repr {
+        src: Ipv4Addr::new(192, 168, 0, 7),
+        dst: Ipv4Addr::new(192, 168, 0, 7),
+        tos: 1,
+        ident: 1144,
+        dont_frag: true,
+        ttl: 64,
+        protocol: 17,
+        payload_len: 44,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,16 +318,7 @@ mod tests {
     #[test]
     fn anchors_vector_2_headers() {
         // IPv4 192.168.0.7 → itself, TOS 1, id 1144, DF, TTL 64, total 64, checksum 0xb4d5.
-        let ip = ipv4::Repr {
-            src: Ipv4Addr::new(192, 168, 0, 7),
-            dst: Ipv4Addr::new(192, 168, 0, 7),
-            tos: 1,
-            ident: 1144,
-            dont_frag: true,
-            ttl: 64,
-            protocol: 17,
-            payload_len: 44,
-        };
+        let ip = anchor_vector2_ipv4();
         let mut b = [0u8; 20];
         ip.emit(&mut b);
         let p = ipv4::Packet::new_unchecked(&b[..]);
