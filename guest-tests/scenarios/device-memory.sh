@@ -4,8 +4,7 @@
 # reads from it and fetch-and-adds a counter in it; guest 0 then checks the bytes (guest-tests/src/dm_test.c).
 . /usr/local/lib/vrnic-lib.sh
 G=$(vr_guest)
-[ -n "$(vr_ip)" ] || vr_fail "no out-of-band address (vrnic.net)"
-vr_mlx5_up 90 || { vr_dmesg "probe failed"; vr_fail "mlx5_0 not ACTIVE"; }
+vr_two_guests_up
 ibv_devinfo -d mlx5_0 -v | grep -E "hca_id|state|port_lid|device memory"
 if [ "$G" = 0 ]; then
   echo "=== dm_test server ==="

@@ -17,6 +17,11 @@ vr_mlx5_up() {
   echo "MLX5-UP-FAIL port 1 not ACTIVE after ${_lim} s (state '$_st', mlx5_0 $([ -e /sys/class/infiniband/mlx5_0 ] && echo present || echo absent))"
   return 1
 }
+# two-guest scenarios: this guest has its out-of-band address and mlx5_0 is ACTIVE, or the scenario fails
+vr_two_guests_up() {
+  [ -n "$(vr_ip)" ] || vr_fail "no out-of-band address (vrnic.net)"
+  vr_mlx5_up 90 || { vr_dmesg "probe failed"; vr_fail "mlx5_0 not ACTIVE"; }
+}
 # the whole kernel log between markers the harness scans
 vr_dmesg() { echo "=== dmesg ($1) ==="; dmesg; echo "=== end dmesg ==="; }
 # which drivers the PCI function and its auxiliary devices are bound to

@@ -6,8 +6,7 @@
 # loopback ibv_rc_pingpong -c on it. Guest 1 reports that it is still alive (its device is gone).
 . /usr/local/lib/vrnic-lib.sh
 G=$(vr_guest)
-[ -n "$(vr_ip)" ] || vr_fail "no out-of-band address (vrnic.net)"
-vr_mlx5_up 90 || { vr_dmesg "probe failed"; vr_fail "mlx5_0 not ACTIVE"; }
+vr_two_guests_up
 D="-d mlx5_0 -i 1 -F"
 if [ "$G" = 1 ]; then
   echo "PEERLOSS-SERVER-START g1"

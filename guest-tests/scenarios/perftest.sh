@@ -3,8 +3,7 @@
 # out-of-band TCP over 10.0.0.1 <-> 10.0.0.2), small iteration counts for TCG.
 . /usr/local/lib/vrnic-lib.sh
 G=$(vr_guest)
-[ -n "$(vr_ip)" ] || vr_fail "no out-of-band address (vrnic.net)"
-vr_mlx5_up 90 || { vr_dmesg "probe failed"; vr_fail "mlx5_0 not ACTIVE"; }
+vr_two_guests_up
 ibv_devinfo -d mlx5_0 | grep -E "hca_id|state|port_lid|active_mtu|link_layer"
 echo "PERFTEST-START g$G role=$([ "$G" = 0 ] && echo server || echo client)"
 D="-d mlx5_0 -i 1 -F"

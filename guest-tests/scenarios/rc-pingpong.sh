@@ -4,8 +4,7 @@
 # ibv_rc_pingpong with and without -e, 1 B .. 1 MiB, -c; ibv_uc_pingpong, ibv_ud_pingpong, ibv_srq_pingpong.
 . /usr/local/lib/vrnic-lib.sh
 G=$(vr_guest)
-[ -n "$(vr_ip)" ] || vr_fail "no out-of-band address (vrnic.net)"
-vr_mlx5_up 90 || { vr_dmesg "probe failed"; vr_fail "mlx5_0 not ACTIVE"; }
+vr_two_guests_up
 ibv_devinfo -d mlx5_0 | grep -E "hca_id|fw_ver|state|port_lid|active_mtu|link_layer"
 echo "PINGPONG-START g$G role=$([ "$G" = 0 ] && echo server || echo client)"
 vr_pingpong_set
