@@ -509,15 +509,15 @@ impl UdpShared {
         self.loopback.lock().map(|q| !q.is_empty()).unwrap_or(false)
     }
 
-    /// Delivers what is queued for loopback now; false if nothing was.
+    /// Delivers what is queued for loopback now; returns how many packets.
     /// The caller holds `drain`, which keeps deliveries in order.
-    fn deliver_loopback(&self, deliver: &mut dyn FnMut(&RxMeta, &[u8])) -> bool {
+    fn deliver_loopback(&self, deliver: &mut dyn FnMut(&RxMeta, &[u8])) -> usize {
         let local = std::mem::take(&mut *self.loopback.lock().unwrap_or_else(|e| e.into_inner()));
-        let any = !local.is_empty();
+        let n = local.len();
         for mut p in local {
             self.port.accept(self.port.local, &mut p, deliver);
         }
-        any
+        n
     }
 }
 
@@ -559,7 +559,7 @@ impl LoopbackPump {
         let mut deliver = |m: &RxMeta, b: &[u8]| handler.receive(m, b);
         // Bounded: a handler that keeps producing is left to the worker.
         for _ in 0..64 {
-            if !s.deliver_loopback(&mut deliver) {
+            if s.deliver_loopback(&mut deliver) == 0 {
                 break;
             }
         }
@@ -604,14 +604,7 @@ impl FabricPoller {
         }
         let Ok(_order) = s.drain.try_lock() else { return 0 };
         let mut deliver = |m: &RxMeta, b: &[u8]| handler.receive(m, b);
-        let mut n = 0;
-        if s.loopback_pending() {
-            let q = std::mem::take(&mut *s.loopback.lock().unwrap_or_else(|e| e.into_inner()));
-            n += q.len();
-            for mut p in q {
-                s.port.accept(s.port.local, &mut p, &mut deliver);
-            }
-        }
+        let mut n = s.deliver_loopback(&mut deliver);
         n += s.receive_burst(&mut |b| s.sock.recv_from(b), &mut self.buf, 64, &mut deliver);
         s.port.release_due(&mut |t, b| s.route(t, b), &mut deliver);
         if n > 0 {
