@@ -380,6 +380,18 @@ fn wire_qpn(qpn: u32, t: QpType) -> u32 {
     }
 }
 
+/// Builds and sends a packet without payload (ACK, NAK, atomic ACK),
+/// counting it for the QP and the engine.
+fn send_header_only(rt: &mut Runtime, qc: &mut QpCounters, h: &Headers, dest: &Dest) {
+    qc.tx_packets += 1;
+    rt.totals.tx_packets += 1;
+    if packet::build(h, 0, &mut rt.buf).is_ok() {
+        rt.io.packets.send(dest, &mut rt.buf);
+        rt.totals.tx_bytes += rt.buf.len() as u64;
+        qc.tx_bytes += rt.buf.len() as u64;
+    }
+}
+
 fn av_dest(av: &super::AddressVector) -> Dest {
     Dest { lid: av.dlid, gid: av.grh.then_some(av.dgid) }
 }
@@ -1129,13 +1141,7 @@ impl Engine {
             Syndrome::RnrNak { .. } => count!(self.rt, qp, rnr_nak_sent),
             Syndrome::Ack { .. } => {}
         }
-        count!(self.rt, qp, tx_packets);
-        let Runtime { io, buf, totals, .. } = &mut self.rt;
-        if packet::build(&h, 0, buf).is_ok() {
-            io.packets.send(&dest, buf);
-            totals.tx_bytes += buf.len() as u64;
-            qp.rt.counters.tx_bytes += buf.len() as u64;
-        }
+        send_header_only(&mut self.rt, &mut qp.rt.counters, &h, &dest);
     }
 
     /// Sends the coalesced ACKs (end of a receive burst).
@@ -1622,13 +1628,7 @@ impl Engine {
         h.aeth = Some(aeth::Repr { syndrome: Syndrome::Ack { credits: aeth::CREDITS_UNLIMITED }, msn: qp.rt.msn & psn::PSN_MASK });
         h.atomic_ack_eth = Some(atomic_ack_eth::Repr { orig });
         let dest = av_dest(&qp.attrs.av);
-        count!(self.rt, qp, tx_packets);
-        let Runtime { io, buf, totals, .. } = &mut self.rt;
-        if packet::build(&h, 0, buf).is_ok() {
-            io.packets.send(&dest, buf);
-            totals.tx_bytes += buf.len() as u64;
-            qp.rt.counters.tx_bytes += buf.len() as u64;
-        }
+        send_header_only(&mut self.rt, &mut qp.rt.counters, &h, &dest);
     }
 
     /// An RC request with a PSN already seen.
