@@ -558,12 +558,17 @@ impl LoopbackPump {
         };
         let mut deliver = |m: &RxMeta, b: &[u8]| handler.receive(m, b);
         // Bounded: a handler that keeps producing is left to the worker.
+        // When the queue runs dry the handler flushes what it coalesced
+        // (the responder's ACK): that loops back too, and is delivered
+        // here rather than by a worker woken for one packet.
         for _ in 0..64 {
             if s.deliver_loopback(&mut deliver) == 0 {
-                break;
+                handler.flush();
+                if !s.loopback_pending() {
+                    break;
+                }
             }
         }
-        handler.flush();
         if s.loopback_pending() {
             s.wake.notify_one();
         }
@@ -1095,6 +1100,59 @@ mod tests {
     /// Loopback traffic sent inside a pump is delivered, in order, before
     /// `run` returns, on the sending thread (unless the worker happened to
     /// be delivering at that moment; then the worker takes it).
+    /// A responder that coalesces: each request (PSN < 1000) owes an "ACK"
+    /// (PSN + 1000) to itself, sent on flush, as the engine does.
+    struct Acker {
+        rec: ThreadRec,
+        owed: Mutex<Vec<u32>>,
+        sink: std::sync::OnceLock<Arc<dyn PacketSink>>,
+    }
+    impl PacketHandler for Acker {
+        fn receive(&self, m: &RxMeta, pkt: &[u8]) {
+            self.rec.receive(m, pkt);
+            let psn = RocePacket::parse(pkt).map(|r| r.headers.bth.psn).unwrap_or(u32::MAX);
+            if psn < 1000 {
+                self.owed.lock().unwrap().push(psn + 1000);
+            }
+        }
+        fn flush(&self) {
+            self.rec.flush();
+            let owed = std::mem::take(&mut *self.owed.lock().unwrap());
+            for psn in owed {
+                self.sink.get().unwrap().send(&Dest { lid: 1, gid: None }, &mut send_only(9, psn, b"ack"));
+            }
+        }
+    }
+
+    /// What the handler sends when the pump flushes it (a coalesced ACK to
+    /// a local QP) is delivered by the pump as well, before `run` returns:
+    /// a loopback WRITE completes without waking the worker.
+    #[test]
+    #[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
+    fn loopback_pump_delivers_what_the_flush_sends() {
+        let clock = Arc::new(MonotonicClock::default());
+        let mut f = UdpFabric::bind(&udp_cfg(vec![], "::ffff:10.0.0.1"), 1, clock).unwrap();
+        let acker = Arc::new(Acker { rec: ThreadRec::default(), owed: Mutex::new(vec![]), sink: Default::default() });
+        let _ = acker.sink.set(f.sink());
+        f.start(acker.clone()).unwrap();
+        let pump = f.loopback_pump();
+        let sink = f.sink();
+        let me = std::thread::current().id();
+        let mut inline = 0;
+        for i in 0..40u32 {
+            pump.run(|| sink.send(&Dest { lid: 1, gid: None }, &mut send_only(9, i, b"req")));
+            let got = acker.rec.0.lock().unwrap().clone();
+            if got.len() == 2 * i as usize + 2 && got[got.len() - 2..] == [(me, i), (me, i + 1000)] {
+                inline += 1;
+            }
+            assert!(wait_for(|| acker.rec.0.lock().unwrap().len() == 2 * i as usize + 2));
+        }
+        let psns: Vec<u32> = acker.rec.0.lock().unwrap().iter().map(|(_, p)| *p).collect();
+        let want: Vec<u32> = (0..40).flat_map(|i| [i, i + 1000]).collect();
+        assert_eq!(psns, want, "each request, then its ACK");
+        assert!(inline >= 20, "only {inline} of 40 request+ACK rounds delivered inline");
+    }
+
     #[test]
     #[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
     fn loopback_pump_delivers_inline_and_in_order() {
