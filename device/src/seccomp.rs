@@ -116,7 +116,7 @@ mod sys {
         getpid => SYS_getpid, exit => SYS_exit, exit_group => SYS_exit_group, rt_sigreturn => SYS_rt_sigreturn,
         restart_syscall => SYS_restart_syscall, clone3 => SYS_clone3, openat => SYS_openat,
         mmap => SYS_mmap, mprotect => SYS_mprotect, clone => SYS_clone, prctl => SYS_prctl,
-        tgkill => SYS_tgkill, fallocate => SYS_fallocate,
+        tgkill => SYS_tgkill, fallocate => SYS_fallocate, pread64 => SYS_pread64,
     );
     #[cfg(target_arch = "x86_64")]
     nrs!(epoll_wait => SYS_epoll_wait);
@@ -135,6 +135,9 @@ pub fn allow_list(pid: u32) -> Vec<Allowed> {
     // eventfds (interrupts), the pcap file, the log on stderr. fds QEMU
     // passes are fstat'ed (statx), dup'ed (fcntl) and closed.
     v.extend(any!(write, close, accept4, recvmsg, sendmsg, recvfrom, sendto, statx));
+    // The spinners' look at /proc/loadavg (util::CpuPressure), opened
+    // before the filter and re-read in place.
+    v.extend(any!(pread64));
     let fcntl_cmds = [libc::F_DUPFD_CLOEXEC, libc::F_GETFD, libc::F_SETFD, libc::F_GETFL, libc::F_SETFL];
     v.push(Allowed { name: "fcntl", nr: sys::fcntl, rules: fcntl_cmds.iter().map(|&c| eq(1, c as u64)).collect() });
     // Memory: the allocator (brk, mmap, mremap for big reallocs, madvise

@@ -170,7 +170,9 @@ impl UarPoller {
         let kicked = Arc::new(AtomicBool::new(false));
         let kicks_taken = Arc::new(AtomicU64::new(0));
         let (s, p, sc, k, kt) = (stop.clone(), pages.clone(), scans.clone(), kicked.clone(), kicks_taken.clone());
-        let thread = crate::privs::spawn("vrnic-uar-poll", || (), move |()| poll_loop(&mem, &*sink, &s, &p, &sc, (&k, &kt), sched))
+        // Opened here, before the seccomp filter.
+        let pressure = crate::util::CpuPressure::new(Duration::from_millis(2));
+        let thread = crate::privs::spawn("vrnic-uar-poll", || (), move |()| poll_loop(&mem, &*sink, &s, &p, &sc, (&k, &kt), (sched, pressure)))
             .expect("spawn poller thread");
         UarPoller { stop, thread: Some(thread), pages, scans, kicked, kicks_taken }
     }
@@ -266,7 +268,7 @@ pub fn scan_page(mem: &SharedMem, uar: u64, sink: &dyn DoorbellSink) -> usize {
     n
 }
 
-fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages: &Mutex<Vec<u64>>, scans: &AtomicU64, (kicked, kicks_taken): (&AtomicBool, &AtomicU64), sched: Schedule) {
+fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages: &Mutex<Vec<u64>>, scans: &AtomicU64, (kicked, kicks_taken): (&AtomicBool, &AtomicU64), (sched, mut pressure): (Schedule, crate::util::CpuPressure)) {
     let mut last_hit = Instant::now();
     let mut nap = sched.first_nap;
     let mut local: Vec<u64> = Vec::new();
@@ -283,7 +285,9 @@ fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages:
             nap = sched.first_nap;
             continue;
         }
-        if last_hit.elapsed() < sched.spin {
+        // The spin window, unless the CPUs are all busy (the vCPUs): then
+        // a spin would only take a vCPU's CPU, and the naps start at once.
+        if last_hit.elapsed() < sched.spin && !pressure.busy() {
             std::hint::spin_loop();
             continue;
         }

@@ -44,8 +44,11 @@ pub struct ServerOptions {
 /// spin that runs out twice in a row stops spinning (the limit never goes
 /// below 16 µs while spinning), and every
 /// [`SpinPolicy::PROBE_EVERY`] messages a short probe checks again. So a
-/// guest whose doorbells come slowly (or whose vCPUs need the core this
-/// thread would spin on) is not charged for it.
+/// guest whose doorbells come slowly is not charged for it. A spin that
+/// finds its message can still be a loss: the message came from a vCPU on
+/// the other CPU while this thread held the CPU the answering vCPU needed;
+/// so the server does not spin at all while [`CpuPressure`](crate::util::CpuPressure)
+/// says every CPU is busy.
 #[derive(Debug, Clone)]
 pub struct SpinPolicy {
     max: Duration,
@@ -173,6 +176,9 @@ pub struct Server<D: VfioDevice> {
     negotiated: bool,
     /// Per-connection: the client's max_data_xfer_size.
     client_max_xfer: u32,
+    /// Whether the CPUs are all busy (no socket spin then); opened here,
+    /// before the seccomp filter.
+    pressure: crate::util::CpuPressure,
 }
 
 impl<D: VfioDevice> Server<D> {
@@ -196,6 +202,7 @@ impl<D: VfioDevice> Server<D> {
             stats: Arc::new(ServerStats::default()),
             negotiated: false,
             client_max_xfer: 1 << 20,
+            pressure: crate::util::CpuPressure::new(Duration::from_millis(2)),
         })
     }
 
@@ -237,7 +244,8 @@ impl<D: VfioDevice> Server<D> {
         let max_msg = self.opts.max_data_xfer_size as usize + 4096;
         let mut spin = SpinPolicy::new(Duration::from_micros(self.opts.spin_us as u64));
         loop {
-            if let Some(limit) = spin.limit() {
+            // No spinning while the vCPUs (or anything else) fill every CPU.
+            if let Some(limit) = spin.limit().filter(|_| !self.pressure.busy()) {
                 let found = crate::vfio::socket::wait_readable_spinning(stream, limit);
                 let c = if found.is_some() { &self.stats.spin_hits } else { &self.stats.spin_misses };
                 c.fetch_add(1, Ordering::Relaxed);
