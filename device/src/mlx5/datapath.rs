@@ -192,8 +192,8 @@ impl Firmware {
 
     fn refresh_qp_cqs(&mut self, qpn: u32) {
         let Some(qp) = self.engine.qps.get(qpn) else { return };
-        let cqs: Vec<u32> = [qp.send_cq, qp.recv_cq].into_iter().flatten().collect();
-        for c in cqs {
+        let (send, recv) = (qp.send_cq, qp.recv_cq);
+        for c in [send, recv].into_iter().flatten() {
             self.refresh_cq(c);
         }
     }

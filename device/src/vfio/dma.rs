@@ -301,13 +301,14 @@ impl DmaSpace {
             self.stats.faults.fetch_add(1, Ordering::Relaxed);
             return Err(DmaError::NotMapped { iova, len: len as u64 });
         };
-        let table = self.table.load_full();
+        let table = self.table.load();
         self.inflight.fetch_add(1, Ordering::Relaxed);
-        // Validate the whole range first so a failing access has no effect.
-        let mut plan: Vec<(*mut u8, usize, usize)> = Vec::with_capacity(1);
-        let mut at = iova;
-        let mut done = 0usize;
-        let res = (|| {
+        // Two walks over the same snapshot: the first validates the whole
+        // range so a failing access has no effect, the second copies (no
+        // allocation on this path: it runs for every descriptor and CQE).
+        let walk = |apply: &mut dyn FnMut(*mut u8, usize, usize)| -> Result<(), DmaError> {
+            let mut at = iova;
+            let mut done = 0usize;
             while at < end {
                 let m = table
                     .iter()
@@ -320,23 +321,22 @@ impl DmaSpace {
                 let off = (at - m.iova) as usize;
                 let n = ((m.end().min(end)) - at) as usize;
                 // SAFETY: off + n <= m.size == host.len, checked above.
-                plan.push((unsafe { host.ptr.add(off) }, n, done));
+                apply(unsafe { host.ptr.add(off) }, n, done);
                 at += n as u64;
                 done += n;
             }
             Ok(())
-        })();
-        if let Err(e) = res {
+        };
+        if let Err(e) = walk(&mut |_, _, _| {}) {
             self.inflight.fetch_sub(1, Ordering::Relaxed);
             self.stats.faults.fetch_add(1, Ordering::Relaxed);
             return Err(e);
         }
-        for (p, n, o) in plan {
-            f(p, n, o);
-        }
+        let res = walk(&mut f);
         self.inflight.fetch_sub(1, Ordering::Relaxed);
         drop(table);
-        Ok(())
+        debug_assert!(res.is_ok(), "the snapshot validated above cannot fail");
+        res
     }
 
     /// Copies guest memory at `iova` into `buf`.

@@ -436,6 +436,8 @@ struct UdpShared {
     port: Port,
     sock: UdpSocket,
     loopback: Mutex<VecDeque<Vec<u8>>>,
+    /// Delivered loopback packets' buffers, reused by the next sends.
+    spare: Mutex<Vec<Vec<u8>>>,
     /// Held by whoever delivers loopback packets (the worker or an inline
     /// [`LoopbackPump`]), so they are delivered in order.
     drain: Mutex<()>,
@@ -456,8 +458,11 @@ thread_local! {
 impl UdpShared {
     fn route(&self, tag: u32, bytes: &[u8]) {
         if tag == LOCAL {
+            let mut b = self.spare.lock().ok().and_then(|mut f| f.pop()).unwrap_or_default();
+            b.clear();
+            b.extend_from_slice(bytes);
             if let Ok(mut q) = self.loopback.lock() {
-                q.push_back(bytes.to_vec());
+                q.push_back(b);
             }
             if !INLINE.with(|c| c.get()) {
                 self.wake.notify_one();
@@ -516,6 +521,12 @@ impl UdpShared {
         let n = local.len();
         for mut p in local {
             self.port.accept(self.port.local, &mut p, deliver);
+            // The buffer goes back for the next loopback send (a few are kept).
+            if let Ok(mut f) = self.spare.lock() {
+                if f.len() < 64 {
+                    f.push(p);
+                }
+            }
         }
         n
     }
@@ -682,6 +693,7 @@ impl UdpFabric {
                 port,
                 sock,
                 loopback: Mutex::new(VecDeque::new()),
+                spare: Mutex::new(Vec::new()),
                 drain: Mutex::new(()),
                 handler: std::sync::OnceLock::new(),
                 wake: tokio::sync::Notify::new(),
