@@ -59,6 +59,15 @@ fn send_wr_id(c: &CtrlSeg) -> u64 {
     ((c.opcode as u64) << 32) | c.wqe_index as u64
 }
 
+/// A work request that completes, in order, with LOCAL_QP_OP_ERR (a WQE
+/// that cannot be fetched or decoded); the engine moves the QP to ERR.
+fn local_qp_op_err(wr_id: u64) -> SendWr {
+    let mut wr = SendWr::new(wr_id, WrOpcode::Send, Vec::new());
+    wr.local_error = Some(WcStatus::LocQpOpErr);
+    wr.signaled = true;
+    wr
+}
+
 fn status_syndrome(s: WcStatus) -> u8 {
     match s {
         WcStatus::Success => 0,
@@ -216,17 +225,27 @@ impl Firmware {
             if ctx.sq_entries == 0 {
                 return;
             }
-            let SqHead::Ready { ci, ctrl } = self.sq_head(qpn, ctx) else { return };
-            let read = |fw: &Firmware, n: usize| fw.qps.get(&qpn).and_then(|ctx| fw.read_sq(ctx, ci, n));
-            let nbb = ctrl.wqebbs();
-            let wr = match (nbb <= wqe::MAX_WQEBBS && ctrl.ds > 0).then(|| read(self, nbb)).flatten() {
-                Some(w) => self.decode_send(&w, &ctrl, ud),
-                None => {
-                    let mut wr = SendWr::new(send_wr_id(&ctrl), WrOpcode::Send, Vec::new());
-                    wr.local_error = Some(WcStatus::LocQpOpErr);
-                    wr.signaled = true;
-                    wr
+            let (ci, ctrl, first) = match self.sq_head(qpn, ctx) {
+                SqHead::Empty => return,
+                // A WQE fetch that faults is a local QP operation error, as
+                // on hardware: an error CQE for that slot and the QP to ERR.
+                SqHead::Unreadable { ci } => {
+                    let wr = local_qp_op_err(ci as u64);
+                    if let Some(ctx) = self.qps.get_mut(&qpn) {
+                        ctx.sq_ci = ci.wrapping_add(1);
+                    }
+                    if let Err(e) = self.engine.post_send(qpn, wr) {
+                        warn!(qpn, "post_send: {e}");
+                    }
+                    return;
                 }
+                SqHead::Ready { ci, ctrl, first } => (ci, ctrl, first),
+            };
+            let nbb = ctrl.wqebbs();
+            let w = (nbb <= wqe::MAX_WQEBBS && ctrl.ds > 0).then(|| self.sq_wqe(ctx, ci, nbb, first)).flatten();
+            let wr = match w {
+                Some(w) => self.decode_send(&w, &ctrl, ud),
+                None => local_qp_op_err(send_wr_id(&ctrl)),
             };
             if let Some(ctx) = self.qps.get_mut(&qpn) {
                 ctx.sq_ci = ci.wrapping_add(nbb as u16);
@@ -240,12 +259,7 @@ impl Firmware {
     /// A send WQE as an engine work request (decode errors become a WR
     /// that fails in order with LOCAL_QP_OP_ERR).
     fn decode_send(&self, w: &[u8], ctrl: &CtrlSeg, ud: bool) -> SendWr {
-        let bad = || {
-            let mut wr = SendWr::new(send_wr_id(ctrl), WrOpcode::Send, Vec::new());
-            wr.local_error = Some(WcStatus::LocQpOpErr);
-            wr.signaled = true;
-            wr
-        };
+        let bad = || local_qp_op_err(send_wr_id(ctrl));
         let op = match ctrl.opcode {
             opcode::SEND => WrOpcode::Send,
             opcode::SEND_IMM => WrOpcode::SendImm,

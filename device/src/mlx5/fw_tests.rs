@@ -594,6 +594,11 @@ const QP_DBR: u64 = 0x280000;
 const DATA: u64 = 0x300000;
 
 fn rc_side(lid: u16, net: &Arc<crate::wire::fabric::InProcNet>, index: usize) -> Side {
+    rc_side_at(lid, net, index, QP_BUF)
+}
+
+/// An RC side whose QP buffer (RQ, then SQ) is at `qp_buf`.
+fn rc_side_at(lid: u16, net: &Arc<crate::wire::fabric::InProcNet>, index: usize, qp_buf: u64) -> Side {
     use ifc::create_mkey_in::memory_key_mkey_entry as m;
     let mut t = Bench::new();
     t.fw.port.lid = lid;
@@ -611,7 +616,7 @@ fn rc_side(lid: u16, net: &Arc<crate::wire::fabric::InProcNet>, index: usize) ->
     let key = t.mkey(pd, &[m::lr, m::lw, m::rr, m::rw, m::a], 0x33);
     let cq_buf = 0x120000u64;
     let cqn = t.cq(uar, eqn, cq_buf);
-    let qpn = t.qp_with(0, pd, uar, cqn, QP_BUF, |i| ifc::create_qp_in::qpc::dbr_addr.set(i, QP_DBR));
+    let qpn = t.qp_with(0, pd, uar, cqn, qp_buf, |i| ifc::create_qp_in::qpc::dbr_addr.set(i, QP_DBR));
     Side { t, qpn, key, cq_buf }
 }
 
@@ -669,6 +674,31 @@ fn data_seg(len: u32, key: u32, addr: u64) -> [u8; 16] {
     d[4..8].copy_from_slice(&key.to_be_bytes());
     d[8..16].copy_from_slice(&addr.to_be_bytes());
     d
+}
+
+/// An RC QP whose SQ lies outside guest memory: the WQE fetch at the
+/// doorbell faults, the requester gets LOCAL_QP_OP_ERR for that slot and
+/// the QP goes to ERR (as QP0/QP1/UD QPs do), instead of stopping silently.
+#[test]
+fn sq_outside_guest_memory_is_a_local_qp_op_error() {
+    use super::cqe::{op, syndrome};
+    use crate::wire::fabric::{Endpoint, InProcNet};
+    let eps = [Endpoint::v4(1, std::net::Ipv4Addr::new(127, 0, 0, 1)), Endpoint::v4(2, std::net::Ipv4Addr::new(127, 0, 0, 2))];
+    let net = InProcNet::new(&eps, &[Default::default(), Default::default()], Arc::new(crate::wire::clock::MonotonicClock::default()));
+    let mut a = rc_side_at(1, &net, 0, 0x7f00_0000_0000);
+    let mut b = rc_side(2, &net, 1);
+    let (qa, qb) = (a.qpn, b.qpn);
+    connect(&mut a, qb, 2);
+    connect(&mut b, qa, 1);
+    a.t.mem.put(QP_DBR + 4, &1u32.to_be_bytes());
+    a.t.fw.send_doorbell(qa);
+    pump(&net, &mut a, &mut b);
+    let e = a.t.mem.get(a.cq_buf, 64);
+    assert_eq!((e[0x3f] >> 4, e[0x37]), (op::REQ_ERR, syndrome::LOCAL_QP_OP_ERR), "error CQE for the faulting fetch");
+    assert_eq!(u16::from_be_bytes([e[0x3c], e[0x3d]]), 0, "wqe_counter: the slot at the consumer index");
+    assert_eq!(a.t.fw.engine.qps.get(qa).unwrap().state, QpState::Err);
+    assert_eq!(a.t.mem.get(a.cq_buf + 64, 64)[0x3f], 0xf1, "one CQE, nothing more");
+    assert_eq!(b.t.mem.get(b.cq_buf, 64)[0x3f], 0xf1, "nothing reached the peer");
 }
 
 #[test]

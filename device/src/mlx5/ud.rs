@@ -49,8 +49,9 @@ pub(crate) enum SqHead {
     Empty,
     /// The WQE at consumer index `ci` lies outside guest memory.
     Unreadable { ci: u16 },
-    /// A WQE at consumer index `ci` with this control segment.
-    Ready { ci: u16, ctrl: CtrlSeg },
+    /// A WQE at consumer index `ci` with this control segment; `first` is
+    /// its first WQEBB as read (all of a one-WQEBB WQE).
+    Ready { ci: u16, ctrl: CtrlSeg, first: Vec<u8> },
 }
 
 impl Firmware {
@@ -86,7 +87,17 @@ impl Firmware {
             debug!(qpn, expected = ci, got = ctrl.wqe_index, "WQE index mismatch: stop at the doorbell");
             return SqHead::Empty;
         }
-        SqHead::Ready { ci, ctrl }
+        SqHead::Ready { ci, ctrl, first }
+    }
+
+    /// The whole WQE at the SQ head: `first` if it is one WQEBB, else all
+    /// `nbb` read again (a copy taken at one time, parsed as such).
+    pub(crate) fn sq_wqe(&self, ctx: &QpCtx, ci: u16, nbb: usize, first: Vec<u8>) -> Option<Vec<u8>> {
+        if nbb == 1 {
+            Some(first)
+        } else {
+            self.read_sq(ctx, ci, nbb)
+        }
     }
 
     /// Copies `nbb` WQEBBs starting at SQ index `idx` (wrapping at the end of the SQ).
@@ -159,19 +170,19 @@ impl Firmware {
             if state != QpState::Rts {
                 return;
             }
-            let (ci, ctrl) = match self.sq_head(qpn, ctx) {
+            let (ci, ctrl, first) = match self.sq_head(qpn, ctx) {
                 SqHead::Empty => return,
                 SqHead::Unreadable { ci } => {
                     self.qp_error(qpn, ci, 0, syndrome::LOCAL_QP_OP_ERR, true);
                     return;
                 }
-                SqHead::Ready { ci, ctrl } => (ci, ctrl),
+                SqHead::Ready { ci, ctrl, first } => (ci, ctrl, first),
             };
             let nbb = ctrl.wqebbs();
             let result = if nbb > wqe::MAX_WQEBBS || ctrl.ds == 0 {
                 Err(syndrome::LOCAL_QP_OP_ERR)
             } else {
-                match self.read_sq(ctx, ci, nbb) {
+                match self.sq_wqe(ctx, ci, nbb, first) {
                     None => Err(syndrome::LOCAL_QP_OP_ERR),
                     Some(w) => self.execute_ud_wqe(qpn, qp_type, pd, &w, &ctrl),
                 }
