@@ -344,6 +344,11 @@ fn deliver(cqs: &mut Table<Cq>, sink: &dyn CompletionSink, cqn: Option<u32>, c: 
     let Some(cqn) = cqn else { return };
     let Some(cq) = cqs.get_mut(cqn) else { return };
     if !cq.has_room() {
+        if let Some(c) = sink.consumer(cqn, cq.producer) {
+            cq.consumer = c;
+        }
+    }
+    if !cq.has_room() {
         if !cq.overrun {
             cq.overrun = true;
             sink.event(Event::CqError { cqn });

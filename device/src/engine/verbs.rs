@@ -211,6 +211,12 @@ pub trait CompletionSink: Send + Sync {
     /// Completion number `index` (the CQ's producer count) of CQ `cqn`.
     fn complete(&self, cqn: u32, index: u32, c: &Completion);
     fn event(&self, ev: Event);
+    /// The driver's consumer count of CQ `cqn` read now, as a full count
+    /// near `producer`; asked when the CQ looks full by the last known
+    /// count (the driver may have consumed since). None: not known.
+    fn consumer(&self, _cqn: u32, _producer: u32) -> Option<u32> {
+        None
+    }
 }
 
 /// A sink that drops everything (an engine not yet attached).

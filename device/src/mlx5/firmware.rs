@@ -232,7 +232,7 @@ impl Firmware {
     pub fn new(mem: Arc<dyn GuestMemory>, irqs: Arc<Interrupts>, port: PortConfig, limits: Limits) -> Firmware {
         let mut f = Firmware {
             engine: Engine::new(limits),
-            mem,
+            mem: mem.clone(),
             irqs,
             port,
             counters: Arc::new(PortCounters::default()),
@@ -251,7 +251,7 @@ impl Firmware {
             pages: Vec::new(),
             on_uar: None,
             trace: false,
-            pending: Arc::new(super::datapath::QueueSink::default()),
+            pending: Arc::new(super::datapath::QueueSink::new(mem.clone())),
             wire_counters: None,
             memic: None,
             memic_allocs: BTreeMap::new(),
@@ -274,6 +274,7 @@ impl Firmware {
         self.engine.reset();
         self.eqs.clear();
         self.cqs.clear();
+        self.pending.forget_cqs();
         self.srqs.clear();
         self.qps.clear();
         self.mkcs.clear();

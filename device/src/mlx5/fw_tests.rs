@@ -587,6 +587,7 @@ struct Side {
     qpn: u32,
     key: u32,
     cq_buf: u64,
+    cqn: u32,
 }
 
 const QP_BUF: u64 = 0x200000; // RQ: 16 x 16 B, then SQ: 16 x 64 B
@@ -617,7 +618,7 @@ fn rc_side_at(lid: u16, net: &Arc<crate::wire::fabric::InProcNet>, index: usize,
     let cq_buf = 0x120000u64;
     let cqn = t.cq(uar, eqn, cq_buf);
     let qpn = t.qp_with(0, pd, uar, cqn, qp_buf, |i| ifc::create_qp_in::qpc::dbr_addr.set(i, QP_DBR));
-    Side { t, qpn, key, cq_buf }
+    Side { t, qpn, key, cq_buf, cqn }
 }
 
 fn connect(s: &mut Side, peer_qpn: u32, peer_lid: u16) {
@@ -699,6 +700,47 @@ fn sq_outside_guest_memory_is_a_local_qp_op_error() {
     assert_eq!(a.t.fw.engine.qps.get(qa).unwrap().state, QpState::Err);
     assert_eq!(a.t.mem.get(a.cq_buf + 64, 64)[0x3f], 0xf1, "one CQE, nothing more");
     assert_eq!(b.t.mem.get(b.cq_buf, 64)[0x3f], 0xf1, "nothing reached the peer");
+}
+
+/// The device reads a CQ's consumer index from its doorbell record only
+/// when the CQ looks full by the last count it knows: 96 signaled WRITEs
+/// through a 64-entry CQ, the driver consuming after each batch of 16 and
+/// never ringing a CQ doorbell, complete without an overrun.
+#[test]
+fn a_full_looking_cq_reads_the_consumer_index() {
+    use super::cqe::op;
+    use crate::wire::fabric::{Endpoint, InProcNet};
+    let eps = [Endpoint::v4(1, std::net::Ipv4Addr::new(127, 0, 0, 1)), Endpoint::v4(2, std::net::Ipv4Addr::new(127, 0, 0, 2))];
+    let net = InProcNet::new(&eps, &[Default::default(), Default::default()], Arc::new(crate::wire::clock::MonotonicClock::default()));
+    let mut a = rc_side(1, &net, 0);
+    let mut b = rc_side(2, &net, 1);
+    let (qa, qb) = (a.qpn, b.qpn);
+    connect(&mut a, qb, 2);
+    connect(&mut b, qa, 1);
+    let sq = QP_BUF + 16 * 16;
+    let mut raddr = [0u8; 16];
+    raddr[0..8].copy_from_slice(&(DATA + 0x3000).to_be_bytes());
+    raddr[8..12].copy_from_slice(&b.key.to_be_bytes());
+    for batch in 0..6u32 {
+        for k in 0..16u32 {
+            let i = batch * 16 + k;
+            let slot = sq + (i as u64 % 16) * 64;
+            a.t.mem.put(slot, &ctrl_seg(super::wqe::opcode::RDMA_WRITE, i as u16, qa, 3));
+            a.t.mem.put(slot + 16, &raddr);
+            a.t.mem.put(slot + 32, &data_seg(8, a.key, DATA));
+        }
+        a.t.mem.put(QP_DBR + 4, &(batch * 16 + 16).to_be_bytes());
+        a.t.fw.send_doorbell(qa);
+        pump(&net, &mut a, &mut b);
+        // The driver polls the batch's CQEs and updates the record only.
+        a.t.mem.put(a.cq_buf + 0x1000, &(batch * 16 + 16).to_be_bytes());
+    }
+    let cq = a.t.fw.engine.cqs.get(a.cqn).unwrap();
+    assert!(!cq.overrun, "no overrun");
+    assert_eq!(cq.producer, 96);
+    let last = a.t.mem.get(a.cq_buf + 31 * 64, 64);
+    assert_eq!((last[0x3f] >> 4, u16::from_be_bytes([last[0x3c], last[0x3d]])), (op::REQ, 95), "completion 95 in slot 31");
+    assert_eq!(last[0x3f] & 1, 1, "its owner bit: the CQ's second pass");
 }
 
 #[test]

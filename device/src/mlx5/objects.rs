@@ -176,6 +176,7 @@ pub fn create_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         cq.max_count = c::cq_max_count.get(r.input) as u16;
     }
     fw.cqs.insert(cqn, CqCtx { cqc, pas, cqe_size, log_page_size, page_offset, dbr_addr, last_arm: None });
+    fw.pending.cq_dbr(cqn, Some(dbr_addr));
     let mut o = out(ifc::create_cq_out::SIZE);
     ifc::create_cq_out::cqn.set(&mut o, cqn as u64);
     Ok(o)
@@ -185,12 +186,14 @@ pub fn destroy_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let cqn = r.get(ifc::destroy_cq_in::cqn) as u32;
     eng!(fw.engine.destroy_cq(cqn))?;
     fw.cqs.remove(&cqn);
+    fw.pending.cq_dbr(cqn, None);
     Ok(out(ifc::destroy_cq_out::SIZE))
 }
 
 pub fn query_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     use ifc::query_cq_out::cq_context as c;
     let cqn = r.get(ifc::query_cq_in::cqn) as u32;
+    fw.refresh_cq(cqn);
     let ctx = fw.cqs.get(&cqn).ok_or(fail!(status::BAD_RES))?;
     let cq = fw.engine.cqs.get(cqn).ok_or(fail!(status::BAD_RES))?;
     let mut o = out(ifc::query_cq_out::SIZE);
@@ -235,6 +238,7 @@ pub fn modify_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             let page_offset = page_offset_bytes(c::page_offset.get(r.input), log_page_size);
             let npages = pages_for((ctx.cqe_size as u64) << log_size, log_page_size, page_offset);
             let pas = r.pas(ifc::modify_cq_in::pas, npages)?;
+            fw.refresh_cq(cqn);
             let cq = fw.engine.cqs.get_mut(cqn).ok_or(fail!(status::BAD_RES))?;
             if cq.producer.wrapping_sub(cq.consumer) > (1u32 << log_size) {
                 return Err(fail!(status::BAD_PARAM));

@@ -116,11 +116,7 @@ impl Firmware {
         let Some(cq) = self.engine.cqs.get_mut(cqn) else { return false };
         // The driver's consumer index lives in the CQ doorbell record.
         if let Some(ci) = be32_at(&*self.mem, ctx.dbr_addr) {
-            let ci = ci & 0x00ff_ffff;
-            cq.consumer = (cq.producer & !0x00ff_ffff) | ci;
-            if cq.consumer.wrapping_sub(cq.producer) < 0x0080_0000 && cq.consumer != cq.producer {
-                cq.consumer = cq.consumer.wrapping_sub(0x0100_0000);
-            }
+            cq.consumer = super::datapath::full_consumer(cq.producer, ci);
         }
         if !cq.has_room() {
             cq.overrun = true;
