@@ -314,6 +314,21 @@ fn msg_rate(d: &dyn Drive, count: u64, depth: u64) -> f64 {
     count as f64 / t.elapsed().as_secs_f64()
 }
 
+/// 8-byte FETCH_ADDs into B's memory, `count` of them, up to `depth` in
+/// flight (the QPs allow 16 outstanding, as ib_atomic_bw runs): ops/s.
+fn atomic_rate(d: &dyn Drive, count: u64, depth: u64) -> f64 {
+    let (a, b) = (d.a(), d.b());
+    let base = a.count.send.load(Ordering::Acquire);
+    let t = Instant::now();
+    for i in 0..count {
+        d.wait(&|| i - (a.count.send.load(Ordering::Acquire) - base) < depth);
+        let wr = SendWr { remote_addr: BASE + 4096, rkey: b.key, swap_add: 1, ..SendWr::new(i, WrOpcode::FetchAdd, vec![sge(a, BASE + 8192 + (i % 64) * 8, 8)]) };
+        a.eng.lock().post_send(a.qp, wr).unwrap();
+    }
+    d.wait(&|| a.count.send.load(Ordering::Acquire) - base == count);
+    count as f64 / t.elapsed().as_secs_f64()
+}
+
 /// SEND ping-pong of `size` bytes over UDP with each side's thread
 /// receiving run-to-completion (a [`FabricPoller`] each, spinning, like the
 /// device's doorbell poller): returns (p50, p99) round trip in µs.
@@ -493,6 +508,8 @@ fn report(name: &str, d: &dyn Drive, lat_iters: usize) {
     }
     let r = msg_rate(d, 200_000, 64);
     println!("{name:>10}  SEND 64 B message rate    {:8.3} M msg/s", r / 1e6);
+    let r = atomic_rate(d, 50_000, 128);
+    println!("{name:>10}  FETCH_ADD 8 B rate        {:8.3} M op/s (16 outstanding)", r / 1e6);
     let e = (d.a().count.errors.load(Ordering::Relaxed), d.b().count.errors.load(Ordering::Relaxed));
     assert_eq!(e, (0, 0), "error completions during the bench");
     let _ = d.a().cq;
