@@ -460,12 +460,10 @@ impl PacketHandler for FwHandler {
         fw.drain();
     }
 
+    /// Runs on every pass of the fabric worker: only the timers (a CQ's
+    /// consumer index is read when the CQ looks full, see QueueSink).
     fn poll(&self, _now_ns: u64) -> Option<u64> {
         let mut fw = self.fw();
-        let cqs: Vec<u32> = fw.engine.cqs.iter().map(|(n, _)| n).collect();
-        for c in cqs {
-            fw.refresh_cq(c);
-        }
         let next = fw.engine.poll_timers();
         fw.drain();
         next
