@@ -644,6 +644,20 @@ fn connect(s: &mut Side, peer_qpn: u32, peer_lid: u16) {
     s.t.ok(&i, 16);
 }
 
+/// Two connected RC sides (LIDs 1 and 2) on an in-process network; A's QP
+/// buffer at `a_qp_buf`.
+fn rc_pair(a_qp_buf: u64) -> (Arc<crate::wire::fabric::InProcNet>, Side, Side) {
+    use crate::wire::fabric::{Endpoint, InProcNet};
+    let eps = [Endpoint::v4(1, std::net::Ipv4Addr::new(127, 0, 0, 1)), Endpoint::v4(2, std::net::Ipv4Addr::new(127, 0, 0, 2))];
+    let net = InProcNet::new(&eps, &[Default::default(), Default::default()], Arc::new(crate::wire::clock::MonotonicClock::default()));
+    let mut a = rc_side_at(1, &net, 0, a_qp_buf);
+    let mut b = rc_side(2, &net, 1);
+    let (qa, qb) = (a.qpn, b.qpn);
+    connect(&mut a, qb, 2);
+    connect(&mut b, qa, 1);
+    (net, a, b)
+}
+
 /// Runs both firmwares' packet handlers until the network is quiet.
 fn pump(net: &crate::wire::fabric::InProcNet, a: &mut Side, b: &mut Side) {
     use super::datapath::FwHandler;
@@ -683,14 +697,8 @@ fn data_seg(len: u32, key: u32, addr: u64) -> [u8; 16] {
 #[test]
 fn sq_outside_guest_memory_is_a_local_qp_op_error() {
     use super::cqe::{op, syndrome};
-    use crate::wire::fabric::{Endpoint, InProcNet};
-    let eps = [Endpoint::v4(1, std::net::Ipv4Addr::new(127, 0, 0, 1)), Endpoint::v4(2, std::net::Ipv4Addr::new(127, 0, 0, 2))];
-    let net = InProcNet::new(&eps, &[Default::default(), Default::default()], Arc::new(crate::wire::clock::MonotonicClock::default()));
-    let mut a = rc_side_at(1, &net, 0, 0x7f00_0000_0000);
-    let mut b = rc_side(2, &net, 1);
-    let (qa, qb) = (a.qpn, b.qpn);
-    connect(&mut a, qb, 2);
-    connect(&mut b, qa, 1);
+    let (net, mut a, mut b) = rc_pair(0x7f00_0000_0000);
+    let qa = a.qpn;
     a.t.mem.put(QP_DBR + 4, &1u32.to_be_bytes());
     a.t.fw.send_doorbell(qa);
     pump(&net, &mut a, &mut b);
@@ -709,14 +717,8 @@ fn sq_outside_guest_memory_is_a_local_qp_op_error() {
 #[test]
 fn a_full_looking_cq_reads_the_consumer_index() {
     use super::cqe::op;
-    use crate::wire::fabric::{Endpoint, InProcNet};
-    let eps = [Endpoint::v4(1, std::net::Ipv4Addr::new(127, 0, 0, 1)), Endpoint::v4(2, std::net::Ipv4Addr::new(127, 0, 0, 2))];
-    let net = InProcNet::new(&eps, &[Default::default(), Default::default()], Arc::new(crate::wire::clock::MonotonicClock::default()));
-    let mut a = rc_side(1, &net, 0);
-    let mut b = rc_side(2, &net, 1);
-    let (qa, qb) = (a.qpn, b.qpn);
-    connect(&mut a, qb, 2);
-    connect(&mut b, qa, 1);
+    let (net, mut a, mut b) = rc_pair(QP_BUF);
+    let qa = a.qpn;
     let sq = QP_BUF + 16 * 16;
     let mut raddr = [0u8; 16];
     raddr[0..8].copy_from_slice(&(DATA + 0x3000).to_be_bytes());
@@ -746,14 +748,8 @@ fn a_full_looking_cq_reads_the_consumer_index() {
 #[test]
 fn rc_send_and_write_between_two_devices_through_wqes() {
     use super::cqe::op;
-    use crate::wire::fabric::{Endpoint, InProcNet};
-    let eps = [Endpoint::v4(1, std::net::Ipv4Addr::new(127, 0, 0, 1)), Endpoint::v4(2, std::net::Ipv4Addr::new(127, 0, 0, 2))];
-    let net = InProcNet::new(&eps, &[Default::default(), Default::default()], Arc::new(crate::wire::clock::MonotonicClock::default()));
-    let mut a = rc_side(1, &net, 0);
-    let mut b = rc_side(2, &net, 1);
+    let (net, mut a, mut b) = rc_pair(QP_BUF);
     let (qa, qb) = (a.qpn, b.qpn);
-    connect(&mut a, qb, 2);
-    connect(&mut b, qa, 1);
 
     // B posts one receive of 256 bytes (no doorbell: only the record).
     b.t.mem.put(QP_BUF, &data_seg(256, b.key, DATA + 0x1000));
