@@ -38,6 +38,10 @@ counters!(
     rx_malformed,
     /// Datagrams from an address not in the peer table.
     rx_unknown_peer,
+    /// Socket receive passes that found datagrams (received datagrams per
+    /// pass = how well the receiving thread's wake-ups are amortized).
+    rx_socket_passes,
+    rx_socket_datagrams,
     /// Sends to a LID/GID no peer has.
     tx_no_route,
     /// Socket errors on send (incl. a full socket buffer: the engine retransmits).

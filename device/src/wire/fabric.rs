@@ -507,6 +507,10 @@ impl UdpShared {
                 Err(_) => break,
             }
         }
+        if n > 0 {
+            bump(&port.counters.rx_socket_passes, 1);
+            bump(&port.counters.rx_socket_datagrams, n as u64);
+        }
         n
     }
 
@@ -1215,7 +1219,13 @@ mod tests {
             assert_eq!(r.payload, &[r.headers.bth.psn as u8; 1000][..]);
         }
         assert_eq!(RocePacket::parse(&ra.0.lock().unwrap()[0].1).unwrap().payload, b"self");
-        assert_eq!(b.counters().snapshot().rx_icrc_errors, 0);
+        let c = b.counters().snapshot();
+        assert_eq!(c.rx_icrc_errors, 0);
+        // The 50 datagrams came off the socket in 1..=50 receive passes;
+        // the looped-back one never touched a socket.
+        assert_eq!(c.rx_socket_datagrams, 50);
+        assert!((1..=50).contains(&c.rx_socket_passes), "{} passes", c.rx_socket_passes);
+        assert_eq!(a.counters().snapshot().rx_socket_datagrams, 0);
     }
 
     #[test]
