@@ -436,8 +436,7 @@ struct UdpShared {
     port: Port,
     sock: UdpSocket,
     loopback: Mutex<VecDeque<Vec<u8>>>,
-    /// Delivered loopback packets' buffers, reused by the next sends.
-    spare: Mutex<Vec<Vec<u8>>>,
+    spare: BufPool,
     /// Held by whoever delivers loopback packets (the worker or an inline
     /// [`LoopbackPump`]), so they are delivered in order.
     drain: Mutex<()>,
@@ -458,9 +457,7 @@ thread_local! {
 impl UdpShared {
     fn route(&self, tag: u32, bytes: &[u8]) {
         if tag == LOCAL {
-            let mut b = self.spare.lock().ok().and_then(|mut f| f.pop()).unwrap_or_default();
-            b.clear();
-            b.extend_from_slice(bytes);
+            let b = self.spare.copy_of(bytes);
             if let Ok(mut q) = self.loopback.lock() {
                 q.push_back(b);
             }
@@ -525,12 +522,7 @@ impl UdpShared {
         let n = local.len();
         for mut p in local {
             self.port.accept(self.port.local, &mut p, deliver);
-            // The buffer goes back for the next loopback send (a few are kept).
-            if let Ok(mut f) = self.spare.lock() {
-                if f.len() < 64 {
-                    f.push(p);
-                }
-            }
+            self.spare.give(p);
         }
         n
     }
@@ -697,7 +689,7 @@ impl UdpFabric {
                 port,
                 sock,
                 loopback: Mutex::new(VecDeque::new()),
-                spare: Mutex::new(Vec::new()),
+                spare: BufPool::new(64),
                 drain: Mutex::new(()),
                 handler: std::sync::OnceLock::new(),
                 wake: tokio::sync::Notify::new(),
@@ -857,8 +849,37 @@ async fn worker(shared: Arc<UdpShared>, sock: UdpSocket, clock: Arc<MonotonicClo
 pub struct InProcNet {
     ports: Vec<Port>,
     queue: Mutex<VecDeque<(usize, usize, Vec<u8>)>>,
-    /// Delivered packets' buffers, reused for the next sends.
+    free: BufPool,
+}
+
+/// Delivered packets' buffers, reused by the next sends that queue a copy
+/// (loopback, an in-process network); at most `keep` are kept.
+struct BufPool {
     free: Mutex<Vec<Vec<u8>>>,
+    keep: usize,
+}
+
+impl BufPool {
+    fn new(keep: usize) -> BufPool {
+        BufPool { free: Mutex::new(Vec::new()), keep }
+    }
+
+    /// A buffer (reused if one is free) holding a copy of `bytes`.
+    fn copy_of(&self, bytes: &[u8]) -> Vec<u8> {
+        let mut b = self.free.lock().ok().and_then(|mut f| f.pop()).unwrap_or_default();
+        b.clear();
+        b.extend_from_slice(bytes);
+        b
+    }
+
+    /// Takes back a delivered packet's buffer.
+    fn give(&self, b: Vec<u8>) {
+        if let Ok(mut f) = self.free.lock() {
+            if f.len() < self.keep {
+                f.push(b);
+            }
+        }
+    }
 }
 
 /// The sink of one port of an [`InProcNet`].
@@ -892,7 +913,7 @@ impl InProcNet {
                 p
             })
             .collect();
-        Arc::new(InProcNet { ports, queue: Mutex::new(VecDeque::new()), free: Mutex::new(Vec::new()) })
+        Arc::new(InProcNet { ports, queue: Mutex::new(VecDeque::new()), free: BufPool::new(256) })
     }
 
     pub fn sink(self: &Arc<Self>, index: usize) -> Arc<dyn PacketSink> {
@@ -905,9 +926,7 @@ impl InProcNet {
 
     fn route(&self, from: usize, tag: u32, bytes: &[u8]) {
         let to = if tag == LOCAL { from } else { self.ports[from].peers[tag as usize].index };
-        let mut b = self.free.lock().ok().and_then(|mut f| f.pop()).unwrap_or_default();
-        b.clear();
-        b.extend_from_slice(bytes);
+        let b = self.free.copy_of(bytes);
         if let Ok(mut q) = self.queue.lock() {
             q.push_back((to, from, b));
         }
@@ -939,11 +958,7 @@ impl InProcNet {
             if let Some(h) = handlers.get(to) {
                 self.ports[to].accept(src, &mut bytes, &mut |m, b| h.receive(m, b));
             }
-            if let Ok(mut f) = self.free.lock() {
-                if f.len() < 256 {
-                    f.push(bytes);
-                }
-            }
+            self.free.give(bytes);
             n += 1;
             if self.pending() == 0 {
                 for h in handlers {
@@ -1113,9 +1128,6 @@ mod tests {
         assert_ne!(rec.0.lock().unwrap()[20].0, me, "the worker receives once the poller is idle");
     }
 
-    /// Loopback traffic sent inside a pump is delivered, in order, before
-    /// `run` returns, on the sending thread (unless the worker happened to
-    /// be delivering at that moment; then the worker takes it).
     /// A responder that coalesces: each request (PSN < 1000) owes an "ACK"
     /// (PSN + 1000) to itself, sent on flush, as the engine does.
     struct Acker {
@@ -1169,6 +1181,9 @@ mod tests {
         assert!(inline >= 20, "only {inline} of 40 request+ACK rounds delivered inline");
     }
 
+    /// Loopback traffic sent inside a pump is delivered, in order, before
+    /// `run` returns, on the sending thread (unless the worker happened to
+    /// be delivering at that moment; then the worker takes it).
     #[test]
     #[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
     fn loopback_pump_delivers_inline_and_in_order() {
