@@ -63,7 +63,7 @@ impl QueueSink {
 
 /// The full consumer count for the 24-bit index `ci` of a CQ doorbell
 /// record, taken as at most 2^23 behind or equal to `producer`.
-pub fn full_consumer(producer: u32, ci: u32) -> u32 {
+fn full_consumer(producer: u32, ci: u32) -> u32 {
     let ci = ci & 0x00ff_ffff;
     let c = (producer & !0x00ff_ffff) | ci;
     if c.wrapping_sub(producer) < 0x0080_0000 && c != producer {
@@ -120,7 +120,7 @@ fn status_syndrome(s: WcStatus) -> u8 {
     }
 }
 
-fn be32_at(mem: &dyn crate::engine::GuestMemory, a: u64) -> Option<u32> {
+pub(crate) fn be32_at(mem: &dyn crate::engine::GuestMemory, a: u64) -> Option<u32> {
     let mut b = [0u8; 4];
     mem.read(a, &mut b).ok()?;
     Some(u32::from_be_bytes(b))
@@ -224,18 +224,9 @@ impl Firmware {
 
     /// Refreshes the consumer index of `cqn` from its doorbell record.
     pub fn refresh_cq(&mut self, cqn: u32) {
-        let Some(ctx) = self.cqs.get(&cqn) else { return };
-        let Some(ci) = be32_at(&*self.mem, ctx.dbr_addr) else { return };
-        if let Some(cq) = self.engine.cqs.get_mut(cqn) {
-            cq.consumer = full_consumer(cq.producer, ci);
-        }
-    }
-
-    fn refresh_qp_cqs(&mut self, qpn: u32) {
-        let Some(qp) = self.engine.qps.get(qpn) else { return };
-        let (send, recv) = (qp.send_cq, qp.recv_cq);
-        for c in [send, recv].into_iter().flatten() {
-            self.refresh_cq(c);
+        let Some(cq) = self.engine.cqs.get_mut(cqn) else { return };
+        if let Some(c) = self.pending.consumer(cqn, cq.producer) {
+            cq.consumer = c;
         }
     }
 
@@ -419,7 +410,6 @@ impl Firmware {
     /// After a QP entered ERR: queued work was flushed by the engine; WQEs
     /// still only in guest memory are handed over now and flush in order.
     pub fn engine_flush(&mut self, qpn: u32) {
-        self.refresh_qp_cqs(qpn);
         self.sync_sq(qpn);
         self.sync_recv(qpn);
         self.drain();

@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering;
 use tracing::{debug, warn};
 
 use super::cqe::{self, op, syndrome, Cqe};
+use super::datapath::be32_at;
 use super::firmware::{buf_addr, Firmware, QpCtx};
 use super::wqe::{self, opcode, CtrlSeg, Payload, WQEBB};
 use crate::engine::{Access, QpState, QpTransition, QpType};
@@ -34,12 +35,6 @@ pub struct Datagram {
     pub solicited: bool,
     pub imm: Option<u32>,
     pub data: Vec<u8>,
-}
-
-fn be32_at(mem: &dyn crate::engine::GuestMemory, a: u64) -> Option<u32> {
-    let mut b = [0u8; 4];
-    mem.read(a, &mut b).ok()?;
-    Some(u32::from_be_bytes(b))
 }
 
 /// What a QP's doorbell record announces at the head of its send queue.
@@ -112,12 +107,13 @@ impl Firmware {
 
     /// Writes a CQE to CQ `cqn` and raises a completion event if armed for it.
     pub fn post_cqe(&mut self, cqn: u32, c: &Cqe, solicited: bool) -> bool {
+        if self.engine.cqs.get(cqn).is_some_and(|cq| !cq.has_room()) {
+            // Full by the last known count: the driver may have consumed
+            // since (its index is in the CQ doorbell record).
+            self.refresh_cq(cqn);
+        }
         let Some(ctx) = self.cqs.get(&cqn) else { return false };
         let Some(cq) = self.engine.cqs.get_mut(cqn) else { return false };
-        // The driver's consumer index lives in the CQ doorbell record.
-        if let Some(ci) = be32_at(&*self.mem, ctx.dbr_addr) {
-            cq.consumer = super::datapath::full_consumer(cq.producer, ci);
-        }
         if !cq.has_room() {
             cq.overrun = true;
             warn!(cqn, "CQ overrun: completion dropped");
