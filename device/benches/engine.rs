@@ -285,48 +285,50 @@ fn pingpong(d: &dyn Drive, size: u32, iters: usize) -> (f64, f64) {
     (percentile(&mut rtts, 0.5), percentile(&mut rtts, 0.99))
 }
 
-/// RDMA WRITE of `size` bytes, `count` times, up to `depth` in flight: GB/s.
-fn write_bw(d: &dyn Drive, size: u32, count: u64, depth: u64) -> f64 {
-    let (a, b) = (d.a(), d.b());
+/// Posts `count` work requests on A with `post(i)`, keeping at most
+/// `depth` uncompleted, and waits for the last: seconds taken.
+fn pipelined(d: &dyn Drive, count: u64, depth: u64, post: impl Fn(u64)) -> f64 {
+    let a = d.a();
     let base = a.count.send.load(Ordering::Acquire);
     let t = Instant::now();
     for i in 0..count {
         d.wait(&|| i - (a.count.send.load(Ordering::Acquire) - base) < depth);
+        post(i);
+    }
+    d.wait(&|| a.count.send.load(Ordering::Acquire) - base == count);
+    t.elapsed().as_secs_f64()
+}
+
+/// RDMA WRITE of `size` bytes, `count` times, up to `depth` in flight: GB/s.
+fn write_bw(d: &dyn Drive, size: u32, count: u64, depth: u64) -> f64 {
+    let (a, b) = (d.a(), d.b());
+    let secs = pipelined(d, count, depth, |i| {
         let slot = (i % 16) * (2 << 20);
         let wr = SendWr { remote_addr: BASE + slot, rkey: b.key, ..SendWr::new(i, WrOpcode::Write, vec![sge(a, BASE + slot, size)]) };
         a.eng.lock().post_send(a.qp, wr).unwrap();
-    }
-    d.wait(&|| a.count.send.load(Ordering::Acquire) - base == count);
-    (size as u64 * count) as f64 / t.elapsed().as_secs_f64() / 1e9
+    });
+    (size as u64 * count) as f64 / secs / 1e9
 }
 
 /// 64-byte SENDs, `count` of them, up to `depth` in flight: messages/s.
 fn msg_rate(d: &dyn Drive, count: u64, depth: u64) -> f64 {
     let (a, b) = (d.a(), d.b());
-    let base = a.count.send.load(Ordering::Acquire);
-    let t = Instant::now();
-    for i in 0..count {
-        d.wait(&|| i - (a.count.send.load(Ordering::Acquire) - base) < depth);
+    let secs = pipelined(d, count, depth, |i| {
         b.eng.lock().post_recv(b.qp, RecvWr { wr_id: i, sgl: vec![sge(b, BASE, 64)] }).unwrap();
         a.eng.lock().post_send(a.qp, SendWr::new(i, WrOpcode::Send, vec![sge(a, BASE, 64)])).unwrap();
-    }
-    d.wait(&|| a.count.send.load(Ordering::Acquire) - base == count);
-    count as f64 / t.elapsed().as_secs_f64()
+    });
+    count as f64 / secs
 }
 
 /// 8-byte FETCH_ADDs into B's memory, `count` of them, up to `depth` in
 /// flight (the QPs allow 16 outstanding, as ib_atomic_bw runs): ops/s.
 fn atomic_rate(d: &dyn Drive, count: u64, depth: u64) -> f64 {
     let (a, b) = (d.a(), d.b());
-    let base = a.count.send.load(Ordering::Acquire);
-    let t = Instant::now();
-    for i in 0..count {
-        d.wait(&|| i - (a.count.send.load(Ordering::Acquire) - base) < depth);
+    let secs = pipelined(d, count, depth, |i| {
         let wr = SendWr { remote_addr: BASE + 4096, rkey: b.key, swap_add: 1, ..SendWr::new(i, WrOpcode::FetchAdd, vec![sge(a, BASE + 8192 + (i % 64) * 8, 8)]) };
         a.eng.lock().post_send(a.qp, wr).unwrap();
-    }
-    d.wait(&|| a.count.send.load(Ordering::Acquire) - base == count);
-    count as f64 / t.elapsed().as_secs_f64()
+    });
+    count as f64 / secs
 }
 
 /// SEND ping-pong of `size` bytes over UDP with each side's thread
