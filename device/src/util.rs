@@ -291,6 +291,13 @@ pub struct CpuPressure {
     busy: bool,
 }
 
+impl Default for CpuPressure {
+    /// Sampled every 2 ms (a spinner asks before every spin).
+    fn default() -> CpuPressure {
+        CpuPressure::new(std::time::Duration::from_millis(2))
+    }
+}
+
 impl CpuPressure {
     pub fn new(period: std::time::Duration) -> CpuPressure {
         let cpus = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1);

@@ -171,7 +171,7 @@ impl UarPoller {
         let kicks_taken = Arc::new(AtomicU64::new(0));
         let (s, p, sc, k, kt) = (stop.clone(), pages.clone(), scans.clone(), kicked.clone(), kicks_taken.clone());
         // Opened here, before the seccomp filter.
-        let pressure = crate::util::CpuPressure::new(Duration::from_millis(2));
+        let pressure = crate::util::CpuPressure::default();
         let thread = crate::privs::spawn("vrnic-uar-poll", || (), move |()| poll_loop(&mem, &*sink, &s, &p, &sc, (&k, &kt), (sched, pressure)))
             .expect("spawn poller thread");
         UarPoller { stop, thread: Some(thread), pages, scans, kicked, kicks_taken }

@@ -202,7 +202,7 @@ impl<D: VfioDevice> Server<D> {
             stats: Arc::new(ServerStats::default()),
             negotiated: false,
             client_max_xfer: 1 << 20,
-            pressure: crate::util::CpuPressure::new(Duration::from_millis(2)),
+            pressure: crate::util::CpuPressure::default(),
         })
     }
 
