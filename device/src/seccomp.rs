@@ -107,7 +107,7 @@ mod sys {
     }
     nrs!(
         write => SYS_write, close => SYS_close, accept4 => SYS_accept4, recvmsg => SYS_recvmsg,
-        sendmsg => SYS_sendmsg, recvfrom => SYS_recvfrom, sendto => SYS_sendto, statx => SYS_statx,
+        sendmsg => SYS_sendmsg, recvfrom => SYS_recvfrom, sendto => SYS_sendto, sendmmsg => SYS_sendmmsg, statx => SYS_statx,
         fcntl => SYS_fcntl, munmap => SYS_munmap, mremap => SYS_mremap, brk => SYS_brk, madvise => SYS_madvise,
         futex => SYS_futex, clock_nanosleep => SYS_clock_nanosleep, clock_gettime => SYS_clock_gettime,
         gettimeofday => SYS_gettimeofday, epoll_ctl => SYS_epoll_ctl, getrandom => SYS_getrandom, rseq => SYS_rseq,
@@ -131,10 +131,10 @@ pub fn allow_list(pid: u32) -> Vec<Allowed> {
     let mut v: Vec<Allowed> = Vec::new();
     // Sockets it already has: the vfio-user socket (accept, messages with
     // SCM_RIGHTS fds, replies, one with the BAR fd), the UDP fabric
-    // (recvfrom/sendto), the control socket and its connections. Writes:
+    // (recvfrom/sendto, sendmmsg for a batch), the control socket and its connections. Writes:
     // eventfds (interrupts), the pcap file, the log on stderr. fds QEMU
     // passes are fstat'ed (statx), dup'ed (fcntl) and closed.
-    v.extend(any!(write, close, accept4, recvmsg, sendmsg, recvfrom, sendto, statx));
+    v.extend(any!(write, close, accept4, recvmsg, sendmsg, recvfrom, sendto, sendmmsg, statx));
     // The spinners' look at /proc/loadavg (util::CpuPressure), opened
     // before the filter and re-read in place.
     v.extend(any!(pread64));

@@ -42,6 +42,13 @@ counters!(
     /// pass = how well the receiving thread's wake-ups are amortized).
     rx_socket_passes,
     rx_socket_datagrams,
+    /// Socket reads that returned data: a GRO read carries a run of
+    /// datagrams (datagrams per read = how much GSO/GRO saved).
+    rx_socket_reads,
+    /// Socket send calls (sendto, or one sendmmsg for a pass's batch) and
+    /// the datagrams they carried.
+    tx_socket_calls,
+    tx_socket_datagrams,
     /// Sends to a LID/GID no peer has.
     tx_no_route,
     /// Socket errors on send (incl. a full socket buffer: the engine retransmits).

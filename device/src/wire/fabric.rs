@@ -429,8 +429,77 @@ impl Port {
     }
 }
 
-/// Reads one datagram without blocking: (length, sender).
-type RecvOne<'a> = dyn FnMut(&mut [u8]) -> io::Result<(usize, SocketAddr)> + 'a;
+/// Reads one datagram, or one GRO aggregate of equal-sized datagrams from
+/// one sender, without blocking: (length, sender, segment size; the last
+/// segment may be shorter).
+type RecvOne<'a> = dyn FnMut(&mut [u8]) -> io::Result<(usize, SocketAddr, usize)> + 'a;
+
+/// `SOL_UDP` options (linux/udp.h): send one buffer as equal-sized
+/// datagrams (GSO), receive such runs as one buffer (GRO).
+const UDP_SEGMENT: libc::c_int = 103;
+const UDP_GRO: libc::c_int = 104;
+
+/// Receives what [`RecvOne`] describes from a non-blocking UDP socket.
+fn recv_gro(fd: i32, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, usize)> {
+    // SAFETY: sockaddr_storage is plain data; all-zero is a valid value.
+    let mut from: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut ctl = [0u64; 8];
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+    // SAFETY: msghdr is plain data; all-zero is a valid value.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = (&mut from as *mut libc::sockaddr_storage).cast();
+    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&ctl);
+    // SAFETY: every pointer in msg refers to a live local or to `buf`, with
+    // its true length; the kernel writes within them.
+    let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let n = n as usize;
+    let mut seg = n;
+    // SAFETY: the CMSG_* walk stays inside msg_control/msg_controllen,
+    // which the kernel filled; the UDP_GRO payload is one int.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == UDP_GRO {
+                let v = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::c_int);
+                if v > 0 {
+                    seg = v as usize;
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    let addr = sockaddr_to(&from).ok_or_else(|| io::Error::other("sender address family"))?;
+    Ok((n, addr, seg.max(1)))
+}
+
+/// The socket address the kernel wrote, if IPv4 or IPv6.
+fn sockaddr_to(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match ss.ss_family as libc::c_int {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in.
+            let a: libc::sockaddr_in = unsafe { std::ptr::read((ss as *const libc::sockaddr_storage).cast()) };
+            Some(SocketAddr::from((Ipv4Addr::from(a.sin_addr.s_addr.to_ne_bytes()), u16::from_be(a.sin_port))))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says the storage holds a sockaddr_in6.
+            let a: libc::sockaddr_in6 = unsafe { std::ptr::read((ss as *const libc::sockaddr_storage).cast()) };
+            Some(SocketAddr::V6(std::net::SocketAddrV6::new(
+                Ipv6Addr::from(a.sin6_addr.s6_addr),
+                u16::from_be(a.sin6_port),
+                a.sin6_flowinfo,
+                a.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}
 
 struct UdpShared {
     port: Port,
@@ -446,6 +515,8 @@ struct UdpShared {
     /// Active [`FabricPoller`]s: while any is active, the worker takes the
     /// socket out of its epoll set and receiving is left to the pollers.
     polling: AtomicUsize,
+    /// Datagrams a batching thread has not sent yet (see `batched`).
+    tx: Mutex<TxQueue>,
 }
 
 thread_local! {
@@ -470,10 +541,246 @@ impl UdpShared {
             bump(&self.port.counters.tx_no_route, 1);
             return;
         };
-        if self.sock.send_to(bytes, addr).is_err() {
-            bump(&self.port.counters.tx_errors, 1);
+        // One queue, sent in order by whoever flushes: a datagram never
+        // overtakes one another thread batched before it.
+        let mut tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        let batching = TX_BATCH.with(|c| c.get()) == self.id();
+        if tx.is_empty() && !batching {
+            drop(tx);
+            let c = &self.port.counters;
+            bump(&c.tx_socket_calls, 1);
+            bump(&c.tx_socket_datagrams, 1);
+            if self.sock.send_to(bytes, addr).is_err() {
+                bump(&c.tx_errors, 1);
+            }
+            return;
+        }
+        tx.push(addr, self.spare.copy_of(bytes));
+        if !batching || tx.len() >= TX_BATCH_MAX {
+            tx.send(&self.sock, &self.port.counters, &self.spare);
         }
     }
+
+    fn id(&self) -> usize {
+        self as *const UdpShared as usize
+    }
+
+    /// Runs `body` with this thread's sends to peers gathered and sent
+    /// together (one `sendmmsg`) when it returns: a receive pass's
+    /// responses and ACKs, a doorbell's packets. Nested calls join the
+    /// outer batch.
+    fn batched<R>(&self, body: impl FnOnce() -> R) -> R {
+        let outer = TX_BATCH.with(|c| c.replace(self.id()));
+        let r = body();
+        TX_BATCH.with(|c| c.set(outer));
+        if outer != self.id() {
+            let mut tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+            if !tx.is_empty() {
+                tx.send(&self.sock, &self.port.counters, &self.spare);
+            }
+        }
+        r
+    }
+}
+
+thread_local! {
+    /// The [`UdpShared`] (by address) whose sends this thread is batching.
+    static TX_BATCH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Most datagrams one `sendmmsg` carries; a batch that reaches it is sent.
+const TX_BATCH_MAX: usize = 64;
+
+/// Datagrams waiting for one `sendmmsg`, with the scratch it needs.
+/// Consecutive datagrams to one peer of one size (the last may be shorter)
+/// go as one GSO message (`UDP_SEGMENT`): the kernel's UDP/IP path is then
+/// crossed once for the run, and a receiver with GRO gets it in one read.
+struct TxQueue {
+    pkts: Vec<(SocketAddr, Vec<u8>)>,
+    addrs: Vec<libc::sockaddr_storage>,
+    iovs: Vec<libc::iovec>,
+    ctls: Vec<[u64; 3]>,
+    hdrs: Vec<libc::mmsghdr>,
+    /// Per message: its first datagram and how many it carries.
+    msgs: Vec<(usize, usize)>,
+    /// GSO only for segments below this size (a path whose MTU refused a
+    /// GSO segment lowers it; the datagrams then go one by one).
+    gso_below: usize,
+}
+
+impl Default for TxQueue {
+    fn default() -> TxQueue {
+        TxQueue {
+            pkts: Vec::new(),
+            addrs: Vec::new(),
+            iovs: Vec::new(),
+            ctls: Vec::new(),
+            hdrs: Vec::new(),
+            msgs: Vec::new(),
+            gso_below: usize::MAX,
+        }
+    }
+}
+
+// SAFETY: the raw pointers in `iovs`/`hdrs` are scratch, rebuilt from
+// `pkts`/`addrs`/`ctls` by every send and never dereferenced outside it.
+unsafe impl Send for TxQueue {}
+
+/// Most datagrams and bytes one GSO message carries.
+const GSO_MAX_SEGS: usize = 64;
+const GSO_MAX_BYTES: usize = 65000;
+
+impl TxQueue {
+    fn is_empty(&self) -> bool {
+        self.pkts.is_empty()
+    }
+
+    fn len(&self) -> usize {
+        self.pkts.len()
+    }
+
+    fn push(&mut self, addr: SocketAddr, bytes: Vec<u8>) {
+        self.pkts.push((addr, bytes));
+    }
+
+    /// Splits the queue into messages: GSO runs and single datagrams.
+    fn plan(&mut self) {
+        self.msgs.clear();
+        let n = self.pkts.len();
+        let mut i = 0;
+        while i < n {
+            let (addr, seg) = (self.pkts[i].0, self.pkts[i].1.len());
+            let mut j = i + 1;
+            let mut bytes = seg;
+            if seg > 0 && seg < self.gso_below {
+                while j < n && j - i < GSO_MAX_SEGS && self.pkts[j].0 == addr {
+                    let l = self.pkts[j].1.len();
+                    if l == 0 || l > seg || bytes + l > GSO_MAX_BYTES {
+                        break;
+                    }
+                    bytes += l;
+                    j += 1;
+                    if l < seg {
+                        break; // a shorter one ends the run
+                    }
+                }
+            }
+            self.msgs.push((i, j - i));
+            i = j;
+        }
+    }
+
+    /// Sends everything queued, in order, and recycles the buffers.
+    fn send(&mut self, sock: &UdpSocket, c: &PortCounters, spare: &BufPool) {
+        self.plan();
+        self.addrs.clear();
+        self.iovs.clear();
+        self.ctls.clear();
+        self.hdrs.clear();
+        for (_, bytes) in &self.pkts {
+            self.iovs.push(libc::iovec { iov_base: bytes.as_ptr() as *mut libc::c_void, iov_len: bytes.len() });
+        }
+        for &(first, _) in &self.msgs {
+            self.addrs.push(sockaddr_of(&self.pkts[first].0));
+            self.ctls.push([0u64; 3]);
+        }
+        for (m, &(first, count)) in self.msgs.iter().enumerate() {
+            let addr_len = match self.pkts[first].0 {
+                SocketAddr::V4(_) => std::mem::size_of::<libc::sockaddr_in>(),
+                SocketAddr::V6(_) => std::mem::size_of::<libc::sockaddr_in6>(),
+            };
+            // SAFETY: mmsghdr is plain data; all-zero is a valid value.
+            let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            h.msg_hdr.msg_name = (&mut self.addrs[m] as *mut libc::sockaddr_storage).cast();
+            h.msg_hdr.msg_namelen = addr_len as libc::socklen_t;
+            h.msg_hdr.msg_iov = &mut self.iovs[first];
+            h.msg_hdr.msg_iovlen = count;
+            if count > 1 {
+                let seg = self.pkts[first].1.len() as u16;
+                let ctl = &mut self.ctls[m];
+                h.msg_hdr.msg_control = ctl.as_mut_ptr().cast();
+                // SAFETY: CMSG_SPACE/CMSG_LEN are arithmetic; the header and
+                // its u16 fit the 24 aligned bytes of `ctl` (CMSG_SPACE(2)),
+                // which CMSG_FIRSTHDR returns the start of.
+                unsafe {
+                    h.msg_hdr.msg_controllen = libc::CMSG_SPACE(2) as usize;
+                    let cm = libc::CMSG_FIRSTHDR(&h.msg_hdr);
+                    (*cm).cmsg_level = libc::SOL_UDP;
+                    (*cm).cmsg_type = UDP_SEGMENT;
+                    (*cm).cmsg_len = libc::CMSG_LEN(2) as usize;
+                    std::ptr::write_unaligned(libc::CMSG_DATA(cm) as *mut u16, seg);
+                }
+            }
+            self.hdrs.push(h);
+        }
+        let total = self.msgs.len();
+        let mut done = 0;
+        while done < total {
+            // SAFETY: hdrs[done..] point into addrs/iovs/ctls and the packet
+            // buffers, which live and stay unmoved for the call; the kernel
+            // only reads them and writes each msg_len.
+            let r = unsafe { libc::sendmmsg(sock.as_raw_fd(), self.hdrs[done..].as_mut_ptr(), (total - done) as libc::c_uint, 0) };
+            bump(&c.tx_socket_calls, 1);
+            if r > 0 {
+                let sent: usize = self.msgs[done..done + r as usize].iter().map(|m| m.1).sum();
+                bump(&c.tx_socket_datagrams, sent as u64);
+                done += r as usize;
+                continue;
+            }
+            let err = io::Error::last_os_error();
+            let (first, count) = self.msgs[done];
+            done += 1;
+            if count > 1 && err.raw_os_error() == Some(libc::EINVAL) {
+                // The path refused this segment size (MTU) for GSO: these go
+                // one by one, and so will runs this size or larger.
+                self.gso_below = self.gso_below.min(self.pkts[first].1.len());
+                for (addr, bytes) in &self.pkts[first..first + count] {
+                    bump(&c.tx_socket_calls, 1);
+                    match sock.send_to(bytes, addr) {
+                        Ok(_) => bump(&c.tx_socket_datagrams, 1),
+                        Err(_) => bump(&c.tx_errors, 1),
+                    }
+                }
+                continue;
+            }
+            // The message failed (full buffer, unreachable peer): lost, as
+            // with sendto; the engine retransmits.
+            bump(&c.tx_errors, count as u64);
+        }
+        for (_, b) in self.pkts.drain(..) {
+            spare.give(b);
+        }
+    }
+}
+
+/// The socket address `addr` in the kernel's layout.
+fn sockaddr_of(addr: &SocketAddr) -> libc::sockaddr_storage {
+    // SAFETY: sockaddr_storage is plain data; all-zero is a valid value.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
+            unsafe { std::ptr::write((&mut ss as *mut libc::sockaddr_storage).cast(), sin) };
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr { s6_addr: a.ip().octets() },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in6.
+            unsafe { std::ptr::write((&mut ss as *mut libc::sockaddr_storage).cast(), sin6) };
+        }
+    }
+    ss
 }
 
 impl UdpShared {
@@ -490,16 +797,24 @@ impl UdpShared {
     ) -> usize {
         let port = &self.port;
         let mut n = 0;
+        let mut reads = 0;
         while n < burst {
             match recv(buf) {
-                Ok((len, from)) => {
-                    n += 1;
+                Ok((len, from, seg)) => {
+                    let len = len.min(buf.len());
+                    let segs = len.div_ceil(seg).max(1);
+                    n += segs;
+                    reads += 1;
                     // Isolation: only configured peers reach the engine.
                     let Some(src) = port.peer_by_udp(&from).map(|p| p.ep) else {
-                        bump(&port.counters.rx_unknown_peer, 1);
+                        bump(&port.counters.rx_unknown_peer, segs as u64);
                         continue;
                     };
-                    port.accept(src, &mut buf[..len], deliver);
+                    // A GRO aggregate: datagrams of `seg` bytes, the last
+                    // one possibly shorter.
+                    for chunk in buf[..len].chunks_mut(seg) {
+                        port.accept(src, chunk, deliver);
+                    }
                 }
                 Err(_) => break,
             }
@@ -507,6 +822,7 @@ impl UdpShared {
         if n > 0 {
             bump(&port.counters.rx_socket_passes, 1);
             bump(&port.counters.rx_socket_datagrams, n as u64);
+            bump(&port.counters.rx_socket_reads, reads);
         }
         n
     }
@@ -542,14 +858,18 @@ impl PacketSink for UdpShared {
 pub struct LoopbackPump(Arc<UdpShared>);
 
 impl LoopbackPump {
+    /// Runs `body` (a doorbell), then delivers what it looped back; what
+    /// it sends to peers leaves in one batch at the end.
     pub fn run<R>(&self, body: impl FnOnce() -> R) -> R {
-        let outer = INLINE.with(|c| c.replace(true));
-        let r = body();
-        if !outer {
-            self.drain();
-            INLINE.with(|c| c.set(false));
-        }
-        r
+        self.0.batched(|| {
+            let outer = INLINE.with(|c| c.replace(true));
+            let r = body();
+            if !outer {
+                self.drain();
+                INLINE.with(|c| c.set(false));
+            }
+            r
+        })
     }
 
     fn drain(&self) {
@@ -603,6 +923,11 @@ impl FabricPoller {
     /// Delivers what has arrived; never blocks. Returns the number of
     /// packets taken (0: nothing waiting, or the worker is delivering).
     pub fn poll(&mut self) -> usize {
+        let shared = self.shared.clone();
+        shared.batched(|| self.poll_pass())
+    }
+
+    fn poll_pass(&mut self) -> usize {
         let s = &self.shared;
         if !self.active {
             self.active = true;
@@ -617,7 +942,8 @@ impl FabricPoller {
         let Ok(_order) = s.drain.try_lock() else { return 0 };
         let mut deliver = |m: &RxMeta, b: &[u8]| handler.receive(m, b);
         let mut n = s.deliver_loopback(&mut deliver);
-        n += s.receive_burst(&mut |b| s.sock.recv_from(b), &mut self.buf, 64, &mut deliver);
+        let fd = s.sock.as_raw_fd();
+        n += s.receive_burst(&mut |b| recv_gro(fd, b), &mut self.buf, 64, &mut deliver);
         s.port.release_due(&mut |t, b| s.route(t, b), &mut deliver);
         if n > 0 {
             self.ack_owed = true;
@@ -681,6 +1007,12 @@ impl UdpFabric {
         sock.set_nonblocking(true)?;
         set_buffer(sock.as_raw_fd(), libc::SO_RCVBUF, libc::SO_RCVBUFFORCE, cfg.socket_buffer);
         set_buffer(sock.as_raw_fd(), libc::SO_SNDBUF, libc::SO_SNDBUFFORCE, cfg.socket_buffer);
+        // Runs of equal-sized datagrams from one peer may arrive as one
+        // buffer (recv_gro splits them); where the kernel lacks it, they
+        // arrive one by one.
+        let on: libc::c_int = 1;
+        // SAFETY: setsockopt reads sizeof(int) bytes from a live local.
+        let _ = unsafe { libc::setsockopt(sock.as_raw_fd(), libc::SOL_UDP, UDP_GRO, (&on as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t) };
         let local = cfg.local_endpoint(lid).map_err(io::Error::other)?;
         let peers = cfg.peers().map_err(io::Error::other)?;
         let port = Port::new(local, peers, &cfg.faults, cfg.pcap.as_deref().map(|p| (p, cfg.pcap_max_bytes)), clock.clone())?;
@@ -689,12 +1021,13 @@ impl UdpFabric {
                 port,
                 sock,
                 loopback: Mutex::new(VecDeque::new()),
-                spare: BufPool::new(64),
+                spare: BufPool::new(128),
                 drain: Mutex::new(()),
                 handler: std::sync::OnceLock::new(),
                 wake: tokio::sync::Notify::new(),
                 stop: AtomicBool::new(false),
                 polling: AtomicUsize::new(0),
+                tx: Mutex::new(TxQueue::default()),
             }),
             clock,
             worker: None,
@@ -795,15 +1128,19 @@ async fn worker(shared: Arc<UdpShared>, sock: UdpSocket, clock: Arc<MonotonicClo
         let polled = shared.polling.load(Ordering::SeqCst) > 0;
         // Loopback first, then whatever the socket holds, in bursts; in
         // order with any poller or pump (they take `drain` too).
-        {
-            let _order = shared.drain.lock().unwrap_or_else(|e| e.into_inner());
-            shared.deliver_loopback(&mut deliver);
-            if let (false, Some(w)) = (polled, &watched) {
-                shared.receive_burst(&mut |b| w.try_recv_from(b), &mut buf, 256, &mut deliver);
+        // What the pass sends (responses, ACKs) leaves in one batch.
+        shared.batched(|| {
+            {
+                let _order = shared.drain.lock().unwrap_or_else(|e| e.into_inner());
+                shared.deliver_loopback(&mut deliver);
+                if let (false, Some(w)) = (polled, &watched) {
+                    let fd = w.as_raw_fd();
+                    shared.receive_burst(&mut |b| w.try_io(tokio::io::Interest::READABLE, || recv_gro(fd, b)), &mut buf, 256, &mut deliver);
+                }
             }
-        }
-        port.release_due(&mut |t, b| shared.route(t, b), &mut deliver);
-        handler.flush();
+            port.release_due(&mut |t, b| shared.route(t, b), &mut deliver);
+            handler.flush();
+        });
         let now = clock.now_ns();
         let next = [handler.poll(now), port.next_due()].into_iter().flatten().min();
         port.flush_pcap();
@@ -1241,6 +1578,76 @@ mod tests {
         assert_eq!(c.rx_socket_datagrams, 50);
         assert!((1..=50).contains(&c.rx_socket_passes), "{} passes", c.rx_socket_passes);
         assert_eq!(a.counters().snapshot().rx_socket_datagrams, 0);
+    }
+
+    /// A batch leaves in one sendmmsg: runs of equal-sized datagrams to one
+    /// peer as GSO messages, which the receiver splits back (GRO) into the
+    /// datagrams, whole and in order.
+    #[test]
+    #[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
+    fn a_batch_leaves_in_one_call_and_arrives_whole_and_in_order() {
+        let (a, mut b) = udp_pair(Arc::new(MonotonicClock::default()));
+        let rb = Arc::new(Rec::default());
+        b.start(rb.clone()).unwrap();
+        let size = |i: u32| match i {
+            0..20 => 1000,
+            20..39 => 500,
+            39 => 7,
+            _ => 1200,
+        };
+        let sink = a.sink();
+        a.shared.batched(|| {
+            for i in 0..41 {
+                sink.send(&Dest { lid: 2, gid: None }, &mut send_only(9, i, &vec![i as u8; size(i)]));
+            }
+        });
+        let ca = a.counters().snapshot();
+        assert_eq!((ca.tx_socket_calls, ca.tx_socket_datagrams, ca.tx_errors), (1, 41, 0));
+        assert!(wait_for(|| rb.0.lock().unwrap().len() == 41));
+        for (i, (_, p)) in rb.0.lock().unwrap().iter().enumerate() {
+            let r = RocePacket::parse(p).unwrap();
+            assert_eq!(r.headers.bth.psn, i as u32);
+            assert_eq!(r.payload, &vec![i as u8; size(i as u32)][..]);
+        }
+        let cb = b.counters().snapshot();
+        assert_eq!((cb.rx_socket_datagrams, cb.rx_icrc_errors, cb.rx_malformed), (41, 0, 0));
+        // Three GSO messages (21 x 1000 ending with a 500, 18 x 500 ending
+        // with a 7, one 1200) came off the socket in three GRO reads.
+        assert_eq!(cb.rx_socket_reads, 3);
+        // Outside a batch, a send is one sendto.
+        sink.send(&Dest { lid: 2, gid: None }, &mut send_only(9, 41, b"x"));
+        assert_eq!(a.counters().snapshot().tx_socket_calls, 2);
+        assert!(wait_for(|| rb.0.lock().unwrap().len() == 42));
+    }
+
+    /// How a queue splits into messages: a run is one peer and one size,
+    /// a shorter datagram ends it, at most 64 datagrams and 65000 bytes.
+    #[test]
+    fn gso_runs_are_one_peer_one_size() {
+        let p: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let q: SocketAddr = "127.0.0.1:2".parse().unwrap();
+        let plan = |pkts: &[(SocketAddr, usize)]| {
+            let mut t = TxQueue::default();
+            for &(a, l) in pkts {
+                t.push(a, vec![0; l]);
+            }
+            t.plan();
+            t.msgs.clone()
+        };
+        assert_eq!(plan(&[(p, 100), (p, 100), (p, 50), (p, 50)]), vec![(0, 3), (3, 1)]);
+        assert_eq!(plan(&[(p, 100), (q, 100), (q, 100), (p, 100)]), vec![(0, 1), (1, 2), (3, 1)]);
+        assert_eq!(plan(&[(p, 100), (p, 200), (p, 200)]), vec![(0, 1), (1, 2)]);
+        let many: Vec<_> = (0..70).map(|_| (p, 10)).collect();
+        assert_eq!(plan(&many), vec![(0, 64), (64, 6)]);
+        let big: Vec<_> = (0..20).map(|_| (p, 4000)).collect();
+        assert_eq!(plan(&big), vec![(0, 16), (16, 4)]);
+        let mut t = TxQueue { gso_below: 100, ..TxQueue::default() };
+        t.push(p, vec![0; 100]);
+        t.push(p, vec![0; 100]);
+        t.push(p, vec![0; 99]);
+        t.push(p, vec![0; 99]);
+        t.plan();
+        assert_eq!(t.msgs, vec![(0, 1), (1, 1), (2, 2)]);
     }
 
     #[test]
