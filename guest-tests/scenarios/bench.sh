@@ -18,16 +18,26 @@ LAT_N=${LAT_ITERS:-1000}; BW_N=${BW_ITERS:-1000}; BW_S=${BW_SIZE:-65536}
 # translating the posting loop), run to run 0.03..0.30 Mpps; 20000 give a rate (0.39..0.40 Mpps,
 # rxe 0.022..0.024 in the same guest). Both devices get the same count.
 AT_N=${ATOMIC_BW_ITERS:-20000}
-for dev in mlx5_0 rxe0; do
+# A development run can name a subset on the kernel command line (guest-tests/run --guest-arg ...):
+# vrnic.bench=ib_write_lat,ib_atomic_bw and/or vrnic.bench_devs=mlx5_0.
+TESTS=ib_write_lat,ib_send_lat,ib_read_lat,ib_atomic_lat,ib_write_bw,ib_send_bw,ib_read_bw,ib_atomic_bw
+DEVS=mlx5_0,rxe0
+for _a in $(cat /proc/cmdline); do
+  case "$_a" in vrnic.bench=*) TESTS=${_a#vrnic.bench=};; vrnic.bench_devs=*) DEVS=${_a#vrnic.bench_devs=};; esac
+done
+echo "BENCH-SET tests=$TESTS devs=$DEVS"
+for dev in $(echo $DEVS | tr , ' '); do
   D="-d $dev -i 1 -F"
-  vr_pair bench-$dev-ib_write_lat  60 ib_write_lat  $D -s 2 -n $LAT_N
-  vr_pair bench-$dev-ib_send_lat   60 ib_send_lat   $D -s 2 -n $LAT_N
-  vr_pair bench-$dev-ib_read_lat   60 ib_read_lat   $D -s 2 -n $LAT_N
-  vr_pair bench-$dev-ib_atomic_lat 60 ib_atomic_lat $D -n $LAT_N
-  vr_pair bench-$dev-ib_write_bw   60 ib_write_bw   $D -s $BW_S -n $BW_N
-  vr_pair bench-$dev-ib_send_bw    60 ib_send_bw    $D -s $BW_S -n $BW_N
-  vr_pair bench-$dev-ib_read_bw    60 ib_read_bw    $D -s $BW_S -n $BW_N
-  vr_pair bench-$dev-ib_atomic_bw  60 ib_atomic_bw  $D -n $AT_N
+  for t in $(echo $TESTS | tr , ' '); do
+    case $t in
+      ib_write_lat|ib_send_lat|ib_read_lat) A="-s 2 -n $LAT_N";;
+      ib_atomic_lat) A="-n $LAT_N";;
+      ib_write_bw|ib_send_bw|ib_read_bw) A="-s $BW_S -n $BW_N";;
+      ib_atomic_bw) A="-n $AT_N";;
+      *) echo "bench: unknown test $t"; continue;;
+    esac
+    vr_pair bench-$dev-$t 60 $t $D $A
+  done
 done
 echo "BENCH-DONE g$G"
 vr_dmesg "after bench"
