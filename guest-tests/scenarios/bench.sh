@@ -15,15 +15,19 @@ rdma link show
 echo "BENCH-START g$G topology=$TOPO"
 LAT_N=${LAT_ITERS:-1000}; BW_N=${BW_ITERS:-1000}; BW_S=${BW_SIZE:-65536}
 # 1000 8-byte atomics last ~3 ms on vrnic: what that measures is the start-up (first doorbells, TCG
-# translating the posting loop), run to run 0.03..0.30 Mpps; 20000 give a rate (0.39..0.40 Mpps,
-# rxe 0.022..0.024 in the same guest). Both devices get the same count.
-AT_N=${ATOMIC_BW_ITERS:-20000}
+# translating the posting loop), run to run 0.03..0.30 Mpps; 20000 still mostly measure it (loopback trap
+# 2.6 MB/s, against 4.7..4.9 MB/s with 200000 or 400000; rxe 0.23..0.29 MB/s at either count). 100000 give
+# the steady rate and keep rxe's two-guest run (~0.04 MB/s, ~20 s) inside vr_pair's 60 s. Both devices get
+# the same count.
+AT_N=${ATOMIC_BW_ITERS:-100000}
 # A development run can name a subset on the kernel command line (guest-tests/run --guest-arg ...):
-# vrnic.bench=ib_write_lat,ib_atomic_bw and/or vrnic.bench_devs=mlx5_0.
+# vrnic.bench=ib_write_lat,ib_atomic_bw, vrnic.bench_devs=mlx5_0, vrnic.bench_lat_iters=N, vrnic.bench_atomic_iters=N.
 TESTS=ib_write_lat,ib_send_lat,ib_read_lat,ib_atomic_lat,ib_write_bw,ib_send_bw,ib_read_bw,ib_atomic_bw
 DEVS=mlx5_0,rxe0
 for _a in $(cat /proc/cmdline); do
-  case "$_a" in vrnic.bench=*) TESTS=${_a#vrnic.bench=};; vrnic.bench_devs=*) DEVS=${_a#vrnic.bench_devs=};; esac
+  case "$_a" in vrnic.bench=*) TESTS=${_a#vrnic.bench=};; vrnic.bench_devs=*) DEVS=${_a#vrnic.bench_devs=};;
+    vrnic.bench_lat_iters=*) LAT_N=${_a#vrnic.bench_lat_iters=};; vrnic.bench_atomic_iters=*) AT_N=${_a#*=};;
+  esac
 done
 echo "BENCH-SET tests=$TESTS devs=$DEVS"
 for dev in $(echo $DEVS | tr , ' '); do
