@@ -22,13 +22,10 @@ LAT_N=${LAT_ITERS:-1000}; BW_N=${BW_ITERS:-1000}; BW_S=${BW_SIZE:-65536}
 AT_N=${ATOMIC_BW_ITERS:-100000}
 # A development run can name a subset on the kernel command line (guest-tests/run --guest-arg ...):
 # vrnic.bench=ib_write_lat,ib_atomic_bw, vrnic.bench_devs=mlx5_0, vrnic.bench_lat_iters=N, vrnic.bench_atomic_iters=N.
-TESTS=ib_write_lat,ib_send_lat,ib_read_lat,ib_atomic_lat,ib_write_bw,ib_send_bw,ib_read_bw,ib_atomic_bw
-DEVS=mlx5_0,rxe0
-for _a in $(cat /proc/cmdline); do
-  case "$_a" in vrnic.bench=*) TESTS=${_a#vrnic.bench=};; vrnic.bench_devs=*) DEVS=${_a#vrnic.bench_devs=};;
-    vrnic.bench_lat_iters=*) LAT_N=${_a#vrnic.bench_lat_iters=};; vrnic.bench_atomic_iters=*) AT_N=${_a#*=};;
-  esac
-done
+TESTS=$(vr_karg vrnic.bench); TESTS=${TESTS:-ib_write_lat,ib_send_lat,ib_read_lat,ib_atomic_lat,ib_write_bw,ib_send_bw,ib_read_bw,ib_atomic_bw}
+DEVS=$(vr_karg vrnic.bench_devs); DEVS=${DEVS:-mlx5_0,rxe0}
+_n=$(vr_karg vrnic.bench_lat_iters); LAT_N=${_n:-$LAT_N}
+_n=$(vr_karg vrnic.bench_atomic_iters); AT_N=${_n:-$AT_N}
 echo "BENCH-SET tests=$TESTS devs=$DEVS"
 for dev in $(echo $DEVS | tr , ' '); do
   D="-d $dev -i 1 -F"

@@ -31,10 +31,12 @@ vr_bindings() {
     echo "BINDING $(basename $d) -> $(basename "$(readlink $d/driver 2>/dev/null)" 2>/dev/null)"
   done
 }
+# vr_karg NAME: the value of kernel argument NAME=<value> (the last one), empty if absent
+vr_karg() { _v=; for _a in $(cat /proc/cmdline); do case "$_a" in "$1"=*) _v=${_a#*=};; esac; done; echo "$_v"; }
 # this guest's index in a multi-guest run (kernel argument vrnic.guest=<i>, 0 if absent)
-vr_guest() { _g=0; for _a in $(cat /proc/cmdline); do case "$_a" in vrnic.guest=*) _g=${_a#vrnic.guest=};; esac; done; echo $_g; }
+vr_guest() { _g=$(vr_karg vrnic.guest); echo ${_g:-0}; }
 # this guest's out-of-band address (vrnic.net=<addr/prefix>) without the prefix, empty if none
-vr_ip() { for _a in $(cat /proc/cmdline); do case "$_a" in vrnic.net=*) _n=${_a#vrnic.net=}; echo ${_n%/*};; esac; done; }
+vr_ip() { _n=$(vr_karg vrnic.net); [ -z "$_n" ] || echo ${_n%/*}; }
 # ---- client/server tool pairs (rc-pingpong, loopback, perftest) ---------------------------------------
 # vr_pair LABEL LIMIT CMD...: run an unmodified tool as a server/client pair; the n-th pair of the script uses
 # TCP port VR_PORT0+n (default 18600+n) for the out-of-band exchange (the tools' -p): a client never meets
