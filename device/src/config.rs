@@ -77,6 +77,11 @@ pub struct Identity {
     pub port_guid: String,
     /// Port LID.
     pub lid: u16,
+    /// RDMA reads and atomics a QP may have outstanding (`max_qp_rd_atom`,
+    /// reported as `log_max_ra_req_qp`/`log_max_ra_res_qp`): a power of two,
+    /// 1..=128. 128 is what rxe offers and what perftest then uses; a
+    /// ConnectX-5/6 reports 16.
+    pub max_rd_atomic: u32,
 }
 
 impl Default for Identity {
@@ -92,6 +97,7 @@ impl Default for Identity {
             node_guid: "0x0002c90300a0b0c0".into(),
             port_guid: "0x0002c90300a0b0c1".into(),
             lid: 1,
+            max_rd_atomic: 128,
         }
     }
 }
@@ -121,11 +127,15 @@ pub struct Doorbell {
     /// Trap mode: after each vfio-user message, check the socket for this
     /// many µs before sleeping in recvmsg (0: sleep at once).
     pub trap_spin_us: u32,
+    /// While doorbells flow, hold a 0 µs PM QoS CPU latency request so idle
+    /// host cores poll instead of halting (see `qos.rs`; needs root to open
+    /// /dev/cpu_dma_latency, dropped 200 ms after the last doorbell).
+    pub cpu_latency_qos: bool,
 }
 
 impl Default for Doorbell {
     fn default() -> Self {
-        Doorbell { mode: DoorbellMode::Trap, watch_uars: 16, trap_spin_us: 50 }
+        Doorbell { mode: DoorbellMode::Trap, watch_uars: 16, trap_spin_us: 50, cpu_latency_qos: true }
     }
 }
 
@@ -196,6 +206,10 @@ impl Config {
             return Err(ConfigError::Invalid(format!("log level {:?}", self.logging.level)));
         }
         self.fabric.validate().map_err(ConfigError::Invalid)?;
+        let ra = self.identity.max_rd_atomic;
+        if !ra.is_power_of_two() || ra > 128 {
+            return Err(ConfigError::Invalid(format!("max_rd_atomic {ra} is not a power of two in 1..=128")));
+        }
         let uars = (self.bars.bar0_size / crate::pci::UAR_PAGE_SIZE).saturating_sub(crate::pci::FIRST_UAR_PAGE);
         if self.doorbell.watch_uars as u64 > uars {
             return Err(ConfigError::Invalid(format!("watch_uars {} exceeds the {uars} UAR pages of BAR0", self.doorbell.watch_uars)));
@@ -224,6 +238,11 @@ impl Config {
             revision: self.identity.revision,
             ..PciIdentity::default()
         }
+    }
+
+    /// log2 of [`Identity::max_rd_atomic`].
+    pub fn log_max_rd_atomic(&self) -> u8 {
+        self.identity.max_rd_atomic.max(1).ilog2().min(7) as u8
     }
 
     pub fn bar_layout(&self) -> BarLayout {
@@ -274,5 +293,10 @@ mod tests {
         assert!(Config::parse("[nonsense]\n").is_err());
         assert!(Config::parse("[doorbell]\nmode = \"fast\"\n").is_err());
         assert!(Config::parse("[doorbell]\nwatch_uars = 9000\n").is_err());
+        assert!(Config::parse("[identity]\nmax_rd_atomic = 24\n").is_err());
+        assert!(Config::parse("[identity]\nmax_rd_atomic = 256\n").is_err());
+        assert!(Config::parse("[identity]\nmax_rd_atomic = 0\n").is_err());
+        assert_eq!(Config::parse("[identity]\nmax_rd_atomic = 16\n").unwrap().log_max_rd_atomic(), 4);
+        assert_eq!(Config::default().log_max_rd_atomic(), 7);
     }
 }

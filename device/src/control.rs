@@ -30,6 +30,8 @@ pub struct ControlHandles {
     pub device: Arc<DeviceStats>,
     pub doorbells: Arc<DoorbellStats>,
     pub fw: Option<Arc<std::sync::Mutex<Firmware>>>,
+    /// The CPU latency request thread's state ([`crate::qos`]).
+    pub qos: Arc<crate::qos::QosStats>,
 }
 
 impl ControlHandles {
@@ -124,6 +126,10 @@ impl ControlHandles {
                 "send": l(&self.doorbells.send),
                 "ignored": l(&self.doorbells.ignored),
             },
+            "cpu_latency_qos": {
+                "held": self.qos.held.load(Ordering::Relaxed),
+                "holds": l(&self.qos.holds),
+            },
         })
     }
 }
@@ -179,6 +185,7 @@ mod tests {
             device: Arc::default(),
             doorbells: Arc::default(),
             fw: None,
+            qos: Arc::default(),
         };
         assert_eq!(h.execute("raise 1"), "ok pending");
         let e = eventfd().unwrap();

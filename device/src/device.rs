@@ -215,7 +215,7 @@ impl Vrnic {
         let mem = Arc::new(SharedMem::map(&mem_fd, total as usize)?);
         let doorbells = Arc::new(DoorbellStats::default());
         // UAR pages end where the MEMIC window starts.
-        let limits = Limits { uar_first: FIRST_UAR_PAGE as u32, uar_last: (bars.memic_offset() / UAR_PAGE - 1) as u32, ..Limits::default() };
+        let limits = Limits { uar_first: FIRST_UAR_PAGE as u32, uar_last: (bars.memic_offset() / UAR_PAGE - 1) as u32, log_max_rd_atomic: config.log_max_rd_atomic(), ..Limits::default() };
         let mut port = PortConfig::new(config.node_guid(), config.port_guid(), config.identity.lid, config.identity.device_id);
         port.revision = config.identity.revision as u32;
         let memory = Arc::new(DeviceMemory { dma: dma.clone(), mem: mem.clone(), base: bars.memic_offset(), size: bars.bar4 });

@@ -13,6 +13,7 @@ pub mod engine;
 pub mod mlx5;
 pub mod pci;
 pub mod privs;
+pub mod qos;
 pub mod seccomp;
 pub mod util;
 pub mod vfio;

@@ -106,6 +106,15 @@ struct Args {
     #[arg(long, value_name = "PATH")]
     control: Option<PathBuf>,
 
+    /// Hold a 0 µs CPU latency request (/dev/cpu_dma_latency) while
+    /// doorbells flow (default true; see docs/architecture.md).
+    #[arg(long, value_name = "BOOL")]
+    cpu_latency_qos: Option<bool>,
+
+    /// RDMA reads/atomics a QP may have outstanding, power of two up to 128 (default 128; ConnectX-5 reports 16).
+    #[arg(long, value_name = "N")]
+    max_rd_atomic: Option<u32>,
+
     /// Log every vfio-user message and every BAR access.
     #[arg(long)]
     trace: bool,
@@ -154,6 +163,12 @@ fn build_config(a: &Args) -> Result<Config, String> {
     }
     if let Some(v) = a.device_memory {
         c.bars.device_memory_size = v;
+    }
+    if let Some(v) = a.cpu_latency_qos {
+        c.doorbell.cpu_latency_qos = v;
+    }
+    if let Some(v) = a.max_rd_atomic {
+        c.identity.max_rd_atomic = v;
     }
     if a.trace {
         c.logging.trace = true;
@@ -223,6 +238,13 @@ fn main() -> ExitCode {
     };
     let device_stats = device.stats.clone();
     let doorbells = device.doorbell_stats();
+    // Opened before privileges are dropped; the thread is a long-lived one.
+    let qos = Arc::new(vrnic::qos::QosStats::default());
+    if config.doorbell.cpu_latency_qos {
+        let d = doorbells.clone();
+        let l = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        vrnic::qos::spawn(move || l(&d.send) + l(&d.cq_arm) + l(&d.eq_update), qos.clone());
+    }
     let fw = device.firmware();
     let mut server = match Server::bind(&args.socket, device, dma.clone(), irqs.clone(), ServerOptions {
         // Poll mode keeps doorbells off the socket: nothing to spin for.
@@ -236,7 +258,7 @@ fn main() -> ExitCode {
         }
     };
     if let Some(p) = &args.control {
-        let h = ControlHandles { irqs, dma, server: server.stats.clone(), device: device_stats, doorbells, fw: Some(fw) };
+        let h = ControlHandles { irqs, dma, server: server.stats.clone(), device: device_stats, doorbells, fw: Some(fw), qos };
         if let Err(e) = control::spawn(p, h) {
             error!("control socket {}: {e}", p.display());
             return ExitCode::FAILURE;

@@ -84,6 +84,10 @@ pub struct Limits {
     pub log_max_cq_size: u8,
     pub log_max_qp_size: u8,
     pub log_max_eq_size: u8,
+    /// log2 of the RDMA reads and atomics one QP may have outstanding as
+    /// requester and hold as responder (`max_qp_rd_atom`, at most 7: the
+    /// QPC's `log_sra_max`/`log_rra_max` are 3 bits).
+    pub log_max_rd_atomic: u8,
     /// UAR index range `[first, last]`.
     pub uar_first: u32,
     pub uar_last: u32,
@@ -102,6 +106,7 @@ impl Default for Limits {
             log_max_cq_size: 22,
             log_max_qp_size: 15,
             log_max_eq_size: 22,
+            log_max_rd_atomic: 7,
             uar_first: 4,
             uar_last: 8191,
         }

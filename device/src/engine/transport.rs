@@ -33,8 +33,9 @@ pub const WINDOW_PSNS: u32 = 128;
 pub const MIN_CWND: u32 = 16;
 /// The requester asks for an ACK at least this often.
 pub const ACK_EVERY: u32 = 64;
-/// Atomic results kept for duplicate atomics.
-pub const ATOMIC_REPLAY: usize = 16;
+/// Atomic results kept for duplicate atomics: one per atomic a requester
+/// may have outstanding (`max_dest_rd_atomic` is at most 2^7).
+pub const ATOMIC_REPLAY: usize = 128;
 /// The GRH area at the start of a UD receive buffer.
 pub const GRH_LEN: u32 = 40;
 /// Largest message (2^31 bytes).

@@ -567,6 +567,8 @@ pub fn general_caps(l: &Limits) -> Vec<u8> {
     c::log_max_qp_sz.set(&mut page, l.log_max_qp_size as u64);
     c::log_max_srq_sz.set(&mut page, l.log_max_qp_size as u64);
     c::log_max_eq_sz.set(&mut page, l.log_max_eq_size as u64);
+    c::log_max_ra_req_qp.set(&mut page, l.log_max_rd_atomic.min(7) as u64);
+    c::log_max_ra_res_qp.set(&mut page, l.log_max_rd_atomic.min(7) as u64);
     page
 }
 
@@ -703,6 +705,18 @@ mod tests {
         assert_eq!(opcode_name(0x104), "ENABLE_HCA");
         assert_eq!(opcode_name(0x50d), "MAD_IFC");
         assert_eq!(opcode_name(0xffff), "UNKNOWN");
+    }
+
+    #[test]
+    fn read_atomic_depth_follows_the_limits() {
+        use ifc::cmd_hca_cap as c;
+        let page = general_caps(&Limits::default());
+        assert_eq!(c::log_max_ra_req_qp.get(&page), 7, "128 outstanding, as rxe");
+        assert_eq!(c::log_max_ra_res_qp.get(&page), 7);
+        let page = general_caps(&Limits { log_max_rd_atomic: 4, ..Limits::default() });
+        assert_eq!((c::log_max_ra_req_qp.get(&page), c::log_max_ra_res_qp.get(&page)), (4, 4), "ConnectX-5's 16");
+        // The responder keeps an atomic result for every atomic the requester may have outstanding.
+        assert!(crate::engine::transport::ATOMIC_REPLAY >= 1 << Limits::default().log_max_rd_atomic);
     }
 
     #[test]
