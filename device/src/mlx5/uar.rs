@@ -151,7 +151,11 @@ struct Schedule {
 /// Measured in loopback `ib_write_lat`, both vCPUs busy (no spin window):
 /// doubling at once 48 µs, 10 µs naps held for 200 µs 18.8 µs, 20 µs naps
 /// 28 µs; 4 µs naps starve the vCPUs (660 µs). The thread's timer slack is
-/// 1 µs, or a 10 µs nap would last up to 60.
+/// 1 µs, or a 10 µs nap would last up to 60. The price is paid where
+/// doorbells come further apart: 2vm `ib_write_lat` poll 350 µs instead of
+/// 170 (each nap is a context switch taken from a busy vCPU); choosing the
+/// window from the measured doorbell gap fed back on itself (a slow stretch
+/// turned the short naps off and stayed slow: loopback 126 µs).
 const HOT_US: u64 = 200;
 const NAP_US: u64 = 10;
 const SCHEDULE: Schedule = Schedule {
