@@ -107,6 +107,8 @@ pub struct UarPoller {
     pages: Arc<Mutex<Vec<u64>>>,
     pub scans: Arc<AtomicU64>,
     kicked: Arc<AtomicBool>,
+    /// Set by a kick from the poller's own thread (loopback delivered inline).
+    local: Arc<AtomicBool>,
     /// Naps a kick ended.
     pub kicks_taken: Arc<AtomicU64>,
 }
@@ -118,10 +120,16 @@ pub struct UarPoller {
 pub struct PollerKick {
     thread: std::thread::Thread,
     kicked: Arc<AtomicBool>,
+    local: Arc<AtomicBool>,
 }
 
 impl PollerKick {
     pub fn kick(&self) {
+        if std::thread::current().id() == self.thread.id() {
+            // The poller's own doorbell delivered data inside this device
+            // (loopback): the answering doorbell comes within microseconds.
+            self.local.store(true, Ordering::Relaxed);
+        }
         if !self.kicked.swap(true, Ordering::AcqRel) {
             self.thread.unpark();
         }
@@ -132,7 +140,7 @@ impl PollerKick {
 #[derive(Debug, Clone, Copy)]
 struct Schedule {
     /// The first nap after a spin window; each next one doubles, once
-    /// `hot` has passed since the last doorbell.
+    /// `hot` has passed since the last doorbell that delivered data locally.
     first_nap: Duration,
     hot: Duration,
     /// Spin this long after the last doorbell before napping.
@@ -151,11 +159,14 @@ struct Schedule {
 /// Measured in loopback `ib_write_lat`, both vCPUs busy (no spin window):
 /// doubling at once 48 µs, 10 µs naps held for 200 µs 18.8 µs, 20 µs naps
 /// 28 µs; 4 µs naps starve the vCPUs (660 µs). The thread's timer slack is
-/// 1 µs, or a 10 µs nap would last up to 60. The price is paid where
-/// doorbells come further apart: 2vm `ib_write_lat` poll 350 µs instead of
-/// 170 (each nap is a context switch taken from a busy vCPU); choosing the
-/// window from the measured doorbell gap fed back on itself (a slow stretch
-/// turned the short naps off and stayed slow: loopback 126 µs).
+/// 1 µs, or a 10 µs nap would last up to 60. The window opens only after a
+/// doorbell whose data this device delivered inline (loopback: the poller
+/// kicked itself), because every nap is a context switch taken from a busy
+/// vCPU: opened after every doorbell it made 2vm `ib_write_lat` poll 350 µs
+/// instead of 170, where the answer comes over the fabric (whose delivery
+/// kicks the poller anyway). Choosing the window from the measured doorbell
+/// gap fed back on itself (a slow stretch turned the short naps off and
+/// stayed slow).
 const HOT_US: u64 = 200;
 const NAP_US: u64 = 10;
 const SCHEDULE: Schedule = Schedule {
@@ -182,6 +193,8 @@ impl UarPoller {
         let stop = Arc::new(AtomicBool::new(false));
         let scans = Arc::new(AtomicU64::new(0));
         let kicked = Arc::new(AtomicBool::new(false));
+        let local = Arc::new(AtomicBool::new(false));
+        let l = local.clone();
         let kicks_taken = Arc::new(AtomicU64::new(0));
         let (s, p, sc, k, kt) = (stop.clone(), pages.clone(), scans.clone(), kicked.clone(), kicks_taken.clone());
         // Opened here, before the seccomp filter.
@@ -191,15 +204,15 @@ impl UarPoller {
             // SAFETY: PR_SET_TIMERSLACK takes a plain integer (ns) and changes only this thread.
             unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
         };
-        let thread = crate::privs::spawn("vrnic-uar-poll", setup, move |()| poll_loop(&mem, &*sink, &s, &p, &sc, (&k, &kt), (sched, pressure)))
+        let thread = crate::privs::spawn("vrnic-uar-poll", setup, move |()| poll_loop(&mem, &*sink, &s, &p, &sc, (&k, &l, &kt), (sched, pressure)))
             .expect("spawn poller thread");
-        UarPoller { stop, thread: Some(thread), pages, scans, kicked, kicks_taken }
+        UarPoller { stop, thread: Some(thread), pages, scans, kicked, local, kicks_taken }
     }
 
     /// A handle that wakes the poller into its spin window.
     pub fn kick_handle(&self) -> Option<PollerKick> {
         let thread = self.thread.as_ref()?.thread().clone();
-        Some(PollerKick { thread, kicked: self.kicked.clone() })
+        Some(PollerKick { thread, kicked: self.kicked.clone(), local: self.local.clone() })
     }
 
     /// Starts watching UAR page `uar` (its slots must already hold sentinels).
@@ -287,8 +300,9 @@ pub fn scan_page(mem: &SharedMem, uar: u64, sink: &dyn DoorbellSink) -> usize {
     n
 }
 
-fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages: &Mutex<Vec<u64>>, scans: &AtomicU64, (kicked, kicks_taken): (&AtomicBool, &AtomicU64), (sched, mut pressure): (Schedule, crate::util::CpuPressure)) {
+fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages: &Mutex<Vec<u64>>, scans: &AtomicU64, (kicked, local_kick, kicks_taken): (&AtomicBool, &AtomicBool, &AtomicU64), (sched, mut pressure): (Schedule, crate::util::CpuPressure)) {
     let mut last_hit = Instant::now();
+    let mut last_local: Option<Instant> = None;
     let mut nap = sched.first_nap;
     let mut local: Vec<u64> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
@@ -301,6 +315,9 @@ fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages:
         scans.fetch_add(1, Ordering::Relaxed);
         if hits > 0 {
             last_hit = Instant::now();
+            if local_kick.swap(false, Ordering::Relaxed) {
+                last_local = Some(last_hit);
+            }
             nap = sched.first_nap;
             continue;
         }
@@ -320,7 +337,7 @@ fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages:
             continue;
         }
         let since = last_hit.elapsed();
-        if since >= sched.hot {
+        if last_local.is_none_or(|t| t.elapsed() >= sched.hot) {
             let cap = if since < sched.warm { sched.max_nap } else { sched.idle_nap };
             nap = (nap * 2).min(cap);
         }
