@@ -452,8 +452,8 @@ static void walk_qp(struct tqp *t, const struct params *p1, const struct params 
 		must_fail(t, &a, rmask | IBV_QP_DEST_QPN, EINVAL, "INIT->RTR path_mtu 7 (invalid)");
 		a.path_mtu = p1->mtu;
 		if (t->type == IBV_QPT_RC) {
-			a.max_dest_rd_atomic = 64;
-			must_fail(t, &a, rmask | IBV_QP_DEST_QPN, EINVAL, "INIT->RTR max_dest_rd_atomic 64");
+			a.max_dest_rd_atomic = 255; /* above any device maximum (vrnic 128) */
+			must_fail(t, &a, rmask | IBV_QP_DEST_QPN, EINVAL, "INIT->RTR max_dest_rd_atomic 255");
 		}
 	}
 	if (!init_to_rtr(t, p1, "RTR(1)"))
@@ -473,10 +473,10 @@ static void walk_qp(struct tqp *t, const struct params *p1, const struct params 
 					 IBV_QP_MAX_QP_RD_ATOMIC,
 			  EINVAL, "RTR->RTS without SQ_PSN");
 		a.sq_psn = p1->sq_psn;
-		a.max_rd_atomic = 64;
+		a.max_rd_atomic = 255;
 		must_fail(t, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 					 IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_SQ_PSN,
-			  EINVAL, "RTR->RTS max_rd_atomic 64");
+			  EINVAL, "RTR->RTS max_rd_atomic 255");
 	}
 	if (!rtr_to_rts(t, p1, "RTS(1)"))
 		return;
