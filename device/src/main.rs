@@ -242,8 +242,7 @@ fn main() -> ExitCode {
     let qos = Arc::new(vrnic::qos::QosStats::default());
     if config.doorbell.cpu_latency_qos {
         let d = doorbells.clone();
-        let l = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
-        vrnic::qos::spawn(move || l(&d.send) + l(&d.cq_arm) + l(&d.eq_update), qos.clone());
+        vrnic::qos::spawn(move || d.total(), qos.clone());
     }
     let fw = device.firmware();
     let mut server = match Server::bind(&args.socket, device, dma.clone(), irqs.clone(), ServerOptions {

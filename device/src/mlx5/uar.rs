@@ -80,6 +80,13 @@ pub struct DoorbellStats {
     pub last_send: AtomicU64,
 }
 
+impl DoorbellStats {
+    /// Every decoded doorbell so far (send, CQ arm, EQ update).
+    pub fn total(&self) -> u64 {
+        [&self.send, &self.cq_arm, &self.eq_update].iter().map(|c| c.load(Ordering::Relaxed)).sum()
+    }
+}
+
 impl DoorbellSink for DoorbellStats {
     fn doorbell(&self, db: Doorbell) {
         tracing::trace!(?db, "doorbell");
@@ -153,25 +160,22 @@ struct Schedule {
 }
 
 /// Spin 20 µs (short: on a small host a spinning poller steals the vCPUs'
-/// time; 1 ms made latency 9x worse), then 10 µs naps for 200 µs after the
-/// last doorbell (the next doorbell of a ping-pong comes within that), then
-/// naps doubling to 250 µs, and to 2 ms once 100 ms pass without a doorbell.
+/// time; 1 ms made latency 9x worse), then naps from 10 µs, held at 10 µs
+/// for 200 µs after a doorbell whose data this device delivered inline (the
+/// next doorbell of a ping-pong comes within that), doubling to 250 µs, and to 2 ms once 100 ms pass without a doorbell.
 /// Measured in loopback `ib_write_lat`, both vCPUs busy (no spin window):
 /// doubling at once 48 µs, 10 µs naps held for 200 µs 18.8 µs, 20 µs naps
 /// 28 µs; 4 µs naps starve the vCPUs (660 µs). The thread's timer slack is
-/// 1 µs, or a 10 µs nap would last up to 60. The window opens only after a
-/// doorbell whose data this device delivered inline (loopback: the poller
-/// kicked itself), because every nap is a context switch taken from a busy
+/// 1 µs, or a 10 µs nap would last up to 60. The window opens only after
+/// such a doorbell (loopback: the poller kicked itself), because every nap is a context switch taken from a busy
 /// vCPU: opened after every doorbell it made 2vm `ib_write_lat` poll 350 µs
 /// instead of 170, where the answer comes over the fabric (whose delivery
 /// kicks the poller anyway). Choosing the window from the measured doorbell
 /// gap fed back on itself (a slow stretch turned the short naps off and
 /// stayed slow).
-const HOT_US: u64 = 200;
-const NAP_US: u64 = 10;
 const SCHEDULE: Schedule = Schedule {
-    first_nap: Duration::from_micros(NAP_US),
-    hot: Duration::from_micros(HOT_US),
+    first_nap: Duration::from_micros(10),
+    hot: Duration::from_micros(200),
     spin: Duration::from_micros(20),
     max_nap: Duration::from_micros(250),
     warm: Duration::from_millis(100),
