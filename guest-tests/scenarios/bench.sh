@@ -20,24 +20,32 @@ LAT_N=${LAT_ITERS:-1000}; BW_N=${BW_ITERS:-1000}; BW_S=${BW_SIZE:-65536}
 # the steady rate and keep rxe's two-guest run (~0.04 MB/s, ~20 s) inside vr_pair's 60 s. Both devices get
 # the same count.
 AT_N=${ATOMIC_BW_ITERS:-100000}
+# Each test runs REPS times (vrnic.bench_reps, default 3), vrnic and rxe alternating within a repetition so
+# both meet the same host; the harness reports the median of the repetitions. One run alone swings: rxe's
+# loopback write latency ranged 45..140 us between identical runs on the same host.
 # A development run can name a subset on the kernel command line (guest-tests/run --guest-arg ...):
-# vrnic.bench=ib_write_lat,ib_atomic_bw, vrnic.bench_devs=mlx5_0, vrnic.bench_lat_iters=N, vrnic.bench_atomic_iters=N.
+# vrnic.bench=ib_write_lat,ib_atomic_bw, vrnic.bench_devs=mlx5_0, vrnic.bench_lat_iters=N, vrnic.bench_atomic_iters=N,
+# vrnic.bench_reps=N.
 TESTS=$(vr_karg vrnic.bench); TESTS=${TESTS:-ib_write_lat,ib_send_lat,ib_read_lat,ib_atomic_lat,ib_write_bw,ib_send_bw,ib_read_bw,ib_atomic_bw}
 DEVS=$(vr_karg vrnic.bench_devs); DEVS=${DEVS:-mlx5_0,rxe0}
 _n=$(vr_karg vrnic.bench_lat_iters); LAT_N=${_n:-$LAT_N}
 _n=$(vr_karg vrnic.bench_atomic_iters); AT_N=${_n:-$AT_N}
-echo "BENCH-SET tests=$TESTS devs=$DEVS"
-for dev in $(echo $DEVS | tr , ' '); do
-  D="-d $dev -i 1 -F"
-  for t in $(echo $TESTS | tr , ' '); do
-    case $t in
-      ib_write_lat|ib_send_lat|ib_read_lat) A="-s 2 -n $LAT_N";;
-      ib_atomic_lat) A="-n $LAT_N";;
-      ib_write_bw|ib_send_bw|ib_read_bw) A="-s $BW_S -n $BW_N";;
-      ib_atomic_bw) A="-n $AT_N";;
-      *) echo "bench: unknown test $t"; continue;;
-    esac
-    vr_pair bench-$dev-$t 60 $t $D $A
+_n=$(vr_karg vrnic.bench_reps); REPS=${_n:-${BENCH_REPS:-3}}
+echo "BENCH-SET tests=$TESTS devs=$DEVS reps=$REPS"
+for t in $(echo $TESTS | tr , ' '); do
+  case $t in
+    ib_write_lat|ib_send_lat|ib_read_lat) A="-s 2 -n $LAT_N";;
+    ib_atomic_lat) A="-n $LAT_N";;
+    ib_write_bw|ib_send_bw|ib_read_bw) A="-s $BW_S -n $BW_N";;
+    ib_atomic_bw) A="-n $AT_N";;
+    *) echo "bench: unknown test $t"; continue;;
+  esac
+  rep=1
+  while [ $rep -le $REPS ]; do
+    for dev in $(echo $DEVS | tr , ' '); do
+      vr_pair bench-$dev-$t-r$rep 60 $t -d $dev -i 1 -F $A
+    done
+    rep=$((rep + 1))
   done
 done
 echo "BENCH-DONE g$G"
