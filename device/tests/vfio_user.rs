@@ -102,7 +102,7 @@ impl Raw {
 
     fn recv(&mut self) -> Msg {
         let mut hb = [0u8; HEADER_SIZE];
-        let (fds, _) = recv_exact_with_fds(&self.s, &mut hb).unwrap().expect("server closed");
+        let (fds, _) = recv_exact_with_fds(&self.s, &mut hb, false).unwrap().expect("server closed");
         let hdr = Header::parse(&hb);
         let mut payload = vec![0u8; hdr.size as usize - HEADER_SIZE];
         (&self.s).read_exact(&mut payload).unwrap();

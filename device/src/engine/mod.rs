@@ -17,7 +17,7 @@ use thiserror::Error;
 
 pub use objects::*;
 pub use table::Table;
-pub use transport::{Io, QpCounters, Runtime, SharedEngine};
+pub use transport::{consumes_recv, Io, QpCounters, Runtime, SharedEngine};
 pub use verbs::*;
 
 /// Guest memory as the engine reaches it: every access names an address

@@ -242,12 +242,15 @@ impl Firmware {
         if matches!(state, QpState::Reset | QpState::Init | QpState::Rtr) {
             return;
         }
+        // The doorbell record is read once: a WQE posted after this read
+        // comes with a doorbell of its own, which syncs again.
+        let Some(pc) = self.qps.get(&qpn).and_then(|ctx| Self::sq_producer(&*self.mem, ctx)) else { return };
         for _ in 0..=(1u32 << 16) {
             let Some(ctx) = self.qps.get(&qpn) else { return };
             if ctx.sq_entries == 0 {
                 return;
             }
-            let (ci, ctrl, first) = match self.sq_head(qpn, ctx) {
+            let (ci, ctrl, first) = match self.sq_head_upto(qpn, ctx, pc) {
                 SqHead::Empty => return,
                 // A WQE fetch that faults is a local QP operation error, as
                 // on hardware: an error CQE for that slot and the QP to ERR.
@@ -437,7 +440,9 @@ impl PacketHandler for FwHandler {
             0 | 1 => None,
             n => fw.engine.qps.get(n).filter(|q| engine_qp(q.qp_type)).map(|_| n),
         };
-        if let Some(q) = target {
+        // Only a packet that may take a receive WQE needs the RQ's new ones
+        // (ACKs, read and atomic traffic do not: skip the doorbell record read).
+        if let Some(q) = target.filter(|_| crate::engine::consumes_recv(pkt)) {
             fw.sync_recv(q);
         }
         fw.engine.receive(meta, pkt);

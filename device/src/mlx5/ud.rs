@@ -68,9 +68,21 @@ impl Firmware {
 
     /// The next send WQE of QP `qpn`, as its doorbell record announces it.
     pub(crate) fn sq_head(&self, qpn: u32, ctx: &QpCtx) -> SqHead {
-        let Some(pc) = be32_at(&*self.mem, ctx.dbr_addr + 4) else { return SqHead::Empty };
+        match Self::sq_producer(&*self.mem, ctx) {
+            Some(pc) => self.sq_head_upto(qpn, ctx, pc),
+            None => SqHead::Empty,
+        }
+    }
+
+    /// The send doorbell record's producer counter (the second big-endian word).
+    pub(crate) fn sq_producer(mem: &dyn crate::engine::GuestMemory, ctx: &QpCtx) -> Option<u16> {
+        be32_at(mem, ctx.dbr_addr + 4).map(|pc| pc as u16)
+    }
+
+    /// The next send WQE of QP `qpn` if it is before producer counter `pc`.
+    pub(crate) fn sq_head_upto(&self, qpn: u32, ctx: &QpCtx, pc: u16) -> SqHead {
         let ci = ctx.sq_ci;
-        if ci == pc as u16 {
+        if ci == pc {
             return SqHead::Empty;
         }
         let Some(first) = self.read_sq(ctx, ci, 1) else {

@@ -244,15 +244,27 @@ impl<D: VfioDevice> Server<D> {
         let max_msg = self.opts.max_data_xfer_size as usize + 4096;
         let mut spin = SpinPolicy::new(Duration::from_micros(self.opts.spin_us as u64));
         loop {
-            // No spinning while the vCPUs (or anything else) fill every CPU.
-            if let Some(limit) = spin.limit().filter(|_| !self.pressure.busy()) {
-                let found = crate::vfio::socket::wait_readable_spinning(stream, limit);
-                let c = if found.is_some() { &self.stats.spin_hits } else { &self.stats.spin_misses };
-                c.fetch_add(1, Ordering::Relaxed);
-                spin.record(found);
-            }
             let mut hb = [0u8; HEADER_SIZE];
-            let (fds, truncated) = match recv_exact_with_fds(stream, &mut hb)? {
+            // A message already queued (doorbells in a burst) is taken at
+            // once; only an empty socket is spun on or slept on.
+            let got = match recv_exact_with_fds(stream, &mut hb, true) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
+                r => Some(r?),
+            };
+            let got = match got {
+                Some(g) => g,
+                None => {
+                    // No spinning while the vCPUs (or anything else) fill every CPU.
+                    if let Some(limit) = spin.limit().filter(|_| !self.pressure.busy()) {
+                        let found = crate::vfio::socket::wait_readable_spinning(stream, limit);
+                        let c = if found.is_some() { &self.stats.spin_hits } else { &self.stats.spin_misses };
+                        c.fetch_add(1, Ordering::Relaxed);
+                        spin.record(found);
+                    }
+                    recv_exact_with_fds(stream, &mut hb, false)?
+                }
+            };
+            let (fds, truncated) = match got {
                 None => return Ok(()),
                 Some(x) => x,
             };

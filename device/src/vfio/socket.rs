@@ -10,12 +10,6 @@ use std::os::unix::net::UnixStream;
 /// `max_msg_fds`).
 pub const MAX_FDS: usize = 16;
 
-/// Receives into `buf` (fills it completely, or returns `UnexpectedEof` on a
-/// clean close before the first byte with `Ok(None)`), collecting any
-/// descriptors that arrive with the first segment.
-///
-/// Returns `Ok(None)` when the peer closed the connection before sending
-/// anything, `Ok(Some(fds))` once `buf` is full.
 /// Spins up to `limit` until `stream` has data (a non-blocking peek), so
 /// the blocking read that follows does not sleep and wait for a wake-up.
 /// Returns how long it waited if data (or an error/EOF) came, None if the
@@ -36,7 +30,15 @@ pub fn wait_readable_spinning(stream: &UnixStream, limit: std::time::Duration) -
     }
 }
 
-pub fn recv_exact_with_fds(stream: &UnixStream, buf: &mut [u8]) -> io::Result<Option<(Vec<OwnedFd>, bool)>> {
+/// Receives into `buf` (fills it completely, or returns `UnexpectedEof` on a
+/// clean close before the first byte with `Ok(None)`), collecting any
+/// descriptors that arrive with the first segment.
+///
+/// Returns `Ok(None)` when the peer closed the connection before sending
+/// anything, `Ok(Some(fds))` once `buf` is full.
+/// With `nonblocking`, a read that finds nothing fails with `WouldBlock`
+/// (once the first bytes came, the rest is waited for).
+pub fn recv_exact_with_fds(stream: &UnixStream, buf: &mut [u8], nonblocking: bool) -> io::Result<Option<(Vec<OwnedFd>, bool)>> {
     let fd = stream.as_raw_fd();
     let mut cmsg = [0u64; (MAX_FDS * 4 + 64) / 8];
     let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
@@ -49,7 +51,7 @@ pub fn recv_exact_with_fds(stream: &UnixStream, buf: &mut [u8]) -> io::Result<Op
     let n = loop {
         // SAFETY: msg points at a live iovec over `buf` and a live control
         // buffer of the stated length; the kernel writes within those bounds.
-        let r = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_CMSG_CLOEXEC) };
+        let r = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_CMSG_CLOEXEC | if nonblocking { libc::MSG_DONTWAIT } else { 0 }) };
         if r < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {
@@ -140,4 +142,29 @@ pub fn send_with_fds(stream: &UnixStream, bufs: &[&[u8]], fds: &[BorrowedFd<'_>]
         (&*stream).write_all(&all[sent..])?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    /// A non-blocking receive on an empty socket says WouldBlock and takes
+    /// nothing; once a message is queued it returns it whole, with its fd.
+    #[test]
+    #[cfg_attr(miri, ignore = "socketpair and recvmsg are not supported by Miri")]
+    fn nonblocking_receive_takes_only_what_is_queued() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let mut buf = [0u8; 8];
+        let e = recv_exact_with_fds(&b, &mut buf, true).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+        let f = std::fs::File::open("/dev/null").unwrap();
+        send_with_fds(&a, &[&[1, 2, 3, 4], &[5, 6, 7, 8]], &[f.as_fd()]).unwrap();
+        let (fds, truncated) = recv_exact_with_fds(&b, &mut buf, true).unwrap().expect("message");
+        assert_eq!(buf, [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!((fds.len(), truncated), (1, false));
+        assert_eq!(recv_exact_with_fds(&b, &mut buf, true).unwrap_err().kind(), io::ErrorKind::WouldBlock);
+        drop(a);
+        assert!(recv_exact_with_fds(&b, &mut buf, true).unwrap().is_none(), "closed peer: None");
+    }
 }

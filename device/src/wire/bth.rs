@@ -183,6 +183,12 @@ impl Opcode {
     pub fn is_send(self) -> bool {
         matches!(self.op(), 0x00..=0x05 | 0x16 | 0x17)
     }
+    /// A request that may take a receive WQE at the responder: a SEND of any
+    /// kind or an RDMA WRITE with immediate (not ACKs, reads, atomics, CNPs).
+    pub fn consumes_recv(self) -> bool {
+        self.transport() != Transport::Cnp
+            && (self.is_send() || matches!(self.op(), Self::WRITE_LAST_IMM | Self::WRITE_ONLY_IMM))
+    }
     pub fn is_write(self) -> bool {
         matches!(self.op(), 0x06..=0x0b)
     }
@@ -411,6 +417,21 @@ mod tests {
         let mut b = BTH;
         b[1] |= 1;
         assert_eq!(Repr::parse(&Packet::new_unchecked(&b[..])).unwrap_err(), Error::Malformed("BTH TVer"));
+    }
+
+    #[test]
+    fn which_requests_take_a_receive() {
+        let rc = |op| Opcode::new(Opcode::RC, op);
+        for op in [Opcode::SEND_FIRST, Opcode::SEND_MIDDLE, Opcode::SEND_LAST, Opcode::SEND_ONLY_IMM,
+                   Opcode::SEND_ONLY_INV, Opcode::WRITE_ONLY_IMM, Opcode::WRITE_LAST_IMM] {
+            assert!(rc(op).consumes_recv(), "{}", rc(op).name());
+        }
+        assert!(Opcode::new(Opcode::UD, Opcode::SEND_ONLY).consumes_recv());
+        for op in [Opcode::WRITE_ONLY, Opcode::WRITE_FIRST, Opcode::READ_REQUEST, Opcode::READ_RESPONSE_ONLY,
+                   Opcode::ACKNOWLEDGE, Opcode::ATOMIC_ACKNOWLEDGE, Opcode::FETCH_ADD, Opcode::CMP_SWAP] {
+            assert!(!rc(op).consumes_recv(), "{}", rc(op).name());
+        }
+        assert!(!Opcode::CNP.consumes_recv());
     }
 
     #[test]
