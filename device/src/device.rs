@@ -168,11 +168,15 @@ fn pumped(pump: Option<&LoopbackPump>, body: impl FnOnce()) {
 /// Poll mode: the fabric's handler kicks the UAR poller into a spin window
 /// after a burst that changed what the guest sees (data, a completion):
 /// the guest usually answers with a doorbell. RDMA READ and atomic requests
-/// are answered by the device alone and kick nothing.
+/// are answered by the device alone and kick nothing. A burst that came
+/// from this device itself (loopback) kicks as local, whichever thread
+/// delivered it (the doorbell's own pump, or the fabric worker when the pump
+/// found it busy): the answering doorbell follows within microseconds.
 struct Kicking {
     handler: FwHandler,
     kick: PollerKick,
     pending: AtomicBool,
+    pending_local: AtomicBool,
 }
 
 impl PacketHandler for Kicking {
@@ -181,6 +185,9 @@ impl PacketHandler for Kicking {
             let op = b.opcode();
             // RDMA READ request (0x0c) or an atomic request.
             if !(op.op() == 0x0c || op.is_atomic()) {
+                if meta.local {
+                    self.pending_local.store(true, Ordering::Relaxed);
+                }
                 self.pending.store(true, Ordering::Relaxed);
             }
         }
@@ -190,7 +197,7 @@ impl PacketHandler for Kicking {
     fn flush(&self) {
         self.handler.flush();
         if self.pending.swap(false, Ordering::Relaxed) {
-            self.kick.kick();
+            self.kick.kick(self.pending_local.swap(false, Ordering::Relaxed));
         }
     }
 
@@ -275,7 +282,7 @@ impl Vrnic {
         };
         let handler = FwHandler(fw.clone());
         match poller.as_ref().and_then(|p| p.kick_handle()) {
-            Some(kick) => fabric.start(Arc::new(Kicking { handler, kick, pending: AtomicBool::new(false) }))?,
+            Some(kick) => fabric.start(Arc::new(Kicking { handler, kick, pending: AtomicBool::new(false), pending_local: AtomicBool::new(false) }))?,
             None => fabric.start(Arc::new(handler))?,
         }
         let mut d = Vrnic {

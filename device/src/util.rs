@@ -249,6 +249,16 @@ impl SharedMem {
         Some(a.fetch_add(v, Ordering::AcqRel))
     }
 
+    /// Atomically loads the aligned u32 at `off`.
+    pub fn load_u32(&self, off: usize) -> Option<u32> {
+        if off % 4 != 0 || !self.check(off, 4) {
+            return None;
+        }
+        // SAFETY: as in swap_u64, with 4-byte alignment.
+        let a = unsafe { AtomicU32::from_ptr(self.ptr.add(off).cast()) };
+        Some(a.load(Ordering::Acquire))
+    }
+
     /// Atomically exchanges the aligned u32 at `off`.
     pub fn swap_u32(&self, off: usize, v: u32) -> Option<u32> {
         if off % 4 != 0 || !self.check(off, 4) {

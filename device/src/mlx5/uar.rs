@@ -10,7 +10,8 @@
 //!
 //! Layout of a 4 KiB UAR page (mlx5 `MLX5_CQ_DOORBELL`, `MLX5_EQ_DOORBELL_OFFSET`,
 //! `MLX5_BF_OFFSET`): 0x20 CQ arm (8 bytes), 0x40 EQ update+arm, 0x48 EQ
-//! update (4 bytes each), 0x800-0xfff send doorbells / BlueFlame (8-byte slots).
+//! update (4 bytes each), 0x800-0xfff send doorbells / BlueFlame (8-byte slots;
+//! drivers ring at the start of each 256-byte bfreg half, which is all the poller watches).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -24,6 +25,18 @@ pub const MLX5_EQ_DOORBELL_ARM: u64 = 0x40;
 pub const MLX5_EQ_DOORBELL_NO_ARM: u64 = 0x48;
 pub const MLX5_BF_OFFSET: u64 = 0x800;
 pub const UAR_PAGE: u64 = 4096;
+/// Half of a bfreg (`bf_reg_size / 2`, the caps' `log_bf_reg_size` 9 ⇒ 512-byte
+/// bfregs): drivers ring a send doorbell at the start of a half, the kernel
+/// alternating `+0`/`+0x100` of its bfreg (`bf->offset ^= buf_size`),
+/// libmlx5 always at `+0x800` (BlueFlame is off).
+pub const BF_HALF: u64 = 0x100;
+
+/// The page offsets where a driver rings a send doorbell: 0x800, 0x900, … 0xf00.
+/// The poller watches these; a trapped store elsewhere in 0x800..0x1000 is
+/// still decoded (`Doorbell::decode`), but no driver makes one with BlueFlame off.
+pub fn send_doorbell_offsets() -> impl Iterator<Item = u64> {
+    (MLX5_BF_OFFSET..UAR_PAGE).step_by(BF_HALF as usize)
+}
 
 /// A decoded doorbell store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,10 +144,11 @@ pub struct PollerKick {
 }
 
 impl PollerKick {
-    pub fn kick(&self) {
-        if std::thread::current().id() == self.thread.id() {
-            // The poller's own doorbell delivered data inside this device
-            // (loopback): the answering doorbell comes within microseconds.
+    /// Ends the poller's nap. `local`: the data was delivered inside this
+    /// device (loopback), so the answering doorbell comes within
+    /// microseconds and the poller keeps its naps short for a while.
+    pub fn kick(&self, local: bool) {
+        if local {
             self.local.store(true, Ordering::Relaxed);
         }
         if !self.kicked.swap(true, Ordering::AcqRel) {
@@ -286,12 +300,14 @@ pub fn scan_page(mem: &SharedMem, uar: u64, sink: &dyn DoorbellSink) -> usize {
         }
     };
     take64(MLX5_CQ_DOORBELL, &mut n);
-    let mut o = MLX5_BF_OFFSET;
-    while o < UAR_PAGE {
+    for o in send_doorbell_offsets() {
         take64(o, &mut n);
-        o += 8;
     }
     for off in [MLX5_EQ_DOORBELL_ARM, MLX5_EQ_DOORBELL_NO_ARM] {
+        // Load first: a swap on every pass would write the line each time.
+        if mem.load_u32(base + off as usize).is_none_or(|v| v == SENTINEL32) {
+            continue;
+        }
         if let Some(v) = mem.swap_u32(base + off as usize, SENTINEL32) {
             if v != SENTINEL32 {
                 if let Some(db) = Doorbell::decode(uar, off, &v.to_ne_bytes()) {
@@ -337,6 +353,9 @@ fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages:
         if kicked.swap(false, Ordering::AcqRel) {
             kicks_taken.fetch_add(1, Ordering::Relaxed);
             last_hit = Instant::now();
+            if local_kick.swap(false, Ordering::Relaxed) {
+                last_local = Some(last_hit);
+            }
             nap = sched.first_nap;
             continue;
         }
@@ -411,6 +430,47 @@ mod tests {
         drop(poller);
     }
 
+    /// The poller takes send doorbells at every bfreg half the kernel and
+    /// libmlx5 use (0x800..0xf00 step 0x100, from `log_bf_reg_size` 9) and
+    /// nothing in between; the caps report the bfreg size this assumes.
+    #[test]
+    #[cfg_attr(miri, ignore = "memfd_create, mmap of an fd and the poller thread's prctl are not supported by Miri")]
+    fn poller_watches_each_bfreg_half() {
+        use crate::mlx5::ifc::cmd_hca_cap;
+        let caps = crate::mlx5::caps::general_caps_image();
+        assert_eq!(1u64 << cmd_hca_cap::log_bf_reg_size.get(&caps), 2 * BF_HALF);
+        let offs: Vec<u64> = send_doorbell_offsets().collect();
+        assert_eq!(offs, [0x800, 0x900, 0xa00, 0xb00, 0xc00, 0xd00, 0xe00, 0xf00]);
+        let fd = memfd("uar-halves", 4096).unwrap();
+        let mem = Arc::new(SharedMem::map(&fd, 4096).unwrap());
+        arm_page(&mem, 0);
+        let stats = Arc::new(DoorbellStats::default());
+        let poller = UarPoller::start(mem.clone(), stats.clone());
+        poller.watch(0);
+        let guest = SharedMem::map(&fd, 4096).unwrap();
+        let wait_sends = |n: u64| {
+            let t0 = Instant::now();
+            while stats.send.load(Ordering::Relaxed) < n && t0.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        for (i, &o) in offs.iter().enumerate() {
+            let mut s = [0u8; 8];
+            s[..4].copy_from_slice(&((i as u32) << 8 | 0x0a).to_be_bytes());
+            s[4..].copy_from_slice(&(0x0000_4401u32 + i as u32).to_be_bytes());
+            guest.write(o as usize, &s);
+            wait_sends(i as u64 + 1);
+            assert_eq!(stats.send.load(Ordering::Relaxed), i as u64 + 1, "doorbell at {o:#x}");
+            assert_eq!(stats.last_send.load(Ordering::Relaxed) >> 32, 0x4401 + i as u64, "doorbell at {o:#x}");
+        }
+        // Not a doorbell position: left alone.
+        guest.write(0x808, &[1; 8]);
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(stats.send.load(Ordering::Relaxed), offs.len() as u64);
+        assert_eq!(mem.load_u64(0x808), Some(u64::from_ne_bytes([1; 8])));
+        drop(poller);
+    }
+
     /// A kick ends an idle poller's nap and opens a spin window. (Here
     /// the idle nap is 30 s: each kick must wake the poller far sooner.)
     #[test]
@@ -427,7 +487,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
             let before = poller.scans.load(Ordering::Relaxed);
             let t = Instant::now();
-            k.kick();
+            k.kick(false);
             while poller.scans.load(Ordering::Relaxed) == before {
                 assert!(t.elapsed() < Duration::from_secs(10), "kick {i} did not wake the poller");
                 std::thread::yield_now();

@@ -61,6 +61,8 @@ impl Endpoint {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RxMeta {
     pub src: Endpoint,
+    /// The port sent it to itself (loopback inside this device).
+    pub local: bool,
 }
 
 /// Where the engine's packets go. `pkt` is BTH through a 4-byte ICRC slot;
@@ -349,7 +351,7 @@ impl Port {
         if src != self.local {
             self.capture(src.ip(), self.local.ip(), pkt);
         }
-        let meta = RxMeta { src };
+        let meta = RxMeta { src, local: src == self.local };
         let mut check = |_tag: u32, bytes: &[u8]| self.check_and_deliver(&meta, bytes, deliver);
         if self.faults_on.load(Ordering::Relaxed) {
             let now = self.clock.now_ns();
@@ -357,7 +359,7 @@ impl Port {
             let tag = if src == self.local { LOCAL } else { self.peers.iter().position(|p| p.ep == src).map(|i| i as u32).unwrap_or(LOCAL - 1) };
             let mut held_check = |t: u32, bytes: &[u8]| {
                 let s = if t == tag { src } else if t == LOCAL { self.local } else { self.peers.get(t as usize).map(|p| p.ep).unwrap_or(src) };
-                self.check_and_deliver(&RxMeta { src: s }, bytes, deliver)
+                self.check_and_deliver(&RxMeta { src: s, local: s == self.local }, bytes, deliver)
             };
             if let Ok(mut f) = self.rx_faults.lock() {
                 f.process(tag, pkt, now, &self.counters, &mut held_check);
@@ -409,7 +411,7 @@ impl Port {
         if let Ok(mut f) = self.rx_faults.lock() {
             let mut d = |t: u32, bytes: &[u8]| {
                 let s = if t == LOCAL { self.local } else { self.peers.get(t as usize).map(|p| p.ep).unwrap_or(self.local) };
-                self.check_and_deliver(&RxMeta { src: s }, bytes, deliver)
+                self.check_and_deliver(&RxMeta { src: s, local: t == LOCAL }, bytes, deliver)
             };
             f.release(now, &mut d);
         }
