@@ -29,6 +29,8 @@ pub struct ControlHandles {
     pub server: Arc<ServerStats>,
     pub device: Arc<DeviceStats>,
     pub doorbells: Arc<DoorbellStats>,
+    /// Poll mode: the UAR poller's counters.
+    pub poller: Option<Arc<crate::mlx5::PollerStats>>,
     pub fw: Option<Arc<std::sync::Mutex<Firmware>>>,
     /// The CPU latency request thread's state ([`crate::qos`]).
     pub qos: Arc<crate::qos::QosStats>,
@@ -125,6 +127,10 @@ impl ControlHandles {
                 "eq_update": l(&self.doorbells.eq_update),
                 "send": l(&self.doorbells.send),
                 "ignored": l(&self.doorbells.ignored),
+                "poller": self.poller.as_ref().map(|p| json!({
+                    "scans": l(&p.scans), "hit_scans": l(&p.hit_scans), "naps": l(&p.naps), "nap_us": l(&p.nap_us),
+                    "kicks_taken": l(&p.kicks_taken), "local_kicks": l(&p.local_kicks),
+                })),
             },
             "cpu_latency_qos": {
                 "held": self.qos.held.load(Ordering::Relaxed),
@@ -184,6 +190,7 @@ mod tests {
             server: Arc::default(),
             device: Arc::default(),
             doorbells: Arc::default(),
+            poller: None,
             fw: None,
             qos: Arc::default(),
         };

@@ -311,6 +311,11 @@ impl Vrnic {
         self.doorbells.clone()
     }
 
+    /// The UAR poller's counters (poll mode only).
+    pub fn poller_stats(&self) -> Option<Arc<crate::mlx5::PollerStats>> {
+        self.poller.as_ref().map(|p| p.stats.clone())
+    }
+
     pub fn interrupts(&self) -> Arc<Interrupts> {
         self.irqs.clone()
     }

@@ -238,6 +238,7 @@ fn main() -> ExitCode {
     };
     let device_stats = device.stats.clone();
     let doorbells = device.doorbell_stats();
+    let poller = device.poller_stats();
     // Opened before privileges are dropped; the thread is a long-lived one.
     let qos = Arc::new(vrnic::qos::QosStats::default());
     if config.doorbell.cpu_latency_qos {
@@ -257,7 +258,7 @@ fn main() -> ExitCode {
         }
     };
     if let Some(p) = &args.control {
-        let h = ControlHandles { irqs, dma, server: server.stats.clone(), device: device_stats, doorbells, fw: Some(fw), qos };
+        let h = ControlHandles { irqs, dma, server: server.stats.clone(), device: device_stats, doorbells, poller, fw: Some(fw), qos };
         if let Err(e) = control::spawn(p, h) {
             error!("control socket {}: {e}", p.display());
             return ExitCode::FAILURE;

@@ -25,7 +25,7 @@ pub mod ud;
 pub mod wqe;
 
 pub use init_seg::{FwVersion, InitSegEvent, InitSegment};
-pub use uar::{Doorbell, DoorbellSink, DoorbellStats, UarPoller};
+pub use uar::{Doorbell, DoorbellSink, DoorbellStats, PollerStats, UarPoller};
 
 #[cfg(test)]
 mod fw_tests;

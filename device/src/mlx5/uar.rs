@@ -125,12 +125,25 @@ pub struct UarPoller {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
     pages: Arc<Mutex<Vec<u64>>>,
-    pub scans: Arc<AtomicU64>,
+    pub stats: Arc<PollerStats>,
     kicked: Arc<AtomicBool>,
-    /// Set by a kick from the poller's own thread (loopback delivered inline).
+    /// Set by a local kick (data delivered inside this device).
     local: Arc<AtomicBool>,
-    /// Naps a kick ended.
-    pub kicks_taken: Arc<AtomicU64>,
+}
+
+/// What the poller did (the control socket's `doorbells.poller`).
+#[derive(Default, Debug)]
+pub struct PollerStats {
+    /// Passes over the watched pages.
+    pub scans: AtomicU64,
+    /// Passes that found at least one doorbell.
+    pub hit_scans: AtomicU64,
+    /// Naps taken, and their requested length in total (µs).
+    pub naps: AtomicU64,
+    pub nap_us: AtomicU64,
+    /// Naps a kick ended, and kicks marked local (loopback delivery).
+    pub kicks_taken: AtomicU64,
+    pub local_kicks: AtomicU64,
 }
 
 /// Wakes a napping [`UarPoller`] into its spin window: something just
@@ -209,12 +222,11 @@ impl UarPoller {
 
     fn start_scheduled(mem: Arc<SharedMem>, sink: Arc<dyn DoorbellSink>, pages: Arc<Mutex<Vec<u64>>>, sched: Schedule) -> UarPoller {
         let stop = Arc::new(AtomicBool::new(false));
-        let scans = Arc::new(AtomicU64::new(0));
+        let stats = Arc::new(PollerStats::default());
         let kicked = Arc::new(AtomicBool::new(false));
         let local = Arc::new(AtomicBool::new(false));
         let l = local.clone();
-        let kicks_taken = Arc::new(AtomicU64::new(0));
-        let (s, p, sc, k, kt) = (stop.clone(), pages.clone(), scans.clone(), kicked.clone(), kicks_taken.clone());
+        let (s, p, st, k) = (stop.clone(), pages.clone(), stats.clone(), kicked.clone());
         // Opened here, before the seccomp filter.
         let pressure = crate::util::CpuPressure::default();
         // Naps of 10 µs must not become 60: the default timer slack is 50 µs.
@@ -222,9 +234,9 @@ impl UarPoller {
             // SAFETY: PR_SET_TIMERSLACK takes a plain integer (ns) and changes only this thread.
             unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
         };
-        let thread = crate::privs::spawn("vrnic-uar-poll", setup, move |()| poll_loop(&mem, &*sink, &s, &p, &sc, (&k, &l, &kt), (sched, pressure)))
+        let thread = crate::privs::spawn("vrnic-uar-poll", setup, move |()| poll_loop(&mem, &*sink, &s, &p, &st, (&k, &l), (sched, pressure)))
             .expect("spawn poller thread");
-        UarPoller { stop, thread: Some(thread), pages, scans, kicked, local, kicks_taken }
+        UarPoller { stop, thread: Some(thread), pages, stats, kicked, local }
     }
 
     /// A handle that wakes the poller into its spin window.
@@ -320,7 +332,7 @@ pub fn scan_page(mem: &SharedMem, uar: u64, sink: &dyn DoorbellSink) -> usize {
     n
 }
 
-fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages: &Mutex<Vec<u64>>, scans: &AtomicU64, (kicked, local_kick, kicks_taken): (&AtomicBool, &AtomicBool, &AtomicU64), (sched, mut pressure): (Schedule, crate::util::CpuPressure)) {
+fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages: &Mutex<Vec<u64>>, stats: &PollerStats, (kicked, local_kick): (&AtomicBool, &AtomicBool), (sched, mut pressure): (Schedule, crate::util::CpuPressure)) {
     let mut last_hit = Instant::now();
     let mut last_local: Option<Instant> = None;
     let mut nap = sched.first_nap;
@@ -332,10 +344,12 @@ fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages:
         for &p in &local {
             hits += scan_page(mem, p, sink);
         }
-        scans.fetch_add(1, Ordering::Relaxed);
+        stats.scans.fetch_add(1, Ordering::Relaxed);
         if hits > 0 {
+            stats.hit_scans.fetch_add(1, Ordering::Relaxed);
             last_hit = Instant::now();
             if local_kick.swap(false, Ordering::Relaxed) {
+                stats.local_kicks.fetch_add(1, Ordering::Relaxed);
                 last_local = Some(last_hit);
             }
             nap = sched.first_nap;
@@ -349,11 +363,14 @@ fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages:
         }
         // Idle: sleep with growing naps so an idle device costs ~0% CPU;
         // a kick ends the nap and opens a new spin window.
+        stats.naps.fetch_add(1, Ordering::Relaxed);
+        stats.nap_us.fetch_add(nap.as_micros() as u64, Ordering::Relaxed);
         std::thread::park_timeout(nap);
         if kicked.swap(false, Ordering::AcqRel) {
-            kicks_taken.fetch_add(1, Ordering::Relaxed);
+            stats.kicks_taken.fetch_add(1, Ordering::Relaxed);
             last_hit = Instant::now();
             if local_kick.swap(false, Ordering::Relaxed) {
+                stats.local_kicks.fetch_add(1, Ordering::Relaxed);
                 last_local = Some(last_hit);
             }
             nap = sched.first_nap;
@@ -485,14 +502,14 @@ mod tests {
         for i in 0..5 {
             // Past the spin window: the poller is in a 30 s nap.
             std::thread::sleep(Duration::from_millis(20));
-            let before = poller.scans.load(Ordering::Relaxed);
+            let before = poller.stats.scans.load(Ordering::Relaxed);
             let t = Instant::now();
             k.kick(false);
-            while poller.scans.load(Ordering::Relaxed) == before {
+            while poller.stats.scans.load(Ordering::Relaxed) == before {
                 assert!(t.elapsed() < Duration::from_secs(10), "kick {i} did not wake the poller");
                 std::thread::yield_now();
             }
-            assert_eq!(poller.kicks_taken.load(Ordering::Relaxed), i + 1);
+            assert_eq!(poller.stats.kicks_taken.load(Ordering::Relaxed), i + 1);
         }
         let t = Instant::now();
         drop(poller);
