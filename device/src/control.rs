@@ -128,7 +128,7 @@ impl ControlHandles {
                 "send": l(&self.doorbells.send),
                 "ignored": l(&self.doorbells.ignored),
                 "poller": self.poller.as_ref().map(|p| json!({
-                    "scans": l(&p.scans), "hit_scans": l(&p.hit_scans), "naps": l(&p.naps), "nap_us": l(&p.nap_us),
+                    "scans": l(&p.scans), "hit_scans": l(&p.hit_scans), "naps": l(&p.naps), "nap_us": l(&p.nap_us), "nap_late_us": l(&p.nap_late_us),
                     "kicks_taken": l(&p.kicks_taken), "local_kicks": l(&p.local_kicks),
                 })),
             },

@@ -141,6 +141,9 @@ pub struct PollerStats {
     /// Naps taken, and their requested length in total (µs).
     pub naps: AtomicU64,
     pub nap_us: AtomicU64,
+    /// How much later than asked the naps that ran out ended, in total (µs):
+    /// the time the woken poller waited for a CPU.
+    pub nap_late_us: AtomicU64,
     /// Naps a kick ended, and kicks marked local (loopback delivery).
     pub kicks_taken: AtomicU64,
     pub local_kicks: AtomicU64,
@@ -365,6 +368,7 @@ fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages:
         // a kick ends the nap and opens a new spin window.
         stats.naps.fetch_add(1, Ordering::Relaxed);
         stats.nap_us.fetch_add(nap.as_micros() as u64, Ordering::Relaxed);
+        let slept = Instant::now();
         std::thread::park_timeout(nap);
         if kicked.swap(false, Ordering::AcqRel) {
             stats.kicks_taken.fetch_add(1, Ordering::Relaxed);
@@ -376,6 +380,8 @@ fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages:
             nap = sched.first_nap;
             continue;
         }
+        let late = slept.elapsed().saturating_sub(nap);
+        stats.nap_late_us.fetch_add(late.as_micros() as u64, Ordering::Relaxed);
         let since = last_hit.elapsed();
         if last_local.is_none_or(|t| t.elapsed() >= sched.hot) {
             let cap = if since < sched.warm { sched.max_nap } else { sched.idle_nap };
