@@ -97,14 +97,14 @@ pub struct EngineDrops {
 /// (what the SMA's P_KeyTable reports).
 pub const PKEY_TABLE: [u16; 1] = [0xffff];
 
-/// IBTA 10.9.3 P_Key match: same partition number (low 15 bits, not the
-/// invalid 0), and at least one side a full member.
 /// Whether a received packet (starting at its BTH) may take a receive WQE,
 /// so the owner of the receive queue should hand over newly posted ones first.
 pub fn consumes_recv(pkt: &[u8]) -> bool {
     pkt.first().is_some_and(|&op| crate::wire::bth::Opcode(op).consumes_recv())
 }
 
+/// IBTA 10.9.3 P_Key match: same partition number (low 15 bits, not the
+/// invalid 0), and at least one side a full member.
 pub fn pkey_matches(mine: u16, theirs: u16) -> bool {
     mine & 0x7fff == theirs & 0x7fff && mine & 0x7fff != 0 && (mine | theirs) & 0x8000 != 0
 }

@@ -115,6 +115,15 @@ impl Mapping {
     fn contains(&self, iova: u64) -> bool {
         iova >= self.iova && iova < self.end()
     }
+    /// The host side of an access at `at`, if the client gave an fd and the
+    /// mapping allows the access (errors name `at`).
+    fn host_for(&self, at: u64, write: bool) -> Result<&HostMap, DmaError> {
+        let host = self.host.as_ref().ok_or(DmaError::NoFd(at))?;
+        if (write && !self.writable) || (!write && !self.readable) {
+            return Err(DmaError::Protection(at));
+        }
+        Ok(host)
+    }
 }
 
 type Table = Vec<Arc<Mapping>>;
@@ -291,8 +300,6 @@ impl DmaSpace {
         self.table.load().iter().map(|m| (m.iova, m.size, m.host.is_some())).collect()
     }
 
-    /// Runs `f(host_ptr, len)` over each piece of `[iova, iova+len)`, which
-    /// must be fully covered by fd-backed mappings with the needed access.
     /// The mapping containing `at` (the table is sorted by iova and its
     /// mappings do not overlap).
     fn lookup(table: &Table, at: u64) -> Option<&Arc<Mapping>> {
@@ -300,6 +307,8 @@ impl DmaSpace {
         i.checked_sub(1).map(|i| &table[i]).filter(|m| m.contains(at))
     }
 
+    /// Runs `f(host_ptr, len)` over each piece of `[iova, iova+len)`, which
+    /// must be fully covered by fd-backed mappings with the needed access.
     fn for_each_chunk(&self, iova: u64, len: usize, write: bool, mut f: impl FnMut(*mut u8, usize, usize)) -> Result<(), DmaError> {
         if len == 0 {
             return Ok(());
@@ -313,15 +322,10 @@ impl DmaSpace {
         // Nearly every access lies inside one mapping: one binary search
         // (the table is sorted by iova), one check, one copy.
         if let Some(m) = Self::lookup(&table, iova).filter(|m| end <= m.end()) {
-            let res = match &m.host {
-                None => Err(DmaError::NoFd(iova)),
-                Some(_) if (write && !m.writable) || (!write && !m.readable) => Err(DmaError::Protection(iova)),
-                Some(host) => {
-                    // SAFETY: iova - m.iova + len <= m.size == host.len (end <= m.end()).
-                    f(unsafe { host.ptr.add((iova - m.iova) as usize) }, len, 0);
-                    Ok(())
-                }
-            };
+            let res = m.host_for(iova, write).map(|host| {
+                // SAFETY: iova - m.iova + len <= m.size == host.len (end <= m.end()).
+                f(unsafe { host.ptr.add((iova - m.iova) as usize) }, len, 0);
+            });
             self.inflight.fetch_sub(1, Ordering::Relaxed);
             if res.is_err() {
                 self.stats.faults.fetch_add(1, Ordering::Relaxed);
@@ -336,10 +340,7 @@ impl DmaSpace {
             let mut done = 0usize;
             while at < end {
                 let m = Self::lookup(&table, at).ok_or(DmaError::NotMapped { iova, len: len as u64 })?;
-                let host = m.host.as_ref().ok_or(DmaError::NoFd(at))?;
-                if (write && !m.writable) || (!write && !m.readable) {
-                    return Err(DmaError::Protection(at));
-                }
+                let host = m.host_for(at, write)?;
                 let off = (at - m.iova) as usize;
                 let n = ((m.end().min(end)) - at) as usize;
                 // SAFETY: off + n <= m.size == host.len, checked above.
