@@ -728,7 +728,6 @@ impl Engine {
 
     /// Sends the packet at the cursor and advances it. False if nothing was sent.
     fn send_one(&mut self, qpn: u32) -> bool {
-        let now = self.rt.io.clock.now_ns();
         let Some(qp) = self.qps.get_mut(qpn) else { return false };
         let Some(tb) = transport_bits(qp.qp_type) else { return false };
         let mtu = qp.attrs.path_mtu.0 as u32;
@@ -861,7 +860,6 @@ impl Engine {
         } else {
             rt.cur_pkt += 1;
         }
-        let _ = now;
         if tb == Opcode::RC {
             self.arm_ack_timer(qpn, false);
         } else if last_pkt {
