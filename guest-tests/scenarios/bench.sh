@@ -32,6 +32,17 @@ _n=$(vr_karg vrnic.bench_lat_iters); LAT_N=${_n:-$LAT_N}
 _n=$(vr_karg vrnic.bench_atomic_iters); AT_N=${_n:-$AT_N}
 _n=$(vr_karg vrnic.bench_reps); REPS=${_n:-${BENCH_REPS:-3}}
 echo "BENCH-SET tests=$TESTS devs=$DEVS reps=$REPS"
+# vrnic.bench_psr=1: every 0.5 s, which vCPU each perftest process is on ("PSR pid comm cpu=N time";
+# field 39 of /proc/pid/stat), to see where the guest's scheduler put a pair.
+if [ -n "$(vr_karg vrnic.bench_psr)" ]; then
+  ( while :; do
+      for d in /proc/[0-9]*; do
+        c=$(cat $d/comm 2>/dev/null)
+        case $c in ib_*) set -- $(sed 's/.*) //' $d/stat 2>/dev/null); shift 36; echo "PSR ${d#/proc/} $c cpu=$1 $(date +%s)";; esac
+      done
+      sleep 0.5
+    done ) &
+fi
 for t in $(echo $TESTS | tr , ' '); do
   case $t in
     ib_write_lat|ib_send_lat|ib_read_lat) A="-s 2 -n $LAT_N";;
