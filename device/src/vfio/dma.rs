@@ -309,7 +309,7 @@ impl DmaSpace {
 
     /// Runs `f(host_ptr, len)` over each piece of `[iova, iova+len)`, which
     /// must be fully covered by fd-backed mappings with the needed access.
-    fn for_each_chunk(&self, iova: u64, len: usize, write: bool, mut f: impl FnMut(*mut u8, usize, usize)) -> Result<(), DmaError> {
+    fn for_each_chunk(&self, iova: u64, len: usize, write: bool, f: impl FnMut(*mut u8, usize, usize)) -> Result<(), DmaError> {
         if len == 0 {
             return Ok(());
         }
@@ -319,18 +319,25 @@ impl DmaSpace {
         };
         let table = self.table.load();
         self.inflight.fetch_add(1, Ordering::Relaxed);
+        let res = Self::chunks(&table, iova, end, write, f);
+        self.inflight.fetch_sub(1, Ordering::Relaxed);
+        if res.is_err() {
+            self.stats.faults.fetch_add(1, Ordering::Relaxed);
+        }
+        res
+    }
+
+    /// [`DmaSpace::for_each_chunk`] over one snapshot of the table, for
+    /// `[iova, end)`; nothing is applied unless the whole range is valid.
+    fn chunks(table: &Table, iova: u64, end: u64, write: bool, mut f: impl FnMut(*mut u8, usize, usize)) -> Result<(), DmaError> {
+        let len = end - iova;
         // Nearly every access lies inside one mapping: one binary search
         // (the table is sorted by iova), one check, one copy.
-        if let Some(m) = Self::lookup(&table, iova).filter(|m| end <= m.end()) {
-            let res = m.host_for(iova, write).map(|host| {
-                // SAFETY: iova - m.iova + len <= m.size == host.len (end <= m.end()).
-                f(unsafe { host.ptr.add((iova - m.iova) as usize) }, len, 0);
-            });
-            self.inflight.fetch_sub(1, Ordering::Relaxed);
-            if res.is_err() {
-                self.stats.faults.fetch_add(1, Ordering::Relaxed);
-            }
-            return res;
+        if let Some(m) = Self::lookup(table, iova).filter(|m| end <= m.end()) {
+            let host = m.host_for(iova, write)?;
+            // SAFETY: iova - m.iova + len <= m.size == host.len (end <= m.end()).
+            f(unsafe { host.ptr.add((iova - m.iova) as usize) }, len as usize, 0);
+            return Ok(());
         }
         // Two walks over the same snapshot: the first validates the whole
         // range so a failing access has no effect, the second copies (no
@@ -339,7 +346,7 @@ impl DmaSpace {
             let mut at = iova;
             let mut done = 0usize;
             while at < end {
-                let m = Self::lookup(&table, at).ok_or(DmaError::NotMapped { iova, len: len as u64 })?;
+                let m = Self::lookup(table, at).ok_or(DmaError::NotMapped { iova, len })?;
                 let host = m.host_for(at, write)?;
                 let off = (at - m.iova) as usize;
                 let n = ((m.end().min(end)) - at) as usize;
@@ -350,14 +357,8 @@ impl DmaSpace {
             }
             Ok(())
         };
-        if let Err(e) = walk(&mut |_, _, _| {}) {
-            self.inflight.fetch_sub(1, Ordering::Relaxed);
-            self.stats.faults.fetch_add(1, Ordering::Relaxed);
-            return Err(e);
-        }
+        walk(&mut |_, _, _| {})?;
         let res = walk(&mut f);
-        self.inflight.fetch_sub(1, Ordering::Relaxed);
-        drop(table);
         debug_assert!(res.is_ok(), "the snapshot validated above cannot fail");
         res
     }
