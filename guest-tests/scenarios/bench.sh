@@ -38,7 +38,11 @@ if [ -n "$(vr_karg vrnic.bench_psr)" ]; then
   ( while :; do
       for d in /proc/[0-9]*; do
         c=$(cat $d/comm 2>/dev/null)
-        case $c in ib_*) set -- $(sed 's/.*) //' $d/stat 2>/dev/null); shift 36; echo "PSR ${d#/proc/} $c cpu=$1 $(date +%s)";; esac
+        case $c in ib_*)
+          # A process that just exited leaves no stat: a shift past the end would end this shell.
+          set -- $(sed 's/.*) //' $d/stat 2>/dev/null)
+          [ $# -ge 37 ] && shift 36 && echo "PSR ${d#/proc/} $c cpu=$1 $(date +%s)";;
+        esac
       done
       sleep 0.5
     done ) &
