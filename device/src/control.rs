@@ -130,6 +130,7 @@ impl ControlHandles {
                 "poller": self.poller.as_ref().map(|p| json!({
                     "scans": l(&p.scans), "hit_scans": l(&p.hit_scans), "naps": l(&p.naps), "nap_us": l(&p.nap_us), "nap_late_us": l(&p.nap_late_us),
                     "kicks_taken": l(&p.kicks_taken), "local_kicks": l(&p.local_kicks),
+                    "busy_spin_won": l(&p.busy_spin_won), "busy_spin_lost": l(&p.busy_spin_lost),
                 })),
             },
             "cpu_latency_qos": {

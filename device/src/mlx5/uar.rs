@@ -147,6 +147,10 @@ pub struct PollerStats {
     /// Naps a kick ended, and kicks marked local (loopback delivery).
     pub kicks_taken: AtomicU64,
     pub local_kicks: AtomicU64,
+    /// Spins taken while every CPU was busy (see [`SpinScores`]): those that
+    /// found the next doorbell, and those that ran out into a nap.
+    pub busy_spin_won: AtomicU64,
+    pub busy_spin_lost: AtomicU64,
 }
 
 /// Wakes a napping [`UarPoller`] into its spin window: something just
@@ -187,6 +191,9 @@ struct Schedule {
     warm: Duration,
     /// ...and after it.
     idle_nap: Duration,
+    /// While every CPU is busy, spin this long after a doorbell of a page
+    /// whose doorbells were answered within it before ([`SpinScores`]).
+    busy_spin: Duration,
 }
 
 /// Spin 20 µs (short: on a small host a spinning poller steals the vCPUs'
@@ -210,7 +217,70 @@ const SCHEDULE: Schedule = Schedule {
     max_nap: Duration::from_micros(250),
     warm: Duration::from_millis(100),
     idle_nap: Duration::from_millis(2),
+    busy_spin: Duration::from_micros(15),
 };
+
+/// Per UAR page: whether spinning after its doorbells pays while every CPU
+/// is busy. In one guest's ping-pong on a 2-CPU host the poller shares a
+/// CPU with one vCPU: after the doorbell of the process on the *other* CPU
+/// the answer comes from the vCPU the poller displaced only once the poller
+/// naps, so spinning is waste; after the doorbell of the process on its own
+/// CPU's vCPU, the answer comes from the other CPU, which is running, within
+/// microseconds, and a spin catches it where a nap would add a wake-up.
+/// Each UAR page is one process (one libmlx5 context), so the page tells the
+/// two apart without knowing where the vCPUs run. A score in 0..=3 per
+/// page, spin at 2 or more; a page below that still gets a spin every
+/// `PROBE` doorbells, so a change of placement is relearned.
+#[derive(Default)]
+struct SpinScores {
+    /// (page, score, doorbells since the last probe)
+    v: Vec<(u64, u8, u8)>,
+}
+
+impl SpinScores {
+    const START: u8 = 2;
+    const MAX: u8 = 3;
+    const PROBE: u8 = 32;
+
+    fn entry(&mut self, page: u64) -> &mut (u64, u8, u8) {
+        let i = match self.v.iter().position(|e| e.0 == page) {
+            Some(i) => i,
+            None => {
+                // Pages come and go with processes; a handful at most are live.
+                if self.v.len() >= 64 {
+                    self.v.remove(0);
+                }
+                self.v.push((page, Self::START, 0));
+                self.v.len() - 1
+            }
+        };
+        &mut self.v[i]
+    }
+
+    /// Whether to spin after a doorbell of `page`.
+    fn should_spin(&mut self, page: u64) -> bool {
+        let e = self.entry(page);
+        if e.1 >= Self::START {
+            return true;
+        }
+        e.2 += 1;
+        if e.2 >= Self::PROBE {
+            e.2 = 0;
+            return true;
+        }
+        false
+    }
+
+    fn won(&mut self, page: u64) {
+        let e = self.entry(page);
+        e.1 = (e.1 + 1).min(Self::MAX);
+    }
+
+    fn lost(&mut self, page: u64) {
+        let e = self.entry(page);
+        e.1 = e.1.saturating_sub(1);
+    }
+}
 
 impl UarPoller {
     /// `mem` holds BAR0 at offset 0; `sink` gets every doorbell.
@@ -349,26 +419,49 @@ fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages:
     let mut last_local: Option<Instant> = None;
     let mut nap = sched.first_nap;
     let mut local: Vec<u64> = Vec::new();
+    let mut scores = SpinScores::default();
+    // The page whose doorbell opened the current busy-CPU spin.
+    let mut busy_spin: Option<u64> = None;
     while !stop.load(Ordering::Relaxed) {
         local.clear();
         local.extend_from_slice(&pages.lock().unwrap_or_else(|e| e.into_inner()));
-        let mut hits = 0;
+        let mut hit_page = None;
         for &p in &local {
-            hits += scan_page(mem, p, sink);
+            if scan_page(mem, p, sink) > 0 {
+                hit_page = Some(p);
+            }
         }
         stats.scans.fetch_add(1, Ordering::Relaxed);
-        if hits > 0 {
+        if let Some(page) = hit_page {
             stats.hit_scans.fetch_add(1, Ordering::Relaxed);
             last_hit = Instant::now();
             if took_local_kick(local_kick, stats) {
                 last_local = Some(last_hit);
             }
+            // Only another process's doorbell is an answer; one process
+            // ringing again (a CQ arm after a post, the next post of a
+            // stream) is no verdict on spinning.
+            if let Some(p) = busy_spin.take().filter(|&p| p != page) {
+                scores.won(p);
+                stats.busy_spin_won.fetch_add(1, Ordering::Relaxed);
+            }
+            if pressure.busy() && scores.should_spin(page) {
+                busy_spin = Some(page);
+            }
             nap = sched.first_nap;
             continue;
         }
-        // The spin window, unless the CPUs are all busy (the vCPUs): then
-        // a spin would only take a vCPU's CPU, and the naps start at once.
-        if last_hit.elapsed() < sched.spin && !pressure.busy() {
+        if let Some(p) = busy_spin {
+            if last_hit.elapsed() < sched.busy_spin {
+                std::hint::spin_loop();
+                continue;
+            }
+            busy_spin = None;
+            scores.lost(p);
+            stats.busy_spin_lost.fetch_add(1, Ordering::Relaxed);
+        } else if last_hit.elapsed() < sched.spin && !pressure.busy() {
+            // The spin window, unless the CPUs are all busy (the vCPUs): then
+            // a spin would only take a vCPU's CPU, and the naps start at once.
             std::hint::spin_loop();
             continue;
         }
@@ -401,6 +494,32 @@ fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages:
 mod tests {
     use super::*;
     use crate::util::memfd;
+
+    /// A page whose spins keep losing stops spinning but is probed every
+    /// `PROBE` doorbells; one whose spins win keeps spinning; a win brings a
+    /// page that had stopped back.
+    #[test]
+    fn spin_scores_learn_per_page() {
+        let mut s = SpinScores::default();
+        assert!(s.should_spin(6) && s.should_spin(7), "new pages start spinning");
+        for _ in 0..10 {
+            assert!(s.should_spin(7));
+            s.won(7);
+        }
+        s.lost(6);
+        s.lost(6);
+        let spins = (0..SpinScores::PROBE as usize * 3).filter(|_| s.should_spin(6)).count();
+        assert_eq!(spins, 3, "only the probes spin");
+        assert!(s.should_spin(7));
+        s.won(6);
+        s.won(6);
+        assert!(s.should_spin(6));
+        // The table stays bounded however many pages come and go.
+        for p in 100..1000 {
+            s.should_spin(p);
+        }
+        assert!(s.v.len() <= 64);
+    }
 
     #[test]
     fn decode_each_kind() {
@@ -509,7 +628,7 @@ mod tests {
         let fd = memfd("kick", 4096).unwrap();
         let mem = Arc::new(SharedMem::map(&fd, 4096).unwrap());
         let long = Duration::from_secs(30);
-        let sched = Schedule { first_nap: long, hot: Duration::ZERO, spin: Duration::from_micros(20), max_nap: long, warm: Duration::ZERO, idle_nap: long };
+        let sched = Schedule { first_nap: long, hot: Duration::ZERO, spin: Duration::from_micros(20), max_nap: long, warm: Duration::ZERO, idle_nap: long, busy_spin: Duration::ZERO };
         let poller = UarPoller::start_scheduled(mem, Arc::new(DoorbellStats::default()), Arc::new(Mutex::new(Vec::new())), sched);
         let k = poller.kick_handle().unwrap();
         for i in 0..5 {
