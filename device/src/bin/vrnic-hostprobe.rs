@@ -1,6 +1,6 @@
 //! What a wake-up costs on this host: the floor under every latency the
 //! device can reach when it has no CPU of its own (docs/architecture.md,
-//! "Why one guest's ping-pong costs ~15–25 µs a hop here").
+//! "The host's wake-up floor").
 //!
 //! Three figures, each the median and 90th percentile of many tries, with a
 //! busy thread on the CPU that has to run the woken thread (as a spinning
