@@ -57,8 +57,8 @@ pub struct Cqe {
     pub syndrome: u8,
     pub vendor_syndrome: u8,
     /// The device clock when the CQE was written (`timestamp`, be64 at
-    /// 0x30 of `struct mlx5_cqe64`: `timestamp_h`/`timestamp_l` in the
-    /// kernel's layout), in ticks of `device_frequency_khz`.
+    /// 0x30 of `struct mlx5_cqe64`), in ticks of `device_frequency_khz`.
+    /// Not written into error CQEs, whose syndromes overlap it.
     pub timestamp: u64,
 }
 
@@ -72,10 +72,13 @@ impl Cqe {
         b[0x20..0x24].copy_from_slice(&(self.user_index & 0x00ff_ffff).to_be_bytes());
         b[0x24..0x28].copy_from_slice(&self.imm_inval_pkey.to_be_bytes());
         b[0x2c..0x30].copy_from_slice(&self.byte_cnt.to_be_bytes());
-        b[0x30..0x38].copy_from_slice(&self.timestamp.to_be_bytes());
         if matches!(self.opcode, op::REQ_ERR | op::RESP_ERR) {
+            // `struct mlx5_err_cqe`: the syndromes sit where the timestamp's
+            // low bytes would; an error CQE carries no timestamp.
             b[0x36] = self.vendor_syndrome;
             b[0x37] = self.syndrome;
+        } else {
+            b[0x30..0x38].copy_from_slice(&self.timestamp.to_be_bytes());
         }
         let sdq = ((self.wqe_opcode as u32) << 24) | (self.qpn & 0x00ff_ffff);
         b[0x38..0x3c].copy_from_slice(&sdq.to_be_bytes());
@@ -128,5 +131,7 @@ mod tests {
         let e = Cqe { opcode: op::REQ_ERR, syndrome: syndrome::WR_FLUSH_ERR, vendor_syndrome: 0x79, ..Default::default() };
         let b = e.emit(1);
         assert_eq!((b[0x36], b[0x37], b[0x3f]), (0x79, 0x05, 0xd1));
+        let b = Cqe { timestamp: u64::MAX, ..e }.emit(1);
+        assert_eq!((&b[0x30..0x36], b[0x36], b[0x37]), (&[0u8; 6][..], 0x79, 0x05), "no timestamp in an error CQE");
     }
 }
