@@ -13,6 +13,9 @@ pub mod op {
     pub const RESP_SEND: u8 = 2;
     pub const RESP_SEND_IMM: u8 = 3;
     pub const RESP_SEND_INV: u8 = 4;
+    /// `MLX5_CQE_RESIZE_CQ`: written into the old buffer by a CQ resize, at
+    /// the index where the new buffer takes over.
+    pub const RESIZE_CQ: u8 = 5;
     pub const REQ_ERR: u8 = 13;
     pub const RESP_ERR: u8 = 14;
 }
@@ -53,6 +56,10 @@ pub struct Cqe {
     /// Error CQEs: syndrome and vendor syndrome.
     pub syndrome: u8,
     pub vendor_syndrome: u8,
+    /// The device clock when the CQE was written (`timestamp`, be64 at
+    /// 0x30 of `struct mlx5_cqe64`), in ticks of `device_frequency_khz`.
+    /// Not written into error CQEs, whose syndromes overlap it.
+    pub timestamp: u64,
 }
 
 impl Cqe {
@@ -66,8 +73,12 @@ impl Cqe {
         b[0x24..0x28].copy_from_slice(&self.imm_inval_pkey.to_be_bytes());
         b[0x2c..0x30].copy_from_slice(&self.byte_cnt.to_be_bytes());
         if matches!(self.opcode, op::REQ_ERR | op::RESP_ERR) {
+            // `struct mlx5_err_cqe`: the syndromes sit where the timestamp's
+            // low bytes would; an error CQE carries no timestamp.
             b[0x36] = self.vendor_syndrome;
             b[0x37] = self.syndrome;
+        } else {
+            b[0x30..0x38].copy_from_slice(&self.timestamp.to_be_bytes());
         }
         let sdq = ((self.wqe_opcode as u32) << 24) | (self.qpn & 0x00ff_ffff);
         b[0x38..0x3c].copy_from_slice(&sdq.to_be_bytes());
@@ -101,6 +112,12 @@ mod tests {
         assert_eq!(&b[0x3c..0x3e], &[0, 7]);
         assert_eq!(&b[0x20..0x24], &[0, 0, 0, 0x55]);
         assert_eq!(b[0x3f], 0x01);
+        assert_eq!(&b[0x30..0x38], &[0; 8], "no timestamp given");
+        let t = Cqe { timestamp: 0x0102_0304_0506_0708, ..c };
+        let b = t.emit(0);
+        assert_eq!(&b[0x30..0x38], &[1, 2, 3, 4, 5, 6, 7, 8], "timestamp be64 at 0x30");
+        assert_eq!(&b[0x2c..0x30], &[0; 4], "byte_cnt untouched");
+        assert_eq!(&b[0x38..0x3c], &[0x0a, 0x00, 0x01, 0x23], "sop_drop_qpn untouched");
     }
 
     #[test]
@@ -114,5 +131,7 @@ mod tests {
         let e = Cqe { opcode: op::REQ_ERR, syndrome: syndrome::WR_FLUSH_ERR, vendor_syndrome: 0x79, ..Default::default() };
         let b = e.emit(1);
         assert_eq!((b[0x36], b[0x37], b[0x3f]), (0x79, 0x05, 0xd1));
+        let b = Cqe { timestamp: u64::MAX, ..e }.emit(1);
+        assert_eq!((&b[0x30..0x36], b[0x36], b[0x37]), (&[0u8; 6][..], 0x79, 0x05), "no timestamp in an error CQE");
     }
 }

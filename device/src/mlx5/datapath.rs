@@ -175,6 +175,7 @@ impl Firmware {
             e.syndrome = status_syndrome(c.status);
             e.vendor_syndrome = 0x79;
         }
+        e.timestamp = super::clock::now();
         let entries = cq.entries();
         let slot = (index & (entries - 1)) as u64;
         let owner = ((index >> cq.log_size) & 1) as u8;

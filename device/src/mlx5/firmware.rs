@@ -569,6 +569,10 @@ pub fn general_caps(l: &Limits) -> Vec<u8> {
     c::log_max_eq_sz.set(&mut page, l.log_max_eq_size as u64);
     c::log_max_ra_req_qp.set(&mut page, l.log_max_rd_atomic.min(7) as u64);
     c::log_max_ra_res_qp.set(&mut page, l.log_max_rd_atomic.min(7) as u64);
+    // MODIFY_CQ resize (mlx5_ib answers ibv_resize_cq with ENOSYS without it).
+    c::cq_resize.set(&mut page, 1);
+    // The free-running internal timer that stamps CQEs (clock.rs).
+    c::device_frequency_khz.set(&mut page, super::clock::DEVICE_FREQUENCY_KHZ as u64);
     page
 }
 

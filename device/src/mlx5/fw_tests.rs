@@ -508,6 +508,9 @@ fn qp1_mad_loopback_and_flush() {
     assert_eq!(u16::from_be_bytes(c0[0x16..0x18].try_into().unwrap()), 3, "source LID");
     assert_eq!(c1[0x3f] >> 4, super::cqe::op::REQ);
     assert_eq!(c1[0x3f] & 1, 0, "first pass owner 0");
+    // Both stamped with the device clock, in order.
+    let ts = |c: &[u8]| u64::from_be_bytes(c[0x30..0x38].try_into().unwrap());
+    assert!(ts(&c0) != 0 && ts(&c0) <= ts(&c1) && ts(&c1) <= super::clock::now(), "QP1 CQE timestamps");
     assert_eq!(u32::from_be_bytes(c1[0x38..0x3c].try_into().unwrap()), (0x0a << 24) | qpn);
     // A second send with no receive posted: dropped, but the send completes.
     // (The first WQE took 2 WQEBBs: ds 5.)
@@ -850,3 +853,6 @@ fn memic_alloc_register_and_free() {
     t.ok(&d, 16);
     assert_eq!(t.status(&d, 16), status::BAD_PARAM, "double free");
 }
+
+#[path = "fw_tests_cq.rs"]
+mod cq;

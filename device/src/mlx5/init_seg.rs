@@ -1,8 +1,6 @@
 //! The initialization segment at BAR0 offset 0 (`struct mlx5_init_seg`,
 //! include/linux/mlx5/device.h). All registers are big-endian dwords.
 
-use std::time::Instant;
-
 /// `fw_rev`.
 pub const FW_REV: u64 = 0x000;
 /// `cmdif_rev_fw_sub`.
@@ -91,7 +89,6 @@ pub struct InitSegment {
     cmdq_addr_l: u32,
     nic_interface: u8,
     health_counter: u32,
-    start: Instant,
 }
 
 impl InitSegment {
@@ -103,7 +100,6 @@ impl InitSegment {
             cmdq_addr_l: 0,
             nic_interface: NIC_IFC_DISABLED,
             health_counter: 0,
-            start: Instant::now(),
         }
     }
 
@@ -132,8 +128,9 @@ impl InitSegment {
     }
 
     fn timer(&self) -> u64 {
-        // A free-running 1 GHz counter.
-        self.start.elapsed().as_nanos() as u64
+        // Free-running at `device_frequency_khz`; the driver reads h, l, h
+        // and retries when h moved.
+        super::clock::now()
     }
 
     /// Value of the dword at `off` (4-byte aligned). Reading `health_counter`
@@ -266,6 +263,32 @@ mod tests {
         let b = s.read_dword(HEALTH_COUNTER);
         assert_ne!(a, b);
         assert_ne!(a, 0);
+    }
+
+    /// The internal timer reads as the device clock: big-endian h then l,
+    /// never backwards, advancing at `device_frequency_khz`.
+    #[test]
+    fn internal_timer_is_the_device_clock() {
+        let mut s = InitSegment::new(FwVersion::default(), 0);
+        let read = |s: &mut InitSegment| {
+            let mut b = [0u8; 8];
+            s.read(INTERNAL_TIMER_H, &mut b);
+            u64::from_be_bytes(b)
+        };
+        let before = super::super::clock::now();
+        let t0 = read(&mut s);
+        let mut last = t0;
+        for _ in 0..1000 {
+            let t = read(&mut s);
+            assert!(t >= last, "timer went backwards: {last} -> {t}");
+            last = t;
+        }
+        assert!(t0 >= before && t0 <= super::super::clock::now());
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        let t1 = ((s.read_dword(INTERNAL_TIMER_H) as u64) << 32) | s.read_dword(INTERNAL_TIMER_L) as u64;
+        assert!(t1 - t0 >= 10 * super::super::clock::DEVICE_FREQUENCY_KHZ as u64, "10 ms of ticks: {}", t1 - t0);
+        s.reset();
+        assert!(read(&mut s) >= t1, "reset does not restart the timer");
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //! doorbell is counted and logged, and the driver's first command times out.
 
 pub mod caps;
+pub mod clock;
 pub mod cmd;
+pub mod cq_resize;
 pub mod cqe;
 pub mod datapath;
 pub mod firmware;

@@ -228,28 +228,7 @@ pub fn modify_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             }
         }
         // MLX5_CQ_OPMOD_RESIZE: new size and buffer.
-        1 => {
-            let log_size = c::log_cq_size.get(r.input) as u8;
-            let log_page_size = c::log_page_size.get(r.input) as u8;
-            if log_size > fw.engine.limits.log_max_cq_size || log_page_size > 18 {
-                return Err(fail!(status::BAD_PARAM));
-            }
-            let ctx = fw.cqs.get(&cqn).ok_or(fail!(status::BAD_RES))?;
-            let page_offset = page_offset_bytes(c::page_offset.get(r.input), log_page_size);
-            let npages = pages_for((ctx.cqe_size as u64) << log_size, log_page_size, page_offset);
-            let pas = r.pas(ifc::modify_cq_in::pas, npages)?;
-            fw.refresh_cq(cqn);
-            let cq = fw.engine.cqs.get_mut(cqn).ok_or(fail!(status::BAD_RES))?;
-            if cq.producer.wrapping_sub(cq.consumer) > (1u32 << log_size) {
-                return Err(fail!(status::BAD_PARAM));
-            }
-            cq.log_size = log_size;
-            let ctx = fw.cqs.get_mut(&cqn).ok_or(fail!(status::BAD_RES))?;
-            ctx.pas = pas;
-            ctx.log_page_size = log_page_size;
-            ctx.page_offset = page_offset;
-            ifc::cqc::log_cq_size.set(&mut ctx.cqc, log_size as u64);
-        }
+        1 => return super::cq_resize::resize_cq(fw, r, cqn),
         _ => return Err(fail!(status::BAD_PARAM)),
     }
     Ok(out(ifc::modify_cq_out::SIZE))

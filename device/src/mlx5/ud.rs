@@ -138,6 +138,7 @@ impl Firmware {
             warn!(cqn, "CQE address outside the CQ's pages");
             return false;
         };
+        let c = &Cqe { timestamp: super::clock::now(), ..*c };
         if !cqe::write(&*self.mem, addr, ctx.cqe_size, c, owner) {
             warn!(cqn, addr, "CQE write outside guest memory");
             return false;
