@@ -38,6 +38,8 @@ counters!(
     rx_malformed,
     /// Datagrams from an address not in the peer table.
     rx_unknown_peer,
+    /// Packets with a GRH whose DGID is not in this port's GID table (dropped).
+    rx_dgid_mismatch,
     /// Socket receive passes that found datagrams (received datagrams per
     /// pass = how well the receiving thread's wake-ups are amortized).
     rx_socket_passes,
@@ -49,7 +51,7 @@ counters!(
     /// the datagrams they carried.
     tx_socket_calls,
     tx_socket_datagrams,
-    /// Sends to a LID/GID no peer has.
+    /// Sends to a LID no peer has.
     tx_no_route,
     /// Socket errors on send (incl. a full socket buffer: the engine retransmits).
     tx_errors,
