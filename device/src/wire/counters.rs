@@ -40,6 +40,9 @@ counters!(
     rx_unknown_peer,
     /// Packets with a GRH whose DGID is not in this port's GID table (dropped).
     rx_dgid_mismatch,
+    /// Packets that left / were accepted with a GRH (included in tx/rx_packets).
+    tx_grh_packets,
+    rx_grh_packets,
     /// Socket receive passes that found datagrams (received datagrams per
     /// pass = how well the receiving thread's wake-ups are amortized).
     rx_socket_passes,

@@ -371,6 +371,7 @@ impl Port {
         };
         let dqp = b.dest_qp();
         let cnp = pkt[0] == Opcode::CNP.0;
+        let has_grh = dest.grh.is_some();
         if !self.icrc_exempt(tag == LOCAL) {
             match &dest.grh {
                 Some(g) => grh::fill_icrc(g, pkt),
@@ -388,6 +389,9 @@ impl Port {
         let mut leave = |tag: u32, bytes: &[u8]| {
             bump(&self.counters.tx_packets, 1);
             bump(&self.counters.tx_bytes, bytes.len() as u64);
+            if has_grh {
+                bump(&self.counters.tx_grh_packets, 1);
+            }
             if cnp {
                 bump(&self.counters.cnp_sent, 1);
             }
@@ -462,6 +466,9 @@ impl Port {
         }
         bump(&self.counters.rx_packets, 1);
         bump(&self.counters.rx_bytes, datagram.len() as u64);
+        if g.is_some() {
+            bump(&self.counters.rx_grh_packets, 1);
+        }
         if bytes[0] == Opcode::CNP.0 {
             bump(&self.counters.cnp_received, 1);
         }

@@ -72,6 +72,7 @@ fn routes_and_checks(net: &Arc<InProcNet>) {
     let (c0, c1) = (net.port(0).counters.snapshot(), net.port(1).counters.snapshot());
     assert_eq!((c0.tx_packets, c0.tx_no_route, c0.rx_packets, c0.rx_dgid_mismatch), (4, 1, 2, 0));
     assert_eq!((c1.rx_packets, c1.rx_dgid_mismatch, c1.rx_icrc_errors), (1, 1, 0));
+    assert_eq!((c0.tx_grh_packets, c0.rx_grh_packets, c1.rx_grh_packets), (4, 2, 1));
 }
 
 #[test]
