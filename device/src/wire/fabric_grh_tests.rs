@@ -89,10 +89,11 @@ fn inproc_grh_with_icrc() {
     routes_and_checks(&n);
 }
 
-/// Corruption of a GRH packet's invariant bytes is caught by the ICRC.
+/// Fault injection on GRH packets: corruption is caught by the ICRC, CE
+/// marks set the BTH's FECN.
 #[test]
 fn corrupted_grh_packets_are_dropped() {
-    let f = FaultConfig { seed: 5, tx: super::fault::FaultRates { corrupt: 0.5, ..Default::default() }, ..Default::default() };
+    let f = FaultConfig { seed: 5, tx: super::fault::FaultRates { corrupt: 0.5, ecn_ce: 0.5, ..Default::default() }, ..Default::default() };
     let n = net(&[f]);
     let b = Rec::default();
     for i in 0..200 {
@@ -101,9 +102,14 @@ fn corrupted_grh_packets_are_dropped() {
     n.pump(&[&Rec::default(), &b], 1000);
     let (tx, rx) = (n.port(0).counters.snapshot(), n.port(1).counters.snapshot());
     assert!(tx.fault_corrupted > 50);
-    let dropped = rx.rx_icrc_errors + rx.rx_malformed + rx.rx_dgid_mismatch;
-    assert_eq!(rx.rx_packets + dropped, 200);
-    for (m, p) in b.0.lock().unwrap().iter() {
+    // Only bytes the ICRC protects are flipped: every corruption is caught,
+    // and a CE mark (FECN, masked) lands on the BTH, not the GRH.
+    assert_eq!(rx.rx_icrc_errors, tx.fault_corrupted);
+    assert_eq!((rx.rx_malformed, rx.rx_dgid_mismatch), (0, 0));
+    assert_eq!(rx.rx_packets + rx.rx_icrc_errors, 200);
+    let got = b.0.lock().unwrap();
+    assert!(got.iter().any(|(_, p)| p[4] & 0x80 != 0), "some arrived CE-marked");
+    for (m, p) in got.iter() {
         let r = RocePacket::parse(p).unwrap();
         assert_eq!(r.payload, &[r.headers.bth.psn as u8; 40][..]);
         let g = m.grh.unwrap();
