@@ -54,7 +54,10 @@ pub enum Routing {
     Lid,
 }
 
-/// A port's identity on the fabric.
+/// A port's identity on the fabric: its LID (what packets are routed by)
+/// and its fabric address (IPv4-mapped; the IPv4 header the ICRC and pcap
+/// frames of packets without a GRH use). The GIDs the guest sees are the
+/// port's GID table ([`Port::set_gid_table`]), not this address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Endpoint {
     pub lid: u16,

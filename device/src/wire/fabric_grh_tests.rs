@@ -185,5 +185,23 @@ fn udp_grh_between_instances_and_in_pcap() {
     }
     // Sent: 3 to b (two IPv6, one IPv4), 1 looped back (IPv6, captured once).
     assert_eq!(kinds, vec![0x86dd, 0x86dd, 0x0800, 0x86dd]);
+    // tshark decodes the IPv6 frames as RoCEv2 (skipped when not installed).
+    let out = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(&file)
+        .args(["-T", "fields", "-e", "ipv6.dst", "-e", "infiniband.bth.opcode", "-e", "infiniband.bth.destqp", "-e", "infiniband.bth.psn"])
+        .output();
+    match out {
+        Err(_) => eprintln!("tshark not installed: pcap decoding not checked"),
+        Ok(out) => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            let lines: Vec<Vec<&str>> = text.lines().map(|l| l.split('\t').collect()).collect();
+            assert_eq!(lines.len(), 4, "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(lines[0], ["fe80::b1", "4", "0x000009", "1"]);
+            assert_eq!(lines[1], ["fe80::bb", "4", "0x000009", "2"]);
+            assert_eq!(lines[2], ["", "4", "0x000009", "3"]);
+            assert_eq!(lines[3], ["fe80::a1", "4", "0x000009", "4"]);
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
