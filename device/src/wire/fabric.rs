@@ -233,6 +233,11 @@ pub struct Peer {
 /// Route tag of packets that stay in this instance.
 pub const LOCAL: u32 = u32::MAX;
 
+thread_local! {
+    /// Scratch for framing packets with a GRH ([`Port::transmit`]).
+    static FRAME: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// The packet path of one port.
 pub struct Port {
     local: Endpoint,
@@ -381,7 +386,9 @@ impl Port {
                 None => icrc::fill(&PseudoHeader::canonical(self.local.ip(), self.endpoint_of(tag).ip(), dqp, pkt.len()), pkt),
             }
         }
-        let mut framed = Vec::new();
+        // The envelope + GRH + packet, built in this thread's scratch buffer
+        // (taken, not borrowed: a nested send would just get a fresh one).
+        let mut framed = if dest.grh.is_some() { FRAME.with(|f| f.take()) } else { Vec::new() };
         let pkt: &mut [u8] = match &dest.grh {
             Some(g) => {
                 grh::frame(g, pkt, &mut framed);
@@ -408,6 +415,9 @@ impl Port {
             }
         } else {
             leave(tag, pkt);
+        }
+        if dest.grh.is_some() {
+            FRAME.with(|f| f.set(framed));
         }
     }
 
