@@ -256,6 +256,8 @@ impl Vrnic {
         // delivers received packets and runs the engine's timers.
         let clock = Arc::new(MonotonicClock::default());
         let mut fabric = UdpFabric::bind(&config.fabric, config.identity.lid, clock.clone())?;
+        // GRHs: SGIDs from, and DGIDs checked against, the GID table the guest sees.
+        fabric.port().set_gid_table(firmware.port.gid_table());
         {
             let local = config.fabric.local_endpoint(config.identity.lid).map_err(io::Error::other)?;
             let io = crate::engine::transport::Io {

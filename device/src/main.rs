@@ -74,6 +74,10 @@ struct Args {
     #[arg(long, value_name = "LID", value_parser = parse_u16)]
     lid: Option<u16>,
 
+    /// Port GUID (GID 0 is fe80::/64 + this GUID), hex, e.g. 0x0002c90300a0b0c1.
+    #[arg(long, value_name = "GUID")]
+    port_guid: Option<String>,
+
     /// On-device memory (BAR4) size in bytes, power of two (default 1 MiB).
     #[arg(long, value_name = "BYTES", value_parser = parse_u64)]
     device_memory: Option<u64>,
@@ -160,6 +164,9 @@ fn build_config(a: &Args) -> Result<Config, String> {
     }
     if let Some(v) = a.lid {
         c.identity.lid = v;
+    }
+    if let Some(v) = &a.port_guid {
+        c.identity.port_guid = v.clone();
     }
     if let Some(v) = a.device_memory {
         c.bars.device_memory_size = v;

@@ -11,6 +11,8 @@ pub mod transport;
 pub mod verbs;
 
 #[cfg(test)]
+mod tests_grh;
+#[cfg(test)]
 mod tests_transport;
 
 use thiserror::Error;

@@ -175,6 +175,14 @@ impl Node {
     }
 }
 
+/// GID 0 of a port with GUID `guid`: the fe80::/64 subnet prefix + the GUID.
+pub fn gid0(guid: u64) -> [u8; 16] {
+    let mut g = [0u8; 16];
+    g[..8].copy_from_slice(&0xfe80_0000_0000_0000u64.to_be_bytes());
+    g[8..].copy_from_slice(&guid.to_be_bytes());
+    g
+}
+
 pub fn endpoint(lid: u16) -> Endpoint {
     Endpoint::v4(lid, Ipv4Addr::new(10, 0, 0, lid as u8))
 }
@@ -209,6 +217,8 @@ impl Pair {
     pub fn new(mem: usize, faults: &[FaultConfig]) -> Pair {
         let clock = Arc::new(ManualClock::default());
         let net = InProcNet::new(&[endpoint(1), endpoint(2)], faults, clock.clone());
+        net.port(0).set_gid_table(vec![gid0(0xa1), gid0(0)]);
+        net.port(1).set_gid_table(vec![gid0(0xb1)]);
         let a = Node::new(1, mem, net.sink(0), clock.clone());
         let b = Node::new(2, mem, net.sink(1), clock.clone());
         Pair { net, clock, a, b }
@@ -253,7 +263,7 @@ impl Pair {
 }
 
 /// Message contents that differ per message and per position.
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
+pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
     let mut r = Rng::new(seed);
     let k = r.next_u64() | 1;
     let mut v = Vec::with_capacity(len + 8);
@@ -266,7 +276,7 @@ fn pattern(seed: u64, len: usize) -> Vec<u8> {
     v
 }
 
-fn send(wr_id: u64, op: WrOpcode, sgl: Vec<Sge>) -> SendWr {
+pub fn send(wr_id: u64, op: WrOpcode, sgl: Vec<Sge>) -> SendWr {
     SendWr::new(wr_id, op, sgl)
 }
 
@@ -417,7 +427,7 @@ fn srq_shared_by_two_qps_with_limit_event() {
 }
 
 #[test]
-fn ud_send_with_grh_qkey_check_and_source() {
+fn ud_send_qkey_check_and_source() {
     let p = Pair::new(1 << 16, &[]);
     let qa = p.a.create_qp(QpType::Ud, None);
     let qb = p.b.create_qp(QpType::Ud, None);
@@ -442,12 +452,10 @@ fn ud_send_with_grh_qkey_check_and_source() {
     let rx = p.b.cqes();
     assert_eq!(rx.len(), 1);
     let c = rx[0];
-    assert_eq!((c.wr_id, c.byte_len, c.src_qp, c.slid, c.grh, c.imm), (1, 1040, qa, 1, true, Some(5)));
+    assert_eq!((c.wr_id, c.byte_len, c.src_qp, c.slid, c.grh, c.imm), (1, 1040, qa, 1, false, Some(5)));
     assert!(p.b.mem.get(BASE + 40, 1000) == pattern(1, 1000), "bytes differ");
-    // The GRH area holds the IPv4 header (10.0.0.1 → 10.0.0.2) in its last 20 bytes.
-    let grh = p.b.mem.get(BASE, 40);
-    assert_eq!(grh[20], 0x45);
-    assert_eq!(&grh[32..40], &[10, 0, 0, 1, 10, 0, 0, 2]);
+    // No GRH on the packet (an IB port): the GRH area is left as it was.
+    assert_eq!(p.b.mem.get(BASE, 40), vec![0; 40]);
     assert_eq!(p.b.eng.lock().qp_counters(qb).unwrap().qkey_violations, 1);
     let tx = p.a.cqes();
     assert_eq!(tx.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), vec![(10, WcStatus::Success), (11, WcStatus::Success), (12, WcStatus::LocLenErr)]);
@@ -942,7 +950,7 @@ fn pkey_mismatch_never_writes_memory() {
         h.reth = Some(reth::Repr { va: BASE + 256, rkey: p.b.key, dma_len: payload.len() as u32 });
         let mut out = Vec::new();
         packet::emit(&h, payload, &mut out).unwrap();
-        p.b.eng.lock().receive(&crate::wire::fabric::RxMeta { src: endpoint(1), local: false }, &out);
+        p.b.eng.lock().receive(&crate::wire::fabric::RxMeta { src: endpoint(1), local: false, grh: None }, &out);
     };
     for (i, bad) in [0x8001u16, 0x0000, 0x8000, 0x7ffe].into_iter().enumerate() {
         write(bad, 0xfffff0, b"must not land");

@@ -22,9 +22,8 @@ use crate::wire::aeth::{self, NakCode, Syndrome};
 use crate::wire::bth::{self, Opcode};
 use crate::wire::clock::{Clock, MonotonicClock};
 use crate::wire::fabric::{Dest, Endpoint, PacketHandler, PacketSink, RxMeta};
-use crate::wire::ip::PseudoHeader;
 use crate::wire::packet::{self, Headers, RocePacket};
-use crate::wire::{atomic_ack_eth, atomic_eth, deth, ieth, immdt, psn, reth};
+use crate::wire::{atomic_ack_eth, atomic_eth, deth, grh, ieth, immdt, psn, reth};
 
 /// Unacknowledged PSNs a requester may have in flight.
 pub const WINDOW_PSNS: u32 = 128;
@@ -205,7 +204,7 @@ pub struct Io {
     pub packets: Arc<dyn PacketSink>,
     pub completions: Arc<dyn CompletionSink>,
     pub clock: Arc<dyn Clock>,
-    /// This port's endpoint (UD GRH contents).
+    /// This port's fabric endpoint (LID and fabric address).
     pub local: Endpoint,
 }
 
@@ -404,8 +403,31 @@ fn send_header_only(rt: &mut Runtime, qc: &mut QpCounters, h: &Headers, dest: &D
     }
 }
 
-fn av_dest(av: &super::AddressVector) -> Dest {
-    Dest { lid: av.dlid, gid: av.grh.then_some(av.dgid) }
+/// Where a packet on address vector `av` goes: its DLID, and when the AV
+/// is global a GRH with the port's GID at `sgid_index` as SGID. None: the
+/// port has no GID at that index.
+fn av_dest(av: &super::AddressVector, sink: &dyn PacketSink) -> Option<Dest> {
+    if !av.grh {
+        return Some(Dest { lid: av.dlid, grh: None });
+    }
+    let sgid = sink.gid(av.sgid_index)?;
+    let g = grh::Repr {
+        traffic_class: av.traffic_class,
+        flow_label: av.flow_label & 0xf_ffff,
+        payload_len: 0,
+        next_header: grh::NXTHDR_IBA,
+        hop_limit: av.hop_limit,
+        sgid,
+        dgid: av.dgid,
+    };
+    Some(Dest { lid: av.dlid, grh: Some(g) })
+}
+
+/// [`av_dest`] for a response (ACK, read response, atomic ACK) on the
+/// responder QP's own path: with no GID at its `sgid_index` it goes without
+/// a GRH, still routed by the DLID (the request could not have been sent).
+fn resp_dest(av: &super::AddressVector, sink: &dyn PacketSink) -> Dest {
+    av_dest(av, sink).unwrap_or(Dest { lid: av.dlid, grh: None })
 }
 
 fn nak_status(c: NakCode) -> WcStatus {
@@ -739,8 +761,16 @@ impl Engine {
         let e = &qp.rt.sq[cur];
         let op = e.wr.opcode;
         let (dest, dqpn) = match &e.wr.ud {
-            Some(u) if tb == Opcode::UD => (av_dest(&u.av), u.remote_qpn),
-            _ => (av_dest(&qp.attrs.av), qp.attrs.dest_qpn),
+            Some(u) if tb == Opcode::UD => (av_dest(&u.av, &*self.rt.io.packets), u.remote_qpn),
+            _ => (av_dest(&qp.attrs.av, &*self.rt.io.packets), qp.attrs.dest_qpn),
+        };
+        let Some(dest) = dest else {
+            // A global AV whose sgid_index names no GID: not sent.
+            qp.rt.sq[cur].err = Some(WcStatus::LocQpOpErr);
+            if cur == 0 {
+                self.fail_front(qpn, WcStatus::LocQpOpErr);
+            }
+            return false;
         };
         let mut bth = bth::Repr { dest_qp: dqpn, ..Default::default() };
         let mut h;
@@ -1142,7 +1172,7 @@ impl Engine {
         let Some(qp) = self.qps.get_mut(qpn) else { return };
         let mut h = Headers::new(bth::Repr { opcode: Opcode::new(Opcode::RC, Opcode::ACKNOWLEDGE), dest_qp: qp.attrs.dest_qpn, psn: p, ..Default::default() });
         h.aeth = Some(aeth::Repr { syndrome, msn: qp.rt.msn & psn::PSN_MASK });
-        let dest = av_dest(&qp.attrs.av);
+        let dest = resp_dest(&qp.attrs.av, &*self.rt.io.packets);
         match syndrome {
             Syndrome::Nak(NakCode::PsnSequenceError) => count!(self.rt, qp, nak_seq_sent),
             Syndrome::Nak(NakCode::RemoteAccessError) => count!(self.rt, qp, nak_access_sent),
@@ -1231,7 +1261,7 @@ impl Engine {
                 Some(d) => d.src_qp,
                 None => qp.attrs.dest_qpn,
             };
-            let dest = Dest { lid: meta.src.lid, gid: Some(meta.src.gid) };
+            let dest = Dest { lid: meta.src.lid, grh: meta.grh.map(|g| g.reply()) };
             let Runtime { io, buf, .. } = &mut self.rt;
             if packet::build(&packet::cnp_headers(src_qp), 0, buf).is_ok() {
                 io.packets.send(&dest, buf);
@@ -1302,14 +1332,10 @@ impl Engine {
             self.enter_error(qpn);
             return;
         }
-        // GRH area: for RoCEv2 over IPv4, the IPv4 header in its last 20 bytes.
-        let mut grh = [0u8; GRH_LEN as usize];
-        let ph = PseudoHeader::canonical(meta.src.ip(), self.rt.io.local.ip(), p.headers.bth.dest_qp, p.payload.len() + 40);
-        let mut hb = [0u8; PseudoHeader::LEN];
-        ph.emit(&mut hb);
-        grh[20..].copy_from_slice(&hb[..20]);
+        // GRH area: the packet's GRH as it travelled, if it had one (on an
+        // InfiniBand port a packet without one leaves the area untouched).
         let mem = &*self.rt.io.mem;
-        let ok = sgl_xfer(&self.mkeys, mem, qp.pd, &wr.sgl, 0, Xfer::Write(&grh), Access::LOCAL_WRITE).is_ok()
+        let ok = meta.grh.is_none_or(|g| sgl_xfer(&self.mkeys, mem, qp.pd, &wr.sgl, 0, Xfer::Write(&g.to_bytes()), Access::LOCAL_WRITE).is_ok())
             && sgl_xfer(&self.mkeys, mem, qp.pd, &wr.sgl, GRH_LEN as u64, Xfer::Write(p.payload), Access::LOCAL_WRITE).is_ok();
         if !ok {
             c.status = WcStatus::LocProtErr;
@@ -1322,7 +1348,7 @@ impl Engine {
         c.byte_len = total as u32;
         c.src_qp = d.src_qp;
         c.slid = meta.src.lid;
-        c.grh = true;
+        c.grh = meta.grh.is_some();
         c.imm = p.headers.immdt.map(|i| u32::from_be_bytes(i.imm));
         c.solicited = p.headers.bth.solicited;
         let cq = qp.recv_cq;
@@ -1573,7 +1599,7 @@ impl Engine {
         }
         let n = rh.dma_len.div_ceil(mtu).max(1);
         let msn = qp.rt.msn.wrapping_add(1);
-        let dest = av_dest(&qp.attrs.av);
+        let dest = resp_dest(&qp.attrs.av, &*self.rt.io.packets);
         let dqpn = qp.attrs.dest_qpn;
         for i in 0..n {
             let off = i * mtu;
@@ -1637,7 +1663,7 @@ impl Engine {
         let mut h = Headers::new(bth::Repr { opcode: Opcode::new(Opcode::RC, Opcode::ATOMIC_ACKNOWLEDGE), dest_qp: qp.attrs.dest_qpn, psn: ps, ..Default::default() });
         h.aeth = Some(aeth::Repr { syndrome: Syndrome::Ack { credits: aeth::CREDITS_UNLIMITED }, msn: qp.rt.msn & psn::PSN_MASK });
         h.atomic_ack_eth = Some(atomic_ack_eth::Repr { orig });
-        let dest = av_dest(&qp.attrs.av);
+        let dest = resp_dest(&qp.attrs.av, &*self.rt.io.packets);
         send_header_only(&mut self.rt, &mut qp.rt.counters, &h, &dest);
     }
 

@@ -165,7 +165,8 @@ pub struct Completion {
     /// UD: the sender's QP number; RC/UC: the connected QP.
     pub src_qp: u32,
     pub slid: u16,
-    /// UD: the receive buffer starts with a 40-byte GRH area.
+    /// UD: the packet carried a GRH, which the receive buffer's first 40
+    /// bytes (the GRH area every UD receive reserves) now hold.
     pub grh: bool,
     /// The message asked for a solicited event.
     pub solicited: bool,

@@ -119,6 +119,24 @@ impl PortConfig {
             pkey_table_len: 16,
         }
     }
+
+    /// GID `index` as the guest reads it: GidPrefix (PortInfo) then the
+    /// GUID at that index (GUIDInfo: the port GUID at 0, none after).
+    pub fn gid(&self, index: u8) -> Option<[u8; 16]> {
+        if index >= self.gid_table_len {
+            return None;
+        }
+        let guid = if index == 0 { self.port_guid } else { 0 };
+        let mut g = [0u8; 16];
+        g[..8].copy_from_slice(&self.gid_prefix.to_be_bytes());
+        g[8..].copy_from_slice(&guid.to_be_bytes());
+        Some(g)
+    }
+
+    /// The whole GID table, index 0 first.
+    pub fn gid_table(&self) -> Vec<[u8; 16]> {
+        (0..self.gid_table_len).filter_map(|i| self.gid(i)).collect()
+    }
 }
 
 fn put16(b: &mut [u8], o: usize, v: u16) {

@@ -38,6 +38,11 @@ counters!(
     rx_malformed,
     /// Datagrams from an address not in the peer table.
     rx_unknown_peer,
+    /// Packets with a GRH whose DGID is not in this port's GID table (dropped).
+    rx_dgid_mismatch,
+    /// Packets that left / were accepted with a GRH (included in tx/rx_packets).
+    tx_grh_packets,
+    rx_grh_packets,
     /// Socket receive passes that found datagrams (received datagrams per
     /// pass = how well the receiving thread's wake-ups are amortized).
     rx_socket_passes,
@@ -49,7 +54,7 @@ counters!(
     /// the datagrams they carried.
     tx_socket_calls,
     tx_socket_datagrams,
-    /// Sends to a LID/GID no peer has.
+    /// Sends to a LID no peer has.
     tx_no_route,
     /// Socket errors on send (incl. a full socket buffer: the engine retransmits).
     tx_errors,

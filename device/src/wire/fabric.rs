@@ -1,16 +1,19 @@
 //! The packet path of a port and the networks it runs over.
 //!
 //! [`Port`] is what every packet goes through, whatever the network: route
-//! lookup (LID or GID → peer), ICRC fill and check, pcap capture, fault
-//! injection and counters. [`UdpFabric`] carries a port's packets over a UDP
+//! lookup ([`Routing`]: this InfiniBand port routes by DLID), GRH framing
+//! and the DGID check against the port's GID table, ICRC fill and check,
+//! pcap capture, fault injection and counters. [`UdpFabric`] carries a port's packets over a UDP
 //! socket (RoCEv2 framing: BTH onward is the UDP payload), with loopback to
 //! the same instance through the same path; tokio runs the socket side and
 //! the timers of the [`PacketHandler`]. [`InProcNet`] joins ports inside one
 //! process without sockets, delivering when a test pumps it.
 //!
-//! The ICRC covers a canonical IPv4/UDP header (see
-//! [`PseudoHeader::canonical`]) built from the two endpoints' GIDs
-//! (IPv4-mapped), which is exactly the header the pcap frames carry.
+//! The ICRC of a packet without a GRH covers a canonical IPv4/UDP header
+//! (see [`PseudoHeader::canonical`]) built from the two endpoints' fabric
+//! addresses (IPv4-mapped), which is exactly the header the pcap frames
+//! carry; a packet with a GRH travels in the envelope [`super::grh`]
+//! describes, its ICRC and pcap frame those of RoCEv2 over IPv6.
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
@@ -28,18 +31,33 @@ use super::bth::{self, Opcode};
 use super::clock::{Clock, MonotonicClock};
 use super::counters::{bump, PortCounters};
 use super::fault::{FaultConfig, Injector};
+use super::grh;
 use super::icrc;
 use super::ip::{PseudoHeader, ROCEV2_PORT};
 use super::pcap::PcapWriter;
 
-/// Where the engine sends a packet: a LID, or a GID when the address vector has one.
+/// Where the engine sends a packet: the DLID, and the GRH (SGID and DGID
+/// filled in) when the address vector is global.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Dest {
     pub lid: u16,
-    pub gid: Option<[u8; 16]>,
+    pub grh: Option<grh::Repr>,
 }
 
-/// A port's identity on the fabric.
+/// How a port finds the peer a packet goes to: a property of the port's
+/// link layer. An InfiniBand port routes by the DLID; the GRH, if any,
+/// travels with the packet and the receiver checks its DGID. (A RoCE port
+/// would route by the DGID instead; vrnic has none yet.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Routing {
+    #[default]
+    Lid,
+}
+
+/// A port's identity on the fabric: its LID (what packets are routed by)
+/// and its fabric address (IPv4-mapped; the IPv4 header the ICRC and pcap
+/// frames of packets without a GRH use). The GIDs the guest sees are the
+/// port's GID table ([`Port::set_gid_table`]), not this address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Endpoint {
     pub lid: u16,
@@ -63,13 +81,20 @@ pub struct RxMeta {
     pub src: Endpoint,
     /// The port sent it to itself (loopback inside this device).
     pub local: bool,
+    /// The packet's GRH, if it carried one (its DGID is one of this port's GIDs).
+    pub grh: Option<grh::Repr>,
 }
 
 /// Where the engine's packets go. `pkt` is BTH through a 4-byte ICRC slot;
-/// the sink fills the ICRC. Never blocks; a packet that cannot be sent is
-/// counted and lost (the engine's reliability recovers it).
+/// the sink fills the ICRC (and frames the GRH `dest` carries). Never
+/// blocks; a packet that cannot be sent is counted and lost (the engine's
+/// reliability recovers it).
 pub trait PacketSink: Send + Sync {
     fn send(&self, dest: &Dest, pkt: &mut [u8]);
+    /// The port's GID at `index` (a GRH's SGID), if the table has one.
+    fn gid(&self, _index: u8) -> Option<[u8; 16]> {
+        None
+    }
 }
 
 /// Who consumes a port's received packets (the engine).
@@ -89,7 +114,9 @@ pub trait PacketHandler: Send + Sync {
 #[serde(deny_unknown_fields, default)]
 pub struct PeerConfig {
     pub lid: Option<u16>,
-    /// `::ffff:a.b.c.d` or `a.b.c.d`.
+    /// The peer's fabric address (`::ffff:a.b.c.d` or `a.b.c.d`; default
+    /// its socket's IPv4 address): the IPv4 header of its packets' ICRC and
+    /// pcap frames. Routing is by `lid`.
     pub gid: Option<String>,
     /// The peer's fabric socket, `host:port`.
     pub addr: String,
@@ -156,8 +183,8 @@ impl FabricConfig {
             if let Some(g) = &p.gid {
                 parse_gid(g)?;
             }
-            if p.lid.is_none() && p.gid.is_none() {
-                return Err(format!("peer {} needs a lid or a gid", p.addr));
+            if p.lid.is_none_or(|l| l == 0) {
+                return Err(format!("peer {} needs a lid (this InfiniBand port routes by LID)", p.addr));
             }
         }
         self.faults.tx.validate()?;
@@ -206,6 +233,11 @@ pub struct Peer {
 /// Route tag of packets that stay in this instance.
 pub const LOCAL: u32 = u32::MAX;
 
+thread_local! {
+    /// Scratch for framing packets with a GRH ([`Port::transmit`]).
+    static FRAME: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// The packet path of one port.
 pub struct Port {
     local: Endpoint,
@@ -219,6 +251,10 @@ pub struct Port {
     clock: Arc<dyn Clock>,
     /// Every peer is in this process ([`InProcNet`]): no packet meets a wire.
     in_process: bool,
+    routing: Routing,
+    /// The GID table the guest sees (set once, before traffic): SGIDs of
+    /// sent GRHs, and the DGIDs received GRHs must carry.
+    gids: std::sync::OnceLock<Vec<[u8; 16]>>,
 }
 
 impl Port {
@@ -246,7 +282,23 @@ impl Port {
             pcap,
             clock,
             in_process: false,
+            routing: Routing::Lid,
+            gids: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Sets the port's GID table (index 0 first); only the first call counts.
+    pub fn set_gid_table(&self, gids: Vec<[u8; 16]>) -> bool {
+        self.gids.set(gids).is_ok()
+    }
+
+    /// The GID at `index`.
+    pub fn gid(&self, index: u8) -> Option<[u8; 16]> {
+        self.gids.get().and_then(|t| t.get(index as usize).copied())
+    }
+
+    fn owns_gid(&self, gid: &[u8; 16]) -> bool {
+        self.gids.get().is_some_and(|t| t.contains(gid))
     }
 
     /// Whether a packet on this route skips the ICRC: it never meets a wire
@@ -268,11 +320,9 @@ impl Port {
 
     /// The route tag for `dest`: [`LOCAL`] or a peer index.
     pub fn resolve(&self, dest: &Dest) -> Option<u32> {
-        match dest.gid {
-            Some(g) if g == self.local.gid => Some(LOCAL),
-            Some(g) => self.peers.iter().position(|p| p.ep.gid == g).map(|i| i as u32),
-            None if dest.lid == self.local.lid => Some(LOCAL),
-            None => self.peers.iter().position(|p| p.ep.lid == dest.lid && dest.lid != 0).map(|i| i as u32),
+        match self.routing {
+            Routing::Lid if dest.lid == self.local.lid => Some(LOCAL),
+            Routing::Lid => self.peers.iter().position(|p| p.ep.lid == dest.lid && dest.lid != 0).map(|i| i as u32),
         }
     }
 
@@ -289,12 +339,18 @@ impl Port {
         self.by_udp.get(addr).map(|&i| &self.peers[i])
     }
 
-    fn capture(&self, src: Ipv4Addr, dst: Ipv4Addr, pkt: &[u8]) {
+    /// Captures a datagram as the frame it stands for: IPv4 around a
+    /// packet without GRH, IPv6 (from the GRH) around one with.
+    fn capture(&self, src: Ipv4Addr, dst: Ipv4Addr, datagram: &[u8]) {
         if let Some(p) = &self.pcap {
+            let (g, pkt) = grh::unframe(datagram).unwrap_or((None, datagram));
             let dqp = bth::Packet::new_checked(pkt).map(|b| b.dest_qp()).unwrap_or(0);
-            let ph = PseudoHeader::canonical(src, dst, dqp, pkt.len());
             if let Ok(mut w) = p.lock() {
-                if let Ok(false) = w.write_roce(&ph, pkt) {
+                let r = match g {
+                    Some(g) => w.write_roce6(&g.ipv6_udp(dqp, pkt.len()), pkt),
+                    None => w.write_roce(&PseudoHeader::canonical(src, dst, dqp, pkt.len()), pkt),
+                };
+                if let Ok(false) = r {
                     bump(&self.counters.pcap_dropped, 1);
                 }
             }
@@ -321,14 +377,32 @@ impl Port {
             bump(&self.counters.tx_errors, 1);
             return;
         };
+        let dqp = b.dest_qp();
+        let cnp = pkt[0] == Opcode::CNP.0;
+        let has_grh = dest.grh.is_some();
         if !self.icrc_exempt(tag == LOCAL) {
-            let ph = PseudoHeader::canonical(self.local.ip(), self.endpoint_of(tag).ip(), b.dest_qp(), pkt.len());
-            icrc::fill(&ph, pkt);
+            match &dest.grh {
+                Some(g) => grh::fill_icrc(g, pkt),
+                None => icrc::fill(&PseudoHeader::canonical(self.local.ip(), self.endpoint_of(tag).ip(), dqp, pkt.len()), pkt),
+            }
         }
+        // The envelope + GRH + packet, built in this thread's scratch buffer
+        // (taken, not borrowed: a nested send would just get a fresh one).
+        let mut framed = if dest.grh.is_some() { FRAME.with(|f| f.take()) } else { Vec::new() };
+        let pkt: &mut [u8] = match &dest.grh {
+            Some(g) => {
+                grh::frame(g, pkt, &mut framed);
+                &mut framed
+            }
+            None => pkt,
+        };
         let mut leave = |tag: u32, bytes: &[u8]| {
             bump(&self.counters.tx_packets, 1);
             bump(&self.counters.tx_bytes, bytes.len() as u64);
-            if bytes.first() == Some(&Opcode::CNP.0) {
+            if has_grh {
+                bump(&self.counters.tx_grh_packets, 1);
+            }
+            if cnp {
                 bump(&self.counters.cnp_sent, 1);
             }
             self.capture(self.local.ip(), self.endpoint_of(tag).ip(), bytes);
@@ -342,6 +416,9 @@ impl Port {
         } else {
             leave(tag, pkt);
         }
+        if dest.grh.is_some() {
+            FRAME.with(|f| f.set(framed));
+        }
     }
 
     /// Receives `pkt` from `src`: captures it (unless it is loopback, already
@@ -351,7 +428,7 @@ impl Port {
         if src != self.local {
             self.capture(src.ip(), self.local.ip(), pkt);
         }
-        let meta = RxMeta { src, local: src == self.local };
+        let meta = RxMeta { src, local: src == self.local, grh: None };
         let mut check = |_tag: u32, bytes: &[u8]| self.check_and_deliver(&meta, bytes, deliver);
         if self.faults_on.load(Ordering::Relaxed) {
             let now = self.clock.now_ns();
@@ -359,7 +436,7 @@ impl Port {
             let tag = if src == self.local { LOCAL } else { self.peers.iter().position(|p| p.ep == src).map(|i| i as u32).unwrap_or(LOCAL - 1) };
             let mut held_check = |t: u32, bytes: &[u8]| {
                 let s = if t == tag { src } else if t == LOCAL { self.local } else { self.peers.get(t as usize).map(|p| p.ep).unwrap_or(src) };
-                self.check_and_deliver(&RxMeta { src: s, local: s == self.local }, bytes, deliver)
+                self.check_and_deliver(&RxMeta { src: s, local: s == self.local, grh: None }, bytes, deliver)
             };
             if let Ok(mut f) = self.rx_faults.lock() {
                 f.process(tag, pkt, now, &self.counters, &mut held_check);
@@ -369,7 +446,13 @@ impl Port {
         }
     }
 
-    fn check_and_deliver(&self, meta: &RxMeta, bytes: &[u8], deliver: &mut dyn FnMut(&RxMeta, &[u8])) {
+    /// Unframes a datagram, checks its ICRC, then (with a GRH) its DGID
+    /// against the GID table, and hands BTH onward to `deliver`.
+    fn check_and_deliver(&self, meta: &RxMeta, datagram: &[u8], deliver: &mut dyn FnMut(&RxMeta, &[u8])) {
+        let Ok((g, bytes)) = grh::unframe(datagram) else {
+            bump(&self.counters.rx_malformed, 1);
+            return;
+        };
         let Ok(b) = bth::Packet::new_checked(bytes) else {
             bump(&self.counters.rx_malformed, 1);
             return;
@@ -379,18 +462,30 @@ impl Port {
             return;
         }
         if !self.icrc_exempt(meta.src == self.local) {
-            let ph = PseudoHeader::canonical(meta.src.ip(), self.local.ip(), b.dest_qp(), bytes.len());
-            if icrc::verify(&ph, bytes).is_err() {
+            let ok = match &g {
+                Some(g) => grh::verify_icrc(g, bytes),
+                None => icrc::verify(&PseudoHeader::canonical(meta.src.ip(), self.local.ip(), b.dest_qp(), bytes.len()), bytes),
+            };
+            if ok.is_err() {
                 bump(&self.counters.rx_icrc_errors, 1);
                 return;
             }
         }
+        if let Some(g) = &g {
+            if !self.owns_gid(&g.dgid) {
+                bump(&self.counters.rx_dgid_mismatch, 1);
+                return;
+            }
+        }
         bump(&self.counters.rx_packets, 1);
-        bump(&self.counters.rx_bytes, bytes.len() as u64);
+        bump(&self.counters.rx_bytes, datagram.len() as u64);
+        if g.is_some() {
+            bump(&self.counters.rx_grh_packets, 1);
+        }
         if bytes[0] == Opcode::CNP.0 {
             bump(&self.counters.cnp_received, 1);
         }
-        deliver(meta, bytes);
+        deliver(&RxMeta { grh: g, ..*meta }, bytes);
     }
 
     /// Releases held (delayed/reordered) packets due at `now_ns`.
@@ -411,7 +506,7 @@ impl Port {
         if let Ok(mut f) = self.rx_faults.lock() {
             let mut d = |t: u32, bytes: &[u8]| {
                 let s = if t == LOCAL { self.local } else { self.peers.get(t as usize).map(|p| p.ep).unwrap_or(self.local) };
-                self.check_and_deliver(&RxMeta { src: s, local: t == LOCAL }, bytes, deliver)
+                self.check_and_deliver(&RxMeta { src: s, local: t == LOCAL, grh: None }, bytes, deliver)
             };
             f.release(now, &mut d);
         }
@@ -850,6 +945,9 @@ impl PacketSink for UdpShared {
     fn send(&self, dest: &Dest, pkt: &mut [u8]) {
         self.port.transmit(dest, pkt, &mut |tag, bytes| self.route(tag, bytes));
     }
+    fn gid(&self, index: u8) -> Option<[u8; 16]> {
+        self.port.gid(index)
+    }
 }
 
 /// Delivers loopback traffic on the thread that produced it, skipping the
@@ -1232,6 +1330,9 @@ impl PacketSink for InProcSink {
         let port = &self.net.ports[self.index];
         port.transmit(dest, pkt, &mut |tag, bytes| self.net.route(self.index, tag, bytes));
     }
+    fn gid(&self, index: u8) -> Option<[u8; 16]> {
+        self.net.ports[self.index].gid(index)
+    }
 }
 
 impl InProcNet {
@@ -1352,23 +1453,23 @@ mod tests {
     }
 
     #[test]
-    fn inproc_routes_by_lid_and_gid_and_checks_icrc() {
+    fn inproc_routes_by_lid() {
         let clock = Arc::new(ManualClock::default());
         let eps = [Endpoint::v4(1, Ipv4Addr::new(10, 0, 0, 1)), Endpoint::v4(2, Ipv4Addr::new(10, 0, 0, 2))];
         let net = InProcNet::new(&eps, &[], clock);
         let (a, b) = (Rec::default(), Rec::default());
         let s0 = net.sink(0);
-        s0.send(&Dest { lid: 2, gid: None }, &mut send_only(7, 1, b"by lid"));
-        s0.send(&Dest { lid: 0, gid: Some(eps[1].gid) }, &mut send_only(7, 2, b"by gid"));
-        s0.send(&Dest { lid: 1, gid: None }, &mut send_only(7, 3, b"loopback"));
-        s0.send(&Dest { lid: 9, gid: None }, &mut send_only(7, 4, b"nowhere"));
-        assert_eq!(net.pump(&[&a, &b], 100), 3);
-        let got: Vec<_> = b.0.lock().unwrap().iter().map(|(m, p)| (m.src.lid, RocePacket::parse(p).unwrap().payload.to_vec())).collect();
-        assert_eq!(got, vec![(1, b"by lid".to_vec()), (1, b"by gid".to_vec())]);
+        s0.send(&Dest { lid: 2, grh: None }, &mut send_only(7, 1, b"by lid"));
+        s0.send(&Dest { lid: 0, grh: None }, &mut send_only(7, 2, b"lid 0"));
+        s0.send(&Dest { lid: 1, grh: None }, &mut send_only(7, 3, b"loopback"));
+        s0.send(&Dest { lid: 9, grh: None }, &mut send_only(7, 4, b"nowhere"));
+        assert_eq!(net.pump(&[&a, &b], 100), 2);
+        let got: Vec<_> = b.0.lock().unwrap().iter().map(|(m, p)| (m.src.lid, m.grh, RocePacket::parse(p).unwrap().payload.to_vec())).collect();
+        assert_eq!(got, vec![(1, None, b"by lid".to_vec())]);
         assert_eq!(a.0.lock().unwrap().len(), 1);
         let c0 = net.port(0).counters.snapshot();
-        assert_eq!((c0.tx_packets, c0.tx_no_route, c0.rx_packets), (3, 1, 1));
-        assert_eq!(net.port(1).counters.snapshot().rx_packets, 2);
+        assert_eq!((c0.tx_packets, c0.tx_no_route, c0.rx_packets), (2, 2, 1));
+        assert_eq!(net.port(1).counters.snapshot().rx_packets, 1);
     }
 
     #[test]
@@ -1379,7 +1480,7 @@ mod tests {
         let net = InProcNet::new(&eps, &[f], clock);
         let b = Rec::default();
         for i in 0..200 {
-            net.sink(0).send(&Dest { lid: 2, gid: None }, &mut send_only(7, i, &[i as u8; 40]));
+            net.sink(0).send(&Dest { lid: 2, grh: None }, &mut send_only(7, i, &[i as u8; 40]));
         }
         net.pump(&[&Rec::default(), &b], 1000);
         let tx = net.port(0).counters.snapshot();
@@ -1445,7 +1546,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(50));
         let flushes = rec.1.load(Ordering::SeqCst);
         for i in 0..20 {
-            a.sink().send(&Dest { lid: 2, gid: None }, &mut send_only(9, i, &[i as u8; 100]));
+            a.sink().send(&Dest { lid: 2, grh: None }, &mut send_only(9, i, &[i as u8; 100]));
         }
         let t = Instant::now();
         while rec.0.lock().unwrap().len() < 20 {
@@ -1462,7 +1563,7 @@ mod tests {
         assert!(owed >= flushes);
         poller.idle();
         assert!(!poller.is_active());
-        a.sink().send(&Dest { lid: 2, gid: None }, &mut send_only(9, 20, b"worker"));
+        a.sink().send(&Dest { lid: 2, grh: None }, &mut send_only(9, 20, b"worker"));
         assert!(wait_for(|| rec.0.lock().unwrap().len() == 21));
         assert_ne!(rec.0.lock().unwrap()[20].0, me, "the worker receives once the poller is idle");
     }
@@ -1486,7 +1587,7 @@ mod tests {
             self.rec.flush();
             let owed = std::mem::take(&mut *self.owed.lock().unwrap());
             for psn in owed {
-                self.sink.get().unwrap().send(&Dest { lid: 1, gid: None }, &mut send_only(9, psn, b"ack"));
+                self.sink.get().unwrap().send(&Dest { lid: 1, grh: None }, &mut send_only(9, psn, b"ack"));
             }
         }
     }
@@ -1507,7 +1608,7 @@ mod tests {
         let me = std::thread::current().id();
         let mut inline = 0;
         for i in 0..40u32 {
-            pump.run(|| sink.send(&Dest { lid: 1, gid: None }, &mut send_only(9, i, b"req")));
+            pump.run(|| sink.send(&Dest { lid: 1, grh: None }, &mut send_only(9, i, b"req")));
             let got = acker.rec.0.lock().unwrap().clone();
             if got.len() == 2 * i as usize + 2 && got[got.len() - 2..] == [(me, i), (me, i + 1000)] {
                 inline += 1;
@@ -1536,8 +1637,8 @@ mod tests {
         let mut inline = 0;
         for i in 0..40u32 {
             pump.run(|| {
-                sink.send(&Dest { lid: 1, gid: None }, &mut send_only(9, 2 * i, b"a"));
-                sink.send(&Dest { lid: 1, gid: None }, &mut send_only(9, 2 * i + 1, b"b"));
+                sink.send(&Dest { lid: 1, grh: None }, &mut send_only(9, 2 * i, b"a"));
+                sink.send(&Dest { lid: 1, grh: None }, &mut send_only(9, 2 * i + 1, b"b"));
             });
             let got = rec.0.lock().unwrap().clone();
             if got.len() == 2 * i as usize + 2 && got[got.len() - 2..].iter().all(|(t, _)| *t == me) {
@@ -1549,7 +1650,7 @@ mod tests {
         assert_eq!(psns, (0..80).collect::<Vec<_>>(), "in order, none lost or doubled");
         assert!(inline >= 20, "only {inline} of 40 rounds delivered inline");
         // Outside a pump the worker delivers.
-        sink.send(&Dest { lid: 1, gid: None }, &mut send_only(9, 500, b"c"));
+        sink.send(&Dest { lid: 1, grh: None }, &mut send_only(9, 500, b"c"));
         assert!(wait_for(|| rec.0.lock().unwrap().len() == 81));
         assert_ne!(rec.0.lock().unwrap()[80].0, me);
     }
@@ -1562,9 +1663,9 @@ mod tests {
         a.start(ra.clone()).unwrap();
         b.start(rb.clone()).unwrap();
         for i in 0..50 {
-            a.sink().send(&Dest { lid: 2, gid: None }, &mut send_only(9, i, &[i as u8; 1000]));
+            a.sink().send(&Dest { lid: 2, grh: None }, &mut send_only(9, i, &[i as u8; 1000]));
         }
-        a.sink().send(&Dest { lid: 1, gid: None }, &mut send_only(9, 99, b"self"));
+        a.sink().send(&Dest { lid: 1, grh: None }, &mut send_only(9, 99, b"self"));
         assert!(wait_for(|| rb.0.lock().unwrap().len() == 50 && ra.0.lock().unwrap().len() == 1));
         let got = rb.0.lock().unwrap();
         for (m, p) in got.iter() {
@@ -1600,7 +1701,7 @@ mod tests {
         let sink = a.sink();
         a.shared.batched(|| {
             for i in 0..41 {
-                sink.send(&Dest { lid: 2, gid: None }, &mut send_only(9, i, &vec![i as u8; size(i)]));
+                sink.send(&Dest { lid: 2, grh: None }, &mut send_only(9, i, &vec![i as u8; size(i)]));
             }
         });
         let ca = a.counters().snapshot();
@@ -1617,7 +1718,7 @@ mod tests {
         // with a 7, one 1200) came off the socket in three GRO reads.
         assert_eq!(cb.rx_socket_reads, 3);
         // Outside a batch, a send is one sendto.
-        sink.send(&Dest { lid: 2, gid: None }, &mut send_only(9, 41, b"x"));
+        sink.send(&Dest { lid: 2, grh: None }, &mut send_only(9, 41, b"x"));
         assert_eq!(a.counters().snapshot().tx_socket_calls, 2);
         assert!(wait_for(|| rb.0.lock().unwrap().len() == 42));
     }
@@ -1691,8 +1792,8 @@ mod tests {
             ..Headers::new(bth::Repr { opcode: Opcode(0x11), dest_qp: 0x1234, psn: 0xabcdef, ..Default::default() })
         };
         packet::emit(&h, &[], &mut ack).unwrap();
-        a.sink().send(&Dest { lid: 1, gid: None }, &mut send_only(0x42, 77, b"tshark"));
-        a.sink().send(&Dest { lid: 1, gid: None }, &mut ack);
+        a.sink().send(&Dest { lid: 1, grh: None }, &mut send_only(0x42, 77, b"tshark"));
+        a.sink().send(&Dest { lid: 1, grh: None }, &mut ack);
         assert!(wait_for(|| r.0.lock().unwrap().len() == 2));
         drop(a);
         let out = std::process::Command::new("tshark")

@@ -192,8 +192,10 @@ impl Injector {
             }
             return;
         }
-        let applies = pkt.len() >= bth::field::HEADER_LEN
-            && (self.rates.classes.is_empty() || self.rates.classes.contains(&OpClass::of(Opcode(pkt[0]))));
+        // A datagram with a GRH: its BTH starts after the envelope and GRH.
+        let at = if pkt.first() == Some(&super::grh::MARK) { super::grh::ENVELOPE_LEN + super::grh::field::HEADER_LEN } else { 0 };
+        let applies = pkt.len() >= at + bth::field::HEADER_LEN
+            && (self.rates.classes.is_empty() || self.rates.classes.contains(&OpClass::of(Opcode(pkt[at]))));
         if !applies {
             emit(tag, pkt);
             self.after_one(now_ns, emit);
@@ -205,16 +207,16 @@ impl Injector {
             return;
         }
         if self.rng.chance(r.corrupt) {
-            // Any byte but BTH byte 4 (masked by the ICRC).
-            let mut i = self.rng.below(pkt.len() as u64 - 1) as usize;
-            if i >= bth::field::ECN {
+            // Any byte from the BTH on but BTH byte 4 (masked by the ICRC).
+            let mut i = at + self.rng.below((pkt.len() - at) as u64 - 1) as usize;
+            if i >= at + bth::field::ECN {
                 i += 1;
             }
             pkt[i] ^= 1 << self.rng.below(8);
             bump(&c.fault_corrupted, 1);
         }
         if self.rng.chance(r.ecn_ce) {
-            pkt[bth::field::ECN] |= bth::field::FECN;
+            pkt[at + bth::field::ECN] |= bth::field::FECN;
             bump(&c.fault_ce_marked, 1);
         }
         let dup = self.rng.chance(r.duplicate);

@@ -20,9 +20,15 @@ pub fn compute(ip_udp: &[u8; PseudoHeader::LEN], roce: &[u8]) -> u32 {
     h[11] = 0xff;
     h[26] = 0xff; // UDP checksum
     h[27] = 0xff;
+    compute_over(&h, roce)
+}
+
+/// ICRC of `roce` (BTH through pad) behind network headers `masked` whose
+/// variant fields the caller has already set to ones (IPv4 or IPv6, + UDP).
+pub fn compute_over(masked: &[u8], roce: &[u8]) -> u32 {
     let mut c = crc32fast::Hasher::new();
     c.update(&[0xff; 8]);
-    c.update(&h);
+    c.update(masked);
     if roce.len() > 4 {
         c.update(&roce[..4]);
         c.update(&[0xff]);

@@ -49,7 +49,10 @@ pub mod clock;
 pub mod counters;
 pub mod ext;
 pub mod fabric;
+#[cfg(test)]
+mod fabric_grh_tests;
 pub mod fault;
+pub mod grh;
 pub mod icrc;
 pub mod ip;
 pub mod packet;

@@ -1,6 +1,7 @@
 //! A pcap (libpcap 2.4, Ethernet link type) writer for RoCEv2 traffic: each
 //! packet becomes an Ethernet/IPv4/UDP frame around the RoCE bytes as they
 //! travelled, ICRC included, so `tshark -r FILE` decodes BTH and friends.
+//! A packet with a GRH becomes an Ethernet/IPv6/UDP frame (RoCEv2 over IPv6).
 
 use std::io::{self, Write};
 use std::net::Ipv4Addr;
@@ -59,19 +60,33 @@ impl<W: Write> PcapWriter<W> {
     }
 
     pub fn write_roce_at(&mut self, secs: u32, usecs: u32, ph: &PseudoHeader, roce: &[u8]) -> io::Result<bool> {
-        let need = 16 + 14 + PseudoHeader::LEN as u64 + roce.len() as u64;
+        let mut h = [0u8; PseudoHeader::LEN];
+        ph.emit(&mut h);
+        self.write_frame_at(secs, usecs, (mac_for(ph.ip.src), mac_for(ph.ip.dst)), 0x0800, &h, roce)
+    }
+
+    /// Appends one RoCEv2-over-IPv6 frame: Ethernet + the 48 IPv6/UDP
+    /// header bytes `ip6_udp` + `roce`, stamped now (see [`super::grh`]).
+    pub fn write_roce6(&mut self, ip6_udp: &[u8; super::grh::IPV6_UDP_LEN], roce: &[u8]) -> io::Result<bool> {
+        let t = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let mac = |g: &[u8]| [0x02, 0x00, g[12], g[13], g[14], g[15]];
+        let macs = (mac(&ip6_udp[8..24]), mac(&ip6_udp[24..40]));
+        self.write_frame_at(t.as_secs() as u32, t.subsec_micros(), macs, 0x86dd, ip6_udp, roce)
+    }
+
+    /// One frame: Ethernet (`macs`: source, destination) + `net` + `roce`.
+    fn write_frame_at(&mut self, secs: u32, usecs: u32, macs: ([u8; 6], [u8; 6]), ethertype: u16, net: &[u8], roce: &[u8]) -> io::Result<bool> {
+        let need = 16 + 14 + net.len() as u64 + roce.len() as u64;
         if self.written.saturating_add(need) > self.max_bytes {
             self.dropped += 1;
             return Ok(false);
         }
         let f = &mut self.frame;
         f.clear();
-        f.extend_from_slice(&mac_for(ph.ip.dst));
-        f.extend_from_slice(&mac_for(ph.ip.src));
-        f.extend_from_slice(&0x0800u16.to_be_bytes());
-        let mut h = [0u8; PseudoHeader::LEN];
-        ph.emit(&mut h);
-        f.extend_from_slice(&h);
+        f.extend_from_slice(&macs.1);
+        f.extend_from_slice(&macs.0);
+        f.extend_from_slice(&ethertype.to_be_bytes());
+        f.extend_from_slice(net);
         f.extend_from_slice(roce);
         let len = f.len() as u32;
         let cap = len.min(SNAPLEN);
