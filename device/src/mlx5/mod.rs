@@ -16,6 +16,7 @@ pub mod firmware;
 pub mod hca;
 pub mod objects;
 pub mod qp;
+pub mod sq_ops;
 pub mod fields;
 pub mod ifc;
 pub mod init_seg;
@@ -29,3 +30,5 @@ pub use uar::{Doorbell, DoorbellSink, DoorbellStats, PollerStats, UarPoller};
 
 #[cfg(test)]
 mod fw_tests;
+#[cfg(test)]
+mod opcode_tests;
