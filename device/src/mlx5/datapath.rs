@@ -271,7 +271,10 @@ impl Firmware {
             let w = (nbb <= wqe::MAX_WQEBBS && ctrl.ds > 0).then(|| self.sq_wqe(ctx, ci, nbb, first)).flatten();
             let wr = match w {
                 Some(w) => self.decode_send(qpn, qp_type, &w, &ctrl, ud),
-                None => local_qp_op_err(send_wr_id(&ctrl)),
+                None => {
+                    warn!(qpn, opcode = ctrl.opcode, wqe = ctrl.wqe_index, ds = ctrl.ds, "send WQE of a bad size or unreadable");
+                    local_qp_op_err(send_wr_id(&ctrl))
+                }
             };
             if let Some(ctx) = self.qps.get_mut(&qpn) {
                 ctx.sq_ci = ci.wrapping_add(nbb as u16);
