@@ -212,7 +212,8 @@ fn nop_completes_in_order_without_a_psn() {
 fn bad_flags_and_ds_and_recovery() {
     let (net, mut a, mut b) = rc_pair(QP_BUF);
     let (qa, qb) = (a.qpn, b.qpn);
-    let cases: [(&str, Box<dyn Fn(&mut [u8; 16])>); 4] = [
+    type Edit = Box<dyn Fn(&mut [u8; 16])>;
+    let cases: [(&str, Edit); 4] = [
         ("fence mode 7", Box::new(|c| c[11] = (7 << 5) | CTRL_CQ_UPDATE)),
         ("opmod 1", Box::new(|c| c[0] = 1)),
         ("ds 0", Box::new(|c| c[7] &= !0x3f)),
