@@ -299,3 +299,27 @@ fn xrc_initiator_sends_error_complete() {
     assert_eq!(t.fw.engine.qps.get(qpn).unwrap().state, QpState::Err);
     assert_eq!(cqe_at(&t, 0x120000, 2), None);
 }
+
+/// A NOP behind a refused WQE flushes like any other WQE (its own opcode,
+/// its own wqe_counter); so does a NOP posted to a QP already in ERR.
+#[test]
+fn nop_behind_an_error_flushes() {
+    let (net, mut a, mut b) = rc_pair(QP_BUF);
+    put_rc_wqe(&a, b.key, 0, 0x07, 0);
+    put_rc_wqe(&a, b.key, 1, opcode::NOP, CTRL_CQ_UPDATE);
+    ring(&mut a, 2);
+    pump(&net, &mut a, &mut b);
+    put_rc_wqe(&a, b.key, 2, opcode::NOP, 0);
+    ring(&mut a, 3);
+    let seen: Vec<(u8, u8, u8, u16)> =
+        (0..3).map(|k| cqe_at(&a.t, a.cq_buf, k).map(|c| (c.opcode, c.syndrome, c.wqe_opcode, c.wqe_counter)).unwrap()).collect();
+    assert_eq!(
+        seen,
+        vec![
+            (op::REQ_ERR, syndrome::LOCAL_QP_OP_ERR, 0x07, 0),
+            (op::REQ_ERR, syndrome::WR_FLUSH_ERR, opcode::NOP, 1),
+            (op::REQ_ERR, syndrome::WR_FLUSH_ERR, opcode::NOP, 2),
+        ]
+    );
+    assert_eq!(cqe_at(&a.t, a.cq_buf, 3), None);
+}

@@ -17,9 +17,13 @@
 //! | XRC, others  | none: the device has no send path for them                              |
 //!
 //! `UMR` (0x25) on a REG_UMR QP is the UMR engine's (`send_doorbell`'s own
-//! arm); on any other QP it is refused here. `LOCAL_INVAL` (0x1b) and
-//! `BIND_MW` (0x18) are refused: neither libmlx5 nor mlx5_ib posts them (both
-//! use UMR), and the engine has no memory windows or key invalidation.
+//! arm); on any other QP it is refused here. `LOCAL_INVAL` (0x1b), `FMR`
+//! (0x19) and `BIND_MW` (0x18) are refused: they are ConnectX-3 (mlx4)
+//! opcodes that rdma-core's mlx5dv.h still lists; a ConnectX-4/5 invalidates
+//! and binds through UMR (mlx5_ib and libmlx5 post IB_WR_LOCAL_INV,
+//! IB_WR_REG_MR and IBV_WR_BIND_MW as `MLX5_OPCODE_UMR`; the kernel's
+//! include/linux/mlx5/qp.h has no LOCAL_INVAL), and memory windows are not
+//! advertised (`imaicl` 0).
 //!
 //! A control segment must also carry `opmod` 0 (only TSO, UMR, PSV and
 //! masked atomics use it) and a defined fence mode (0..=4); the fence modes

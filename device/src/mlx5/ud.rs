@@ -170,6 +170,10 @@ impl Firmware {
         let Some(qp) = self.engine.qps.get(qpn) else { return };
         let (state, qp_type) = (qp.state, qp.qp_type);
         let Some(ctx) = self.qps.get(&qpn) else { return };
+        if ctx.sq_entries == 0 {
+            debug!(qpn, "send doorbell on a QP without a send queue ignored");
+            return;
+        }
         match state {
             QpState::Err => self.flush_qp(qpn),
             QpState::Rts | QpState::Sqd => match self.sq_head(qpn, ctx) {
