@@ -600,6 +600,11 @@ pub(super) fn rc_side(lid: u16, net: &Arc<crate::wire::fabric::InProcNet>, index
 
 /// An RC side whose QP buffer (RQ, then SQ) is at `qp_buf`.
 pub(super) fn rc_side_at(lid: u16, net: &Arc<crate::wire::fabric::InProcNet>, index: usize, qp_buf: u64) -> Side {
+    side_at(lid, net, index, qp_buf, 0)
+}
+
+/// A side with a QP of `qpc.st` `st` whose QP buffer (RQ, then SQ) is at `qp_buf`.
+pub(super) fn side_at(lid: u16, net: &Arc<crate::wire::fabric::InProcNet>, index: usize, qp_buf: u64, st: u64) -> Side {
     use ifc::create_mkey_in::memory_key_mkey_entry as m;
     let mut t = Bench::new();
     t.fw.port.lid = lid;
@@ -617,7 +622,7 @@ pub(super) fn rc_side_at(lid: u16, net: &Arc<crate::wire::fabric::InProcNet>, in
     let key = t.mkey(pd, &[m::lr, m::lw, m::rr, m::rw, m::a], 0x33);
     let cq_buf = 0x120000u64;
     let cqn = t.cq(uar, eqn, cq_buf);
-    let qpn = t.qp_with(0, pd, uar, cqn, qp_buf, |i| ifc::create_qp_in::qpc::dbr_addr.set(i, QP_DBR));
+    let qpn = t.qp_with(st, pd, uar, cqn, qp_buf, |i| ifc::create_qp_in::qpc::dbr_addr.set(i, QP_DBR));
     Side { t, qpn, key, cq_buf, cqn }
 }
 
@@ -647,11 +652,16 @@ pub(super) fn connect(s: &mut Side, peer_qpn: u32, peer_lid: u16) {
 /// Two connected RC sides (LIDs 1 and 2) on an in-process network; A's QP
 /// buffer at `a_qp_buf`.
 pub(super) fn rc_pair(a_qp_buf: u64) -> (Arc<crate::wire::fabric::InProcNet>, Side, Side) {
+    pair_of(a_qp_buf, 0)
+}
+
+/// [`rc_pair`] with QPs of `qpc.st` `st` (RC or UC: connected to each other).
+pub(super) fn pair_of(a_qp_buf: u64, st: u64) -> (Arc<crate::wire::fabric::InProcNet>, Side, Side) {
     use crate::wire::fabric::{Endpoint, InProcNet};
     let eps = [Endpoint::v4(1, std::net::Ipv4Addr::new(127, 0, 0, 1)), Endpoint::v4(2, std::net::Ipv4Addr::new(127, 0, 0, 2))];
     let net = InProcNet::new(&eps, &[Default::default(), Default::default()], Arc::new(crate::wire::clock::MonotonicClock::default()));
-    let mut a = rc_side_at(1, &net, 0, a_qp_buf);
-    let mut b = rc_side(2, &net, 1);
+    let mut a = side_at(1, &net, 0, a_qp_buf, st);
+    let mut b = side_at(2, &net, 1, QP_BUF, st);
     let (qa, qb) = (a.qpn, b.qpn);
     connect(&mut a, qb, 2);
     connect(&mut b, qa, 1);
