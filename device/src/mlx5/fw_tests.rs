@@ -594,15 +594,6 @@ pub(super) const QP_BUF: u64 = 0x200000; // RQ: 16 x 16 B, then SQ: 16 x 64 B
 pub(super) const QP_DBR: u64 = 0x280000;
 pub(super) const DATA: u64 = 0x300000;
 
-pub(super) fn rc_side(lid: u16, net: &Arc<crate::wire::fabric::InProcNet>, index: usize) -> Side {
-    rc_side_at(lid, net, index, QP_BUF)
-}
-
-/// An RC side whose QP buffer (RQ, then SQ) is at `qp_buf`.
-pub(super) fn rc_side_at(lid: u16, net: &Arc<crate::wire::fabric::InProcNet>, index: usize, qp_buf: u64) -> Side {
-    side_at(lid, net, index, qp_buf, 0)
-}
-
 /// A side with a QP of `qpc.st` `st` whose QP buffer (RQ, then SQ) is at `qp_buf`.
 pub(super) fn side_at(lid: u16, net: &Arc<crate::wire::fabric::InProcNet>, index: usize, qp_buf: u64, st: u64) -> Side {
     use ifc::create_mkey_in::memory_key_mkey_entry as m;
