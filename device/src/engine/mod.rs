@@ -12,6 +12,8 @@ pub mod verbs;
 
 #[cfg(test)]
 mod tests_transport;
+#[cfg(test)]
+mod tests_nop;
 
 use thiserror::Error;
 
