@@ -14,6 +14,8 @@ pub mod verbs;
 mod tests_grh;
 #[cfg(test)]
 mod tests_transport;
+#[cfg(test)]
+mod tests_nop;
 
 use thiserror::Error;
 

@@ -122,8 +122,9 @@ pub(crate) struct SqEntry {
 }
 
 impl SqEntry {
+    /// The entry's last PSN (a NOP, which takes none, reads as the one before its first).
     fn last_psn(&self) -> u32 {
-        psn::add(self.first_psn, self.npkts - 1)
+        psn::sub(psn::add(self.first_psn, self.npkts), 1)
     }
     fn covers(&self, p: u32) -> bool {
         psn::diff(p, self.first_psn) >= 0 && psn::diff(p, self.last_psn()) <= 0
@@ -511,6 +512,7 @@ impl Engine {
         let mtu = qp.attrs.path_mtu.0 as u64;
         let op = wr.opcode;
         let valid_op = match qp.qp_type {
+            _ if op == WrOpcode::Nop => matches!(qp.qp_type, QpType::Rc | QpType::Uc | QpType::Ud | QpType::Gsi | QpType::Smi),
             QpType::Rc => true,
             QpType::Uc => matches!(op, WrOpcode::Send | WrOpcode::SendImm | WrOpcode::Write | WrOpcode::WriteImm),
             QpType::Ud | QpType::Gsi | QpType::Smi => matches!(op, WrOpcode::Send | WrOpcode::SendImm) && wr.ud.is_some(),
@@ -533,7 +535,15 @@ impl Engine {
                 }
             }
         }
-        let npkts = if op.is_atomic() { 1 } else { (len.div_ceil(mtu)).max(1) as u32 };
+        // A NOP takes no PSN; an entry that fails locally never goes out
+        // either, but the QP is in ERR by the time it reaches the wire.
+        let npkts = if op == WrOpcode::Nop && err.is_none() {
+            0
+        } else if op.is_atomic() {
+            1
+        } else {
+            (len.div_ceil(mtu)).max(1) as u32
+        };
         let first_psn = qp.rt.next_psn;
         qp.rt.next_psn = psn::add(first_psn, npkts);
         qp.rt.sq.push_back(SqEntry { wr, len: len as u32, first_psn, npkts, resp_pkts: 0, err });
@@ -697,7 +707,8 @@ impl Engine {
     fn seek(&mut self, qpn: u32, p: u32) {
         let Some(qp) = self.qps.get_mut(qpn) else { return };
         let rt = &mut qp.rt;
-        match rt.sq.iter().position(|e| e.covers(p)) {
+        // A NOP (no PSN of its own) at `p` is where sending resumes.
+        match rt.sq.iter().position(|e| e.covers(p) || (e.npkts == 0 && e.first_psn == p)) {
             Some(i) => {
                 rt.cur = i;
                 let e = &rt.sq[i];
@@ -726,6 +737,14 @@ impl Engine {
                     self.fail_front(qpn, st);
                 }
                 return;
+            }
+            if e.wr.opcode == WrOpcode::Nop {
+                // Completes in order: once every earlier WR has completed.
+                if rt.cur != 0 {
+                    return;
+                }
+                self.complete_front(qpn, WcStatus::Success, None);
+                continue;
             }
             if qp.qp_type == QpType::Rc {
                 let p = if e.wr.opcode.is_read_or_atomic() { psn::add(e.first_psn, e.resp_pkts) } else { psn::add(e.first_psn, rt.cur_pkt) };

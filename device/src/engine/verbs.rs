@@ -17,6 +17,9 @@ pub struct Sge {
 /// Send work request operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WrOpcode {
+    /// No operation: sends nothing, completes in order (a signaled NOP
+    /// completes successfully once every earlier WR has).
+    Nop,
     Send,
     SendImm,
     /// SEND with invalidate of the remote key `invalidate_rkey`.
@@ -132,6 +135,8 @@ pub enum WcOpcode {
     RdmaRead,
     CompSwap,
     FetchAdd,
+    /// A completed NOP (mlx5 `MLX5_OPCODE_NOP`; no IBTA counterpart).
+    Nop,
     Recv,
     /// A receive consumed by RDMA WRITE with immediate.
     RecvRdmaWithImm,
@@ -145,6 +150,7 @@ impl WcOpcode {
             WrOpcode::Read => WcOpcode::RdmaRead,
             WrOpcode::CmpSwap => WcOpcode::CompSwap,
             WrOpcode::FetchAdd => WcOpcode::FetchAdd,
+            WrOpcode::Nop => WcOpcode::Nop,
         }
     }
     pub fn is_recv(self) -> bool {

@@ -16,7 +16,8 @@ use super::cqe::{self, op, syndrome, Cqe};
 use super::firmware::{buf_addr, Firmware};
 use super::ifc;
 use super::ud::SqHead;
-use super::wqe::{self, opcode, CtrlSeg, Payload};
+use super::sq_ops::{self, SendOp};
+use super::wqe::{self, CtrlSeg, Payload};
 use crate::engine::verbs::{Completion, CompletionSink, Event, RecvWr, SendWr, Sge, UdDest, WcOpcode, WcStatus, WrOpcode};
 use crate::engine::{AddressVector, QpState, QpType};
 use crate::wire::fabric::{PacketHandler, RxMeta};
@@ -239,7 +240,7 @@ impl Firmware {
 
     fn sync_sq(&mut self, qpn: u32) {
         let Some(qp) = self.engine.qps.get(qpn) else { return };
-        let (ud, state) = (qp.qp_type == QpType::Ud, qp.state);
+        let (ud, state, qp_type) = (qp.qp_type == QpType::Ud, qp.state, qp.qp_type);
         if matches!(state, QpState::Reset | QpState::Init | QpState::Rtr) {
             return;
         }
@@ -270,8 +271,11 @@ impl Firmware {
             let nbb = ctrl.wqebbs();
             let w = (nbb <= wqe::MAX_WQEBBS && ctrl.ds > 0).then(|| self.sq_wqe(ctx, ci, nbb, first)).flatten();
             let wr = match w {
-                Some(w) => self.decode_send(&w, &ctrl, ud),
-                None => local_qp_op_err(send_wr_id(&ctrl)),
+                Some(w) => self.decode_send(qpn, qp_type, &w, &ctrl, ud),
+                None => {
+                    warn!(qpn, opcode = ctrl.opcode, wqe = ctrl.wqe_index, ds = ctrl.ds, "send WQE of a bad size or unreadable");
+                    local_qp_op_err(send_wr_id(&ctrl))
+                }
             };
             if let Some(ctx) = self.qps.get_mut(&qpn) {
                 ctx.sq_ci = ci.wrapping_add(nbb as u16);
@@ -282,22 +286,34 @@ impl Firmware {
         }
     }
 
-    /// A send WQE as an engine work request (decode errors become a WR
-    /// that fails in order with LOCAL_QP_OP_ERR).
-    fn decode_send(&self, w: &[u8], ctrl: &CtrlSeg, ud: bool) -> SendWr {
+    /// A send WQE as an engine work request. A WQE the device does not
+    /// execute (opcode, opmod, fence mode: [`sq_ops::classify`]) or cannot
+    /// decode becomes a WR that fails in order with LOCAL_QP_OP_ERR.
+    fn decode_send(&self, qpn: u32, qp_type: QpType, w: &[u8], ctrl: &CtrlSeg, ud: bool) -> SendWr {
         let bad = || local_qp_op_err(send_wr_id(ctrl));
-        let op = match ctrl.opcode {
-            opcode::SEND => WrOpcode::Send,
-            opcode::SEND_IMM => WrOpcode::SendImm,
-            opcode::SEND_INVAL => WrOpcode::SendInv,
-            opcode::RDMA_WRITE => WrOpcode::Write,
-            opcode::RDMA_WRITE_IMM => WrOpcode::WriteImm,
-            opcode::RDMA_READ => WrOpcode::Read,
-            opcode::ATOMIC_CS => WrOpcode::CmpSwap,
-            opcode::ATOMIC_FA => WrOpcode::FetchAdd,
-            _ => return bad(),
+        let op = match sq_ops::classify(qp_type, ctrl) {
+            Ok(SendOp::Nop) => {
+                let mut wr = SendWr::new(send_wr_id(ctrl), WrOpcode::Nop, Vec::new());
+                wr.signaled = ctrl.signaled();
+                return wr;
+            }
+            Ok(SendOp::Send) => WrOpcode::Send,
+            Ok(SendOp::SendImm) => WrOpcode::SendImm,
+            Ok(SendOp::SendInv) => WrOpcode::SendInv,
+            Ok(SendOp::Write) => WrOpcode::Write,
+            Ok(SendOp::WriteImm) => WrOpcode::WriteImm,
+            Ok(SendOp::Read) => WrOpcode::Read,
+            Ok(SendOp::CmpSwap) => WrOpcode::CmpSwap,
+            Ok(SendOp::FetchAdd) => WrOpcode::FetchAdd,
+            Err(e) => {
+                warn!(qpn, opcode = ctrl.opcode, wqe = ctrl.wqe_index, "send WQE not executed: {e}");
+                return bad();
+            }
         };
-        let Ok(s) = wqe::parse_send(w, ud) else { return bad() };
+        let Ok(s) = wqe::parse_send(w, ud) else {
+            warn!(qpn, opcode = ctrl.opcode, wqe = ctrl.wqe_index, ds = ctrl.ds, "malformed send WQE");
+            return bad();
+        };
         let (sgl, inline) = match s.payload {
             Payload::Gather(v) => (v.iter().map(|g| Sge { addr: g.addr, length: g.len, lkey: g.lkey }).collect(), None),
             Payload::Inline(d) => (Vec::new(), Some(d)),

@@ -16,10 +16,10 @@ use crate::util::{eventfd, eventfd_take};
 use crate::vfio::protocol::vfio::*;
 use crate::vfio::Interrupts;
 
-struct Bench {
-    mem: Arc<FlatMem>,
+pub(super) struct Bench {
+    pub(super) mem: Arc<FlatMem>,
     b: Builder,
-    fw: Firmware,
+    pub(super) fw: Firmware,
     irqs: Arc<Interrupts>,
 }
 
@@ -32,7 +32,7 @@ struct Out {
 }
 
 impl Bench {
-    fn new() -> Bench {
+    pub(super) fn new() -> Bench {
         Bench::with_limits(Limits::default())
     }
 
@@ -54,19 +54,19 @@ impl Bench {
     }
 
     /// Runs a command that must succeed.
-    fn ok(&mut self, input: &[u8], outlen: usize) -> Vec<u8> {
+    pub(super) fn ok(&mut self, input: &[u8], outlen: usize) -> Vec<u8> {
         let o = self.run(input, outlen);
         assert_eq!((o.delivery, o.status), (Delivery::Ok, 0), "opcode {:#x} syndrome {:#x}", u16::from_be_bytes([input[0], input[1]]), o.syndrome);
         o.data
     }
 
-    fn status(&mut self, input: &[u8], outlen: usize) -> u8 {
+    pub(super) fn status(&mut self, input: &[u8], outlen: usize) -> u8 {
         let o = self.run(input, outlen);
         assert_eq!(o.delivery, Delivery::Ok);
         o.status
     }
 
-    fn up(&mut self) -> u32 {
+    pub(super) fn up(&mut self) -> u32 {
         self.ok(&cmd(ifc::MLX5_CMD_OP_ENABLE_HCA, 0, 16), 12);
         self.ok(&cmd(ifc::MLX5_CMD_OP_INIT_HCA, 0, 32), 16);
         let o = self.ok(&cmd(ifc::MLX5_CMD_OP_ALLOC_UAR, 0, 16), 16);
@@ -74,7 +74,7 @@ impl Bench {
     }
 
     /// Creates an EQ of 64 entries at guest address `buf` with `mask` word 0.
-    fn eq(&mut self, uar: u32, vector: u32, mask: u64, buf: u64) -> u32 {
+    pub(super) fn eq(&mut self, uar: u32, vector: u32, mask: u64, buf: u64) -> u32 {
         use ifc::create_eq_in as c;
         let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_EQ, 0, c::SIZE + 8);
         c::eq_context_entry::log_eq_size.set(&mut i, 6);
@@ -90,14 +90,14 @@ impl Bench {
         ifc::create_eq_out::eq_number.get(&o) as u32
     }
 
-    fn pd(&mut self) -> u32 {
+    pub(super) fn pd(&mut self) -> u32 {
         let o = self.ok(&cmd(ifc::MLX5_CMD_OP_ALLOC_PD, 0, 16), 16);
         ifc::alloc_pd_out::pd.get(&o) as u32
     }
 
     /// A 64-entry CQ at `buf` (doorbell record at `buf + 0x1000`), its CQEs
     /// first marked invalid and hardware-owned (0xf1), as the driver does.
-    fn cq(&mut self, uar: u32, eqn: u32, buf: u64) -> u32 {
+    pub(super) fn cq(&mut self, uar: u32, eqn: u32, buf: u64) -> u32 {
         use ifc::create_cq_in as c;
         for k in 0..64 {
             self.mem.put(buf + k * 64 + 63, &[0xf1]);
@@ -113,12 +113,12 @@ impl Bench {
     }
 
     /// A QP with 16-entry RQ and SQ at 0x200000, user index 0x77.
-    fn qp(&mut self, st: u64, pd: u32, uar: u32, cqn: u32) -> u32 {
+    pub(super) fn qp(&mut self, st: u64, pd: u32, uar: u32, cqn: u32) -> u32 {
         self.qp_with(st, pd, uar, cqn, 0x200000, |i| ifc::create_qp_in::qpc::user_index.set(i, 0x77))
     }
 
     /// A QP with 16-entry RQ and SQ in `buf`; `extra` sets more of the input.
-    fn qp_with(&mut self, st: u64, pd: u32, uar: u32, cqn: u32, buf: u64, extra: impl FnOnce(&mut [u8])) -> u32 {
+    pub(super) fn qp_with(&mut self, st: u64, pd: u32, uar: u32, cqn: u32, buf: u64, extra: impl FnOnce(&mut [u8])) -> u32 {
         use ifc::create_qp_in as c;
         let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_QP, 0, c::SIZE + 16);
         c::qpc::st.set(&mut i, st);
@@ -137,7 +137,7 @@ impl Bench {
 
     /// A PA-mode key over the whole address space with the `access` bits of
     /// the mkey entry set and `tag` as its low byte; returns the key.
-    fn mkey(&mut self, pd: u32, access: &[Field], tag: u8) -> u32 {
+    pub(super) fn mkey(&mut self, pd: u32, access: &[Field], tag: u8) -> u32 {
         use ifc::create_mkey_in::memory_key_mkey_entry as m;
         let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_MKEY, 0, ifc::create_mkey_in::SIZE);
         for f in access.iter().chain(&[m::length64]) {
@@ -151,14 +151,14 @@ impl Bench {
 }
 
 /// A zeroed command input with opcode and op_mod.
-fn cmd(opcode: u32, op_mod: u16, len: usize) -> Vec<u8> {
+pub(super) fn cmd(opcode: u32, op_mod: u16, len: usize) -> Vec<u8> {
     let mut v = vec![0u8; len.max(16)];
     ifc::mbox_in::opcode.set(&mut v, opcode as u64);
     ifc::mbox_in::op_mod.set(&mut v, op_mod as u64);
     v
 }
 
-fn transition_in(opcode: u32, qpn: u32) -> Vec<u8> {
+pub(super) fn transition_in(opcode: u32, qpn: u32) -> Vec<u8> {
     let mut i = cmd(opcode, 0, ifc::rst2init_qp_in::SIZE);
     ifc::rst2init_qp_in::qpn.set(&mut i, qpn as u64);
     i
@@ -585,24 +585,20 @@ fn perfmgt_port_counters_are_real_and_clear() {
 
 /// One side of the two-device data-path test: commands through the real
 /// transport, then WQEs and doorbell records in its own guest memory.
-struct Side {
-    t: Bench,
-    qpn: u32,
-    key: u32,
-    cq_buf: u64,
-    cqn: u32,
+pub(super) struct Side {
+    pub(super) t: Bench,
+    pub(super) qpn: u32,
+    pub(super) key: u32,
+    pub(super) cq_buf: u64,
+    pub(super) cqn: u32,
 }
 
-const QP_BUF: u64 = 0x200000; // RQ: 16 x 16 B, then SQ: 16 x 64 B
-const QP_DBR: u64 = 0x280000;
-const DATA: u64 = 0x300000;
+pub(super) const QP_BUF: u64 = 0x200000; // RQ: 16 x 16 B, then SQ: 16 x 64 B
+pub(super) const QP_DBR: u64 = 0x280000;
+pub(super) const DATA: u64 = 0x300000;
 
-fn rc_side(lid: u16, net: &Arc<crate::wire::fabric::InProcNet>, index: usize) -> Side {
-    rc_side_at(lid, net, index, QP_BUF)
-}
-
-/// An RC side whose QP buffer (RQ, then SQ) is at `qp_buf`.
-fn rc_side_at(lid: u16, net: &Arc<crate::wire::fabric::InProcNet>, index: usize, qp_buf: u64) -> Side {
+/// A side with a QP of `qpc.st` `st` whose QP buffer (RQ, then SQ) is at `qp_buf`.
+pub(super) fn side_at(lid: u16, net: &Arc<crate::wire::fabric::InProcNet>, index: usize, qp_buf: u64, st: u64) -> Side {
     use ifc::create_mkey_in::memory_key_mkey_entry as m;
     let mut t = Bench::new();
     t.fw.port.lid = lid;
@@ -620,11 +616,11 @@ fn rc_side_at(lid: u16, net: &Arc<crate::wire::fabric::InProcNet>, index: usize,
     let key = t.mkey(pd, &[m::lr, m::lw, m::rr, m::rw, m::a], 0x33);
     let cq_buf = 0x120000u64;
     let cqn = t.cq(uar, eqn, cq_buf);
-    let qpn = t.qp_with(0, pd, uar, cqn, qp_buf, |i| ifc::create_qp_in::qpc::dbr_addr.set(i, QP_DBR));
+    let qpn = t.qp_with(st, pd, uar, cqn, qp_buf, |i| ifc::create_qp_in::qpc::dbr_addr.set(i, QP_DBR));
     Side { t, qpn, key, cq_buf, cqn }
 }
 
-fn connect(s: &mut Side, peer_qpn: u32, peer_lid: u16) {
+pub(super) fn connect(s: &mut Side, peer_qpn: u32, peer_lid: u16) {
     use ifc::rst2init_qp_in::qpc as q;
     let mut i = transition_in(ifc::MLX5_CMD_OP_RST2INIT_QP, s.qpn);
     q::rre.set(&mut i, 1);
@@ -649,12 +645,17 @@ fn connect(s: &mut Side, peer_qpn: u32, peer_lid: u16) {
 
 /// Two connected RC sides (LIDs 1 and 2) on an in-process network; A's QP
 /// buffer at `a_qp_buf`.
-fn rc_pair(a_qp_buf: u64) -> (Arc<crate::wire::fabric::InProcNet>, Side, Side) {
+pub(super) fn rc_pair(a_qp_buf: u64) -> (Arc<crate::wire::fabric::InProcNet>, Side, Side) {
+    pair_of(a_qp_buf, 0)
+}
+
+/// [`rc_pair`] with QPs of `qpc.st` `st` (RC or UC: connected to each other).
+pub(super) fn pair_of(a_qp_buf: u64, st: u64) -> (Arc<crate::wire::fabric::InProcNet>, Side, Side) {
     use crate::wire::fabric::{Endpoint, InProcNet};
     let eps = [Endpoint::v4(1, std::net::Ipv4Addr::new(127, 0, 0, 1)), Endpoint::v4(2, std::net::Ipv4Addr::new(127, 0, 0, 2))];
     let net = InProcNet::new(&eps, &[Default::default(), Default::default()], Arc::new(crate::wire::clock::MonotonicClock::default()));
-    let mut a = rc_side_at(1, &net, 0, a_qp_buf);
-    let mut b = rc_side(2, &net, 1);
+    let mut a = side_at(1, &net, 0, a_qp_buf, st);
+    let mut b = side_at(2, &net, 1, QP_BUF, st);
     let (qa, qb) = (a.qpn, b.qpn);
     connect(&mut a, qb, 2);
     connect(&mut b, qa, 1);
@@ -662,7 +663,7 @@ fn rc_pair(a_qp_buf: u64) -> (Arc<crate::wire::fabric::InProcNet>, Side, Side) {
 }
 
 /// Runs both firmwares' packet handlers until the network is quiet.
-fn pump(net: &crate::wire::fabric::InProcNet, a: &mut Side, b: &mut Side) {
+pub(super) fn pump(net: &crate::wire::fabric::InProcNet, a: &mut Side, b: &mut Side) {
     use super::datapath::FwHandler;
     use std::sync::Mutex;
     let fa = Arc::new(Mutex::new(std::mem::replace(&mut a.t.fw, Firmware::new(a.t.mem.clone(), a.t.irqs.clone(), PortConfig::new(0, 0, 0, 0), Limits::default()))));
@@ -678,7 +679,7 @@ fn pump(net: &crate::wire::fabric::InProcNet, a: &mut Side, b: &mut Side) {
     b.t.fw = Arc::try_unwrap(fb).ok().unwrap().into_inner().unwrap();
 }
 
-fn ctrl_seg(op: u8, idx: u16, qpn: u32, ds: u8) -> [u8; 16] {
+pub(super) fn ctrl_seg(op: u8, idx: u16, qpn: u32, ds: u8) -> [u8; 16] {
     let mut c = [0u8; 16];
     c[0..4].copy_from_slice(&(((idx as u32) << 8) | op as u32).to_be_bytes());
     c[4..8].copy_from_slice(&((qpn << 8) | ds as u32).to_be_bytes());
@@ -686,7 +687,7 @@ fn ctrl_seg(op: u8, idx: u16, qpn: u32, ds: u8) -> [u8; 16] {
     c
 }
 
-fn data_seg(len: u32, key: u32, addr: u64) -> [u8; 16] {
+pub(super) fn data_seg(len: u32, key: u32, addr: u64) -> [u8; 16] {
     let mut d = [0u8; 16];
     d[0..4].copy_from_slice(&len.to_be_bytes());
     d[4..8].copy_from_slice(&key.to_be_bytes());

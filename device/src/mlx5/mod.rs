@@ -18,6 +18,7 @@ pub mod firmware;
 pub mod hca;
 pub mod objects;
 pub mod qp;
+pub mod sq_ops;
 pub mod fields;
 pub mod ifc;
 pub mod init_seg;
@@ -31,3 +32,5 @@ pub use uar::{Doorbell, DoorbellSink, DoorbellStats, PollerStats, UarPoller};
 
 #[cfg(test)]
 mod fw_tests;
+#[cfg(test)]
+mod opcode_tests;

@@ -15,6 +15,7 @@ use tracing::{debug, warn};
 use super::cqe::{self, op, syndrome, Cqe};
 use super::datapath::be32_at;
 use super::firmware::{buf_addr, Firmware, QpCtx};
+use super::sq_ops::{self, SendOp};
 use super::wqe::{self, opcode, CtrlSeg, Payload, WQEBB};
 use crate::engine::{Access, QpState, QpTransition, QpType};
 
@@ -158,7 +159,41 @@ impl Firmware {
         match qp.qp_type {
             QpType::Smi | QpType::Gsi => self.drain_ud_sq(qpn),
             t if super::datapath::engine_qp(t) => self.engine_send_doorbell(qpn),
-            _ => debug!(qpn, "send doorbell on a QP without a send path"),
+            _ => self.no_send_path(qpn),
+        }
+    }
+
+    /// A send doorbell on a QP type the device accepts at CREATE_QP but does
+    /// not execute sends for (XRC initiator, ...): the WQE at the head
+    /// completes with LOCAL_QP_OP_ERR and the QP moves to ERR (the rest
+    /// flush), as for any WQE the device does not execute.
+    fn no_send_path(&mut self, qpn: u32) {
+        let Some(qp) = self.engine.qps.get(qpn) else { return };
+        let (state, qp_type) = (qp.state, qp.qp_type);
+        let Some(ctx) = self.qps.get(&qpn) else { return };
+        if ctx.sq_entries == 0 {
+            debug!(qpn, "send doorbell on a QP without a send queue ignored");
+            return;
+        }
+        match state {
+            QpState::Err => self.flush_qp(qpn),
+            QpState::Rts | QpState::Sqd => match self.sq_head(qpn, ctx) {
+                SqHead::Empty => {}
+                SqHead::Unreadable { ci } => {
+                    if let Some(ctx) = self.qps.get_mut(&qpn) {
+                        ctx.sq_ci = ci.wrapping_add(1);
+                    }
+                    self.qp_error(qpn, ci, 0, syndrome::LOCAL_QP_OP_ERR, true);
+                }
+                SqHead::Ready { ci, ctrl, .. } => {
+                    warn!(qpn, ?qp_type, opcode = ctrl.opcode, "send WQE on a QP without a send path");
+                    if let Some(ctx) = self.qps.get_mut(&qpn) {
+                        ctx.sq_ci = ci.wrapping_add(ctrl.wqebbs() as u16);
+                    }
+                    self.qp_error(qpn, ci, ctrl.opcode, syndrome::LOCAL_QP_OP_ERR, true);
+                }
+            },
+            _ => debug!(qpn, ?state, "send doorbell before RTS ignored"),
         }
     }
 
@@ -215,9 +250,13 @@ impl Firmware {
 
     /// Executes one UD-class send WQE.
     fn execute_ud_wqe(&mut self, qpn: u32, qp_type: QpType, pd: u32, w: &[u8], ctrl: &CtrlSeg) -> Result<(), u8> {
-        match ctrl.opcode {
-            opcode::NOP => Ok(()),
-            opcode::SEND | opcode::SEND_IMM => {
+        let op = sq_ops::classify(qp_type, ctrl).map_err(|e| {
+            warn!(qpn, opcode = ctrl.opcode, wqe = ctrl.wqe_index, "send WQE not executed: {e}");
+            e.syndrome()
+        })?;
+        match op {
+            SendOp::Nop => Ok(()),
+            SendOp::Send | SendOp::SendImm => {
                 let s = wqe::parse_ud_send(w).map_err(|_| syndrome::LOCAL_QP_OP_ERR)?;
                 let max = if matches!(qp_type, QpType::Smi | QpType::Gsi) { 256 } else { 4096 };
                 if s.payload.len() > max {
@@ -248,6 +287,7 @@ impl Firmware {
                 }
                 Ok(())
             }
+            // classify() refuses every other operation on these QP types.
             _ => Err(syndrome::LOCAL_QP_OP_ERR),
         }
     }

@@ -20,7 +20,18 @@ pub const CTRL_SOLICITED: u8 = 0x02;
 /// Longest WQE the device accepts: 16 WQEBBs (`max_wqe_sz_sq` 1024).
 pub const MAX_WQEBBS: usize = 16;
 
-/// `MLX5_OPCODE_*`.
+/// `MLX5_WQE_CTRL_*` fence modes (`fm_ce_se[7:5]`, `MLX5_FENCE_MODE_*`).
+pub mod fence {
+    pub const NONE: u8 = 0;
+    pub const INITIATOR_SMALL: u8 = 1;
+    pub const FENCE: u8 = 2;
+    pub const STRONG_ORDERING: u8 = 3;
+    pub const SMALL_AND_FENCE: u8 = 4;
+}
+
+/// `MLX5_OPCODE_*` (include/linux/mlx5/qp.h, rdma-core mlx5dv.h): every
+/// send opcode a driver can write. Which ones the device executes on which
+/// QP type is [`super::sq_ops::classify`]'s to say.
 pub mod opcode {
     pub const NOP: u8 = 0x00;
     pub const SEND_INVAL: u8 = 0x01;
@@ -28,10 +39,29 @@ pub mod opcode {
     pub const RDMA_WRITE_IMM: u8 = 0x09;
     pub const SEND: u8 = 0x0a;
     pub const SEND_IMM: u8 = 0x0b;
+    /// `MLX5_OPCODE_LSO` (kernel) / `MLX5_OPCODE_TSO` (rdma-core).
+    pub const TSO: u8 = 0x0e;
     pub const RDMA_READ: u8 = 0x10;
     pub const ATOMIC_CS: u8 = 0x11;
     pub const ATOMIC_FA: u8 = 0x12;
+    pub const ATOMIC_MASKED_CS: u8 = 0x14;
+    pub const ATOMIC_MASKED_FA: u8 = 0x15;
+    pub const BIND_MW: u8 = 0x18;
+    pub const FMR: u8 = 0x19;
     pub const LOCAL_INVAL: u8 = 0x1b;
+    pub const CONFIG_CMD: u8 = 0x1f;
+    pub const SET_PSV: u8 = 0x20;
+    pub const GET_PSV: u8 = 0x21;
+    pub const CHECK_PSV: u8 = 0x22;
+    pub const DUMP: u8 = 0x23;
+    pub const UMR: u8 = 0x25;
+    pub const RGET_PSV: u8 = 0x26;
+    pub const RCHECK_PSV: u8 = 0x27;
+    pub const TAG_MATCHING: u8 = 0x28;
+    pub const ENHANCED_MPSW: u8 = 0x29;
+    pub const FLOW_TBL_ACCESS: u8 = 0x2c;
+    pub const ACCESS_ASO: u8 = 0x2d;
+    pub const MMO: u8 = 0x2f;
 }
 
 /// A malformed WQE.
@@ -94,6 +124,11 @@ impl CtrlSeg {
 
     pub fn solicited(&self) -> bool {
         self.fm_ce_se & CTRL_SOLICITED != 0
+    }
+
+    /// The fence mode (`fm_ce_se[7:5]`, [`fence`]).
+    pub fn fence_mode(&self) -> u8 {
+        self.fm_ce_se >> 5
     }
 }
 
