@@ -39,10 +39,13 @@ fn cqe_at(t: &Bench, cq_buf: u64, slot: u64) -> Option<Seen> {
         return None;
     }
     let sdq = u32::from_be_bytes(e[0x38..0x3c].try_into().unwrap());
+    let opcode = e[0x3f] >> 4;
+    // Only an error CQE has syndromes there; a good one holds its timestamp in those bytes.
+    let err = matches!(opcode, op::REQ_ERR | op::RESP_ERR);
     Some(Seen {
-        opcode: e[0x3f] >> 4,
-        syndrome: e[0x37],
-        vendor: e[0x36],
+        opcode,
+        syndrome: if err { e[0x37] } else { 0 },
+        vendor: if err { e[0x36] } else { 0 },
         wqe_opcode: (sdq >> 24) as u8,
         qpn: sdq & 0xff_ffff,
         wqe_counter: u16::from_be_bytes([e[0x3c], e[0x3d]]),
