@@ -850,3 +850,6 @@ fn memic_alloc_register_and_free() {
     t.ok(&d, 16);
     assert_eq!(t.status(&d, 16), status::BAD_PARAM, "double free");
 }
+
+#[path = "fw_event_tests.rs"]
+mod events;
