@@ -76,6 +76,11 @@ pub struct EqCtx {
     pub event_bitmask: [u64; 4],
 }
 
+/// What CREATE_CQ writes into the CQ's arm doorbell record (`dbrec[1]`): no
+/// arm word has bit 31 set (`sn << 28 | cmd | ci`, sn 2 bits, cmd bit 24), so
+/// the poll-mode scan tells "never armed" from a first arm, whose word is 0.
+pub const CQ_ARM_UNSET: u32 = 0x8000_0000;
+
 /// mlx5 context of a completion queue.
 #[derive(Debug, Clone)]
 pub struct CqCtx {
@@ -505,7 +510,9 @@ impl Firmware {
                 continue;
             }
             let w = u32::from_be_bytes(b);
-            if w != 0 && ctx.last_arm != Some(w & 0x31ff_ffff) {
+            // Bits outside an arm word: the record still holds CQ_ARM_UNSET
+            // (or garbage), no arm to act on.
+            if w & !0x31ff_ffff == 0 && ctx.last_arm != Some(w) {
                 self.cq_arm(cqn, ((w >> 28) & 3) as u8, w & (1 << 24) != 0, w & 0x00ff_ffff);
             }
         }

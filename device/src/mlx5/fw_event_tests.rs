@@ -35,7 +35,7 @@ fn rearm_before_polling_raises_no_second_event() {
     for poll_mode in [false, true] {
         let (net, mut a, mut b) = rc_pair(QP_BUF);
         let cqn = a.cqn;
-        let mut arm = |a: &mut Side, sn: u8, ci: u32| {
+        let arm = |a: &mut Side, sn: u8, ci: u32| {
             let w = arm_word(sn, false, ci);
             a.t.mem.put(a.cq_buf + 0x1004, &w.to_be_bytes());
             if poll_mode {
@@ -64,4 +64,38 @@ fn rearm_before_polling_raises_no_second_event() {
         arm(&mut a, 2, 1);
         assert_eq!(eqes(&a), e0 + 3);
     }
+}
+
+/// Poll mode: perftest -e arms its send CQ and then its receive CQ, both
+/// for the first time (arm word 0: sn 0, next, ci 0), through one UAR slot;
+/// the second store overwrites the first before the poller loads it. The
+/// page scan must still find the first CQ's arm in its doorbell record, which
+/// it could not tell from "never armed" while both read 0 (perftest -e hung
+/// at its first wait in poll mode).
+#[test]
+fn poll_mode_scan_finds_a_first_arm_whose_store_was_overwritten() {
+    use crate::engine::CqArm;
+    let (_net, mut a, _b) = rc_pair(QP_BUF);
+    let (uar, eqn) = {
+        let cq = a.t.fw.engine.cqs.get(a.cqn).unwrap();
+        (cq.uar, cq.eqn)
+    };
+    let second_buf = 0x140000u64;
+    let second = a.t.cq(uar, eqn, second_buf);
+    for (cqn, buf) in [(a.cqn, a.cq_buf), (second, second_buf)] {
+        let rec = u32::from_be_bytes(a.t.mem.get(buf + 0x1004, 4).try_into().unwrap());
+        assert_eq!(rec, super::super::firmware::CQ_ARM_UNSET, "CREATE_CQ marks CQ {cqn} never armed");
+        assert_eq!(a.t.fw.engine.cqs.get(cqn).unwrap().arm, CqArm::None);
+    }
+    // No arm yet: UAR activity (a send doorbell) arms nothing.
+    a.t.fw.uar_activity(uar, Doorbell::Send { uar: uar as u64, offset: 0x800, opmod_idx_opcode: 0, qpn_ds: a.qpn << 8 });
+    assert_eq!(a.t.fw.engine.cqs.get(a.cqn).unwrap().arm, CqArm::None);
+    // libmlx5 writes each record, then stores to the UAR slot; only the
+    // second store reaches the poller.
+    for buf in [a.cq_buf, second_buf] {
+        a.t.mem.put(buf + 0x1004, &arm_word(0, false, 0).to_be_bytes());
+    }
+    a.t.fw.uar_activity(uar, Doorbell::CqArm { uar: uar as u64, cqn: second, sn: 0, solicited: false, ci: 0 });
+    assert_eq!(a.t.fw.engine.cqs.get(second).unwrap().arm, CqArm::Next);
+    assert_eq!(a.t.fw.engine.cqs.get(a.cqn).unwrap().arm, CqArm::Next, "the overwritten first arm is found");
 }
