@@ -4,6 +4,7 @@
 //! through this API and keeps only mlx5-specific data (buffer addresses,
 //! page lists, doorbell records) next to the engine's object numbers.
 
+pub mod cq_arm;
 pub mod mem;
 pub mod objects;
 pub mod table;
@@ -242,6 +243,8 @@ impl Engine {
                 arm_sn: 0,
                 producer: 0,
                 consumer: 0,
+                reported: 0,
+                solicited_end: 0,
                 overrun: false,
                 period: 0,
                 max_count: 0,

@@ -82,6 +82,11 @@ pub struct Cq {
     pub producer: u32,
     /// Consumer index last reported by the driver.
     pub consumer: u32,
+    /// Producer count when the last completion event was raised: CQEs below
+    /// it were reported (see `cq_arm`).
+    pub reported: u32,
+    /// Producer count just after the latest solicited or error CQE.
+    pub solicited_end: u32,
     /// A completion found the queue full.
     pub overrun: bool,
     /// Moderation: period (µs) and count, as set by the driver.

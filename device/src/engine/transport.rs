@@ -364,13 +364,7 @@ fn deliver(cqs: &mut Table<Cq>, sink: &dyn CompletionSink, cqn: Option<u32>, c: 
     }
     sink.complete(cqn, cq.producer, &c);
     cq.producer = cq.producer.wrapping_add(1);
-    let fire = match cq.arm {
-        super::CqArm::None => false,
-        super::CqArm::Next => true,
-        super::CqArm::Solicited => c.solicited || c.status != WcStatus::Success,
-    };
-    if fire {
-        cq.arm = super::CqArm::None;
+    if cq.on_cqe(c.solicited || c.status != WcStatus::Success) {
         sink.event(Event::Completion { cqn, eqn: cq.eqn });
     }
 }
@@ -598,10 +592,10 @@ impl Engine {
     }
 
     /// Arms a CQ for its next (solicited) completion.
-    pub fn arm_cq(&mut self, cqn: u32, solicited: bool) {
-        if let Some(cq) = self.cqs.get_mut(cqn) {
-            cq.arm = if solicited { super::CqArm::Solicited } else { super::CqArm::Next };
-        }
+    /// Returns true when CQEs the driver has neither consumed (`ci`, 24
+    /// bits) nor had reported by an event are waiting: raise the event now.
+    pub fn arm_cq(&mut self, cqn: u32, solicited: bool, sn: u8, ci: u32) -> bool {
+        self.cqs.get_mut(cqn).is_some_and(|cq| cq.request_notify(solicited, sn, ci))
     }
 
     // ----------------------------------------------------------------- timers

@@ -76,6 +76,11 @@ pub struct EqCtx {
     pub event_bitmask: [u64; 4],
 }
 
+/// What CREATE_CQ writes into the CQ's arm doorbell record (`dbrec[1]`): no
+/// arm word has bit 31 set (`sn << 28 | cmd | ci`, sn 2 bits, cmd bit 24), so
+/// the poll-mode scan tells "never armed" from a first arm, whose word is 0.
+pub const CQ_ARM_UNSET: u32 = 0x8000_0000;
+
 /// mlx5 context of a completion queue.
 #[derive(Debug, Clone)]
 pub struct CqCtx {
@@ -425,7 +430,8 @@ impl Firmware {
     }
 
     /// CQ arm doorbell: the next (solicited) completion raises an event;
-    /// completions already waiting past `ci` raise one now.
+    /// completions waiting past `ci` that no event reported raise one now
+    /// (`engine::cq_arm`).
     pub fn cq_arm(&mut self, cqn: u32, sn: u8, solicited: bool, ci: u32) {
         let word = ((sn as u32 & 3) << 28) | ((solicited as u32) << 24) | (ci & 0x00ff_ffff);
         match self.cqs.get_mut(&cqn) {
@@ -434,15 +440,12 @@ impl Firmware {
             Some(ctx) => ctx.last_arm = Some(word),
             None => {}
         }
-        let Some(cq) = self.engine.cqs.get_mut(cqn) else {
+        if self.engine.cqs.get(cqn).is_none() {
             debug!(cqn, "arm for a nonexistent CQ ignored");
             return;
-        };
-        cq.arm_sn = sn;
-        cq.consumer = (cq.producer & !0x00ff_ffff) | (ci & 0x00ff_ffff);
-        cq.arm = if solicited { crate::engine::CqArm::Solicited } else { crate::engine::CqArm::Next };
-        if cq.producer != cq.consumer {
-            self.cq_event(cqn, true);
+        }
+        if self.engine.arm_cq(cqn, solicited, sn, ci) {
+            self.comp_event(cqn);
         }
     }
 
@@ -507,26 +510,26 @@ impl Firmware {
                 continue;
             }
             let w = u32::from_be_bytes(b);
-            if w != 0 && ctx.last_arm != Some(w & 0x31ff_ffff) {
+            // Bits outside an arm word: the record still holds CQ_ARM_UNSET
+            // (or garbage), no arm to act on.
+            if w & !0x31ff_ffff == 0 && ctx.last_arm != Some(w) {
                 self.cq_arm(cqn, ((w >> 28) & 3) as u8, w & (1 << 24) != 0, w & 0x00ff_ffff);
             }
         }
     }
 
-    /// A completion was written to CQ `cqn`: raise a completion event if
-    /// the CQ is armed for it.
+    /// A CQE was written to CQ `cqn` (outside the engine: the QP0/QP1 MAD
+    /// path): raise a completion event if the CQ is armed for it. The arming
+    /// itself is the engine's `Cq::on_cqe`, as for every other CQE.
     pub fn cq_event(&mut self, cqn: u32, solicited: bool) {
-        let Some(cq) = self.engine.cqs.get_mut(cqn) else { return };
-        let fire = match cq.arm {
-            crate::engine::CqArm::None => false,
-            crate::engine::CqArm::Next => true,
-            crate::engine::CqArm::Solicited => solicited,
-        };
-        if !fire {
-            return;
+        if self.engine.cqs.get_mut(cqn).is_some_and(|cq| cq.on_cqe(solicited)) {
+            self.comp_event(cqn);
         }
-        cq.arm = crate::engine::CqArm::None;
-        let eqn = cq.eqn;
+    }
+
+    /// Posts the completion EQE of CQ `cqn` to the CQ's EQ.
+    pub fn comp_event(&mut self, cqn: u32) {
+        let Some(eqn) = self.engine.cqs.get(cqn).map(|cq| cq.eqn) else { return };
         let mut data = [0u8; 28];
         ifc::comp_event::cq_number.set(&mut data, cqn as u64);
         self.post_eqe(eqn, ifc::MLX5_EVENT_TYPE_COMP as u8, 0, &data);

@@ -857,3 +857,5 @@ fn memic_alloc_register_and_free() {
 
 #[path = "fw_tests_cq.rs"]
 mod cq;
+#[path = "fw_event_tests.rs"]
+mod events;

@@ -175,6 +175,12 @@ pub fn create_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         cq.period = c::cq_period.get(r.input) as u16;
         cq.max_count = c::cq_max_count.get(r.input) as u16;
     }
+    // Mark the arm doorbell record "never armed" (the driver zeroed it, and
+    // its first arm word, sn 0 / next / ci 0, is 0 too): the poll-mode scan
+    // finds a first arm whose UAR store another CQ's arm overwrote.
+    if fw.mem.write(dbr_addr.wrapping_add(4), &super::firmware::CQ_ARM_UNSET.to_be_bytes()).is_err() {
+        tracing::debug!(cqn, dbr_addr, "CQ doorbell record outside guest memory");
+    }
     fw.cqs.insert(cqn, CqCtx { cqc, pas, cqe_size, log_page_size, page_offset, dbr_addr, last_arm: None });
     fw.pending.cq_dbr(cqn, Some(dbr_addr));
     let mut o = out(ifc::create_cq_out::SIZE);

@@ -1,0 +1,101 @@
+//! Completion events end to end in the firmware: CQ arm doorbells (trapped
+//! UAR store or poll-mode page scan), CQEs from the engine, EQEs counted.
+
+use super::*;
+use crate::mlx5::Doorbell;
+
+/// The arm word libmlx5's `mlx5_arm_cq` writes to the CQ doorbell record
+/// (`dbrec[1]`) and the UAR CQ doorbell: `sn << 28 | cmd | ci`.
+fn arm_word(sn: u8, solicited: bool, ci: u32) -> u32 {
+    ((sn as u32 & 3) << 28) | if solicited { 1 << 24 } else { 0 } | (ci & 0x00ff_ffff)
+}
+
+/// One SEND of 8 bytes from A (SQ slot `i`) into B's receive slot `i`.
+fn send_one(net: &crate::wire::fabric::InProcNet, a: &mut Side, b: &mut Side, i: u16) {
+    let (qa, sq) = (a.qpn, QP_BUF + 16 * 16);
+    b.t.mem.put(QP_BUF + 16 * i as u64, &data_seg(64, b.key, DATA + 0x1000));
+    b.t.mem.put(QP_DBR, &(i as u32 + 1).to_be_bytes());
+    a.t.mem.put(sq + 64 * i as u64, &ctrl_seg(super::super::wqe::opcode::SEND, i, qa, 2));
+    a.t.mem.put(sq + 64 * i as u64 + 16, &data_seg(8, a.key, DATA));
+    a.t.mem.put(QP_DBR + 4, &(i as u32 + 1).to_be_bytes());
+    a.t.fw.send_doorbell(qa);
+    pump(net, a, b);
+}
+
+fn eqes(s: &Side) -> u64 {
+    s.t.fw.stats.eqes.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// perftest -e's loop: wait for the event, re-arm (the CQE that raised it
+/// not polled yet), poll. The re-arm raised a second EQE for the same CQE,
+/// so the next wait woke with nothing to poll (ib_send_lat -e: "Couldn't post
+/// send"). Trap mode (the UAR store) and poll mode (the page scan) alike.
+#[test]
+fn rearm_before_polling_raises_no_second_event() {
+    for poll_mode in [false, true] {
+        let (net, mut a, mut b) = rc_pair(QP_BUF);
+        let cqn = a.cqn;
+        let arm = |a: &mut Side, sn: u8, ci: u32| {
+            let w = arm_word(sn, false, ci);
+            a.t.mem.put(a.cq_buf + 0x1004, &w.to_be_bytes());
+            if poll_mode {
+                let db = Doorbell::CqArm { uar: 0, cqn, sn, solicited: false, ci };
+                a.t.fw.uar_activity(0, db);
+            } else {
+                a.t.fw.cq_arm(cqn, sn, false, ci);
+            }
+        };
+        let e0 = eqes(&a);
+        arm(&mut a, 0, 0);
+        assert_eq!(eqes(&a), e0, "an empty CQ does not fire on arming");
+        send_one(&net, &mut a, &mut b, 0);
+        assert_eq!(eqes(&a), e0 + 1, "the send CQE raises one event (poll mode {poll_mode})");
+        // The event was taken (libmlx5 bumps sn), the CQE is still unpolled.
+        arm(&mut a, 1, 0);
+        assert_eq!(eqes(&a), e0 + 1, "re-arming before polling the reported CQE: no second event (poll mode {poll_mode})");
+        send_one(&net, &mut a, &mut b, 1);
+        assert_eq!(eqes(&a), e0 + 2, "the next CQE raises the next event (poll mode {poll_mode})");
+        // A CQE that lands while the CQ is disarmed fires the next arm at once.
+        send_one(&net, &mut a, &mut b, 2);
+        assert_eq!(eqes(&a), e0 + 2);
+        arm(&mut a, 2, 1);
+        assert_eq!(eqes(&a), e0 + 3, "an unreported CQE fires the arm at once (poll mode {poll_mode})");
+        // The same arm seen again (a later page scan) is acted on once.
+        arm(&mut a, 2, 1);
+        assert_eq!(eqes(&a), e0 + 3);
+    }
+}
+
+/// Poll mode: perftest -e arms its send CQ and then its receive CQ, both
+/// for the first time (arm word 0: sn 0, next, ci 0), through one UAR slot;
+/// the second store overwrites the first before the poller loads it. The
+/// page scan must still find the first CQ's arm in its doorbell record, which
+/// it could not tell from "never armed" while both read 0 (perftest -e hung
+/// at its first wait in poll mode).
+#[test]
+fn poll_mode_scan_finds_a_first_arm_whose_store_was_overwritten() {
+    use crate::engine::CqArm;
+    let (_net, mut a, _b) = rc_pair(QP_BUF);
+    let (uar, eqn) = {
+        let cq = a.t.fw.engine.cqs.get(a.cqn).unwrap();
+        (cq.uar, cq.eqn)
+    };
+    let second_buf = 0x140000u64;
+    let second = a.t.cq(uar, eqn, second_buf);
+    for (cqn, buf) in [(a.cqn, a.cq_buf), (second, second_buf)] {
+        let rec = u32::from_be_bytes(a.t.mem.get(buf + 0x1004, 4).try_into().unwrap());
+        assert_eq!(rec, super::super::firmware::CQ_ARM_UNSET, "CREATE_CQ marks CQ {cqn} never armed");
+        assert_eq!(a.t.fw.engine.cqs.get(cqn).unwrap().arm, CqArm::None);
+    }
+    // No arm yet: UAR activity (a send doorbell) arms nothing.
+    a.t.fw.uar_activity(uar, Doorbell::Send { uar: uar as u64, offset: 0x800, opmod_idx_opcode: 0, qpn_ds: a.qpn << 8 });
+    assert_eq!(a.t.fw.engine.cqs.get(a.cqn).unwrap().arm, CqArm::None);
+    // libmlx5 writes each record, then stores to the UAR slot; only the
+    // second store reaches the poller.
+    for buf in [a.cq_buf, second_buf] {
+        a.t.mem.put(buf + 0x1004, &arm_word(0, false, 0).to_be_bytes());
+    }
+    a.t.fw.uar_activity(uar, Doorbell::CqArm { uar: uar as u64, cqn: second, sn: 0, solicited: false, ci: 0 });
+    assert_eq!(a.t.fw.engine.cqs.get(second).unwrap().arm, CqArm::Next);
+    assert_eq!(a.t.fw.engine.cqs.get(a.cqn).unwrap().arm, CqArm::Next, "the overwritten first arm is found");
+}
