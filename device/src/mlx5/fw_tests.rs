@@ -16,10 +16,10 @@ use crate::util::{eventfd, eventfd_take};
 use crate::vfio::protocol::vfio::*;
 use crate::vfio::Interrupts;
 
-struct Bench {
-    mem: Arc<FlatMem>,
+pub(super) struct Bench {
+    pub(super) mem: Arc<FlatMem>,
     b: Builder,
-    fw: Firmware,
+    pub(super) fw: Firmware,
     irqs: Arc<Interrupts>,
 }
 
@@ -32,7 +32,7 @@ struct Out {
 }
 
 impl Bench {
-    fn new() -> Bench {
+    pub(super) fn new() -> Bench {
         Bench::with_limits(Limits::default())
     }
 
@@ -54,19 +54,19 @@ impl Bench {
     }
 
     /// Runs a command that must succeed.
-    fn ok(&mut self, input: &[u8], outlen: usize) -> Vec<u8> {
+    pub(super) fn ok(&mut self, input: &[u8], outlen: usize) -> Vec<u8> {
         let o = self.run(input, outlen);
         assert_eq!((o.delivery, o.status), (Delivery::Ok, 0), "opcode {:#x} syndrome {:#x}", u16::from_be_bytes([input[0], input[1]]), o.syndrome);
         o.data
     }
 
-    fn status(&mut self, input: &[u8], outlen: usize) -> u8 {
+    pub(super) fn status(&mut self, input: &[u8], outlen: usize) -> u8 {
         let o = self.run(input, outlen);
         assert_eq!(o.delivery, Delivery::Ok);
         o.status
     }
 
-    fn up(&mut self) -> u32 {
+    pub(super) fn up(&mut self) -> u32 {
         self.ok(&cmd(ifc::MLX5_CMD_OP_ENABLE_HCA, 0, 16), 12);
         self.ok(&cmd(ifc::MLX5_CMD_OP_INIT_HCA, 0, 32), 16);
         let o = self.ok(&cmd(ifc::MLX5_CMD_OP_ALLOC_UAR, 0, 16), 16);
@@ -74,7 +74,7 @@ impl Bench {
     }
 
     /// Creates an EQ of 64 entries at guest address `buf` with `mask` word 0.
-    fn eq(&mut self, uar: u32, vector: u32, mask: u64, buf: u64) -> u32 {
+    pub(super) fn eq(&mut self, uar: u32, vector: u32, mask: u64, buf: u64) -> u32 {
         use ifc::create_eq_in as c;
         let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_EQ, 0, c::SIZE + 8);
         c::eq_context_entry::log_eq_size.set(&mut i, 6);
@@ -90,14 +90,14 @@ impl Bench {
         ifc::create_eq_out::eq_number.get(&o) as u32
     }
 
-    fn pd(&mut self) -> u32 {
+    pub(super) fn pd(&mut self) -> u32 {
         let o = self.ok(&cmd(ifc::MLX5_CMD_OP_ALLOC_PD, 0, 16), 16);
         ifc::alloc_pd_out::pd.get(&o) as u32
     }
 
     /// A 64-entry CQ at `buf` (doorbell record at `buf + 0x1000`), its CQEs
     /// first marked invalid and hardware-owned (0xf1), as the driver does.
-    fn cq(&mut self, uar: u32, eqn: u32, buf: u64) -> u32 {
+    pub(super) fn cq(&mut self, uar: u32, eqn: u32, buf: u64) -> u32 {
         use ifc::create_cq_in as c;
         for k in 0..64 {
             self.mem.put(buf + k * 64 + 63, &[0xf1]);
@@ -113,12 +113,12 @@ impl Bench {
     }
 
     /// A QP with 16-entry RQ and SQ at 0x200000, user index 0x77.
-    fn qp(&mut self, st: u64, pd: u32, uar: u32, cqn: u32) -> u32 {
+    pub(super) fn qp(&mut self, st: u64, pd: u32, uar: u32, cqn: u32) -> u32 {
         self.qp_with(st, pd, uar, cqn, 0x200000, |i| ifc::create_qp_in::qpc::user_index.set(i, 0x77))
     }
 
     /// A QP with 16-entry RQ and SQ in `buf`; `extra` sets more of the input.
-    fn qp_with(&mut self, st: u64, pd: u32, uar: u32, cqn: u32, buf: u64, extra: impl FnOnce(&mut [u8])) -> u32 {
+    pub(super) fn qp_with(&mut self, st: u64, pd: u32, uar: u32, cqn: u32, buf: u64, extra: impl FnOnce(&mut [u8])) -> u32 {
         use ifc::create_qp_in as c;
         let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_QP, 0, c::SIZE + 16);
         c::qpc::st.set(&mut i, st);
@@ -137,7 +137,7 @@ impl Bench {
 
     /// A PA-mode key over the whole address space with the `access` bits of
     /// the mkey entry set and `tag` as its low byte; returns the key.
-    fn mkey(&mut self, pd: u32, access: &[Field], tag: u8) -> u32 {
+    pub(super) fn mkey(&mut self, pd: u32, access: &[Field], tag: u8) -> u32 {
         use ifc::create_mkey_in::memory_key_mkey_entry as m;
         let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_MKEY, 0, ifc::create_mkey_in::SIZE);
         for f in access.iter().chain(&[m::length64]) {
@@ -151,14 +151,14 @@ impl Bench {
 }
 
 /// A zeroed command input with opcode and op_mod.
-fn cmd(opcode: u32, op_mod: u16, len: usize) -> Vec<u8> {
+pub(super) fn cmd(opcode: u32, op_mod: u16, len: usize) -> Vec<u8> {
     let mut v = vec![0u8; len.max(16)];
     ifc::mbox_in::opcode.set(&mut v, opcode as u64);
     ifc::mbox_in::op_mod.set(&mut v, op_mod as u64);
     v
 }
 
-fn transition_in(opcode: u32, qpn: u32) -> Vec<u8> {
+pub(super) fn transition_in(opcode: u32, qpn: u32) -> Vec<u8> {
     let mut i = cmd(opcode, 0, ifc::rst2init_qp_in::SIZE);
     ifc::rst2init_qp_in::qpn.set(&mut i, qpn as u64);
     i

@@ -156,6 +156,7 @@ impl Firmware {
         };
         match qp.qp_type {
             QpType::Smi | QpType::Gsi => self.drain_ud_sq(qpn),
+            QpType::RegUmr => self.drain_umr_sq(qpn),
             t if super::datapath::engine_qp(t) => self.engine_send_doorbell(qpn),
             _ => debug!(qpn, "send doorbell on a QP without a send path"),
         }
