@@ -258,7 +258,8 @@ int main(int argc, char **argv)
 			if (f & P) { struct side *t = s; s = o; o = t; }
 			if (f & A) acc = step == 0 ? (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 						   : RW_ACCESS;
-			int r = ibv_rereg_mr(mr, f, s->pd, addr, len, acc);
+			/* libibverbs: access must be 0 unless CHANGE_ACCESS. */
+			int r = ibv_rereg_mr(mr, f, s->pd, addr, len, (f & A) ? acc : 0);
 			snprintf(what, sizeof what, "rereg %s #%d", flagname(f), step + 1);
 			CHECK(r == 0, "%s: ibv_rereg_mr returns 0 (%d)", what, r);
 			if (r) DIE("rereg %s", what);
@@ -276,7 +277,7 @@ int main(int argc, char **argv)
 		size_t l = 4096 * (1 + i % 4);
 		struct ibv_mr *mr = ibv_reg_mr(sa.pd, buf1, l, RW_ACCESS);
 		if (!mr) DIE("cycle %d reg", i);
-		if (ibv_rereg_mr(mr, f, sb.pd, buf2 + 4096 * (i % 3), l + 100, RW_ACCESS | IBV_ACCESS_REMOTE_ATOMIC)) DIE("cycle %d rereg %s", i, flagname(f));
+		if (ibv_rereg_mr(mr, f, sb.pd, buf2 + 4096 * (i % 3), l + 100, (f & A) ? RW_ACCESS | IBV_ACCESS_REMOTE_ATOMIC : 0)) DIE("cycle %d rereg %s", i, flagname(f));
 		if (i % 100 == 99) {
 			/* Every 100th: the MR still moves data. */
 			struct side *s = (f & P) ? &sb : &sa, *o = (f & P) ? &sa : &sb;
