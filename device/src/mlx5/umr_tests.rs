@@ -257,11 +257,11 @@ impl Umr {
         let cqn = t.cq(uar, eqn, CQ_BUF);
         let qpn = t.qp_with(0xc, 0, uar, cqn, 0x200000, |i| ifc::create_qp_in::qpc::dbr_addr.set(i, DBR));
         let mut u = Umr { t, qpn, lkey, pd, pc: 0, cqes: 0 };
-        u.to_rts();
+        u.bring_up();
         u
     }
 
-    fn to_rts(&mut self) {
+    fn bring_up(&mut self) {
         for o in [ifc::MLX5_CMD_OP_RST2INIT_QP, ifc::MLX5_CMD_OP_INIT2RTR_QP, ifc::MLX5_CMD_OP_RTR2RTS_QP] {
             self.t.ok(&transition_in(o, self.qpn), 16);
         }
@@ -360,7 +360,7 @@ fn reg_umr_qp_executes_completes_and_recovers() {
     // mlx5r_umr_recover: RESET, then INIT/RTR/RTS; the ring restarts at 0.
     u.t.ok(&transition_in(ifc::MLX5_CMD_OP_2RST_QP, u.qpn), 16);
     u.pc = 0;
-    u.to_rts();
+    u.bring_up();
     assert_eq!(u.post(OPCODE_UMR, key, &enable(pd, lkey, 0x1000)), (op::REQ, 0, OPCODE_UMR, 0));
     assert_eq!(u.t.fw.stats.umr_wqes.load(Ordering::Relaxed), 3);
     assert_eq!(u.t.fw.stats.umr_errors.load(Ordering::Relaxed), 1);
@@ -370,7 +370,8 @@ fn reg_umr_qp_executes_completes_and_recovers() {
 /// in ERR afterwards.
 #[test]
 fn bad_umr_wqes_complete_with_errors() {
-    let cases: Vec<(&str, u8, Box<dyn Fn(&mut W, &mut u32)>, u8)> = vec![
+    type Edit = Box<dyn Fn(&mut W, &mut u32)>;
+    let cases: Vec<(&str, u8, Edit, u8)> = vec![
         ("bad mkey index", OPCODE_UMR, Box::new(|_, k| *k = 0x7777_7722), syndrome::LOCAL_PROT_ERR),
         ("wrong key variant", OPCODE_UMR, Box::new(|w, k| { w.mask &= !mask::KEY; *k ^= 1 }), syndrome::LOCAL_PROT_ERR),
         ("unknown flag", OPCODE_UMR, Box::new(|w, _| w.flags |= flag::CHECK_QPN), syndrome::LOCAL_QP_OP_ERR),
