@@ -109,6 +109,8 @@ pub enum UmrError {
     Klm,
     #[error("translation entries {0}..{1} past the key's {2}")]
     XltBounds(u64, u64, u64),
+    #[error("translation entries from {0} leave a gap after the {1} written so far")]
+    XltGap(u64, u64),
     #[error("start + length overflows")]
     Length,
     #[error("translation pointer: {0}")]
@@ -122,7 +124,7 @@ impl UmrError {
             UmrError::Opcode(_) | UmrError::Wqe(_) | UmrError::Flags(_) | UmrError::Mask(_) | UmrError::Klm => {
                 syndrome::LOCAL_QP_OP_ERR
             }
-            UmrError::PageSize(_) | UmrError::NotMtt => syndrome::LOCAL_QP_OP_ERR,
+            UmrError::PageSize(_) | UmrError::NotMtt | UmrError::XltGap(..) => syndrome::LOCAL_QP_OP_ERR,
             UmrError::BadKey(_) | UmrError::NotUmrEnabled(_) | UmrError::FreeState | UmrError::BadPd(_) => {
                 syndrome::LOCAL_PROT_ERR
             }
@@ -334,21 +336,23 @@ pub fn apply(old: &Mkey, old_mkc: &[u8], u: &UmrWqe, xlt: &[u8], pd_exists: impl
             if end > capacity {
                 return Err(UmrError::XltBounds(first, end, capacity));
             }
+            // Entries are written from 0 up, in chunks (mlx5_ib's update_mr_pas): a write past the
+            // end of what is there would make the device hold entries nobody supplied.
+            if first > pages.len() as u64 {
+                return Err(UmrError::XltGap(first, pages.len() as u64));
+            }
             if pages.len() < end as usize {
                 pages.resize(end as usize, 0);
             }
             pages[first as usize..end as usize].copy_from_slice(&entries);
         }
-        // An enabled key must be translatable over its whole range.
+        // An enabled key must fit its table (pages never written do not translate).
         if !k.free && !k.whole_space {
             let ps = 1u64 << *page_shift;
             let end = k.start.checked_add(k.length).ok_or(UmrError::Length)?;
             let needed = (end - (k.start & !(ps - 1))).div_ceil(ps);
             if needed > capacity {
                 return Err(UmrError::XltBounds(0, needed, capacity));
-            }
-            if pages.len() < needed as usize {
-                pages.resize(needed as usize, 0);
             }
         }
     } else if !k.whole_space && k.start.checked_add(k.length).is_none() {

@@ -186,12 +186,16 @@ fn each_operation_on_a_key() {
     // Pd/access with CHECK_FREE on a free key fails.
     let u = umr(mask::PD, flag::CHECK_FREE, |s| mkc::pd.set(s, 5));
     assert_eq!(apply(&k3, &c4, &u, &[], yes).unwrap_err(), UmrError::FreeState);
-    // New translation at an offset (second 64-byte chunk), then enable with a new length.
+    // Translation in two 64-byte chunks (the second at an offset), then enable with a new length.
     let (big, cb) = mtt_key(true, 8);
-    let mut u = umr(0, flag::CHECK_NOT_FREE | flag::TRANSLATION_OFFSET_EN, |_| {});
-    u.ctrl.xlt_offset = 4;
+    let mut u = umr(0, flag::CHECK_NOT_FREE, |_| {});
     u.ctrl.xlt_octowords = 4;
-    let (b1, cb1) = apply(&big, &cb, &u, &mtt_bytes(&[0x80000, 0x81000, 0x90000, 0x91000, 0, 0, 0, 0]), yes).unwrap();
+    let (b0, cb0) = apply(&big, &cb, &u, &mtt_bytes(&[0x70000; 8]), yes).unwrap();
+    u.ctrl.flags |= flag::TRANSLATION_OFFSET_EN;
+    u.ctrl.xlt_offset = 4;
+    // Not before the first chunk: a gap is refused.
+    assert_eq!(apply(&big, &cb, &u, &mtt_bytes(&[0x90000; 8]), yes).unwrap_err(), UmrError::XltGap(8, 0));
+    let (b1, cb1) = apply(&b0, &cb0, &u, &mtt_bytes(&[0x80000, 0x81000, 0x90000, 0x91000, 0, 0, 0, 0]), yes).unwrap();
     let u = umr(mask::FREE | mask::LEN | mask::START_ADDR | mask::RR, 0, |s| {
         mkc::len.set(s, 10 * 4096);
         mkc::start_addr.set(s, 0x10000);
@@ -199,6 +203,7 @@ fn each_operation_on_a_key() {
     });
     let (b2, _) = apply(&b1, &cb1, &u, &[], yes).unwrap();
     assert_eq!(b2.translate(0x10000 + 9 * 4096, 8, 1, Access::REMOTE_READ).unwrap(), vec![(0x81000, 8)]);
+    assert_eq!(b2.translate(0x10000, 8, 1, Access::REMOTE_READ).unwrap(), vec![(0x70000, 8)]);
 }
 
 #[test]
@@ -207,10 +212,9 @@ fn bad_input_is_refused_whole() {
     let yes = |_| true;
     // Translation past the key's table (1 octoword rounds up to 8 entries).
     let mut u = umr(0, 0, |_| {});
-    u.ctrl.xlt_octowords = 4;
-    u.ctrl.xlt_offset = 2;
-    let e = apply(&k, &c, &u, &mtt_bytes(&[0x1000; 8]), yes).unwrap_err();
-    assert_eq!(e, UmrError::XltBounds(4, 12, 8));
+    u.ctrl.xlt_octowords = 8;
+    let e = apply(&k, &c, &u, &mtt_bytes(&[0x1000; 16]), yes).unwrap_err();
+    assert_eq!(e, UmrError::XltBounds(0, 16, 8));
     assert_eq!(e.syndrome(), syndrome::LOCAL_LENGTH_ERR);
     // Enabling with a length the table cannot translate.
     let u = umr(mask::FREE | mask::LEN, 0, |s| mkc::len.set(s, 9 * 4096));
@@ -377,7 +381,8 @@ fn bad_umr_wqes_complete_with_errors() {
         ("unknown flag", OPCODE_UMR, Box::new(|w, _| w.flags |= flag::CHECK_QPN), syndrome::LOCAL_QP_OP_ERR),
         ("unknown mask bit", OPCODE_UMR, Box::new(|w, _| w.mask |= mask::EN_SIGERR), syndrome::LOCAL_QP_OP_ERR),
         ("opcode not executed", wqe::opcode::SEND, Box::new(|_, _| {}), syndrome::LOCAL_QP_OP_ERR),
-        ("translation out of bounds", OPCODE_UMR, Box::new(|w, _| { w.flags |= flag::TRANSLATION_OFFSET_EN; w.offset = 6 }), syndrome::LOCAL_LENGTH_ERR),
+        ("translation out of bounds", OPCODE_UMR, Box::new(|w, _| { w.octowords = 12; w.tail[0..4].copy_from_slice(&192u32.to_be_bytes()) }), syndrome::LOCAL_LENGTH_ERR),
+        ("translation with a gap", OPCODE_UMR, Box::new(|w, _| { w.flags |= flag::TRANSLATION_OFFSET_EN; w.offset = 4 }), syndrome::LOCAL_QP_OP_ERR),
         ("length overflow", OPCODE_UMR, Box::new(|w, _| mkc::len.set(&mut w.seg, u64::MAX - 4)), syndrome::LOCAL_LENGTH_ERR),
         ("lkey does not cover the entries", OPCODE_UMR, Box::new(|w, _| w.tail[4..8].copy_from_slice(&0xdead_0011u32.to_be_bytes())), syndrome::LOCAL_PROT_ERR),
         ("data segment shorter than the entries", OPCODE_UMR, Box::new(|w, _| w.tail[0..4].copy_from_slice(&16u32.to_be_bytes())), syndrome::LOCAL_LENGTH_ERR),
