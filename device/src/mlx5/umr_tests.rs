@@ -401,3 +401,47 @@ fn bad_umr_wqes_complete_with_errors() {
         assert!(k.free, "{what}: the key is unchanged");
     }
 }
+
+/// Random WQEs (the `umr_wqe` fuzz target's loop, deterministic): decoding and applying never panic, a
+/// key's table never outgrows its capacity, and what `apply` refuses changes nothing.
+#[test]
+fn random_umr_wqes_are_refused_or_applied_whole() {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let iterations = if cfg!(miri) { 200 } else { 20_000 };
+    for _ in 0..iterations {
+        let len = 16 + (next() % 300) as usize;
+        let mut w: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        // Mostly plausible: the UMR opcode and a ds that fits.
+        if next() % 4 != 0 && len >= 32 {
+            w[3] = OPCODE_UMR;
+            w[7] = (w[7] & 0xc0) | ((len / 16) as u8 & 0x3f);
+            w[24..32].copy_from_slice(&(next() & mask::SUPPORTED).to_be_bytes());
+            w[16] &= flag::INLINE | flag::TRANSLATION_OFFSET_EN | flag::CHECK_NOT_FREE;
+        }
+        let ctrl = ctrl_of(&w);
+        let Ok(u) = parse_umr(&w, &ctrl) else { continue };
+        let (k, c) = mtt_key(next() % 2 == 0, next() % 64);
+        let xlt = match &u.xlt {
+            Xlt::Inline(b) => b.clone(),
+            _ => (0..(u.ctrl.xlt_octowords as usize * 16).min(4096)).map(|_| next() as u8).collect(),
+        };
+        match apply(&k, &c, &u, &xlt, |pd| pd % 2 == 0) {
+            Ok((n, nc)) => {
+                assert_eq!(nc.len(), mkc::SIZE);
+                if let Translation::Mtt { pages, .. } = &n.translation {
+                    assert!(pages.len() as u64 <= mtt_capacity(mkc::translations_octword_size.get(&c)));
+                }
+                let _ = n.translate(n.start, n.length.min(1 << 16), n.pd, Access::LOCAL_READ);
+            }
+            Err(e) => {
+                let _ = e.syndrome();
+            }
+        }
+    }
+}
