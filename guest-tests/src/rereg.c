@@ -236,8 +236,9 @@ int main(int argc, char **argv)
 	char *buf1 = aligned_alloc(4096, 16 * 4096), *buf2 = aligned_alloc(4096, 16 * 4096);
 	if (!buf1 || !buf2) DIE("alloc");
 	memset(buf1, 0, 16 * 4096); memset(buf2, 0, 16 * 4096);
+	/* The harness reads the mkey count once it holds still (mlx5_ib's cache may still be filling). */
 	printf("REREG-BASELINE\n");
-	sleep(6);
+	sleep(10);
 
 	struct side sa, sb;
 	side_init(&sa); side_init(&sb);
