@@ -73,6 +73,8 @@ impl ControlHandles {
                 "failed": l(&f.stats.failed),
                 "eqes": l(&f.stats.eqes),
                 "interrupts": l(&f.stats.interrupts),
+                "umr_wqes": l(&f.stats.umr_wqes),
+                "umr_errors": l(&f.stats.umr_errors),
                 "port_state": f.port.port_state,
                 "objects": {
                     "pd": f.engine.pds.len(), "uar": f.engine.uars.len(), "eq": f.engine.eqs.len(),

@@ -26,7 +26,7 @@ AT_N=${ATOMIC_BW_ITERS:-100000}
 # A development run can name a subset on the kernel command line (guest-tests/run --guest-arg ...):
 # vrnic.bench=ib_write_lat,ib_atomic_bw, vrnic.bench_devs=mlx5_0, vrnic.bench_lat_iters=N, vrnic.bench_atomic_iters=N,
 # vrnic.bench_reps=N.
-TESTS=$(vr_karg vrnic.bench); TESTS=${TESTS:-ib_write_lat,ib_send_lat,ib_read_lat,ib_atomic_lat,ib_write_bw,ib_send_bw,ib_read_bw,ib_atomic_bw}
+TESTS=$(vr_karg vrnic.bench); TESTS=${TESTS:-ib_write_lat,ib_send_lat,ib_read_lat,ib_atomic_lat,ib_write_bw,ib_send_bw,ib_read_bw,ib_atomic_bw,mr_reg}
 DEVS=$(vr_karg vrnic.bench_devs); DEVS=${DEVS:-mlx5_0,rxe0}
 _n=$(vr_karg vrnic.bench_lat_iters); LAT_N=${_n:-$LAT_N}
 _n=$(vr_karg vrnic.bench_atomic_iters); AT_N=${_n:-$AT_N}
@@ -53,6 +53,7 @@ for t in $(echo $TESTS | tr , ' '); do
     ib_atomic_lat) A="-n $LAT_N";;
     ib_write_bw|ib_send_bw|ib_read_bw) A="-s $BW_S -n $BW_N";;
     ib_atomic_bw) A="-n $AT_N";;
+    mr_reg) continue;;
     *) echo "bench: unknown test $t"; continue;;
   esac
   rep=1
@@ -63,5 +64,16 @@ for t in $(echo $TESTS | tr , ' '); do
     rep=$((rep + 1))
   done
 done
+# mr_reg: MR registration rate (ibv_reg_mr + ibv_dereg_mr per second, 4 KiB .. 64 MiB; rereg.c's bench
+# mode), on guest 0 only (a local operation), each device REPS times: "MRBENCH <dev> <bytes> <per-second>".
+case ",$TESTS," in *,mr_reg,*)
+  if [ "$G" = 0 ]; then
+    rep=1
+    while [ $rep -le $REPS ]; do
+      for dev in $(echo $DEVS | tr , ' '); do rereg bench $dev; done
+      rep=$((rep + 1))
+    done
+  fi;;
+esac
 echo "BENCH-DONE g$G"
 vr_dmesg "after bench"

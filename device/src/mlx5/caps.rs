@@ -3,8 +3,12 @@
 //! [`GENERAL_CAPS`] is the `cmd_hca_cap` personality of the model doc's Appendix B: an InfiniBand-only
 //! HCA (`port_type` IB, one port), RC/UC/UD/XRC, ISSI 0 (no `supported_issi` beyond 0 is reported by
 //! QUERY_ISSI, so nothing here), BlueFlame off (`bf` = 0, `log_bf_reg_size` 9), no page requests
-//! (`page_request_disable`), UMR restricted (`umr_modify_entity_size_disabled`,
-//! `umr_modify_atomic_disabled`), CQE version 1, one UAR per page. Every field not in the table is 0,
+//! (`page_request_disable`), UMR as a ConnectX-5 offers it (translation, page size and atomic access
+//! modifiable, extended translation offsets: `mlx5_ib`'s MR cache is used; [`super::umr`] executes the
+//! WQEs) except indirect (KLM) mkeys (`umr_indirect_mkey_disabled`), CQE version 1, one UAR per page.
+//! Appendix B of the model doc predates UMR: its dump and field list are quoted below with
+//! `umr_modify_entity_size_disabled`/`umr_modify_atomic_disabled` (DW16 bits 24/23) cleared and
+//! `umr_extended_translation_offset` (DW8 bit 7) and `umr_indirect_mkey_disabled` (DW16 bit 22) set. Every field not in the table is 0,
 //! which keeps the driver away from everything we do not emulate: `hca_cap_2`, `eth_net_offloads`,
 //! `ipoib_*_offloads`, `pg` (ODP), `atomic`, `roce`, `nic_flow_table`, `eswitch_manager`,
 //! `vport_group_manager`, `qos`, `debug`, `pcam_reg`/`mcam_reg`/`qcam_reg`, `device_memory`,
@@ -52,8 +56,8 @@ pub const GENERAL_CAPS: &[CapValue] = caps!(cmd_hca_cap:
     num_ports = 1,
     log_max_msg = 30,
     cqe_version = 1,
-    umr_modify_entity_size_disabled = 1,
-    umr_modify_atomic_disabled = 1,
+    umr_extended_translation_offset = 1,
+    umr_indirect_mkey_disabled = 1,
     cq_oi = 1,
     xrc = 1,
     ud = 1,
@@ -110,13 +114,13 @@ pub fn atomic_caps_image() -> Vec<u8> {
 mod tests {
     use super::*;
 
-    /// Appendix B hex dump, verbatim.
+    /// Appendix B hex dump, with the UMR fields of the module doc.
     const APPENDIX_B_DUMP: &str = "
   000: 02000000 00000000 00000000 00000000
   010: 0f0f0010 00100000 00160010 16140005
-  020: 00000010 00000000 00040004 00000000
+  020: 00000090 00000000 00040004 00000000
   030: 00000000 00100001 1e000000 00000001
-  040: 01800000 8000000f 0000000c 00090000
+  040: 00400000 8000000f 0000000c 00090000
   050: 00000400 00000200 00000000 00000000
   060: 00000000 00140010 00000000 00000000
   070: 00000000 00000000 00000000 00000000
@@ -129,12 +133,12 @@ mod tests {
   0e0: 00000000 00000000 00000000 00000000
   0f0: 00000000 00000000 00000000 00000000";
 
-    /// Appendix B "Fields set" paragraph, verbatim (backquotes dropped).
+    /// Appendix B "Fields set" paragraph (backquotes dropped), with the UMR fields of the module doc.
     const APPENDIX_B_FIELDS: &str = "page_request_disable=1, log_max_srq_sz=15, log_max_qp_sz=15, log_max_qp=16, \
         log_max_srq=16, log_max_cq_sz=22, log_max_cq=16, log_max_eq_sz=22, log_max_mkey=20, log_max_eq=5, \
         log_max_klm_list_size=16, log_max_ra_req_qp=4, log_max_ra_res_qp=4, local_ca_ack_delay=16, \
-        port_type=0 (IB), num_ports=1, log_max_msg=30, cqe_version=1, umr_modify_entity_size_disabled=1, \
-        umr_modify_atomic_disabled=1, cq_oi=1, xrc=ud=uc=rc=1, log_pg_sz=12, bf=0, log_bf_reg_size=9, \
+        port_type=0 (IB), num_ports=1, log_max_msg=30, cqe_version=1, umr_extended_translation_offset=1, \
+        umr_indirect_mkey_disabled=1, cq_oi=1, xrc=ud=uc=rc=1, log_pg_sz=12, bf=0, log_bf_reg_size=9, \
         max_wqe_sz_sq=1024, max_wqe_sz_rq=512, log_max_pd=20, log_max_xrcd=16, num_of_uars_per_page=1";
 
     fn parse_dump(s: &str) -> Vec<u8> {

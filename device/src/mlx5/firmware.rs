@@ -138,6 +138,9 @@ pub struct FwStats {
     pub failed: AtomicU64,
     pub eqes: AtomicU64,
     pub interrupts: AtomicU64,
+    /// UMR WQEs executed / completed with an error on the REG_UMR QP.
+    pub umr_wqes: AtomicU64,
+    pub umr_errors: AtomicU64,
 }
 
 /// See [`Firmware::on_uar`].

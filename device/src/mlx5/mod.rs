@@ -25,6 +25,7 @@ pub mod init_seg;
 pub mod mad;
 pub mod uar;
 pub mod ud;
+pub mod umr;
 pub mod wqe;
 
 pub use init_seg::{FwVersion, InitSegEvent, InitSegment};

@@ -158,6 +158,7 @@ impl Firmware {
         };
         match qp.qp_type {
             QpType::Smi | QpType::Gsi => self.drain_ud_sq(qpn),
+            QpType::RegUmr => self.drain_umr_sq(qpn),
             t if super::datapath::engine_qp(t) => self.engine_send_doorbell(qpn),
             _ => self.no_send_path(qpn),
         }
