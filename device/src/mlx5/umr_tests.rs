@@ -304,7 +304,10 @@ impl Umr {
     fn cqe(&mut self) -> (u8, u8, u8, u16) {
         let e = self.t.mem.get(CQ_BUF + self.cqes * 64, 64);
         self.cqes += 1;
-        (e[0x3f] >> 4, e[0x37], e[0x38], u16::from_be_bytes([e[0x3c], e[0x3d]]))
+        // Only an error CQE has its syndrome at 0x37; a good one holds its timestamp there.
+        let opcode = e[0x3f] >> 4;
+        let syndrome = if matches!(opcode, op::REQ_ERR | op::RESP_ERR) { e[0x37] } else { 0 };
+        (opcode, syndrome, e[0x38], u16::from_be_bytes([e[0x3c], e[0x3d]]))
     }
 
     fn state(&self) -> QpState {
