@@ -85,20 +85,7 @@ mod tests {
     use super::*;
 
     fn cq() -> Cq {
-        Cq {
-            log_size: 4,
-            eqn: 0,
-            uar: 0,
-            arm: CqArm::None,
-            arm_sn: 0,
-            producer: 0,
-            consumer: 0,
-            reported: 0,
-            solicited_end: 0,
-            overrun: false,
-            period: 0,
-            max_count: 0,
-        }
+        Cq::new(4, 0, 0)
     }
 
     fn produce(c: &mut Cq, solicited: bool) -> bool {

@@ -235,20 +235,7 @@ impl Engine {
             return Err(EngineError::NoSuch(Kind::Eq, eqn));
         }
         self.cqs
-            .alloc_with(|_| Cq {
-                log_size,
-                eqn,
-                uar,
-                arm: CqArm::None,
-                arm_sn: 0,
-                producer: 0,
-                consumer: 0,
-                reported: 0,
-                solicited_end: 0,
-                overrun: false,
-                period: 0,
-                max_count: 0,
-            })
+            .alloc_with(|_| Cq::new(log_size, eqn, uar))
             .ok_or(EngineError::Limit(Kind::Cq))
     }
 

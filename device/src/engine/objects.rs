@@ -95,6 +95,24 @@ pub struct Cq {
 }
 
 impl Cq {
+    /// An empty, unarmed CQ of 2^`log_size` entries.
+    pub fn new(log_size: u8, eqn: u32, uar: u32) -> Cq {
+        Cq {
+            log_size,
+            eqn,
+            uar,
+            arm: CqArm::None,
+            arm_sn: 0,
+            producer: 0,
+            consumer: 0,
+            reported: 0,
+            solicited_end: 0,
+            overrun: false,
+            period: 0,
+            max_count: 0,
+        }
+    }
+
     pub fn entries(&self) -> u32 {
         1u32 << self.log_size
     }

@@ -16,7 +16,7 @@ use super::cqe::{self, op, syndrome, Cqe};
 use super::firmware::{buf_addr, Firmware};
 use super::ifc;
 use super::ud::SqHead;
-use super::sq_ops::{self, SendOp};
+use super::sq_ops;
 use super::wqe::{self, CtrlSeg, Payload};
 use crate::engine::verbs::{Completion, CompletionSink, Event, RecvWr, SendWr, Sge, UdDest, WcOpcode, WcStatus, WrOpcode};
 use crate::engine::{AddressVector, QpState, QpType};
@@ -292,19 +292,12 @@ impl Firmware {
     fn decode_send(&self, qpn: u32, qp_type: QpType, w: &[u8], ctrl: &CtrlSeg, ud: bool) -> SendWr {
         let bad = || local_qp_op_err(send_wr_id(ctrl));
         let op = match sq_ops::classify(qp_type, ctrl) {
-            Ok(SendOp::Nop) => {
+            Ok(WrOpcode::Nop) => {
                 let mut wr = SendWr::new(send_wr_id(ctrl), WrOpcode::Nop, Vec::new());
                 wr.signaled = ctrl.signaled();
                 return wr;
             }
-            Ok(SendOp::Send) => WrOpcode::Send,
-            Ok(SendOp::SendImm) => WrOpcode::SendImm,
-            Ok(SendOp::SendInv) => WrOpcode::SendInv,
-            Ok(SendOp::Write) => WrOpcode::Write,
-            Ok(SendOp::WriteImm) => WrOpcode::WriteImm,
-            Ok(SendOp::Read) => WrOpcode::Read,
-            Ok(SendOp::CmpSwap) => WrOpcode::CmpSwap,
-            Ok(SendOp::FetchAdd) => WrOpcode::FetchAdd,
+            Ok(op) => op,
             Err(e) => {
                 warn!(qpn, opcode = ctrl.opcode, wqe = ctrl.wqe_index, "send WQE not executed: {e}");
                 return bad();

@@ -35,21 +35,8 @@ use thiserror::Error;
 
 use super::cqe::syndrome;
 use super::wqe::{fence, opcode, CtrlSeg};
+use crate::engine::verbs::WrOpcode;
 use crate::engine::QpType;
-
-/// An executed send operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SendOp {
-    Nop,
-    Send,
-    SendImm,
-    SendInv,
-    Write,
-    WriteImm,
-    Read,
-    CmpSwap,
-    FetchAdd,
-}
 
 /// Why a send WQE is not executed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
@@ -73,23 +60,23 @@ impl Refused {
 
 /// The operation a send WQE with control segment `c` performs on a QP of
 /// type `t`, or why it is refused.
-pub fn classify(t: QpType, c: &CtrlSeg) -> Result<SendOp, Refused> {
+pub fn classify(t: QpType, c: &CtrlSeg) -> Result<WrOpcode, Refused> {
     let op = match c.opcode {
-        opcode::NOP => SendOp::Nop,
-        opcode::SEND => SendOp::Send,
-        opcode::SEND_IMM => SendOp::SendImm,
-        opcode::SEND_INVAL => SendOp::SendInv,
-        opcode::RDMA_WRITE => SendOp::Write,
-        opcode::RDMA_WRITE_IMM => SendOp::WriteImm,
-        opcode::RDMA_READ => SendOp::Read,
-        opcode::ATOMIC_CS => SendOp::CmpSwap,
-        opcode::ATOMIC_FA => SendOp::FetchAdd,
+        opcode::NOP => WrOpcode::Nop,
+        opcode::SEND => WrOpcode::Send,
+        opcode::SEND_IMM => WrOpcode::SendImm,
+        opcode::SEND_INVAL => WrOpcode::SendInv,
+        opcode::RDMA_WRITE => WrOpcode::Write,
+        opcode::RDMA_WRITE_IMM => WrOpcode::WriteImm,
+        opcode::RDMA_READ => WrOpcode::Read,
+        opcode::ATOMIC_CS => WrOpcode::CmpSwap,
+        opcode::ATOMIC_FA => WrOpcode::FetchAdd,
         o => return Err(if has_send_path(t) { Refused::Opcode(o) } else { Refused::NoSendPath }),
     };
     let allowed = match t {
         QpType::Rc => true,
-        QpType::Uc => matches!(op, SendOp::Nop | SendOp::Send | SendOp::SendImm | SendOp::Write | SendOp::WriteImm),
-        QpType::Ud | QpType::Smi | QpType::Gsi => matches!(op, SendOp::Nop | SendOp::Send | SendOp::SendImm),
+        QpType::Uc => matches!(op, WrOpcode::Nop | WrOpcode::Send | WrOpcode::SendImm | WrOpcode::Write | WrOpcode::WriteImm),
+        QpType::Ud | QpType::Smi | QpType::Gsi => matches!(op, WrOpcode::Nop | WrOpcode::Send | WrOpcode::SendImm),
         QpType::XrcInitiator | QpType::XrcTarget | QpType::RegUmr => return Err(Refused::NoSendPath),
     };
     if !allowed {
@@ -162,11 +149,11 @@ mod tests {
         let mut c = ctrl(opcode::SEND);
         for fm in 0..8u8 {
             c.fm_ce_se = (fm << 5) | 0x08 | 0x02;
-            let want = if fm <= fence::SMALL_AND_FENCE { Ok(SendOp::Send) } else { Err(Refused::FenceMode(fm)) };
+            let want = if fm <= fence::SMALL_AND_FENCE { Ok(WrOpcode::Send) } else { Err(Refused::FenceMode(fm)) };
             assert_eq!(classify(QpType::Rc, &c), want, "fence mode {fm}");
         }
         c.fm_ce_se = 0;
-        assert_eq!(classify(QpType::Ud, &c), Ok(SendOp::Send), "unsignaled is fine");
+        assert_eq!(classify(QpType::Ud, &c), Ok(WrOpcode::Send), "unsignaled is fine");
         for opmod in 1..=255u8 {
             c.opmod = opmod;
             assert_eq!(classify(QpType::Rc, &c), Err(Refused::Opmod(opmod)));

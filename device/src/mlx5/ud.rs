@@ -15,7 +15,8 @@ use tracing::{debug, warn};
 use super::cqe::{self, op, syndrome, Cqe};
 use super::datapath::be32_at;
 use super::firmware::{buf_addr, Firmware, QpCtx};
-use super::sq_ops::{self, SendOp};
+use super::sq_ops;
+use crate::engine::verbs::WrOpcode;
 use super::wqe::{self, opcode, CtrlSeg, Payload, WQEBB};
 use crate::engine::{Access, QpState, QpTransition, QpType};
 
@@ -199,10 +200,23 @@ impl Firmware {
     }
 
     fn drain_ud_sq(&mut self, qpn: u32) {
+        self.drain_fw_sq(qpn, |fw, qpn, w, ctrl| {
+            let Some(qp) = fw.engine.qps.get(qpn) else { return Err(syndrome::LOCAL_QP_OP_ERR) };
+            let (qp_type, pd) = (qp.qp_type, qp.pd);
+            fw.execute_ud_wqe(qpn, qp_type, pd, w, ctrl)
+        });
+    }
+
+    /// The send queue of a QP the firmware executes itself (QP0/QP1, the
+    /// REG_UMR QP): every WQE up to the doorbell record, in order, through
+    /// `exec`. A signaled WQE that executed gets a REQ CQE; one that did
+    /// not (or could not be fetched) gets an error CQE with `exec`'s
+    /// syndrome and the QP goes to ERR; an ERR QP flushes.
+    pub(super) fn drain_fw_sq(&mut self, qpn: u32, exec: impl Fn(&mut Firmware, u32, &[u8], &CtrlSeg) -> Result<(), u8>) {
         // Bounded: at most one pass over the SQ per doorbell.
         for _ in 0..=(1u32 << 16) {
             let Some(qp) = self.engine.qps.get(qpn) else { return };
-            let (state, qp_type, send_cq, pd) = (qp.state, qp.qp_type, qp.send_cq, qp.pd);
+            let (state, send_cq) = (qp.state, qp.send_cq);
             let Some(ctx) = self.qps.get(&qpn) else { return };
             if state == QpState::Err {
                 self.flush_qp(qpn);
@@ -225,7 +239,7 @@ impl Firmware {
             } else {
                 match self.sq_wqe(ctx, ci, nbb, first) {
                     None => Err(syndrome::LOCAL_QP_OP_ERR),
-                    Some(w) => self.execute_ud_wqe(qpn, qp_type, pd, &w, &ctrl),
+                    Some(w) => exec(self, qpn, &w, &ctrl),
                 }
             };
             if let Some(ctx) = self.qps.get_mut(&qpn) {
@@ -233,12 +247,10 @@ impl Firmware {
             }
             match result {
                 Ok(()) => {
-                    if ctrl.signaled() {
-                        if let Some(cqn) = send_cq {
-                            let user_index = self.qps.get(&qpn).map(|c| c.user_index).unwrap_or(0);
-                            let c = Cqe { opcode: op::REQ, wqe_opcode: ctrl.opcode, qpn, wqe_counter: ctrl.wqe_index, user_index, ..Default::default() };
-                            self.post_cqe(cqn, &c, false);
-                        }
+                    if let (true, Some(cqn)) = (ctrl.signaled(), send_cq) {
+                        let user_index = self.qps.get(&qpn).map(|c| c.user_index).unwrap_or(0);
+                        let c = Cqe { opcode: op::REQ, wqe_opcode: ctrl.opcode, qpn, wqe_counter: ctrl.wqe_index, user_index, ..Default::default() };
+                        self.post_cqe(cqn, &c, false);
                     }
                 }
                 Err(s) => {
@@ -256,8 +268,8 @@ impl Firmware {
             e.syndrome()
         })?;
         match op {
-            SendOp::Nop => Ok(()),
-            SendOp::Send | SendOp::SendImm => {
+            WrOpcode::Nop => Ok(()),
+            WrOpcode::Send | WrOpcode::SendImm => {
                 let s = wqe::parse_ud_send(w).map_err(|_| syndrome::LOCAL_QP_OP_ERR)?;
                 let max = if matches!(qp_type, QpType::Smi | QpType::Gsi) { 256 } else { 4096 };
                 if s.payload.len() > max {

@@ -19,12 +19,11 @@ use std::sync::atomic::Ordering;
 use thiserror::Error;
 use tracing::warn;
 
-use super::cqe::{op, syndrome, Cqe};
+use super::cqe::syndrome;
 use super::firmware::Firmware;
 use super::ifc::mkc;
-use super::ud::SqHead;
-use super::wqe::{self, opcode, CtrlSeg, DS};
-use crate::engine::{Access, Mkey, QpState, Translation};
+use super::wqe::{self, be16, be32, be64, opcode, CtrlSeg, DS};
+use crate::engine::{Access, Mkey, Translation};
 
 /// `MLX5_OPCODE_UMR`.
 pub const OPCODE_UMR: u8 = 0x25;
@@ -132,16 +131,6 @@ impl UmrError {
             UmrError::XltBounds(..) | UmrError::Length => syndrome::LOCAL_LENGTH_ERR,
         }
     }
-}
-
-fn be16(b: &[u8], o: usize) -> u16 {
-    u16::from_be_bytes([b[o], b[o + 1]])
-}
-fn be32(b: &[u8], o: usize) -> u32 {
-    u32::from_be_bytes(b[o..o + 4].try_into().expect("4 bytes"))
-}
-fn be64(b: &[u8], o: usize) -> u64 {
-    u64::from_be_bytes(b[o..o + 8].try_into().expect("8 bytes"))
 }
 
 /// `struct mlx5_wqe_umr_ctrl_seg`.
@@ -363,58 +352,20 @@ pub fn apply(old: &Mkey, old_mkc: &[u8], u: &UmrWqe, xlt: &[u8], pd_exists: impl
 
 impl Firmware {
     /// Send doorbell of the REG_UMR QP: executes every WQE up to the
-    /// doorbell record, in order; an ERR QP flushes them.
+    /// doorbell record, in order; an ERR QP flushes them. `umr_wqes` counts
+    /// the WQEs executed, `umr_errors` those fetched and refused.
     pub fn drain_umr_sq(&mut self, qpn: u32) {
-        // Bounded: at most one pass over the SQ per doorbell.
-        for _ in 0..=(1u32 << 16) {
-            let Some(qp) = self.engine.qps.get(qpn) else { return };
-            let (state, send_cq) = (qp.state, qp.send_cq);
-            let Some(ctx) = self.qps.get(&qpn) else { return };
-            if state == QpState::Err {
-                self.flush_qp(qpn);
-                return;
+        self.drain_fw_sq(qpn, |fw, qpn, w, ctrl| match fw.execute_umr(w, ctrl) {
+            Ok(()) => {
+                fw.stats.umr_wqes.fetch_add(1, Ordering::Relaxed);
+                Ok(())
             }
-            if state != QpState::Rts {
-                return;
+            Err(e) => {
+                warn!(qpn, mkey = ctrl.imm, error = %e, "UMR WQE not executed");
+                fw.stats.umr_errors.fetch_add(1, Ordering::Relaxed);
+                Err(e.syndrome())
             }
-            let (ci, ctrl, first) = match self.sq_head(qpn, ctx) {
-                SqHead::Empty => return,
-                SqHead::Unreadable { ci } => {
-                    self.stats.umr_errors.fetch_add(1, Ordering::Relaxed);
-                    self.qp_error(qpn, ci, 0, syndrome::LOCAL_QP_OP_ERR, true);
-                    return;
-                }
-                SqHead::Ready { ci, ctrl, first } => (ci, ctrl, first),
-            };
-            let nbb = ctrl.wqebbs();
-            let result = if nbb > wqe::MAX_WQEBBS || ctrl.ds == 0 {
-                Err(UmrError::Wqe(wqe::WqeError::BadDs(ctrl.ds)))
-            } else {
-                match self.sq_wqe(ctx, ci, nbb, first) {
-                    None => Err(UmrError::Wqe(wqe::WqeError::Truncated)),
-                    Some(w) => self.execute_umr(&w, &ctrl),
-                }
-            };
-            if let Some(ctx) = self.qps.get_mut(&qpn) {
-                ctx.sq_ci = ci.wrapping_add(nbb as u16);
-            }
-            match result {
-                Ok(()) => {
-                    self.stats.umr_wqes.fetch_add(1, Ordering::Relaxed);
-                    if let (true, Some(cqn)) = (ctrl.signaled(), send_cq) {
-                        let user_index = self.qps.get(&qpn).map(|c| c.user_index).unwrap_or(0);
-                        let c = Cqe { opcode: op::REQ, wqe_opcode: ctrl.opcode, qpn, wqe_counter: ctrl.wqe_index, user_index, ..Default::default() };
-                        self.post_cqe(cqn, &c, false);
-                    }
-                }
-                Err(e) => {
-                    warn!(qpn, mkey = ctrl.imm, error = %e, "UMR WQE not executed");
-                    self.stats.umr_errors.fetch_add(1, Ordering::Relaxed);
-                    self.qp_error(qpn, ctrl.wqe_index, ctrl.opcode, e.syndrome(), true);
-                    return;
-                }
-            }
-        }
+        });
     }
 
     /// Executes one WQE of the REG_UMR QP.

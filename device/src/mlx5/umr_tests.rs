@@ -6,7 +6,7 @@ use super::super::cqe::{op, syndrome};
 use super::super::fw_tests::{cmd, transition_in, Bench};
 use super::super::ifc::{self, mkc};
 use super::*;
-use crate::engine::{KeyFault, Mkey};
+use crate::engine::{KeyFault, Mkey, QpState};
 
 const SQ: u64 = 0x200000 + 256; // RQ 16 x 16 B, then the SQ (16 x 64 B)
 const DBR: u64 = 0x280000;

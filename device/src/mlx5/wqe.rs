@@ -75,13 +75,13 @@ pub enum WqeError {
     InlineTooLong,
 }
 
-fn be16(b: &[u8], o: usize) -> u16 {
+pub(super) fn be16(b: &[u8], o: usize) -> u16 {
     u16::from_be_bytes([b[o], b[o + 1]])
 }
-fn be32(b: &[u8], o: usize) -> u32 {
+pub(super) fn be32(b: &[u8], o: usize) -> u32 {
     u32::from_be_bytes(b[o..o + 4].try_into().expect("4 bytes"))
 }
-fn be64(b: &[u8], o: usize) -> u64 {
+pub(super) fn be64(b: &[u8], o: usize) -> u64 {
     u64::from_be_bytes(b[o..o + 8].try_into().expect("8 bytes"))
 }
 
