@@ -80,6 +80,7 @@ impl ControlHandles {
                     "pd": f.engine.pds.len(), "uar": f.engine.uars.len(), "eq": f.engine.eqs.len(),
                     "cq": f.engine.cqs.len(), "srq": f.engine.srqs.len(), "mkey": f.engine.mkeys.len(),
                     "qp": f.engine.qps.len(), "xrcd": f.engine.xrcds.len(),
+                    "mtt_entries": f.engine.mtt_entries(),
                 },
                 "engine": f.engine.counters(),
                 "fabric": f.wire_counters.as_ref().map(|w| w.snapshot()),

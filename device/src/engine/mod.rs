@@ -227,6 +227,11 @@ impl Engine {
         Ok(())
     }
 
+    /// Translation entries held by all keys (the device memory their MTTs take).
+    pub fn mtt_entries(&self) -> usize {
+        self.mkeys.iter().map(|(_, k)| if let Translation::Mtt { pages, .. } = &k.translation { pages.len() } else { 0 }).sum()
+    }
+
     pub fn create_cq(&mut self, log_size: u8, eqn: u32, uar: u32) -> Result<u32, EngineError> {
         if log_size > self.limits.log_max_cq_size {
             return Err(EngineError::BadParam("cq size"));
