@@ -226,7 +226,9 @@ impl Mkey {
                     let page = *pages.get(idx).ok_or(KeyFault::Bounds)?;
                     let off = (at - base) & (ps - 1);
                     let n = (ps - off).min(end - at);
-                    let pa = page + off;
+                    // A guest-supplied page address near the top of the space
+                    // translates nowhere (no wrap-around).
+                    let pa = page.checked_add(off).filter(|a| a.checked_add(n).is_some()).ok_or(KeyFault::Bounds)?;
                     match out.last_mut() {
                         Some((p, l)) if *p + *l == pa => *l += n,
                         _ => out.push((pa, n)),
@@ -490,6 +492,17 @@ mod tests {
     fn mtt_shorter_than_length_is_a_bounds_fault_not_a_panic() {
         let k = mkey(Translation::Mtt { page_shift: 12, pages: vec![0x1000] }, 0, 0x3000);
         assert_eq!(k.translate(0x2000, 8, 1, Access::LOCAL_READ), Err(KeyFault::Bounds));
+    }
+
+    /// Fuzz finding (umr_wqe): a guest-written MTT entry at the top of the
+    /// address space made the translation overflow instead of failing.
+    #[test]
+    fn mtt_page_at_the_top_of_the_space_is_a_bounds_fault() {
+        let top = u64::MAX & !0xfff;
+        let k = mkey(Translation::Mtt { page_shift: 12, pages: vec![top, 0x5000] }, 0, 0x2000);
+        assert_eq!(k.translate(0xff0, 0x20, 1, Access::LOCAL_READ), Err(KeyFault::Bounds), "runs past the end of the space");
+        assert_eq!(k.translate(0x10, 0x10, 1, Access::LOCAL_READ), Ok(vec![(top + 0x10, 0x10)]), "inside the last page");
+        assert_eq!(k.translate(0x1000, 0x10, 1, Access::LOCAL_READ), Ok(vec![(0x5000, 0x10)]));
     }
 
     #[test]
