@@ -62,18 +62,6 @@ impl QueueSink {
     }
 }
 
-/// The full consumer count for the 24-bit index `ci` of a CQ doorbell
-/// record, taken as at most 2^23 behind or equal to `producer`.
-fn full_consumer(producer: u32, ci: u32) -> u32 {
-    let ci = ci & 0x00ff_ffff;
-    let c = (producer & !0x00ff_ffff) | ci;
-    if c.wrapping_sub(producer) < 0x0080_0000 && c != producer {
-        c.wrapping_sub(0x0100_0000)
-    } else {
-        c
-    }
-}
-
 impl CompletionSink for QueueSink {
     fn complete(&self, cqn: u32, index: u32, c: &Completion) {
         self.q.lock().unwrap_or_else(|e| e.into_inner()).push(Pending::Complete { cqn, index, c: *c });
@@ -83,7 +71,7 @@ impl CompletionSink for QueueSink {
     }
     fn consumer(&self, cqn: u32, producer: u32) -> Option<u32> {
         let a = *self.cq_dbrs.lock().unwrap_or_else(|e| e.into_inner()).get(&cqn)?;
-        be32_at(&*self.mem, a).map(|ci| full_consumer(producer, ci))
+        be32_at(&*self.mem, a).map(|ci| crate::engine::cq_arm::expand_ci(producer, ci))
     }
 }
 

@@ -166,37 +166,20 @@ impl Firmware {
     }
 
     /// A send doorbell on a QP type the device accepts at CREATE_QP but does
-    /// not execute sends for (XRC initiator, ...): the WQE at the head
-    /// completes with LOCAL_QP_OP_ERR and the QP moves to ERR (the rest
-    /// flush), as for any WQE the device does not execute.
+    /// not execute sends for (XRC initiator, ...): through the same SQ loop
+    /// as the firmware's own QPs, the WQE at the head completes with
+    /// LOCAL_QP_OP_ERR and the QP moves to ERR (the rest flush), as for any
+    /// WQE the device does not execute.
     fn no_send_path(&mut self, qpn: u32) {
-        let Some(qp) = self.engine.qps.get(qpn) else { return };
-        let (state, qp_type) = (qp.state, qp.qp_type);
-        let Some(ctx) = self.qps.get(&qpn) else { return };
-        if ctx.sq_entries == 0 {
+        if self.qps.get(&qpn).is_some_and(|ctx| ctx.sq_entries == 0) {
             debug!(qpn, "send doorbell on a QP without a send queue ignored");
             return;
         }
-        match state {
-            QpState::Err => self.flush_qp(qpn),
-            QpState::Rts | QpState::Sqd => match self.sq_head(qpn, ctx) {
-                SqHead::Empty => {}
-                SqHead::Unreadable { ci } => {
-                    if let Some(ctx) = self.qps.get_mut(&qpn) {
-                        ctx.sq_ci = ci.wrapping_add(1);
-                    }
-                    self.qp_error(qpn, ci, 0, syndrome::LOCAL_QP_OP_ERR, true);
-                }
-                SqHead::Ready { ci, ctrl, .. } => {
-                    warn!(qpn, ?qp_type, opcode = ctrl.opcode, "send WQE on a QP without a send path");
-                    if let Some(ctx) = self.qps.get_mut(&qpn) {
-                        ctx.sq_ci = ci.wrapping_add(ctrl.wqebbs() as u16);
-                    }
-                    self.qp_error(qpn, ci, ctrl.opcode, syndrome::LOCAL_QP_OP_ERR, true);
-                }
-            },
-            _ => debug!(qpn, ?state, "send doorbell before RTS ignored"),
-        }
+        self.drain_fw_sq(qpn, |fw, qpn, _, ctrl| {
+            let qp_type = fw.engine.qps.get(qpn).map(|q| q.qp_type);
+            warn!(qpn, ?qp_type, opcode = ctrl.opcode, "send WQE on a QP without a send path");
+            Err(syndrome::LOCAL_QP_OP_ERR)
+        });
     }
 
     fn drain_ud_sq(&mut self, qpn: u32) {
