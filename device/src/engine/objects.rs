@@ -498,7 +498,7 @@ mod tests {
     /// address space made the translation overflow instead of failing.
     #[test]
     fn mtt_page_at_the_top_of_the_space_is_a_bounds_fault() {
-        let top = u64::MAX & !0xfff;
+        let top: u64 = !0xfff;
         let k = mkey(Translation::Mtt { page_shift: 12, pages: vec![top, 0x5000] }, 0, 0x2000);
         assert_eq!(k.translate(0xff0, 0x20, 1, Access::LOCAL_READ), Err(KeyFault::Bounds), "runs past the end of the space");
         assert_eq!(k.translate(0x10, 0x10, 1, Access::LOCAL_READ), Ok(vec![(top + 0x10, 0x10)]), "inside the last page");
