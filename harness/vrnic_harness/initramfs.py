@@ -13,7 +13,7 @@ import subprocess
 from . import cpio
 from .common import QEMU_DIR
 from .debian import deb_name, extract
-from .kernel import check_closure, extract_vmlinux, has_pvh_note, modinfo, read_module
+from .kernel import check_closure, extract_vmlinux, has_pvh_note, module_depends, read_module
 
 INIT_FILE = os.path.join(QEMU_DIR, "guest", "init")
 # what the initramfs is made by: a change to one of them rebuilds it
@@ -214,7 +214,7 @@ def build_guest(cache, apt, debs_dir, force, manifest, log):
                 log("WARNING: module %s not found" % n)
             continue
         data = read_module(index[n])
-        deps = [d.replace("-", "_") for d in ",".join(modinfo(data).get("depends", [""])).split(",") if d]
+        deps = module_depends(index[n])
         rel = os.path.relpath(index[n], mroot)
         rel = re.sub(r"\.(xz|zst|gz)$", "", rel)
         mods[n] = (rel, deps, data)

@@ -1,15 +1,16 @@
 """The guest kernel's pieces: the uncompressed vmlinux inside the bzImage (for PVH boot), modules and their
 dependencies (modinfo), and ELF shared-library closure checks of unpacked roots.
 
-Decompression uses Debian's `zstd` binary and Python's lzma/gzip. The .modinfo reader and the bzImage scan stay
-here: no Debian tool reads a module's .modinfo without the kernel's module tree installed (`modinfo` needs
-depmod's files under /lib/modules of a running layout), and extract-vmlinux ships only in the kernel sources.
+Debian's tools do the work: `zstd` (the bzImage payload), kmod's `modinfo` (module dependencies), binutils'
+`readelf` (PVH note, NEEDED entries), Python's lzma/gzip (modules, stored uncompressed in the initramfs). The
+bzImage scan for the compressed payload stays here: the kernel's scripts/extract-vmlinux, which does the same, is
+not in a Debian package the host has (only in the kernel sources).
 """
 import gzip
 import lzma
 import os
 import re
-import struct
+import shutil
 import subprocess
 
 
@@ -81,25 +82,13 @@ def has_pvh_note(vmlinux):
         "PHYS32_ENTRY" in out or bool(re.search(r"Xen.*0x00000012", out))
 
 
-def modinfo(data):
-    """Parse the .modinfo section of an ELF64 LE module."""
-    shoff, = struct.unpack_from("<Q", data, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3a)
-    secs = []
-    for i in range(shnum):
-        s = struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
-        secs.append(s)
-    strtab = secs[shstrndx]
-    names = data[strtab[4]:strtab[4] + strtab[5]]
-    info = {}
-    for s in secs:
-        nm = names[s[0]:names.index(b"\0", s[0])]
-        if nm == b".modinfo":
-            for kv in data[s[4]:s[4] + s[5]].split(b"\0"):
-                if b"=" in kv:
-                    k, v = kv.decode(errors="replace").split("=", 1)
-                    info.setdefault(k, []).append(v)
-    return info
+def module_depends(path):
+    """The modules a module file depends on (kmod's `modinfo -F depends`, which reads .ko.xz/.zst/.gz files)."""
+    exe = shutil.which("modinfo") or "/sbin/modinfo"
+    r = subprocess.run([exe, "-F", "depends", path], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit("modinfo %s failed: %s" % (path, r.stderr.strip()))
+    return [d.replace("-", "_") for d in r.stdout.strip().split(",") if d]
 
 
 def read_module(path):
