@@ -1,0 +1,272 @@
+"""The guest's base initramfs (CACHE/guest/initramfs.cpio): trixie's kernel, modules and userspace packages
+unpacked from their .debs, busybox applets, /init (the file qemu/guest/init), modules.dep, packed by Debian's
+`cpio` (Tree.write). guest-tests/run appends a per-run overlay (cpio.overlay) to a copy of it.
+"""
+import glob
+import hashlib
+import os
+import re
+import shutil
+import stat
+import subprocess
+
+from . import cpio
+from .common import QEMU_DIR
+from .debian import deb_name, extract
+from .kernel import check_closure, extract_vmlinux, has_pvh_note, module_depends, read_module
+
+INIT_FILE = os.path.join(QEMU_DIR, "guest", "init")
+# what the initramfs is made by: a change to one of them rebuilds it
+BUILD_INPUTS = [INIT_FILE, os.path.abspath(__file__), os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel.py")]
+GUEST_USER_PKGS = ["libibverbs1", "ibverbs-providers", "librdmacm1t64", "libibumad3", "ibverbs-utils",
+                   "rdmacm-utils", "perftest", "libnl-3-200", "libnl-route-3-200", "pciutils", "pci.ids",
+                   "libpci3", "iproute2", "busybox-static"]
+GUEST_MODULES = ["ib_core", "ib_uverbs", "ib_umad", "rdma_ucm", "rdma_cm", "ib_cm", "iw_cm", "configfs",
+                 "mlx5_core", "mlx5_ib", "ib_ipoib", "rdma_rxe", "crc32_generic", "vfio", "vfio_pci",
+                 "vfio_iommu_type1", "vfio_pci_core",
+                 # the out-of-band link between guests (qemu/launch --guests N: a second virtio-net NIC)
+                 "virtio_net", "net_failover", "failover"]
+
+
+class Tree:
+    """An ordered set of initramfs entries (path -> (kind, payload, mode))."""
+
+    def __init__(self):
+        self.e = {}
+
+    def mkdirs(self, path):
+        parts = path.strip("/").split("/")
+        for i in range(1, len(parts) + 1):
+            p = "/".join(parts[:i])
+            if p and p not in self.e:
+                self.e[p] = ("dir", None, 0o755)
+
+    def add(self, path, kind, payload, mode=0o644):
+        path = path.strip("/")
+        self.mkdirs(os.path.dirname(path))
+        self.e[path] = (kind, payload, mode)
+
+    def add_tree(self, src, dst, exclude=()):
+        for dp, dns, fns in os.walk(src):
+            rel = os.path.relpath(dp, src)
+            if any(rel == x or rel.startswith(x + "/") for x in exclude):
+                dns[:] = []
+                continue
+            d = os.path.normpath(os.path.join(dst, rel)).strip("/")
+            if d and d != ".":
+                self.mkdirs(d)
+            for n in dns + fns:
+                p = os.path.join(dp, n)
+                rp = os.path.normpath(os.path.join(d, n)).strip("/")
+                if any(os.path.relpath(p, src) == x for x in exclude):
+                    continue
+                st = os.lstat(p)
+                if stat.S_ISLNK(st.st_mode):
+                    self.add(rp, "link", os.readlink(p))
+                elif stat.S_ISREG(st.st_mode):
+                    self.add(rp, "file", p, stat.S_IMODE(st.st_mode))
+                elif stat.S_ISDIR(st.st_mode):
+                    self.mkdirs(rp)
+
+    def order(self):
+        """Parents before children, shallow before deep (the order the entries are archived in)."""
+        return sorted(self.e, key=lambda x: (x.count("/"), x))
+
+    def write(self, out, stage):
+        """Lays the entries out in the directory stage (files copied, mtimes 0) and packs them with Debian's
+        `cpio -o -H newc` (owner root), then appends the device nodes (cpio.device_nodes)."""
+        if os.path.exists(stage):
+            shutil.rmtree(stage)
+        os.makedirs(stage)
+        names = self.order()
+        for p in names:
+            kind, payload, mode = self.e[p]
+            dst = os.path.join(stage, p)
+            if kind == "dir":
+                os.mkdir(dst)
+            elif kind == "link":
+                os.symlink(payload, dst)
+            elif kind == "data":
+                with open(dst, "wb") as f:
+                    f.write(payload)
+            else:
+                shutil.copyfile(payload, dst)
+            if kind != "link":
+                os.chmod(dst, mode)
+        for p in reversed(names):
+            os.utime(os.path.join(stage, p), (0, 0), follow_symlinks=False)
+        with open(out + ".tmp", "wb") as f:
+            subprocess.run(["cpio", "-o", "-H", "newc", "-R", "0:0", "--quiet"], cwd=stage, stdout=f, check=True,
+                           input=("\n".join(names) + "\n").encode())
+            f.write(cpio.device_nodes())
+        shutil.rmtree(stage)
+        os.replace(out + ".tmp", out)
+
+
+def build_guest(cache, apt, debs_dir, force, manifest, log):
+    gdir = os.path.join(cache, "guest")
+    os.makedirs(gdir, exist_ok=True)
+    # ---- kernel: the ABI linux-image-amd64 depends on, -unsigned flavour
+    meta = apt.candidate("linux-image-amd64")
+    dep = re.match(r"\s*([^\s(,|:]+)", meta["Depends"]).group(1)   # linux-image-6.12.NNN+deb13-amd64
+    kpkg = dep + "-unsigned" if not dep.endswith("-unsigned") else dep
+    krec = apt.candidate(kpkg)
+    user = apt.resolve(GUEST_USER_PKGS, follow=lambda n: n.startswith(("lib", "zlib")))
+    recs = [krec] + sorted(user.values(), key=lambda r: r["Package"])
+    apt.download(recs, debs_dir)
+    for r in recs:
+        manifest.append(("guest", r))
+    kroot = os.path.join(gdir, "kernel-root")
+    uroot = os.path.join(gdir, "user-root")
+    kchanged = extract(debs_dir, [krec], kroot, "kernel root", log)
+    uchanged = extract(debs_dir, list(user.values()), uroot, "guest userspace root", log)
+
+    kver = [os.path.basename(p)[len("vmlinuz-"):] for p in glob.glob(os.path.join(kroot, "boot", "vmlinuz-*"))][0]
+    open(os.path.join(gdir, "kver"), "w").write(kver + "\n")
+    bz = os.path.join(gdir, "bzImage")
+    vml = os.path.join(gdir, "vmlinux")
+    if kchanged or force or not os.path.exists(bz):
+        shutil.copy(os.path.join(kroot, "boot", "vmlinuz-" + kver), bz)
+        shutil.copy(os.path.join(kroot, "boot", "config-" + kver), os.path.join(gdir, "config"))
+        if os.path.exists(vml):
+            os.unlink(vml)
+        log("extracting uncompressed vmlinux from the bzImage")
+        if extract_vmlinux(bz, vml + ".tmp"):
+            os.replace(vml + ".tmp", vml)
+            if not has_pvh_note(vml):
+                log("WARNING: vmlinux has no PVH note; launch will use the bzImage")
+                os.rename(vml, vml + ".nopvh")
+        else:
+            log("WARNING: could not extract vmlinux; launch will use the bzImage")
+    cfg = open(os.path.join(gdir, "config")).read()
+    for opt in ("CONFIG_VFIO_NOIOMMU", "CONFIG_VFIO", "CONFIG_VFIO_PCI", "CONFIG_MLX5_CORE", "CONFIG_RDMA_RXE",
+                "CONFIG_PVH"):
+        m = re.search(r"^%s=(\S+)" % opt, cfg, re.M)
+        log("kernel %s=%s" % (opt, m.group(1) if m else "(not set)"))
+
+    initrd = os.path.join(gdir, "initramfs.cpio")
+    key = hashlib.sha256((kver + "|" + "|".join(deb_name(r) for r in recs) + "|" +
+                          "".join(open(f, "rb").read().decode(errors="replace") for f in BUILD_INPUTS)).encode()).hexdigest()
+    stamp = initrd + ".key"
+    if not force and os.path.exists(initrd) and os.path.exists(stamp) and open(stamp).read() == key:
+        log("initramfs up to date")
+        return
+    log("building initramfs")
+    t = Tree()
+    for d in ("proc", "sys", "dev", "tmp", "run", "etc", "root", "var", "mnt"):
+        t.mkdirs(d)
+    for l, tgt in (("bin", "usr/bin"), ("sbin", "usr/sbin"), ("lib", "usr/lib"), ("lib64", "usr/lib64")):
+        t.add(l, "link", tgt)
+    # userspace (merged-/usr layout; packages that ship /bin or /sbin get folded into /usr)
+    for top in ("usr", "etc"):
+        src = os.path.join(uroot, top)
+        if os.path.isdir(src):
+            t.add_tree(src, top, exclude=("share/doc", "share/man", "share/locale", "share/lintian",
+                                           "share/bug", "share/info", "share/bash-completion", "share/zsh"))
+    for top, dst in (("bin", "usr/bin"), ("sbin", "usr/sbin"), ("lib", "usr/lib"), ("lib64", "usr/lib64")):
+        src = os.path.join(uroot, top)
+        if os.path.isdir(src) and not os.path.islink(src):
+            t.add_tree(src, dst)
+    # busybox applets where no real binary exists
+    bb = os.path.join(uroot, "usr/bin/busybox")
+    if not os.path.exists(bb):
+        bb = os.path.join(uroot, "bin/busybox")
+        t.add("usr/bin/busybox", "file", bb, 0o755)
+    applets = subprocess.run([bb, "--list-full"], capture_output=True, text=True, check=True).stdout.split()
+    for a in applets:
+        name = os.path.basename(a)
+        if name in ("busybox", "init", "linuxrc"):
+            continue
+        dest = "usr/sbin/" + name if a.startswith(("sbin", "usr/sbin")) else "usr/bin/" + name
+        if ("usr/bin/" + name) in t.e or ("usr/sbin/" + name) in t.e:
+            continue
+        t.add(dest, "link", "/usr/bin/busybox")
+    t.add("init", "data", open(INIT_FILE, "rb").read(), 0o755)
+    t.add("etc/passwd", "data", b"root:x:0:0:root:/root:/bin/sh\n")
+    t.add("etc/group", "data", b"root:x:0:\n")
+    t.add("etc/hosts", "data", b"127.0.0.1 localhost vrnic-guest\n")
+    t.add("etc/nsswitch.conf", "data", b"hosts: files\n")
+    # modules
+    mroot = os.path.join(kroot, "lib/modules", kver)
+    if not os.path.isdir(mroot):
+        mroot = os.path.join(kroot, "usr/lib/modules", kver)
+    index = {}
+    for dp, _, fns in os.walk(mroot):
+        for fn in fns:
+            m = re.match(r"(.+)\.ko(\.xz|\.zst|\.gz)?$", fn)
+            if m:
+                index[m.group(1).replace("-", "_")] = os.path.join(dp, fn)
+    builtin = set()
+    bf = os.path.join(mroot, "modules.builtin")
+    if os.path.exists(bf):
+        for line in open(bf):
+            builtin.add(os.path.basename(line.strip())[:-3].replace("-", "_"))
+    todo = list(GUEST_MODULES)
+    mods = {}
+    while todo:
+        n = todo.pop(0).replace("-", "_")
+        if n in mods:
+            continue
+        if n not in index:
+            if n in builtin:
+                log("module %s is built in" % n)
+            else:
+                log("WARNING: module %s not found" % n)
+            continue
+        data = read_module(index[n])
+        deps = module_depends(index[n])
+        rel = os.path.relpath(index[n], mroot)
+        rel = re.sub(r"\.(xz|zst|gz)$", "", rel)
+        mods[n] = (rel, deps, data)
+        todo.extend(deps)
+    order = []
+
+    def visit(n, stack=()):
+        if n in order or n not in mods:
+            return
+        for d in mods[n][1]:
+            if d not in stack:
+                visit(d, stack + (n,))
+        order.append(n)
+    for n in sorted(mods):
+        visit(n)
+    base = "usr/lib/modules/%s/" % kver
+    dep_lines = []
+    for n in order:
+        rel, deps, data = mods[n]
+        t.add(base + rel, "data", data)
+
+        def closure(x, acc):
+            for d in mods.get(x, ("", []))[1]:
+                if d in mods and d not in acc:
+                    acc.append(d)
+                    closure(d, acc)
+            return acc
+        # modprobe loads the listed dependencies from the end: list them in reverse topological order
+        deps_sorted = sorted(closure(n, []), key=order.index, reverse=True)
+        dep_lines.append("%s: %s" % (rel, " ".join(mods[d][0] for d in deps_sorted)))
+    t.add(base + "modules.dep", "data", ("\n".join(dep_lines) + "\n").encode())
+    t.add(base + "modules.order", "data", ("\n".join(mods[n][0] for n in order) + "\n").encode())
+    for f in ("modules.builtin", "modules.builtin.modinfo"):
+        if os.path.exists(os.path.join(mroot, f)):
+            t.add(base + f, "file", os.path.join(mroot, f))
+    t.add("etc/vrnic-modules", "data", ("\n".join(order) + "\n").encode())
+    log("modules: %d (%s)" % (len(order), " ".join(order)))
+    # library closure check for the important binaries and the verbs providers
+    libdirs = ["usr/lib/x86_64-linux-gnu", "usr/lib64", "lib/x86_64-linux-gnu", "usr/lib"]
+    starts = []
+    for b in ("ibv_devinfo", "ib_write_lat", "ib_send_bw", "rping", "lspci", "ip", "rdma", "ibv_rc_pingpong"):
+        for d in ("usr/bin", "usr/sbin", "bin", "sbin"):
+            if os.path.exists(os.path.join(uroot, d, b)):
+                starts.append(os.path.join(uroot, d, b))
+                break
+        else:
+            log("WARNING: guest binary %s not found" % b)
+    starts += glob.glob(os.path.join(uroot, "usr/lib/x86_64-linux-gnu/libibverbs/*.so"))
+    miss = check_closure(uroot, starts, libdirs)
+    if miss:
+        raise SystemExit("guest library closure incomplete: %s" % miss)
+    log("guest library closure OK (%d start files)" % len(starts))
+    t.write(initrd, initrd + ".stage")
+    open(stamp, "w").write(key)
+    log("initramfs: %s (%.1f MB)" % (initrd, os.path.getsize(initrd) / 1e6))

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""qemu/launch - start vrnic guests, each with its own vrnic server on its own socket.
+
+The helpers live in vrnic_harness.qemu (Server, Guest, accelerator) and vrnic_harness.topology.
+
+CLI examples:
+  qemu/launch --no-device                        # boot one bare guest (no scenario) and power off
+  qemu/launch --script guest-tests/scenarios/lspci.sh
+  qemu/launch --guests 2 --server-arg=--trace --script my.sh --timeout 300
+  qemu/launch --shell                             # interactive busybox shell on the serial console
+  qemu/launch --guests 2 --script guest-tests/scenarios/net2.sh   # two guests: fabric + OOB link
+
+Topology (--guests N): server i gets --lid i+1 and, when the binary has the flags, --fabric-port P_i
+--fabric-bind 127.0.0.1 and --peer LID=127.0.0.1:P_j for every other server (free UDP ports, or
+--fabric-base B: P_i = B+i). With N > 1 each guest also gets a second NIC (virtio-net, QEMU -netdev dgram
+over UDP on 127.0.0.1, a hub thread for N > 2) and the kernel argument vrnic.net=10.0.0.<i+1>/24 that
+/init puts on eth0: the out-of-band TCP path for ibv_*_pingpong/perftest. The guest's index is
+vrnic.guest=<i>. One guest: unchanged (no fabric flags, no second NIC) unless --loopback (its server then
+gets --lid 1 and a fabric port with no peers).
+
+Every QEMU runs under a hard timeout (QEMU pauses instead of exiting on some failures), with
+-no-reboot (unless --reboot), panic=-1 and the serial console on stdout (+ a log file).
+Guest RAM is a shared memfd (the vfio-user server needs its fd).
+Accelerator: KVM only if a probe boot reached the init marker within 20 s (verdict cached in
+CACHE/kvm-verdict); otherwise TCG (multi-threaded, 256 MB TB cache, -cpu max).
+"""
+import argparse
+import os
+import subprocess
+import tempfile
+
+from .common import default_cache
+from .qemu import Guest, Server, accel_args, ensure_cache, make_initrd, scenario_files, server_binary
+from .topology import Topology
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cache", default=default_cache())
+    ap.add_argument("--guests", type=int, default=1)
+    ap.add_argument("--no-device", action="store_true", help="boot without a vfio-user device/server")
+    ap.add_argument("--server", help="vrnic binary (default: build target/release/vrnic)")
+    ap.add_argument("--server-arg", action="append", default=[], help="extra vrnic argument (repeatable)")
+    ap.add_argument("--doorbell", choices=["trap", "poll"])
+    ap.add_argument("--script", help="guest script run by /init (becomes /scenario.sh)")
+    ap.add_argument("--append", default="", help="extra kernel command line")
+    ap.add_argument("--timeout", type=float, default=120, help="hard timeout per guest (s)")
+    ap.add_argument("--reboot", action="store_true", help="allow guest reboots (no -no-reboot)")
+    ap.add_argument("--iommu", action="store_true", help="add an intel-iommu (guest: intel_iommu=on)")
+    ap.add_argument("--accel", choices=["auto", "tcg", "kvm"], default="auto")
+    ap.add_argument("--shell", action="store_true", help="interactive shell on the console (1 guest)")
+    ap.add_argument("--workdir", help="where sockets/logs go (default: a temp dir)")
+    ap.add_argument("--no-fabric", action="store_true", help="no RDMA fabric flags for the servers")
+    ap.add_argument("--loopback", action="store_true",
+                    help="one guest: still give its server --lid 1 and a fabric port (loopback over the UDP path)")
+    ap.add_argument("--no-net", action="store_true", help="no virtio-net link between the guests")
+    ap.add_argument("--fabric-base", type=int, help="fabric UDP port of guest 0 (guest i: +i); default: free ports")
+    ap.add_argument("--pcap", action="store_true", help="each server writes WORKDIR/fabric<i>.pcap")
+    ap.add_argument("--faults", help="fault-injection spec passed to every server (--faults)")
+    ap.add_argument("--smp", type=int, help="vCPUs per guest (default 2)")
+    a = ap.parse_args()
+    cache = os.path.abspath(a.cache)
+    ensure_cache(cache)
+    accel = accel_args(cache, None if a.accel == "auto" else a.accel)
+    work = a.workdir or tempfile.mkdtemp(prefix="vrnic-launch-")
+    os.makedirs(work, exist_ok=True)
+    servers, guests = [], []
+    rc = 0
+    topo = Topology(a.guests, fabric=not a.no_fabric and not a.no_device and (a.guests > 1 or a.loopback),
+                    net=not a.no_net,
+                    fabric_base=a.fabric_base, pcap_dir=work if a.pcap else None, faults=a.faults)
+    smp = a.smp or 2
+    try:
+        binary = None if a.no_device else (a.server or server_binary())
+        topo.start()
+        if topo.describe():
+            print("[launch] topology: %s" % topo.describe(), flush=True)
+        for i in range(a.guests):
+            sockets = []
+            if binary:
+                sargs = topo.server_args(i, binary) + list(a.server_arg) + (
+                    ["--doorbell", a.doorbell] if a.doorbell else [])
+                s = Server(binary, os.path.join(work, "vrnic%d.sock" % i), os.path.join(work, "vrnic%d.ctl" % i),
+                           sargs, log=os.path.join(work, "server%d.log" % i))
+                if not s.wait_socket():
+                    raise RuntimeError("server %d did not create its socket (log %s):\n%s"
+                                       % (i, s.logpath, s.log_text()[-2000:]))
+                print("[launch] server %d pid %d socket %s control %s log %s" % (i, s.pid, s.sock, s.control,
+                                                                               s.logpath), flush=True)
+                servers.append(s)
+                sockets = [s.sock]
+            script = a.script
+            if a.shell or not script:
+                script = os.path.join(work, "noop.sh")
+                open(script, "w").write("#!/bin/sh\n" + ("exec setsid cttyhack sh\n" if a.shell else "true\n"))
+            initrd = make_initrd(cache, os.path.join(work, "initrd%d" % i), scenario_files(cache, script))
+            append = ("vrnic.scenario=%s vrnic.guest=%d %s" % (os.path.basename(script)[:-3] if script.endswith(".sh")
+                                                               else "custom", i, a.append)).strip()
+            if a.iommu:
+                append += " intel_iommu=on iommu=pt"
+            append = (append + " " + topo.append(i)).strip()
+            g = Guest(cache, "g%d" % i, initrd, append=append, sockets=sockets, accel=accel, reboot=a.reboot,
+                      timeout=a.timeout, log=os.path.join(work, "console%d.log" % i), iommu=a.iommu,
+                      interactive=a.shell, smp=smp, extra=topo.qemu_args(i))
+            guests.append(g)
+        if a.shell:
+            guests[0].p.wait()
+            return 0
+        for g in guests:
+            if g.wait_for(r"VRNIC-SCENARIO-END", timeout=a.timeout):
+                # a driver still probing (e.g. mlx5_core waiting for its command queue) blocks the
+                # guest kernel's power-off in device_shutdown(): allow 8 s, then stop QEMU
+                try:
+                    g.p.wait(8)
+                except subprocess.TimeoutExpired:
+                    print("[launch] %s did not power off within 8 s of the scenario end; stopping QEMU" % g.name,
+                          flush=True)
+                    g.kill()
+            grc, to = g.wait_exit()
+            if g.marker_wall:
+                print("[launch] %s boot: kernel->init %.2f s (guest uptime), QEMU start->init marker %.2f s wall"
+                      % (g.name, g.marker_uptime[0], g.marker_wall[0]), flush=True)
+            if to:
+                print("[launch] %s TIMEOUT after %.0f s (killed)" % (g.name, a.timeout), flush=True)
+                rc = 124
+            elif grc:
+                print("[launch] %s QEMU exit code %s" % (g.name, grc), flush=True)
+                rc = rc or 1
+    finally:
+        for g in guests:
+            g.kill()
+        for s in servers:
+            s.stop()
+        topo.stop()
+        print("[launch] logs in %s" % work, flush=True)
+    return rc
+

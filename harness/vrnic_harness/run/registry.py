@@ -1,0 +1,146 @@
+"""The scenario registry: the one list of guest scenarios. ci/test runs the default set (`guest-tests/run --ci`),
+guest-tests/README.md's scenario table is generated from it (`guest-tests/run --list-md`, checked by --self-test).
+
+Each entry: default (in the default set, which CI runs, in this order), doc (one line for --list and the README),
+device (a vrnic per guest), guests, fabric, iommu, reboot, timeout (s), runs (server argument sets, one guest run
+each), server_args, guest_server_args(i), config (a vrnic.toml), fw, script (guest-tests/scenarios/<script>.sh,
+default the name), interact(ctx) while the guests run, check(ctx) over the console text -> None (PASS) or a reason,
+kernel_allow (a regex of kernel lines the scenario provokes on purpose).
+"""
+from .bench import check_bench
+from .checks_mlx5 import (DEVINFO_FW, DEVINFO_LID, DEVINFO_TOML, check_devinfo, check_mlx5_probe, check_reload,
+                          interact_reload)
+from .checks_pairs import check_events, check_grh, check_net2, check_perftest, check_pingpong
+from .checks_pci import (check_barbench, check_lspci, check_msix, check_probe, check_reboot, check_rxe, interact_msix,
+                         interact_reboot)
+from .checks_verbs import (check_bad_opcode, check_churn, check_device_memory, check_errors, check_hostile,
+                           check_peer_loss, check_resize_cq, check_rereg, check_timestamp, check_ulp,
+                           check_verbs_objects, interact_churn, interact_peer_loss, interact_rereg)
+
+DOORBELL_RUNS = [["--doorbell", "trap"], ["--doorbell", "poll"]]
+
+SCENARIOS = {
+    "lspci": dict(default=True, device=True, timeout=90, check=check_lspci,
+                  doc="lspci -nn -vvv shows 15b3:1017 class 0207, BARs 32M/16K/1M 64-bit pref, MSI-X Count=64"),
+    "msix": dict(default=True, device=True, iommu=True, timeout=240, interact=interact_msix, check=check_msix,
+                 doc="vfio-pci (vIOMMU, type1) + msixcount; server 'raise' hook, exact per-vector counts"),
+    "probe": dict(default=True, device=True, timeout=120, check=check_probe,
+                  doc="stock mlx5_core prints the init-segment firmware version"),
+    "reboot": dict(default=True, device=True, reboot=True, timeout=240, interact=interact_reboot, check=check_reboot,
+                   doc="guest reboots twice on one server process, device visible each boot"),
+    "rxe-baseline": dict(default=True, device=False, timeout=300, check=check_rxe,
+                         doc="Soft-RoCE on lo: perftest write/send/read lat, write/send bw"),
+    "mlx5-probe": dict(default=True, device=True, timeout=180, check=check_mlx5_probe,
+                       doc="mlx5_core+mlx5_ib bind, mlx5_0 ACTIVE, >=12 s of health polling, no mlx5/ib errors in dmesg"),
+    "devinfo": dict(default=True, device=True, timeout=180, check=check_devinfo, config=DEVINFO_TOML, fw=DEVINFO_FW,
+                    server_args=["--lid", str(DEVINFO_LID)],
+                    doc="ibv_devinfo -v / rdma link / sysfs agree with the configured fw, GUIDs, LID"),
+    "reload": dict(default=True, device=True, reboot=True, timeout=600, interact=interact_reload, check=check_reload,
+                   server_args=["--doorbell", "poll"],
+                   doc="5x rmmod/modprobe mlx5_ib mlx5_core ending ACTIVE, then a guest reboot ending ACTIVE "
+                       "(server in poll doorbell mode)"),
+    "verbs-objects": dict(default=True, device=True, timeout=400, check=check_verbs_objects,
+                          doc="verbs_objects.c: PD/MR(4K..64M, 2M hugepage)/CQ/SRQ/RC-UC-UD QP lifecycle, "
+                              "transitions, query_qp, illegal ops"),
+    "net2": dict(default=True, device=False, guests=2, timeout=90, check=check_net2,
+                 doc="two guests, no device: the virtio-net link (10.0.0.1 <-> 10.0.0.2): ping both ways, one TCP exchange"),
+    "loopback": dict(default=True, device=True, fabric=True, timeout=300, check=check_pingpong, runs=DOORBELL_RUNS,
+                     doc="one guest, one device: the rc-pingpong tool set, server and client over 127.0.0.1; "
+                         "doorbell trap, then poll"),
+    "rc-pingpong": dict(default=True, device=True, guests=2, fabric=True, timeout=300, check=check_pingpong, runs=DOORBELL_RUNS,
+                        doc="two guests, two vrnic on the UDP fabric: ibv_rc_pingpong (-e, 1 B..1 MiB, -c), "
+                            "ibv_uc/ud/srq_pingpong; doorbell trap, then poll"),
+    "perftest": dict(default=True, device=True, guests=2, fabric=True, timeout=300, check=check_perftest, runs=DOORBELL_RUNS,
+                     doc="two guests: ib_{write,send,read,atomic}_{lat,bw} with result tables; doorbell trap, then poll"),
+    "device-memory": dict(default=True, device=True, guests=2, fabric=True, timeout=300, check=check_device_memory,
+                          doc="ibv_alloc_dm/memcpy_to/from_dm/reg_dm_mr on guest 0; guest 1 RDMA-writes, reads and "
+                              "fetch-and-adds into it over the fabric; bytes checked (dm_test.c)"),
+    "errors": dict(default=True, device=True, fabric=True, timeout=300, check=check_errors,
+                   doc="err_test.c: remote access/local protection errors, RNR (rnr_retry 0 and 7), retry "
+                       "exhaustion, in-order flush; the device keeps working, port ACTIVE"),
+    "peer-loss": dict(default=True, device=True, guests=2, fabric=True, timeout=300, interact=interact_peer_loss,
+                      check=check_peer_loss,
+                      doc="ib_write_bw between two guests; guest 1's vrnic SIGKILLed mid-transfer: guest 0 gets "
+                          "RETRY_EXC_ERR, its device keeps working (loopback pingpong), port ACTIVE"),
+    "ulp": dict(default=True, device=True, timeout=180, check=check_ulp,
+                doc="ib_umad, ib_cm (CM_SUP via PCAP), ib_ipoib (ib0 up, SA joins fail fast without an SM), "
+                    "port counters via PerfMgt MADs"),
+    "churn": dict(default=True, device=True, timeout=300, interact=interact_churn, check=check_churn,
+                  doc="verbs objects created/destroyed in a loop; the server's RssAnon after equals after warm-up +-5%"),
+    "hostile": dict(default=True, device=True, timeout=300, check=check_hostile,
+                    doc="hostile.c: garbage BAR0 accesses, stray doorbells, malformed command entries and "
+                        "mailbox chains; then FLR + reload ends ACTIVE"),
+    "resize-cq": dict(default=True, device=True, fabric=True, timeout=300, check=check_resize_cq, runs=DOORBELL_RUNS,
+                      doc="resize_cq.c: ibv_resize_cq up and down with CQEs of an RC loopback pair unpolled: all "
+                          "kept, in order; traffic through the resized CQ across its wrap; too small refused; "
+                          "doorbell trap, then poll"),
+    "timestamp": dict(default=True, device=True, fabric=True, timeout=300, check=check_timestamp, runs=DOORBELL_RUNS,
+                      doc="timestamp.c: hca_core_clock, ibv_query_rt_values_ex monotonic at the advertised rate, "
+                          "IBV_WC_EX_WITH_COMPLETION_TIMESTAMP on every completion, non-decreasing, between "
+                          "clock reads; doorbell trap, then poll"),
+    "grh": dict(default=True, device=True, guests=2, fabric=True, timeout=300, check=check_grh, runs=DOORBELL_RUNS,
+                guest_server_args=lambda gi: ["--port-guid", "0x0002c90300a0b0%02x" % (0xc1 + 0x10 * gi)],
+                doc="address vectors with a GRH on the IB port (routed by LID): ib_send_bw/ib_write_lat/ib_read_bw "
+                    "-x 0 and ib_send_lat -c UD -x 0 between two guests and in loopback on guest 0, "
+                    "ibv_rc/ud_pingpong -g 0 between the guests; tx_no_route and rx_dgid_mismatch 0; doorbell trap, then poll"),
+    "bad-opcode": dict(default=True, device=True, fabric=True, timeout=240, check=check_bad_opcode, runs=DOORBELL_RUNS,
+                       doc="bad_opcode.c: hand-built WQEs (unknown/unadvertised opcodes, ds 0, opmod, fence mode 7; "
+                           "RC and UD) through mlx5dv and the UAR doorbell: LOC_QP_OP_ERR + CQ event, the next WQE "
+                           "flushed, QP in ERR, recovery through RESET; a NOP succeeds; doorbell trap, then poll"),
+    "events": dict(default=True, device=True, guests=2, fabric=True, timeout=900, check=check_events, runs=DOORBELL_RUNS,
+                   doc="two guests: completion events: ib_send_lat (RC, UD) and ib_send_bw (-b too) -e, ibv_rc_pingpong -e "
+                       "-n 100000, ibv_ud_pingpong -e; then loopback pairs on each guest's device; doorbell trap, "
+                       "then poll"),
+    "rereg": dict(default=True, device=True, fabric=True, timeout=600, interact=interact_rereg, check=check_rereg,
+                  doc="rereg.c: ibv_rereg_mr with every TRANSLATION/PD/ACCESS combination (UMR), data checked after "
+                      "each, 1000 reg/rereg/dereg cycles; the server's mkey count returns to its baseline"),
+    "barbench": dict(device=True, timeout=240, runs=[["--doorbell", "trap"], ["--doorbell", "poll"]],
+                     check=check_barbench, doc="BAR0 access cost, server --doorbell trap vs poll"),
+    "bench-loopback": dict(device=True, fabric=True, timeout=900, check=check_bench, runs=DOORBELL_RUNS,
+                           script="bench", doc="perftest set: vrnic loopback vs rxe on lo in one guest (BENCH lines)"),
+    "bench-2vm": dict(device=True, guests=2, fabric=True, timeout=900, check=check_bench, runs=DOORBELL_RUNS,
+                      script="bench", doc="perftest set: vrnic over its fabric vs rxe over the guests' virtio-net "
+                                          "link (BENCH lines)"),
+}
+ALIASES = {"bench": ["bench-loopback", "bench-2vm"]}
+DEFAULT = [n for n, sc in SCENARIOS.items() if sc.get("default")]
+
+
+def expand(names):
+    """Scenario names from the command line: "default" (also when none is given), "all", an alias, or a name."""
+    out = []
+    for n in names or ["default"]:
+        out += DEFAULT if n == "default" else list(SCENARIOS) if n == "all" else ALIASES.get(n, [n])
+    return out
+
+
+def guests(sc):
+    return sc.get("guests", 1)
+
+
+def topology_words(sc):
+    """One cell of the README table: guests, devices, fabric."""
+    n = guests(sc)
+    w = "%d guest%s" % (n, "s" if n > 1 else "")
+    if sc.get("device"):
+        w += ", %s" % ("a vrnic each" if n > 1 else "1 vrnic")
+        if sc.get("fabric"):
+            w += " on the UDP fabric" if n > 1 else " (fabric port, loopback)"
+    else:
+        w += ", no device"
+    if len(sc.get("runs", [[]])) > 1:
+        w += "; " + " then ".join(" ".join(r) for r in sc["runs"])
+    return w
+
+
+MD_BEGIN = "<!-- scenario table: generated by `guest-tests/run --list-md`, checked by `guest-tests/run --self-test` -->"
+MD_END = "<!-- end of scenario table -->"
+
+
+def markdown_table():
+    """guest-tests/README.md's scenario table, between MD_BEGIN and MD_END."""
+    rows = [MD_BEGIN, "", "| scenario | in CI (`--ci`) | topology | what it checks |", "|---|---|---|---|"]
+    for n, sc in SCENARIOS.items():
+        doc = sc["doc"].replace("|", "\\|")
+        rows.append("| `%s` | %s | %s | %s |" % (n, "yes" if sc.get("default") else "no", topology_words(sc), doc))
+    return "\n".join(rows + ["", MD_END]) + "\n"

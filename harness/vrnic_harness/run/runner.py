@@ -1,0 +1,195 @@
+"""Runs one scenario: servers, guests, interaction, then the scenario's check."""
+import os
+import re
+import shutil
+import subprocess
+import time
+
+from .. import qemu, topology
+from ..common import GUEST_TESTS, say
+from .checks_pci import DEFAULT_FW
+from .console import exit_text, kernel_health_reason
+from .registry import DOORBELL_RUNS
+
+
+# --------------------------------------------------------------------------------------------
+SERVER_EXTRA = []  # --server-arg values (e.g. --trace), appended to every server's arguments
+GUEST_EXTRA = []  # --guest-arg values, appended to every guest's kernel command line
+ONLY_DOORBELL = []  # --doorbell: run only the runs of scenarios with this doorbell mode
+
+
+def ctx_server_extra():
+    return list(SERVER_EXTRA)
+
+
+def guest_reason(g, text):
+    """Why one guest's run failed (GUEST-FAIL, script exit code), or None."""
+    m = re.search(r"GUEST-FAIL (.*)", text)
+    if m:
+        return "guest: " + m.group(1).strip()
+    if not re.search(r"VRNIC-SCENARIO-END \S+ rc=0", text):
+        m = re.search(r"VRNIC-SCENARIO-END \S+ rc=(\d+)", text)
+        return "scenario script exit %s" % (m.group(1) if m else "missing")
+    return None
+
+
+def wait_guests(guests, tag, timeout):
+    """Wait for every guest's VRNIC-SCENARIO-END (then 8 s for its power-off). Once one guest has ended with
+    a non-zero rc, the others get 30 s more (their peer is gone)."""
+    pending = list(guests)
+    end = time.time() + timeout
+    while pending and time.time() < end:
+        for g in list(pending):
+            m = g.wait_for(r"VRNIC-SCENARIO-END \S+ rc=(\d+)", timeout=0.5 if len(guests) > 1 else end - time.time())
+            if m is None and g.p.poll() is None:
+                continue
+            pending.remove(g)
+            if m is None:
+                continue
+            if m.group(1) != "0" and pending:
+                end = min(end, time.time() + 30)
+            # a driver still probing (mlx5_core waiting on its command queue) blocks the
+            # kernel's power-off in device_shutdown(): give it a few seconds, then stop QEMU
+            try:
+                g.p.wait(8)
+            except subprocess.TimeoutExpired:
+                say("[run] %s/%s: guest did not power off within 8 s of the scenario end; stopping QEMU" % (tag, g.name))
+                g.kill()
+    for g in pending:
+        if len(guests) > 1 and g.p.poll() is None:
+            say("[run] %s/%s: no scenario end; stopping QEMU" % (tag, g.name))
+            g.kill()
+
+
+def run_scenario(name, sc, cache, accel, binary, outdir):
+    script = os.path.join(GUEST_TESTS, "scenarios", sc.get("script", name) + ".sh")
+    if not os.path.exists(script):
+        return "no script %s" % script
+    if sc.get("device") and isinstance(binary, Exception):
+        return "server unavailable: %s" % str(binary).strip().splitlines()[0]
+    shutil.rmtree(outdir, ignore_errors=True)
+    os.makedirs(outdir)
+    nguests = sc.get("guests", 1)
+    ctx = {"name": name, "run_texts": [], "fw": sc.get("fw", DEFAULT_FW), "timeout": sc["timeout"]}
+    base_args = list(sc.get("server_args", []))
+    if sc.get("config"):
+        cfg = os.path.join(outdir, "vrnic.toml")
+        with open(cfg, "w") as f:
+            f.write(sc["config"])
+        base_args = ["--config", cfg] + base_args
+    runs = sc.get("runs", [[]])
+    if ONLY_DOORBELL and runs is DOORBELL_RUNS:
+        runs = [r for r in runs if r[1] in ONLY_DOORBELL]
+    reason = None
+    for ri, sargs in enumerate(runs):
+        tag = "%s%s" % (name, ("-" + "-".join(a.strip("-") for a in sargs)) if sargs else "")
+        servers, guests = [], []
+        ctx.update(guests=guests, servers=servers, killed_ok=False)
+        topo = None
+        if nguests > 1 or sc.get("fabric"):
+            topo = topology.Topology(nguests, fabric=bool(sc.get("fabric")) and sc.get("device", False), net=nguests > 1,
+                              pcap_dir=outdir if sc.get("pcap") else None)
+            ctx["topology"] = topo
+        try:
+            if topo:
+                topo.start()
+                say("[run] %s: topology: %s" % (tag, topo.describe()))
+            for gi in range(nguests):
+                sfx = "" if nguests == 1 else "-g%d" % gi
+                sockets = []
+                if sc.get("device"):
+                    targs = topo.server_args(gi, binary) if topo else []
+                    s = qemu.Server(binary, os.path.join(outdir, "vrnic%d.sock" % (ri * nguests + gi)),
+                                 os.path.join(outdir, "vrnic%d.ctl" % (ri * nguests + gi)),
+                                 base_args + targs + sc.get("guest_server_args", lambda i: [])(gi) + sargs
+                                 + ctx_server_extra(),
+                                 log=os.path.join(outdir, "server-%s%s.log" % (tag, sfx)))
+                    servers.append(s)
+                    if not s.wait_socket():
+                        reason = "server%s did not create %s (rc %s): %s" % (
+                            sfx, s.sock, s.p.poll(), s.log_text().strip()[-300:].replace("\n", " | "))
+                        break
+                    say("[run] %s%s: server pid %d: %s" % (tag, sfx, s.pid, " ".join(s.argv)))
+                    sockets = [s.sock]
+                initrd = qemu.make_initrd(cache, os.path.join(outdir, "initrd-%d%s" % (ri, sfx)),
+                                       qemu.scenario_files(cache, script))
+                append = "vrnic.scenario=%s" % name
+                if nguests > 1:
+                    append += " vrnic.guest=%d vrnic.guests=%d" % (gi, nguests)
+                if topo:
+                    append = (append + " " + topo.append(gi)).strip()
+                if sc.get("iommu"):
+                    append += " intel_iommu=on iommu=pt"
+                append = " ".join([append] + GUEST_EXTRA)
+                g = qemu.Guest(cache, "g%d" % gi, initrd, append=append, sockets=sockets, accel=accel,
+                            reboot=sc.get("reboot", False), timeout=sc["timeout"],
+                            log=os.path.join(outdir, "console-%s%s.log" % (tag, sfx)), iommu=sc.get("iommu"),
+                            smp=sc.get("smp", 2), extra=topo.qemu_args(gi) if topo else ())
+                guests.append(g)
+                say("[run] %s%s: qemu %s" % (tag, sfx, " ".join(g.argv)))
+            if reason is not None:
+                for g in guests:
+                    g.kill()
+            else:
+                if sc.get("interact"):
+                    reason = sc["interact"](ctx)
+                if not ctx["killed_ok"]:
+                    wait_guests(guests, tag, sc["timeout"])
+            for g in guests:
+                rc, timed_out = g.wait_exit()
+                gtag = tag if nguests == 1 else "%s/%s" % (tag, g.name)
+                if g.marker_wall:
+                    say("BOOT %s: kernel start->init %.2f s (guest uptime), QEMU start->init marker %.2f s wall%s" % (
+                        gtag, g.marker_uptime[0], g.marker_wall[0],
+                        "; later boots: " + ", ".join("%.2f s" % (b - a) for a, b in
+                                                      zip(g.marker_wall, g.marker_wall[1:])) if len(g.marker_wall) > 1 else ""))
+                else:
+                    qerr = [l for l in g.lines if l.startswith("qemu-system-x86_64:") and "warning:" not in l
+                            and "terminating on signal" not in l]
+                    reason = reason or "%sguest never reached /init (no VRNIC-INIT-START marker)%s" % (
+                        "" if nguests == 1 else g.name + ": ",
+                        ("; QEMU: " + qerr[0][len("qemu-system-x86_64:"):].strip()) if qerr else "")
+                gtext = g.text()
+                if reason is None and timed_out and not ctx["killed_ok"]:
+                    reason = "%stimeout after %.0f s (QEMU killed)" % ("" if nguests == 1 else g.name + ": ",
+                                                                     sc["timeout"])
+                if reason is None and not ctx["killed_ok"]:
+                    r = guest_reason(g, gtext)
+                    if r:
+                        reason = r if nguests == 1 else "%s: %s" % (g.name, r)
+                r = kernel_health_reason(gtext, sc.get("kernel_allow"))
+                if r:
+                    reason = reason or (r if nguests == 1 else "%s: %s" % (g.name, r))
+            texts = [g.text() for g in guests]
+            ctx["texts"] = texts
+            if nguests == 1:
+                text = texts[0] if texts else ""
+            else:
+                text = "\n".join("[%s] %s" % (g.name, l) for g in guests for l in g.text().split("\n"))
+            ctx["text"] = text
+            ctx["run_texts"].append((sargs[-1] if sargs else "default", text))
+            for sv in servers:
+                if not sv.alive() and sv.pid not in ctx.get("expect_dead", ()):
+                    reason = reason or "server pid %d exited early (%s)" % (sv.pid, exit_text(sv.p.returncode))
+            if reason is None and sc.get("check") and ri == len(runs) - 1:
+                reason = sc["check"](ctx)
+            elif reason is None and sc.get("check") and name != "barbench":
+                reason = sc["check"](ctx)
+        finally:
+            for g in guests:
+                g.kill()
+            for sv in servers:
+                sv.stop()
+                if reason:
+                    tail = sv.log_text().strip().splitlines()[-25:]
+                    if tail:
+                        say("[run] %s: server log tail (%s):" % (tag, sv.logpath))
+                        for l in tail:
+                            say("    " + l)
+            if topo:
+                topo.stop()
+        if reason:
+            if len(runs) > 1:
+                reason = "[%s] %s" % (tag, reason)
+            break
+    return reason
