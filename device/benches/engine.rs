@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use vrnic::engine::*;
 use vrnic::wire::clock::{Clock, ManualClock, MonotonicClock};
-use vrnic::wire::fabric::{Endpoint, FabricConfig, FabricPoller, InProcNet, PacketHandler, PacketSink, PeerConfig, UdpFabric};
+use vrnic::fabric::{Endpoint, FabricConfig, FabricPoller, InProcNet, PacketHandler, PacketSink, PeerConfig, UdpFabric};
 
 const BASE: u64 = 0x1000_0000;
 const MEM: usize = 64 << 20;

@@ -165,7 +165,7 @@ pub struct Config {
     /// The RoCEv2 socket and its peers. Without a `[fabric]` section the
     /// device binds an ephemeral UDP port on 127.0.0.1 with no peers (its
     /// own LID still works: loopback).
-    pub fabric: crate::wire::fabric::FabricConfig,
+    pub fabric: crate::fabric::FabricConfig,
 }
 
 impl Default for Config {
@@ -175,7 +175,7 @@ impl Default for Config {
             bars: Bars::default(),
             doorbell: Doorbell::default(),
             logging: Logging::default(),
-            fabric: crate::wire::fabric::FabricConfig { port: 0, bind: "127.0.0.1".into(), ..Default::default() },
+            fabric: crate::fabric::FabricConfig { port: 0, bind: "127.0.0.1".into(), ..Default::default() },
         }
     }
 }

@@ -22,7 +22,7 @@ use crate::mlx5::datapath::FwHandler;
 use crate::wire::clock::MonotonicClock;
 use crate::mlx5::uar::PollerKick;
 use crate::wire::bth;
-use crate::wire::fabric::{LoopbackPump, PacketHandler, RxMeta, UdpFabric};
+use crate::fabric::{LoopbackPump, PacketHandler, RxMeta, UdpFabric};
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::mad::PortConfig;
 use crate::mlx5::{DoorbellSink, DoorbellStats, InitSegEvent, InitSegment, UarPoller};

@@ -10,6 +10,7 @@ pub mod config;
 pub mod control;
 pub mod device;
 pub mod engine;
+pub mod fabric;
 pub mod mlx5;
 pub mod pci;
 pub mod privs;

@@ -12,7 +12,7 @@
 //! The ICRC of a packet without a GRH covers a canonical IPv4/UDP header
 //! (see [`PseudoHeader::canonical`]) built from the two endpoints' fabric
 //! addresses (IPv4-mapped), which is exactly the header the pcap frames
-//! carry; a packet with a GRH travels in the envelope [`super::grh`]
+//! carry; a packet with a GRH travels in the envelope [`crate::wire::grh`]
 //! describes, its ICRC and pcap frame those of RoCEv2 over IPv6.
 
 use std::collections::{HashMap, VecDeque};
@@ -27,14 +27,21 @@ use std::thread::JoinHandle;
 
 use serde::{Deserialize, Serialize};
 
-use super::bth::{self, Opcode};
-use super::clock::{Clock, MonotonicClock};
-use super::counters::{bump, PortCounters};
-use super::fault::{FaultConfig, Injector};
-use super::grh;
-use super::icrc;
-use super::ip::{PseudoHeader, ROCEV2_PORT};
-use super::pcap::PcapWriter;
+use crate::wire::bth::{self, Opcode};
+use crate::wire::clock::{Clock, MonotonicClock};
+
+use self::counters::{bump, PortCounters};
+use self::fault::{FaultConfig, Injector};
+use crate::wire::grh;
+use crate::wire::icrc;
+use crate::wire::ip::{PseudoHeader, ROCEV2_PORT};
+use self::pcap::PcapWriter;
+
+pub mod counters;
+pub mod fault;
+#[cfg(test)]
+mod grh_tests;
+pub mod pcap;
 
 /// Where the engine sends a packet: the DLID, and the GRH (SGID and DGID
 /// filled in) when the address vector is global.
@@ -156,7 +163,7 @@ impl Default for FabricConfig {
             peers: Vec::new(),
             faults: FaultConfig::default(),
             pcap: None,
-            pcap_max_bytes: super::pcap::DEFAULT_MAX_BYTES,
+            pcap_max_bytes: self::pcap::DEFAULT_MAX_BYTES,
             socket_buffer: 4 << 20,
             inline_loopback: true,
         }
@@ -1476,7 +1483,7 @@ mod tests {
     fn corrupted_packets_are_dropped_and_counted() {
         let clock = Arc::new(ManualClock::default());
         let eps = [Endpoint::v4(1, Ipv4Addr::new(10, 0, 0, 1)), Endpoint::v4(2, Ipv4Addr::new(10, 0, 0, 2))];
-        let f = FaultConfig { seed: 3, tx: crate::wire::fault::FaultRates { corrupt: 0.5, ecn_ce: 0.5, ..Default::default() }, ..Default::default() };
+        let f = FaultConfig { seed: 3, tx: crate::fabric::fault::FaultRates { corrupt: 0.5, ecn_ce: 0.5, ..Default::default() }, ..Default::default() };
         let net = InProcNet::new(&eps, &[f], clock);
         let b = Rec::default();
         for i in 0..200 {
