@@ -26,6 +26,8 @@
 //! the envelope [`crate::wire::grh`] describes, its ICRC and pcap frame those
 //! of RoCEv2 over IPv6.
 
+#![forbid(unsafe_code)]
+
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use crate::wire::grh;

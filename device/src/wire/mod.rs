@@ -7,6 +7,8 @@
 //! Every parser rejects short, truncated or inconsistent input with an
 //! [`Error`]; nothing here panics on input bytes.
 
+#![forbid(unsafe_code)]
+
 /// The checked-view boilerplate shared by the fixed-size headers (BTH and the
 /// extended transport headers).
 macro_rules! fixed_view {
