@@ -14,7 +14,8 @@ use std::sync::{Arc, Mutex};
 use super::counters::{bump, PortCounters};
 use super::fault::{FaultConfig, Injector};
 use super::pcap::PcapWriter;
-use super::{Link, Port, Route};
+use super::route::PeerTable;
+use super::{Link, Route};
 use crate::wire::bth::{self, Opcode};
 use crate::wire::clock::Clock;
 use crate::wire::grh;
@@ -75,14 +76,15 @@ impl Capture {
 /// (packets, bytes, GRH packets and CNPs, read off the datagram itself),
 /// captures it, and hands it to the link.
 pub(crate) struct Tap<'a> {
-    pub port: &'a Port,
+    pub counters: &'a PortCounters,
+    pub capture: &'a Capture,
+    pub table: &'a PeerTable,
     pub link: &'a dyn Link,
 }
 
 impl Link for Tap<'_> {
     fn transmit(&self, route: Route, datagram: &[u8]) {
-        let p = self.port;
-        let c = &p.counters;
+        let c = self.counters;
         bump(&c.tx_packets, 1);
         bump(&c.tx_bytes, datagram.len() as u64);
         let (has_grh, opcode) = bth_of(datagram);
@@ -92,8 +94,8 @@ impl Link for Tap<'_> {
         if opcode == Some(Opcode::CNP.0) {
             bump(&c.cnp_sent, 1);
         }
-        let local = p.table.local();
-        p.capture.datagram(local.ip(), p.table.endpoint_or(route, local).ip(), datagram, c);
+        let local = self.table.local();
+        self.capture.datagram(local.ip(), self.table.endpoint_or(route, local).ip(), datagram, c);
         self.link.transmit(route, datagram);
     }
 }

@@ -6,7 +6,7 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::udp::{UdpShared, INLINE};
+use super::udp::{UdpFabric, UdpShared, INLINE};
 use super::RxMeta;
 use crate::sys::net::recv_gro;
 
@@ -15,7 +15,7 @@ use crate::sys::net::recv_gro;
 /// and what the doorbell looped back (a request to a local QP, then its ACK
 /// or response, ...) is handled before `run` returns.
 #[derive(Clone)]
-pub struct LoopbackPump(pub(super) Arc<UdpShared>);
+pub struct LoopbackPump(Arc<UdpShared>);
 
 impl LoopbackPump {
     /// Runs `body` (a doorbell), then delivers what it looped back; what
@@ -70,13 +70,13 @@ impl LoopbackPump {
 /// [`idle`](Self::idle) (or dropping the poller) hands receiving back to
 /// the worker before the caller sleeps. Timers stay with the worker.
 pub struct FabricPoller {
-    pub(super) shared: Arc<UdpShared>,
-    pub(super) active: bool,
-    pub(super) buf: Vec<u8>,
+    shared: Arc<UdpShared>,
+    active: bool,
+    buf: Vec<u8>,
     /// Packets were handled and the handler's coalesced ACKs not yet
     /// flushed: they go out at the start of the next pass, after the
     /// caller has had a turn (a reply it posts leaves before the ACK).
-    pub(super) ack_owed: bool,
+    ack_owed: bool,
 }
 
 impl FabricPoller {
@@ -138,3 +138,14 @@ impl Drop for FabricPoller {
     }
 }
 
+impl UdpFabric {
+    /// A handle that delivers loopback traffic inline (see [`LoopbackPump`]).
+    pub fn loopback_pump(&self) -> LoopbackPump {
+        LoopbackPump(self.shared.clone())
+    }
+
+    /// A run-to-completion receiver for a spinning thread (see [`FabricPoller`]).
+    pub fn poller(&self) -> FabricPoller {
+        FabricPoller { shared: self.shared.clone(), active: false, buf: vec![0u8; 65536], ack_owed: false }
+    }
+}

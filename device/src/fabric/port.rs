@@ -26,7 +26,7 @@ pub struct Port {
     pub(super) table: PeerTable,
     pub counters: Arc<PortCounters>,
     faults: Faults,
-    pub(super) capture: Capture,
+    capture: Capture,
     /// Every peer is in this process ([`super::InProcNet`]): no packet meets a wire.
     pub(super) in_process: bool,
     /// The GID table the guest sees (set once, before traffic): SGIDs of
@@ -94,6 +94,11 @@ impl Port {
         self.capture.flush();
     }
 
+    /// The exit of this port's datagrams onto `link`.
+    fn tap<'a>(&'a self, link: &'a dyn Link) -> Tap<'a> {
+        Tap { counters: &self.counters, capture: &self.capture, table: &self.table, link }
+    }
+
     /// Sends `pkt` over `link`: fills the ICRC, frames the GRH, then the tx
     /// faults and the [`Tap`] (counted and captured as it leaves).
     pub fn transmit(&self, dest: &Dest, pkt: &mut [u8], link: &dyn Link) {
@@ -123,7 +128,7 @@ impl Port {
             }
             None => pkt,
         };
-        self.faults.transmit(route, datagram, &self.counters, &Tap { port: self, link });
+        self.faults.transmit(route, datagram, &self.counters, &self.tap(link));
         if dest.grh.is_some() {
             FRAME.with(|f| f.set(framed));
         }
@@ -193,7 +198,7 @@ impl Port {
     /// `deliver` after the checks.
     pub fn release_due(&self, link: &dyn Link, deliver: &mut dyn FnMut(&RxMeta, &[u8])) {
         let local = self.local();
-        self.faults.release(&Tap { port: self, link }, &mut |t, bytes| {
+        self.faults.release(&self.tap(link), &mut |t, bytes| {
             let s = self.table.endpoint_or(t, local);
             self.check_and_deliver(&RxMeta { src: s, local: t == LOCAL, grh: None }, bytes, deliver)
         });

@@ -15,8 +15,6 @@ use std::thread::JoinHandle;
 use super::buf::BufPool;
 use super::counters::{bump, PortCounters};
 use super::gso::TxQueue;
-use super::poller::{FabricPoller, LoopbackPump};
-use super::worker::worker;
 use super::{Dest, FabricConfig, Link, PacketHandler, PacketSink, Port, Route, RxMeta, LOCAL};
 use crate::sys::net::{enable_udp_gro, recv_gro, set_socket_buffers};
 use crate::wire::clock::MonotonicClock;
@@ -32,12 +30,12 @@ pub(super) struct UdpShared {
     loopback: Mutex<VecDeque<Vec<u8>>>,
     spare: BufPool,
     /// Held by whoever delivers loopback packets (the worker or an inline
-    /// [`LoopbackPump`]), so they are delivered in order.
+    /// [`super::LoopbackPump`]), so they are delivered in order.
     pub(super) drain: Mutex<()>,
     pub(super) handler: std::sync::OnceLock<Arc<dyn PacketHandler>>,
     pub(super) wake: tokio::sync::Notify,
     pub(super) stop: AtomicBool,
-    /// Active [`FabricPoller`]s: while any is active, the worker takes the
+    /// Active [`super::FabricPoller`]s: while any is active, the worker takes the
     /// socket out of its epoll set and receiving is left to the pollers.
     pub(super) polling: AtomicUsize,
     /// Datagrams a batching thread has not sent yet (see `batched`).
@@ -45,7 +43,7 @@ pub(super) struct UdpShared {
 }
 
 thread_local! {
-    /// Set while a [`LoopbackPump`] runs on this thread: it will deliver
+    /// Set while a [`super::LoopbackPump`] runs on this thread: it will deliver
     /// what this thread loops back itself, so the worker is not woken.
     pub(super) static INLINE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
@@ -215,8 +213,8 @@ impl PacketSink for UdpShared {
 /// that receives, runs the handler's timers and loops local traffic back.
 pub struct UdpFabric {
     pub(super) shared: Arc<UdpShared>,
-    clock: Arc<MonotonicClock>,
-    worker: Option<JoinHandle<()>>,
+    pub(super) clock: Arc<MonotonicClock>,
+    pub(super) worker: Option<JoinHandle<()>>,
 }
 
 impl UdpFabric {
@@ -275,40 +273,9 @@ impl UdpFabric {
         self.shared.wake.notify_one();
     }
 
-    /// A handle that delivers loopback traffic inline (see [`LoopbackPump`]).
-    pub fn loopback_pump(&self) -> LoopbackPump {
-        LoopbackPump(self.shared.clone())
-    }
-
-    /// A run-to-completion receiver for a spinning thread (see [`FabricPoller`]).
-    pub fn poller(&self) -> FabricPoller {
-        FabricPoller { shared: self.shared.clone(), active: false, buf: vec![0u8; 65536], ack_owed: false }
-    }
-
     /// A handle that wakes the worker, for the handler to keep.
     pub fn waker(&self) -> Waker {
         Waker(self.shared.clone())
-    }
-
-    /// Starts the worker thread feeding `handler`.
-    pub fn start(&mut self, handler: Arc<dyn PacketHandler>) -> io::Result<()> {
-        if self.worker.is_some() {
-            return Err(io::Error::other("fabric already started"));
-        }
-        let shared = self.shared.clone();
-        let clock = self.clock.clone();
-        let sock = self.shared.sock.try_clone()?;
-        let _ = self.shared.handler.set(handler.clone());
-        let t = crate::privs::spawn(
-            "vrnic-fabric",
-            || tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build(),
-            move |rt| match rt {
-                Ok(rt) => rt.block_on(worker(shared, sock, clock, handler)),
-                Err(e) => tracing::error!("fabric runtime: {e}"),
-            },
-        )?;
-        self.worker = Some(t);
-        Ok(())
     }
 }
 

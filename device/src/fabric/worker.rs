@@ -2,17 +2,41 @@
 //! poller does, loops local traffic back, releases held packets and runs
 //! the handler's timers.
 
+use std::io;
 use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::udp::UdpShared;
+use super::udp::{UdpFabric, UdpShared};
 use super::{PacketHandler, RxMeta};
 use crate::sys::net::recv_gro;
 use crate::wire::clock::{Clock, MonotonicClock};
 
-pub(super) async fn worker(shared: Arc<UdpShared>, sock: UdpSocket, clock: Arc<MonotonicClock>, handler: Arc<dyn PacketHandler>) {
+impl UdpFabric {
+    /// Starts the worker thread feeding `handler`.
+    pub fn start(&mut self, handler: Arc<dyn PacketHandler>) -> io::Result<()> {
+        if self.worker.is_some() {
+            return Err(io::Error::other("fabric already started"));
+        }
+        let shared = self.shared.clone();
+        let clock = self.clock.clone();
+        let sock = self.shared.sock.try_clone()?;
+        let _ = self.shared.handler.set(handler.clone());
+        let t = crate::privs::spawn(
+            "vrnic-fabric",
+            || tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build(),
+            move |rt| match rt {
+                Ok(rt) => rt.block_on(worker(shared, sock, clock, handler)),
+                Err(e) => tracing::error!("fabric runtime: {e}"),
+            },
+        )?;
+        self.worker = Some(t);
+        Ok(())
+    }
+}
+
+async fn worker(shared: Arc<UdpShared>, sock: UdpSocket, clock: Arc<MonotonicClock>, handler: Arc<dyn PacketHandler>) {
     let port = &shared.port;
     let mut buf = vec![0u8; 65536];
     let mut deliver = |m: &RxMeta, b: &[u8]| handler.receive(m, b);
