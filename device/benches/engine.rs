@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use vrnic::engine::*;
 use vrnic::wire::clock::{Clock, ManualClock, MonotonicClock};
-use vrnic::wire::fabric::{Endpoint, FabricConfig, FabricPoller, InProcNet, PacketHandler, PacketSink, PeerConfig, UdpFabric};
+use vrnic::fabric::{Endpoint, FabricConfig, FabricPoller, InProcNet, PacketHandler, PacketSink, PeerConfig, UdpFabric};
 
 const BASE: u64 = 0x1000_0000;
 const MEM: usize = 64 << 20;
@@ -414,7 +414,7 @@ fn memcpy_gbs() -> f64 {
 /// translation table, over a memfd mapping. ns per access.
 fn dma_small_read_ns(n: u64) -> f64 {
     let dma = vrnic::vfio::dma::DmaSpace::new(8);
-    let fd = vrnic::util::memfd("bench-dma", 1 << 20).expect("memfd");
+    let fd = vrnic::sys::memfd("bench-dma", 1 << 20).expect("memfd");
     dma.map(0x10000, 1 << 20, 0, true, true, Some(fd)).expect("map");
     let mut b = [0u8; 4];
     for i in 0..n / 10 {
@@ -428,7 +428,7 @@ fn dma_small_read_ns(n: u64) -> f64 {
     t.elapsed().as_nanos() as f64 / n as f64
 }
 
-/// The device's guest-memory copy (`util::volatile_write` / `volatile_read`:
+/// The device's guest-memory copy (`sys::volatile_write` / `volatile_read`:
 /// volatile words) over 64 MiB in 4 KiB packets, and a volatile byte loop
 /// for reference: GB/s (write, read, byte-loop write).
 fn dma_copy_gbs() -> (f64, f64, f64) {
@@ -450,8 +450,8 @@ fn dma_copy_gbs() -> (f64, f64, f64) {
         (reps * (64 << 20)) as f64 / t.elapsed().as_secs_f64() / 1e9
     };
     // SAFETY (all three): off + 4096 <= 64 MiB, inside `mem`, which outlives the closures.
-    let w = run(&mut |off| unsafe { vrnic::util::volatile_write(p.add(off), &pkt) });
-    let r = run(&mut |off| unsafe { vrnic::util::volatile_read(p.add(off), &mut back) });
+    let w = run(&mut |off| unsafe { vrnic::sys::volatile_write(p.add(off), &pkt) });
+    let r = run(&mut |off| unsafe { vrnic::sys::volatile_read(p.add(off), &mut back) });
     let b = run(&mut |off| {
         for (i, v) in pkt.iter().enumerate() {
             // SAFETY: see above.

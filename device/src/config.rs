@@ -163,9 +163,9 @@ pub struct Config {
     pub doorbell: Doorbell,
     pub logging: Logging,
     /// The RoCEv2 socket and its peers. Without a `[fabric]` section the
-    /// device binds an ephemeral UDP port on 127.0.0.1 with no peers (its
-    /// own LID still works: loopback).
-    pub fabric: crate::wire::fabric::FabricConfig,
+    /// device binds an ephemeral UDP port on [`crate::fabric::config::DEFAULT_BIND`]
+    /// (loopback) with no peers (its own LID still works: loopback).
+    pub fabric: crate::fabric::FabricConfig,
 }
 
 impl Default for Config {
@@ -175,7 +175,7 @@ impl Default for Config {
             bars: Bars::default(),
             doorbell: Doorbell::default(),
             logging: Logging::default(),
-            fabric: crate::wire::fabric::FabricConfig { port: 0, bind: "127.0.0.1".into(), ..Default::default() },
+            fabric: crate::fabric::FabricConfig { port: 0, ..Default::default() },
         }
     }
 }
@@ -298,5 +298,19 @@ mod tests {
         assert!(Config::parse("[identity]\nmax_rd_atomic = 0\n").is_err());
         assert_eq!(Config::parse("[identity]\nmax_rd_atomic = 16\n").unwrap().log_max_rd_atomic(), 4);
         assert_eq!(Config::default().log_max_rd_atomic(), 7);
+    }
+
+    /// The fabric binds loopback unless told otherwise, in every path: no
+    /// `[fabric]` section, and a section that names only its peers.
+    #[test]
+    fn fabric_binds_loopback_by_default() {
+        let loopback = |c: &Config| c.fabric.bind.parse::<std::net::IpAddr>().unwrap().is_loopback();
+        assert!(loopback(&Config::default()));
+        let c = Config::parse("[[fabric.peers]]\nlid = 2\naddr = \"192.0.2.7:4791\"\n").unwrap();
+        assert_eq!(c.fabric.peers.len(), 1);
+        assert!(loopback(&c), "a [fabric] section with only peers binds {}", c.fabric.bind);
+        assert_eq!(c.fabric.port, crate::wire::ip::ROCEV2_PORT);
+        let c = Config::parse("[fabric]\nbind = \"0.0.0.0\"\n").unwrap();
+        assert_eq!(c.fabric.bind, "0.0.0.0", "an explicit bind still counts");
     }
 }

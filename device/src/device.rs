@@ -9,7 +9,7 @@
 //! the guest's behalf.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -22,12 +22,12 @@ use crate::mlx5::datapath::FwHandler;
 use crate::wire::clock::MonotonicClock;
 use crate::mlx5::uar::PollerKick;
 use crate::wire::bth;
-use crate::wire::fabric::{LoopbackPump, PacketHandler, RxMeta, UdpFabric};
+use crate::fabric::{LoopbackPump, PacketHandler, RxMeta, UdpFabric};
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::mad::PortConfig;
 use crate::mlx5::{DoorbellSink, DoorbellStats, InitSegEvent, InitSegment, UarPoller};
 use crate::pci::*;
-use crate::util::{memfd, SharedMem};
+use crate::sys::{memfd, SharedMem};
 use crate::vfio::protocol::vfio::VFIO_PCI_CONFIG_REGION_INDEX;
 use crate::vfio::{AccessError, DmaSpace, Interrupts, MmapDesc, RegionDesc, SparseArea, VfioDevice};
 
@@ -358,17 +358,9 @@ impl Vrnic {
         self.init.reset();
         lock(&self.fw).reset();
         self.msix_table.iter_mut().for_each(|b| *b = 0);
-        // SAFETY: plain syscall on our own memfd; punching a hole zeroes the
-        // range for every mapping of it (ours and QEMU's) and frees the pages.
-        let r = unsafe {
-            libc::fallocate(
-                self.mem_fd.as_raw_fd(),
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                0,
-                self.mem.len() as libc::off_t,
-            )
-        };
-        if r != 0 {
+        // Punching a hole zeroes the range for every mapping of the memfd
+        // (ours and QEMU's) and frees the pages.
+        if !crate::sys::punch_hole(&self.mem_fd, self.mem.len() as u64) {
             self.mem.fill(0, self.mem.len(), 0);
         }
         if let Some(p) = &self.poller {

@@ -192,7 +192,7 @@ fn build_config(a: &Args) -> Result<Config, String> {
     for p in &a.peer {
         let (lid, addr) = p.split_once('=').ok_or_else(|| format!("--peer {p:?}: want LID=HOST:PORT"))?;
         let lid = parse_u16(lid)?;
-        c.fabric.peers.push(vrnic::wire::fabric::PeerConfig { lid: Some(lid), gid: None, addr: addr.to_string() });
+        c.fabric.peers.push(vrnic::fabric::PeerConfig { lid: Some(lid), gid: None, addr: addr.to_string() });
     }
     if let Some(p) = &a.pcap {
         c.fabric.pcap = Some(p.clone());
@@ -201,7 +201,7 @@ fn build_config(a: &Args) -> Result<Config, String> {
         c.fabric.pcap_max_bytes = m.saturating_mul(1 << 20);
     }
     if let Some(f) = &a.faults {
-        c.fabric.faults = vrnic::wire::fault::FaultConfig::parse_cli(f)?;
+        c.fabric.faults = vrnic::fabric::fault::FaultConfig::parse_cli(f)?;
     }
     c.validate().map_err(|e| e.to_string())?;
     Ok(c)

@@ -69,12 +69,7 @@ pub fn drop_requested() -> bool {
 }
 
 fn prctl(op: libc::c_int, arg: libc::c_ulong, name: &'static str) -> Result<(), PrivError> {
-    // SAFETY: prctl with integer arguments only; no memory is passed.
-    let r = unsafe { libc::prctl(op, arg, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong) };
-    if r < 0 {
-        return Err(PrivError::Prctl(name, std::io::Error::last_os_error()));
-    }
-    Ok(())
+    crate::sys::proc::prctl(op, arg).map_err(|e| PrivError::Prctl(name, e))
 }
 
 fn last_cap() -> u32 {
@@ -151,44 +146,14 @@ pub fn wait_for_threads(timeout: Duration) -> Result<(), PrivError> {
 /// inheritable capability sets. Safe to call more than once.
 pub fn drop_caps() -> Result<(), PrivError> {
     // Ambient first (EINVAL on kernels without ambient caps: nothing to clear).
-    // SAFETY: integer-only prctl.
-    let _ = unsafe {
-        libc::prctl(
-            libc::PR_CAP_AMBIENT,
-            libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-        )
-    };
+    let _ = crate::sys::proc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong);
     // The bounding set needs CAP_SETPCAP in the effective set; without it
     // (an unprivileged start) there is nothing to bound, so failures are
     // ignored here and the capset below still empties the sets.
     for cap in 0..=last_cap() {
-        // SAFETY: integer-only prctl.
-        let _ = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong) };
+        let _ = crate::sys::proc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong);
     }
-    #[repr(C)]
-    struct Header {
-        version: u32,
-        pid: libc::c_int,
-    }
-    #[repr(C)]
-    #[derive(Clone, Copy, Default)]
-    struct Data {
-        effective: u32,
-        permitted: u32,
-        inheritable: u32,
-    }
-    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
-    let mut hdr = Header { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
-    let data = [Data::default(); 2];
-    // SAFETY: capset reads a v3 header and two data structs, both live and
-    // laid out as <linux/capability.h> declares them.
-    let r = unsafe { libc::syscall(libc::SYS_capset, &mut hdr as *mut Header, data.as_ptr()) };
-    if r < 0 {
-        return Err(PrivError::Capset(std::io::Error::last_os_error()));
-    }
+    crate::sys::proc::capset_clear().map_err(PrivError::Capset)?;
     Ok(())
 }
 
@@ -196,29 +161,8 @@ pub fn drop_caps() -> Result<(), PrivError> {
 /// groups). Needs root (or CAP_SETUID/CAP_SETGID) to still be held.
 pub fn switch_user(user: &str) -> Result<(), PrivError> {
     let name = std::ffi::CString::new(user).map_err(|_| PrivError::NoSuchUser(user.into()))?;
-    // SAFETY: getpwnam reads a NUL-terminated string; the returned record is
-    // static storage we copy the two ids out of immediately (single-threaded
-    // use of the passwd database here).
-    let (uid, gid) = unsafe {
-        let pw = libc::getpwnam(name.as_ptr());
-        if pw.is_null() {
-            return Err(PrivError::NoSuchUser(user.into()));
-        }
-        ((*pw).pw_uid, (*pw).pw_gid)
-    };
-    // SAFETY: integer-only set*id calls (glibc applies them to all threads);
-    // setgroups with an empty list reads no memory.
-    unsafe {
-        if libc::setgroups(0, std::ptr::null()) < 0 {
-            return Err(PrivError::SetId("setgroups", std::io::Error::last_os_error()));
-        }
-        if libc::setresgid(gid, gid, gid) < 0 {
-            return Err(PrivError::SetId("setresgid", std::io::Error::last_os_error()));
-        }
-        if libc::setresuid(uid, uid, uid) < 0 {
-            return Err(PrivError::SetId("setresuid", std::io::Error::last_os_error()));
-        }
-    }
+    let (uid, gid) = crate::sys::proc::user_ids(&name).ok_or_else(|| PrivError::NoSuchUser(user.into()))?;
+    crate::sys::proc::set_ids(uid, gid).map_err(|(call, e)| PrivError::SetId(call, e))?;
     Ok(())
 }
 

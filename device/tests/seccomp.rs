@@ -15,7 +15,8 @@ use common::Server;
 
 use vrnic::privs::ThreadPrivs;
 use vrnic::seccomp::{allowed_names, install_this_thread, SeccompMode};
-use vrnic::util::{eventfd, eventfd_take, memfd};
+use vrnic::sys::memfd;
+use vrnic::util::{eventfd, eventfd_take};
 use vrnic::vfio::protocol::vfio::*;
 
 impl Server {
@@ -277,7 +278,7 @@ fn seccomp_child() {
                 if !t.join().unwrap_or(false) {
                     fail("thread/eventfd");
                 }
-                let m = vrnic::util::SharedMem::map(&ram, 4096).unwrap_or_else(|_| fail("mmap"));
+                let m = vrnic::sys::SharedMem::map(&ram, 4096).unwrap_or_else(|_| fail("mmap"));
                 if !m.write(0, b"x") {
                     fail("write");
                 }

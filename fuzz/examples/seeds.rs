@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use vrnic::engine::*;
 use vrnic::mlx5::ifc;
 use vrnic::vfio::protocol::{self, Command, Header};
-use vrnic::wire::fabric::{Dest, PacketSink};
+use vrnic::fabric::{Dest, PacketSink};
 use vrnic::wire::ip::PseudoHeader;
 use vrnic::wire::{icrc, RocePacket};
 use vrnic_fuzz::*;

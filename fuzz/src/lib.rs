@@ -12,7 +12,7 @@ use vrnic::mlx5::ifc;
 use vrnic::mlx5::mad::PortConfig;
 use vrnic::vfio::Interrupts;
 use vrnic::wire::clock::ManualClock;
-use vrnic::wire::fabric::{Dest, Endpoint, PacketSink, RxMeta};
+use vrnic::fabric::{Dest, Endpoint, PacketSink, RxMeta};
 
 /// Splits `data` into records of `[u16 LE length][bytes]` (the last record
 /// takes what is left when short).

@@ -3,7 +3,7 @@
 
 use super::tests_transport::{Pair, BASE};
 use super::*;
-use crate::wire::fault::{FaultConfig, FaultRates};
+use crate::fabric::fault::{FaultConfig, FaultRates};
 
 fn nop(wr_id: u64, signaled: bool) -> SendWr {
     SendWr { signaled, ..SendWr::new(wr_id, WrOpcode::Nop, Vec::new()) }

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use super::*;
 use crate::wire::clock::{Clock, ManualClock};
-use crate::wire::fabric::{Endpoint, InProcNet, PacketHandler, PacketSink};
-use crate::wire::fault::{FaultConfig, FaultRates, Rng};
+use crate::fabric::{Endpoint, InProcNet, PacketHandler, PacketSink};
+use crate::fabric::fault::{FaultConfig, FaultRates, Rng};
 
 pub const BASE: u64 = 0x1000_0000;
 
@@ -806,7 +806,7 @@ fn rc_loss_proof_10000_messages() {
 #[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
 fn rc_over_real_udp_sockets_with_loss() {
     use crate::wire::clock::MonotonicClock;
-    use crate::wire::fabric::{FabricConfig, PeerConfig, UdpFabric};
+    use crate::fabric::{FabricConfig, PeerConfig, UdpFabric};
     use std::time::{Duration, Instant};
 
     let clock = Arc::new(MonotonicClock::default());
@@ -951,7 +951,7 @@ fn pkey_mismatch_never_writes_memory() {
         h.reth = Some(reth::Repr { va: BASE + 256, rkey: p.b.key, dma_len: payload.len() as u32 });
         let mut out = Vec::new();
         packet::emit(&h, payload, &mut out).unwrap();
-        p.b.eng.lock().receive(&crate::wire::fabric::RxMeta { src: endpoint(1), local: false, grh: None }, &out);
+        p.b.eng.lock().receive(&crate::fabric::RxMeta { src: endpoint(1), local: false, grh: None }, &out);
     };
     for (i, bad) in [0x8001u16, 0x0000, 0x8000, 0x7ffe].into_iter().enumerate() {
         write(bad, 0xfffff0, b"must not land");

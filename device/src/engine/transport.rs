@@ -21,7 +21,7 @@ use super::{Engine, EngineError, GuestMemory, Kind, MemFault};
 use crate::wire::aeth::{self, NakCode, Syndrome};
 use crate::wire::bth::{self, Opcode};
 use crate::wire::clock::{Clock, MonotonicClock};
-use crate::wire::fabric::{Dest, Endpoint, PacketHandler, PacketSink, RxMeta};
+use crate::fabric::{Dest, Endpoint, PacketHandler, PacketSink, RxMeta};
 use crate::wire::packet::{self, Headers, RocePacket};
 use crate::wire::{atomic_ack_eth, atomic_eth, deth, grh, ieth, immdt, psn, reth};
 

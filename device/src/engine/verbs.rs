@@ -234,6 +234,6 @@ impl CompletionSink for NullSink {
     fn event(&self, _: Event) {}
 }
 
-impl crate::wire::fabric::PacketSink for NullSink {
-    fn send(&self, _: &crate::wire::fabric::Dest, _: &mut [u8]) {}
+impl crate::fabric::PacketSink for NullSink {
+    fn send(&self, _: &crate::fabric::Dest, _: &mut [u8]) {}
 }

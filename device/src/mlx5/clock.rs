@@ -12,18 +12,7 @@ pub const DEVICE_FREQUENCY_KHZ: u32 = 78_125;
 
 /// The host's raw monotonic clock in nanoseconds.
 pub fn host_raw_ns() -> u64 {
-    #[cfg(not(miri))]
-    const CLOCK: libc::clockid_t = libc::CLOCK_MONOTONIC_RAW;
-    // Miri models only the plain monotonic clock.
-    #[cfg(miri)]
-    const CLOCK: libc::clockid_t = libc::CLOCK_MONOTONIC;
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
-    let rc = unsafe { libc::clock_gettime(CLOCK, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
+    crate::sys::proc::monotonic_raw_ns()
 }
 
 /// `ns` nanoseconds as device clock ticks (monotonic in `ns`).

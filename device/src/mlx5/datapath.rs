@@ -20,7 +20,7 @@ use super::sq_ops;
 use super::wqe::{self, CtrlSeg, Payload};
 use crate::engine::verbs::{Completion, CompletionSink, Event, RecvWr, SendWr, Sge, UdDest, WcOpcode, WcStatus, WrOpcode};
 use crate::engine::{AddressVector, QpState, QpType};
-use crate::wire::fabric::{PacketHandler, RxMeta};
+use crate::fabric::{PacketHandler, RxMeta};
 
 /// What the engine reported, waiting to be written.
 #[derive(Debug, Clone, Copy)]

@@ -225,7 +225,7 @@ pub struct Firmware {
     /// Log one line per command.
     pub trace: bool,
     /// The fabric port's packet counters (real traffic), for PerfMgt.
-    pub wire_counters: Option<Arc<crate::wire::counters::PortCounters>>,
+    pub wire_counters: Option<Arc<crate::fabric::counters::PortCounters>>,
     /// The MEMIC window: BAR0 offset and size of on-device memory.
     pub memic: Option<(u64, u64)>,
     /// MEMIC allocations: BAR0 offset -> bytes.

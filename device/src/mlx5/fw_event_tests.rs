@@ -11,7 +11,7 @@ fn arm_word(sn: u8, solicited: bool, ci: u32) -> u32 {
 }
 
 /// One SEND of 8 bytes from A (SQ slot `i`) into B's receive slot `i`.
-fn send_one(net: &crate::wire::fabric::InProcNet, a: &mut Side, b: &mut Side, i: u16) {
+fn send_one(net: &crate::fabric::InProcNet, a: &mut Side, b: &mut Side, i: u16) {
     let (qa, sq) = (a.qpn, QP_BUF + 16 * 16);
     b.t.mem.put(QP_BUF + 16 * i as u64, &data_seg(64, b.key, DATA + 0x1000));
     b.t.mem.put(QP_DBR, &(i as u32 + 1).to_be_bytes());

@@ -557,7 +557,7 @@ fn perfmgt_port_counters_are_real_and_clear() {
     use std::sync::atomic::Ordering::Relaxed;
     let mut t = Bench::new();
     t.up();
-    let wire = Arc::new(crate::wire::counters::PortCounters::default());
+    let wire = Arc::new(crate::fabric::counters::PortCounters::default());
     t.fw.wire_counters = Some(wire.clone());
     wire.tx_packets.store(10, Relaxed);
     wire.tx_bytes.store(4000, Relaxed);
@@ -598,7 +598,7 @@ pub(super) const QP_DBR: u64 = 0x280000;
 pub(super) const DATA: u64 = 0x300000;
 
 /// A side with a QP of `qpc.st` `st` whose QP buffer (RQ, then SQ) is at `qp_buf`.
-pub(super) fn side_at(lid: u16, net: &Arc<crate::wire::fabric::InProcNet>, index: usize, qp_buf: u64, st: u64) -> Side {
+pub(super) fn side_at(lid: u16, net: &Arc<crate::fabric::InProcNet>, index: usize, qp_buf: u64, st: u64) -> Side {
     use ifc::create_mkey_in::memory_key_mkey_entry as m;
     let mut t = Bench::new();
     t.fw.port.lid = lid;
@@ -606,7 +606,7 @@ pub(super) fn side_at(lid: u16, net: &Arc<crate::wire::fabric::InProcNet>, index
         mem: t.mem.clone(),
         packets: net.sink(index),
         completions: t.fw.pending.clone(),
-        local: crate::wire::fabric::Endpoint::v4(lid, std::net::Ipv4Addr::new(127, 0, 0, index as u8 + 1)),
+        local: crate::fabric::Endpoint::v4(lid, std::net::Ipv4Addr::new(127, 0, 0, index as u8 + 1)),
         ..Default::default()
     };
     t.fw.engine.attach(io);
@@ -645,13 +645,13 @@ pub(super) fn connect(s: &mut Side, peer_qpn: u32, peer_lid: u16) {
 
 /// Two connected RC sides (LIDs 1 and 2) on an in-process network; A's QP
 /// buffer at `a_qp_buf`.
-pub(super) fn rc_pair(a_qp_buf: u64) -> (Arc<crate::wire::fabric::InProcNet>, Side, Side) {
+pub(super) fn rc_pair(a_qp_buf: u64) -> (Arc<crate::fabric::InProcNet>, Side, Side) {
     pair_of(a_qp_buf, 0)
 }
 
 /// [`rc_pair`] with QPs of `qpc.st` `st` (RC or UC: connected to each other).
-pub(super) fn pair_of(a_qp_buf: u64, st: u64) -> (Arc<crate::wire::fabric::InProcNet>, Side, Side) {
-    use crate::wire::fabric::{Endpoint, InProcNet};
+pub(super) fn pair_of(a_qp_buf: u64, st: u64) -> (Arc<crate::fabric::InProcNet>, Side, Side) {
+    use crate::fabric::{Endpoint, InProcNet};
     let eps = [Endpoint::v4(1, std::net::Ipv4Addr::new(127, 0, 0, 1)), Endpoint::v4(2, std::net::Ipv4Addr::new(127, 0, 0, 2))];
     let net = InProcNet::new(&eps, &[Default::default(), Default::default()], Arc::new(crate::wire::clock::MonotonicClock::default()));
     let mut a = side_at(1, &net, 0, a_qp_buf, st);
@@ -663,7 +663,7 @@ pub(super) fn pair_of(a_qp_buf: u64, st: u64) -> (Arc<crate::wire::fabric::InPro
 }
 
 /// Runs both firmwares' packet handlers until the network is quiet.
-pub(super) fn pump(net: &crate::wire::fabric::InProcNet, a: &mut Side, b: &mut Side) {
+pub(super) fn pump(net: &crate::fabric::InProcNet, a: &mut Side, b: &mut Side) {
     use super::datapath::FwHandler;
     use std::sync::Mutex;
     let fa = Arc::new(Mutex::new(std::mem::replace(&mut a.t.fw, Firmware::new(a.t.mem.clone(), a.t.irqs.clone(), PortConfig::new(0, 0, 0, 0), Limits::default()))));

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::util::SharedMem;
+use crate::sys::SharedMem;
 
 pub const MLX5_CQ_DOORBELL: u64 = 0x20;
 pub const MLX5_EQ_DOORBELL_ARM: u64 = 0x40;
@@ -304,8 +304,7 @@ impl UarPoller {
         let pressure = crate::util::CpuPressure::default();
         // Naps of 10 µs must not become 60: the default timer slack is 50 µs.
         let setup = || {
-            // SAFETY: PR_SET_TIMERSLACK takes a plain integer (ns) and changes only this thread.
-            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
+            let _ = crate::sys::proc::set_timerslack_ns(1000);
         };
         let thread = crate::privs::spawn("vrnic-uar-poll", setup, move |()| poll_loop(&mem, &*sink, &s, &p, &st, (&k, &l), (sched, pressure)))
             .expect("spawn poller thread");
@@ -493,7 +492,7 @@ fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::util::memfd;
+    use crate::sys::memfd;
 
     /// A page whose spins keep losing stops spinning but is probed every
     /// `PROBE` doorbells; one whose spins win keeps spinning; a win brings a

@@ -367,7 +367,7 @@ impl DmaSpace {
     pub fn read(&self, iova: u64, buf: &mut [u8]) -> Result<(), DmaError> {
         self.for_each_chunk(iova, buf.len(), false, |p, n, o| {
             // SAFETY: p..p+n lies in a live shared mapping held by the snapshot.
-            unsafe { crate::util::volatile_read(p, &mut buf[o..o + n]) };
+            unsafe { crate::sys::volatile_read(p, &mut buf[o..o + n]) };
         })
     }
 
@@ -375,7 +375,7 @@ impl DmaSpace {
     pub fn write(&self, iova: u64, buf: &[u8]) -> Result<(), DmaError> {
         self.for_each_chunk(iova, buf.len(), true, |p, n, o| {
             // SAFETY: p..p+n lies in a live shared mapping held by the snapshot.
-            unsafe { crate::util::volatile_write(p, &buf[o..o + n]) };
+            unsafe { crate::sys::volatile_write(p, &buf[o..o + n]) };
         })
     }
 
@@ -443,7 +443,7 @@ impl crate::engine::GuestMemory for DmaSpace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::util::memfd;
+    use crate::sys::memfd;
 
     /// Maps `size` bytes of fresh zeroed memory at `iova`: a memfd, or under
     /// Miri (no memfd, no mmap of an fd) a heap allocation, so that Miri

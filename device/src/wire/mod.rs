@@ -1,11 +1,13 @@
 //! RoCEv2 on the wire: packet views and representations (smoltcp style) for
-//! the InfiniBand transport headers, the ICRC, whole-packet parse/emit, and
-//! the packet path of a port: UDP fabric, loopback, pcap capture, fault
-//! injection and counters.
+//! the InfiniBand transport headers, the ICRC and whole-packet parse/emit.
+//! Codecs only: no I/O, no threads, no unsafe (the packet path of a port,
+//! its links and middleware are [`crate::fabric`]).
 //!
 //! `wire` knows header fields, never QPs: reliability is the engine's job.
 //! Every parser rejects short, truncated or inconsistent input with an
 //! [`Error`]; nothing here panics on input bytes.
+
+#![forbid(unsafe_code)]
 
 /// The checked-view boilerplate shared by the fixed-size headers (BTH and the
 /// extended transport headers).
@@ -46,21 +48,14 @@ macro_rules! fixed_view {
 
 pub mod bth;
 pub mod clock;
-pub mod counters;
 pub mod ext;
-pub mod fabric;
-#[cfg(test)]
-mod fabric_grh_tests;
-pub mod fault;
 pub mod grh;
 pub mod icrc;
 pub mod ip;
 pub mod packet;
-pub mod pcap;
 pub mod psn;
 
 pub use bth::Opcode;
-pub use counters::PortCounters;
 pub use ext::{aeth, atomic_ack_eth, atomic_eth, cnp, deth, ieth, immdt, reth};
 pub use packet::{Headers, RocePacket};
 

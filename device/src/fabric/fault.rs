@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use super::bth::{self, Opcode, Transport};
+use crate::wire::bth::{self, Opcode, Transport};
 use super::counters::{bump, PortCounters};
 
 /// Opcode classes faults can be limited to.
@@ -193,7 +193,7 @@ impl Injector {
             return;
         }
         // A datagram with a GRH: its BTH starts after the envelope and GRH.
-        let at = if pkt.first() == Some(&super::grh::MARK) { super::grh::ENVELOPE_LEN + super::grh::field::HEADER_LEN } else { 0 };
+        let at = if pkt.first() == Some(&crate::wire::grh::MARK) { crate::wire::grh::ENVELOPE_LEN + crate::wire::grh::field::HEADER_LEN } else { 0 };
         let applies = pkt.len() >= at + bth::field::HEADER_LEN
             && (self.rates.classes.is_empty() || self.rates.classes.contains(&OpClass::of(Opcode(pkt[at]))));
         if !applies {

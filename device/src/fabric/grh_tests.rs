@@ -5,12 +5,12 @@ use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::bth::{self, Opcode};
-use super::clock::{ManualClock, MonotonicClock};
-use super::fabric::*;
+use crate::wire::bth::{self, Opcode};
+use crate::wire::clock::{ManualClock, MonotonicClock};
+use super::*;
 use super::fault::FaultConfig;
-use super::grh;
-use super::packet::{self, Headers, RocePacket};
+use crate::wire::grh;
+use crate::wire::packet::{self, Headers, RocePacket};
 
 #[derive(Default)]
 struct Rec(Mutex<Vec<(RxMeta, Vec<u8>)>>);

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use std::net::Ipv4Addr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::ip::PseudoHeader;
+use crate::wire::ip::PseudoHeader;
 
 const LINKTYPE_ETHERNET: u32 = 1;
 const SNAPLEN: u32 = 65_535;
@@ -66,8 +66,8 @@ impl<W: Write> PcapWriter<W> {
     }
 
     /// Appends one RoCEv2-over-IPv6 frame: Ethernet + the 48 IPv6/UDP
-    /// header bytes `ip6_udp` + `roce`, stamped now (see [`super::grh`]).
-    pub fn write_roce6(&mut self, ip6_udp: &[u8; super::grh::IPV6_UDP_LEN], roce: &[u8]) -> io::Result<bool> {
+    /// header bytes `ip6_udp` + `roce`, stamped now (see [`crate::wire::grh`]).
+    pub fn write_roce6(&mut self, ip6_udp: &[u8; crate::wire::grh::IPV6_UDP_LEN], roce: &[u8]) -> io::Result<bool> {
         let t = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
         let mac = |g: &[u8]| [0x02, 0x00, g[12], g[13], g[14], g[15]];
         let macs = (mac(&ip6_udp[8..24]), mac(&ip6_udp[24..40]));

@@ -1,0 +1,17 @@
+//! Every unsafe edge of the device in one place (outside `vfio/`, which
+//! moves to the rust-vmm crates, and the eventfd helpers of `util.rs`):
+//! memfds, the shared mapping and the volatile copies of guest-writable
+//! memory, the fabric's socket options with GSO/GRO, and the process
+//! syscalls of the privilege drop and the clock. The rest of the crate is
+//! `deny(unsafe_code)` (see `lib.rs`); each unsafe block here keeps its
+//! `// SAFETY:` comment, and each function offers a safe interface.
+
+pub mod memfd;
+pub mod net;
+pub mod proc;
+pub mod shm;
+pub mod volatile;
+
+pub use memfd::{memfd, punch_hole};
+pub use shm::SharedMem;
+pub use volatile::{volatile_read, volatile_write};
