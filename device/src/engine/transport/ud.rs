@@ -1,0 +1,62 @@
+//! UD (and GSI/SMI) receive: Q_Key check, the GRH area, one message per packet.
+
+use super::super::objects::{Access, QpType};
+use super::super::verbs::*;
+use super::super::Engine;
+use super::xfer::{sgl_capacity, sgl_xfer, Xfer};
+use super::deliver;
+use crate::wire::deth;
+use crate::wire::fabric::RxMeta;
+use crate::wire::packet::RocePacket;
+
+/// The GRH area at the start of a UD receive buffer.
+pub const GRH_LEN: u32 = 40;
+
+impl Engine {
+    pub(super) fn ud_receive(&mut self, qpn: u32, meta: &RxMeta, p: &RocePacket) {
+        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Some(d) = p.headers.deth else { return };
+        let want = if qp.qp_type == QpType::Gsi { deth::GSI_QKEY } else { qp.attrs.qkey };
+        if d.qkey != want {
+            count!(self.rt, qp, qkey_violations);
+            return;
+        }
+        let Some((wr, _)) = self.take_recv(qpn) else {
+            let Some(qp) = self.qps.get_mut(qpn) else { return };
+            count!(self.rt, qp, no_recv_drops);
+            return;
+        };
+        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let total = GRH_LEN as u64 + p.payload.len() as u64;
+        let mut c = Completion::new(wr.wr_id, qpn, WcOpcode::Recv, WcStatus::Success);
+        if total > sgl_capacity(&wr.sgl) {
+            c.status = WcStatus::LocLenErr;
+            let cq = qp.recv_cq;
+            deliver(&mut self.cqs, &*self.rt.io.completions, cq, c);
+            self.rt.io.completions.event(Event::QpFatal { qpn });
+            self.enter_error(qpn);
+            return;
+        }
+        // GRH area: the packet's GRH as it travelled, if it had one (on an
+        // InfiniBand port a packet without one leaves the area untouched).
+        let mem = &*self.rt.io.mem;
+        let ok = meta.grh.is_none_or(|g| sgl_xfer(&self.mkeys, mem, qp.pd, &wr.sgl, 0, Xfer::Write(&g.to_bytes()), Access::LOCAL_WRITE).is_ok())
+            && sgl_xfer(&self.mkeys, mem, qp.pd, &wr.sgl, GRH_LEN as u64, Xfer::Write(p.payload), Access::LOCAL_WRITE).is_ok();
+        if !ok {
+            c.status = WcStatus::LocProtErr;
+            let cq = qp.recv_cq;
+            deliver(&mut self.cqs, &*self.rt.io.completions, cq, c);
+            self.rt.io.completions.event(Event::QpFatal { qpn });
+            self.enter_error(qpn);
+            return;
+        }
+        c.byte_len = total as u32;
+        c.src_qp = d.src_qp;
+        c.slid = meta.src.lid;
+        c.grh = meta.grh.is_some();
+        c.imm = p.headers.immdt.map(|i| u32::from_be_bytes(i.imm));
+        c.solicited = p.headers.bth.solicited;
+        let cq = qp.recv_cq;
+        deliver(&mut self.cqs, &*self.rt.io.completions, cq, c);
+    }
+}
