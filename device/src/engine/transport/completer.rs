@@ -21,10 +21,11 @@ pub(super) fn nak_status(c: NakCode) -> WcStatus {
 }
 
 impl Engine {
-    /// Completes the oldest send WR (signaled, or any error) and removes it.
-    pub(super) fn complete_front(&mut self, qpn: u32, status: WcStatus, extra: Option<u32>) {
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
-        let Some(e) = qp.rt.sq.pop_front() else { return };
+    /// Removes the oldest send WR; returns its completion (with its CQ) when
+    /// one is due: signaled, or any error.
+    fn take_front(&mut self, qpn: u32, status: WcStatus, extra: Option<u32>) -> Option<(Option<u32>, Completion)> {
+        let qp = self.qps.get_mut(qpn)?;
+        let e = qp.rt.sq.pop_front()?;
         if qp.rt.cur == 0 {
             // The cursor was inside the completed entry: it moves to the next one's start.
             qp.rt.cur_pkt = 0;
@@ -32,23 +33,25 @@ impl Engine {
             qp.rt.cur -= 1;
         }
         if status == WcStatus::Success && !(e.wr.signaled || qp.sq_sig_all) {
-            return;
+            return None;
         }
         let mut c = Completion::new(e.wr.wr_id, qpn, WcOpcode::of(e.wr.opcode), status);
         c.byte_len = if status == WcStatus::Success { extra.unwrap_or(e.len) } else { 0 };
         c.src_qp = qp.attrs.dest_qpn;
-        let cq = qp.send_cq;
-        deliver(&mut self.cqs, &*self.rt.io.completions, cq, c);
+        Some((qp.send_cq, c))
+    }
+
+    /// Completes the oldest send WR (signaled, or any error) and removes it.
+    pub(super) fn complete_front(&mut self, qpn: u32, status: WcStatus, extra: Option<u32>) {
+        if let Some((cq, c)) = self.take_front(qpn, status, extra) {
+            deliver(&mut self.cqs, &*self.rt.io.completions, cq, c);
+        }
     }
 
     /// The oldest send WR fails with `status`; the QP enters ERR.
     pub(super) fn fail_front(&mut self, qpn: u32, status: WcStatus) {
-        self.complete_front(qpn, status, None);
-        if let Some(qp) = self.qps.get_mut(qpn) {
-            qp.state = QpState::Err;
-        }
-        self.rt.io.completions.event(Event::QpFatal { qpn });
-        self.enter_error(qpn);
+        let err = self.take_front(qpn, status, None);
+        self.qp_fatal(qpn, err);
     }
 
     /// ACK (explicit or implied) of every PSN up to and including `p`.
@@ -212,8 +215,8 @@ impl Engine {
         if !len_ok {
             return; // malformed response: ignore, the timer recovers
         }
-        if sgl_xfer(&self.mkeys, &*self.rt.io.mem, pd, &e.wr.sgl, off as u64, Xfer::Write(p.payload), Access::LOCAL_WRITE).is_err() {
-            self.fail_front(qpn, WcStatus::LocProtErr);
+        if let Err(err) = sgl_xfer(&self.mkeys, &*self.rt.io.mem, pd, &e.wr.sgl, off as u64, Xfer::Write(p.payload), Access::LOCAL_WRITE) {
+            self.fail_front(qpn, err.local_status());
             return;
         }
         qp.rt.sq[0].resp_pkts += 1;
@@ -244,9 +247,10 @@ impl Engine {
         if !e.wr.opcode.is_atomic() {
             return;
         }
-        let bytes = if self.rt.atomic_reply_be { orig.to_be_bytes() } else { orig.to_le_bytes() };
-        if sgl_xfer(&self.mkeys, &*self.rt.io.mem, qp.pd, &e.wr.sgl, 0, Xfer::Write(&bytes), Access::LOCAL_WRITE).is_err() {
-            self.fail_front(qpn, WcStatus::LocProtErr);
+        // The byte order the original value lands in is the personality's.
+        let bytes = self.rt.io.completions.atomic_result(orig);
+        if let Err(err) = sgl_xfer(&self.mkeys, &*self.rt.io.mem, qp.pd, &e.wr.sgl, 0, Xfer::Write(&bytes), Access::LOCAL_WRITE) {
+            self.fail_front(qpn, err.local_status());
             return;
         }
         self.complete_front(qpn, WcStatus::Success, Some(8));

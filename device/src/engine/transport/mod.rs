@@ -20,8 +20,10 @@ macro_rules! count {
     }};
 }
 
+mod ack;
 mod completer;
 mod demux;
+mod execute;
 mod requester;
 mod responder;
 mod timers;
@@ -41,13 +43,14 @@ use super::{Engine, EngineError, GuestMemory, Kind, MemFault};
 use crate::wire::bth::Opcode;
 use crate::wire::clock::{Clock, MonotonicClock};
 use crate::wire::fabric::{Dest, Endpoint, PacketHandler, PacketSink, RxMeta};
-use crate::wire::packet::{self, Headers};
+
 use crate::wire::{grh, psn};
 
 pub use demux::{consumes_recv, pkey_matches, PKEY_TABLE};
+pub use responder::RespStep;
 pub use timers::{ack_timeout_ns, RNR_TIMER_US};
 pub use ud::GRH_LEN;
-use xfer::lookup_key;
+pub use xfer::XferError;
 
 /// Unacknowledged PSNs a requester may have in flight.
 pub const WINDOW_PSNS: u32 = 128;
@@ -247,8 +250,9 @@ pub struct Runtime {
     pub drops: EngineDrops,
     /// Called when a timer earlier than any queued one is armed.
     pub waker: Option<Arc<dyn Fn() + Send + Sync>>,
-    /// Write atomic results big-endian (mlx5 default) rather than in host order.
-    pub atomic_reply_be: bool,
+    /// The responder steps the last request packet went through.
+    #[cfg(test)]
+    pub(crate) resp_trace: Vec<RespStep>,
 }
 
 impl Runtime {
@@ -298,18 +302,6 @@ fn wire_qpn(qpn: u32, t: QpType) -> u32 {
         QpType::Smi => 0,
         QpType::Gsi => 1,
         _ => qpn,
-    }
-}
-
-/// Builds and sends a packet without payload (ACK, NAK, atomic ACK),
-/// counting it for the QP and the engine.
-fn send_header_only(rt: &mut Runtime, qc: &mut QpCounters, h: &Headers, dest: &Dest) {
-    qc.tx_packets += 1;
-    rt.totals.tx_packets += 1;
-    if packet::build(h, 0, &mut rt.buf).is_ok() {
-        rt.io.packets.send(dest, &mut rt.buf);
-        rt.totals.tx_bytes += rt.buf.len() as u64;
-        qc.tx_bytes += rt.buf.len() as u64;
     }
 }
 
@@ -417,13 +409,7 @@ impl Engine {
             err = Some(WcStatus::LocLenErr);
         } else if wr.inline.is_none() {
             let need = if op.is_read_or_atomic() { Access::LOCAL_WRITE } else { Access::LOCAL_READ };
-            for s in &wr.sgl {
-                let ok = lookup_key(&self.mkeys, s.lkey).is_some_and(|k| k.translate(s.addr, s.length as u64, qp.pd, need).is_ok());
-                if !ok {
-                    err = Some(WcStatus::LocProtErr);
-                    break;
-                }
-            }
+            err = xfer::check_sgl(&self.mkeys, qp.pd, &wr.sgl, need).err().map(XferError::local_status);
         }
         // A NOP takes no PSN; an entry that fails locally never goes out
         // either, but the QP is in ERR by the time it reaches the wire.
@@ -494,6 +480,20 @@ impl Engine {
         self.cqs.get_mut(cqn).is_some_and(|cq| cq.request_notify(solicited, sn, ci))
     }
 
+
+    /// The one fatal-error path: the error completion `err` (if any) goes
+    /// to its CQ, the QP enters ERR (flushing every outstanding WR) and the
+    /// QP's fatal event is reported.
+    pub(super) fn qp_fatal(&mut self, qpn: u32, err: Option<(Option<u32>, Completion)>) {
+        if let Some((cq, c)) = err {
+            deliver(&mut self.cqs, &*self.rt.io.completions, cq, c);
+        }
+        if let Some(qp) = self.qps.get_mut(qpn) {
+            qp.state = QpState::Err;
+        }
+        self.rt.io.completions.event(Event::QpFatal { qpn });
+        self.enter_error(qpn);
+    }
 
     /// ERR: flush every outstanding WR, one completion each.
     fn enter_error(&mut self, qpn: u32) {

@@ -191,10 +191,11 @@ impl Engine {
             }
             None => sgl_xfer(&self.mkeys, &*io.mem, pd, &e.wr.sgl, off as u64, Xfer::Read(&mut buf[range]), Access::LOCAL_READ),
         };
-        if gathered.is_err() {
-            qp.rt.sq[cur].err = Some(WcStatus::LocProtErr);
+        if let Err(err) = gathered {
+            let st = err.local_status();
+            qp.rt.sq[cur].err = Some(st);
             if cur == 0 {
-                self.fail_front(qpn, WcStatus::LocProtErr);
+                self.fail_front(qpn, st);
             }
             return false;
         }

@@ -32,22 +32,21 @@ impl Engine {
         if total > sgl_capacity(&wr.sgl) {
             c.status = WcStatus::LocLenErr;
             let cq = qp.recv_cq;
-            deliver(&mut self.cqs, &*self.rt.io.completions, cq, c);
-            self.rt.io.completions.event(Event::QpFatal { qpn });
-            self.enter_error(qpn);
+            self.qp_fatal(qpn, Some((cq, c)));
             return;
         }
         // GRH area: the packet's GRH as it travelled, if it had one (on an
         // InfiniBand port a packet without one leaves the area untouched).
         let mem = &*self.rt.io.mem;
-        let ok = meta.grh.is_none_or(|g| sgl_xfer(&self.mkeys, mem, qp.pd, &wr.sgl, 0, Xfer::Write(&g.to_bytes()), Access::LOCAL_WRITE).is_ok())
-            && sgl_xfer(&self.mkeys, mem, qp.pd, &wr.sgl, GRH_LEN as u64, Xfer::Write(p.payload), Access::LOCAL_WRITE).is_ok();
-        if !ok {
-            c.status = WcStatus::LocProtErr;
+        let placed = match meta.grh {
+            Some(g) => sgl_xfer(&self.mkeys, mem, qp.pd, &wr.sgl, 0, Xfer::Write(&g.to_bytes()), Access::LOCAL_WRITE),
+            None => Ok(()),
+        }
+        .and_then(|()| sgl_xfer(&self.mkeys, mem, qp.pd, &wr.sgl, GRH_LEN as u64, Xfer::Write(p.payload), Access::LOCAL_WRITE));
+        if let Err(err) = placed {
+            c.status = err.local_status();
             let cq = qp.recv_cq;
-            deliver(&mut self.cqs, &*self.rt.io.completions, cq, c);
-            self.rt.io.completions.event(Event::QpFatal { qpn });
-            self.enter_error(qpn);
+            self.qp_fatal(qpn, Some((cq, c)));
             return;
         }
         c.byte_len = total as u32;
