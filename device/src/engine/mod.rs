@@ -26,6 +26,8 @@ mod tests_loss;
 #[cfg(test)]
 mod tests_pkey;
 #[cfg(test)]
+mod tests_responder;
+#[cfg(test)]
 mod tests_nop;
 
 use thiserror::Error;

@@ -80,6 +80,8 @@ impl GuestMemory for FakeMem {
 pub struct Recorder {
     pub cqes: Mutex<HashMap<u32, Vec<Completion>>>,
     pub events: Mutex<Vec<Event>>,
+    /// Atomic results big-endian (as a personality may choose).
+    pub atomic_be: std::sync::atomic::AtomicBool,
 }
 
 impl CompletionSink for Recorder {
@@ -91,6 +93,13 @@ impl CompletionSink for Recorder {
     }
     fn event(&self, ev: Event) {
         self.events.lock().unwrap().push(ev);
+    }
+    fn atomic_result(&self, orig: u64) -> [u8; 8] {
+        if self.atomic_be.load(std::sync::atomic::Ordering::Relaxed) {
+            orig.to_be_bytes()
+        } else {
+            orig.to_le_bytes()
+        }
     }
 }
 

@@ -172,3 +172,27 @@ fn fence_waits_for_earlier_reads() {
     assert!(p.b.mem.get(BASE + 0x100, 6) == b"after!", "bytes differ");
     let _ = qb;
 }
+
+/// The engine hands an atomic's original value to its completion sink as a
+/// number; the bytes that land in the requester's buffer are in the byte
+/// order the sink (the personality) chooses.
+#[test]
+fn atomic_result_byte_order_is_the_sinks() {
+    let p = Pair::new(1 << 16, &[]);
+    let (qa, _qb) = p.qps(QpType::Rc, 1024);
+    p.b.mem.set(BASE + 0x800, &0x0102_0304_0506_0708u64.to_le_bytes());
+    for (i, be) in [false, true].into_iter().enumerate() {
+        p.a.rec.atomic_be.store(be, std::sync::atomic::Ordering::Relaxed);
+        let mut fa = send(i as u64, WrOpcode::FetchAdd, vec![p.a.sge(BASE + 0x100, 8)]);
+        fa.remote_addr = BASE + 0x800;
+        fa.rkey = p.b.key;
+        fa.swap_add = 0x10;
+        p.a.eng.lock().post_send(qa, fa).unwrap();
+        assert!(p.run(|p| p.a.cqes().len() == i + 1));
+        let orig = 0x0102_0304_0506_0708u64 + 0x10 * i as u64;
+        let want = if be { orig.to_be_bytes() } else { orig.to_le_bytes() };
+        assert_eq!(p.a.mem.get(BASE + 0x100, 8), want, "big-endian: {be}");
+    }
+    assert_eq!(p.b.mem.get(BASE + 0x800, 8), (0x0102_0304_0506_0708u64 + 0x20).to_le_bytes(), "the target is in host order");
+}
+
