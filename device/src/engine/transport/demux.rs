@@ -82,13 +82,11 @@ impl Engine {
                 io.packets.send(&dest, buf);
             }
         }
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
         if h.bth.opcode.is_request() {
             if qp.state == QpState::Rtr && !qp.rt.comm_est {
                 qp.rt.comm_est = true;
                 self.rt.io.completions.event(Event::CommEstablished { qpn });
             }
-            let Some(qp) = self.qps.get(qpn) else { return };
             match qp.qp_type {
                 QpType::Ud | QpType::Gsi | QpType::Smi => self.ud_receive(qpn, meta, &p),
                 _ => self.responder(qpn, meta, &p),

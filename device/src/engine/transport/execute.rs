@@ -4,11 +4,12 @@
 //! Every request reaching here passed the PSN, opcode, resource and R_Key
 //! checks of `responder.rs`.
 
-use super::super::objects::Access;
+use super::super::objects::{Access, Qp, Srq};
+use super::super::table::Table;
 use super::super::verbs::*;
 use super::super::Engine;
 use super::responder::{Req, RespStep};
-use super::xfer::{key_xfer, sgl_capacity, sgl_xfer, Xfer};
+use super::xfer::{key_xfer, sgl_xfer, Xfer};
 use super::{deliver, resp_dest, RecvInProgress, Runtime, WriteInProgress, ATOMIC_REPLAY};
 use crate::wire::aeth::{self, NakCode, Syndrome};
 use crate::wire::bth::{self, Opcode};
@@ -17,49 +18,40 @@ use crate::wire::{atomic_eth, psn, reth};
 
 const INVALID: RespStep = RespStep::Nak(NakCode::InvalidRequest, None);
 
-impl Engine {
-    /// Takes a receive WQE from the QP's RQ or SRQ.
-    pub(super) fn take_recv(&mut self, qpn: u32) -> Option<(RecvWr, bool)> {
-        let qp = self.qps.get_mut(qpn)?;
-        match qp.srq {
-            None => qp.rt.rq.pop_front().map(|w| (w, false)),
-            Some(s) => {
-                let srq = self.srqs.get_mut(s)?;
-                let w = srq.wqes.pop_front()?;
-                if srq.limit > 0 && srq.wqes.len() < srq.limit as usize {
-                    srq.limit = 0;
-                    self.rt.io.completions.event(Event::SrqLimit { srqn: s });
-                }
-                Some((w, true))
+/// Takes a receive WQE from the QP's RQ or its SRQ (the SRQ limit event
+/// fires when it falls below the armed limit); true: from the SRQ.
+pub(super) fn take_recv(qp: &mut Qp, srqs: &mut Table<Srq>, sink: &dyn CompletionSink) -> Option<(RecvWr, bool)> {
+    match qp.srq {
+        None => qp.rt.rq.pop_front().map(|w| (w, false)),
+        Some(s) => {
+            let srq = srqs.get_mut(s)?;
+            let w = srq.wqes.pop_front()?;
+            if srq.limit > 0 && srq.wqes.len() < srq.limit as usize {
+                srq.limit = 0;
+                sink.event(Event::SrqLimit { srqn: s });
             }
+            Some((w, true))
         }
     }
+}
 
+/// Puts a taken receive WQE back (UC message abandoned).
+pub(super) fn untake(qp: &mut Qp, srqs: &mut Table<Srq>, r: RecvInProgress) {
+    if r.from_srq {
+        if let Some(srq) = qp.srq.and_then(|s| srqs.get_mut(s)) {
+            srq.wqes.push_front(r.wr);
+        }
+    } else {
+        qp.rt.rq.push_front(r.wr);
+    }
+}
+
+impl Engine {
     pub(super) fn has_recv(&self, qpn: u32) -> bool {
         let Some(qp) = self.qps.get(qpn) else { return false };
         match qp.srq {
             None => !qp.rt.rq.is_empty(),
             Some(s) => self.srqs.get(s).is_some_and(|q| !q.wqes.is_empty()),
-        }
-    }
-
-    /// A SEND's first packet took `wr`: the message lands in it.
-    pub(super) fn start_recv(&mut self, qpn: u32, wr: RecvWr, from_srq: bool) {
-        let capacity = sgl_capacity(&wr.sgl);
-        if let Some(qp) = self.qps.get_mut(qpn) {
-            qp.rt.recv = Some(RecvInProgress { wr, from_srq, off: 0, capacity });
-        }
-    }
-
-    /// Puts a taken receive WQE back (UC message abandoned).
-    pub(super) fn untake(&mut self, qpn: u32, r: RecvInProgress) {
-        if r.from_srq {
-            let Some(s) = self.qps.get(qpn).and_then(|q| q.srq) else { return };
-            if let Some(srq) = self.srqs.get_mut(s) {
-                srq.wqes.push_front(r.wr);
-            }
-        } else if let Some(qp) = self.qps.get_mut(qpn) {
-            qp.rt.rq.push_front(r.wr);
         }
     }
 
@@ -147,7 +139,7 @@ impl Engine {
             qp.rt.write = None;
             qp.rt.msn = qp.rt.msn.wrapping_add(1);
             if h.immdt.is_some() {
-                let Some((wr, _)) = self.take_recv(qpn) else { return RespStep::Rnr };
+                let Some((wr, _)) = take_recv(qp, &mut self.srqs, &*self.rt.io.completions) else { return RespStep::Rnr };
                 self.complete_recv(req, Completion::new(wr.wr_id, qpn, WcOpcode::RecvRdmaWithImm, WcStatus::Success), w.len, None);
             }
         }

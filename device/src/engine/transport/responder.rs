@@ -8,8 +8,9 @@
 use super::super::objects::{Access, QpType};
 use super::super::verbs::*;
 use super::super::Engine;
-use super::xfer::{check_rkey, lookup_key};
-use super::MAX_MSG;
+use super::execute::{take_recv, untake};
+use super::xfer::{check_rkey, lookup_key, sgl_capacity};
+use super::{RecvInProgress, MAX_MSG};
 use crate::wire::aeth::{NakCode, Syndrome};
 use crate::wire::bth::Opcode;
 use crate::wire::fabric::RxMeta;
@@ -168,13 +169,11 @@ impl Engine {
             count!(self.rt, qp, out_of_sequence);
             // A packet went missing: the message in progress is dropped whole.
             if let Some(r) = qp.rt.recv.take() {
-                self.untake(req.qpn, r);
+                untake(qp, &mut self.srqs, r);
             }
-            let Some(qp) = self.qps.get_mut(req.qpn) else { return RespStep::Done };
             qp.rt.write = None;
             qp.rt.uc_dropping = !req.op.is_first();
         }
-        let Some(qp) = self.qps.get_mut(req.qpn) else { return RespStep::Done };
         qp.rt.epsn = req.ps;
         if qp.rt.uc_dropping && !req.op.is_first() {
             qp.rt.epsn = psn::add(req.ps, 1);
@@ -247,8 +246,10 @@ impl Engine {
     fn resp_check_resources(&mut self, req: &Req) -> RespStep {
         match req.kind {
             Some(ReqKind::Send) if req.op.is_first() => {
-                let Some((wr, from_srq)) = self.take_recv(req.qpn) else { return RespStep::Rnr };
-                self.start_recv(req.qpn, wr, from_srq);
+                let Some(qp) = self.qps.get_mut(req.qpn) else { return RespStep::Done };
+                let Some((wr, from_srq)) = take_recv(qp, &mut self.srqs, &*self.rt.io.completions) else { return RespStep::Rnr };
+                let capacity = sgl_capacity(&wr.sgl);
+                qp.rt.recv = Some(RecvInProgress { wr, from_srq, off: 0, capacity });
             }
             // A WRITE with immediate needs a receive WQE: checked before anything is written.
             Some(ReqKind::Write) if req.p.headers.immdt.is_some() && !self.has_recv(req.qpn) => return RespStep::Rnr,

@@ -3,6 +3,7 @@
 use super::super::objects::{Access, QpType};
 use super::super::verbs::*;
 use super::super::Engine;
+use super::execute::take_recv;
 use super::xfer::{sgl_capacity, sgl_xfer, Xfer};
 use super::deliver;
 use crate::wire::deth;
@@ -14,38 +15,36 @@ pub const GRH_LEN: u32 = 40;
 
 impl Engine {
     pub(super) fn ud_receive(&mut self, qpn: u32, meta: &RxMeta, p: &RocePacket) {
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Engine { qps, srqs, cqs, mkeys, rt, .. } = self;
+        let Some(qp) = qps.get_mut(qpn) else { return };
         let Some(d) = p.headers.deth else { return };
         let want = if qp.qp_type == QpType::Gsi { deth::GSI_QKEY } else { qp.attrs.qkey };
         if d.qkey != want {
-            count!(self.rt, qp, qkey_violations);
+            count!(rt, qp, qkey_violations);
             return;
         }
-        let Some((wr, _)) = self.take_recv(qpn) else {
-            let Some(qp) = self.qps.get_mut(qpn) else { return };
-            count!(self.rt, qp, no_recv_drops);
+        let Some((wr, _)) = take_recv(qp, srqs, &*rt.io.completions) else {
+            count!(rt, qp, no_recv_drops);
             return;
         };
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
         let total = GRH_LEN as u64 + p.payload.len() as u64;
         let mut c = Completion::new(wr.wr_id, qpn, WcOpcode::Recv, WcStatus::Success);
+        let cq = qp.recv_cq;
         if total > sgl_capacity(&wr.sgl) {
             c.status = WcStatus::LocLenErr;
-            let cq = qp.recv_cq;
             self.qp_fatal(qpn, Some((cq, c)));
             return;
         }
         // GRH area: the packet's GRH as it travelled, if it had one (on an
         // InfiniBand port a packet without one leaves the area untouched).
-        let mem = &*self.rt.io.mem;
+        let mem = &*rt.io.mem;
         let placed = match meta.grh {
-            Some(g) => sgl_xfer(&self.mkeys, mem, qp.pd, &wr.sgl, 0, Xfer::Write(&g.to_bytes()), Access::LOCAL_WRITE),
+            Some(g) => sgl_xfer(mkeys, mem, qp.pd, &wr.sgl, 0, Xfer::Write(&g.to_bytes()), Access::LOCAL_WRITE),
             None => Ok(()),
         }
-        .and_then(|()| sgl_xfer(&self.mkeys, mem, qp.pd, &wr.sgl, GRH_LEN as u64, Xfer::Write(p.payload), Access::LOCAL_WRITE));
+        .and_then(|()| sgl_xfer(mkeys, mem, qp.pd, &wr.sgl, GRH_LEN as u64, Xfer::Write(p.payload), Access::LOCAL_WRITE));
         if let Err(err) = placed {
             c.status = err.local_status();
-            let cq = qp.recv_cq;
             self.qp_fatal(qpn, Some((cq, c)));
             return;
         }
@@ -55,7 +54,6 @@ impl Engine {
         c.grh = meta.grh.is_some();
         c.imm = p.headers.immdt.map(|i| u32::from_be_bytes(i.imm));
         c.solicited = p.headers.bth.solicited;
-        let cq = qp.recv_cq;
-        deliver(&mut self.cqs, &*self.rt.io.completions, cq, c);
+        deliver(cqs, &*rt.io.completions, cq, c);
     }
 }
