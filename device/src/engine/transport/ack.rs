@@ -3,7 +3,7 @@
 
 use super::super::objects::QpType;
 use super::super::Engine;
-use super::{resp_dest, QpCounters, Runtime};
+use super::state::{resp_dest, QpCounters, Runtime};
 use crate::wire::aeth::{self, NakCode, Syndrome};
 use crate::wire::bth::{self, Opcode};
 use crate::wire::fabric::Dest;

@@ -5,7 +5,7 @@
 use super::super::objects::{QpState, QpType};
 use super::super::verbs::*;
 use super::super::Engine;
-use super::{transport_bits, Runtime};
+use super::state::{transport_bits, Runtime};
 use crate::wire::bth::Opcode;
 use crate::wire::fabric::{Dest, RxMeta};
 use crate::wire::packet::{self, RocePacket};

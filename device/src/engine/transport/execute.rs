@@ -1,16 +1,16 @@
 //! The responder's execute step ([`RespStep::Execute`]): SEND into the
 //! receive WQE, RDMA WRITE through the R_Key, READ responses, atomics with
-//! their replay record; and the receive queue (RQ or SRQ) it draws from.
+//! their replay record.
 //! Every request reaching here passed the PSN, opcode, resource and R_Key
 //! checks of `responder.rs`.
 
-use super::super::objects::{Access, Qp, Srq};
-use super::super::table::Table;
+use super::super::objects::Access;
 use super::super::verbs::*;
 use super::super::Engine;
 use super::responder::{Req, RespStep};
+use super::rq::take_recv;
 use super::xfer::{key_xfer, sgl_xfer, Xfer};
-use super::{deliver, resp_dest, RecvInProgress, Runtime, WriteInProgress, ATOMIC_REPLAY};
+use super::state::{deliver, resp_dest, Runtime, WriteInProgress, ATOMIC_REPLAY};
 use crate::wire::aeth::{self, NakCode, Syndrome};
 use crate::wire::bth::{self, Opcode};
 use crate::wire::packet::{self, Headers};
@@ -18,43 +18,7 @@ use crate::wire::{atomic_eth, psn, reth};
 
 const INVALID: RespStep = RespStep::Nak(NakCode::InvalidRequest, None);
 
-/// Takes a receive WQE from the QP's RQ or its SRQ (the SRQ limit event
-/// fires when it falls below the armed limit); true: from the SRQ.
-pub(super) fn take_recv(qp: &mut Qp, srqs: &mut Table<Srq>, sink: &dyn CompletionSink) -> Option<(RecvWr, bool)> {
-    match qp.srq {
-        None => qp.rt.rq.pop_front().map(|w| (w, false)),
-        Some(s) => {
-            let srq = srqs.get_mut(s)?;
-            let w = srq.wqes.pop_front()?;
-            if srq.limit > 0 && srq.wqes.len() < srq.limit as usize {
-                srq.limit = 0;
-                sink.event(Event::SrqLimit { srqn: s });
-            }
-            Some((w, true))
-        }
-    }
-}
-
-/// Puts a taken receive WQE back (UC message abandoned).
-pub(super) fn untake(qp: &mut Qp, srqs: &mut Table<Srq>, r: RecvInProgress) {
-    if r.from_srq {
-        if let Some(srq) = qp.srq.and_then(|s| srqs.get_mut(s)) {
-            srq.wqes.push_front(r.wr);
-        }
-    } else {
-        qp.rt.rq.push_front(r.wr);
-    }
-}
-
 impl Engine {
-    pub(super) fn has_recv(&self, qpn: u32) -> bool {
-        let Some(qp) = self.qps.get(qpn) else { return false };
-        match qp.srq {
-            None => !qp.rt.rq.is_empty(),
-            Some(s) => self.srqs.get(s).is_some_and(|q| !q.wqes.is_empty()),
-        }
-    }
-
     /// A SEND packet: its payload into the receive WQE taken at the first.
     pub(super) fn exec_send(&mut self, req: &Req) -> RespStep {
         let (qpn, p) = (req.qpn, req.p);

@@ -5,7 +5,7 @@ use super::super::objects::{Access, QpState, QpType};
 use super::super::verbs::*;
 use super::super::Engine;
 use super::xfer::{sgl_xfer, Xfer};
-use super::{av_dest, transport_bits, wire_qpn, Runtime, ACK_EVERY, MIN_CWND, WINDOW_PSNS};
+use super::state::{av_dest, transport_bits, wire_qpn, Runtime, ACK_EVERY, MIN_CWND, WINDOW_PSNS};
 use crate::wire::bth::{self, Opcode};
 use crate::wire::packet::{self, Headers};
 use crate::wire::{atomic_eth, deth, ieth, immdt, psn, reth};

@@ -8,9 +8,9 @@
 use super::super::objects::{Access, QpType};
 use super::super::verbs::*;
 use super::super::Engine;
-use super::execute::{take_recv, untake};
+use super::rq::{take_recv, untake};
 use super::xfer::{check_rkey, lookup_key, sgl_capacity};
-use super::{RecvInProgress, MAX_MSG};
+use super::state::{RecvInProgress, MAX_MSG};
 use crate::wire::aeth::{NakCode, Syndrome};
 use crate::wire::bth::Opcode;
 use crate::wire::fabric::RxMeta;

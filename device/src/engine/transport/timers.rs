@@ -6,7 +6,7 @@ use std::cmp::Reverse;
 use super::super::objects::{QpState, QpType};
 use super::super::verbs::WcStatus;
 use super::super::Engine;
-use super::{MIN_CWND};
+use super::state::MIN_CWND;
 use crate::wire::psn;
 
 /// RNR NAK timer code → µs (IBTA table 45).

@@ -3,9 +3,9 @@
 use super::super::objects::{Access, QpType};
 use super::super::verbs::*;
 use super::super::Engine;
-use super::execute::take_recv;
+use super::rq::take_recv;
 use super::xfer::{sgl_capacity, sgl_xfer, Xfer};
-use super::deliver;
+use super::state::deliver;
 use crate::wire::deth;
 use crate::wire::fabric::RxMeta;
 use crate::wire::packet::RocePacket;
