@@ -217,7 +217,7 @@ pub struct Runtime {
     pub waker: Option<Arc<dyn Fn() + Send + Sync>>,
     /// The responder steps the last request packet went through.
     #[cfg(test)]
-    pub(crate) resp_trace: Vec<RespStep>,
+    pub(crate) resp_trace: Vec<super::responder::RespStep>,
 }
 
 impl Runtime {
