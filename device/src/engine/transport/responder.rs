@@ -9,7 +9,7 @@ use super::super::objects::{Access, QpType};
 use super::super::verbs::*;
 use super::super::Engine;
 use super::rq::{take_recv, untake};
-use super::xfer::{check_rkey, lookup_key, sgl_capacity};
+use super::xfer::{check_rkey, sgl_capacity};
 use super::state::{RecvInProgress, MAX_MSG};
 use crate::wire::aeth::{NakCode, Syndrome};
 use crate::wire::bth::Opcode;
@@ -262,27 +262,21 @@ impl Engine {
     fn resp_check_rkey(&mut self, req: &mut Req) -> RespStep {
         let Some(qp) = self.qps.get(req.qpn) else { return RespStep::Done };
         let access_error = req.fail(RespStep::Nak(NakCode::RemoteAccessError, None));
+        // A zero-length READ or WRITE names no memory: nothing to check.
+        let range_ok = |rh: reth::Repr, need| rh.dma_len == 0 || check_rkey(&self.mkeys, qp.attrs.access, qp.pd, rh.rkey, rh.va, rh.dma_len as u64, need).is_ok();
         match req.kind {
             Some(ReqKind::Write) if req.op.is_first() => {
                 let Some(rh) = req.p.headers.reth else { return INVALID };
-                if rh.dma_len > 0 && check_rkey(&self.mkeys, qp.attrs.access, qp.pd, rh.rkey, rh.va, rh.dma_len as u64, Access::REMOTE_WRITE).is_err() {
+                if !range_ok(rh, Access::REMOTE_WRITE) {
                     return access_error;
                 }
             }
-            Some(ReqKind::Read(rh)) => {
-                if rh.dma_len > 0 && check_rkey(&self.mkeys, qp.attrs.access, qp.pd, rh.rkey, rh.va, rh.dma_len as u64, Access::REMOTE_READ).is_err() {
-                    return access_error;
-                }
-            }
+            Some(ReqKind::Read(rh)) if !range_ok(rh, Access::REMOTE_READ) => return access_error,
             Some(ReqKind::Atomic(a)) => {
                 if a.va % 8 != 0 {
                     return INVALID;
                 }
-                if !qp.attrs.access.contains(Access::REMOTE_ATOMIC) {
-                    return access_error;
-                }
-                let Some(key) = lookup_key(&self.mkeys, a.rkey) else { return access_error };
-                let Ok(chunks) = key.translate(a.va, 8, qp.pd, Access::REMOTE_ATOMIC) else { return access_error };
+                let Ok(chunks) = check_rkey(&self.mkeys, qp.attrs.access, qp.pd, a.rkey, a.va, 8, Access::REMOTE_ATOMIC) else { return access_error };
                 // The 8 bytes must be contiguous in guest memory.
                 let Some(&(pa, 8)) = chunks.first() else { return INVALID };
                 req.atomic_pa = pa;
