@@ -14,7 +14,19 @@ pub mod verbs;
 #[cfg(test)]
 mod tests_grh;
 #[cfg(test)]
-mod tests_transport;
+mod tests_harness;
+#[cfg(test)]
+mod tests_rc;
+#[cfg(test)]
+mod tests_ud_uc;
+#[cfg(test)]
+mod tests_errors;
+#[cfg(test)]
+mod tests_loss;
+#[cfg(test)]
+mod tests_pkey;
+#[cfg(test)]
+mod tests_responder;
 #[cfg(test)]
 mod tests_nop;
 

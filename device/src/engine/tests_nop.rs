@@ -1,7 +1,7 @@
 //! NOP work requests in the transport: no PSN, in-order completion, also
 //! when the requests around them are lost, reordered and retransmitted.
 
-use super::tests_transport::{Pair, BASE};
+use super::tests_harness::{Pair, BASE};
 use super::*;
 use crate::fabric::fault::{FaultConfig, FaultRates};
 

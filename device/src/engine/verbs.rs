@@ -224,6 +224,12 @@ pub trait CompletionSink: Send + Sync {
     fn consumer(&self, _cqn: u32, _producer: u32) -> Option<u32> {
         None
     }
+    /// The 8 bytes an atomic's original value `orig` lands as in the
+    /// requester's buffer: the byte order is the personality's choice (the
+    /// engine only knows the number). Default: little-endian host order.
+    fn atomic_result(&self, orig: u64) -> [u8; 8] {
+        orig.to_le_bytes()
+    }
 }
 
 /// A sink that drops everything (an engine not yet attached).

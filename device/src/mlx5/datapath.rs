@@ -37,11 +37,19 @@ pub struct QueueSink {
     q: Mutex<Vec<Pending>>,
     mem: Arc<dyn crate::engine::GuestMemory>,
     cq_dbrs: Mutex<std::collections::HashMap<u32, u64>>,
+    /// Requester atomic results big-endian (`atomic_req_8B_endianness_mode`
+    /// 0, the device default) rather than in host order (mode 1).
+    atomic_be: std::sync::atomic::AtomicBool,
 }
 
 impl QueueSink {
     pub fn new(mem: Arc<dyn crate::engine::GuestMemory>) -> QueueSink {
-        QueueSink { q: Mutex::new(Vec::new()), mem, cq_dbrs: Mutex::new(Default::default()) }
+        QueueSink { q: Mutex::new(Vec::new()), mem, cq_dbrs: Mutex::new(Default::default()), atomic_be: Default::default() }
+    }
+
+    /// Selects the byte order of requester atomic results (true: big-endian).
+    pub fn set_atomic_reply_be(&self, be: bool) {
+        self.atomic_be.store(be, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn take(&self) -> Vec<Pending> {
@@ -72,6 +80,13 @@ impl CompletionSink for QueueSink {
     fn consumer(&self, cqn: u32, producer: u32) -> Option<u32> {
         let a = *self.cq_dbrs.lock().unwrap_or_else(|e| e.into_inner()).get(&cqn)?;
         be32_at(&*self.mem, a).map(|ci| crate::engine::cq_arm::expand_ci(producer, ci))
+    }
+    fn atomic_result(&self, orig: u64) -> [u8; 8] {
+        if self.atomic_be.load(std::sync::atomic::Ordering::Relaxed) {
+            orig.to_be_bytes()
+        } else {
+            orig.to_le_bytes()
+        }
     }
 }
 

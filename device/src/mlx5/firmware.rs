@@ -312,7 +312,7 @@ impl Firmware {
         }
         // Requester atomic results: big-endian until the driver selects
         // host endianness (atomic_req_8B_endianness_mode 1).
-        self.engine.rt.atomic_reply_be = true;
+        self.pending.set_atomic_reply_be(true);
     }
 
     /// The EQ that receives command-completion events, if any.

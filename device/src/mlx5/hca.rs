@@ -142,7 +142,7 @@ pub fn set_hca_cap(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             return Err(fail!(status::BAD_PARAM));
         }
         a::atomic_req_8B_endianness_mode.set(cur, mode);
-        fw.engine.rt.atomic_reply_be = mode == 0;
+        fw.pending.set_atomic_reply_be(mode == 0);
     } else if cap_type == super::firmware::CAP_DEV_MEM {
         // Nothing on the DEV_MEM page is settable.
     } else {
