@@ -8,9 +8,10 @@ use std::sync::Arc;
 use super::cmd::tests::{Builder, FlatMem};
 use super::cmd::{status, Delivery};
 use super::fields::Field;
+use super::builder::FirmwareBuilder;
 use super::firmware::Firmware;
 use super::ifc;
-use super::mad::PortConfig;
+use super::ib::port::PortConfig;
 use crate::engine::{Access, Limits, QpState};
 use crate::util::{eventfd, eventfd_take};
 use crate::vfio::protocol::vfio::*;
@@ -40,7 +41,7 @@ impl Bench {
         let mem = Arc::new(FlatMem::new(4 << 20));
         let irqs = Arc::new(Interrupts::new(64));
         let port = PortConfig::new(0x1111, 0x2222, 3, 0x1017);
-        let fw = Firmware::new(mem.clone(), irqs.clone(), port, limits);
+        let fw = FirmwareBuilder::new(mem.clone(), irqs.clone(), port, limits).build().expect("command table");
         Bench { mem, b: Builder::new(), fw, irqs }
     }
 
@@ -546,7 +547,7 @@ fn port_change_events_reach_subscribed_eqs() {
     assert_eq!((e[1], e[3], e[0x28] >> 4, e[63] & 1), (ifc::MLX5_EVENT_TYPE_PORT_CHANGE as u8, 1, 1, 0), "DOWN on port 1");
     assert_eq!(t.mem.get(other_buf + 63, 1)[0], 1, "EQ without the event bit untouched");
     // PortInfo through MAD_IFC now says DOWN.
-    assert_eq!(t.fw.port.port_state, 1);
+    assert_eq!(t.fw.ib.port.port_state, 1);
     t.fw.port_change(true);
     assert_eq!(t.mem.get(async_buf + 64, 64)[3], 4, "ACTIVE");
     let _ = async_eq;
@@ -558,10 +559,10 @@ fn perfmgt_port_counters_are_real_and_clear() {
     let mut t = Bench::new();
     t.up();
     let wire = Arc::new(crate::wire::counters::PortCounters::default());
-    t.fw.wire_counters = Some(wire.clone());
+    t.fw.ib.wire_counters = Some(wire.clone());
     wire.tx_packets.store(10, Relaxed);
     wire.tx_bytes.store(4000, Relaxed);
-    t.fw.counters.xmit_pkts.store(2, Relaxed);
+    t.fw.ib.counters.xmit_pkts.store(2, Relaxed);
     let pma = |t: &mut Bench, method: u8, select: u16| {
         let mut m = cmd(ifc::MLX5_CMD_OP_MAD_IFC, 3, ifc::mad_ifc_in::SIZE);
         ifc::mad_ifc_in::port.set(&mut m, 1);
@@ -601,7 +602,7 @@ pub(super) const DATA: u64 = 0x300000;
 pub(super) fn side_at(lid: u16, net: &Arc<crate::wire::fabric::InProcNet>, index: usize, qp_buf: u64, st: u64) -> Side {
     use ifc::create_mkey_in::memory_key_mkey_entry as m;
     let mut t = Bench::new();
-    t.fw.port.lid = lid;
+    t.fw.ib.port.lid = lid;
     let io = crate::engine::transport::Io {
         mem: t.mem.clone(),
         packets: net.sink(index),
@@ -666,8 +667,8 @@ pub(super) fn pair_of(a_qp_buf: u64, st: u64) -> (Arc<crate::wire::fabric::InPro
 pub(super) fn pump(net: &crate::wire::fabric::InProcNet, a: &mut Side, b: &mut Side) {
     use super::datapath::FwHandler;
     use std::sync::Mutex;
-    let fa = Arc::new(Mutex::new(std::mem::replace(&mut a.t.fw, Firmware::new(a.t.mem.clone(), a.t.irqs.clone(), PortConfig::new(0, 0, 0, 0), Limits::default()))));
-    let fb = Arc::new(Mutex::new(std::mem::replace(&mut b.t.fw, Firmware::new(b.t.mem.clone(), b.t.irqs.clone(), PortConfig::new(0, 0, 0, 0), Limits::default()))));
+    let fa = Arc::new(Mutex::new(std::mem::replace(&mut a.t.fw, FirmwareBuilder::new(a.t.mem.clone(), a.t.irqs.clone(), PortConfig::new(0, 0, 0, 0), Limits::default()).build().expect("command table"))));
+    let fb = Arc::new(Mutex::new(std::mem::replace(&mut b.t.fw, FirmwareBuilder::new(b.t.mem.clone(), b.t.irqs.clone(), PortConfig::new(0, 0, 0, 0), Limits::default()).build().expect("command table"))));
     let (ha, hb) = (FwHandler(fa.clone()), FwHandler(fb.clone()));
     for _ in 0..100 {
         if net.pump(&[&ha, &hb], 10_000) == 0 {
@@ -810,10 +811,10 @@ fn rc_send_and_write_between_two_devices_through_wqes() {
 fn memic_alloc_register_and_free() {
     use ifc::create_mkey_in::memory_key_mkey_entry as m;
     let mut t = Bench::new();
-    t.fw.memic = Some((31 << 20, 1 << 20));
+    t.fw.hca.memic = Some((31 << 20, 1 << 20));
     t.fw.reset();
     t.up();
-    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_HCA_CAP, (super::firmware::CAP_DEV_MEM << 1) | 1, 16), ifc::query_hca_cap_out::SIZE);
+    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_HCA_CAP, (super::hca::caps::image::CAP_DEV_MEM << 1) | 1, 16), ifc::query_hca_cap_out::SIZE);
     let cap = ifc::query_hca_cap_out::capability;
     assert_eq!(cap.inner(ifc::device_mem_cap::memic).get(&o), 1);
     assert_eq!(cap.inner(ifc::device_mem_cap::memic_bar_start_addr).get(&o), 31 << 20);
