@@ -8,6 +8,4 @@ pub mod req;
 pub mod syndrome;
 pub mod transport;
 
-#[cfg(test)]
-pub(crate) use transport::tests;
-pub use transport::{run_slot, status, CmdOutput, CommandHandler, Delivery, SlotResult, NUM_SLOTS};
+pub use transport::*;
