@@ -2,6 +2,7 @@
 //! failures, the command EQ, object references and limits, memory keys.
 
 use super::*;
+use crate::mlx5::cmd::syndrome as syn;
 
 #[test]
 fn bring_up_and_capabilities() {
@@ -56,12 +57,34 @@ fn unknown_opcodes_and_distinct_syndromes() {
     let c = t.run(&cmd(ifc::MLX5_CMD_OP_QUERY_PAGES, 9, 16), 16);
     assert_eq!(c.status, status::BAD_PARAM);
     assert!(a.syndrome != b.syndrome && b.syndrome != c.syndrome && a.syndrome != c.syndrome);
+    // Each names its failure site with a fixed code (cmd/syndrome.rs).
+    assert_eq!(a.syndrome, syn::DISPATCH_UNKNOWN_OPCODE);
+    assert_eq!(b.syndrome, syn::DESTROY_CQ_ENGINE);
+    assert_eq!(c.syndrome, syn::QUERY_PAGES_BAD_PARAM);
+    assert_eq!((a.syndrome, b.syndrome, c.syndrome), (0x7e00_0001, 0x7e03_001a, 0x7e01_0006), "codes never renumber");
     // Truncated input of a command that needs its whole layout.
     assert_eq!(t.status(&cmd(ifc::MLX5_CMD_OP_CREATE_EQ, 0, 16), 16), status::BAD_INP_LEN);
     // Only 4 KiB UARs.
     let mut s = cmd(ifc::MLX5_CMD_OP_SET_HCA_CAP, 0, ifc::set_hca_cap_in::SIZE);
     ifc::set_hca_cap_in::capability.inner(ifc::cmd_hca_cap::uar_4k).set(&mut s, 1);
     assert_eq!(t.status(&s, 16), status::BAD_PARAM);
+}
+
+/// The dispatch table's phase column: before ENABLE_HCA only the Boot rows
+/// run (ISSI, boot pages, ENABLE/DISABLE_HCA); after DISABLE_HCA, again.
+#[test]
+fn the_phase_column_gates_commands_before_enable_hca() {
+    let mut t = Bench::new();
+    let alloc_pd = cmd(ifc::MLX5_CMD_OP_ALLOC_PD, 0, 16);
+    let o = t.run(&alloc_pd, 16);
+    assert_eq!((o.status, o.syndrome), (status::BAD_SYS_STATE, syn::DISPATCH_WRONG_PHASE));
+    t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_ISSI, 0, 16), ifc::query_issi_out::SIZE);
+    t.ok(&cmd(ifc::MLX5_CMD_OP_SET_ISSI, 0, 16), 16);
+    t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_PAGES, 1, 16), 16);
+    t.ok(&cmd(ifc::MLX5_CMD_OP_ENABLE_HCA, 0, 16), 12);
+    t.ok(&alloc_pd, 16);
+    t.ok(&cmd(ifc::MLX5_CMD_OP_DISABLE_HCA, 0, 16), 16);
+    assert_eq!(t.status(&alloc_pd, 16), status::BAD_SYS_STATE);
 }
 
 #[test]
