@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::cmd::dispatch::DuplicateOpcode;
 use super::datapath::QueueSink;
-use super::firmware::{FwStats, UarHook};
+use super::firmware::{Firmware, FwStats, UarHook};
 use super::hca::state::Hca;
 use super::ib::port::{IbPort, PortConfig};
 use super::link::LinkLayer;
@@ -17,7 +17,6 @@ use crate::engine::Io;
 use crate::engine::{Engine, GuestMemory, Limits};
 use crate::vfio::Interrupts;
 
-pub use super::firmware::Firmware;
 
 /// The fabric the engine sends through, and what it reports.
 pub struct FabricIo {
