@@ -67,23 +67,23 @@ impl ControlHandles {
         let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
         let fw = self.fw.as_ref().map(|f| {
             let f = f.lock().unwrap_or_else(|e| e.into_inner());
-            let c = &f.counters;
+            let c = f.port_counters();
             json!({
-                "commands": l(&f.stats.commands),
-                "failed": l(&f.stats.failed),
-                "eqes": l(&f.stats.eqes),
-                "interrupts": l(&f.stats.interrupts),
-                "umr_wqes": l(&f.stats.umr_wqes),
-                "umr_errors": l(&f.stats.umr_errors),
-                "port_state": f.port.port_state,
+                "commands": l(&f.stats().commands),
+                "failed": l(&f.stats().failed),
+                "eqes": l(&f.stats().eqes),
+                "interrupts": l(&f.stats().interrupts),
+                "umr_wqes": l(&f.stats().umr_wqes),
+                "umr_errors": l(&f.stats().umr_errors),
+                "port_state": f.port_state(),
                 "objects": {
-                    "pd": f.engine.pds.len(), "uar": f.engine.uars.len(), "eq": f.engine.eqs.len(),
-                    "cq": f.engine.cqs.len(), "srq": f.engine.srqs.len(), "mkey": f.engine.mkeys.len(),
-                    "qp": f.engine.qps.len(), "xrcd": f.engine.xrcds.len(),
-                    "mtt_entries": f.engine.mtt_entries(),
+                    "pd": f.engine().pds.len(), "uar": f.engine().uars.len(), "eq": f.engine().eqs.len(),
+                    "cq": f.engine().cqs.len(), "srq": f.engine().srqs.len(), "mkey": f.engine().mkeys.len(),
+                    "qp": f.engine().qps.len(), "xrcd": f.engine().xrcds.len(),
+                    "mtt_entries": f.engine().mtt_entries(),
                 },
-                "engine": f.engine.counters(),
-                "fabric": f.wire_counters.as_ref().map(|w| w.snapshot()),
+                "engine": f.engine().counters(),
+                "fabric": f.wire_counters().map(|w| w.snapshot()),
                 "port_counters": {
                     "xmit_pkts": l(&c.xmit_pkts), "rcv_pkts": l(&c.rcv_pkts),
                     "xmit_data_words": l(&c.xmit_data_words), "rcv_data_words": l(&c.rcv_data_words),

@@ -23,8 +23,9 @@ use crate::wire::clock::MonotonicClock;
 use crate::mlx5::uar::PollerKick;
 use crate::wire::bth;
 use crate::fabric::{LoopbackPump, PacketHandler, RxMeta, UdpFabric};
+use crate::mlx5::builder::{FabricIo, FirmwareBuilder};
 use crate::mlx5::firmware::Firmware;
-use crate::mlx5::mad::PortConfig;
+use crate::mlx5::ib::port::PortConfig;
 use crate::mlx5::{DoorbellSink, DoorbellStats, InitSegEvent, InitSegment, UarPoller};
 use crate::pci::*;
 use crate::sys::{memfd, SharedMem};
@@ -226,18 +227,17 @@ impl Vrnic {
         let mut port = PortConfig::new(config.node_guid(), config.port_guid(), config.identity.lid, config.identity.device_id);
         port.revision = config.identity.revision as u32;
         let memory = Arc::new(DeviceMemory { dma: dma.clone(), mem: mem.clone(), base: bars.memic_offset(), size: bars.bar4 });
-        let mut firmware = Firmware::new(memory.clone(), irqs.clone(), port, limits);
-        firmware.memic = Some((bars.memic_offset(), bars.bar4));
-        firmware.reset();
-        firmware.trace = config.logging.trace;
         let first_mappable = MAPPABLE_START / UAR_PAGE;
         let first_watched = first_mappable + config.doorbell.watch_uars as u64;
         let watched: Arc<Mutex<Vec<u64>>> = Arc::new(Mutex::new(Vec::new()));
+        let mut builder = FirmwareBuilder::new(memory.clone(), irqs.clone(), port.clone(), limits)
+            .memic(bars.memic_offset(), bars.bar4)
+            .trace(config.logging.trace);
         if config.doorbell.mode == DoorbellMode::Poll {
             let (pages, mem) = (watched.clone(), mem.clone());
             // Poll mode: an allocated UAR page gets its sentinels and is
             // watched before ALLOC_UAR completes.
-            firmware.on_uar = Some(Arc::new(move |uar: u32, alive: bool| {
+            builder = builder.on_uar(Arc::new(move |uar: u32, alive: bool| {
                 let uar = uar as u64;
                 let mut p = pages.lock().unwrap_or_else(|e| e.into_inner());
                 if uar < first_mappable {
@@ -257,22 +257,18 @@ impl Vrnic {
         let clock = Arc::new(MonotonicClock::default());
         let mut fabric = UdpFabric::bind(&config.fabric, config.identity.lid, clock.clone())?;
         // GRHs: SGIDs from, and DGIDs checked against, the GID table the guest sees.
-        fabric.port().set_gid_table(firmware.port.gid_table());
-        {
-            let local = config.fabric.local_endpoint(config.identity.lid).map_err(io::Error::other)?;
-            let io = crate::engine::transport::Io {
-                mem: memory.clone(),
-                packets: fabric.sink(),
-                completions: firmware.pending.clone(),
-                clock: clock.clone(),
-                local,
-            };
-            firmware.engine.attach(io);
-            let waker = fabric.waker();
-            firmware.engine.rt.waker = Some(Arc::new(move || waker.wake()));
-        }
+        fabric.port().set_gid_table(port.gid_table());
+        let local = config.fabric.local_endpoint(config.identity.lid).map_err(io::Error::other)?;
+        let waker = fabric.waker();
+        let firmware = builder
+            .fabric(FabricIo {
+                io: crate::engine::Io { mem: memory.clone(), packets: fabric.sink(), clock: clock.clone(), local, ..Default::default() },
+                waker: Some(Arc::new(move || waker.wake())),
+                counters: Some(fabric.counters()),
+            })
+            .build()
+            .map_err(io::Error::other)?;
         info!(addr = %fabric.local_addr().map(|a| a.to_string()).unwrap_or_default(), peers = config.fabric.peers.len(), "RoCEv2 fabric bound");
-        firmware.wire_counters = Some(fabric.counters());
         let fw = Arc::new(Mutex::new(firmware));
         let sink: Arc<dyn DoorbellSink> = Arc::new(FwSink { fw: fw.clone(), stats: doorbells.clone(), pump: config.fabric.inline_loopback.then(|| fabric.loopback_pump()) });
         let poller = match config.doorbell.mode {

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use vrnic::engine::mem::FlatMem;
 use vrnic::engine::*;
 use vrnic::mlx5::cmd::CommandHandler;
+use vrnic::mlx5::builder::FirmwareBuilder;
 use vrnic::mlx5::firmware::Firmware;
 use vrnic::mlx5::ifc;
-use vrnic::mlx5::mad::PortConfig;
+use vrnic::mlx5::ib::port::PortConfig;
 use vrnic::vfio::Interrupts;
 use vrnic::wire::clock::ManualClock;
 use vrnic::fabric::{Dest, Endpoint, PacketSink, RxMeta};
@@ -47,7 +48,7 @@ pub fn cmd(opcode: u32, len: usize) -> Vec<u8> {
 pub fn firmware(mem: Arc<FlatMem>) -> Firmware {
     let irqs = Arc::new(Interrupts::new(64));
     let port = PortConfig::new(0x1111, 0x2222, 3, 0x1017);
-    let mut fw = Firmware::new(mem, irqs, port, Limits::default());
+    let mut fw = FirmwareBuilder::new(mem, irqs, port, Limits::default()).build().expect("command table");
     fw.execute(&cmd(ifc::MLX5_CMD_OP_ENABLE_HCA, 16), 16);
     fw.execute(&cmd(ifc::MLX5_CMD_OP_INIT_HCA, 32), 16);
     fw

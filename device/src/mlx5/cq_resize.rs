@@ -17,7 +17,9 @@ use tracing::debug;
 
 use super::cmd::status;
 use super::cqe::{self, op, Cqe};
-use super::firmware::{buf_addr, fail, out, page_offset_bytes, pages_for, CmdResult, Firmware, Req};
+use super::cmd::req::{fail, out, CmdResult, Req};
+use super::firmware::Firmware;
+use super::queue_buf::{buf_addr, page_offset_bytes, pages_for};
 use super::ifc;
 
 /// `resize_field_select` bits (`MLX5_MODIFY_CQ_MASK_*`).
@@ -37,14 +39,14 @@ pub fn resize_cq(fw: &mut Firmware, r: &Req<'_>, cqn: u32) -> CmdResult {
     use ifc::modify_cq_in::cq_context as c;
     let select = r.get(ifc::modify_cq_in::modify_field_select_resize_field_select);
     if select & MASK_LOG_SIZE == 0 || select & !(MASK_LOG_SIZE | MASK_PG_OFFSET | MASK_PG_SIZE) != 0 {
-        return Err(fail!(status::BAD_PARAM));
+        return Err(fail!(status::BAD_PARAM, RESIZE_CQ_BAD_PARAM));
     }
-    let ctx = fw.cqs.get(&cqn).ok_or(fail!(status::BAD_RES))?;
+    let ctx = fw.cqs.get(&cqn).ok_or(fail!(status::BAD_RES, RESIZE_CQ_BAD_RES))?;
     let cqe_size = ctx.cqe_size;
     let log_size = c::log_cq_size.get(r.input) as u8;
     let log_page_size = if select & MASK_PG_SIZE != 0 { c::log_page_size.get(r.input) as u8 } else { ctx.log_page_size };
     if log_size > fw.engine.limits.log_max_cq_size || log_page_size > 18 {
-        return Err(fail!(status::BAD_PARAM));
+        return Err(fail!(status::BAD_PARAM, RESIZE_CQ_BAD_PARAM_2));
     }
     let page_offset = if select & MASK_PG_OFFSET != 0 {
         page_offset_bytes(c::page_offset.get(r.input), log_page_size)
@@ -58,34 +60,34 @@ pub fn resize_cq(fw: &mut Firmware, r: &Req<'_>, cqn: u32) -> CmdResult {
     // and the driver's consumer index is read fresh.
     fw.drain();
     fw.refresh_cq(cqn);
-    let cq = fw.engine.cqs.get(cqn).ok_or(fail!(status::BAD_RES))?;
+    let cq = fw.engine.cqs.get(cqn).ok_or(fail!(status::BAD_RES, RESIZE_CQ_BAD_RES_2))?;
     if cq.overrun {
-        return Err(fail!(status::BAD_RES_STATE));
+        return Err(fail!(status::BAD_RES_STATE, RESIZE_CQ_BAD_RES_STATE));
     }
     let outstanding = cq.producer.wrapping_sub(cq.consumer);
     if outstanding >= cq.entries() {
         // No free slot in the old buffer for the resize CQE.
-        return Err(fail!(status::BAD_RES_STATE));
+        return Err(fail!(status::BAD_RES_STATE, RESIZE_CQ_BAD_RES_STATE_2));
     }
     if outstanding as u64 + 1 > 1u64 << log_size {
-        return Err(fail!(status::BAD_PARAM));
+        return Err(fail!(status::BAD_PARAM, RESIZE_CQ_BAD_PARAM_3));
     }
     let index = cq.producer;
     let old_log = cq.log_size;
 
     // The resize CQE, in the old buffer with the old owner bit.
-    let old = fw.cqs.get(&cqn).ok_or(fail!(status::BAD_RES))?;
+    let old = fw.cqs.get(&cqn).ok_or(fail!(status::BAD_RES, RESIZE_CQ_BAD_RES_3))?;
     let slot = (index & ((1u32 << old_log) - 1)) as u64;
-    let addr = buf_addr(&old.pas, old.log_page_size, old.page_offset, slot * cqe_size as u64).ok_or(fail!(status::INT_ERR))?;
+    let addr = buf_addr(&old.pas, old.log_page_size, old.page_offset, slot * cqe_size as u64).ok_or(fail!(status::INT_ERR, RESIZE_CQ_INT_ERR))?;
     let e = Cqe { opcode: op::RESIZE_CQ, timestamp: super::clock::now(), ..Default::default() };
     if !cqe::write(&*fw.mem, addr, cqe_size, &e, ((index >> old_log) & 1) as u8) {
-        return Err(fail!(status::BAD_RES_STATE));
+        return Err(fail!(status::BAD_RES_STATE, RESIZE_CQ_BAD_RES_STATE_3));
     }
 
-    let cq = fw.engine.cqs.get_mut(cqn).ok_or(fail!(status::BAD_RES))?;
+    let cq = fw.engine.cqs.get_mut(cqn).ok_or(fail!(status::BAD_RES, RESIZE_CQ_BAD_RES_4))?;
     cq.producer = index.wrapping_add(1);
     cq.log_size = log_size;
-    let ctx = fw.cqs.get_mut(&cqn).ok_or(fail!(status::BAD_RES))?;
+    let ctx = fw.cqs.get_mut(&cqn).ok_or(fail!(status::BAD_RES, RESIZE_CQ_BAD_RES_5))?;
     ctx.pas = pas;
     ctx.log_page_size = log_page_size;
     ctx.page_offset = page_offset;

@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use tracing::{debug, warn};
 
 use super::cqe::{self, op, syndrome, Cqe};
-use super::firmware::{buf_addr, Firmware};
+use super::firmware::Firmware;
+use super::queue_buf::buf_addr;
 use super::ifc;
 use super::ud::SqHead;
 use super::sq_ops;
@@ -151,7 +152,7 @@ impl Firmware {
     fn write_completion(&mut self, cqn: u32, index: u32, c: &Completion) {
         let Some(ctx) = self.cqs.get(&cqn) else { return };
         let Some(cq) = self.engine.cqs.get(cqn) else { return };
-        let user_index = self.qps.get(&c.qpn).map(|q| q.user_index).unwrap_or(0);
+        let user_index = self.rdma.qps.get(&c.qpn).map(|q| q.user_index).unwrap_or(0);
         let mut e = Cqe { qpn: c.qpn, user_index, byte_cnt: c.byte_len, solicited: c.solicited, ..Default::default() };
         let recv = c.opcode.is_recv();
         if recv {
@@ -249,9 +250,9 @@ impl Firmware {
         }
         // The doorbell record is read once: a WQE posted after this read
         // comes with a doorbell of its own, which syncs again.
-        let Some(pc) = self.qps.get(&qpn).and_then(|ctx| Self::sq_producer(&*self.mem, ctx)) else { return };
+        let Some(pc) = self.rdma.qps.get(&qpn).and_then(|ctx| Self::sq_producer(&*self.mem, ctx)) else { return };
         for _ in 0..=(1u32 << 16) {
-            let Some(ctx) = self.qps.get(&qpn) else { return };
+            let Some(ctx) = self.rdma.qps.get(&qpn) else { return };
             if ctx.sq_entries == 0 {
                 return;
             }
@@ -261,7 +262,7 @@ impl Firmware {
                 // on hardware: an error CQE for that slot and the QP to ERR.
                 SqHead::Unreadable { ci } => {
                     let wr = local_qp_op_err(ci as u64);
-                    if let Some(ctx) = self.qps.get_mut(&qpn) {
+                    if let Some(ctx) = self.rdma.qps.get_mut(&qpn) {
                         ctx.sq_ci = ci.wrapping_add(1);
                     }
                     if let Err(e) = self.engine.post_send(qpn, wr) {
@@ -280,7 +281,7 @@ impl Firmware {
                     local_qp_op_err(send_wr_id(&ctrl))
                 }
             };
-            if let Some(ctx) = self.qps.get_mut(&qpn) {
+            if let Some(ctx) = self.rdma.qps.get_mut(&qpn) {
                 ctx.sq_ci = ci.wrapping_add(nbb as u16);
             }
             if let Err(e) = self.engine.post_send(qpn, wr) {
@@ -365,7 +366,7 @@ impl Firmware {
             return;
         }
         for _ in 0..=(1u32 << 16) {
-            let Some(ctx) = self.qps.get(&qpn) else { return };
+            let Some(ctx) = self.rdma.qps.get(&qpn) else { return };
             if ctx.rq_entries == 0 {
                 return;
             }
@@ -381,7 +382,7 @@ impl Firmware {
                 warn!(qpn, "RQ outside guest memory");
                 return;
             }
-            if let Some(ctx) = self.qps.get_mut(&qpn) {
+            if let Some(ctx) = self.rdma.qps.get_mut(&qpn) {
                 ctx.rq_ci = idx.wrapping_add(1);
             }
             let sgl = wqe::parse_recv(&w).iter().map(|g| Sge { addr: g.addr, length: g.len, lkey: g.lkey }).collect();
@@ -395,7 +396,7 @@ impl Firmware {
     /// SRQ: WQEs form a list through `next_wqe_index`; the doorbell record counts posted WQEs.
     pub fn sync_srq(&mut self, srqn: u32) {
         for _ in 0..=(1u32 << 16) {
-            let Some(ctx) = self.srqs.get(&srqn) else { return };
+            let Some(ctx) = self.rdma.srqs.get(&srqn) else { return };
             let Some(srq) = self.engine.srqs.get(srqn) else { return };
             let entries = 1u32 << srq.log_size;
             let Some(pc) = be32_at(&*self.mem, ctx.dbr_addr) else { return };
@@ -412,7 +413,7 @@ impl Firmware {
             }
             let next = u16::from_be_bytes([w[2], w[3]]);
             let sgl = wqe::parse_recv(&w[16..]).iter().map(|g| Sge { addr: g.addr, length: g.len, lkey: g.lkey }).collect();
-            if let Some(ctx) = self.srqs.get_mut(&srqn) {
+            if let Some(ctx) = self.rdma.srqs.get_mut(&srqn) {
                 ctx.head = next;
                 ctx.posted = ctx.posted.wrapping_add(1);
             }

@@ -1,28 +1,34 @@
 //! The ConnectX (mlx5) personality: what the Linux `mlx5_core`/`mlx5_ib`
 //! drivers and rdma-core's libmlx5 see in BAR0.
 //!
-//! So far: the initialization segment ([`init_seg`]), the UAR doorbell
-//! pages ([`uar`]), the `mlx5_ifc.h` layouts as generated field accessors
-//! ([`ifc`], from `tools/mlx5/ifcgen.py`, with the [`fields`] runtime) and the
-//! capability pages ([`caps`]). The command interface and WQE/CQE codecs
-//! arrive with the firmware and data-path work; until then a rung command
-//! doorbell is counted and logged, and the driver's first command times out.
+//! - [`init_seg`]: the initialization segment; [`uar`]: the doorbell pages.
+//! - [`cmd`]: the command core (transport, requests, dispatch, syndromes).
+//! - Command domains, each owning its state: [`hca`] (lifecycle, pages,
+//!   capabilities, registers, UARs), [`events`] (EQ commands), [`rdma`]
+//!   (objects shared by every link layer) and [`ib`] (the InfiniBand port:
+//!   MAD_IFC, SMA/PMA, vport queries). [`link`] picks the domains of a link
+//!   layer; [`builder`] assembles the [`firmware::Firmware`] that holds them.
+//! - The data path: [`datapath`], [`ud`], [`cqe`], [`wqe`], [`sq_ops`], [`umr`].
+//! - [`ifc`]: the `mlx5_ifc.h` layouts as generated field accessors (from
+//!   `tools/mlx5/ifcgen.py`, with the [`fields`] runtime).
 
-pub mod caps;
+pub mod builder;
 pub mod clock;
 pub mod cmd;
 pub mod cq_resize;
 pub mod cqe;
 pub mod datapath;
+pub mod events;
+pub mod fields;
 pub mod firmware;
 pub mod hca;
-pub mod objects;
-pub mod qp;
-pub mod sq_ops;
-pub mod fields;
+pub mod ib;
 pub mod ifc;
 pub mod init_seg;
-pub mod mad;
+pub mod link;
+pub mod queue_buf;
+pub mod rdma;
+pub mod sq_ops;
 pub mod uar;
 pub mod ud;
 pub mod umr;

@@ -585,7 +585,7 @@ mod tests {
     #[cfg_attr(miri, ignore = "memfd_create, mmap of an fd and the poller thread's prctl are not supported by Miri")]
     fn poller_watches_each_bfreg_half() {
         use crate::mlx5::ifc::cmd_hca_cap;
-        let caps = crate::mlx5::caps::general_caps_image();
+        let caps = crate::mlx5::hca::caps::image::general_caps_image();
         assert_eq!(1u64 << cmd_hca_cap::log_bf_reg_size.get(&caps), 2 * BF_HALF);
         let offs: Vec<u64> = send_doorbell_offsets().collect();
         assert_eq!(offs, [0x800, 0x900, 0xa00, 0xb00, 0xc00, 0xd00, 0xe00, 0xf00]);

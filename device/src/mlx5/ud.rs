@@ -14,7 +14,9 @@ use tracing::{debug, warn};
 
 use super::cqe::{self, op, syndrome, Cqe};
 use super::datapath::be32_at;
-use super::firmware::{buf_addr, Firmware, QpCtx};
+use super::firmware::Firmware;
+use super::queue_buf::buf_addr;
+use super::rdma::state::QpCtx;
 use super::sq_ops;
 use crate::engine::verbs::WrOpcode;
 use super::wqe::{self, opcode, CtrlSeg, Payload, WQEBB};
@@ -171,7 +173,7 @@ impl Firmware {
     /// LOCAL_QP_OP_ERR and the QP moves to ERR (the rest flush), as for any
     /// WQE the device does not execute.
     fn no_send_path(&mut self, qpn: u32) {
-        if self.qps.get(&qpn).is_some_and(|ctx| ctx.sq_entries == 0) {
+        if self.rdma.qps.get(&qpn).is_some_and(|ctx| ctx.sq_entries == 0) {
             debug!(qpn, "send doorbell on a QP without a send queue ignored");
             return;
         }
@@ -200,7 +202,7 @@ impl Firmware {
         for _ in 0..=(1u32 << 16) {
             let Some(qp) = self.engine.qps.get(qpn) else { return };
             let (state, send_cq) = (qp.state, qp.send_cq);
-            let Some(ctx) = self.qps.get(&qpn) else { return };
+            let Some(ctx) = self.rdma.qps.get(&qpn) else { return };
             if state == QpState::Err {
                 self.flush_qp(qpn);
                 return;
@@ -225,13 +227,13 @@ impl Firmware {
                     Some(w) => exec(self, qpn, &w, &ctrl),
                 }
             };
-            if let Some(ctx) = self.qps.get_mut(&qpn) {
+            if let Some(ctx) = self.rdma.qps.get_mut(&qpn) {
                 ctx.sq_ci = ci.wrapping_add(nbb as u16);
             }
             match result {
                 Ok(()) => {
                     if let (true, Some(cqn)) = (ctrl.signaled(), send_cq) {
-                        let user_index = self.qps.get(&qpn).map(|c| c.user_index).unwrap_or(0);
+                        let user_index = self.rdma.qps.get(&qpn).map(|c| c.user_index).unwrap_or(0);
                         let c = Cqe { opcode: op::REQ, wqe_opcode: ctrl.opcode, qpn, wqe_counter: ctrl.wqe_index, user_index, ..Default::default() };
                         self.post_cqe(cqn, &c, false);
                     }
@@ -267,7 +269,7 @@ impl Firmware {
                 let own_qkey = self.engine.qps.get(qpn).map(|q| q.attrs.qkey).unwrap_or(0);
                 let dg = Datagram {
                     src_qpn,
-                    slid: self.port.lid,
+                    slid: self.ib.port.lid,
                     sl: s.av.sl,
                     qkey: if s.av.use_qp_qkey { own_qkey } else { s.av.qkey },
                     solicited: ctrl.solicited(),
@@ -275,10 +277,10 @@ impl Firmware {
                     data,
                 };
                 let words = (dg.data.len() as u64).div_ceil(4);
-                self.counters.xmit_pkts.fetch_add(1, Ordering::Relaxed);
-                self.counters.xmit_data_words.fetch_add(words, Ordering::Relaxed);
-                let to_self = s.av.rlid == self.port.lid || s.av.rlid == PERMISSIVE_LID || qp_type == QpType::Smi;
-                if to_self && self.port.port_state == 4 {
+                self.ib.counters.xmit_pkts.fetch_add(1, Ordering::Relaxed);
+                self.ib.counters.xmit_data_words.fetch_add(words, Ordering::Relaxed);
+                let to_self = s.av.rlid == self.ib.port.lid || s.av.rlid == PERMISSIVE_LID || qp_type == QpType::Smi;
+                if to_self && self.ib.port.port_state == 4 {
                     self.deliver_local(s.av.dqpn, dg);
                 }
                 Ok(())
@@ -336,12 +338,12 @@ impl Firmware {
             debug!(qpn, "Q_Key mismatch: datagram dropped");
             return;
         }
-        let Some(ctx) = self.qps.get(&qpn) else { return };
+        let Some(ctx) = self.rdma.qps.get(&qpn) else { return };
         let Some(pc) = be32_at(&*self.mem, ctx.dbr_addr) else { return };
         let ci = ctx.rq_ci;
         if ci == pc as u16 {
             debug!(qpn, "no receive posted: datagram dropped");
-            self.counters.rcv_errors.fetch_add(1, Ordering::Relaxed);
+            self.ib.counters.rcv_errors.fetch_add(1, Ordering::Relaxed);
             return;
         }
         let Some(a) = Self::rq_addr(ctx, ci) else { return };
@@ -381,11 +383,11 @@ impl Firmware {
             self.qp_error(qpn, ci, 0, syndrome::LOCAL_LENGTH_ERR, false);
             return;
         }
-        if let Some(ctx) = self.qps.get_mut(&qpn) {
+        if let Some(ctx) = self.rdma.qps.get_mut(&qpn) {
             ctx.rq_ci = ci.wrapping_add(1);
         }
-        self.counters.rcv_pkts.fetch_add(1, Ordering::Relaxed);
-        self.counters.rcv_data_words.fetch_add((dg.data.len() as u64).div_ceil(4), Ordering::Relaxed);
+        self.ib.counters.rcv_pkts.fetch_add(1, Ordering::Relaxed);
+        self.ib.counters.rcv_data_words.fetch_add((dg.data.len() as u64).div_ceil(4), Ordering::Relaxed);
         if let Some(cqn) = recv_cq {
             let c = Cqe {
                 opcode: if dg.imm.is_some() { op::RESP_SEND_IMM } else { op::RESP_SEND },
@@ -409,7 +411,7 @@ impl Firmware {
     pub fn qp_error(&mut self, qpn: u32, wqe_counter: u16, wqe_opcode: u8, syn: u8, send: bool) {
         let Some(qp) = self.engine.qps.get(qpn) else { return };
         let cq = if send { qp.send_cq } else { qp.recv_cq };
-        let user_index = self.qps.get(&qpn).map(|c| c.user_index).unwrap_or(0);
+        let user_index = self.rdma.qps.get(&qpn).map(|c| c.user_index).unwrap_or(0);
         warn!(qpn, syndrome = syn, send, "work request failed: QP to error");
         if let Some(cqn) = cq {
             let c = Cqe {
@@ -424,7 +426,7 @@ impl Firmware {
             };
             self.post_cqe(cqn, &c, true);
         }
-        if let Some(ctx) = self.qps.get_mut(&qpn) {
+        if let Some(ctx) = self.rdma.qps.get_mut(&qpn) {
             if !send {
                 ctx.rq_ci = ctx.rq_ci.wrapping_add(1);
             }
@@ -440,7 +442,7 @@ impl Firmware {
             return;
         }
         let (send_cq, recv_cq, has_srq) = (qp.send_cq, qp.recv_cq, qp.srq.is_some());
-        let Some(ctx) = self.qps.get(&qpn).cloned() else { return };
+        let Some(ctx) = self.rdma.qps.get(&qpn).cloned() else { return };
         let mut c = Cqe { qpn, user_index: ctx.user_index, syndrome: syndrome::WR_FLUSH_ERR, vendor_syndrome: 0x79, ..Default::default() };
         // Send queue.
         if ctx.sq_entries > 0 {
@@ -462,7 +464,7 @@ impl Firmware {
                     ci = ci.wrapping_add(ctrl.wqebbs() as u16);
                     n += 1;
                 }
-                if let Some(x) = self.qps.get_mut(&qpn) {
+                if let Some(x) = self.rdma.qps.get_mut(&qpn) {
                     x.sq_ci = ci;
                 }
             }
@@ -482,7 +484,7 @@ impl Firmware {
                     ci = ci.wrapping_add(1);
                     n += 1;
                 }
-                if let Some(x) = self.qps.get_mut(&qpn) {
+                if let Some(x) = self.rdma.qps.get_mut(&qpn) {
                     x.rq_ci = ci;
                 }
             }

@@ -381,7 +381,7 @@ impl Firmware {
         if u.ctrl.mkey_mask & mask::KEY == 0 && old.variant != u.mkey as u8 {
             return Err(UmrError::BadKey(u.mkey));
         }
-        let old_mkc = self.mkcs.get(&index).ok_or(UmrError::BadKey(u.mkey))?;
+        let old_mkc = self.rdma.mkcs.get(&index).ok_or(UmrError::BadKey(u.mkey))?;
         if !mkc::umr_en.get_bool(old_mkc) {
             return Err(UmrError::NotUmrEnabled(u.mkey));
         }
@@ -401,7 +401,7 @@ impl Firmware {
         if let Some(k) = self.engine.mkeys.get_mut(index) {
             *k = new;
         }
-        self.mkcs.insert(index, new_mkc);
+        self.rdma.mkcs.insert(index, new_mkc);
         Ok(())
     }
 

@@ -4,7 +4,7 @@
 //! HCA (`port_type` IB, one port), RC/UC/UD/XRC, ISSI 0 (no `supported_issi` beyond 0 is reported by
 //! QUERY_ISSI, so nothing here), BlueFlame off (`bf` = 0, `log_bf_reg_size` 9), no page requests
 //! (`page_request_disable`), UMR as a ConnectX-5 offers it (translation, page size and atomic access
-//! modifiable, extended translation offsets: `mlx5_ib`'s MR cache is used; [`super::umr`] executes the
+//! modifiable, extended translation offsets: `mlx5_ib`'s MR cache is used; [`crate::mlx5::umr`] executes the
 //! WQEs) except indirect (KLM) mkeys (`umr_indirect_mkey_disabled`), CQE version 1, one UAR per page.
 //! Appendix B of the model doc predates UMR: its dump and field list are quoted below with
 //! `umr_modify_entity_size_disabled`/`umr_modify_atomic_disabled` (DW16 bits 24/23) cleared and
@@ -23,8 +23,17 @@
 //! MLX5_CAP_ATOMIC (type 3) with [`atomic_caps_image`]; the driver then SET_HCA_CAPs
 //! `atomic_req_8B_endianness_mode` = 1 (host endianness) on the atomic page.
 
-use super::fields::Field;
-use super::ifc::{self, atomic_caps, cmd_hca_cap, hca_cap_union};
+use crate::engine::Limits;
+use crate::mlx5::fields::Field;
+use crate::mlx5::ifc::{self, atomic_caps, cmd_hca_cap, hca_cap_union};
+
+/// Capability types the firmware answers QUERY_HCA_CAP for.
+pub const CAP_GENERAL: u16 = 0x0;
+pub const CAP_ATOMIC: u16 = 0x3;
+pub const CAP_DEV_MEM: u16 = 0xf;
+
+/// Bytes of a capability area.
+pub const CAP_AREA: usize = 0x1000;
 
 /// One capability value: header name, field, value.
 pub type CapValue = (&'static str, Field, u64);
@@ -108,6 +117,32 @@ pub fn general_caps_image_with_atomic() -> Vec<u8> {
 /// Phase 2: the ATOMIC capability page (MLX5_CAP_ATOMIC).
 pub fn atomic_caps_image() -> Vec<u8> {
     build(ATOMIC_CAPS)
+}
+
+/// The general capability page with the object limits of this instance.
+pub fn general_caps(l: &Limits) -> Vec<u8> {
+    use ifc::cmd_hca_cap as c;
+    // 8-byte compare-and-swap and fetch-and-add are offered (ATOMIC page).
+    let mut page = general_caps_image_with_atomic();
+    let log2 = |n: usize| (usize::BITS - 1 - n.max(1).leading_zeros()) as u64;
+    c::log_max_qp.set(&mut page, log2(l.qps));
+    c::log_max_cq.set(&mut page, log2(l.cqs));
+    c::log_max_srq.set(&mut page, log2(l.srqs));
+    c::log_max_mkey.set(&mut page, log2(l.mkeys));
+    c::log_max_pd.set(&mut page, log2(l.pds));
+    c::log_max_xrcd.set(&mut page, log2(l.xrcds));
+    c::log_max_eq.set(&mut page, log2(l.eqs));
+    c::log_max_cq_sz.set(&mut page, l.log_max_cq_size as u64);
+    c::log_max_qp_sz.set(&mut page, l.log_max_qp_size as u64);
+    c::log_max_srq_sz.set(&mut page, l.log_max_qp_size as u64);
+    c::log_max_eq_sz.set(&mut page, l.log_max_eq_size as u64);
+    c::log_max_ra_req_qp.set(&mut page, l.log_max_rd_atomic.min(7) as u64);
+    c::log_max_ra_res_qp.set(&mut page, l.log_max_rd_atomic.min(7) as u64);
+    // MODIFY_CQ resize (mlx5_ib answers ibv_resize_cq with ENOSYS without it).
+    c::cq_resize.set(&mut page, 1);
+    // The free-running internal timer that stamps CQEs (clock.rs).
+    c::device_frequency_khz.set(&mut page, crate::mlx5::clock::DEVICE_FREQUENCY_KHZ as u64);
+    page
 }
 
 #[cfg(test)]
@@ -288,5 +323,17 @@ mod tests {
         assert_eq!(cmd_hca_cap::atomic.get(&with), 1);
         let diff = with.iter().zip(&base).filter(|(a, b)| a != b).count();
         assert_eq!(diff, 1);
+    }
+
+    #[test]
+    fn read_atomic_depth_follows_the_limits() {
+        use ifc::cmd_hca_cap as c;
+        let page = general_caps(&Limits::default());
+        assert_eq!(c::log_max_ra_req_qp.get(&page), 7, "128 outstanding, as rxe");
+        assert_eq!(c::log_max_ra_res_qp.get(&page), 7);
+        let page = general_caps(&Limits { log_max_rd_atomic: 4, ..Limits::default() });
+        assert_eq!((c::log_max_ra_req_qp.get(&page), c::log_max_ra_res_qp.get(&page)), (4, 4), "ConnectX-5's 16");
+        // The responder keeps an atomic result for every atomic the requester may have outstanding.
+        assert!(crate::engine::transport::ATOMIC_REPLAY >= 1 << Limits::default().log_max_rd_atomic);
     }
 }

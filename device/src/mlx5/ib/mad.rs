@@ -8,6 +8,10 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::port::{PortConfig, PortCounters};
+#[cfg(test)]
+use super::port::DEFAULT_CAP_MASK;
+
 pub const MAD_SIZE: usize = 256;
 const DATA: usize = 64;
 
@@ -35,109 +39,6 @@ pub const STATUS_UNSUP_METH_ATTR: u16 = 0x000c;
 pub const STATUS_INVALID_FIELD: u16 = 0x001c;
 /// MAD status: bad class version.
 pub const STATUS_BAD_VERSION: u16 = 0x0004;
-
-/// Initial PortInfo.CapabilityMask (trap, SL map, sys image GUID, vendor
-/// class, cap-mask notice, client reregistration, other local changes,
-/// mcast P_Key trap suppression).
-pub const DEFAULT_CAP_MASK: u32 = 0x2650_0848;
-
-/// Traffic counters of a port (IBTA PortCounters / PortCountersExt). The
-/// data path increments them; `MAD_IFC` PerfMgt queries read them.
-#[derive(Debug, Default)]
-pub struct PortCounters {
-    /// In 4-byte words, as IBTA counts PortXmitData / PortRcvData.
-    pub xmit_data_words: AtomicU64,
-    pub rcv_data_words: AtomicU64,
-    pub xmit_pkts: AtomicU64,
-    pub rcv_pkts: AtomicU64,
-    pub rcv_errors: AtomicU64,
-    pub xmit_discards: AtomicU64,
-    pub unicast_xmit: AtomicU64,
-    pub unicast_rcv: AtomicU64,
-    pub multicast_xmit: AtomicU64,
-    pub multicast_rcv: AtomicU64,
-}
-
-impl PortCounters {
-    fn reset(&self) {
-        for c in [
-            &self.xmit_data_words,
-            &self.rcv_data_words,
-            &self.xmit_pkts,
-            &self.rcv_pkts,
-            &self.rcv_errors,
-            &self.xmit_discards,
-            &self.unicast_xmit,
-            &self.unicast_rcv,
-            &self.multicast_xmit,
-            &self.multicast_rcv,
-        ] {
-            c.store(0, Ordering::Relaxed);
-        }
-    }
-}
-
-/// Identity and state of the (single) port and its node.
-#[derive(Debug, Clone)]
-pub struct PortConfig {
-    pub node_guid: u64,
-    pub port_guid: u64,
-    pub sys_image_guid: u64,
-    pub lid: u16,
-    pub sm_lid: u16,
-    pub device_id: u16,
-    pub revision: u32,
-    pub vendor_id: u32,
-    pub node_desc: String,
-    pub gid_prefix: u64,
-    pub cap_mask: u32,
-    /// PortInfo.PortState: 4 = ACTIVE, 1 = DOWN.
-    pub port_state: u8,
-    /// PortInfo.PortPhysicalState: 5 = LinkUp, 3 = Disabled.
-    pub phys_state: u8,
-    pub gid_table_len: u8,
-    pub pkey_table_len: u16,
-}
-
-impl PortConfig {
-    pub fn new(node_guid: u64, port_guid: u64, lid: u16, device_id: u16) -> PortConfig {
-        PortConfig {
-            node_guid,
-            port_guid,
-            sys_image_guid: node_guid,
-            lid,
-            sm_lid: lid,
-            device_id,
-            revision: 0,
-            vendor_id: 0x0002c9,
-            node_desc: "vrnic emulated ConnectX-5".into(),
-            gid_prefix: 0xfe80_0000_0000_0000,
-            cap_mask: DEFAULT_CAP_MASK,
-            port_state: 4,
-            phys_state: 5,
-            gid_table_len: 8,
-            pkey_table_len: 16,
-        }
-    }
-
-    /// GID `index` as the guest reads it: GidPrefix (PortInfo) then the
-    /// GUID at that index (GUIDInfo: the port GUID at 0, none after).
-    pub fn gid(&self, index: u8) -> Option<[u8; 16]> {
-        if index >= self.gid_table_len {
-            return None;
-        }
-        let guid = if index == 0 { self.port_guid } else { 0 };
-        let mut g = [0u8; 16];
-        g[..8].copy_from_slice(&self.gid_prefix.to_be_bytes());
-        g[8..].copy_from_slice(&guid.to_be_bytes());
-        Some(g)
-    }
-
-    /// The whole GID table, index 0 first.
-    pub fn gid_table(&self) -> Vec<[u8; 16]> {
-        (0..self.gid_table_len).filter_map(|i| self.gid(i)).collect()
-    }
-}
 
 fn put16(b: &mut [u8], o: usize, v: u16) {
     b[o..o + 2].copy_from_slice(&v.to_be_bytes());

@@ -7,10 +7,13 @@
 //! derived from the latched qpc; QUERY_QP reports the latched qpc with the
 //! engine's true state.
 
-use super::cmd::status;
-use super::fields::Field;
-use super::firmware::{eng, fail, out, page_offset_bytes, pages_for, CmdResult, Firmware, QpCtx, Req};
-use super::ifc::{self, qpc};
+use super::state::QpCtx;
+use crate::mlx5::cmd::req::{eng, fail, out, CmdErr, CmdResult, Req};
+use crate::mlx5::cmd::status;
+use crate::mlx5::fields::Field;
+use crate::mlx5::firmware::Firmware;
+use crate::mlx5::ifc::{self, qpc};
+use crate::mlx5::queue_buf::{page_offset_bytes, pages_for};
 use crate::engine::{Access, AddressVector, Mtu, QpAttrUpdate, QpCreate, QpState, QpTransition, QpType};
 
 /// `qpc.st` values.
@@ -41,18 +44,18 @@ fn qp_type(st: u8) -> Option<QpType> {
 }
 
 /// The qpc of a command input (`*_qp_in.qpc` sits at the same place in all of them).
-fn input_qpc(r: &Req<'_>) -> Result<Vec<u8>, super::firmware::CmdErr> {
+fn input_qpc(r: &Req<'_>) -> Result<Vec<u8>, CmdErr> {
     r.sub(ifc::create_qp_in::qpc)
 }
 
 pub fn create_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     r.need(ifc::create_qp_in::SIZE)?;
     if r.get(ifc::create_qp_in::input_qpn) != 0 || r.get(ifc::create_qp_in::qpc_ext) != 0 {
-        return Err(fail!(status::BAD_PARAM));
+        return Err(fail!(status::BAD_PARAM, CREATE_QP_BAD_PARAM));
     }
     let c = input_qpc(r)?;
     let st = qpc::st.get(&c) as u8;
-    let qp_type = qp_type(st).ok_or(fail!(status::BAD_PARAM))?;
+    let qp_type = qp_type(st).ok_or(fail!(status::BAD_PARAM, CREATE_QP_BAD_PARAM_2))?;
     let log_rq_size = qpc::log_rq_size.get(&c) as u8;
     let rq_stride = 16usize << qpc::log_rq_stride.get(&c);
     let no_sq = qpc::no_sq.get_bool(&c);
@@ -60,12 +63,12 @@ pub fn create_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let rq_type = qpc::rq_type.get(&c);
     let log_page_size = qpc::log_page_size.get(&c) as u8;
     if log_page_size > 18 || !matches!(rq_type, RQ_REGULAR | RQ_SRQ | RQ_ZERO) {
-        return Err(fail!(status::BAD_PARAM));
+        return Err(fail!(status::BAD_PARAM, CREATE_QP_BAD_PARAM_3));
     }
     let page_offset = page_offset_bytes(qpc::page_offset.get(&c), log_page_size);
     let uar = qpc::uar_page.get(&c) as u32;
     if !fw.engine.uars.contains(uar) && qp_type != QpType::RegUmr {
-        return Err(fail!(status::BAD_RES));
+        return Err(fail!(status::BAD_RES, CREATE_QP_BAD_RES));
     }
     let rq_entries = if rq_type == RQ_REGULAR { 1u32 << log_rq_size } else { 0 };
     let sq_entries = if no_sq { 0 } else { 1u32 << log_sq_size };
@@ -88,10 +91,10 @@ pub fn create_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         sq_sig_all: false,
         uid: r.uid,
     };
-    let qpn = eng!(fw.engine.create_qp(create))?;
+    let qpn = eng!(fw.engine.create_qp(create), CREATE_QP_ENGINE)?;
     let mut stored = c.clone();
     qpc::state.set(&mut stored, 0);
-    fw.qps.insert(
+    fw.rdma.qps.insert(
         qpn,
         QpCtx {
             created: stored.clone(),
@@ -117,8 +120,8 @@ pub fn create_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 
 pub fn destroy_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let qpn = r.get(ifc::destroy_qp_in::qpn) as u32;
-    eng!(fw.engine.destroy_qp(qpn))?;
-    fw.qps.remove(&qpn);
+    eng!(fw.engine.destroy_qp(qpn), DESTROY_QP_ENGINE)?;
+    fw.rdma.qps.remove(&qpn);
     Ok(out(ifc::destroy_qp_out::SIZE))
 }
 
@@ -305,9 +308,9 @@ fn attrs_of(c: &[u8]) -> QpAttrUpdate {
 }
 
 pub fn modify_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
-    let t = transition(r.opcode).ok_or(fail!(status::BAD_OP))?;
+    let t = transition(r.opcode).ok_or(fail!(status::BAD_OP, MODIFY_QP_BAD_OP))?;
     let qpn = r.get(ifc::rst2init_qp_in::qpn) as u32;
-    let ctx = fw.qps.get(&qpn).ok_or(fail!(status::BAD_RES))?;
+    let ctx = fw.rdma.qps.get(&qpn).ok_or(fail!(status::BAD_RES, MODIFY_QP_BAD_RES))?;
     let mut next = match t {
         QpTransition::ToRst => ctx.created.clone(),
         _ => ctx.qpc.clone(),
@@ -330,20 +333,20 @@ pub fn modify_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             }
         }
         if qpc::mtu.get(&next) > 5 || pap::vhca_port_num.get(&next) > 1 {
-            return Err(fail!(status::BAD_PARAM));
+            return Err(fail!(status::BAD_PARAM, MODIFY_QP_BAD_PARAM));
         }
     }
     let update = if t == QpTransition::ToRst { QpAttrUpdate::default() } else { attrs_of(&next) };
-    let state = eng!(fw.engine.modify_qp(qpn, t, &update))?;
+    let state = eng!(fw.engine.modify_qp(qpn, t, &update), MODIFY_QP_ENGINE)?;
     qpc::state.set(&mut next, state_code(state) as u64);
-    if let Some(ctx) = fw.qps.get_mut(&qpn) {
+    if let Some(ctx) = fw.rdma.qps.get_mut(&qpn) {
         ctx.qpc = next;
         if t == QpTransition::ToRst {
             ctx.sq_ci = 0;
             ctx.rq_ci = 0;
         }
     }
-    let via_engine = fw.engine.qps.get(qpn).is_some_and(|q| super::datapath::engine_qp(q.qp_type));
+    let via_engine = fw.engine.qps.get(qpn).is_some_and(|q| crate::mlx5::datapath::engine_qp(q.qp_type));
     if via_engine {
         // The engine flushed what it held; what is still only in guest
         // memory follows in order. Other transitions may complete work too.
@@ -375,50 +378,17 @@ pub fn state_code(s: QpState) -> u8 {
 
 pub fn query_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     if r.get(ifc::query_qp_in::qpc_ext) != 0 {
-        return Err(fail!(status::BAD_PARAM));
+        return Err(fail!(status::BAD_PARAM, QUERY_QP_BAD_PARAM));
     }
     let qpn = r.get(ifc::query_qp_in::qpn) as u32;
-    let ctx = fw.qps.get(&qpn).ok_or(fail!(status::BAD_RES))?;
-    let qp = fw.engine.qps.get(qpn).ok_or(fail!(status::BAD_RES))?;
+    let ctx = fw.rdma.qps.get(&qpn).ok_or(fail!(status::BAD_RES, QUERY_QP_BAD_RES))?;
+    let qp = fw.engine.qps.get(qpn).ok_or(fail!(status::BAD_RES, QUERY_QP_BAD_RES_2))?;
     let mut c = ctx.qpc.clone();
     qpc::state.set(&mut c, state_code(qp.state) as u64);
     qpc::next_send_psn.set(&mut c, qp.attrs.sq_psn as u64);
     qpc::next_rcv_psn.set(&mut c, qp.attrs.rq_psn as u64);
     let mut o = out(ifc::query_qp_out::SIZE);
-    let range = ifc::query_qp_out::qpc.byte_range().ok_or(fail!(status::INT_ERR))?;
+    let range = ifc::query_qp_out::qpc.byte_range().ok_or(fail!(status::INT_ERR, QUERY_QP_INT_ERR))?;
     o[range].copy_from_slice(&c);
     Ok(o)
-}
-
-fn mcg(r: &Req<'_>) -> Result<(u32, [u8; 16]), super::firmware::CmdErr> {
-    let qpn = r.get(ifc::attach_to_mcg_in::qpn) as u32;
-    let g = ifc::attach_to_mcg_in::multicast_gid.bytes(r.input).ok_or(fail!(status::BAD_INP_LEN))?;
-    let mut gid = [0u8; 16];
-    gid.copy_from_slice(&g[..16]);
-    Ok((qpn, gid))
-}
-
-/// Multicast groups a QP may join.
-const MAX_MCAST_PER_QP: usize = 64;
-
-pub fn attach_to_mcg(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
-    let (qpn, gid) = mcg(r)?;
-    let ctx = fw.qps.get_mut(&qpn).ok_or(fail!(status::BAD_RES))?;
-    if !matches!(ctx.st, ST_UD) {
-        return Err(fail!(status::BAD_PARAM));
-    }
-    if ctx.mcast.len() >= MAX_MCAST_PER_QP && !ctx.mcast.contains(&gid) {
-        return Err(fail!(status::LIM));
-    }
-    ctx.mcast.insert(gid);
-    Ok(out(ifc::attach_to_mcg_out::SIZE))
-}
-
-pub fn detach_from_mcg(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
-    let (qpn, gid) = mcg(r)?;
-    let ctx = fw.qps.get_mut(&qpn).ok_or(fail!(status::BAD_RES))?;
-    if !ctx.mcast.remove(&gid) {
-        return Err(fail!(status::BAD_PARAM));
-    }
-    Ok(out(ifc::detach_from_mcg_out::SIZE))
 }

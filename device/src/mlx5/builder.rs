@@ -1,0 +1,111 @@
+//! Builds a [`Firmware`] from everything it needs, in one place: guest
+//! memory, interrupts, object limits, the port's identity, the link layer
+//! (which selects the command domains), the MEMIC window and the fabric the
+//! engine sends through. The result is at power-on state.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::cmd::dispatch::DuplicateOpcode;
+use super::datapath::QueueSink;
+use super::firmware::{Firmware, FwStats, UarHook};
+use super::hca::state::Hca;
+use super::ib::port::{IbPort, PortConfig};
+use super::link::LinkLayer;
+use super::rdma::state::RdmaObjects;
+use crate::engine::Io;
+use crate::engine::{Engine, GuestMemory, Limits};
+use crate::vfio::Interrupts;
+
+
+/// The fabric the engine sends through, and what it reports.
+pub struct FabricIo {
+    /// The engine's I/O: packets, clock, local endpoint (its `completions`
+    /// are replaced by the firmware's completion queue sink).
+    pub io: Io,
+    /// Wakes the fabric's worker when the engine has work for it.
+    pub waker: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// The fabric port's packet counters, for PerfMgt and `stats`.
+    pub counters: Option<Arc<crate::fabric::counters::PortCounters>>,
+}
+
+/// Collects a firmware's parts; [`FirmwareBuilder::build`] assembles it.
+pub struct FirmwareBuilder {
+    mem: Arc<dyn GuestMemory>,
+    irqs: Arc<Interrupts>,
+    port: PortConfig,
+    limits: Limits,
+    link: LinkLayer,
+    memic: Option<(u64, u64)>,
+    trace: bool,
+    on_uar: Option<UarHook>,
+    fabric: Option<FabricIo>,
+}
+
+impl FirmwareBuilder {
+    pub fn new(mem: Arc<dyn GuestMemory>, irqs: Arc<Interrupts>, port: PortConfig, limits: Limits) -> FirmwareBuilder {
+        FirmwareBuilder { mem, irqs, port, limits, link: LinkLayer::Ib, memic: None, trace: false, on_uar: None, fabric: None }
+    }
+
+    /// The port's link layer (default InfiniBand).
+    pub fn link(mut self, link: LinkLayer) -> FirmwareBuilder {
+        self.link = link;
+        self
+    }
+
+    /// On-device memory: BAR0 offset and size of the MEMIC window.
+    pub fn memic(mut self, offset: u64, size: u64) -> FirmwareBuilder {
+        self.memic = Some((offset, size));
+        self
+    }
+
+    /// Log one line per command.
+    pub fn trace(mut self, trace: bool) -> FirmwareBuilder {
+        self.trace = trace;
+        self
+    }
+
+    /// Called with (UAR index, allocated?) before ALLOC_UAR / DEALLOC_UAR
+    /// complete (poll mode watches the page before the driver knows it).
+    pub fn on_uar(mut self, hook: UarHook) -> FirmwareBuilder {
+        self.on_uar = Some(hook);
+        self
+    }
+
+    /// The fabric the engine sends through (none: packets go nowhere).
+    pub fn fabric(mut self, fabric: FabricIo) -> FirmwareBuilder {
+        self.fabric = Some(fabric);
+        self
+    }
+
+    /// The firmware at power-on state.
+    pub fn build(self) -> Result<Firmware, DuplicateOpcode> {
+        let commands = self.link.commands()?;
+        let pending = Arc::new(QueueSink::new(self.mem.clone()));
+        let mut engine = Engine::new(self.limits);
+        let (io, waker, wire_counters) = match self.fabric {
+            Some(f) => (Io { mem: self.mem.clone(), completions: pending.clone(), ..f.io }, f.waker, f.counters),
+            None => (Io { mem: self.mem.clone(), completions: pending.clone(), ..Default::default() }, None, None),
+        };
+        engine.attach(io);
+        engine.rt.waker = waker;
+        let hca = Hca::new(&engine.limits, self.memic);
+        let mut fw = Firmware {
+            engine,
+            mem: self.mem,
+            irqs: self.irqs,
+            stats: Arc::new(FwStats::default()),
+            hca,
+            rdma: RdmaObjects::default(),
+            ib: IbPort::new(self.port, wire_counters),
+            eqs: BTreeMap::new(),
+            cqs: BTreeMap::new(),
+            on_uar: self.on_uar,
+            trace: self.trace,
+            pending,
+            commands,
+        };
+        fw.reset();
+        Ok(fw)
+    }
+}

@@ -1,0 +1,180 @@
+//! Stable command syndromes: every site that fails a command has its own
+//! named code, so a failure in the guest's dmesg (`... status bad
+//! parameter(0x3), syndrome (0x7e030021)`) names the site that refused it.
+//!
+//! A code is `0x7e00_0000 | domain << 16 | index`: the domain byte says
+//! which command domain refused (00 command core, 01 `hca/`, 02 `events/`,
+//! 03 `rdma/`, 04 `ib/`, 05 the data path's CQ resize) and the index is fixed
+//! here once given. The values are literals: moving or editing code never
+//! renumbers them. A new site appends a new name with the next free index of
+//! its domain; a removed site's index is not reused. Names are
+//! `<HANDLER>_<STATUS>` (`_ENGINE`: the engine refused, its error picks the
+//! status), numbered `_2`, `_3` where one handler fails the same way twice,
+//! in source order at the time the scheme was introduced.
+
+/// Declares the syndromes and [`ALL`], the table the uniqueness test reads.
+macro_rules! syndromes {
+    ($($(#[$doc:meta])* $name:ident = $value:literal;)*) => {
+        $($(#[$doc])* pub const $name: u32 = $value;)*
+        /// Every syndrome, by name.
+        pub const ALL: &[(&str, u32)] = &[$((stringify!($name), $name),)*];
+    };
+}
+
+syndromes! {
+    // 00: the command core (dispatch, request helpers).
+    /// No row for the opcode (BAD_OP).
+    DISPATCH_UNKNOWN_OPCODE = 0x7e00_0001;
+    /// The row's phase is not reached yet: before ENABLE_HCA (BAD_SYS_STATE).
+    DISPATCH_WRONG_PHASE = 0x7e00_0002;
+    /// The input is shorter than the command's layout (BAD_INP_LEN).
+    REQ_SHORT_INPUT = 0x7e00_0003;
+    /// A sub-structure ends past the input (BAD_INP_LEN).
+    REQ_SHORT_SUBSTRUCT = 0x7e00_0004;
+    /// A page count whose byte size overflows (BAD_INP_LEN).
+    REQ_PAS_OVERFLOW = 0x7e00_0005;
+    /// A page list ends past the input (BAD_INP_LEN).
+    REQ_SHORT_PAS = 0x7e00_0006;
+    // 01: hca/
+    ENABLE_HCA_BAD_PARAM = 0x7e01_0001;
+    DISABLE_HCA_BAD_PARAM = 0x7e01_0002;
+    SET_ISSI_BAD_PARAM = 0x7e01_0003;
+    INIT_HCA_BAD_SYS_STATE = 0x7e01_0004;
+    TEARDOWN_HCA_BAD_PARAM = 0x7e01_0005;
+    QUERY_PAGES_BAD_PARAM = 0x7e01_0006;
+    MANAGE_PAGES_LIM = 0x7e01_0007;
+    MANAGE_PAGES_BAD_PARAM = 0x7e01_0008;
+    QUERY_HCA_CAP_BAD_PARAM = 0x7e01_0009;
+    QUERY_HCA_CAP_BAD_PARAM_2 = 0x7e01_000a;
+    QUERY_HCA_CAP_INT_ERR = 0x7e01_000b;
+    SET_HCA_CAP_BAD_PARAM = 0x7e01_000c;
+    SET_HCA_CAP_BAD_PARAM_2 = 0x7e01_000d;
+    SET_HCA_CAP_BAD_PARAM_3 = 0x7e01_000e;
+    SET_HCA_CAP_BAD_PARAM_4 = 0x7e01_000f;
+    SET_HCA_CAP_BAD_PARAM_5 = 0x7e01_0010;
+    SET_HCA_CAP_BAD_PARAM_6 = 0x7e01_0011;
+    SET_HCA_CAP_BAD_PARAM_7 = 0x7e01_0012;
+    ALLOC_UAR_ENGINE = 0x7e01_0013;
+    DEALLOC_UAR_ENGINE = 0x7e01_0014;
+    ACCESS_REG_BAD_PARAM = 0x7e01_0015;
+    ACCESS_REG_BAD_INP_LEN = 0x7e01_0016;
+    ACCESS_REG_BAD_PARAM_2 = 0x7e01_0017;
+    ACCESS_REG_BAD_PARAM_3 = 0x7e01_0018;
+    // 02: events/
+    CREATE_EQ_BAD_PARAM = 0x7e02_0001;
+    CREATE_EQ_BAD_PARAM_2 = 0x7e02_0002;
+    CREATE_EQ_BAD_RES = 0x7e02_0003;
+    CREATE_EQ_BAD_PARAM_3 = 0x7e02_0004;
+    CREATE_EQ_ENGINE = 0x7e02_0005;
+    DESTROY_EQ_ENGINE = 0x7e02_0006;
+    QUERY_EQ_BAD_RES = 0x7e02_0007;
+    QUERY_EQ_BAD_RES_2 = 0x7e02_0008;
+    QUERY_EQ_INT_ERR = 0x7e02_0009;
+    // 03: rdma/
+    ALLOC_PD_ENGINE = 0x7e03_0001;
+    DEALLOC_PD_ENGINE = 0x7e03_0002;
+    ALLOC_XRCD_ENGINE = 0x7e03_0003;
+    DEALLOC_XRCD_ENGINE = 0x7e03_0004;
+    CREATE_MKEY_BAD_PARAM = 0x7e03_0005;
+    CREATE_MKEY_BAD_PARAM_2 = 0x7e03_0006;
+    CREATE_MKEY_BAD_PARAM_3 = 0x7e03_0007;
+    CREATE_MKEY_BAD_PARAM_4 = 0x7e03_0008;
+    CREATE_MKEY_BAD_PARAM_5 = 0x7e03_0009;
+    CREATE_MKEY_BAD_PARAM_6 = 0x7e03_000a;
+    CREATE_MKEY_BAD_PARAM_7 = 0x7e03_000b;
+    CREATE_MKEY_BAD_PARAM_8 = 0x7e03_000c;
+    CREATE_MKEY_BAD_PARAM_9 = 0x7e03_000d;
+    CREATE_MKEY_BAD_PARAM_10 = 0x7e03_000e;
+    CREATE_MKEY_BAD_PARAM_11 = 0x7e03_000f;
+    CREATE_MKEY_ENGINE = 0x7e03_0010;
+    DESTROY_MKEY_ENGINE = 0x7e03_0011;
+    QUERY_MKEY_BAD_RES = 0x7e03_0012;
+    QUERY_MKEY_INT_ERR = 0x7e03_0013;
+    CREATE_CQ_BAD_PARAM = 0x7e03_0014;
+    CREATE_CQ_BAD_PARAM_2 = 0x7e03_0015;
+    CREATE_CQ_BAD_PARAM_3 = 0x7e03_0016;
+    CREATE_CQ_BAD_RES = 0x7e03_0017;
+    CREATE_CQ_BAD_PARAM_4 = 0x7e03_0018;
+    CREATE_CQ_ENGINE = 0x7e03_0019;
+    DESTROY_CQ_ENGINE = 0x7e03_001a;
+    QUERY_CQ_BAD_RES = 0x7e03_001b;
+    QUERY_CQ_BAD_RES_2 = 0x7e03_001c;
+    QUERY_CQ_INT_ERR = 0x7e03_001d;
+    MODIFY_CQ_BAD_RES = 0x7e03_001e;
+    MODIFY_CQ_BAD_PARAM = 0x7e03_001f;
+    CREATE_SRQ_BAD_PARAM = 0x7e03_0020;
+    CREATE_SRQ_ENGINE = 0x7e03_0021;
+    DESTROY_SRQ_ENGINE = 0x7e03_0022;
+    QUERY_SRQ_BAD_RES = 0x7e03_0023;
+    QUERY_SRQ_BAD_RES_2 = 0x7e03_0024;
+    QUERY_SRQ_INT_ERR = 0x7e03_0025;
+    ARM_RQ_BAD_PARAM = 0x7e03_0026;
+    ARM_RQ_BAD_RES = 0x7e03_0027;
+    ARM_RQ_BAD_PARAM_2 = 0x7e03_0028;
+    CREATE_QP_BAD_PARAM = 0x7e03_0029;
+    CREATE_QP_BAD_PARAM_2 = 0x7e03_002a;
+    CREATE_QP_BAD_PARAM_3 = 0x7e03_002b;
+    CREATE_QP_BAD_RES = 0x7e03_002c;
+    CREATE_QP_ENGINE = 0x7e03_002d;
+    DESTROY_QP_ENGINE = 0x7e03_002e;
+    MODIFY_QP_BAD_OP = 0x7e03_002f;
+    MODIFY_QP_BAD_RES = 0x7e03_0030;
+    MODIFY_QP_BAD_PARAM = 0x7e03_0031;
+    MODIFY_QP_ENGINE = 0x7e03_0032;
+    QUERY_QP_BAD_PARAM = 0x7e03_0033;
+    QUERY_QP_BAD_RES = 0x7e03_0034;
+    QUERY_QP_BAD_RES_2 = 0x7e03_0035;
+    QUERY_QP_INT_ERR = 0x7e03_0036;
+    MCG_BAD_INP_LEN = 0x7e03_0037;
+    ATTACH_TO_MCG_BAD_RES = 0x7e03_0038;
+    ATTACH_TO_MCG_BAD_PARAM = 0x7e03_0039;
+    ATTACH_TO_MCG_LIM = 0x7e03_003a;
+    DETACH_FROM_MCG_BAD_RES = 0x7e03_003b;
+    DETACH_FROM_MCG_BAD_PARAM = 0x7e03_003c;
+    ALLOC_MEMIC_BAD_OP = 0x7e03_003d;
+    ALLOC_MEMIC_BAD_PARAM = 0x7e03_003e;
+    ALLOC_MEMIC_BAD_PARAM_2 = 0x7e03_003f;
+    ALLOC_MEMIC_NO_RES = 0x7e03_0040;
+    DEALLOC_MEMIC_BAD_PARAM = 0x7e03_0041;
+    // 04: ib/
+    MAD_IFC_BAD_PARAM = 0x7e04_0001;
+    MAD_IFC_BAD_INP_LEN = 0x7e04_0002;
+    MAD_IFC_BAD_INP_LEN_2 = 0x7e04_0003;
+    MAD_IFC_INT_ERR = 0x7e04_0004;
+    QUERY_HCA_VPORT_CONTEXT_BAD_PARAM = 0x7e04_0005;
+    QUERY_HCA_VPORT_CONTEXT_BAD_PARAM_2 = 0x7e04_0006;
+    QUERY_VPORT_STATE_BAD_PARAM = 0x7e04_0007;
+    // 05: cq_resize.rs
+    RESIZE_CQ_BAD_PARAM = 0x7e05_0001;
+    RESIZE_CQ_BAD_RES = 0x7e05_0002;
+    RESIZE_CQ_BAD_PARAM_2 = 0x7e05_0003;
+    RESIZE_CQ_BAD_RES_2 = 0x7e05_0004;
+    RESIZE_CQ_BAD_RES_STATE = 0x7e05_0005;
+    RESIZE_CQ_BAD_RES_STATE_2 = 0x7e05_0006;
+    RESIZE_CQ_BAD_PARAM_3 = 0x7e05_0007;
+    RESIZE_CQ_BAD_RES_3 = 0x7e05_0008;
+    RESIZE_CQ_INT_ERR = 0x7e05_0009;
+    RESIZE_CQ_BAD_RES_STATE_3 = 0x7e05_000a;
+    RESIZE_CQ_BAD_RES_4 = 0x7e05_000b;
+    RESIZE_CQ_BAD_RES_5 = 0x7e05_000c;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn syndromes_are_unique_and_in_their_range() {
+        let mut seen: BTreeMap<u32, &str> = BTreeMap::new();
+        for &(name, v) in ALL {
+            if let Some(other) = seen.insert(v, name) {
+                panic!("{name} and {other} share syndrome {v:#x}");
+            }
+            assert_eq!(v >> 24, 0x7e, "{name}: {v:#x}");
+            assert!(v & 0xffff != 0, "{name}: index 0 is unused");
+        }
+        assert!(ALL.len() > 100);
+        assert_eq!(DISPATCH_UNKNOWN_OPCODE, 0x7e00_0001);
+    }
+}

@@ -1,0 +1,164 @@
+//! Firmware tests through WQEs: SQ faults, the CQ consumer index, RC
+//! SEND/WRITE between two devices, MEMIC.
+
+use super::*;
+
+/// An RC QP whose SQ lies outside guest memory: the WQE fetch at the
+/// doorbell faults, the requester gets LOCAL_QP_OP_ERR for that slot and
+/// the QP goes to ERR (as QP0/QP1/UD QPs do), instead of stopping silently.
+#[test]
+fn sq_outside_guest_memory_is_a_local_qp_op_error() {
+    use crate::mlx5::cqe::{op, syndrome};
+    let (net, mut a, mut b) = rc_pair(0x7f00_0000_0000);
+    let qa = a.qpn;
+    a.t.mem.put(QP_DBR + 4, &1u32.to_be_bytes());
+    a.t.fw.send_doorbell(qa);
+    pump(&net, &mut a, &mut b);
+    let e = a.t.mem.get(a.cq_buf, 64);
+    assert_eq!((e[0x3f] >> 4, e[0x37]), (op::REQ_ERR, syndrome::LOCAL_QP_OP_ERR), "error CQE for the faulting fetch");
+    assert_eq!(u16::from_be_bytes([e[0x3c], e[0x3d]]), 0, "wqe_counter: the slot at the consumer index");
+    assert_eq!(a.t.fw.engine.qps.get(qa).unwrap().state, QpState::Err);
+    assert_eq!(a.t.mem.get(a.cq_buf + 64, 64)[0x3f], 0xf1, "one CQE, nothing more");
+    assert_eq!(b.t.mem.get(b.cq_buf, 64)[0x3f], 0xf1, "nothing reached the peer");
+}
+
+/// The device reads a CQ's consumer index from its doorbell record only
+/// when the CQ looks full by the last count it knows: 96 signaled WRITEs
+/// through a 64-entry CQ, the driver consuming after each batch of 16 and
+/// never ringing a CQ doorbell, complete without an overrun.
+#[test]
+fn a_full_looking_cq_reads_the_consumer_index() {
+    use crate::mlx5::cqe::op;
+    let (net, mut a, mut b) = rc_pair(QP_BUF);
+    let qa = a.qpn;
+    let sq = QP_BUF + 16 * 16;
+    let mut raddr = [0u8; 16];
+    raddr[0..8].copy_from_slice(&(DATA + 0x3000).to_be_bytes());
+    raddr[8..12].copy_from_slice(&b.key.to_be_bytes());
+    for batch in 0..6u32 {
+        for k in 0..16u32 {
+            let i = batch * 16 + k;
+            let slot = sq + (i as u64 % 16) * 64;
+            a.t.mem.put(slot, &ctrl_seg(crate::mlx5::wqe::opcode::RDMA_WRITE, i as u16, qa, 3));
+            a.t.mem.put(slot + 16, &raddr);
+            a.t.mem.put(slot + 32, &data_seg(8, a.key, DATA));
+        }
+        a.t.mem.put(QP_DBR + 4, &(batch * 16 + 16).to_be_bytes());
+        a.t.fw.send_doorbell(qa);
+        pump(&net, &mut a, &mut b);
+        // The driver polls the batch's CQEs and updates the record only.
+        a.t.mem.put(a.cq_buf + 0x1000, &(batch * 16 + 16).to_be_bytes());
+    }
+    let cq = a.t.fw.engine.cqs.get(a.cqn).unwrap();
+    assert!(!cq.overrun, "no overrun");
+    assert_eq!(cq.producer, 96);
+    let last = a.t.mem.get(a.cq_buf + 31 * 64, 64);
+    assert_eq!((last[0x3f] >> 4, u16::from_be_bytes([last[0x3c], last[0x3d]])), (op::REQ, 95), "completion 95 in slot 31");
+    assert_eq!(last[0x3f] & 1, 1, "its owner bit: the CQ's second pass");
+}
+
+#[test]
+fn rc_send_and_write_between_two_devices_through_wqes() {
+    use crate::mlx5::cqe::op;
+    let (net, mut a, mut b) = rc_pair(QP_BUF);
+    let (qa, qb) = (a.qpn, b.qpn);
+
+    // B posts one receive of 256 bytes (no doorbell: only the record).
+    b.t.mem.put(QP_BUF, &data_seg(256, b.key, DATA + 0x1000));
+    b.t.mem.put(QP_DBR, &1u32.to_be_bytes());
+    // A sends 200 bytes: ctrl + one data segment.
+    let msg: Vec<u8> = (0..200u32).map(|x| (x * 7) as u8).collect();
+    a.t.mem.put(DATA, &msg);
+    let sq = QP_BUF + 16 * 16;
+    a.t.mem.put(sq, &ctrl_seg(crate::mlx5::wqe::opcode::SEND, 0, qa, 2));
+    a.t.mem.put(sq + 16, &data_seg(200, a.key, DATA));
+    a.t.mem.put(QP_DBR + 4, &1u32.to_be_bytes());
+    a.t.fw.send_doorbell(qa);
+    pump(&net, &mut a, &mut b);
+    assert_eq!(b.t.mem.get(DATA + 0x1000, 200), msg, "payload landed in B's receive buffer");
+    let rc = b.t.mem.get(b.cq_buf, 64);
+    assert_eq!(rc[0x3f] >> 4, op::RESP_SEND);
+    assert_eq!(u32::from_be_bytes(rc[0x2c..0x30].try_into().unwrap()), 200);
+    assert_eq!(u32::from_be_bytes(rc[0x38..0x3c].try_into().unwrap()) & 0xffffff, qb);
+    let sc = a.t.mem.get(a.cq_buf, 64);
+    assert_eq!(sc[0x3f] >> 4, op::REQ, "requester completion after the ACK");
+    assert_eq!(u16::from_be_bytes([sc[0x3c], sc[0x3d]]), 0, "wqe_counter");
+
+    // A writes 64 bytes into B's memory with B's rkey: ctrl + raddr + data (ds 3).
+    let w: Vec<u8> = (0..64u8).collect();
+    a.t.mem.put(DATA + 0x2000, &w);
+    a.t.mem.put(sq + 64, &ctrl_seg(crate::mlx5::wqe::opcode::RDMA_WRITE, 1, qa, 3));
+    let mut raddr = [0u8; 16];
+    raddr[0..8].copy_from_slice(&(DATA + 0x3000).to_be_bytes());
+    raddr[8..12].copy_from_slice(&b.key.to_be_bytes());
+    a.t.mem.put(sq + 64 + 16, &raddr);
+    a.t.mem.put(sq + 64 + 32, &data_seg(64, a.key, DATA + 0x2000));
+    a.t.mem.put(QP_DBR + 4, &2u32.to_be_bytes());
+    a.t.fw.send_doorbell(qa);
+    pump(&net, &mut a, &mut b);
+    assert_eq!(b.t.mem.get(DATA + 0x3000, 64), w, "RDMA WRITE landed");
+    let sc = a.t.mem.get(a.cq_buf + 64, 64);
+    assert_eq!((sc[0x3f] >> 4, sc[0x38]), (op::REQ, crate::mlx5::wqe::opcode::RDMA_WRITE));
+    assert_eq!(b.t.mem.get(b.cq_buf + 64, 64)[0x3f], 0xf1, "a plain WRITE consumes no receive");
+
+    // A write with a wrong rkey: remote access error CQE on A, QP to ERR.
+    a.t.mem.put(sq + 128, &ctrl_seg(crate::mlx5::wqe::opcode::RDMA_WRITE, 2, qa, 3));
+    raddr[8..12].copy_from_slice(&(b.key ^ 0x100).to_be_bytes());
+    a.t.mem.put(sq + 128 + 16, &raddr);
+    a.t.mem.put(sq + 128 + 32, &data_seg(64, a.key, DATA + 0x2000));
+    a.t.mem.put(QP_DBR + 4, &3u32.to_be_bytes());
+    a.t.fw.send_doorbell(qa);
+    pump(&net, &mut a, &mut b);
+    let e = a.t.mem.get(a.cq_buf + 128, 64);
+    assert_eq!((e[0x3f] >> 4, e[0x37]), (op::REQ_ERR, crate::mlx5::cqe::syndrome::REMOTE_ACCESS_ERR));
+    assert_eq!(a.t.fw.engine.qps.get(qa).unwrap().state, QpState::Err);
+}
+
+#[test]
+fn memic_alloc_register_and_free() {
+    use ifc::create_mkey_in::memory_key_mkey_entry as m;
+    let mut t = Bench::new();
+    t.fw.hca.memic = Some((31 << 20, 1 << 20));
+    t.fw.reset();
+    t.up();
+    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_HCA_CAP, (crate::mlx5::hca::caps::image::CAP_DEV_MEM << 1) | 1, 16), ifc::query_hca_cap_out::SIZE);
+    let cap = ifc::query_hca_cap_out::capability;
+    assert_eq!(cap.inner(ifc::device_mem_cap::memic).get(&o), 1);
+    assert_eq!(cap.inner(ifc::device_mem_cap::memic_bar_start_addr).get(&o), 31 << 20);
+    let alloc = |t: &mut Bench, start: u64, size: u64, len: u64| {
+        let mut i = cmd(ifc::MLX5_CMD_OP_ALLOC_MEMIC, 0, ifc::alloc_memic_in::SIZE);
+        ifc::alloc_memic_in::range_start_addr.set(&mut i, start);
+        ifc::alloc_memic_in::range_size.set(&mut i, size);
+        ifc::alloc_memic_in::memic_size.set(&mut i, len);
+        t.run(&i, ifc::alloc_memic_out::SIZE)
+    };
+    let a = alloc(&mut t, 31 << 20, 4096, 4096);
+    assert_eq!(a.status, 0);
+    let at = ifc::alloc_memic_out::memic_start_addr.get(&a.data);
+    assert_eq!(at, 31 << 20);
+    assert_eq!(alloc(&mut t, 31 << 20, 4096, 64).status, status::NO_RES, "range busy: the driver tries the next");
+    assert_eq!(alloc(&mut t, 30 << 20, 4096, 64).status, status::BAD_PARAM, "outside the window");
+    let pd = t.pd();
+    let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_MKEY, 0, ifc::create_mkey_in::SIZE);
+    m::access_mode_4_2.set(&mut i, 1);
+    m::access_mode_1_0.set(&mut i, 1); // 5 = MEMIC
+    m::lr.set(&mut i, 1);
+    m::rw.set(&mut i, 1);
+    m::pd.set(&mut i, pd as u64);
+    m::start_addr.set(&mut i, at + 0x100);
+    m::len.set(&mut i, 0x100);
+    let o = t.ok(&i, 16);
+    let key = (ifc::create_mkey_out::mkey_index.get(&o) as u32) << 8;
+    let k = t.fw.engine.lookup_key(key).unwrap();
+    // Zero based: remote address 0x80 is 0x80 bytes into the key's memory.
+    assert_eq!(k.translate(0x80, 8, pd, Access::REMOTE_WRITE), Ok(vec![(crate::engine::DEVICE_MEMORY | 0x180, 8)]));
+    assert!(k.translate(0xfc, 8, pd, Access::REMOTE_WRITE).is_err(), "past the key");
+    // Registering device memory that was never allocated is refused.
+    m::start_addr.set(&mut i, at + 0x2000);
+    assert_eq!(t.status(&i, 16), status::BAD_PARAM);
+    let mut d = cmd(ifc::MLX5_CMD_OP_DEALLOC_MEMIC, 0, ifc::dealloc_memic_in::SIZE);
+    ifc::dealloc_memic_in::memic_start_addr.set(&mut d, at);
+    ifc::dealloc_memic_in::memic_size.set(&mut d, 4096);
+    t.ok(&d, 16);
+    assert_eq!(t.status(&d, 16), status::BAD_PARAM, "double free");
+}

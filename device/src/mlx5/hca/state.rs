@@ -1,0 +1,83 @@
+//! The HCA's own state: lifecycle, capability pages, boot pages, the
+//! adapter's identity and the on-device memory window.
+
+use std::collections::BTreeMap;
+
+use super::caps::image::{atomic_caps_image, general_caps, CAP_AREA, CAP_ATOMIC, CAP_DEV_MEM, CAP_GENERAL};
+use crate::engine::Limits;
+use crate::mlx5::cmd::dispatch::Phase;
+use crate::mlx5::ifc;
+
+/// Lifecycle, capabilities and pages of the function (the `hca/` domain's state).
+pub struct Hca {
+    /// ENABLE_HCA done (and no DISABLE_HCA since).
+    pub enabled: bool,
+    /// INIT_HCA done (and no TEARDOWN_HCA since).
+    pub initialized: bool,
+    /// Capability pages by type: what the device offers (MAX) and what is set (CUR).
+    pub caps_max: BTreeMap<u16, Vec<u8>>,
+    pub caps_cur: BTreeMap<u16, Vec<u8>>,
+    /// QUERY_ADAPTER's PSID.
+    pub board_id: String,
+    /// SET_DRIVER_VERSION's string.
+    pub driver_version: String,
+    /// Pages the driver gave us through MANAGE_PAGES.
+    pub pages: Vec<u64>,
+    /// The MEMIC window: BAR0 offset and size of on-device memory.
+    pub memic: Option<(u64, u64)>,
+}
+
+
+impl Hca {
+    /// Power-on state for a device with `limits` and an optional MEMIC window.
+    pub fn new(limits: &Limits, memic: Option<(u64, u64)>) -> Hca {
+        let mut h = Hca {
+            enabled: false,
+            initialized: false,
+            caps_max: BTreeMap::new(),
+            caps_cur: BTreeMap::new(),
+            board_id: "MT_0000000008".into(),
+            driver_version: String::new(),
+            pages: Vec::new(),
+            memic,
+        };
+        h.reset(limits);
+        h
+    }
+
+    /// The phase the command table's gate checks rows against.
+    pub fn phase(&self) -> Phase {
+        if self.enabled {
+            Phase::Enabled
+        } else {
+            Phase::Boot
+        }
+    }
+
+    /// FLR / device reset: lifecycle, pages and capabilities back to power-on.
+    pub fn reset(&mut self, limits: &Limits) {
+        self.pages.clear();
+        self.enabled = false;
+        self.initialized = false;
+        let general = general_caps(limits);
+        let atomic = atomic_caps_image();
+        self.caps_max = BTreeMap::from([(CAP_GENERAL, general.clone()), (CAP_ATOMIC, atomic.clone())]);
+        self.caps_cur = BTreeMap::from([(CAP_GENERAL, general), (CAP_ATOMIC, atomic)]);
+        if let Some((off, size)) = self.memic {
+            // On-device memory: the `device_memory` bit and the DEV_MEM page.
+            for page in [self.caps_max.get_mut(&CAP_GENERAL), self.caps_cur.get_mut(&CAP_GENERAL)].into_iter().flatten() {
+                ifc::cmd_hca_cap::device_memory.set(page, 1);
+            }
+            use ifc::device_mem_cap as d;
+            let mut dm = vec![0u8; CAP_AREA];
+            d::memic.set(&mut dm, 1);
+            d::memic_bar_start_addr.set(&mut dm, off);
+            d::memic_bar_size.set(&mut dm, size);
+            d::max_memic_size.set(&mut dm, size);
+            d::log_min_memic_alloc_size.set(&mut dm, 6);
+            d::log_max_memic_addr_alignment.set(&mut dm, 12);
+            self.caps_max.insert(CAP_DEV_MEM, dm.clone());
+            self.caps_cur.insert(CAP_DEV_MEM, dm);
+        }
+    }
+}

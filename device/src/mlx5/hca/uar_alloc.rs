@@ -1,0 +1,25 @@
+//! ALLOC_UAR / DEALLOC_UAR: doorbell pages, announced to the UAR watcher
+//! (poll mode) before the command completes.
+
+use crate::mlx5::cmd::req::{eng, out, CmdResult, Req};
+use crate::mlx5::firmware::Firmware;
+use crate::mlx5::ifc;
+
+pub fn alloc_uar(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    let n = eng!(fw.engine.alloc_uar(r.uid), ALLOC_UAR_ENGINE)?;
+    if let Some(h) = &fw.on_uar {
+        h(n, true);
+    }
+    let mut o = out(ifc::alloc_uar_out::SIZE);
+    ifc::alloc_uar_out::uar.set(&mut o, n as u64);
+    Ok(o)
+}
+
+pub fn dealloc_uar(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    let n = r.get(ifc::dealloc_uar_in::uar) as u32;
+    eng!(fw.engine.dealloc_uar(n), DEALLOC_UAR_ENGINE)?;
+    if let Some(h) = &fw.on_uar {
+        h(n, false);
+    }
+    Ok(out(ifc::dealloc_uar_out::SIZE))
+}

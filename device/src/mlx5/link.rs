@@ -1,0 +1,59 @@
+//! The link layer selects the command domains: the shared ones (HCA,
+//! events, RDMA objects) plus its own (`ib/` for InfiniBand). A later
+//! Ethernet personality adds its variant and its domains' tables here;
+//! handlers never branch on the link layer.
+
+use super::cmd::dispatch::{Command, CommandTable, DuplicateOpcode};
+use super::firmware::Firmware;
+use super::{events, hca, ib, rdma};
+
+/// The port's link layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LinkLayer {
+    #[default]
+    Ib,
+}
+
+impl LinkLayer {
+    /// The command tables of this link layer's domains.
+    pub fn command_tables(self) -> Vec<&'static [Command<Firmware>]> {
+        let shared = [hca::COMMANDS, events::COMMANDS, rdma::COMMANDS];
+        let own = match self {
+            LinkLayer::Ib => [ib::COMMANDS],
+        };
+        shared.into_iter().chain(own).collect()
+    }
+
+    /// The dispatch table of a function with this link layer.
+    pub fn commands(self) -> Result<CommandTable<Firmware>, DuplicateOpcode> {
+        CommandTable::new(&self.command_tables())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mlx5::cmd::dispatch::Phase;
+
+    #[test]
+    fn ib_table_has_unique_opcodes_and_names() {
+        let t = LinkLayer::Ib.commands().expect("no opcode in two domains");
+        let rows: usize = LinkLayer::Ib.command_tables().iter().map(|t| t.len()).sum();
+        assert_eq!(t.iter().count(), rows);
+        let mut names: Vec<&str> = t.iter().map(|c| c.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), rows, "one name per opcode");
+        assert_eq!(t.name(0x104), "ENABLE_HCA");
+        assert_eq!(t.name(0x50d), "MAD_IFC");
+        assert_eq!(t.name(0xffff), "UNKNOWN");
+    }
+
+    #[test]
+    fn only_the_bring_up_commands_run_before_enable_hca() {
+        let t = LinkLayer::Ib.commands().expect("table");
+        let mut boot: Vec<&str> = t.iter().filter(|c| c.phase == Phase::Boot).map(|c| c.name()).collect();
+        boot.sort();
+        assert_eq!(boot, ["DISABLE_HCA", "ENABLE_HCA", "QUERY_ISSI", "QUERY_PAGES", "SET_ISSI"]);
+    }
+}

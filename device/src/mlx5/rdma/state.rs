@@ -1,0 +1,59 @@
+//! The RDMA objects' mlx5 contexts (QPs, SRQs, memory keys, MEMIC blocks):
+//! what the `rdma/` commands keep beside the engine's objects.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// mlx5 context of a shared receive queue.
+#[derive(Debug, Clone)]
+pub struct SrqCtx {
+    pub srqc: Vec<u8>,
+    pub pas: Vec<u64>,
+    pub stride: usize,
+    pub dbr_addr: u64,
+    pub log_page_size: u8,
+    pub page_offset: u64,
+    /// Next WQE index the device consumes (the free list's head) and the
+    /// count of WQEs handed to the engine.
+    pub head: u16,
+    pub posted: u16,
+}
+
+/// mlx5 context of a queue pair.
+#[derive(Debug, Clone)]
+pub struct QpCtx {
+    /// The qpc as created (2RST restores it).
+    pub created: Vec<u8>,
+    /// The qpc as latched by the transitions so far.
+    pub qpc: Vec<u8>,
+    pub pas: Vec<u64>,
+    pub st: u8,
+    pub user_index: u32,
+    pub dbr_addr: u64,
+    pub log_page_size: u8,
+    pub page_offset: u64,
+    pub rq_stride: usize,
+    pub rq_entries: u32,
+    pub sq_entries: u32,
+    pub mcast: BTreeSet<[u8; 16]>,
+    /// SQ consumer counter (WQEBBs) and RQ consumer counter.
+    pub sq_ci: u16,
+    pub rq_ci: u16,
+}
+
+/// The `rdma/` domain's state.
+#[derive(Debug, Default)]
+pub struct RdmaObjects {
+    pub srqs: BTreeMap<u32, SrqCtx>,
+    pub qps: BTreeMap<u32, QpCtx>,
+    /// Raw mkey contexts for QUERY_MKEY.
+    pub mkcs: BTreeMap<u32, Vec<u8>>,
+    /// MEMIC allocations: BAR0 offset -> bytes.
+    pub memic_allocs: BTreeMap<u64, u64>,
+}
+
+impl RdmaObjects {
+    /// FLR / device reset: every context gone.
+    pub fn reset(&mut self) {
+        *self = RdmaObjects::default();
+    }
+}
