@@ -502,11 +502,11 @@ fn qp1_mad_loopback_and_flush() {
     // Two CQEs: the responder one (delivered first) and the requester one.
     let c0 = t.mem.get(cq_buf, 64);
     let c1 = t.mem.get(cq_buf + 64, 64);
-    assert_eq!(c0[0x3f] >> 4, super::cqe::op::RESP_SEND);
+    assert_eq!(c0[0x3f] >> 4, super::datapath::cqe::op::RESP_SEND);
     assert_eq!(u32::from_be_bytes(c0[0x2c..0x30].try_into().unwrap()), 296, "GRH + MAD");
     assert_eq!(u32::from_be_bytes(c0[0x18..0x1c].try_into().unwrap()) & 0xffffff, 1, "source QP 1");
     assert_eq!(u16::from_be_bytes(c0[0x16..0x18].try_into().unwrap()), 3, "source LID");
-    assert_eq!(c1[0x3f] >> 4, super::cqe::op::REQ);
+    assert_eq!(c1[0x3f] >> 4, super::datapath::cqe::op::REQ);
     assert_eq!(c1[0x3f] & 1, 0, "first pass owner 0");
     // Both stamped with the device clock, in order.
     let ts = |c: &[u8]| u64::from_be_bytes(c[0x30..0x38].try_into().unwrap());
@@ -518,7 +518,7 @@ fn qp1_mad_loopback_and_flush() {
     t.mem.put(0x200000 + 256 + 128, &w);
     t.mem.put(0x280004, &4u32.to_be_bytes());
     t.fw.send_doorbell(qpn);
-    assert_eq!(t.mem.get(cq_buf + 128, 64)[0x3f] >> 4, super::cqe::op::REQ);
+    assert_eq!(t.mem.get(cq_buf + 128, 64)[0x3f] >> 4, super::datapath::cqe::op::REQ);
     // Two receives posted, then the QP is moved to ERR: each is flushed.
     t.mem.put(0x200000 + 16, &rwqe);
     t.mem.put(0x200000 + 32, &rwqe);
@@ -526,7 +526,7 @@ fn qp1_mad_loopback_and_flush() {
     t.ok(&transition_in(ifc::MLX5_CMD_OP_2ERR_QP, qpn), 16);
     for k in 3..5u64 {
         let e = t.mem.get(cq_buf + k * 64, 64);
-        assert_eq!((e[0x3f] >> 4, e[0x37]), (super::cqe::op::RESP_ERR, super::cqe::syndrome::WR_FLUSH_ERR), "CQE {k}");
+        assert_eq!((e[0x3f] >> 4, e[0x37]), (super::datapath::cqe::op::RESP_ERR, super::datapath::cqe::syndrome::WR_FLUSH_ERR), "CQE {k}");
     }
     assert_eq!(t.mem.get(cq_buf + 5 * 64, 64)[0x3f], 0xf1, "nothing more");
     // A send with a bad lkey on another QP errors with LOCAL_PROT_ERR.
@@ -683,7 +683,7 @@ pub(super) fn ctrl_seg(op: u8, idx: u16, qpn: u32, ds: u8) -> [u8; 16] {
     let mut c = [0u8; 16];
     c[0..4].copy_from_slice(&(((idx as u32) << 8) | op as u32).to_be_bytes());
     c[4..8].copy_from_slice(&((qpn << 8) | ds as u32).to_be_bytes());
-    c[11] = super::wqe::CTRL_CQ_UPDATE;
+    c[11] = super::datapath::wqe::CTRL_CQ_UPDATE;
     c
 }
 
@@ -700,7 +700,7 @@ pub(super) fn data_seg(len: u32, key: u32, addr: u64) -> [u8; 16] {
 /// the QP goes to ERR (as QP0/QP1/UD QPs do), instead of stopping silently.
 #[test]
 fn sq_outside_guest_memory_is_a_local_qp_op_error() {
-    use super::cqe::{op, syndrome};
+    use super::datapath::cqe::{op, syndrome};
     let (net, mut a, mut b) = rc_pair(0x7f00_0000_0000);
     let qa = a.qpn;
     a.t.mem.put(QP_DBR + 4, &1u32.to_be_bytes());
@@ -720,7 +720,7 @@ fn sq_outside_guest_memory_is_a_local_qp_op_error() {
 /// never ringing a CQ doorbell, complete without an overrun.
 #[test]
 fn a_full_looking_cq_reads_the_consumer_index() {
-    use super::cqe::op;
+    use super::datapath::cqe::op;
     let (net, mut a, mut b) = rc_pair(QP_BUF);
     let qa = a.qpn;
     let sq = QP_BUF + 16 * 16;
@@ -731,7 +731,7 @@ fn a_full_looking_cq_reads_the_consumer_index() {
         for k in 0..16u32 {
             let i = batch * 16 + k;
             let slot = sq + (i as u64 % 16) * 64;
-            a.t.mem.put(slot, &ctrl_seg(super::wqe::opcode::RDMA_WRITE, i as u16, qa, 3));
+            a.t.mem.put(slot, &ctrl_seg(super::datapath::wqe::opcode::RDMA_WRITE, i as u16, qa, 3));
             a.t.mem.put(slot + 16, &raddr);
             a.t.mem.put(slot + 32, &data_seg(8, a.key, DATA));
         }
@@ -751,7 +751,7 @@ fn a_full_looking_cq_reads_the_consumer_index() {
 
 #[test]
 fn rc_send_and_write_between_two_devices_through_wqes() {
-    use super::cqe::op;
+    use super::datapath::cqe::op;
     let (net, mut a, mut b) = rc_pair(QP_BUF);
     let (qa, qb) = (a.qpn, b.qpn);
 
@@ -762,7 +762,7 @@ fn rc_send_and_write_between_two_devices_through_wqes() {
     let msg: Vec<u8> = (0..200u32).map(|x| (x * 7) as u8).collect();
     a.t.mem.put(DATA, &msg);
     let sq = QP_BUF + 16 * 16;
-    a.t.mem.put(sq, &ctrl_seg(super::wqe::opcode::SEND, 0, qa, 2));
+    a.t.mem.put(sq, &ctrl_seg(super::datapath::wqe::opcode::SEND, 0, qa, 2));
     a.t.mem.put(sq + 16, &data_seg(200, a.key, DATA));
     a.t.mem.put(QP_DBR + 4, &1u32.to_be_bytes());
     a.t.fw.send_doorbell(qa);
@@ -779,7 +779,7 @@ fn rc_send_and_write_between_two_devices_through_wqes() {
     // A writes 64 bytes into B's memory with B's rkey: ctrl + raddr + data (ds 3).
     let w: Vec<u8> = (0..64u8).collect();
     a.t.mem.put(DATA + 0x2000, &w);
-    a.t.mem.put(sq + 64, &ctrl_seg(super::wqe::opcode::RDMA_WRITE, 1, qa, 3));
+    a.t.mem.put(sq + 64, &ctrl_seg(super::datapath::wqe::opcode::RDMA_WRITE, 1, qa, 3));
     let mut raddr = [0u8; 16];
     raddr[0..8].copy_from_slice(&(DATA + 0x3000).to_be_bytes());
     raddr[8..12].copy_from_slice(&b.key.to_be_bytes());
@@ -790,11 +790,11 @@ fn rc_send_and_write_between_two_devices_through_wqes() {
     pump(&net, &mut a, &mut b);
     assert_eq!(b.t.mem.get(DATA + 0x3000, 64), w, "RDMA WRITE landed");
     let sc = a.t.mem.get(a.cq_buf + 64, 64);
-    assert_eq!((sc[0x3f] >> 4, sc[0x38]), (op::REQ, super::wqe::opcode::RDMA_WRITE));
+    assert_eq!((sc[0x3f] >> 4, sc[0x38]), (op::REQ, super::datapath::wqe::opcode::RDMA_WRITE));
     assert_eq!(b.t.mem.get(b.cq_buf + 64, 64)[0x3f], 0xf1, "a plain WRITE consumes no receive");
 
     // A write with a wrong rkey: remote access error CQE on A, QP to ERR.
-    a.t.mem.put(sq + 128, &ctrl_seg(super::wqe::opcode::RDMA_WRITE, 2, qa, 3));
+    a.t.mem.put(sq + 128, &ctrl_seg(super::datapath::wqe::opcode::RDMA_WRITE, 2, qa, 3));
     raddr[8..12].copy_from_slice(&(b.key ^ 0x100).to_be_bytes());
     a.t.mem.put(sq + 128 + 16, &raddr);
     a.t.mem.put(sq + 128 + 32, &data_seg(64, a.key, DATA + 0x2000));
@@ -802,7 +802,7 @@ fn rc_send_and_write_between_two_devices_through_wqes() {
     a.t.fw.send_doorbell(qa);
     pump(&net, &mut a, &mut b);
     let e = a.t.mem.get(a.cq_buf + 128, 64);
-    assert_eq!((e[0x3f] >> 4, e[0x37]), (op::REQ_ERR, super::cqe::syndrome::REMOTE_ACCESS_ERR));
+    assert_eq!((e[0x3f] >> 4, e[0x37]), (op::REQ_ERR, super::datapath::cqe::syndrome::REMOTE_ACCESS_ERR));
     assert_eq!(a.t.fw.engine.qps.get(qa).unwrap().state, QpState::Err);
 }
 
@@ -855,7 +855,7 @@ fn memic_alloc_register_and_free() {
     assert_eq!(t.status(&d, 16), status::BAD_PARAM, "double free");
 }
 
-#[path = "fw_tests_cq.rs"]
+#[path = "datapath/fw_tests_cq.rs"]
 mod cq;
-#[path = "fw_event_tests.rs"]
+#[path = "datapath/fw_event_tests.rs"]
 mod events;

@@ -11,22 +11,16 @@
 pub mod caps;
 pub mod clock;
 pub mod cmd;
-pub mod cq_resize;
-pub mod cqe;
 pub mod datapath;
 pub mod firmware;
 pub mod hca;
 pub mod objects;
 pub mod qp;
-pub mod sq_ops;
 pub mod fields;
 pub mod ifc;
 pub mod init_seg;
 pub mod mad;
 pub mod uar;
-pub mod ud;
-pub mod umr;
-pub mod wqe;
 
 pub use init_seg::{FwVersion, InitSegEvent, InitSegment};
 pub use uar::{Doorbell, DoorbellSink, DoorbellStats, PollerStats, UarPoller};

@@ -234,7 +234,7 @@ pub fn modify_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             }
         }
         // MLX5_CQ_OPMOD_RESIZE: new size and buffer.
-        1 => return super::cq_resize::resize_cq(fw, r, cqn),
+        1 => return super::datapath::cq_resize::resize_cq(fw, r, cqn),
         _ => return Err(fail!(status::BAD_PARAM)),
     }
     Ok(out(ifc::modify_cq_out::SIZE))

@@ -4,10 +4,10 @@
 //! execute completes with an error CQE (REQ_ERR, LOCAL_QP_OP_ERR, its
 //! wqe_counter and opcode), the QP moves to ERR and the next WQE flushes.
 
-use super::cqe::{op, syndrome};
+use super::datapath::cqe::{op, syndrome};
 use super::fw_tests::{connect, ctrl_seg, data_seg, pair_of, pump, rc_pair, side_at, transition_in, Bench, Side, DATA, QP_BUF, QP_DBR};
 use super::ifc;
-use super::wqe::{opcode, CTRL_CQ_UPDATE};
+use super::datapath::wqe::{opcode, CTRL_CQ_UPDATE};
 use crate::engine::QpState;
 
 const SQ: u64 = QP_BUF + 16 * 16;

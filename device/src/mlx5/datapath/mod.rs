@@ -8,16 +8,23 @@
 //! sink ([`QueueSink`]) only queues; [`Firmware::drain`] writes them out
 //! after every engine call.
 
+pub mod cq_resize;
+pub mod cqe;
+pub mod fw_sq;
+pub mod sq_ops;
+pub mod umr;
+pub mod wqe;
+
 use std::sync::{Arc, Mutex};
 
 use tracing::{debug, warn};
 
-use super::cqe::{self, op, syndrome, Cqe};
-use super::firmware::{buf_addr, Firmware};
-use super::ifc;
-use super::ud::SqHead;
-use super::sq_ops;
-use super::wqe::{self, CtrlSeg, Payload};
+use cqe::{op, syndrome, Cqe};
+use crate::mlx5::firmware::{buf_addr, Firmware};
+use crate::mlx5::ifc;
+use fw_sq::SqHead;
+
+use wqe::{CtrlSeg, Payload};
 use crate::engine::verbs::{Completion, CompletionSink, Event, RecvWr, SendWr, Sge, UdDest, WcOpcode, WcStatus, WrOpcode};
 use crate::engine::{AddressVector, QpState, QpType};
 use crate::wire::fabric::{PacketHandler, RxMeta};
@@ -164,7 +171,7 @@ impl Firmware {
             e.syndrome = status_syndrome(c.status);
             e.vendor_syndrome = 0x79;
         }
-        e.timestamp = super::clock::now();
+        e.timestamp = crate::mlx5::clock::now();
         let entries = cq.entries();
         let slot = (index & (entries - 1)) as u64;
         let owner = ((index >> cq.log_size) & 1) as u8;

@@ -15,7 +15,7 @@ fn send_one(net: &crate::wire::fabric::InProcNet, a: &mut Side, b: &mut Side, i:
     let (qa, sq) = (a.qpn, QP_BUF + 16 * 16);
     b.t.mem.put(QP_BUF + 16 * i as u64, &data_seg(64, b.key, DATA + 0x1000));
     b.t.mem.put(QP_DBR, &(i as u32 + 1).to_be_bytes());
-    a.t.mem.put(sq + 64 * i as u64, &ctrl_seg(super::super::wqe::opcode::SEND, i, qa, 2));
+    a.t.mem.put(sq + 64 * i as u64, &ctrl_seg(crate::mlx5::datapath::wqe::opcode::SEND, i, qa, 2));
     a.t.mem.put(sq + 64 * i as u64 + 16, &data_seg(8, a.key, DATA));
     a.t.mem.put(QP_DBR + 4, &(i as u32 + 1).to_be_bytes());
     a.t.fw.send_doorbell(qa);
@@ -84,7 +84,7 @@ fn poll_mode_scan_finds_a_first_arm_whose_store_was_overwritten() {
     let second = a.t.cq(uar, eqn, second_buf);
     for (cqn, buf) in [(a.cqn, a.cq_buf), (second, second_buf)] {
         let rec = u32::from_be_bytes(a.t.mem.get(buf + 0x1004, 4).try_into().unwrap());
-        assert_eq!(rec, super::super::firmware::CQ_ARM_UNSET, "CREATE_CQ marks CQ {cqn} never armed");
+        assert_eq!(rec, crate::mlx5::firmware::CQ_ARM_UNSET, "CREATE_CQ marks CQ {cqn} never armed");
         assert_eq!(a.t.fw.engine.cqs.get(cqn).unwrap().arm, CqArm::None);
     }
     // No arm yet: UAR activity (a send doorbell) arms nothing.

@@ -13,8 +13,8 @@ use std::sync::atomic::Ordering;
 use tracing::{debug, warn};
 
 use super::cqe::{self, op, syndrome, Cqe};
-use super::datapath::be32_at;
-use super::firmware::{buf_addr, Firmware, QpCtx};
+use super::be32_at;
+use crate::mlx5::firmware::{buf_addr, Firmware, QpCtx};
 use super::sq_ops;
 use crate::engine::verbs::WrOpcode;
 use super::wqe::{self, opcode, CtrlSeg, Payload, WQEBB};
@@ -140,7 +140,7 @@ impl Firmware {
             warn!(cqn, "CQE address outside the CQ's pages");
             return false;
         };
-        let c = &Cqe { timestamp: super::clock::now(), ..*c };
+        let c = &Cqe { timestamp: crate::mlx5::clock::now(), ..*c };
         if !cqe::write(&*self.mem, addr, ctx.cqe_size, c, owner) {
             warn!(cqn, addr, "CQE write outside guest memory");
             return false;
@@ -160,7 +160,7 @@ impl Firmware {
         match qp.qp_type {
             QpType::Smi | QpType::Gsi => self.drain_ud_sq(qpn),
             QpType::RegUmr => self.drain_umr_sq(qpn),
-            t if super::datapath::engine_qp(t) => self.engine_send_doorbell(qpn),
+            t if super::engine_qp(t) => self.engine_send_doorbell(qpn),
             _ => self.no_send_path(qpn),
         }
     }

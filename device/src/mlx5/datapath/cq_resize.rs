@@ -15,10 +15,10 @@
 
 use tracing::debug;
 
-use super::cmd::status;
+use crate::mlx5::cmd::status;
 use super::cqe::{self, op, Cqe};
-use super::firmware::{buf_addr, fail, out, page_offset_bytes, pages_for, CmdResult, Firmware, Req};
-use super::ifc;
+use crate::mlx5::firmware::{buf_addr, fail, out, page_offset_bytes, pages_for, CmdResult, Firmware, Req};
+use crate::mlx5::ifc;
 
 /// `resize_field_select` bits (`MLX5_MODIFY_CQ_MASK_*`).
 pub const MASK_LOG_SIZE: u64 = 1 << 0;
@@ -77,7 +77,7 @@ pub fn resize_cq(fw: &mut Firmware, r: &Req<'_>, cqn: u32) -> CmdResult {
     let old = fw.cqs.get(&cqn).ok_or(fail!(status::BAD_RES))?;
     let slot = (index & ((1u32 << old_log) - 1)) as u64;
     let addr = buf_addr(&old.pas, old.log_page_size, old.page_offset, slot * cqe_size as u64).ok_or(fail!(status::INT_ERR))?;
-    let e = Cqe { opcode: op::RESIZE_CQ, timestamp: super::clock::now(), ..Default::default() };
+    let e = Cqe { opcode: op::RESIZE_CQ, timestamp: crate::mlx5::clock::now(), ..Default::default() };
     if !cqe::write(&*fw.mem, addr, cqe_size, &e, ((index >> old_log) & 1) as u8) {
         return Err(fail!(status::BAD_RES_STATE));
     }
