@@ -346,7 +346,8 @@ fn sgl_capacity(sgl: &[Sge]) -> u64 {
     sgl.iter().map(|s| s.length as u64).sum()
 }
 
-/// Puts a completion on CQ `cqn`: overrun detection, then arming.
+/// Puts a completion on CQ `cqn` after overrun detection; the sink writes it
+/// (and runs the CQ's arming).
 fn deliver(cqs: &mut Table<Cq>, sink: &dyn CompletionSink, cqn: Option<u32>, c: Completion) {
     let Some(cqn) = cqn else { return };
     let Some(cq) = cqs.get_mut(cqn) else { return };
@@ -364,9 +365,6 @@ fn deliver(cqs: &mut Table<Cq>, sink: &dyn CompletionSink, cqn: Option<u32>, c: 
     }
     sink.complete(cqn, cq.producer, &c);
     cq.producer = cq.producer.wrapping_add(1);
-    if cq.on_cqe(c.solicited || c.status != WcStatus::Success) {
-        sink.event(Event::Completion { cqn, eqn: cq.eqn });
-    }
 }
 
 fn transport_bits(t: QpType) -> Option<u8> {
@@ -589,13 +587,6 @@ impl Engine {
         if let Some(cq) = self.cqs.get_mut(cqn) {
             cq.consumer = consumer;
         }
-    }
-
-    /// Arms a CQ for its next (solicited) completion.
-    /// Returns true when CQEs the driver has neither consumed (`ci`, 24
-    /// bits) nor had reported by an event are waiting: raise the event now.
-    pub fn arm_cq(&mut self, cqn: u32, solicited: bool, sn: u8, ci: u32) -> bool {
-        self.cqs.get_mut(cqn).is_some_and(|cq| cq.request_notify(solicited, sn, ci))
     }
 
     // ----------------------------------------------------------------- timers

@@ -4,7 +4,8 @@
 
 use super::cmd::status;
 use super::fields::Field;
-use super::firmware::{eng, fail, out, page_offset_bytes, pages_for, CmdResult, EqCtx, Firmware, Req, CAP_AREA, CAP_GENERAL};
+use super::firmware::{eng, fail, out, page_offset_bytes, pages_for, CmdResult, Firmware, Req, CAP_AREA, CAP_GENERAL};
+use super::datapath::EqCtx;
 use super::ifc::{self, cmd_hca_cap};
 use super::mad;
 

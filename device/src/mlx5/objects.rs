@@ -2,7 +2,8 @@
 //! this layer decodes the mlx5 contexts and keeps the mlx5-only parts.
 
 use super::cmd::status;
-use super::firmware::{eng, fail, out, page_offset_bytes, pages_for, CmdResult, CqCtx, Firmware, Req, SrqCtx};
+use super::firmware::{eng, fail, out, page_offset_bytes, pages_for, CmdResult, Firmware, Req, SrqCtx};
+use super::datapath::CqCtx;
 use super::ifc;
 use crate::engine::{Access, Mkey, Translation};
 
@@ -178,10 +179,10 @@ pub fn create_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     // Mark the arm doorbell record "never armed" (the driver zeroed it, and
     // its first arm word, sn 0 / next / ci 0, is 0 too): the poll-mode scan
     // finds a first arm whose UAR store another CQ's arm overwrote.
-    if fw.mem.write(dbr_addr.wrapping_add(4), &super::firmware::CQ_ARM_UNSET.to_be_bytes()).is_err() {
+    if fw.mem.write(dbr_addr.wrapping_add(4), &super::datapath::CQ_ARM_UNSET.to_be_bytes()).is_err() {
         tracing::debug!(cqn, dbr_addr, "CQ doorbell record outside guest memory");
     }
-    fw.cqs.insert(cqn, CqCtx { cqc, pas, cqe_size, log_page_size, page_offset, dbr_addr, last_arm: None });
+    fw.cqs.insert(cqn, CqCtx { cqc, pas, cqe_size, log_page_size, page_offset, dbr_addr, arming: Default::default() });
     fw.pending.cq_dbr(cqn, Some(dbr_addr));
     let mut o = out(ifc::create_cq_out::SIZE);
     ifc::create_cq_out::cqn.set(&mut o, cqn as u64);

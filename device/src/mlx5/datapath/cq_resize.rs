@@ -16,8 +16,9 @@
 use tracing::debug;
 
 use crate::mlx5::cmd::status;
-use super::cqe::{self, op, Cqe};
-use crate::mlx5::firmware::{buf_addr, fail, out, page_offset_bytes, pages_for, CmdResult, Firmware, Req};
+use super::cq::CqeWriteError;
+use super::cqe::{op, Cqe};
+use crate::mlx5::firmware::{fail, out, page_offset_bytes, pages_for, CmdResult, Firmware, Req};
 use crate::mlx5::ifc;
 
 /// `resize_field_select` bits (`MLX5_MODIFY_CQ_MASK_*`).
@@ -75,11 +76,11 @@ pub fn resize_cq(fw: &mut Firmware, r: &Req<'_>, cqn: u32) -> CmdResult {
 
     // The resize CQE, in the old buffer with the old owner bit.
     let old = fw.cqs.get(&cqn).ok_or(fail!(status::BAD_RES))?;
-    let slot = (index & ((1u32 << old_log) - 1)) as u64;
-    let addr = buf_addr(&old.pas, old.log_page_size, old.page_offset, slot * cqe_size as u64).ok_or(fail!(status::INT_ERR))?;
-    let e = Cqe { opcode: op::RESIZE_CQ, timestamp: crate::mlx5::clock::now(), ..Default::default() };
-    if !cqe::write(&*fw.mem, addr, cqe_size, &e, ((index >> old_log) & 1) as u8) {
-        return Err(fail!(status::BAD_RES_STATE));
+    let e = Cqe { opcode: op::RESIZE_CQ, ..Default::default() };
+    match old.write_cqe(&*fw.mem, index, old_log, &e) {
+        Ok(()) => {}
+        Err(CqeWriteError::OutsidePages) => return Err(fail!(status::INT_ERR)),
+        Err(CqeWriteError::OutsideMemory) => return Err(fail!(status::BAD_RES_STATE)),
     }
 
     let cq = fw.engine.cqs.get_mut(cqn).ok_or(fail!(status::BAD_RES))?;

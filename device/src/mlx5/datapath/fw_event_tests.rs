@@ -74,7 +74,7 @@ fn rearm_before_polling_raises_no_second_event() {
 /// at its first wait in poll mode).
 #[test]
 fn poll_mode_scan_finds_a_first_arm_whose_store_was_overwritten() {
-    use crate::engine::CqArm;
+    use super::super::datapath::cq_arm::CqArm;
     let (_net, mut a, _b) = rc_pair(QP_BUF);
     let (uar, eqn) = {
         let cq = a.t.fw.engine.cqs.get(a.cqn).unwrap();
@@ -84,18 +84,42 @@ fn poll_mode_scan_finds_a_first_arm_whose_store_was_overwritten() {
     let second = a.t.cq(uar, eqn, second_buf);
     for (cqn, buf) in [(a.cqn, a.cq_buf), (second, second_buf)] {
         let rec = u32::from_be_bytes(a.t.mem.get(buf + 0x1004, 4).try_into().unwrap());
-        assert_eq!(rec, crate::mlx5::firmware::CQ_ARM_UNSET, "CREATE_CQ marks CQ {cqn} never armed");
-        assert_eq!(a.t.fw.engine.cqs.get(cqn).unwrap().arm, CqArm::None);
+        assert_eq!(rec, crate::mlx5::datapath::CQ_ARM_UNSET, "CREATE_CQ marks CQ {cqn} never armed");
+        assert_eq!(a.t.fw.cqs.get(&cqn).unwrap().arming.arm, CqArm::None);
     }
     // No arm yet: UAR activity (a send doorbell) arms nothing.
     a.t.fw.uar_activity(uar, Doorbell::Send { uar: uar as u64, offset: 0x800, opmod_idx_opcode: 0, qpn_ds: a.qpn << 8 });
-    assert_eq!(a.t.fw.engine.cqs.get(a.cqn).unwrap().arm, CqArm::None);
+    assert_eq!(a.t.fw.cqs.get(&a.cqn).unwrap().arming.arm, CqArm::None);
     // libmlx5 writes each record, then stores to the UAR slot; only the
     // second store reaches the poller.
     for buf in [a.cq_buf, second_buf] {
         a.t.mem.put(buf + 0x1004, &arm_word(0, false, 0).to_be_bytes());
     }
     a.t.fw.uar_activity(uar, Doorbell::CqArm { uar: uar as u64, cqn: second, sn: 0, solicited: false, ci: 0 });
-    assert_eq!(a.t.fw.engine.cqs.get(second).unwrap().arm, CqArm::Next);
-    assert_eq!(a.t.fw.engine.cqs.get(a.cqn).unwrap().arm, CqArm::Next, "the overwritten first arm is found");
+    assert_eq!(a.t.fw.cqs.get(&second).unwrap().arming.arm, CqArm::Next);
+    assert_eq!(a.t.fw.cqs.get(&a.cqn).unwrap().arming.arm, CqArm::Next, "the overwritten first arm is found");
+}
+
+/// The EQ doorbell's 24-bit consumer index is widened as the CQs' is: a
+/// driver a few EQEs behind a 2^24 wrap of the producer count is behind it.
+/// The EQ's own widening (without the wrap correction) put such a consumer
+/// 2^24 ahead of the producer; the EQ then looked overrun and every later
+/// event was dropped.
+#[test]
+fn eq_consumer_index_behind_the_24_bit_wrap() {
+    let mut t = Bench::new();
+    let uar = t.up();
+    let eqn = t.eq(uar, 0, 0, 0x100000);
+    t.fw.engine.eqs.get_mut(eqn).unwrap().producer = 0x0100_0002;
+    // Four EQEs not consumed yet: the driver's counter reads 0xfffffe.
+    t.fw.eq_doorbell(eqn, 0x00ff_fffe, false);
+    assert_eq!(t.fw.engine.eqs.get(eqn).unwrap().consumer, 0x00ff_fffe);
+    let before = t.fw.stats.eqes.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(t.fw.post_eqe(eqn, ifc::MLX5_EVENT_TYPE_COMP as u8, 0, &[0; 28]), "the EQ has room: 5 of 64 in use");
+    assert_eq!(t.fw.stats.eqes.load(std::sync::atomic::Ordering::Relaxed), before + 1);
+    // EQE 0x01000002 lands in slot 2, owner bit of pass 0x40000 (0).
+    assert_eq!(t.mem.get(0x100000 + 2 * 64, 64)[63], 0);
+    // Consumed up to the producer: nothing waits.
+    t.fw.eq_doorbell(eqn, 0x0000_0003, false);
+    assert_eq!(t.fw.engine.eqs.get(eqn).unwrap().consumer, 0x0100_0003);
 }
