@@ -127,7 +127,7 @@ impl CompletionSink for QueueSink {
     }
     fn consumer(&self, cqn: u32, producer: u32) -> Option<u32> {
         let a = *self.cq_dbrs.lock().unwrap_or_else(|e| e.into_inner()).get(&cqn)?;
-        super::be32_at(&*self.mem, a).map(|ci| expand_ci(producer, ci))
+        super::dbr::be32_at(&*self.mem, a).map(|ci| expand_ci(producer, ci))
     }
 }
 

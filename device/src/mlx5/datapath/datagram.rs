@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use tracing::{debug, warn};
 
-use super::be32_at;
+use super::dbr::be32_at;
 use super::cqe::{op, syndrome, Cqe};
 use super::sq_ops;
 use super::wqe::{self, opcode, CtrlSeg, Payload};

@@ -5,7 +5,7 @@
 
 use tracing::warn;
 
-use super::be32_at;
+use super::dbr::be32_at;
 use super::cqe::{op, syndrome, Cqe};
 use super::sq::SqHead;
 use super::wqe::{self, CtrlSeg};

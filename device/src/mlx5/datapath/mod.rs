@@ -27,6 +27,7 @@ pub mod cq_arm;
 pub mod cq_resize;
 pub mod cqe;
 mod datagram;
+mod dbr;
 pub mod eq;
 mod fw_sq;
 mod rq;
@@ -45,6 +46,7 @@ pub use sq::engine_qp;
 use std::ops::{Deref, DerefMut};
 
 use super::firmware::Firmware;
+use dbr::be32_at;
 use super::uar::Doorbell;
 
 /// The firmware inside the data path: when dropped, everything the engine
@@ -68,13 +70,6 @@ impl DerefMut for DataPath<'_> {
     fn deref_mut(&mut self) -> &mut Firmware {
         self.0
     }
-}
-
-/// A big-endian 32-bit word of guest memory (doorbell records).
-pub(crate) fn be32_at(mem: &dyn crate::engine::GuestMemory, a: u64) -> Option<u32> {
-    let mut b = [0u8; 4];
-    mem.read(a, &mut b).ok()?;
-    Some(u32::from_be_bytes(b))
 }
 
 /// The data path's entry points.

@@ -5,7 +5,7 @@
 
 use tracing::warn;
 
-use super::be32_at;
+use super::dbr::be32_at;
 use super::wqe;
 use crate::engine::verbs::{RecvWr, Sge};
 use crate::engine::QpState;

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::engine_qp;
+use super::sq::engine_qp;
 use crate::mlx5::firmware::Firmware;
 use crate::wire::bth;
 use crate::wire::fabric::{PacketHandler, RxMeta};

@@ -9,7 +9,7 @@ use tracing::{debug, warn};
 use super::cqe::syndrome;
 use super::sq_ops;
 use super::wqe::{self, CtrlSeg, Payload, WQEBB};
-use super::be32_at;
+use super::dbr::be32_at;
 use crate::engine::verbs::{SendWr, Sge, UdDest, WcStatus, WrOpcode};
 use crate::engine::{AddressVector, QpState, QpType};
 use crate::mlx5::firmware::{buf_addr, Firmware, QpCtx};
