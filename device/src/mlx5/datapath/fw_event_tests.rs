@@ -123,3 +123,75 @@ fn eq_consumer_index_behind_the_24_bit_wrap() {
     t.fw.eq_doorbell(eqn, 0x0000_0003, false);
     assert_eq!(t.fw.engine.eqs.get(eqn).unwrap().consumer, 0x0100_0003);
 }
+
+/// QP1 MAD completions go through the same arming as the engine's: a CQ
+/// armed for the next completion gets one EQE at the MAD send's first CQE,
+/// a re-arm fires for the unreported second one and not again, and a
+/// solicited-only arm ignores a plain MAD completion.
+#[test]
+fn qp1_mad_completions_run_the_cq_arming() {
+    use ifc::create_mkey_in::memory_key_mkey_entry as m;
+    use ifc::rst2init_qp_in::qpc as q;
+    let mut t = Bench::new();
+    let uar = t.up();
+    let eq_buf = 0x100000;
+    let eqn = t.eq(uar, 1, 0, eq_buf);
+    let pd = t.pd();
+    let lkey = t.mkey(pd, &[m::lr, m::lw], 0x11);
+    let cq_buf = 0x120000u64;
+    let cqn = t.cq(uar, eqn, cq_buf);
+    let qpn = t.qp_with(8, pd, uar, cqn, 0x200000, |i| ifc::create_qp_in::qpc::dbr_addr.set(i, 0x280000));
+    let mut i = transition_in(ifc::MLX5_CMD_OP_RST2INIT_QP, qpn);
+    q::q_key.set(&mut i, 0x8001_0000);
+    q::mtu.set(&mut i, 1);
+    t.ok(&i, 16);
+    t.ok(&transition_in(ifc::MLX5_CMD_OP_INIT2RTR_QP, qpn), 16);
+    t.ok(&transition_in(ifc::MLX5_CMD_OP_RTR2RTS_QP, qpn), 16);
+    let mut rwqe = [0u8; 16];
+    rwqe[0..4].copy_from_slice(&296u32.to_be_bytes());
+    rwqe[4..8].copy_from_slice(&lkey.to_be_bytes());
+    rwqe[8..16].copy_from_slice(&0x300000u64.to_be_bytes());
+    // A 256-byte MAD SEND from SQ slot `k` (2 WQEBBs each) to our own LID, QP1.
+    let mad_send = |t: &mut Bench, k: u16, rq: u32| {
+        t.mem.put(0x200000 + 16 * (rq as u64 - 1), &rwqe);
+        t.mem.put(0x280000, &rq.to_be_bytes());
+        let idx = 2 * k;
+        let mut w = [0u8; 80];
+        w[0..4].copy_from_slice(&(((idx as u32) << 8) | 0x0a).to_be_bytes());
+        w[4..8].copy_from_slice(&((qpn << 8) | 5).to_be_bytes());
+        w[11] = 0x08;
+        w[16..20].copy_from_slice(&0x8001_0000u32.to_be_bytes());
+        w[24..28].copy_from_slice(&1u32.to_be_bytes());
+        w[16 + 0x0e..16 + 0x10].copy_from_slice(&3u16.to_be_bytes());
+        w[64..68].copy_from_slice(&256u32.to_be_bytes());
+        w[68..72].copy_from_slice(&lkey.to_be_bytes());
+        w[72..80].copy_from_slice(&0x310000u64.to_be_bytes());
+        t.mem.put(0x200000 + 256 + 64 * idx as u64, &w);
+        t.mem.put(0x280004, &(idx as u32 + 2).to_be_bytes());
+        t.fw.send_doorbell(qpn);
+    };
+    let eqes = |t: &Bench| t.fw.stats.eqes.load(std::sync::atomic::Ordering::Relaxed);
+    let e0 = eqes(&t);
+    t.fw.cq_arm(cqn, 0, false, 0);
+    assert_eq!(eqes(&t), e0, "an empty CQ does not fire on arming");
+    mad_send(&mut t, 0, 1);
+    assert_eq!(t.mem.get(cq_buf + 64, 64)[0x3f] >> 4, crate::mlx5::datapath::cqe::op::REQ, "two CQEs");
+    assert_eq!(eqes(&t), e0 + 1, "one completion event for the armed CQ");
+    let eqe = t.mem.get(eq_buf, 64);
+    assert_eq!(eqe[1], ifc::MLX5_EVENT_TYPE_COMP as u8);
+    assert_eq!(ifc::comp_event::cq_number.get(&eqe[0x20..0x20 + 28]) as u32, cqn);
+    // The event came with the first CQE (the responder's); the requester's
+    // came after it, unreported: a re-arm before polling fires for it at once.
+    t.fw.cq_arm(cqn, 1, false, 0);
+    assert_eq!(eqes(&t), e0 + 2, "an unreported CQE fires the re-arm");
+    // perftest -e's order: re-arm before polling the reported CQEs.
+    t.fw.cq_arm(cqn, 2, false, 0);
+    assert_eq!(eqes(&t), e0 + 2, "reported CQEs do not fire the re-arm");
+    // Consumed both; a solicited-only arm: a plain MAD completion does not fire it.
+    t.fw.cq_arm(cqn, 3, true, 2);
+    mad_send(&mut t, 1, 2);
+    assert_eq!(t.mem.get(cq_buf + 3 * 64, 64)[0x3f] >> 4, crate::mlx5::datapath::cqe::op::REQ);
+    assert_eq!(eqes(&t), e0 + 2, "solicited-only arm ignores successes");
+    let armed = t.fw.cqs.get(&cqn).unwrap().arming.arm;
+    assert_eq!(armed, super::super::datapath::cq_arm::CqArm::Solicited);
+}
