@@ -89,7 +89,7 @@ impl Firmware {
     }
 
     /// Reads a send's local data through its lkeys.
-    pub fn gather(&self, p: &Payload, pd: u32) -> Result<Vec<u8>, u8> {
+    pub(super) fn gather(&self, p: &Payload, pd: u32) -> Result<Vec<u8>, u8> {
         match p {
             Payload::Inline(d) => Ok(d.clone()),
             Payload::Gather(sges) => {
@@ -112,7 +112,7 @@ impl Firmware {
     }
 
     /// Delivers a datagram addressed to this port: QPN 0/1 are the special QPs.
-    pub fn deliver_local(&mut self, dqpn: u32, dg: Datagram) {
+    pub(super) fn deliver_local(&mut self, dqpn: u32, dg: Datagram) {
         let target = match dqpn {
             0 => self.engine.qps.iter().find(|(_, q)| q.qp_type == QpType::Smi).map(|(n, _)| n),
             1 => self.engine.qps.iter().find(|(_, q)| q.qp_type == QpType::Gsi).map(|(n, _)| n),
@@ -126,7 +126,7 @@ impl Firmware {
 
     /// Places a datagram into QP `qpn`'s receive queue (UD semantics: no
     /// receive posted or a Q_Key mismatch drops it).
-    pub fn receive_ud(&mut self, qpn: u32, dg: Datagram) {
+    pub(super) fn receive_ud(&mut self, qpn: u32, dg: Datagram) {
         let Some(qp) = self.engine.qps.get(qpn) else { return };
         let (state, qp_type, recv_cq, pd, qkey) = (qp.state, qp.qp_type, qp.recv_cq, qp.pd, qp.attrs.qkey);
         if !matches!(state, QpState::Rtr | QpState::Rts) {

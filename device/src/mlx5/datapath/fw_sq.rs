@@ -69,7 +69,7 @@ impl Firmware {
 
     /// The first error of a QP: an error CQE for the failing WQE, the QP
     /// moves to ERR, every other outstanding WQE is flushed.
-    pub fn qp_error(&mut self, qpn: u32, wqe_counter: u16, wqe_opcode: u8, syn: u8, send: bool) {
+    pub(super) fn qp_error(&mut self, qpn: u32, wqe_counter: u16, wqe_opcode: u8, syn: u8, send: bool) {
         let Some(qp) = self.engine.qps.get(qpn) else { return };
         let cq = if send { qp.send_cq } else { qp.recv_cq };
         let user_index = self.qps.get(&qpn).map(|c| c.user_index).unwrap_or(0);

@@ -354,7 +354,7 @@ impl Firmware {
     /// Send doorbell of the REG_UMR QP: executes every WQE up to the
     /// doorbell record, in order; an ERR QP flushes them. `umr_wqes` counts
     /// the WQEs executed, `umr_errors` those fetched and refused.
-    pub fn drain_umr_sq(&mut self, qpn: u32) {
+    pub(super) fn drain_umr_sq(&mut self, qpn: u32) {
         self.drain_fw_sq(qpn, |fw, qpn, w, ctrl| match fw.execute_umr(w, ctrl) {
             Ok(()) => {
                 fw.stats.umr_wqes.fetch_add(1, Ordering::Relaxed);
