@@ -4,7 +4,7 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use vrnic::engine::{Access, Mkey, Translation};
-use vrnic::mlx5::{umr, wqe};
+use vrnic::mlx5::datapath::{umr, wqe};
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 16 {

@@ -1,7 +1,7 @@
 //! Send/receive WQE decoding: arbitrary bytes as a WQE (up to 16 WQEBBs).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use vrnic::mlx5::wqe;
+use vrnic::mlx5::datapath::wqe;
 
 fuzz_target!(|data: &[u8]| {
     if data.len() >= 16 {

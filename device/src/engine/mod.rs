@@ -4,7 +4,6 @@
 //! through this API and keeps only mlx5-specific data (buffer addresses,
 //! page lists, doorbell records) next to the engine's object numbers.
 
-pub mod cq_arm;
 pub mod mem;
 pub mod objects;
 pub mod table;

@@ -58,35 +58,16 @@ pub struct Eq {
     pub producer: u32,
 }
 
-/// How a CQ is armed for its next completion event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CqArm {
-    #[default]
-    None,
-    /// Any completion raises an event.
-    Next,
-    /// Only solicited (or error) completions raise an event.
-    Solicited,
-}
-
 /// Completion queue.
 #[derive(Debug, Clone)]
 pub struct Cq {
     pub log_size: u8,
     pub eqn: u32,
     pub uar: u32,
-    pub arm: CqArm,
-    /// The arm sequence number last used (mlx5 `sn`).
-    pub arm_sn: u8,
     /// Completions produced so far (wraps at 2^32).
     pub producer: u32,
     /// Consumer index last reported by the driver.
     pub consumer: u32,
-    /// Producer count when the last completion event was raised: CQEs below
-    /// it were reported (see `cq_arm`).
-    pub reported: u32,
-    /// Producer count just after the latest solicited or error CQE.
-    pub solicited_end: u32,
     /// A completion found the queue full.
     pub overrun: bool,
     /// Moderation: period (µs) and count, as set by the driver.
@@ -101,12 +82,8 @@ impl Cq {
             log_size,
             eqn,
             uar,
-            arm: CqArm::None,
-            arm_sn: 0,
             producer: 0,
             consumer: 0,
-            reported: 0,
-            solicited_end: 0,
             overrun: false,
             period: 0,
             max_count: 0,

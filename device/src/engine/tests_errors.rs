@@ -174,7 +174,7 @@ fn rnr_nak_timer_table() {
 }
 
 #[test]
-fn cq_overrun_and_arming() {
+fn cq_overrun() {
     let p = Pair::new(1 << 16, &[]);
     let (qa, qb) = p.qps(QpType::Rc, 1024);
     let small = {
@@ -193,8 +193,6 @@ fn cq_overrun_and_arming() {
     p.a.connect(q, conn(2, qb2, 1024));
     p.b.connect(qb2, conn(1, q, 1024));
     let _ = (qa, qb);
-    assert!(!p.a.eng.lock().arm_cq(small, true, 0, 0), "an empty CQ does not fire on arming");
-    // solicited only: a success does not fire
     for i in 0..3 {
         let mut w = send(i, WrOpcode::Write, vec![p.a.sge(BASE, 8)]);
         w.remote_addr = BASE;
@@ -205,11 +203,9 @@ fn cq_overrun_and_arming() {
     assert_eq!(p.a.rec.take(small).len(), 2, "a 2-entry CQ takes two completions");
     let ev = p.a.rec.events.lock().unwrap().clone();
     assert!(ev.contains(&Event::CqError { cqn: small }), "{ev:?}");
-    assert!(!ev.iter().any(|e| matches!(e, Event::Completion { .. })), "solicited-only arm ignores successes: {ev:?} {:?}", p.a.rec.take(small));
-    // The driver consumes; an error completion fires the solicited arm.
+    // The driver consumes: the next completion (a flush) fits again.
     p.a.eng.lock().cq_consumed(small, 2);
     p.a.eng.lock().modify_qp(q, QpTransition::ToErr, &QpAttrUpdate::default()).unwrap();
     p.a.eng.lock().post_send(q, send(9, WrOpcode::Send, vec![])).unwrap();
-    let ev = p.a.rec.events.lock().unwrap().clone();
-    assert!(ev.iter().any(|e| matches!(e, Event::Completion { cqn, .. } if *cqn == small)), "{ev:?}");
+    assert!(p.a.rec.take(small).iter().any(|c| c.wr_id == 9 && c.status == WcStatus::WrFlushErr));
 }

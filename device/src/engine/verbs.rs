@@ -199,8 +199,6 @@ impl Completion {
 /// Events the engine reports (the mlx5 layer turns them into EQEs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
-    /// An armed CQ got a completion it was armed for: post a completion EQE to `eqn`.
-    Completion { cqn: u32, eqn: u32 },
     /// A completion found the CQ full; it was dropped.
     CqError { cqn: u32 },
     /// The SRQ fell below its armed limit (the limit is now disarmed).

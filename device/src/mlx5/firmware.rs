@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use super::cmd::dispatch::CommandTable;
 use super::cmd::req::{fail, Req};
@@ -21,39 +21,10 @@ use super::cmd::{self, status, CmdOutput, CommandHandler, SlotResult};
 use super::hca::state::Hca;
 use super::ib::port::{IbPort, PortCounters};
 use super::ifc;
-use super::queue_buf::buf_addr;
+use super::datapath::{CqCtx, EqCtx};
 use super::rdma::state::RdmaObjects;
 use crate::engine::{Engine, GuestMemory};
 use crate::vfio::Interrupts;
-
-/// mlx5 context of an event queue.
-#[derive(Debug, Clone)]
-pub struct EqCtx {
-    pub eqc: Vec<u8>,
-    pub pas: Vec<u64>,
-    pub log_size: u8,
-    pub log_page_size: u8,
-    pub page_offset: u64,
-    pub event_bitmask: [u64; 4],
-}
-
-/// What CREATE_CQ writes into the CQ's arm doorbell record (`dbrec[1]`): no
-/// arm word has bit 31 set (`sn << 28 | cmd | ci`, sn 2 bits, cmd bit 24), so
-/// the poll-mode scan tells "never armed" from a first arm, whose word is 0.
-pub const CQ_ARM_UNSET: u32 = 0x8000_0000;
-
-/// mlx5 context of a completion queue.
-#[derive(Debug, Clone)]
-pub struct CqCtx {
-    pub cqc: Vec<u8>,
-    pub pas: Vec<u64>,
-    pub cqe_size: usize,
-    pub log_page_size: u8,
-    pub page_offset: u64,
-    pub dbr_addr: u64,
-    /// The last arm word (`sn<<28 | cmd | ci`) acted on.
-    pub last_arm: Option<u32>,
-}
 
 /// Counters exported to the control socket.
 #[derive(Default, Debug)]
@@ -199,167 +170,6 @@ impl Firmware {
             }
         }
         results
-    }
-
-    /// Writes one EQE into EQ `eqn` and raises its vector if armed.
-    pub fn post_eqe(&mut self, eqn: u32, event_type: u8, sub_type: u8, data: &[u8; 28]) -> bool {
-        let Some(ctx) = self.eqs.get(&eqn) else { return false };
-        let Some(eq) = self.engine.eqs.get_mut(eqn) else { return false };
-        let nent = 1u32 << ctx.log_size;
-        if eq.producer.wrapping_sub(eq.consumer) >= nent {
-            warn!(eqn, "EQ overrun: event {event_type:#x} dropped");
-            return false;
-        }
-        let idx = eq.producer & (nent - 1);
-        let owner = ((eq.producer >> ctx.log_size) & 1) as u8;
-        let Some(addr) = buf_addr(&ctx.pas, ctx.log_page_size, ctx.page_offset, idx as u64 * 64) else {
-            warn!(eqn, "EQE address outside the EQ's pages");
-            return false;
-        };
-        let mut eqe = [0u8; 64];
-        eqe[1] = event_type;
-        eqe[3] = sub_type;
-        eqe[0x20..0x20 + 28].copy_from_slice(data);
-        // Body first, then the owner byte.
-        if self.mem.write(addr, &eqe[..63]).is_err() {
-            warn!(eqn, addr, "EQE write outside guest memory");
-            return false;
-        }
-        std::sync::atomic::fence(Ordering::Release);
-        if self.mem.write(addr + 63, &[owner]).is_err() {
-            return false;
-        }
-        eq.producer = eq.producer.wrapping_add(1);
-        self.stats.eqes.fetch_add(1, Ordering::Relaxed);
-        if eq.armed {
-            eq.armed = false;
-            let v = eq.vector;
-            self.stats.interrupts.fetch_add(1, Ordering::Relaxed);
-            let _ = self.irqs.raise(v);
-        }
-        true
-    }
-
-    /// EQ doorbell: new consumer index, optionally re-arm.
-    pub fn eq_doorbell(&mut self, eqn: u32, ci: u32, arm: bool) {
-        let Some(eq) = self.engine.eqs.get_mut(eqn) else {
-            debug!(eqn, "doorbell for a nonexistent EQ ignored");
-            return;
-        };
-        // The driver reports a 24-bit counter; keep our producer's high bits.
-        eq.consumer = (eq.producer & !0x00ff_ffff) | (ci & 0x00ff_ffff);
-        if eq.consumer.wrapping_sub(eq.producer) < 0x0080_0000 && eq.consumer != eq.producer {
-            eq.consumer = eq.consumer.wrapping_sub(0x0100_0000);
-        }
-        if arm {
-            if eq.producer != eq.consumer {
-                // Unconsumed events: interrupt at once.
-                eq.armed = false;
-                let v = eq.vector;
-                self.stats.interrupts.fetch_add(1, Ordering::Relaxed);
-                let _ = self.irqs.raise(v);
-            } else {
-                eq.armed = true;
-            }
-        }
-    }
-
-    /// CQ arm doorbell: the next (solicited) completion raises an event;
-    /// completions waiting past `ci` that no event reported raise one now
-    /// (`engine::cq_arm`).
-    pub fn cq_arm(&mut self, cqn: u32, sn: u8, solicited: bool, ci: u32) {
-        let word = ((sn as u32 & 3) << 28) | ((solicited as u32) << 24) | (ci & 0x00ff_ffff);
-        match self.cqs.get_mut(&cqn) {
-            // The same arm seen twice (trapped write and a later page scan): once.
-            Some(ctx) if ctx.last_arm == Some(word) => return,
-            Some(ctx) => ctx.last_arm = Some(word),
-            None => {}
-        }
-        if self.engine.cqs.get(cqn).is_none() {
-            debug!(cqn, "arm for a nonexistent CQ ignored");
-            return;
-        }
-        if self.engine.arm_cq(cqn, solicited, sn, ci) {
-            self.comp_event(cqn);
-        }
-    }
-
-
-    /// Poll mode: a store landed somewhere on UAR page `uar`. Doorbells that
-    /// share a slot on a page (every QP and CQ of a libmlx5 context uses
-    /// its one UAR) collapse into the last value, so look at the doorbell
-    /// records of every QP and CQ on that page instead: new send WQEs and
-    /// new arm words are found there.
-    pub fn uar_activity(&mut self, uar: u32, db: super::uar::Doorbell) {
-        use super::uar::Doorbell;
-        // The store itself names one target: act on it first.
-        match db {
-            Doorbell::Send { qpn_ds, .. } => self.send_doorbell(qpn_ds >> 8),
-            Doorbell::CqArm { cqn, sn, solicited, ci, .. } => self.cq_arm(cqn, sn, solicited, ci),
-            Doorbell::EqUpdate { eqn, ci, arm, .. } => self.eq_doorbell(eqn as u32, ci, arm),
-        }
-        // Stores that the last one overwrote: new send WQEs of QPs on this page.
-        let qps: Vec<u32> = self.engine.qps.iter().filter(|(_, q)| q.uar == uar).map(|(n, _)| n).collect();
-        for qpn in qps {
-            let Some(ctx) = self.rdma.qps.get(&qpn) else { continue };
-            if ctx.sq_entries == 0 {
-                continue;
-            }
-            let mut b = [0u8; 4];
-            if self.mem.read(ctx.dbr_addr + 4, &mut b).is_ok() && u32::from_be_bytes(b) as u16 != ctx.sq_ci {
-                self.send_doorbell(qpn);
-            }
-        }
-        // ... and arm words not acted on yet (any CQ: libmlx5 may ring a CQ's
-        // arm on another page than the one in its context).
-        let cqs: Vec<u32> = self.engine.cqs.iter().map(|(n, _)| n).collect();
-        for cqn in cqs {
-            let Some(ctx) = self.cqs.get(&cqn) else { continue };
-            let mut b = [0u8; 4];
-            if self.mem.read(ctx.dbr_addr + 4, &mut b).is_err() {
-                continue;
-            }
-            let w = u32::from_be_bytes(b);
-            // Bits outside an arm word: the record still holds CQ_ARM_UNSET
-            // (or garbage), no arm to act on.
-            if w & !0x31ff_ffff == 0 && ctx.last_arm != Some(w) {
-                self.cq_arm(cqn, ((w >> 28) & 3) as u8, w & (1 << 24) != 0, w & 0x00ff_ffff);
-            }
-        }
-    }
-
-    /// A CQE was written to CQ `cqn` (outside the engine: the QP0/QP1 MAD
-    /// path): raise a completion event if the CQ is armed for it. The arming
-    /// itself is the engine's `Cq::on_cqe`, as for every other CQE.
-    pub fn cq_event(&mut self, cqn: u32, solicited: bool) {
-        if self.engine.cqs.get_mut(cqn).is_some_and(|cq| cq.on_cqe(solicited)) {
-            self.comp_event(cqn);
-        }
-    }
-
-    /// Posts the completion EQE of CQ `cqn` to the CQ's EQ.
-    pub fn comp_event(&mut self, cqn: u32) {
-        let Some(eqn) = self.engine.cqs.get(cqn).map(|cq| cq.eqn) else { return };
-        let mut data = [0u8; 28];
-        ifc::comp_event::cq_number.set(&mut data, cqn as u64);
-        self.post_eqe(eqn, ifc::MLX5_EVENT_TYPE_COMP as u8, 0, &data);
-    }
-
-    /// Posts a PORT_CHANGE event (sub_type 4 ACTIVE, 1 DOWN) to every EQ that asked for it.
-    pub fn port_change(&mut self, active: bool) {
-        self.ib.port.port_state = if active { 4 } else { 1 };
-        self.ib.port.phys_state = if active { 5 } else { 3 };
-        let mut data = [0u8; 28];
-        ifc::port_state_change_event::port_num.set(&mut data, 1);
-        let targets: Vec<u32> = self
-            .eqs
-            .iter()
-            .filter(|(_, e)| e.event_bitmask[0] & (1 << ifc::MLX5_EVENT_TYPE_PORT_CHANGE) != 0)
-            .map(|(n, _)| *n)
-            .collect();
-        for eqn in targets {
-            self.post_eqe(eqn, ifc::MLX5_EVENT_TYPE_PORT_CHANGE as u8, if active { 4 } else { 1 }, &data);
-        }
     }
 }
 

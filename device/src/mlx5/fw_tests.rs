@@ -265,7 +265,7 @@ pub(super) fn ctrl_seg(op: u8, idx: u16, qpn: u32, ds: u8) -> [u8; 16] {
     let mut c = [0u8; 16];
     c[0..4].copy_from_slice(&(((idx as u32) << 8) | op as u32).to_be_bytes());
     c[4..8].copy_from_slice(&((qpn << 8) | ds as u32).to_be_bytes());
-    c[11] = super::wqe::CTRL_CQ_UPDATE;
+    c[11] = super::datapath::wqe::CTRL_CQ_UPDATE;
     c
 }
 
@@ -283,7 +283,7 @@ mod hca_cmds;
 mod qp_cmds;
 #[path = "fw_tests_wqe.rs"]
 mod wqe_paths;
-#[path = "fw_tests_cq.rs"]
+#[path = "datapath/fw_tests_cq.rs"]
 mod cq;
-#[path = "fw_event_tests.rs"]
+#[path = "datapath/fw_event_tests.rs"]
 mod events;

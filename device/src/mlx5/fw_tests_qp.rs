@@ -155,11 +155,11 @@ fn qp1_mad_loopback_and_flush() {
     // Two CQEs: the responder one (delivered first) and the requester one.
     let c0 = t.mem.get(cq_buf, 64);
     let c1 = t.mem.get(cq_buf + 64, 64);
-    assert_eq!(c0[0x3f] >> 4, crate::mlx5::cqe::op::RESP_SEND);
+    assert_eq!(c0[0x3f] >> 4, crate::mlx5::datapath::cqe::op::RESP_SEND);
     assert_eq!(u32::from_be_bytes(c0[0x2c..0x30].try_into().unwrap()), 296, "GRH + MAD");
     assert_eq!(u32::from_be_bytes(c0[0x18..0x1c].try_into().unwrap()) & 0xffffff, 1, "source QP 1");
     assert_eq!(u16::from_be_bytes(c0[0x16..0x18].try_into().unwrap()), 3, "source LID");
-    assert_eq!(c1[0x3f] >> 4, crate::mlx5::cqe::op::REQ);
+    assert_eq!(c1[0x3f] >> 4, crate::mlx5::datapath::cqe::op::REQ);
     assert_eq!(c1[0x3f] & 1, 0, "first pass owner 0");
     // Both stamped with the device clock, in order.
     let ts = |c: &[u8]| u64::from_be_bytes(c[0x30..0x38].try_into().unwrap());
@@ -171,7 +171,7 @@ fn qp1_mad_loopback_and_flush() {
     t.mem.put(0x200000 + 256 + 128, &w);
     t.mem.put(0x280004, &4u32.to_be_bytes());
     t.fw.send_doorbell(qpn);
-    assert_eq!(t.mem.get(cq_buf + 128, 64)[0x3f] >> 4, crate::mlx5::cqe::op::REQ);
+    assert_eq!(t.mem.get(cq_buf + 128, 64)[0x3f] >> 4, crate::mlx5::datapath::cqe::op::REQ);
     // Two receives posted, then the QP is moved to ERR: each is flushed.
     t.mem.put(0x200000 + 16, &rwqe);
     t.mem.put(0x200000 + 32, &rwqe);
@@ -179,7 +179,7 @@ fn qp1_mad_loopback_and_flush() {
     t.ok(&transition_in(ifc::MLX5_CMD_OP_2ERR_QP, qpn), 16);
     for k in 3..5u64 {
         let e = t.mem.get(cq_buf + k * 64, 64);
-        assert_eq!((e[0x3f] >> 4, e[0x37]), (crate::mlx5::cqe::op::RESP_ERR, crate::mlx5::cqe::syndrome::WR_FLUSH_ERR), "CQE {k}");
+        assert_eq!((e[0x3f] >> 4, e[0x37]), (crate::mlx5::datapath::cqe::op::RESP_ERR, crate::mlx5::datapath::cqe::syndrome::WR_FLUSH_ERR), "CQE {k}");
     }
     assert_eq!(t.mem.get(cq_buf + 5 * 64, 64)[0x3f], 0xf1, "nothing more");
     // A send with a bad lkey on another QP errors with LOCAL_PROT_ERR.

@@ -8,7 +8,7 @@ use super::*;
 /// the QP goes to ERR (as QP0/QP1/UD QPs do), instead of stopping silently.
 #[test]
 fn sq_outside_guest_memory_is_a_local_qp_op_error() {
-    use crate::mlx5::cqe::{op, syndrome};
+    use crate::mlx5::datapath::cqe::{op, syndrome};
     let (net, mut a, mut b) = rc_pair(0x7f00_0000_0000);
     let qa = a.qpn;
     a.t.mem.put(QP_DBR + 4, &1u32.to_be_bytes());
@@ -28,7 +28,7 @@ fn sq_outside_guest_memory_is_a_local_qp_op_error() {
 /// never ringing a CQ doorbell, complete without an overrun.
 #[test]
 fn a_full_looking_cq_reads_the_consumer_index() {
-    use crate::mlx5::cqe::op;
+    use crate::mlx5::datapath::cqe::op;
     let (net, mut a, mut b) = rc_pair(QP_BUF);
     let qa = a.qpn;
     let sq = QP_BUF + 16 * 16;
@@ -39,7 +39,7 @@ fn a_full_looking_cq_reads_the_consumer_index() {
         for k in 0..16u32 {
             let i = batch * 16 + k;
             let slot = sq + (i as u64 % 16) * 64;
-            a.t.mem.put(slot, &ctrl_seg(crate::mlx5::wqe::opcode::RDMA_WRITE, i as u16, qa, 3));
+            a.t.mem.put(slot, &ctrl_seg(crate::mlx5::datapath::wqe::opcode::RDMA_WRITE, i as u16, qa, 3));
             a.t.mem.put(slot + 16, &raddr);
             a.t.mem.put(slot + 32, &data_seg(8, a.key, DATA));
         }
@@ -59,7 +59,7 @@ fn a_full_looking_cq_reads_the_consumer_index() {
 
 #[test]
 fn rc_send_and_write_between_two_devices_through_wqes() {
-    use crate::mlx5::cqe::op;
+    use crate::mlx5::datapath::cqe::op;
     let (net, mut a, mut b) = rc_pair(QP_BUF);
     let (qa, qb) = (a.qpn, b.qpn);
 
@@ -70,7 +70,7 @@ fn rc_send_and_write_between_two_devices_through_wqes() {
     let msg: Vec<u8> = (0..200u32).map(|x| (x * 7) as u8).collect();
     a.t.mem.put(DATA, &msg);
     let sq = QP_BUF + 16 * 16;
-    a.t.mem.put(sq, &ctrl_seg(crate::mlx5::wqe::opcode::SEND, 0, qa, 2));
+    a.t.mem.put(sq, &ctrl_seg(crate::mlx5::datapath::wqe::opcode::SEND, 0, qa, 2));
     a.t.mem.put(sq + 16, &data_seg(200, a.key, DATA));
     a.t.mem.put(QP_DBR + 4, &1u32.to_be_bytes());
     a.t.fw.send_doorbell(qa);
@@ -87,7 +87,7 @@ fn rc_send_and_write_between_two_devices_through_wqes() {
     // A writes 64 bytes into B's memory with B's rkey: ctrl + raddr + data (ds 3).
     let w: Vec<u8> = (0..64u8).collect();
     a.t.mem.put(DATA + 0x2000, &w);
-    a.t.mem.put(sq + 64, &ctrl_seg(crate::mlx5::wqe::opcode::RDMA_WRITE, 1, qa, 3));
+    a.t.mem.put(sq + 64, &ctrl_seg(crate::mlx5::datapath::wqe::opcode::RDMA_WRITE, 1, qa, 3));
     let mut raddr = [0u8; 16];
     raddr[0..8].copy_from_slice(&(DATA + 0x3000).to_be_bytes());
     raddr[8..12].copy_from_slice(&b.key.to_be_bytes());
@@ -98,11 +98,11 @@ fn rc_send_and_write_between_two_devices_through_wqes() {
     pump(&net, &mut a, &mut b);
     assert_eq!(b.t.mem.get(DATA + 0x3000, 64), w, "RDMA WRITE landed");
     let sc = a.t.mem.get(a.cq_buf + 64, 64);
-    assert_eq!((sc[0x3f] >> 4, sc[0x38]), (op::REQ, crate::mlx5::wqe::opcode::RDMA_WRITE));
+    assert_eq!((sc[0x3f] >> 4, sc[0x38]), (op::REQ, crate::mlx5::datapath::wqe::opcode::RDMA_WRITE));
     assert_eq!(b.t.mem.get(b.cq_buf + 64, 64)[0x3f], 0xf1, "a plain WRITE consumes no receive");
 
     // A write with a wrong rkey: remote access error CQE on A, QP to ERR.
-    a.t.mem.put(sq + 128, &ctrl_seg(crate::mlx5::wqe::opcode::RDMA_WRITE, 2, qa, 3));
+    a.t.mem.put(sq + 128, &ctrl_seg(crate::mlx5::datapath::wqe::opcode::RDMA_WRITE, 2, qa, 3));
     raddr[8..12].copy_from_slice(&(b.key ^ 0x100).to_be_bytes());
     a.t.mem.put(sq + 128 + 16, &raddr);
     a.t.mem.put(sq + 128 + 32, &data_seg(64, a.key, DATA + 0x2000));
@@ -110,7 +110,7 @@ fn rc_send_and_write_between_two_devices_through_wqes() {
     a.t.fw.send_doorbell(qa);
     pump(&net, &mut a, &mut b);
     let e = a.t.mem.get(a.cq_buf + 128, 64);
-    assert_eq!((e[0x3f] >> 4, e[0x37]), (op::REQ_ERR, crate::mlx5::cqe::syndrome::REMOTE_ACCESS_ERR));
+    assert_eq!((e[0x3f] >> 4, e[0x37]), (op::REQ_ERR, crate::mlx5::datapath::cqe::syndrome::REMOTE_ACCESS_ERR));
     assert_eq!(a.t.fw.engine.qps.get(qa).unwrap().state, QpState::Err);
 }
 

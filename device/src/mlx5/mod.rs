@@ -8,15 +8,14 @@
 //!   (objects shared by every link layer) and [`ib`] (the InfiniBand port:
 //!   MAD_IFC, SMA/PMA, vport queries). [`link`] picks the domains of a link
 //!   layer; [`builder`] assembles the [`firmware::Firmware`] that holds them.
-//! - The data path: [`datapath`], [`ud`], [`cqe`], [`wqe`], [`sq_ops`], [`umr`].
+//! - The data path: [`datapath`] (send-doorbell router, RQ/SRQ pull, the one
+//!   CQE writer and CQ arming, EQs, RX, UMR, WQE/CQE codecs).
 //! - [`ifc`]: the `mlx5_ifc.h` layouts as generated field accessors (from
 //!   `tools/mlx5/ifcgen.py`, with the [`fields`] runtime).
 
 pub mod builder;
 pub mod clock;
 pub mod cmd;
-pub mod cq_resize;
-pub mod cqe;
 pub mod datapath;
 pub mod events;
 pub mod fields;
@@ -28,11 +27,7 @@ pub mod init_seg;
 pub mod link;
 pub mod queue_buf;
 pub mod rdma;
-pub mod sq_ops;
 pub mod uar;
-pub mod ud;
-pub mod umr;
-pub mod wqe;
 
 pub use init_seg::{FwVersion, InitSegEvent, InitSegment};
 pub use uar::{Doorbell, DoorbellSink, DoorbellStats, PollerStats, UarPoller};

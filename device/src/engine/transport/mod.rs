@@ -188,13 +188,6 @@ impl Engine {
         }
     }
 
-    /// Arms a CQ for its next (solicited) completion.
-    /// Returns true when CQEs the driver has neither consumed (`ci`, 24
-    /// bits) nor had reported by an event are waiting: raise the event now.
-    pub fn arm_cq(&mut self, cqn: u32, solicited: bool, sn: u8, ci: u32) -> bool {
-        self.cqs.get_mut(cqn).is_some_and(|cq| cq.request_notify(solicited, sn, ci))
-    }
-
 
     /// The one fatal-error path: the error completion `err` (if any) goes
     /// to its CQ, the QP enters ERR (flushing every outstanding WR) and the

@@ -230,7 +230,8 @@ impl Runtime {
     }
 }
 
-/// Puts a completion on CQ `cqn`: overrun detection, then arming.
+/// Puts a completion on CQ `cqn` after overrun detection; the sink writes it
+/// (and runs the CQ's arming).
 pub(super) fn deliver(cqs: &mut Table<Cq>, sink: &dyn CompletionSink, cqn: Option<u32>, c: Completion) {
     let Some(cqn) = cqn else { return };
     let Some(cq) = cqs.get_mut(cqn) else { return };
@@ -248,9 +249,6 @@ pub(super) fn deliver(cqs: &mut Table<Cq>, sink: &dyn CompletionSink, cqn: Optio
     }
     sink.complete(cqn, cq.producer, &c);
     cq.producer = cq.producer.wrapping_add(1);
-    if cq.on_cqe(c.solicited || c.status != WcStatus::Success) {
-        sink.event(Event::Completion { cqn, eqn: cq.eqn });
-    }
 }
 
 pub(super) fn transport_bits(t: QpType) -> Option<u8> {

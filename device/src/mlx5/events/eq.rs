@@ -1,7 +1,7 @@
 //! EQ commands: CREATE/DESTROY/QUERY_EQ. The event queues' data path
 //! (EQE writes, EQ doorbells, interrupts) is the firmware's event side.
 
-use crate::mlx5::firmware::EqCtx;
+use crate::mlx5::datapath::EqCtx;
 use crate::mlx5::queue_buf::{page_offset_bytes, pages_for};
 use crate::mlx5::cmd::req::{eng, fail, out, CmdResult, Req};
 use crate::mlx5::cmd::status;

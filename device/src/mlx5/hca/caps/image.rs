@@ -4,7 +4,7 @@
 //! HCA (`port_type` IB, one port), RC/UC/UD/XRC, ISSI 0 (no `supported_issi` beyond 0 is reported by
 //! QUERY_ISSI, so nothing here), BlueFlame off (`bf` = 0, `log_bf_reg_size` 9), no page requests
 //! (`page_request_disable`), UMR as a ConnectX-5 offers it (translation, page size and atomic access
-//! modifiable, extended translation offsets: `mlx5_ib`'s MR cache is used; [`crate::mlx5::umr`] executes the
+//! modifiable, extended translation offsets: `mlx5_ib`'s MR cache is used; [`crate::mlx5::datapath::umr`] executes the
 //! WQEs) except indirect (KLM) mkeys (`umr_indirect_mkey_disabled`), CQE version 1, one UAR per page.
 //! Appendix B of the model doc predates UMR: its dump and field list are quoted below with
 //! `umr_modify_entity_size_disabled`/`umr_modify_atomic_disabled` (DW16 bits 24/23) cleared and

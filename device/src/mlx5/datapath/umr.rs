@@ -20,8 +20,8 @@ use thiserror::Error;
 use tracing::warn;
 
 use super::cqe::syndrome;
-use super::firmware::Firmware;
-use super::ifc::mkc;
+use crate::mlx5::firmware::Firmware;
+use crate::mlx5::ifc::mkc;
 use super::wqe::{self, be16, be32, be64, opcode, CtrlSeg, DS};
 use crate::engine::{Access, Mkey, Translation};
 
@@ -256,7 +256,7 @@ pub fn apply(old: &Mkey, old_mkc: &[u8], u: &UmrWqe, xlt: &[u8], pd_exists: impl
     let mut k = old.clone();
     let mut c = old_mkc.to_vec();
     c.resize(mkc::SIZE, 0);
-    let copy = |c: &mut Vec<u8>, f: super::fields::Field| f.set(c, f.get(s));
+    let copy = |c: &mut Vec<u8>, f: crate::mlx5::fields::Field| f.set(c, f.get(s));
     if m & mask::FREE != 0 {
         k.free = mkc::free.get_bool(s);
         copy(&mut c, mkc::free);
@@ -354,7 +354,7 @@ impl Firmware {
     /// Send doorbell of the REG_UMR QP: executes every WQE up to the
     /// doorbell record, in order; an ERR QP flushes them. `umr_wqes` counts
     /// the WQEs executed, `umr_errors` those fetched and refused.
-    pub fn drain_umr_sq(&mut self, qpn: u32) {
+    pub(super) fn drain_umr_sq(&mut self, qpn: u32) {
         self.drain_fw_sq(qpn, |fw, qpn, w, ctrl| match fw.execute_umr(w, ctrl) {
             Ok(()) => {
                 fw.stats.umr_wqes.fetch_add(1, Ordering::Relaxed);

@@ -1,6 +1,8 @@
 //! CQ arming: the one state machine behind every completion event, whichever
-//! path wrote the CQE (the engine's transports or the firmware's QP0/QP1 MAD
-//! path) and whichever doorbell carried the arm.
+//! path produced the CQE (the engine's transports or the firmware's own
+//! QP0/QP1/REG_UMR send queues) and whichever doorbell carried the arm (the
+//! UAR store or the poll-mode page scan). [`super::cq`] runs it for every CQE
+//! it writes; the engine knows nothing of it.
 //!
 //! mlx5 semantics (the arm doorbell carries `sn`, `cmd` and the driver's
 //! consumer index `ci`): an armed CQ raises one event for the next (solicited,
@@ -12,16 +14,32 @@
 //! event, re-arm, and only then poll the CQE that raised it; a second event for
 //! that same CQE would wake their next wait with nothing to poll.
 
-use super::objects::{Cq, CqArm};
+/// How a CQ is armed for its next completion event (`MLX5_CQ_DB_REQ_NOT`,
+/// `MLX5_CQ_DB_REQ_NOT_SOL`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CqArm {
+    #[default]
+    None,
+    /// Any completion raises an event.
+    Next,
+    /// Only solicited (or error) completions raise an event.
+    Solicited,
+}
 
-/// The full 32-bit counter whose low 24 bits are `ci24`, at or behind `producer`.
-pub fn expand_ci(producer: u32, ci24: u32) -> u32 {
-    let c = (producer & !0x00ff_ffff) | (ci24 & 0x00ff_ffff);
-    if c.wrapping_sub(producer) as i32 > 0 {
-        c.wrapping_sub(0x0100_0000)
-    } else {
-        c
-    }
+/// The arming state of one CQ. Counts are the CQ's 32-bit producer count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CqArming {
+    pub arm: CqArm,
+    /// The arm sequence number last used (mlx5 `sn`).
+    pub sn: u8,
+    /// Producer count when the last completion event was raised: CQEs below
+    /// it were reported.
+    pub reported: u32,
+    /// Producer count just after the latest solicited or error CQE.
+    pub solicited_end: u32,
+    /// The last arm word (`sn<<28 | cmd | ci`) acted on: the same arm seen
+    /// twice (trapped write and a later page scan) counts once.
+    pub last_arm: Option<u32>,
 }
 
 /// `a` is later than `b` (both at or behind `producer`).
@@ -33,12 +51,12 @@ fn later(producer: u32, a: u32, b: u32) -> u32 {
     }
 }
 
-impl Cq {
-    /// A CQE was just written (the producer already counts it); `solicited`
-    /// is true for a solicited or error completion. True: raise the event.
-    pub fn on_cqe(&mut self, solicited: bool) -> bool {
+impl CqArming {
+    /// A CQE was just written; `producer` counts it. `solicited` is true for
+    /// a solicited or error completion. True: raise the event.
+    pub fn on_cqe(&mut self, producer: u32, solicited: bool) -> bool {
         if solicited {
-            self.solicited_end = self.producer;
+            self.solicited_end = producer;
         }
         let fire = match self.arm {
             CqArm::None => false,
@@ -46,51 +64,66 @@ impl Cq {
             CqArm::Solicited => solicited,
         };
         if fire {
-            self.fired();
+            self.fired(producer);
         }
         fire
     }
 
-    /// An arm request with the driver's consumer index (24 bits). True:
-    /// CQEs the driver has not consumed and no event reported are waiting,
-    /// raise the event now.
-    pub fn request_notify(&mut self, solicited: bool, sn: u8, ci24: u32) -> bool {
-        self.consumer = expand_ci(self.producer, ci24);
-        self.arm_sn = sn;
+    /// An arm request; `consumer` is the driver's consumer count (widened,
+    /// at or behind `producer`). True: CQEs the driver has not consumed and
+    /// no event reported are waiting, raise the event now.
+    pub fn request_notify(&mut self, producer: u32, consumer: u32, solicited: bool, sn: u8) -> bool {
+        self.sn = sn;
         self.arm = if solicited { CqArm::Solicited } else { CqArm::Next };
         // CQEs from `base` on are neither consumed nor reported.
-        let base = later(self.producer, self.consumer, self.reported);
-        let waiting = self.producer.wrapping_sub(base);
+        let base = later(producer, consumer, self.reported);
+        let waiting = producer.wrapping_sub(base);
         let fire = if solicited {
             // The last solicited CQE lies in [base, producer).
-            waiting != 0 && self.producer.wrapping_sub(self.solicited_end) < waiting
+            waiting != 0 && producer.wrapping_sub(self.solicited_end) < waiting
         } else {
             waiting != 0
         };
         if fire {
-            self.fired();
+            self.fired(producer);
         }
         fire
     }
 
     /// An event is raised: every CQE so far is reported, the arm is spent.
-    fn fired(&mut self) {
+    fn fired(&mut self, producer: u32) {
         self.arm = CqArm::None;
-        self.reported = self.producer;
+        self.reported = producer;
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::cq::expand_ci;
     use super::*;
 
+    /// A CQ's arming and its producer/consumer counts.
+    #[derive(Default)]
+    struct Cq {
+        a: CqArming,
+        producer: u32,
+        consumer: u32,
+    }
+
+    impl Cq {
+        fn request_notify(&mut self, solicited: bool, sn: u8, ci24: u32) -> bool {
+            self.consumer = expand_ci(self.producer, ci24);
+            self.a.request_notify(self.producer, self.consumer, solicited, sn)
+        }
+    }
+
     fn cq() -> Cq {
-        Cq::new(4, 0, 0)
+        Cq::default()
     }
 
     fn produce(c: &mut Cq, solicited: bool) -> bool {
         c.producer = c.producer.wrapping_add(1);
-        c.on_cqe(solicited)
+        c.a.on_cqe(c.producer, solicited)
     }
 
     #[test]
@@ -150,14 +183,10 @@ mod tests {
     }
 
     #[test]
-    fn consumer_index_expands_across_the_24_bit_wrap() {
-        assert_eq!(expand_ci(0x0100_0002, 0x00ff_fffe), 0x00ff_fffe);
-        assert_eq!(expand_ci(0x0100_0002, 0x0000_0001), 0x0100_0001);
-        assert_eq!(expand_ci(0x0100_0002, 0x0000_0002), 0x0100_0002);
-        assert_eq!(expand_ci(5, 0x00ff_ffff), 0xffff_ffff);
+    fn arm_behind_a_24_bit_wrap() {
         let mut c = cq();
         c.producer = 0x0100_0002;
-        c.reported = 0x0100_0002;
+        c.a.reported = 0x0100_0002;
         assert!(!c.request_notify(false, 0, 0x00ff_fffe), "consumer behind a wrap is not ahead of the producer");
         assert_eq!(c.consumer, 0x00ff_fffe);
     }

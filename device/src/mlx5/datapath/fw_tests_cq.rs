@@ -4,8 +4,8 @@
 //! so a test controls exactly how many CQEs there are and which.
 
 use super::super::cmd::status;
-use super::super::cq_resize::{MASK_LOG_SIZE, MASK_PG_OFFSET, MASK_PG_SIZE};
-use super::super::cqe::{op, syndrome};
+use crate::mlx5::datapath::cq_resize::{MASK_LOG_SIZE, MASK_PG_OFFSET, MASK_PG_SIZE};
+use crate::mlx5::datapath::cqe::{op, syndrome};
 use super::super::{clock, ifc};
 use super::{cmd, ctrl_seg, transition_in, Bench, QP_BUF, QP_DBR};
 
@@ -41,7 +41,7 @@ impl Cq {
         while n > 0 {
             let k = n.min(16);
             for i in self.posted..self.posted + k {
-                self.t.mem.put(sq + (i as u64 % 16) * 64, &ctrl_seg(super::super::wqe::opcode::SEND, i as u16, self.qpn, 1));
+                self.t.mem.put(sq + (i as u64 % 16) * 64, &ctrl_seg(crate::mlx5::datapath::wqe::opcode::SEND, i as u16, self.qpn, 1));
             }
             self.posted += k;
             self.t.mem.put(QP_DBR + 4, &self.posted.to_be_bytes());
@@ -244,7 +244,7 @@ fn rc_cqes_carry_non_decreasing_device_timestamps() {
         for k in 0..5u32 {
             let i = batch * 5 + k;
             let slot = sq + (i as u64 % 16) * 64;
-            a.t.mem.put(slot, &ctrl_seg(super::super::wqe::opcode::RDMA_WRITE, i as u16, qa, 3));
+            a.t.mem.put(slot, &ctrl_seg(crate::mlx5::datapath::wqe::opcode::RDMA_WRITE, i as u16, qa, 3));
             a.t.mem.put(slot + 16, &raddr);
             a.t.mem.put(slot + 32, &data_seg(8, a.key, DATA));
         }

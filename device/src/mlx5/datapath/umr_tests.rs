@@ -2,9 +2,9 @@
 //! QP end to end through the real command transport (completions, error
 //! completions with their syndromes, flush and the driver's recovery).
 
-use super::super::cqe::{op, syndrome};
-use super::super::fw_tests::{cmd, transition_in, Bench};
-use super::super::ifc::{self, mkc};
+use crate::mlx5::datapath::cqe::{op, syndrome};
+use crate::mlx5::fw_tests::{cmd, transition_in, Bench};
+use crate::mlx5::ifc::{self, mkc};
 use super::*;
 use crate::engine::{KeyFault, Mkey, QpState};
 

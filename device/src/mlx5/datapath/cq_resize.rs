@@ -15,12 +15,13 @@
 
 use tracing::debug;
 
-use super::cmd::status;
-use super::cqe::{self, op, Cqe};
-use super::cmd::req::{fail, out, CmdResult, Req};
-use super::firmware::Firmware;
-use super::queue_buf::{buf_addr, page_offset_bytes, pages_for};
-use super::ifc;
+use super::cq::CqeWriteError;
+use super::cqe::{op, Cqe};
+use crate::mlx5::cmd::req::{fail, out, CmdResult, Req};
+use crate::mlx5::cmd::status;
+use crate::mlx5::firmware::Firmware;
+use crate::mlx5::ifc;
+use crate::mlx5::queue_buf::{page_offset_bytes, pages_for};
 
 /// `resize_field_select` bits (`MLX5_MODIFY_CQ_MASK_*`).
 pub const MASK_LOG_SIZE: u64 = 1 << 0;
@@ -77,11 +78,11 @@ pub fn resize_cq(fw: &mut Firmware, r: &Req<'_>, cqn: u32) -> CmdResult {
 
     // The resize CQE, in the old buffer with the old owner bit.
     let old = fw.cqs.get(&cqn).ok_or(fail!(status::BAD_RES, RESIZE_CQ_BAD_RES_3))?;
-    let slot = (index & ((1u32 << old_log) - 1)) as u64;
-    let addr = buf_addr(&old.pas, old.log_page_size, old.page_offset, slot * cqe_size as u64).ok_or(fail!(status::INT_ERR, RESIZE_CQ_INT_ERR))?;
-    let e = Cqe { opcode: op::RESIZE_CQ, timestamp: super::clock::now(), ..Default::default() };
-    if !cqe::write(&*fw.mem, addr, cqe_size, &e, ((index >> old_log) & 1) as u8) {
-        return Err(fail!(status::BAD_RES_STATE, RESIZE_CQ_BAD_RES_STATE_3));
+    let e = Cqe { opcode: op::RESIZE_CQ, ..Default::default() };
+    match old.write_cqe(&*fw.mem, index, old_log, &e) {
+        Ok(()) => {}
+        Err(CqeWriteError::OutsidePages) => return Err(fail!(status::INT_ERR, RESIZE_CQ_INT_ERR)),
+        Err(CqeWriteError::OutsideMemory) => return Err(fail!(status::BAD_RES_STATE, RESIZE_CQ_BAD_RES_STATE_3)),
     }
 
     let cq = fw.engine.cqs.get_mut(cqn).ok_or(fail!(status::BAD_RES, RESIZE_CQ_BAD_RES_4))?;

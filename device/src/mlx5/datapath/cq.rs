@@ -1,0 +1,317 @@
+//! Completion queues: the one place in the crate a CQE is written
+//! ([`CqCtx::write_cqe`]) and the one widening of the driver's 24-bit
+//! consumer counter ([`expand_ci`]).
+//!
+//! Every CQE takes the same way: the engine's completions (queued by
+//! [`QueueSink`] while the engine runs, written by [`Firmware::drain`]) and
+//! the firmware's own (QP0/QP1 MADs, UMR, flushes: [`Firmware::post_cqe`])
+//! both end in `Firmware::put_cqe`, which writes the CQE and then runs the
+//! CQ's arming ([`super::cq_arm`]) to decide on a completion event. A CQ
+//! resize writes its `RESIZE_CQ` CQE through the same writer, into the old
+//! buffer.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tracing::{debug, warn};
+
+use super::cq_arm::CqArming;
+use super::cqe::{self, op, syndrome, Cqe};
+use crate::engine::verbs::{Completion, CompletionSink, Event, WcOpcode, WcStatus};
+use crate::engine::GuestMemory;
+use crate::mlx5::firmware::Firmware;
+use crate::mlx5::queue_buf::buf_addr;
+use crate::mlx5::ifc;
+
+/// What CREATE_CQ writes into the CQ's arm doorbell record (`dbrec[1]`): no
+/// arm word has bit 31 set (`sn << 28 | cmd | ci`, sn 2 bits, cmd bit 24), so
+/// the poll-mode scan tells "never armed" from a first arm, whose word is 0.
+pub const CQ_ARM_UNSET: u32 = 0x8000_0000;
+
+/// mlx5 context of a completion queue.
+#[derive(Debug, Clone)]
+pub struct CqCtx {
+    pub cqc: Vec<u8>,
+    pub pas: Vec<u64>,
+    pub cqe_size: usize,
+    pub log_page_size: u8,
+    pub page_offset: u64,
+    pub dbr_addr: u64,
+    /// Completion-event arming (and the last arm word acted on).
+    pub arming: CqArming,
+}
+
+/// Why a CQE was not written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CqeWriteError {
+    #[error("CQE address outside the CQ's pages")]
+    OutsidePages,
+    #[error("CQE write outside guest memory")]
+    OutsideMemory,
+}
+
+impl CqCtx {
+    /// Writes `e` as CQE number `index` (the CQ's 32-bit producer count) of
+    /// a CQ of 2^`log_size` entries in this buffer, stamped now, with the
+    /// owner bit of that count: the only CQE writer.
+    pub fn write_cqe(&self, mem: &dyn GuestMemory, index: u32, log_size: u8, e: &Cqe) -> Result<(), CqeWriteError> {
+        let slot = (index & ((1u32 << log_size) - 1)) as u64;
+        let owner = ((index >> log_size) & 1) as u8;
+        let addr = buf_addr(&self.pas, self.log_page_size, self.page_offset, slot * self.cqe_size as u64).ok_or(CqeWriteError::OutsidePages)?;
+        let e = Cqe { timestamp: crate::mlx5::clock::now(), ..*e };
+        if cqe::write(mem, addr, self.cqe_size, &e, owner) {
+            Ok(())
+        } else {
+            Err(CqeWriteError::OutsideMemory)
+        }
+    }
+}
+
+/// The full 32-bit counter whose low 24 bits are `ci24`, at or behind
+/// `producer`: the driver's CQ and EQ consumer indexes are 24 bits.
+pub fn expand_ci(producer: u32, ci24: u32) -> u32 {
+    let c = (producer & !0x00ff_ffff) | (ci24 & 0x00ff_ffff);
+    if c.wrapping_sub(producer) as i32 > 0 {
+        c.wrapping_sub(0x0100_0000)
+    } else {
+        c
+    }
+}
+
+/// What the engine reported, waiting to be written.
+#[derive(Debug, Clone, Copy)]
+pub enum Pending {
+    Complete { cqn: u32, index: u32, c: Completion },
+    Event(Event),
+}
+
+/// The engine's completion sink: a queue the firmware drains (the engine
+/// calls it while the firmware holds the engine). It also knows each CQ's
+/// doorbell record, to read the driver's consumer index when the engine
+/// finds a CQ full by its last known count (reading it for every packet and
+/// doorbell instead cost ~13% of the data path).
+pub struct QueueSink {
+    q: Mutex<Vec<Pending>>,
+    mem: Arc<dyn GuestMemory>,
+    cq_dbrs: Mutex<HashMap<u32, u64>>,
+    /// Requester atomic results big-endian (`atomic_req_8B_endianness_mode`
+    /// 0, the device default) rather than in host order (mode 1).
+    atomic_be: std::sync::atomic::AtomicBool,
+}
+
+impl QueueSink {
+    pub fn new(mem: Arc<dyn GuestMemory>) -> QueueSink {
+        QueueSink { q: Mutex::new(Vec::new()), mem, cq_dbrs: Mutex::new(Default::default()), atomic_be: Default::default() }
+    }
+
+    /// Selects the byte order of requester atomic results (true: big-endian).
+    pub fn set_atomic_reply_be(&self, be: bool) {
+        self.atomic_be.store(be, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn take(&self) -> Vec<Pending> {
+        std::mem::take(&mut *self.q.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// CQ `cqn` keeps its consumer index at `dbr_addr` (None: forget it).
+    pub fn cq_dbr(&self, cqn: u32, dbr_addr: Option<u64>) {
+        let mut m = self.cq_dbrs.lock().unwrap_or_else(|e| e.into_inner());
+        match dbr_addr {
+            Some(a) => m.insert(cqn, a),
+            None => m.remove(&cqn),
+        };
+    }
+
+    pub fn forget_cqs(&self) {
+        self.cq_dbrs.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+}
+
+impl CompletionSink for QueueSink {
+    fn atomic_result(&self, orig: u64) -> [u8; 8] {
+        if self.atomic_be.load(std::sync::atomic::Ordering::Relaxed) {
+            orig.to_be_bytes()
+        } else {
+            orig.to_le_bytes()
+        }
+    }
+
+    fn complete(&self, cqn: u32, index: u32, c: &Completion) {
+        self.q.lock().unwrap_or_else(|e| e.into_inner()).push(Pending::Complete { cqn, index, c: *c });
+    }
+    fn event(&self, ev: Event) {
+        self.q.lock().unwrap_or_else(|e| e.into_inner()).push(Pending::Event(ev));
+    }
+    fn consumer(&self, cqn: u32, producer: u32) -> Option<u32> {
+        let a = *self.cq_dbrs.lock().unwrap_or_else(|e| e.into_inner()).get(&cqn)?;
+        super::dbr::be32_at(&*self.mem, a).map(|ci| expand_ci(producer, ci))
+    }
+}
+
+fn status_syndrome(s: WcStatus) -> u8 {
+    match s {
+        WcStatus::Success => 0,
+        WcStatus::LocLenErr => syndrome::LOCAL_LENGTH_ERR,
+        WcStatus::LocQpOpErr => syndrome::LOCAL_QP_OP_ERR,
+        WcStatus::LocProtErr => syndrome::LOCAL_PROT_ERR,
+        WcStatus::WrFlushErr => syndrome::WR_FLUSH_ERR,
+        WcStatus::RemInvReqErr => syndrome::REMOTE_INVAL_REQ_ERR,
+        WcStatus::RemAccessErr => syndrome::REMOTE_ACCESS_ERR,
+        WcStatus::RemOpErr => syndrome::REMOTE_OP_ERR,
+        WcStatus::RetryExcErr => syndrome::TRANSPORT_RETRY_EXC_ERR,
+        WcStatus::RnrRetryExcErr => syndrome::RNR_RETRY_EXC_ERR,
+    }
+}
+
+/// An engine completion as the CQE libmlx5 / mlx5_ib expect.
+fn completion_cqe(c: &Completion, user_index: u32) -> Cqe {
+    let mut e = Cqe { qpn: c.qpn, user_index, byte_cnt: c.byte_len, solicited: c.solicited, ..Default::default() };
+    let recv = c.opcode.is_recv();
+    e.wqe_counter = c.wr_id as u16;
+    if recv {
+        e.src_qpn = c.src_qp;
+        e.slid = c.slid;
+        e.grh = c.grh;
+        e.opcode = match (c.opcode, c.imm, c.invalidated_rkey) {
+            (WcOpcode::RecvRdmaWithImm, _, _) => op::RESP_WR_IMM,
+            (_, Some(_), _) => op::RESP_SEND_IMM,
+            (_, _, Some(_)) => op::RESP_SEND_INV,
+            _ => op::RESP_SEND,
+        };
+        e.imm_inval_pkey = c.imm.or(c.invalidated_rkey).unwrap_or(0);
+    } else {
+        e.wqe_opcode = (c.wr_id >> 32) as u8;
+        e.opcode = op::REQ;
+        if !matches!(c.opcode, WcOpcode::RdmaRead | WcOpcode::CompSwap | WcOpcode::FetchAdd) {
+            e.byte_cnt = 0;
+        }
+    }
+    if c.status != WcStatus::Success {
+        e.opcode = if recv { op::RESP_ERR } else { op::REQ_ERR };
+        e.syndrome = status_syndrome(c.status);
+        e.vendor_syndrome = 0x79;
+    }
+    e
+}
+
+impl Firmware {
+    /// Writes everything the engine reported since the last drain. The data
+    /// path's entry points run it when they return ([`super::DataPath`]);
+    /// a command handler that drives the engine itself calls it.
+    pub fn drain(&mut self) {
+        for _ in 0..64 {
+            let items = self.pending.take();
+            if items.is_empty() {
+                return;
+            }
+            for p in items {
+                match p {
+                    Pending::Complete { cqn, index, c } => {
+                        let user_index = self.rdma.qps.get(&c.qpn).map(|q| q.user_index).unwrap_or(0);
+                        let e = completion_cqe(&c, user_index);
+                        self.put_cqe(cqn, index, &e, c.solicited || c.status != WcStatus::Success);
+                    }
+                    Pending::Event(ev) => self.engine_event(ev),
+                }
+            }
+        }
+    }
+
+    /// CQE number `index` of CQ `cqn` (a slot the engine's count already
+    /// holds): write it, then let the CQ's arming decide on an event.
+    fn put_cqe(&mut self, cqn: u32, index: u32, e: &Cqe, solicited: bool) {
+        let Some(ctx) = self.cqs.get(&cqn) else { return };
+        let Some(cq) = self.engine.cqs.get(cqn) else { return };
+        if let Err(err) = ctx.write_cqe(&*self.mem, index, cq.log_size, e) {
+            warn!(cqn, "{err}");
+            return;
+        }
+        self.cq_event(cqn, index.wrapping_add(1), solicited);
+    }
+
+    /// A CQE the firmware made (QP0/QP1, UMR, flushes): counted on CQ
+    /// `cqn`, written, armed; `solicited` also holds for error CQEs. False:
+    /// the CQ is full (overrun) or the CQE could not be written.
+    pub(super) fn post_cqe(&mut self, cqn: u32, c: &Cqe, solicited: bool) -> bool {
+        if self.engine.cqs.get(cqn).is_some_and(|cq| !cq.has_room()) {
+            // Full by the last known count: the driver may have consumed
+            // since (its index is in the CQ doorbell record).
+            self.refresh_cq(cqn);
+        }
+        let Some(ctx) = self.cqs.get(&cqn) else { return false };
+        let Some(cq) = self.engine.cqs.get_mut(cqn) else { return false };
+        if !cq.has_room() {
+            cq.overrun = true;
+            warn!(cqn, "CQ overrun: completion dropped");
+            return false;
+        }
+        let index = cq.producer;
+        if let Err(err) = ctx.write_cqe(&*self.mem, index, cq.log_size, c) {
+            warn!(cqn, "{err}");
+            return false;
+        }
+        cq.producer = index.wrapping_add(1);
+        let error = matches!(c.opcode, op::REQ_ERR | op::RESP_ERR);
+        self.cq_event(cqn, index.wrapping_add(1), solicited || error);
+        true
+    }
+
+    /// Refreshes the consumer index of `cqn` from its doorbell record.
+    pub fn refresh_cq(&mut self, cqn: u32) {
+        let Some(cq) = self.engine.cqs.get(cqn) else { return };
+        if let Some(c) = self.pending.consumer(cqn, cq.producer) {
+            self.engine.cq_consumed(cqn, c);
+        }
+    }
+
+    /// CQ arm doorbell: the next (solicited) completion raises an event;
+    /// completions waiting past `ci` that no event reported raise one now.
+    pub(super) fn arm_cq(&mut self, cqn: u32, sn: u8, solicited: bool, ci: u32) {
+        let word = ((sn as u32 & 3) << 28) | ((solicited as u32) << 24) | (ci & 0x00ff_ffff);
+        let Some(producer) = self.engine.cqs.get(cqn).map(|cq| cq.producer) else {
+            debug!(cqn, "arm for a nonexistent CQ ignored");
+            return;
+        };
+        let Some(ctx) = self.cqs.get_mut(&cqn) else { return };
+        // The same arm seen twice (trapped write and a later page scan): once.
+        if ctx.arming.last_arm == Some(word) {
+            return;
+        }
+        ctx.arming.last_arm = Some(word);
+        let consumer = expand_ci(producer, ci);
+        let fire = ctx.arming.request_notify(producer, consumer, solicited, sn);
+        self.engine.cq_consumed(cqn, consumer);
+        if fire {
+            self.comp_event(cqn);
+        }
+    }
+
+    /// CQE number `producer - 1` of CQ `cqn` was written: raise a
+    /// completion event if the CQ is armed for it.
+    fn cq_event(&mut self, cqn: u32, producer: u32, solicited: bool) {
+        if self.cqs.get_mut(&cqn).is_some_and(|ctx| ctx.arming.on_cqe(producer, solicited)) {
+            self.comp_event(cqn);
+        }
+    }
+
+    /// Posts the completion EQE of CQ `cqn` to the CQ's EQ.
+    fn comp_event(&mut self, cqn: u32) {
+        let Some(eqn) = self.engine.cqs.get(cqn).map(|cq| cq.eqn) else { return };
+        let mut data = [0u8; 28];
+        ifc::comp_event::cq_number.set(&mut data, cqn as u64);
+        self.post_eqe(eqn, ifc::MLX5_EVENT_TYPE_COMP as u8, 0, &data);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn consumer_index_expands_across_the_24_bit_wrap() {
+        assert_eq!(expand_ci(0x0100_0002, 0x00ff_fffe), 0x00ff_fffe);
+        assert_eq!(expand_ci(0x0100_0002, 0x0000_0001), 0x0100_0001);
+        assert_eq!(expand_ci(0x0100_0002, 0x0000_0002), 0x0100_0002);
+        assert_eq!(expand_ci(5, 0x00ff_ffff), 0xffff_ffff);
+    }
+}

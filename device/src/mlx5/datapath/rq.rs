@@ -1,0 +1,94 @@
+//! Receive queues: WQEs have no doorbell, only a doorbell record; the
+//! receive WQEs of a QP (or its SRQ) are pulled into the engine when a
+//! packet that consumes one arrives ([`super::rx`]) and when a QP's queues
+//! flush.
+
+use tracing::warn;
+
+use super::dbr::be32_at;
+use super::wqe;
+use crate::engine::verbs::{RecvWr, Sge};
+use crate::engine::QpState;
+use crate::mlx5::firmware::Firmware;
+use crate::mlx5::queue_buf::buf_addr;
+use crate::mlx5::rdma::state::QpCtx;
+
+impl Firmware {
+    pub(super) fn rq_addr(ctx: &QpCtx, idx: u16) -> Option<u64> {
+        if ctx.rq_entries == 0 {
+            return None;
+        }
+        let off = ((idx as u32 & (ctx.rq_entries - 1)) as u64) * ctx.rq_stride as u64;
+        buf_addr(&ctx.pas, ctx.log_page_size, ctx.page_offset, off)
+    }
+
+    /// Pulls newly posted receive WQEs of a QP (or its SRQ) into the engine.
+    pub(super) fn sync_recv(&mut self, qpn: u32) {
+        let Some(qp) = self.engine.qps.get(qpn) else { return };
+        if qp.state == QpState::Reset {
+            return;
+        }
+        if let Some(srqn) = qp.srq {
+            self.sync_srq(srqn);
+            return;
+        }
+        for _ in 0..=(1u32 << 16) {
+            let Some(ctx) = self.rdma.qps.get(&qpn) else { return };
+            if ctx.rq_entries == 0 {
+                return;
+            }
+            let Some(pc) = be32_at(&*self.mem, ctx.dbr_addr) else { return };
+            let idx = ctx.rq_ci;
+            if idx == pc as u16 {
+                return;
+            }
+            let off = ((idx as u32 & (ctx.rq_entries - 1)) as u64) * ctx.rq_stride as u64;
+            let mut w = vec![0u8; ctx.rq_stride];
+            let ok = buf_addr(&ctx.pas, ctx.log_page_size, ctx.page_offset, off).is_some_and(|a| self.mem.read(a, &mut w).is_ok());
+            if !ok {
+                warn!(qpn, "RQ outside guest memory");
+                return;
+            }
+            if let Some(ctx) = self.rdma.qps.get_mut(&qpn) {
+                ctx.rq_ci = idx.wrapping_add(1);
+            }
+            let sgl = wqe::parse_recv(&w).iter().map(|g| Sge { addr: g.addr, length: g.len, lkey: g.lkey }).collect();
+            if let Err(e) = self.engine.post_recv(qpn, RecvWr { wr_id: idx as u64, sgl }) {
+                warn!(qpn, "post_recv: {e}");
+                return;
+            }
+        }
+    }
+
+    /// SRQ: WQEs form a list through `next_wqe_index`; the doorbell record counts posted WQEs.
+    pub(super) fn sync_srq(&mut self, srqn: u32) {
+        for _ in 0..=(1u32 << 16) {
+            let Some(ctx) = self.rdma.srqs.get(&srqn) else { return };
+            let Some(srq) = self.engine.srqs.get(srqn) else { return };
+            let entries = 1u32 << srq.log_size;
+            let Some(pc) = be32_at(&*self.mem, ctx.dbr_addr) else { return };
+            if ctx.posted == pc as u16 {
+                return;
+            }
+            let idx = ctx.head;
+            let mut w = vec![0u8; ctx.stride];
+            let off = ((idx as u32 & (entries - 1)) as u64) * ctx.stride as u64;
+            let ok = buf_addr(&ctx.pas, ctx.log_page_size, ctx.page_offset, off).is_some_and(|a| self.mem.read(a, &mut w).is_ok());
+            if !ok || ctx.stride < 16 {
+                warn!(srqn, "SRQ outside guest memory");
+                return;
+            }
+            let next = u16::from_be_bytes([w[2], w[3]]);
+            let sgl = wqe::parse_recv(&w[16..]).iter().map(|g| Sge { addr: g.addr, length: g.len, lkey: g.lkey }).collect();
+            if let Some(ctx) = self.rdma.srqs.get_mut(&srqn) {
+                ctx.head = next;
+                ctx.posted = ctx.posted.wrapping_add(1);
+            }
+            if let Err(e) = self.engine.post_srq_recv(srqn, RecvWr { wr_id: idx as u64, sgl }) {
+                warn!(srqn, "post_srq_recv: {e}");
+                return;
+            }
+        }
+    }
+
+}

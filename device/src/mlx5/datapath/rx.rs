@@ -1,0 +1,48 @@
+//! Packets from the fabric into the device: the destination QP is read
+//! through `bth::Packet`; a packet that consumes a receive WQE first pulls
+//! the QP's new ones ([`super::rq`]); the engine takes the packet.
+
+use std::sync::{Arc, Mutex};
+
+use super::sq::engine_qp;
+use crate::mlx5::firmware::Firmware;
+use crate::wire::bth;
+use crate::fabric::{PacketHandler, RxMeta};
+
+/// The fabric's packet handler: the firmware (which owns the engine).
+pub struct FwHandler(pub Arc<Mutex<Firmware>>);
+
+impl FwHandler {
+    fn fw(&self) -> std::sync::MutexGuard<'_, Firmware> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl PacketHandler for FwHandler {
+    fn receive(&self, meta: &RxMeta, pkt: &[u8]) {
+        let Ok(bth) = bth::Packet::new_checked(pkt) else { return };
+        let mut guard = self.fw();
+        let mut fw = guard.datapath();
+        let target = match bth.dest_qp() {
+            // QP0/QP1 traffic between hosts is not carried yet.
+            0 | 1 => None,
+            n => fw.engine.qps.get(n).filter(|q| engine_qp(q.qp_type)).map(|_| n),
+        };
+        // Only a packet that may take a receive WQE needs the RQ's new ones
+        // (ACKs, read and atomic traffic do not: skip the doorbell record read).
+        if let Some(q) = target.filter(|_| bth.opcode().consumes_recv()) {
+            fw.sync_recv(q);
+        }
+        fw.engine.receive(meta, pkt);
+    }
+
+    fn flush(&self) {
+        self.fw().datapath().engine.flush_acks();
+    }
+
+    /// Runs on every pass of the fabric worker: only the timers (a CQ's
+    /// consumer index is read when the CQ looks full, see QueueSink).
+    fn poll(&self, _now_ns: u64) -> Option<u64> {
+        self.fw().datapath().engine.poll_timers()
+    }
+}
