@@ -32,8 +32,8 @@ pub struct ControlHandles {
     /// Poll mode: the UAR poller's counters.
     pub poller: Option<Arc<crate::mlx5::PollerStats>>,
     pub fw: Option<Arc<std::sync::Mutex<Firmware>>>,
-    /// The CPU latency request thread's state ([`crate::qos`]).
-    pub qos: Arc<crate::qos::QosStats>,
+    /// The CPU latency request thread's state ([`crate::host::qos`]).
+    pub qos: Arc<crate::host::qos::QosStats>,
 }
 
 impl ControlHandles {
