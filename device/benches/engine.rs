@@ -439,7 +439,7 @@ fn dma_space_copy_gbs() -> (f64, f64) {
     let pkt = vec![5u8; 4096];
     let mut back = vec![0u8; 4096];
     let reps = 5;
-    let mut run = |f: &mut dyn FnMut(u64)| {
+    let run = |f: &mut dyn FnMut(u64)| {
         for off in (0..size).step_by(4096) {
             f(off);
         }
