@@ -1,9 +1,9 @@
-//! Small OS edges: memfds, eventfds and a shared-memory window accessed only
+//! Small OS edges: memfds and a shared-memory window accessed only
 //! with volatile/atomic operations.
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// Creates a sealed-size anonymous memory file of `len` bytes.
@@ -22,41 +22,6 @@ pub fn memfd(name: &str, len: u64) -> io::Result<OwnedFd> {
         return Err(io::Error::last_os_error());
     }
     Ok(fd)
-}
-
-/// Creates a non-blocking eventfd (used by tests and the control hooks).
-pub fn eventfd() -> io::Result<OwnedFd> {
-    // SAFETY: plain syscall; the returned fd is new.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fd was just created.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Adds 1 to an eventfd counter.
-pub fn eventfd_signal(fd: RawFd) -> io::Result<()> {
-    let one: u64 = 1;
-    // SAFETY: writes 8 bytes from a live u64 to an fd; no memory is shared.
-    let r = unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
-    if r == 8 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// Reads and resets an eventfd counter (0 when nothing was signalled).
-pub fn eventfd_take(fd: RawFd) -> u64 {
-    let mut v: u64 = 0;
-    // SAFETY: reads 8 bytes into a live u64.
-    let r = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
-    if r == 8 {
-        v
-    } else {
-        0
-    }
 }
 
 /// Copies `dst.len()` bytes out of memory another process (the guest) may
@@ -337,12 +302,4 @@ mod tests {
         assert_eq!(m.load_u64(32), Some(u64::from_ne_bytes([0xab; 8])));
     }
 
-    #[test]
-    fn eventfd_counts() {
-        let e = eventfd().unwrap();
-        assert_eq!(eventfd_take(e.as_raw_fd()), 0);
-        eventfd_signal(e.as_raw_fd()).unwrap();
-        eventfd_signal(e.as_raw_fd()).unwrap();
-        assert_eq!(eventfd_take(e.as_raw_fd()), 2);
-    }
 }

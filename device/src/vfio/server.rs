@@ -361,7 +361,7 @@ impl<D: VfioDevice> Server<D> {
                 let s = protocol::IrqSet::parse(p).map_err(pe)?;
                 debug!(index = s.index, start = s.start, count = s.count, flags = s.flags, fds = fds.len(), "SET_IRQS");
                 self.irqs
-                    .set_irqs(s.flags, s.index, s.start, s.count, fds, &p[protocol::IrqSet::SIZE..])
+                    .set_irqs(s.flags, s.index, s.start, s.count, fds.into_iter().map(super::irq::eventfd_from).collect(), &p[protocol::IrqSet::SIZE..])
                     .map_err(|e| Errno(e.errno(), e.to_string()))?;
                 Ok(Some(Reply::empty()))
             }
