@@ -32,8 +32,8 @@ pub struct ControlHandles {
     /// Poll mode: the UAR poller's counters.
     pub poller: Option<Arc<crate::mlx5::PollerStats>>,
     pub fw: Option<Arc<std::sync::Mutex<Firmware>>>,
-    /// The CPU latency request thread's state ([`crate::qos`]).
-    pub qos: Arc<crate::qos::QosStats>,
+    /// The CPU latency request thread's state ([`crate::host::qos`]).
+    pub qos: Arc<crate::host::qos::QosStats>,
 }
 
 impl ControlHandles {
@@ -182,9 +182,8 @@ fn serve(s: UnixStream, h: &ControlHandles) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::util::{eventfd, eventfd_take};
+    use vmm_sys_util::eventfd::EventFd;
     use crate::vfio::protocol::vfio::*;
-    use std::os::fd::AsRawFd;
 
     #[test]
     fn raise_and_stats() {
@@ -199,12 +198,12 @@ mod tests {
             qos: Arc::default(),
         };
         assert_eq!(h.execute("raise 1"), "ok pending");
-        let e = eventfd().unwrap();
+        let e = EventFd::new(libc::EFD_CLOEXEC | libc::EFD_NONBLOCK).unwrap();
         h.irqs
             .set_irqs(VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_PCI_MSIX_IRQ_INDEX, 2, 1, vec![e.try_clone().unwrap()], &[])
             .unwrap();
         assert_eq!(h.execute("raise 2"), "ok delivered");
-        assert_eq!(eventfd_take(e.as_raw_fd()), 1);
+        assert_eq!(e.read().unwrap_or(0), 1);
         assert!(h.execute("raise 64").starts_with("err"));
         assert!(h.execute("raise x").starts_with("err"));
         assert!(h.execute("bogus").starts_with("err"));

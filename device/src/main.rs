@@ -247,10 +247,10 @@ fn main() -> ExitCode {
     let doorbells = device.doorbell_stats();
     let poller = device.poller_stats();
     // Opened before privileges are dropped; the thread is a long-lived one.
-    let qos = Arc::new(vrnic::qos::QosStats::default());
+    let qos = Arc::new(vrnic::host::qos::QosStats::default());
     if config.doorbell.cpu_latency_qos {
         let d = doorbells.clone();
-        vrnic::qos::spawn(move || d.total(), qos.clone());
+        vrnic::host::qos::spawn(move || d.total(), qos.clone());
     }
     let fw = device.firmware();
     let mut server = match Server::bind(&args.socket, device, dma.clone(), irqs.clone(), ServerOptions {

@@ -135,7 +135,7 @@ pub fn allow_list(pid: u32) -> Vec<Allowed> {
     // eventfds (interrupts), the pcap file, the log on stderr. fds QEMU
     // passes are fstat'ed (statx), dup'ed (fcntl) and closed.
     v.extend(any!(write, close, accept4, recvmsg, sendmsg, recvfrom, sendto, sendmmsg, statx));
-    // The spinners' look at /proc/loadavg (util::CpuPressure), opened
+    // The spinners' look at /proc/loadavg (host::CpuPressure), opened
     // before the filter and re-read in place.
     v.extend(any!(pread64));
     let fcntl_cmds = [libc::F_DUPFD_CLOEXEC, libc::F_GETFD, libc::F_SETFD, libc::F_GETFL, libc::F_SETFL];

@@ -15,8 +15,12 @@ use common::Server;
 
 use vrnic::privs::ThreadPrivs;
 use vrnic::seccomp::{allowed_names, install_this_thread, SeccompMode};
+use vmm_sys_util::eventfd::EventFd;
 use vrnic::sys::memfd;
-use vrnic::util::{eventfd, eventfd_take};
+
+fn eventfd() -> std::io::Result<EventFd> {
+    EventFd::new(libc::EFD_CLOEXEC | libc::EFD_NONBLOCK)
+}
 use vrnic::vfio::protocol::vfio::*;
 
 impl Server {
@@ -147,7 +151,7 @@ fn the_filtered_server_serves_a_client_through_reconnects() {
             .unwrap();
         assert!(ask(&mut ctl, "raise 5").starts_with("ok"), "round {round}");
         let t0 = Instant::now();
-        while eventfd_take(e.as_raw_fd()) == 0 {
+        while e.read().unwrap_or(0) == 0 {
             assert!(t0.elapsed() < Duration::from_secs(10), "no interrupt");
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -209,7 +213,7 @@ fn seccomp_child() {
     };
     // Made before the filter: it forbids creating them.
     let ram = memfd("child", 4096).unwrap_or_else(|_| fail("memfd"));
-    let efd = eventfd().unwrap_or_else(|_| fail("eventfd"));
+    let efd = std::sync::Arc::new(eventfd().unwrap_or_else(|_| fail("eventfd")));
     if case != "nothing" {
         install_this_thread(mode).unwrap_or_else(|_| fail("install"));
     }
@@ -265,7 +269,7 @@ fn seccomp_child() {
             "threads" => {
                 // Thread start and exit (clone3 falls back to clone with
                 // CLONE_THREAD), a shared mapping, an eventfd write.
-                let fd = efd.as_raw_fd();
+                let e = efd.clone();
                 // The thread also grows and shrinks its malloc arena: glibc
                 // then tries to open /proc/sys/vm/overcommit_memory (refused
                 // with EACCES, which it copes with).
@@ -273,7 +277,7 @@ fn seccomp_child() {
                     let v: Vec<Vec<u8>> = (0..400).map(|i| vec![i as u8; 60 << 10]).collect();
                     let sum: usize = v.iter().map(|b| b[0] as usize).sum();
                     drop(v);
-                    sum > 0 && vrnic::util::eventfd_signal(fd).is_ok()
+                    sum > 0 && e.write(1).is_ok()
                 });
                 if !t.join().unwrap_or(false) {
                     fail("thread/eventfd");

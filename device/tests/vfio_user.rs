@@ -15,8 +15,18 @@ use vrnic::config::{Config, DoorbellMode};
 use vrnic::device::DeviceStats;
 use vrnic::mlx5::DoorbellStats;
 use vrnic::pci::MSIX_VECTORS;
+use vmm_sys_util::eventfd::EventFd;
 use vrnic::sys::{memfd, SharedMem};
-use vrnic::util::{eventfd, eventfd_take};
+
+fn eventfd() -> std::io::Result<EventFd> {
+    EventFd::new(libc::EFD_CLOEXEC | libc::EFD_NONBLOCK)
+}
+
+/// The eventfd as a descriptor to pass along with a message.
+fn borrowed(e: &EventFd) -> std::os::fd::BorrowedFd<'_> {
+    // SAFETY: the descriptor stays open while `e`, which the borrow ties it to, lives.
+    unsafe { std::os::fd::BorrowedFd::borrow_raw(e.as_raw_fd()) }
+}
 use vrnic::vfio::protocol::{vfio::*, Header, FLAGS_ERROR, FLAGS_NO_REPLY, FLAGS_TYPE_REPLY, HEADER_SIZE};
 use vrnic::vfio::socket::{recv_exact_with_fds, send_with_fds};
 use vrnic::vfio::{DmaError, DmaSpace, Interrupts, Server, ServerOptions, ServerStats};
@@ -226,7 +236,7 @@ fn independent_client_sees_regions_config_and_irqs() {
     let e = eventfd().unwrap();
     c.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, EFD_TRIGGER, 5, 1, &[e.as_raw_fd()]).unwrap();
     h.irqs.raise(5).unwrap();
-    assert_eq!(eventfd_take(e.as_raw_fd()), 1);
+    assert_eq!(e.read().unwrap_or(0), 1);
 
     // Map BAR0's UAR area from the fd the server sent, as QEMU does, and ring
     // a send doorbell with a plain store: the polling thread must see it.
@@ -366,7 +376,7 @@ fn malformed_messages_get_errors_and_the_stream_stays_in_sync() {
     assert_eq!(m.hdr.error_reply, libc::E2BIG as u32);
     // Descriptors on a command that takes none are refused (and closed).
     let e = eventfd().unwrap();
-    assert_eq!(r.errno(13, &[], &[e.as_fd()]), libc::EINVAL as u32);
+    assert_eq!(r.errno(13, &[], &[borrowed(&e)]), libc::EINVAL as u32);
     // After all that the stream is still in sync.
     assert_eq!(r.region_read(7, 0, 4).unwrap(), vec![0xb3, 0x15, 0x17, 0x10]);
     assert!(h.stats.errors.load(Ordering::Relaxed) >= 18);
@@ -404,14 +414,14 @@ fn malformed_dma_and_irq_requests() {
     // SET_IRQS: bad index, range past the end, contradictory flags, more fds than count.
     let e1 = eventfd().unwrap();
     let e2 = eventfd().unwrap();
-    assert_eq!(r.errno(8, &set_irqs_args(EFD_TRIGGER, 7, 0, 1), &[e1.as_fd()]), libc::EINVAL as u32);
+    assert_eq!(r.errno(8, &set_irqs_args(EFD_TRIGGER, 7, 0, 1), &[borrowed(&e1)]), libc::EINVAL as u32);
     assert_eq!(r.errno(8, &set_irqs_args(EFD_TRIGGER, 2, 63, 2), &[]), libc::EINVAL as u32);
     assert_eq!(r.errno(8, &set_irqs_args(EFD_TRIGGER | VFIO_IRQ_SET_DATA_BOOL, 2, 0, 1), &[]), libc::EINVAL as u32);
-    assert_eq!(r.errno(8, &set_irqs_args(EFD_TRIGGER, 2, 0, 1), &[e1.as_fd(), e2.as_fd()]), libc::EINVAL as u32);
+    assert_eq!(r.errno(8, &set_irqs_args(EFD_TRIGGER, 2, 0, 1), &[borrowed(&e1), borrowed(&e2)]), libc::EINVAL as u32);
     // count larger than the fds sent: the rest are de-assigned.
-    assert_eq!(r.errno(8, &set_irqs_args(EFD_TRIGGER, 2, 10, 4), &[e1.as_fd(), e2.as_fd()]), 0);
+    assert_eq!(r.errno(8, &set_irqs_args(EFD_TRIGGER, 2, 10, 4), &[borrowed(&e1), borrowed(&e2)]), 0);
     h.irqs.raise(11).unwrap();
-    assert_eq!(eventfd_take(e2.as_raw_fd()), 1);
+    assert_eq!(e2.read().unwrap_or(0), 1);
     assert_eq!(h.irqs.raise(12), Ok(vrnic::vfio::Raised::Pending));
     // fd -1 (no fd): de-assign vector 10.
     assert_eq!(r.errno(8, &set_irqs_args(EFD_TRIGGER, 2, 10, 1), &[]), 0);
@@ -419,9 +429,9 @@ fn malformed_dma_and_irq_requests() {
     // Masking through SET_IRQS holds delivery until unmask.
     assert_eq!(r.errno(8, &set_irqs_args(VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_MASK, 2, 11, 1), &[]), 0);
     h.irqs.raise(11).unwrap();
-    assert_eq!(eventfd_take(e2.as_raw_fd()), 0);
+    assert_eq!(e2.read().unwrap_or(0), 0);
     assert_eq!(r.errno(8, &set_irqs_args(VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_UNMASK, 2, 11, 1), &[]), 0);
-    assert_eq!(eventfd_take(e2.as_raw_fd()), 1);
+    assert_eq!(e2.read().unwrap_or(0), 1);
 }
 
 #[test]

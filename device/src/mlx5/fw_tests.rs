@@ -2,7 +2,6 @@
 //! entries and mailbox chains in a fake guest memory, executed by
 //! [`Firmware::doorbell`] exactly as a `cmd_dbell` write would.
 
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 use super::cmd::tests::{Builder, FlatMem};
@@ -13,7 +12,7 @@ use super::firmware::Firmware;
 use super::ifc;
 use super::ib::port::PortConfig;
 use crate::engine::{Access, Limits, QpState};
-use crate::util::{eventfd, eventfd_take};
+use vmm_sys_util::eventfd::EventFd;
 use crate::vfio::protocol::vfio::*;
 use crate::vfio::Interrupts;
 

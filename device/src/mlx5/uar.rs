@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::host::{Idle, IdleStrategy, PollerSchedule, Schedule, Verdict, Wake, SCHEDULE};
 use crate::sys::SharedMem;
 
 pub const MLX5_CQ_DOORBELL: u64 = 0x20;
@@ -147,7 +148,7 @@ pub struct PollerStats {
     /// Naps a kick ended, and kicks marked local (loopback delivery).
     pub kicks_taken: AtomicU64,
     pub local_kicks: AtomicU64,
-    /// Spins taken while every CPU was busy (see [`SpinScores`]): those that
+    /// Spins taken while every CPU was busy (see [`crate::host::poller::SpinScores`]): those that
     /// found the next doorbell, and those that ran out into a nap.
     pub busy_spin_won: AtomicU64,
     pub busy_spin_lost: AtomicU64,
@@ -177,111 +178,6 @@ impl PollerKick {
     }
 }
 
-/// The poller's spin-then-nap schedule.
-#[derive(Debug, Clone, Copy)]
-struct Schedule {
-    /// The first nap after a spin window; each next one doubles, once
-    /// `hot` has passed since the last doorbell that delivered data locally.
-    first_nap: Duration,
-    hot: Duration,
-    /// Spin this long after the last doorbell before napping.
-    spin: Duration,
-    /// Longest nap within `warm` of the last doorbell...
-    max_nap: Duration,
-    warm: Duration,
-    /// ...and after it.
-    idle_nap: Duration,
-    /// While every CPU is busy, spin this long after a doorbell of a page
-    /// whose doorbells were answered within it before ([`SpinScores`]).
-    busy_spin: Duration,
-}
-
-/// Spin 20 µs (short: on a small host a spinning poller steals the vCPUs'
-/// time; 1 ms made latency 9x worse), then naps from 10 µs, held at 10 µs
-/// for 200 µs after a doorbell whose data this device delivered inline (the
-/// next doorbell of a ping-pong comes within that), doubling to 250 µs, and to 2 ms once 100 ms pass without a doorbell.
-/// Measured in loopback `ib_write_lat`, both vCPUs busy (no spin window):
-/// doubling at once 48 µs, 10 µs naps held for 200 µs 18.8 µs, 20 µs naps
-/// 28 µs; 4 µs naps starve the vCPUs (660 µs). The thread's timer slack is
-/// 1 µs, or a 10 µs nap would last up to 60. The window opens only after
-/// such a delivery (a local kick: loopback, whichever thread delivered it), because every nap is a context switch taken from a busy
-/// vCPU: opened after every doorbell it made 2vm `ib_write_lat` poll 350 µs
-/// instead of 170, where the answer comes over the fabric (whose delivery
-/// kicks the poller anyway). Choosing the window from the measured doorbell
-/// gap fed back on itself (a slow stretch turned the short naps off and
-/// stayed slow).
-const SCHEDULE: Schedule = Schedule {
-    first_nap: Duration::from_micros(10),
-    hot: Duration::from_micros(200),
-    spin: Duration::from_micros(20),
-    max_nap: Duration::from_micros(250),
-    warm: Duration::from_millis(100),
-    idle_nap: Duration::from_millis(2),
-    busy_spin: Duration::from_micros(15),
-};
-
-/// Per UAR page: whether spinning after its doorbells pays while every CPU
-/// is busy. In one guest's ping-pong on a 2-CPU host the poller shares a
-/// CPU with one vCPU: after the doorbell of the process on the *other* CPU
-/// the answer comes from the vCPU the poller displaced only once the poller
-/// naps, so spinning is waste; after the doorbell of the process on its own
-/// CPU's vCPU, the answer comes from the other CPU, which is running, within
-/// microseconds, and a spin catches it where a nap would add a wake-up.
-/// Each UAR page is one process (one libmlx5 context), so the page tells the
-/// two apart without knowing where the vCPUs run. A score in 0..=3 per
-/// page, spin at 2 or more; a page below that still gets a spin every
-/// `PROBE` doorbells, so a change of placement is relearned.
-#[derive(Default)]
-struct SpinScores {
-    /// (page, score, doorbells since the last probe)
-    v: Vec<(u64, u8, u8)>,
-}
-
-impl SpinScores {
-    const START: u8 = 2;
-    const MAX: u8 = 3;
-    const PROBE: u8 = 32;
-
-    fn entry(&mut self, page: u64) -> &mut (u64, u8, u8) {
-        let i = match self.v.iter().position(|e| e.0 == page) {
-            Some(i) => i,
-            None => {
-                // Pages come and go with processes; a handful at most are live.
-                if self.v.len() >= 64 {
-                    self.v.remove(0);
-                }
-                self.v.push((page, Self::START, 0));
-                self.v.len() - 1
-            }
-        };
-        &mut self.v[i]
-    }
-
-    /// Whether to spin after a doorbell of `page`.
-    fn should_spin(&mut self, page: u64) -> bool {
-        let e = self.entry(page);
-        if e.1 >= Self::START {
-            return true;
-        }
-        e.2 += 1;
-        if e.2 >= Self::PROBE {
-            e.2 = 0;
-            return true;
-        }
-        false
-    }
-
-    fn won(&mut self, page: u64) {
-        let e = self.entry(page);
-        e.1 = (e.1 + 1).min(Self::MAX);
-    }
-
-    fn lost(&mut self, page: u64) {
-        let e = self.entry(page);
-        e.1 = e.1.saturating_sub(1);
-    }
-}
-
 impl UarPoller {
     /// `mem` holds BAR0 at offset 0; `sink` gets every doorbell.
     pub fn start(mem: Arc<SharedMem>, sink: Arc<dyn DoorbellSink>) -> UarPoller {
@@ -300,13 +196,9 @@ impl UarPoller {
         let local = Arc::new(AtomicBool::new(false));
         let l = local.clone();
         let (s, p, st, k) = (stop.clone(), pages.clone(), stats.clone(), kicked.clone());
-        // Opened here, before the seccomp filter.
-        let pressure = crate::util::CpuPressure::default();
-        // Naps of 10 µs must not become 60: the default timer slack is 50 µs.
-        let setup = || {
-            let _ = crate::sys::proc::set_timerslack_ns(1000);
-        };
-        let thread = crate::privs::spawn("vrnic-uar-poll", setup, move |()| poll_loop(&mem, &*sink, &s, &p, &st, (&k, &l), (sched, pressure)))
+        // Made here, before the seccomp filter.
+        let sched = PollerSchedule::new(sched);
+        let thread = crate::privs::spawn("vrnic-uar-poll", PollerSchedule::thread_setup, move |()| poll_loop(&mem, &*sink, &s, &p, &st, (&k, &l), sched))
             .expect("spawn poller thread");
         UarPoller { stop, thread: Some(thread), pages, stats, kicked, local }
     }
@@ -413,14 +305,8 @@ fn took_local_kick(local_kick: &AtomicBool, stats: &PollerStats) -> bool {
     took
 }
 
-fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages: &Mutex<Vec<u64>>, stats: &PollerStats, (kicked, local_kick): (&AtomicBool, &AtomicBool), (sched, mut pressure): (Schedule, crate::util::CpuPressure)) {
-    let mut last_hit = Instant::now();
-    let mut last_local: Option<Instant> = None;
-    let mut nap = sched.first_nap;
+fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages: &Mutex<Vec<u64>>, stats: &PollerStats, (kicked, local_kick): (&AtomicBool, &AtomicBool), mut sched: PollerSchedule) {
     let mut local: Vec<u64> = Vec::new();
-    let mut scores = SpinScores::default();
-    // The page whose doorbell opened the current busy-CPU spin.
-    let mut busy_spin: Option<u64> = None;
     while !stop.load(Ordering::Relaxed) {
         local.clear();
         local.extend_from_slice(&pages.lock().unwrap_or_else(|e| e.into_inner()));
@@ -433,59 +319,36 @@ fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages:
         stats.scans.fetch_add(1, Ordering::Relaxed);
         if let Some(page) = hit_page {
             stats.hit_scans.fetch_add(1, Ordering::Relaxed);
-            last_hit = Instant::now();
-            if took_local_kick(local_kick, stats) {
-                last_local = Some(last_hit);
-            }
-            // Only another process's doorbell is an answer; one process
-            // ringing again (a CQ arm after a post, the next post of a
-            // stream) is no verdict on spinning.
-            if let Some(p) = busy_spin.take().filter(|&p| p != page) {
-                scores.won(p);
+            let local = took_local_kick(local_kick, stats);
+            if sched.on_event(page, local) == Some(Verdict::Won) {
                 stats.busy_spin_won.fetch_add(1, Ordering::Relaxed);
             }
-            if pressure.busy() && scores.should_spin(page) {
-                busy_spin = Some(page);
-            }
-            nap = sched.first_nap;
             continue;
         }
-        if let Some(p) = busy_spin {
-            if last_hit.elapsed() < sched.busy_spin {
+        let (idle, verdict) = sched.on_idle();
+        if verdict == Some(Verdict::Lost) {
+            stats.busy_spin_lost.fetch_add(1, Ordering::Relaxed);
+        }
+        let nap = match idle {
+            Idle::Spin { .. } => {
                 std::hint::spin_loop();
                 continue;
             }
-            busy_spin = None;
-            scores.lost(p);
-            stats.busy_spin_lost.fetch_add(1, Ordering::Relaxed);
-        } else if last_hit.elapsed() < sched.spin && !pressure.busy() {
-            // The spin window, unless the CPUs are all busy (the vCPUs): then
-            // a spin would only take a vCPU's CPU, and the naps start at once.
-            std::hint::spin_loop();
-            continue;
-        }
-        // Idle: sleep with growing naps so an idle device costs ~0% CPU;
-        // a kick ends the nap and opens a new spin window.
+            Idle::Sleep(nap) => nap.unwrap_or(Duration::MAX),
+        };
         stats.naps.fetch_add(1, Ordering::Relaxed);
         stats.nap_us.fetch_add(nap.as_micros() as u64, Ordering::Relaxed);
         let slept = Instant::now();
         std::thread::park_timeout(nap);
         if kicked.swap(false, Ordering::AcqRel) {
             stats.kicks_taken.fetch_add(1, Ordering::Relaxed);
-            last_hit = Instant::now();
-            if took_local_kick(local_kick, stats) {
-                last_local = Some(last_hit);
-            }
-            nap = sched.first_nap;
+            let local = took_local_kick(local_kick, stats);
+            sched.on_wake(Wake::Kick { local });
             continue;
         }
         let late = slept.elapsed().saturating_sub(nap);
         stats.nap_late_us.fetch_add(late.as_micros() as u64, Ordering::Relaxed);
-        let since = last_hit.elapsed();
-        if last_local.is_none_or(|t| t.elapsed() >= sched.hot) {
-            let cap = if since < sched.warm { sched.max_nap } else { sched.idle_nap };
-            nap = (nap * 2).min(cap);
-        }
+        sched.on_wake(Wake::Timeout { late });
     }
 }
 
@@ -493,32 +356,6 @@ fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages:
 mod tests {
     use super::*;
     use crate::sys::memfd;
-
-    /// A page whose spins keep losing stops spinning but is probed every
-    /// `PROBE` doorbells; one whose spins win keeps spinning; a win brings a
-    /// page that had stopped back.
-    #[test]
-    fn spin_scores_learn_per_page() {
-        let mut s = SpinScores::default();
-        assert!(s.should_spin(6) && s.should_spin(7), "new pages start spinning");
-        for _ in 0..10 {
-            assert!(s.should_spin(7));
-            s.won(7);
-        }
-        s.lost(6);
-        s.lost(6);
-        let spins = (0..SpinScores::PROBE as usize * 3).filter(|_| s.should_spin(6)).count();
-        assert_eq!(spins, 3, "only the probes spin");
-        assert!(s.should_spin(7));
-        s.won(6);
-        s.won(6);
-        assert!(s.should_spin(6));
-        // The table stays bounded however many pages come and go.
-        for p in 100..1000 {
-            s.should_spin(p);
-        }
-        assert!(s.v.len() <= 64);
-    }
 
     #[test]
     fn decode_each_kind() {

@@ -7,14 +7,22 @@
 //! raised while masked or without an eventfd is latched pending and delivered
 //! when it is unmasked or gets an eventfd, as the PBA would on hardware.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use thiserror::Error;
+use vmm_sys_util::eventfd::EventFd;
 
 use super::protocol::vfio::*;
-use crate::util::eventfd_signal;
+
+/// Takes a descriptor that came with SET_IRQS as the eventfd it should be
+/// (one that is not only fails its writes: the vector stays pending).
+pub fn eventfd_from(fd: OwnedFd) -> EventFd {
+    // SAFETY: ownership of an open descriptor moves from the OwnedFd to the
+    // EventFd, which closes it on drop; nothing else holds it.
+    unsafe { EventFd::from_raw_fd(fd.into_raw_fd()) }
+}
 
 /// Errors of SET_IRQS and raise().
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -48,7 +56,7 @@ pub enum Raised {
 
 #[derive(Default)]
 struct Vector {
-    fd: Option<OwnedFd>,
+    fd: Option<EventFd>,
     masked: bool,
     pending: bool,
 }
@@ -58,7 +66,7 @@ impl Vector {
     fn flush(&mut self, delivered: &AtomicU64) {
         if self.pending && !self.masked {
             if let Some(fd) = &self.fd {
-                if eventfd_signal(fd.as_raw_fd()).is_ok() {
+                if fd.write(1).is_ok() {
                     self.pending = false;
                     delivered.fetch_add(1, Ordering::Relaxed);
                 }
@@ -119,7 +127,7 @@ impl Interrupts {
 
     /// Applies one SET_IRQS. `fds` are the descriptors that came with the
     /// message; `data` is what followed the fixed arguments (bools).
-    pub fn set_irqs(&self, flags: u32, index: u32, start: u32, count: u32, mut fds: Vec<OwnedFd>, data: &[u8]) -> Result<(), IrqError> {
+    pub fn set_irqs(&self, flags: u32, index: u32, start: u32, count: u32, mut fds: Vec<EventFd>, data: &[u8]) -> Result<(), IrqError> {
         let max = self.count(index).ok_or(IrqError::BadIndex(index))?;
         let dtype = flags & VFIO_IRQ_SET_DATA_TYPE_MASK;
         let action = flags & VFIO_IRQ_SET_ACTION_TYPE_MASK;
@@ -244,7 +252,10 @@ impl Interrupts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::util::{eventfd, eventfd_take};
+
+    fn eventfd() -> std::io::Result<EventFd> {
+        EventFd::new(libc::EFD_CLOEXEC | libc::EFD_NONBLOCK)
+    }
 
     const EFD_TRIGGER: u32 = VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER;
 
@@ -257,15 +268,15 @@ mod tests {
         assert!(irq.pending(3));
         irq.set_irqs(EFD_TRIGGER, VFIO_PCI_MSIX_IRQ_INDEX, 3, 1, vec![e.try_clone().unwrap()], &[]).unwrap();
         // Assigning the fd delivers the pending message.
-        assert_eq!(eventfd_take(e.as_raw_fd()), 1);
+        assert_eq!(e.read().unwrap_or(0), 1);
         assert_eq!(irq.raise(3), Ok(Raised::Delivered));
-        assert_eq!(eventfd_take(e.as_raw_fd()), 1);
+        assert_eq!(e.read().unwrap_or(0), 1);
         // Masked: pending until unmasked.
         irq.set_irqs(VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_MASK, VFIO_PCI_MSIX_IRQ_INDEX, 3, 1, vec![], &[]).unwrap();
         assert_eq!(irq.raise(3), Ok(Raised::Pending));
-        assert_eq!(eventfd_take(e.as_raw_fd()), 0);
+        assert_eq!(e.read().unwrap_or(0), 0);
         irq.set_irqs(VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_UNMASK, VFIO_PCI_MSIX_IRQ_INDEX, 3, 1, vec![], &[]).unwrap();
-        assert_eq!(eventfd_take(e.as_raw_fd()), 1);
+        assert_eq!(e.read().unwrap_or(0), 1);
         assert!(irq.raise(64).is_err());
     }
 
@@ -298,8 +309,8 @@ mod tests {
         let b = eventfd().unwrap();
         irq.set_irqs(EFD_TRIGGER, VFIO_PCI_MSIX_IRQ_INDEX, 0, 2, vec![a.try_clone().unwrap(), b.try_clone().unwrap()], &[]).unwrap();
         irq.set_irqs(VFIO_IRQ_SET_DATA_BOOL | VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_PCI_MSIX_IRQ_INDEX, 0, 2, vec![], &[0, 1]).unwrap();
-        assert_eq!(eventfd_take(a.as_raw_fd()), 0);
-        assert_eq!(eventfd_take(b.as_raw_fd()), 1);
+        assert_eq!(a.read().unwrap_or(0), 0);
+        assert_eq!(b.read().unwrap_or(0), 1);
         assert_eq!(
             irq.set_irqs(VFIO_IRQ_SET_DATA_BOOL | VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_PCI_MSIX_IRQ_INDEX, 0, 2, vec![], &[1]),
             Err(IrqError::MissingData)
@@ -314,7 +325,7 @@ mod tests {
         let e = eventfd().unwrap();
         irq.set_irqs(EFD_TRIGGER, VFIO_PCI_ERR_IRQ_INDEX, 0, 1, vec![e.try_clone().unwrap()], &[]).unwrap();
         assert_eq!(irq.raise_index(VFIO_PCI_ERR_IRQ_INDEX, 0), Ok(Raised::Delivered));
-        assert_eq!(eventfd_take(e.as_raw_fd()), 1);
+        assert_eq!(e.read().unwrap_or(0), 1);
         assert!(irq.raise_index(VFIO_PCI_INTX_IRQ_INDEX, 0).is_err());
     }
 }

@@ -20,6 +20,7 @@ use super::irq::Interrupts;
 use super::protocol::{self, vfio::*, Command, Header, HEADER_SIZE};
 use super::socket::{recv_exact_with_fds, send_with_fds};
 use super::VfioDevice;
+use crate::host::{Idle, IdleStrategy, SocketSpin, Wake};
 
 /// Tunables advertised in VERSION.
 #[derive(Debug, Clone)]
@@ -35,72 +36,6 @@ pub struct ServerOptions {
     /// After a message, keep checking the socket this long before blocking
     /// in recvmsg (0: always block). Saves the wake-up of the next doorbell.
     pub spin_us: u32,
-}
-
-/// When to spin on the socket before sleeping in recvmsg (trap mode: the
-/// next doorbell often follows within microseconds, and a sleeping thread's
-/// wake-up costs ~20 µs on a virtualized host). Spinning only pays while the
-/// next message comes soon: the limit follows twice the recent waits, a
-/// spin that runs out twice in a row stops spinning (the limit never goes
-/// below 16 µs while spinning), and every
-/// [`SpinPolicy::PROBE_EVERY`] messages a short probe checks again. So a
-/// guest whose doorbells come slowly is not charged for it. A spin that
-/// finds its message can still be a loss: the message came from a vCPU on
-/// the other CPU while this thread held the CPU the answering vCPU needed;
-/// so the server does not spin at all while [`CpuPressure`](crate::util::CpuPressure)
-/// says every CPU is busy.
-#[derive(Debug, Clone)]
-pub struct SpinPolicy {
-    max: Duration,
-    /// Current limit; zero: not spinning.
-    limit: Duration,
-    /// Smoothed wait of the spins that found a message.
-    avg: Duration,
-    misses: u32,
-    idle_msgs: u32,
-}
-
-impl SpinPolicy {
-    pub const PROBE_EVERY: u32 = 128;
-    const FIRST: Duration = Duration::from_micros(16);
-
-    pub fn new(max: Duration) -> SpinPolicy {
-        SpinPolicy { max, limit: Self::FIRST.min(max), avg: Duration::ZERO, misses: 0, idle_msgs: 0 }
-    }
-
-    /// How long to spin before the next message, or None to block at once.
-    pub fn limit(&mut self) -> Option<Duration> {
-        if self.max.is_zero() {
-            return None;
-        }
-        if self.limit.is_zero() {
-            self.idle_msgs += 1;
-            if self.idle_msgs < Self::PROBE_EVERY {
-                return None;
-            }
-            self.idle_msgs = 0;
-            self.misses = 0;
-            self.limit = Self::FIRST.min(self.max);
-        }
-        Some(self.limit)
-    }
-
-    /// What the spin found: Some(wait) if a message came after `wait`.
-    pub fn record(&mut self, found: Option<Duration>) {
-        match found {
-            Some(w) => {
-                self.misses = 0;
-                self.avg = if self.avg.is_zero() { w } else { (self.avg * 3 + w) / 4 };
-                self.limit = (self.avg * 2 + Duration::from_micros(2)).clamp(Self::FIRST.min(self.max), self.max);
-            }
-            None => {
-                self.misses += 1;
-                if self.misses >= 2 {
-                    self.limit = Duration::ZERO;
-                }
-            }
-        }
-    }
 }
 
 impl Default for ServerOptions {
@@ -176,9 +111,8 @@ pub struct Server<D: VfioDevice> {
     negotiated: bool,
     /// Per-connection: the client's max_data_xfer_size.
     client_max_xfer: u32,
-    /// Whether the CPUs are all busy (no socket spin then); opened here,
-    /// before the seccomp filter.
-    pressure: crate::util::CpuPressure,
+    /// When to spin on the socket; opened here, before the seccomp filter.
+    spin: SocketSpin,
 }
 
 impl<D: VfioDevice> Server<D> {
@@ -198,11 +132,11 @@ impl<D: VfioDevice> Server<D> {
             device,
             dma,
             irqs,
-            opts,
             stats: Arc::new(ServerStats::default()),
             negotiated: false,
             client_max_xfer: 1 << 20,
-            pressure: crate::util::CpuPressure::default(),
+            spin: SocketSpin::new(Duration::from_micros(opts.spin_us as u64)),
+            opts,
         })
     }
 
@@ -242,7 +176,7 @@ impl<D: VfioDevice> Server<D> {
 
     fn serve_inner(&mut self, stream: &UnixStream) -> io::Result<()> {
         let max_msg = self.opts.max_data_xfer_size as usize + 4096;
-        let mut spin = SpinPolicy::new(Duration::from_micros(self.opts.spin_us as u64));
+        self.spin.restart();
         loop {
             let mut hb = [0u8; HEADER_SIZE];
             // A message already queued (doorbells in a burst) is taken at
@@ -254,12 +188,11 @@ impl<D: VfioDevice> Server<D> {
             let got = match got {
                 Some(g) => g,
                 None => {
-                    // No spinning while the vCPUs (or anything else) fill every CPU.
-                    if let Some(limit) = spin.limit().filter(|_| !self.pressure.busy()) {
-                        let found = crate::vfio::socket::wait_readable_spinning(stream, limit);
+                    if let (Idle::Spin { up_to }, _) = self.spin.on_idle() {
+                        let found = crate::vfio::socket::wait_readable_spinning(stream, up_to);
                         let c = if found.is_some() { &self.stats.spin_hits } else { &self.stats.spin_misses };
                         c.fetch_add(1, Ordering::Relaxed);
-                        spin.record(found);
+                        self.spin.on_wake(found.map_or(Wake::Timeout { late: Duration::ZERO }, |after| Wake::Event { after, local: false }));
                     }
                     recv_exact_with_fds(stream, &mut hb, false)?
                 }
@@ -428,7 +361,7 @@ impl<D: VfioDevice> Server<D> {
                 let s = protocol::IrqSet::parse(p).map_err(pe)?;
                 debug!(index = s.index, start = s.start, count = s.count, flags = s.flags, fds = fds.len(), "SET_IRQS");
                 self.irqs
-                    .set_irqs(s.flags, s.index, s.start, s.count, fds, &p[protocol::IrqSet::SIZE..])
+                    .set_irqs(s.flags, s.index, s.start, s.count, fds.into_iter().map(super::irq::eventfd_from).collect(), &p[protocol::IrqSet::SIZE..])
                     .map_err(|e| Errno(e.errno(), e.to_string()))?;
                 Ok(Some(Reply::empty()))
             }
@@ -591,42 +524,4 @@ fn discard(stream: &UnixStream, mut n: usize) -> io::Result<()> {
         n -= k;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::SpinPolicy;
-    use std::time::Duration;
-
-    const US: Duration = Duration::from_micros(1);
-
-    #[test]
-    fn spin_policy_follows_the_waits() {
-        // Off when the maximum is zero.
-        assert_eq!(SpinPolicy::new(Duration::ZERO).limit(), None);
-        let mut p = SpinPolicy::new(50 * US);
-        assert_eq!(p.limit(), Some(16 * US));
-        // Messages coming after ~5 µs: keep spinning, limit never below 16 µs.
-        for _ in 0..10 {
-            let l = p.limit().unwrap();
-            assert!((16 * US..=50 * US).contains(&l));
-            p.record(Some(5 * US));
-        }
-        // Slow waits raise the limit up to the maximum.
-        for _ in 0..10 {
-            p.limit();
-            p.record(Some(40 * US));
-        }
-        assert_eq!(p.limit(), Some(50 * US));
-        // Two spins that run out stop spinning...
-        p.record(None);
-        assert!(p.limit().is_some());
-        p.record(None);
-        let blocked = (0..SpinPolicy::PROBE_EVERY - 1).filter(|_| p.limit().is_none()).count();
-        assert_eq!(blocked as u32, SpinPolicy::PROBE_EVERY - 1);
-        // ...until a probe.
-        assert_eq!(p.limit(), Some(16 * US));
-        p.record(Some(3 * US));
-        assert!(p.limit().is_some());
-    }
 }

@@ -1,10 +1,19 @@
 //! Unix-socket I/O with file descriptors (SCM_RIGHTS), the only place the
 //! vfio-user transport touches `sendmsg`/`recvmsg`.
+//!
+//! Sending goes through vmm-sys-util's `ScmSocket`. Receiving stays ours:
+//! `ScmSocket::recv_with_fds` cannot take `MSG_DONTWAIT` (the server's
+//! first, non-blocking look for a queued message) or `MSG_CMSG_CLOEXEC`,
+//! and on `MSG_CTRUNC` (more descriptors than `max_msg_fds`) it returns
+//! ENOBUFS without the byte count, where the server must still read the
+//! rest of that message and refuse it to keep the stream in sync.
 
-use std::io::{self, IoSlice, Read, Write};
+use std::io::{self, Read, Write};
 use std::mem;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
+
+use vmm_sys_util::sock_ctrl_msg::ScmSocket;
 
 /// Upper bound on descriptors accepted in one message (our advertised
 /// `max_msg_fds`).
@@ -92,56 +101,26 @@ pub fn recv_exact_with_fds(stream: &UnixStream, buf: &mut [u8], nonblocking: boo
     Ok(Some((fds, truncated)))
 }
 
-/// Sends all of `bufs` as one message, with `fds` attached to its first byte.
+/// Sends all of `bufs` as one message, with `fds` attached to its first byte
+/// (vmm-sys-util's [`ScmSocket::send_with_fds`] builds the SCM_RIGHTS message).
 pub fn send_with_fds(stream: &UnixStream, bufs: &[&[u8]], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+    let mut all = Vec::with_capacity(bufs.iter().map(|b| b.len()).sum());
+    for b in bufs {
+        all.extend_from_slice(b);
+    }
     if fds.is_empty() {
-        let mut all = Vec::with_capacity(bufs.iter().map(|b| b.len()).sum());
-        for b in bufs {
-            all.extend_from_slice(b);
-        }
         return (&*stream).write_all(&all);
     }
     let raw: Vec<RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
-    let iov: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
-    let total: usize = bufs.iter().map(|b| b.len()).sum();
-    // SAFETY: CMSG_SPACE is a pure size computation.
-    let space = unsafe { libc::CMSG_SPACE((raw.len() * mem::size_of::<RawFd>()) as u32) } as usize;
-    let mut cmsg = vec![0u64; space.div_ceil(8)];
-    // SAFETY: zeroed msghdr is a valid empty value.
-    let mut msg: libc::msghdr = unsafe { mem::zeroed() };
-    msg.msg_iov = iov.as_ptr() as *mut libc::iovec;
-    msg.msg_iovlen = iov.len() as _;
-    msg.msg_control = cmsg.as_mut_ptr().cast();
-    msg.msg_controllen = space as _;
-    // SAFETY: the control buffer has CMSG_SPACE bytes for `raw.len()` fds;
-    // IoSlice is ABI-compatible with iovec; all pointers outlive the call.
-    let sent = unsafe {
-        let c = libc::CMSG_FIRSTHDR(&msg);
-        (*c).cmsg_level = libc::SOL_SOCKET;
-        (*c).cmsg_type = libc::SCM_RIGHTS;
-        (*c).cmsg_len = libc::CMSG_LEN((raw.len() * mem::size_of::<RawFd>()) as u32) as _;
-        std::ptr::copy_nonoverlapping(raw.as_ptr(), libc::CMSG_DATA(c) as *mut RawFd, raw.len());
-        loop {
-            let r = libc::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL);
-            if r < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            break r;
+    let sent = loop {
+        match stream.send_with_fds(&[&all[..]], &raw) {
+            Err(e) if e.errno() == libc::EINTR => continue,
+            Err(e) => return Err(io::Error::from_raw_os_error(e.errno())),
+            Ok(n) => break n,
         }
     };
-    if sent < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let sent = sent as usize;
-    if sent < total {
-        // The descriptors went with the first chunk; send the rest plainly.
-        let mut all = Vec::with_capacity(total);
-        for b in bufs {
-            all.extend_from_slice(b);
-        }
-        (&*stream).write_all(&all[sent..])?;
-    }
-    Ok(())
+    // The descriptors went with the first chunk; send the rest plainly.
+    (&*stream).write_all(&all[sent..])
 }
 
 #[cfg(test)]

@@ -1,43 +1,4 @@
-//! Eventfds and the host's CPU pressure. (memfds, shared memory and the
-//! volatile copies are [`crate::sys`].)
-
-use std::io;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
-
-/// Creates a non-blocking eventfd (used by tests and the control hooks).
-pub fn eventfd() -> io::Result<OwnedFd> {
-    // SAFETY: plain syscall; the returned fd is new.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fd was just created.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Adds 1 to an eventfd counter.
-pub fn eventfd_signal(fd: RawFd) -> io::Result<()> {
-    let one: u64 = 1;
-    // SAFETY: writes 8 bytes from a live u64 to an fd; no memory is shared.
-    let r = unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
-    if r == 8 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// Reads and resets an eventfd counter (0 when nothing was signalled).
-pub fn eventfd_take(fd: RawFd) -> u64 {
-    let mut v: u64 = 0;
-    // SAFETY: reads 8 bytes into a live u64.
-    let r = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
-    if r == 8 {
-        v
-    } else {
-        0
-    }
-}
+//! How busy the host's CPUs are: the spinners ask before they spin.
 
 /// Whether the host has no CPU to spare: the runnable-task count of
 /// `/proc/loadavg` (its fourth field, "R/T") against the CPUs this process
@@ -92,13 +53,15 @@ pub fn runnable_in_loadavg(line: &[u8]) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn loadavg_runnable_count() {
-        assert_eq!(super::runnable_in_loadavg(b"0.93 0.51 0.20 3/187 9133\n"), Some(3));
-        assert_eq!(super::runnable_in_loadavg(b"12.00 4.00 1.00 17/2000 1"), Some(17));
-        assert_eq!(super::runnable_in_loadavg(b"0.93 0.51 0.20"), None);
-        assert_eq!(super::runnable_in_loadavg(b"0.93 0.51 0.20 x/187 9"), None);
-        assert_eq!(super::runnable_in_loadavg(b"\xff\xfe"), None);
+        assert_eq!(runnable_in_loadavg(b"0.93 0.51 0.20 3/187 9133\n"), Some(3));
+        assert_eq!(runnable_in_loadavg(b"12.00 4.00 1.00 17/2000 1"), Some(17));
+        assert_eq!(runnable_in_loadavg(b"0.93 0.51 0.20"), None);
+        assert_eq!(runnable_in_loadavg(b"0.93 0.51 0.20 x/187 9"), None);
+        assert_eq!(runnable_in_loadavg(b"\xff\xfe"), None);
     }
 
     /// On this machine the file is there: a busy spinner on every CPU
@@ -108,7 +71,7 @@ mod tests {
     fn cpu_pressure_follows_spinning_threads() {
         use std::sync::atomic::{AtomicBool, Ordering};
         use std::sync::Arc;
-        let mut p = super::CpuPressure::new(std::time::Duration::ZERO);
+        let mut p = CpuPressure::new(std::time::Duration::ZERO);
         let cpus = std::thread::available_parallelism().unwrap().get();
         let stop = Arc::new(AtomicBool::new(false));
         let spinners: Vec<_> = (0..cpus + 1)
@@ -131,16 +94,5 @@ mod tests {
             s.join().unwrap();
         }
         assert!(seen_busy, "{} spinners on {cpus} CPUs never read as busy", cpus + 1);
-    }
-    use super::*;
-    use std::os::fd::AsRawFd;
-
-    #[test]
-    fn eventfd_counts() {
-        let e = eventfd().unwrap();
-        assert_eq!(eventfd_take(e.as_raw_fd()), 0);
-        eventfd_signal(e.as_raw_fd()).unwrap();
-        eventfd_signal(e.as_raw_fd()).unwrap();
-        assert_eq!(eventfd_take(e.as_raw_fd()), 2);
     }
 }
