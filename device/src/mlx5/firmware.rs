@@ -132,7 +132,7 @@ pub struct QpCtx {
 }
 
 /// Counters exported to the control socket.
-#[derive(Default, Debug)]
+#[derive(Default, Debug, serde::Serialize)]
 pub struct FwStats {
     pub commands: AtomicU64,
     pub failed: AtomicU64,
