@@ -33,7 +33,7 @@ use crate::vfio::protocol::vfio::VFIO_PCI_CONFIG_REGION_INDEX;
 use crate::vfio::{AccessError, DmaSpace, Interrupts, MmapDesc, RegionDesc, SparseArea, VfioDevice};
 
 /// Counters exported to the control socket.
-#[derive(Default, Debug)]
+#[derive(Default, Debug, serde::Serialize)]
 pub struct DeviceStats {
     pub config_reads: AtomicU64,
     pub config_writes: AtomicU64,

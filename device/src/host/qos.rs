@@ -31,7 +31,7 @@ pub const RELEASE_AFTER: Duration = Duration::from_millis(200);
 const NO_CONSTRAINT: i32 = -1;
 
 /// What the request thread did, for the control socket and tests.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize)]
 pub struct QosStats {
     /// A 0 µs request is in force now.
     pub held: AtomicBool,

@@ -27,7 +27,7 @@ use crate::engine::{Engine, GuestMemory};
 use crate::vfio::Interrupts;
 
 /// Counters exported to the control socket.
-#[derive(Default, Debug)]
+#[derive(Default, Debug, serde::Serialize)]
 pub struct FwStats {
     pub commands: AtomicU64,
     pub failed: AtomicU64,
@@ -91,6 +91,12 @@ impl Firmware {
     /// The RDMA engine (object tables, counters), for the control socket.
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// The engine, to set counters in tests of other layers.
+    #[cfg(test)]
+    pub(crate) fn engine_mut(&mut self) -> &mut Engine {
+        &mut self.engine
     }
 
     /// Command and event counters.

@@ -84,7 +84,7 @@ pub trait DoorbellSink: Send + Sync {
 }
 
 /// Doorbell counters, also the sink used before a data path is attached.
-#[derive(Default, Debug)]
+#[derive(Default, Debug, serde::Serialize)]
 pub struct DoorbellStats {
     pub cq_arm: AtomicU64,
     pub eq_update: AtomicU64,
@@ -133,7 +133,7 @@ pub struct UarPoller {
 }
 
 /// What the poller did (the control socket's `doorbells.poller`).
-#[derive(Default, Debug)]
+#[derive(Default, Debug, serde::Serialize)]
 pub struct PollerStats {
     /// Passes over the watched pages.
     pub scans: AtomicU64,

@@ -108,7 +108,7 @@ impl Mapping {
 type Table = Vec<Arc<Mapping>>;
 
 /// Statistics exported to the control socket.
-#[derive(Default)]
+#[derive(Default, serde::Serialize)]
 pub struct DmaStats {
     pub maps: AtomicU64,
     pub unmaps: AtomicU64,

@@ -81,7 +81,7 @@ struct IrqState {
 }
 
 /// Counters exported to the control socket.
-#[derive(Default, Debug)]
+#[derive(Default, Debug, serde::Serialize)]
 pub struct IrqStats {
     pub raised: AtomicU64,
     pub delivered: AtomicU64,

@@ -45,7 +45,7 @@ impl Default for ServerOptions {
 }
 
 /// Counters exported to the control socket.
-#[derive(Default, Debug)]
+#[derive(Default, Debug, serde::Serialize)]
 pub struct ServerStats {
     pub connections: AtomicU64,
     pub messages: AtomicU64,

@@ -11,7 +11,7 @@ pub const DEFAULT_CAP_MASK: u32 = 0x2650_0848;
 
 /// Traffic counters of a port (IBTA PortCounters / PortCountersExt). The
 /// data path increments them; `MAD_IFC` PerfMgt queries read them.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize)]
 pub struct PortCounters {
     /// In 4-byte words, as IBTA counts PortXmitData / PortRcvData.
     pub xmit_data_words: AtomicU64,

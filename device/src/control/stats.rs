@@ -1,0 +1,135 @@
+//! The control socket's `stats` reply: one tree of the device's counter
+//! structs, each serialized by its own `#[derive(Serialize)]` (atomics are
+//! loaded with `Relaxed` ordering by serde), so a counter added to a struct
+//! shows up here without an edit (Firecracker's `metrics.rs` idiom).
+//!
+//! The tree's shape (object paths and key names) is what the guest harness
+//! and the docs read: `firmware.umr_wqes`, `firmware.objects.mkey`,
+//! `firmware.fabric.rx_dgid_mismatch`, `doorbells.poller.busy_spin_won`,
+//! `cpu_latency_qos.held`, …; a struct flattened into its parent keeps its
+//! fields at the parent's level.
+
+use serde::Serialize;
+
+use super::ControlHandles;
+use crate::device::DeviceStats;
+use crate::engine::transport::EngineDrops;
+use crate::engine::QpCounters;
+use crate::mlx5::firmware::{Firmware, FwStats};
+use crate::mlx5::ib::port::PortCounters as IbPortCounters;
+use crate::mlx5::{DoorbellStats, PollerStats};
+use crate::host::qos::QosStats;
+use crate::vfio::dma::DmaStats;
+use crate::vfio::irq::IrqStats;
+use crate::vfio::ServerStats;
+use crate::fabric::counters::PortSnapshot;
+
+/// The whole reply.
+#[derive(Serialize)]
+pub(super) struct Stats<'a> {
+    /// Absent (`null`) when the handles carry no firmware.
+    pub firmware: Option<FirmwareStats<'a>>,
+    pub server: &'a ServerStats,
+    pub dma: DmaTree<'a>,
+    pub irq: &'a IrqStats,
+    pub device: &'a DeviceStats,
+    pub doorbells: Doorbells<'a>,
+    pub cpu_latency_qos: &'a QosStats,
+}
+
+/// The firmware's own counters and what it owns.
+#[derive(Serialize)]
+pub(super) struct FirmwareStats<'a> {
+    #[serde(flatten)]
+    pub fw: &'a FwStats,
+    pub port_state: u8,
+    pub objects: Objects,
+    /// Every QP's transport counters, summed since the last reset.
+    pub engine: QpCounters,
+    /// Received packets the engine could hand to no QP.
+    pub engine_drops: EngineDrops,
+    /// The fabric port's packet counters (`null` without a fabric).
+    pub fabric: Option<PortSnapshot>,
+    /// The IBTA PortCounters the PerfMgt MADs read.
+    pub port_counters: &'a IbPortCounters,
+}
+
+/// How many objects of each kind the engine holds (gauges, not counters).
+#[derive(Serialize)]
+pub(super) struct Objects {
+    pub pd: usize,
+    pub uar: usize,
+    pub eq: usize,
+    pub cq: usize,
+    pub srq: usize,
+    pub mkey: usize,
+    pub qp: usize,
+    pub xrcd: usize,
+    /// Translation entries the memory keys hold.
+    pub mtt_entries: usize,
+}
+
+/// The DMA space: its live mapping count beside its counters.
+#[derive(Serialize)]
+pub(super) struct DmaTree<'a> {
+    pub mappings: usize,
+    #[serde(flatten)]
+    pub stats: &'a DmaStats,
+}
+
+/// Decoded doorbells, and in poll mode the UAR poller (`null` otherwise).
+#[derive(Serialize)]
+pub(super) struct Doorbells<'a> {
+    #[serde(flatten)]
+    pub stats: &'a DoorbellStats,
+    pub poller: Option<&'a PollerStats>,
+}
+
+impl<'a> FirmwareStats<'a> {
+    pub(super) fn new(f: &'a Firmware) -> FirmwareStats<'a> {
+        let e = f.engine();
+        FirmwareStats {
+            fw: f.stats(),
+            port_state: f.port_state(),
+            objects: Objects {
+                pd: e.pds.len(),
+                uar: e.uars.len(),
+                eq: e.eqs.len(),
+                cq: e.cqs.len(),
+                srq: e.srqs.len(),
+                mkey: e.mkeys.len(),
+                qp: e.qps.len(),
+                xrcd: e.xrcds.len(),
+                mtt_entries: e.mtt_entries(),
+            },
+            engine: e.counters(),
+            engine_drops: e.rt.drops,
+            fabric: f.wire_counters().map(|w| w.snapshot()),
+            port_counters: f.port_counters(),
+        }
+    }
+}
+
+impl ControlHandles {
+    /// Serializes the tree; `fw` is the locked firmware, if any.
+    pub(super) fn stats_tree(&self, fw: Option<&Firmware>) -> serde_json::Value {
+        let tree = Stats {
+            firmware: fw.map(FirmwareStats::new),
+            server: &self.server,
+            dma: DmaTree {
+                mappings: self.dma.len(),
+                stats: &self.dma.stats,
+            },
+            irq: &self.irqs.stats,
+            device: &self.device,
+            doorbells: Doorbells {
+                stats: &self.doorbells,
+                poller: self.poller.as_deref(),
+            },
+            cpu_latency_qos: &self.qos,
+        };
+        // Counter structs have string keys only; an error here is a bug, reported in the reply.
+        serde_json::to_value(&tree)
+            .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }))
+    }
+}

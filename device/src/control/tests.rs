@@ -1,0 +1,490 @@
+//! Control socket tests: the commands, and that `stats` carries every field
+//! of every counter struct at the path the harness and docs read.
+
+use super::*;
+use vmm_sys_util::eventfd::EventFd;
+use crate::vfio::protocol::vfio::*;
+
+#[test]
+fn raise_and_stats() {
+    let h = ControlHandles {
+        irqs: Arc::new(Interrupts::new(64)),
+        dma: Arc::new(DmaSpace::default()),
+        server: Arc::default(),
+        device: Arc::default(),
+        doorbells: Arc::default(),
+        poller: None,
+        fw: None,
+        qos: Arc::default(),
+    };
+    assert_eq!(h.execute("raise 1"), "ok pending");
+    let e = EventFd::new(libc::EFD_CLOEXEC | libc::EFD_NONBLOCK).unwrap();
+    h.irqs
+        .set_irqs(
+            VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER,
+            VFIO_PCI_MSIX_IRQ_INDEX,
+            2,
+            1,
+            vec![e.try_clone().unwrap()],
+            &[],
+        )
+        .unwrap();
+    assert_eq!(h.execute("raise 2"), "ok delivered");
+    assert_eq!(e.read().unwrap_or(0), 1);
+    assert!(h.execute("raise 64").starts_with("err"));
+    assert!(h.execute("raise x").starts_with("err"));
+    assert!(h.execute("bogus").starts_with("err"));
+    assert_eq!(h.execute("link down"), "err no firmware");
+    let s: serde_json::Value = serde_json::from_str(&h.execute("stats")).unwrap();
+    assert_eq!(s["irq"]["raised"], 2);
+    assert_eq!(
+        s["irq"]["delivered"], 1,
+        "vector 1 has no eventfd and stays pending"
+    );
+}
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+use crate::engine::mem::FlatMem;
+use crate::engine::Limits;
+use crate::mlx5::ib::port::PortConfig;
+
+/// Handles with everything present: firmware, a fabric port, a poller.
+fn full_handles() -> (ControlHandles, Arc<crate::fabric::PortCounters>) {
+    let irqs = Arc::new(Interrupts::new(64));
+    let wire = Arc::new(crate::fabric::PortCounters::default());
+    let fw = crate::mlx5::builder::FirmwareBuilder::new(
+        Arc::new(FlatMem::new(1 << 20)),
+        irqs.clone(),
+        PortConfig::new(1, 2, 3, 0x1017),
+        Limits::default(),
+    )
+    .fabric(crate::mlx5::builder::FabricIo { io: Default::default(), waker: None, counters: Some(wire.clone()) })
+    .build()
+    .unwrap();
+    let h = ControlHandles {
+        irqs,
+        dma: Arc::new(DmaSpace::default()),
+        server: Arc::default(),
+        device: Arc::default(),
+        doorbells: Arc::default(),
+        poller: Some(Arc::default()),
+        fw: Some(Arc::new(Mutex::new(fw))),
+        qos: Arc::default(),
+    };
+    (h, wire)
+}
+
+/// Every counter struct of the crate: its name, where `stats` puts it, and
+/// the struct serialized on its own.
+fn counter_structs(
+    h: &ControlHandles,
+    wire: &crate::fabric::PortCounters,
+) -> Vec<(&'static str, &'static [&'static str], Value)> {
+    fn v<T: serde::Serialize>(t: &T) -> Value {
+        serde_json::to_value(t).unwrap()
+    }
+    let fw = h.fw.as_ref().unwrap().lock().unwrap();
+    vec![
+        ("FwStats", &["firmware"][..], v(&**fw.stats())),
+        (
+            "PortCounters",
+            &["firmware", "port_counters"],
+            v(fw.port_counters()),
+        ),
+        (
+            "QpCounters",
+            &["firmware", "engine"],
+            v(&fw.engine().counters()),
+        ),
+        (
+            "EngineDrops",
+            &["firmware", "engine_drops"],
+            v(&fw.engine().rt.drops),
+        ),
+        // The wire port's counters (wire/counters.rs) are serialized through their snapshot.
+        ("PortCounters", &["firmware", "fabric"], v(&wire.snapshot())),
+        ("ServerStats", &["server"], v(&*h.server)),
+        ("DmaStats", &["dma"], v(&h.dma.stats)),
+        ("IrqStats", &["irq"], v(&h.irqs.stats)),
+        ("DeviceStats", &["device"], v(&*h.device)),
+        ("DoorbellStats", &["doorbells"], v(&*h.doorbells)),
+        (
+            "PollerStats",
+            &["doorbells", "poller"],
+            v(&**h.poller.as_ref().unwrap()),
+        ),
+        ("QosStats", &["cpu_latency_qos"], v(&*h.qos)),
+    ]
+}
+
+/// Makes every counter nonzero, each a different number, so a field read
+/// from the wrong place or not at all cannot pass for a zero.
+fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
+    let mut n = 0u64;
+    let mut next = || {
+        n += 1;
+        n
+    };
+    let s = &h.server;
+    for c in [
+        &s.connections,
+        &s.messages,
+        &s.errors,
+        &s.region_reads,
+        &s.region_writes,
+        &s.posted_writes,
+        &s.resets,
+        &s.spin_hits,
+        &s.spin_misses,
+    ] {
+        c.store(next(), Relaxed);
+    }
+    s.connected.store(true, Relaxed);
+    let d = &h.dma.stats;
+    for c in [&d.maps, &d.unmaps, &d.faults] {
+        c.store(next(), Relaxed);
+    }
+    let i = &h.irqs.stats;
+    for c in [&i.raised, &i.delivered, &i.set_irqs] {
+        c.store(next(), Relaxed);
+    }
+    let d = &h.device;
+    for c in [
+        &d.config_reads,
+        &d.config_writes,
+        &d.bar_reads,
+        &d.bar_writes,
+        &d.cmd_doorbells,
+        &d.resets,
+        &d.flrs,
+    ] {
+        c.store(next(), Relaxed);
+    }
+    let d = &h.doorbells;
+    for c in [&d.cq_arm, &d.eq_update, &d.send, &d.ignored, &d.last_send] {
+        c.store(next(), Relaxed);
+    }
+    let p = h.poller.as_ref().unwrap();
+    for c in [
+        &p.scans,
+        &p.hit_scans,
+        &p.naps,
+        &p.nap_us,
+        &p.nap_late_us,
+        &p.kicks_taken,
+        &p.local_kicks,
+        &p.busy_spin_won,
+        &p.busy_spin_lost,
+    ] {
+        c.store(next(), Relaxed);
+    }
+    h.qos.held.store(true, Relaxed);
+    h.qos.holds.store(next(), Relaxed);
+    let snap = serde_json::to_value(wire.snapshot()).unwrap();
+    let mut fw = h.fw.as_ref().unwrap().lock().unwrap();
+    let f = fw.stats();
+    for c in [
+        &f.commands,
+        &f.failed,
+        &f.eqes,
+        &f.interrupts,
+        &f.umr_wqes,
+        &f.umr_errors,
+    ] {
+        c.store(next(), Relaxed);
+    }
+    let c = fw.port_counters();
+    for c in [
+        &c.xmit_data_words,
+        &c.rcv_data_words,
+        &c.xmit_pkts,
+        &c.rcv_pkts,
+        &c.rcv_errors,
+        &c.xmit_discards,
+        &c.unicast_xmit,
+        &c.unicast_rcv,
+        &c.multicast_xmit,
+        &c.multicast_rcv,
+    ] {
+        c.store(next(), Relaxed);
+    }
+    let t = &mut fw.engine_mut().rt.totals;
+    for c in [
+        &mut t.tx_packets,
+        &mut t.tx_bytes,
+        &mut t.rx_packets,
+        &mut t.rx_bytes,
+        &mut t.retransmissions,
+        &mut t.timeouts,
+        &mut t.duplicates,
+        &mut t.out_of_sequence,
+        &mut t.nak_seq_sent,
+        &mut t.nak_seq_received,
+        &mut t.nak_inv_req_sent,
+        &mut t.nak_access_sent,
+        &mut t.nak_op_sent,
+        &mut t.nak_error_received,
+        &mut t.rnr_nak_sent,
+        &mut t.rnr_nak_received,
+        &mut t.cnp_sent,
+        &mut t.cnp_received,
+        &mut t.ecn_marked,
+        &mut t.qkey_violations,
+        &mut t.no_recv_drops,
+    ] {
+        *c = next();
+    }
+    let d = &mut fw.engine_mut().rt.drops;
+    for c in [
+        &mut d.malformed,
+        &mut d.no_qp,
+        &mut d.bad_state,
+        &mut d.bad_transport,
+        &mut d.bad_pkey,
+    ] {
+        *c = next();
+    }
+    drop(fw);
+    // The wire counters come from a macro; set them by name through the snapshot's keys.
+    let names: Vec<String> = snap.as_object().unwrap().keys().cloned().collect();
+    for name in names {
+        wire_counter(wire, &name).store(next(), Relaxed);
+    }
+}
+
+/// A wire port counter by its field name.
+fn wire_counter<'a>(
+    w: &'a crate::fabric::PortCounters,
+    name: &str,
+) -> &'a std::sync::atomic::AtomicU64 {
+    match name {
+        "tx_packets" => &w.tx_packets,
+        "tx_bytes" => &w.tx_bytes,
+        "rx_packets" => &w.rx_packets,
+        "rx_bytes" => &w.rx_bytes,
+        "rx_icrc_errors" => &w.rx_icrc_errors,
+        "rx_malformed" => &w.rx_malformed,
+        "rx_unknown_peer" => &w.rx_unknown_peer,
+        "rx_dgid_mismatch" => &w.rx_dgid_mismatch,
+        "tx_grh_packets" => &w.tx_grh_packets,
+        "rx_grh_packets" => &w.rx_grh_packets,
+        "rx_socket_passes" => &w.rx_socket_passes,
+        "rx_socket_datagrams" => &w.rx_socket_datagrams,
+        "rx_socket_reads" => &w.rx_socket_reads,
+        "tx_socket_calls" => &w.tx_socket_calls,
+        "tx_socket_datagrams" => &w.tx_socket_datagrams,
+        "tx_no_route" => &w.tx_no_route,
+        "tx_errors" => &w.tx_errors,
+        "fault_dropped" => &w.fault_dropped,
+        "fault_duplicated" => &w.fault_duplicated,
+        "fault_reordered" => &w.fault_reordered,
+        "fault_delayed" => &w.fault_delayed,
+        "fault_corrupted" => &w.fault_corrupted,
+        "fault_ce_marked" => &w.fault_ce_marked,
+        "cnp_sent" => &w.cnp_sent,
+        "cnp_received" => &w.cnp_received,
+        "pcap_dropped" => &w.pcap_dropped,
+        other => panic!("wire counter {other} has no arm here: add it"),
+    }
+}
+
+fn at<'a>(v: &'a Value, path: &[&str]) -> &'a Value {
+    path.iter().fold(v, |v, k| &v[*k])
+}
+
+/// Numbers that are not zero appear once each, so equal values mean the same counter.
+fn all_nonzero_and_distinct(structs: &[(&str, &[&str], Value)]) {
+    let mut seen = BTreeMap::new();
+    for (name, path, v) in structs {
+        for (k, x) in v
+            .as_object()
+            .unwrap_or_else(|| panic!("{name} does not serialize as an object"))
+        {
+            if x.is_boolean() {
+                assert_eq!(x, true, "{name}.{k}");
+                continue;
+            }
+            let x = x
+                .as_u64()
+                .unwrap_or_else(|| panic!("{name}.{k} = {x} is not a counter"));
+            assert_ne!(x, 0, "{name}.{k} not set by bump_all: add it there");
+            if let Some(prev) = seen.insert(x, format!("{}.{k}", path.join("."))) {
+                panic!("{name}.{k} and {prev} both {x}");
+            }
+        }
+    }
+}
+
+#[test]
+fn every_counter_field_is_in_stats() {
+    let (h, wire) = full_handles();
+    bump_all(&h, &wire);
+    let structs = counter_structs(&h, &wire);
+    all_nonzero_and_distinct(&structs);
+    let stats: Value = serde_json::from_str(&h.execute("stats")).unwrap();
+    let mut fields = 0;
+    for (name, path, v) in &structs {
+        let obj = v.as_object().unwrap();
+        assert!(!obj.is_empty(), "{name} has no field");
+        let there = at(&stats, path);
+        assert!(
+            there.is_object(),
+            "stats has no object at {} for {name}: {stats}",
+            path.join(".")
+        );
+        for (k, x) in obj {
+            assert_eq!(&there[k], x, "stats {}.{k} (from {name})", path.join("."));
+            fields += 1;
+        }
+    }
+    assert!(fields > 100, "only {fields} fields checked");
+}
+
+/// Every counter struct in the source (a struct named `*Stats`, `*Counters`
+/// or `*Drops`, or one with a `pub …: AtomicU64` field) is in [`counter_structs`],
+/// so a new one cannot be left out of `stats`.
+#[test]
+#[cfg_attr(miri, ignore = "reads the source tree (no files under Miri)")]
+fn every_counter_struct_is_listed() {
+    let (h, wire) = full_handles();
+    let mut listed = BTreeMap::<&str, usize>::new();
+    for (name, _, _) in counter_structs(&h, &wire) {
+        *listed.entry(name).or_default() += 1;
+    }
+    let mut found = BTreeMap::<String, Vec<String>>::new();
+    let mut dirs = vec![std::path::PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src"
+    ))];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") && !p.ends_with("mlx5/ifc.rs") {
+                for name in counter_structs_in(&std::fs::read_to_string(&p).unwrap()) {
+                    found.entry(name).or_default().push(p.display().to_string());
+                }
+            }
+        }
+    }
+    assert!(found.len() >= 10, "the scan found only {found:?}");
+    for (name, files) in &found {
+        let n = listed.get(name.as_str()).copied().unwrap_or(0);
+        assert!(n >= files.len(), "counter struct {name} ({files:?}) is not in counter_structs (and so maybe not in stats)");
+    }
+}
+
+/// Names of the brace structs in `src` that hold counters.
+fn counter_structs_in(src: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut lines = src.lines();
+    while let Some(l) = lines.next() {
+        let t = l.trim_start();
+        let Some(rest) = ["pub struct ", "pub(crate) struct ", "struct "]
+            .iter()
+            .find_map(|p| t.strip_prefix(p))
+        else {
+            continue;
+        };
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if name.is_empty() || !t.ends_with('{') {
+            continue;
+        }
+        let indent = l.len() - t.len();
+        let mut atomic = false;
+        for b in lines.by_ref() {
+            let bt = b.trim_start();
+            if bt == "}" && b.len() - bt.len() == indent {
+                break;
+            }
+            atomic |= bt.starts_with("pub ") && bt.trim_end().ends_with(": AtomicU64,");
+        }
+        if atomic
+            || ["Stats", "Counters", "Drops"]
+                .iter()
+                .any(|s| name.ends_with(s))
+        {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// The paths the guest harness (`guest-tests/run`), the README and the docs read.
+#[test]
+fn stats_paths_the_harness_reads_are_stable() {
+    let (h, wire) = full_handles();
+    bump_all(&h, &wire);
+    let text = h.execute("stats");
+    let s: Value = serde_json::from_str(&text).unwrap();
+    for p in [
+        "firmware.umr_wqes",
+        "firmware.umr_errors",
+        "firmware.commands",
+        "firmware.port_state",
+        "firmware.objects.mkey",
+        "firmware.objects.mtt_entries",
+        "firmware.fabric.tx_packets",
+        "firmware.fabric.rx_packets",
+        "firmware.fabric.tx_grh_packets",
+        "firmware.fabric.rx_grh_packets",
+        "firmware.fabric.tx_no_route",
+        "firmware.fabric.rx_dgid_mismatch",
+        "firmware.fabric.rx_unknown_peer",
+        "firmware.engine.rx_packets",
+        "firmware.port_counters.rcv_pkts",
+        "doorbells.poller.busy_spin_won",
+        "doorbells.poller.busy_spin_lost",
+        "doorbells.send",
+        "cpu_latency_qos.held",
+        "cpu_latency_qos.holds",
+        "server.spin_hits",
+        "dma.mappings",
+        "irq.raised",
+    ] {
+        let v = at(&s, &p.split('.').collect::<Vec<_>>());
+        assert!(v.is_u64() || v.is_boolean(), "stats has no {p}: {text}");
+    }
+    // The harness's peer-loss check takes the first `"rx_packets": N` of the reply text
+    // and its GRH check the last: keys are sorted (serde_json's map), so the engine's
+    // total comes before the fabric port's.
+    let find = |k: &str| text.match_indices(k).map(|(i, _)| i).collect::<Vec<_>>();
+    let rx = find("\"rx_packets\":");
+    assert_eq!(rx.len(), 2, "{text}");
+    let first: u64 = text[rx[0] + 13..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(first, s["firmware"]["engine"]["rx_packets"]);
+    let last: u64 = text[rx[1] + 13..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(last, s["firmware"]["fabric"]["rx_packets"]);
+}
+
+#[test]
+fn stats_without_firmware_or_poller_are_null() {
+    let (mut h, _) = full_handles();
+    h.fw = None;
+    h.poller = None;
+    let s: Value = serde_json::from_str(&h.execute("stats")).unwrap();
+    assert!(
+        s["firmware"].is_null() && s["doorbells"]["poller"].is_null(),
+        "{s}"
+    );
+    assert_eq!(s["doorbells"]["send"], 0);
+}
