@@ -1,5 +1,5 @@
 //! What a wake-up costs on this host: the floor under every latency the
-//! device can reach when it has no CPU of its own (docs/architecture.md,
+//! device can reach when it has no CPU of its own (docs/performance.md,
 //! "The host's wake-up floor").
 //!
 //! Three figures, each the median and 90th percentile of many tries, with a

@@ -25,20 +25,17 @@ pub struct Schedule {
     pub busy_spin: Duration,
 }
 
-/// Spin 20 µs (short: on a small host a spinning poller steals the vCPUs'
-/// time; 1 ms made latency 9x worse), then naps from 10 µs, held at 10 µs
-/// for 200 µs after a doorbell whose data this device delivered inline (the
-/// next doorbell of a ping-pong comes within that), doubling to 250 µs, and to 2 ms once 100 ms pass without a doorbell.
-/// Measured in loopback `ib_write_lat`, both vCPUs busy (no spin window):
-/// doubling at once 48 µs, 10 µs naps held for 200 µs 18.8 µs, 20 µs naps
-/// 28 µs; 4 µs naps starve the vCPUs (660 µs). The thread's timer slack is
-/// 1 µs, or a 10 µs nap would last up to 60. The window opens only after
-/// such a delivery (a local kick: loopback, whichever thread delivered it), because every nap is a context switch taken from a busy
-/// vCPU: opened after every doorbell it made 2vm `ib_write_lat` poll 350 µs
-/// instead of 170, where the answer comes over the fabric (whose delivery
-/// kicks the poller anyway). Choosing the window from the measured doorbell
-/// gap fed back on itself (a slow stretch turned the short naps off and
-/// stayed slow).
+/// The poller's schedule: spin briefly after activity (a long spin takes the
+/// vCPUs' CPU on a small host); after a doorbell whose data this device
+/// delivered itself (a local kick: loopback, whichever thread delivered it),
+/// nap in short steps for a while, because the next doorbell of a ping-pong
+/// comes within that window; then naps double up to `max_nap`, and grow to
+/// `idle_nap` once `warm` passes without a doorbell, so an idle device costs
+/// almost no CPU. The thread's timer slack is 1 µs so a nap lasts what it
+/// asks. The short-nap window opens only after a local delivery: every nap is
+/// a context switch taken from a busy vCPU, and a delivery from the fabric
+/// kicks the poller anyway. The window is fixed, not derived from the observed
+/// doorbell gap, which feeds back on itself. Figures: docs/performance.md.
 pub const SCHEDULE: Schedule = Schedule {
     first_nap: Duration::from_micros(10),
     hot: Duration::from_micros(200),
@@ -187,7 +184,7 @@ impl IdleStrategy for PollerSchedule {
             // a spin would only take a vCPU's CPU, and the naps start at once.
             return (Idle::Spin { up_to: self.sched.spin - since }, None);
         }
-        // Idle: sleep with growing naps so an idle device costs ~0% CPU;
+        // Idle: sleep with growing naps so an idle device costs almost no CPU;
         // a kick ends the nap and opens a new spin window.
         (Idle::Sleep(Some(self.nap)), verdict)
     }

@@ -2,9 +2,8 @@
 
 /// Whether the host has no CPU to spare: the runnable-task count of
 /// `/proc/loadavg` (its fourth field, "R/T") against the CPUs this process
-/// may run on. A thread that spins while every CPU is taken takes its CPU
-/// from a vCPU (measured on 2 cores with both vCPUs busy in ib_write_lat: a
-/// 16 µs socket spin cost the guest those 16 µs each doorbell), so the
+/// may run on. A thread that spins while every CPU is taken takes that CPU
+/// from a vCPU, which then waits out the whole spin, so the
 /// spinners (the trap-mode socket spin, the UAR poller) ask this first.
 /// Sampled at most once per `period`; the file is opened at construction,
 /// before the seccomp filter, and re-read with `pread`.

@@ -4,8 +4,8 @@
 //! idle core: the vCPU that waits for QEMU's BQL, or the server thread that
 //! waits for the next doorbell. On hosts whose idle cores halt (a nested or
 //! paravirtualised host with cpuidle `haltpoll` and `guest_halt_poll_ns` 0,
-//! deep C-states on bare metal) each such wake costs 20–30 µs, more than the
-//! device's own work. The kernel's PM QoS CPU latency request
+//! deep C-states on bare metal) waking such a core costs more than the
+//! device's own work (figures: docs/performance.md). The kernel's PM QoS CPU latency request
 //! (`/dev/cpu_dma_latency`, the interface tuned's `latency-performance`
 //! profile uses) keeps idle cores in shallow states while it is held.
 //!

@@ -6,8 +6,8 @@ use std::time::Duration;
 use super::{CpuPressure, Idle, IdleStrategy, Verdict, Wake};
 
 /// When to spin on the socket before sleeping in recvmsg (trap mode: the
-/// next doorbell often follows within microseconds, and a sleeping thread's
-/// wake-up costs ~20 µs on a virtualized host). Spinning only pays while the
+/// next doorbell often follows within microseconds, sooner than a sleeping
+/// thread can be woken on a virtualized host). Spinning only pays while the
 /// next message comes soon: the limit follows twice the recent waits, a
 /// spin that runs out twice in a row stops spinning (the limit never goes
 /// below 16 µs while spinning), and every

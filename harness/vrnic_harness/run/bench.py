@@ -18,7 +18,7 @@ _HOST_PROBE = []
 
 def host_probe():
     """The host's wake-up costs (vrnic-hostprobe, built with the server), measured once per harness run: the floor
-    under one guest's ping-pong when the device has no CPU of its own (docs/architecture.md)."""
+    under one guest's ping-pong when the device has no CPU of its own (docs/performance.md)."""
     if not _HOST_PROBE:
         exe = os.path.join(REPO, "target", "release", "vrnic-hostprobe")
         line = "HOST NA (no %s)" % exe
