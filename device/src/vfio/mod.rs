@@ -10,6 +10,7 @@ pub mod irq;
 pub mod protocol;
 pub mod server;
 pub mod socket;
+pub mod uapi;
 
 pub use dma::{DmaError, DmaSpace};
 pub use irq::{Interrupts, Raised};
