@@ -178,7 +178,7 @@ pub fn cnp_headers(dest_qp: u32) -> Headers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::aeth::{NakCode, Syndrome};
+    use crate::wire::ext::aeth::{NakCode, Syndrome};
     use crate::wire::ip::PseudoHeader;
     use std::net::Ipv4Addr;
 
