@@ -5,7 +5,7 @@
 
 use std::sync::Mutex;
 
-use super::{GuestMemory, MemFault};
+use super::types::{GuestMemory, MemFault};
 
 /// Guest memory backed by one `Vec<u8>` at guest addresses `0..len`.
 pub struct FlatMem(pub Mutex<Vec<u8>>);

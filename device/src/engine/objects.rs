@@ -1,5 +1,8 @@
 //! Verbs objects: PD, XRCD, UAR, EQ, CQ, SRQ, MKEY and QP, with the state and
-//! attributes the transports act on. Nothing here knows mlx5 byte layouts.
+//! attributes the transports act on (the QP itself is `qp.rs`). Nothing here
+//! knows mlx5 byte layouts.
+
+use super::verbs::AddressVector;
 
 /// Access rights of a memory key / QP (IBTA access flags).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -273,22 +276,6 @@ impl Mtu {
     }
 }
 
-/// Address vector: where a connected QP's packets go (or a UD WR's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct AddressVector {
-    pub dlid: u16,
-    pub sl: u8,
-    pub src_path_bits: u8,
-    pub static_rate: u8,
-    pub grh: bool,
-    pub sgid_index: u8,
-    pub hop_limit: u8,
-    pub traffic_class: u8,
-    pub flow_label: u32,
-    pub dgid: [u8; 16],
-    pub port: u8,
-}
-
 /// QP attributes (IBTA names).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QpAttrs {
@@ -366,27 +353,6 @@ impl QpAttrs {
         self.sq_psn &= 0x00ff_ffff;
         self.dest_qpn &= 0x00ff_ffff;
     }
-}
-
-/// Queue pair.
-#[derive(Debug, Clone)]
-pub struct Qp {
-    pub qp_type: QpType,
-    pub state: QpState,
-    pub pd: u32,
-    pub send_cq: Option<u32>,
-    pub recv_cq: Option<u32>,
-    pub srq: Option<u32>,
-    pub xrcd: Option<u32>,
-    pub uar: u32,
-    pub log_sq_size: u8,
-    pub log_rq_size: u8,
-    pub attrs: QpAttrs,
-    /// Signal every send WR (otherwise per-WR).
-    pub sq_sig_all: bool,
-    pub uid: u16,
-    /// Transport state (queues, PSNs, timers, counters).
-    pub rt: super::transport::QpRt,
 }
 
 /// A QP state transition as the driver names it.

@@ -4,7 +4,6 @@
 
 use serde::Serialize;
 
-use super::objects::AddressVector;
 
 /// One scatter/gather element: `length` bytes at `addr` through key `lkey`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -240,4 +239,20 @@ impl CompletionSink for NullSink {
 
 impl crate::fabric::PacketSink for NullSink {
     fn send(&self, _: &crate::fabric::Dest, _: &mut [u8]) {}
+}
+
+/// Address vector: where a connected QP's packets go (or a UD WR's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AddressVector {
+    pub dlid: u16,
+    pub sl: u8,
+    pub src_path_bits: u8,
+    pub static_rate: u8,
+    pub grh: bool,
+    pub sgid_index: u8,
+    pub hop_limit: u8,
+    pub traffic_class: u8,
+    pub flow_label: u32,
+    pub dgid: [u8; 16],
+    pub port: u8,
 }

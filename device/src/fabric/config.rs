@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::fault::FaultConfig;
-use super::{Endpoint, Peer};
+use super::route::Peer;
+use super::types::Endpoint;
 use crate::wire::ip::ROCEV2_PORT;
 
 /// The address the fabric socket binds unless told otherwise, in every

@@ -6,7 +6,10 @@ use std::sync::{Arc, Mutex};
 
 use super::buf::BufPool;
 use super::fault::FaultConfig;
-use super::{Dest, Endpoint, Link, PacketHandler, PacketSink, Peer, Port, Route, RxMeta, LOCAL};
+use super::link::Link;
+use super::port::Port;
+use super::route::{Peer, Route, LOCAL};
+use super::types::{Dest, Endpoint, PacketHandler, PacketSink, RxMeta};
 use crate::wire::clock::Clock;
 
 /// Ports joined inside one process, without sockets: sends are queued and

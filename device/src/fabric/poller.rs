@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::udp::{UdpFabric, UdpShared, INLINE};
-use super::RxMeta;
+use super::types::RxMeta;
 use crate::sys::net::recv_gro;
 
 /// Delivers loopback traffic on the thread that produced it, skipping the

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 
-use super::{Dest, Endpoint};
+use super::types::{Dest, Endpoint};
 
 /// How a port finds the peer a packet goes to: a property of the port's
 /// link layer. An InfiniBand port routes by the DLID; the GRH, if any,

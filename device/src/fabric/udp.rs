@@ -15,7 +15,11 @@ use std::thread::JoinHandle;
 use super::buf::BufPool;
 use super::counters::{bump, PortCounters};
 use super::gso::TxQueue;
-use super::{Dest, FabricConfig, Link, PacketHandler, PacketSink, Port, Route, RxMeta, LOCAL};
+use super::config::FabricConfig;
+use super::link::Link;
+use super::port::Port;
+use super::route::{Route, LOCAL};
+use super::types::{Dest, PacketHandler, PacketSink, RxMeta};
 use crate::sys::net::{enable_udp_gro, recv_gro, set_socket_buffers};
 use crate::wire::clock::MonotonicClock;
 

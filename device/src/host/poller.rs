@@ -4,7 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::{CpuPressure, Idle, IdleStrategy, Verdict, Wake};
+use super::idle::{Idle, IdleStrategy, Verdict, Wake};
+use super::pressure::CpuPressure;
 
 /// The poller's spin-then-nap schedule.
 #[derive(Debug, Clone, Copy)]

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use super::{CpuPressure, Idle, IdleStrategy, Verdict, Wake};
+use super::idle::{Idle, IdleStrategy, Verdict, Wake};
+use super::pressure::CpuPressure;
 
 /// When to spin on the socket before sleeping in recvmsg (trap mode: the
 /// next doorbell often follows within microseconds, sooner than a sleeping

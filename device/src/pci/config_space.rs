@@ -2,7 +2,7 @@
 //! write-1-to-clear masks (the cloud-hypervisor model), plus the hardware
 //! behaviours a mask cannot express: BAR sizing and Function Level Reset.
 
-use super::*;
+use super::layout::*;
 
 /// Identity of the function (all configurable).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

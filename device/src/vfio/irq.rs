@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use thiserror::Error;
 use vmm_sys_util::eventfd::EventFd;
 
-use super::protocol::vfio::*;
+use super::uapi::*;
 
 /// Takes a descriptor that came with SET_IRQS as the eventfd it should be
 /// (one that is not only fails its writes: the vector stays pending).

@@ -17,9 +17,10 @@ use tracing::{debug, info, trace, warn};
 
 use super::dma::DmaSpace;
 use super::irq::Interrupts;
-use super::protocol::{self, vfio::*, Command, Header, HEADER_SIZE};
+use super::protocol::{self, Command, Header, HEADER_SIZE};
+use super::uapi::*;
 use super::socket::{recv_exact_with_fds, send_with_fds};
-use super::VfioDevice;
+use super::device::VfioDevice;
 use crate::host::{Idle, IdleStrategy, SocketSpin, Wake};
 
 /// Tunables advertised in VERSION.

@@ -1,6 +1,6 @@
 //! Base Transport Header (IBTA 9.2), 12 bytes, and the opcode table.
 
-use super::{rd16, rd24, wr16, wr24, Error, Result};
+use super::codec::{rd16, rd24, wr16, wr24, Error, Result};
 
 /// Byte ranges and bit masks of the BTH.
 pub mod field {

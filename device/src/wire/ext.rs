@@ -4,7 +4,7 @@
 
 /// RDMA Extended Transport Header: VA, R_Key, DMA length.
 pub mod reth {
-    use crate::wire::{rd32, rd64, wr32, wr64, Result};
+    use crate::wire::codec::{rd32, rd64, wr32, wr64, Result};
     pub mod field {
         use core::ops::Range;
         pub const VA: Range<usize> = 0..8;
@@ -57,7 +57,7 @@ pub mod reth {
 
 /// ACK Extended Transport Header: syndrome and MSN.
 pub mod aeth {
-    use crate::wire::{rd24, wr24, Error, Result};
+    use crate::wire::codec::{rd24, wr24, Error, Result};
     pub mod field {
         pub const SYNDROME: usize = 0;
         pub const MSN: core::ops::Range<usize> = 1..4;
@@ -160,7 +160,7 @@ pub mod aeth {
 
 /// Datagram Extended Transport Header: Q_Key and source QP.
 pub mod deth {
-    use crate::wire::{rd24, rd32, wr24, wr32, Result};
+    use crate::wire::codec::{rd24, rd32, wr24, wr32, Result};
     pub mod field {
         use core::ops::Range;
         pub const QKEY: Range<usize> = 0..4;
@@ -208,7 +208,7 @@ pub mod deth {
 
 /// Immediate data (4 opaque bytes, kept in network order).
 pub mod immdt {
-    use crate::wire::Result;
+    use crate::wire::codec::Result;
     pub mod field {
         pub const IMM: core::ops::Range<usize> = 0..4;
         pub const HEADER_LEN: usize = 4;
@@ -244,7 +244,7 @@ pub mod immdt {
 
 /// Invalidate Extended Transport Header: the R_Key to invalidate.
 pub mod ieth {
-    use crate::wire::{rd32, wr32, Result};
+    use crate::wire::codec::{rd32, wr32, Result};
     pub mod field {
         pub const RKEY: core::ops::Range<usize> = 0..4;
         pub const HEADER_LEN: usize = 4;
@@ -278,7 +278,7 @@ pub mod ieth {
 
 /// Atomic Extended Transport Header: VA, R_Key, swap (or add) and compare data.
 pub mod atomic_eth {
-    use crate::wire::{rd32, rd64, wr32, wr64, Result};
+    use crate::wire::codec::{rd32, rd64, wr32, wr64, Result};
     pub mod field {
         use core::ops::Range;
         pub const VA: Range<usize> = 0..8;
@@ -340,7 +340,7 @@ pub mod atomic_eth {
 
 /// Atomic ACK Extended Transport Header: the original remote value.
 pub mod atomic_ack_eth {
-    use crate::wire::{rd64, wr64, Result};
+    use crate::wire::codec::{rd64, wr64, Result};
     pub mod field {
         pub const ORIG: core::ops::Range<usize> = 0..8;
         pub const HEADER_LEN: usize = 8;
@@ -374,7 +374,7 @@ pub mod atomic_ack_eth {
 
 /// The congestion notification packet's body after the BTH: 16 reserved bytes.
 pub mod cnp {
-    use crate::wire::{Error, Result};
+    use crate::wire::codec::{Error, Result};
     pub mod field {
         pub const RESERVED: core::ops::Range<usize> = 0..16;
         pub const HEADER_LEN: usize = 16;
@@ -402,7 +402,7 @@ pub mod cnp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::Error;
+    use crate::wire::codec::Error;
 
     #[test]
     fn reth_bytes() {

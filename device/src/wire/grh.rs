@@ -27,7 +27,7 @@
 //! that Ethernet/IPv6/UDP/BTH packet, which tshark decodes as RoCEv2.
 
 use super::ip::{flow_source_port, ROCEV2_PORT};
-use super::{rd16, wr16, Error, Result};
+use super::codec::{rd16, rd32, wr16, wr32, Error, Result};
 
 pub mod field {
     use core::ops::Range;
@@ -58,7 +58,7 @@ fixed_view!("GRH");
 
 impl<T: AsRef<[u8]>> Packet<T> {
     fn w0(&self) -> u32 {
-        super::rd32(self.buffer.as_ref(), 0)
+        rd32(self.buffer.as_ref(), 0)
     }
     pub fn version(&self) -> u8 {
         (self.w0() >> 28) as u8
@@ -127,7 +127,7 @@ impl Repr {
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, p: &mut Packet<T>) {
         let b = p.buffer.as_mut();
         let w0 = (IP_VERSION as u32) << 28 | (self.traffic_class as u32) << 20 | (self.flow_label & 0xf_ffff);
-        super::wr32(b, field::VER_TCLASS_FLOW.start, w0);
+        wr32(b, field::VER_TCLASS_FLOW.start, w0);
         wr16(b, field::PAYLEN.start, self.payload_len);
         b[field::NXTHDR] = self.next_header;
         b[field::HOPLMT] = self.hop_limit;

@@ -5,7 +5,7 @@
 //! result travels least-significant byte first.
 
 use super::ip::PseudoHeader;
-use super::{Error, Result};
+use super::codec::{Error, Result};
 
 /// Bytes of the ICRC trailer.
 pub const LEN: usize = 4;

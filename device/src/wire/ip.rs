@@ -5,7 +5,7 @@
 
 use std::net::Ipv4Addr;
 
-use super::{rd16, wr16, Error, Result};
+use super::codec::{rd16, wr16, Error, Result};
 
 /// The IANA port of RoCEv2.
 pub const ROCEV2_PORT: u16 = 4791;

@@ -5,7 +5,8 @@ use core::ops::Range;
 
 use super::bth::{self, Layout, Opcode};
 use super::ext::{aeth, atomic_ack_eth, atomic_eth, cnp, deth, ieth, immdt, reth};
-use super::{icrc, Error, Result};
+use super::codec::{Error, Result};
+use super::icrc;
 
 /// The headers of one packet. Which extension headers are present is fixed
 /// by the opcode; [`Headers::check`] enforces it.
@@ -177,7 +178,7 @@ pub fn cnp_headers(dest_qp: u32) -> Headers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::aeth::{NakCode, Syndrome};
+    use crate::wire::ext::aeth::{NakCode, Syndrome};
     use crate::wire::ip::PseudoHeader;
     use std::net::Ipv4Addr;
 

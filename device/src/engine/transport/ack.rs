@@ -2,7 +2,7 @@
 //! per receive burst), NAKs and atomic ACKs.
 
 use super::super::objects::QpType;
-use super::super::Engine;
+use super::super::instance::Engine;
 use super::state::{resp_dest, QpCounters, Runtime};
 use crate::wire::aeth::{self, NakCode, Syndrome};
 use crate::wire::bth::{self, Opcode};

@@ -3,7 +3,7 @@
 
 use super::super::objects::{Access, QpState, QpType};
 use super::super::verbs::*;
-use super::super::Engine;
+use super::super::instance::Engine;
 use super::demux::count_drop;
 use super::xfer::{sgl_xfer, Xfer};
 use super::state::{deliver, MIN_CWND, WINDOW_PSNS};

@@ -4,7 +4,7 @@
 
 use super::super::objects::{QpState, QpType};
 use super::super::verbs::*;
-use super::super::Engine;
+use super::super::instance::Engine;
 use super::state::{transport_bits, Runtime};
 use crate::wire::bth::Opcode;
 use crate::fabric::{Dest, RxMeta};

@@ -6,7 +6,7 @@
 
 use super::super::objects::Access;
 use super::super::verbs::*;
-use super::super::Engine;
+use super::super::instance::Engine;
 use super::responder::{Req, RespStep};
 use super::rq::take_recv;
 use super::xfer::{key_xfer, sgl_xfer, Xfer};

@@ -25,9 +25,10 @@ mod completer;
 mod demux;
 mod execute;
 mod requester;
+mod resp_step;
 mod responder;
 mod rq;
-mod state;
+pub(super) mod state;
 mod timers;
 mod ud;
 mod xfer;
@@ -36,13 +37,14 @@ use std::sync::{Arc, Mutex};
 
 use super::objects::{Access, QpState, QpType};
 use super::verbs::*;
-use super::{Engine, EngineError, Kind};
+use super::instance::Engine;
+use super::types::{EngineError, Kind};
 use crate::fabric::{PacketHandler, RxMeta};
 use crate::wire::psn;
 use state::{deliver, SqEntry};
 
 pub use demux::{consumes_recv, pkey_matches, PKEY_TABLE};
-pub use responder::RespStep;
+pub use resp_step::RespStep;
 pub use timers::{ack_timeout_ns, RNR_TIMER_US};
 pub use ud::GRH_LEN;
 pub use state::{EngineDrops, Io, NoMemory, QpCounters, QpRt, Runtime, ACK_EVERY, ATOMIC_REPLAY, MAX_MSG, MIN_CWND, WINDOW_PSNS};

@@ -3,7 +3,7 @@
 
 use super::super::objects::{Access, QpState, QpType};
 use super::super::verbs::*;
-use super::super::Engine;
+use super::super::instance::Engine;
 use super::xfer::{sgl_xfer, Xfer};
 use super::state::{av_dest, transport_bits, wire_qpn, Runtime, ACK_EVERY, MIN_CWND, WINDOW_PSNS};
 use crate::wire::bth::{self, Opcode};

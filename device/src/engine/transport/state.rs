@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::super::objects::{AddressVector, Cq, QpType};
+use super::super::objects::{Cq, QpType};
+use super::super::verbs::AddressVector;
 use super::super::table::Table;
 use super::super::verbs::*;
-use super::super::{GuestMemory, MemFault};
+use super::super::types::{GuestMemory, MemFault};
 use crate::wire::bth::Opcode;
 use crate::wire::clock::{Clock, MonotonicClock};
 use crate::fabric::{Dest, Endpoint, PacketSink};
@@ -217,7 +218,7 @@ pub struct Runtime {
     pub waker: Option<Arc<dyn Fn() + Send + Sync>>,
     /// The responder steps the last request packet went through.
     #[cfg(test)]
-    pub(crate) resp_trace: Vec<super::responder::RespStep>,
+    pub(crate) resp_trace: Vec<super::resp_step::RespStep>,
 }
 
 impl Runtime {

@@ -5,7 +5,7 @@ use std::cmp::Reverse;
 
 use super::super::objects::{QpState, QpType};
 use super::super::verbs::WcStatus;
-use super::super::Engine;
+use super::super::instance::Engine;
 use super::state::MIN_CWND;
 use crate::wire::psn;
 

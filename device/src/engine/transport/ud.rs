@@ -2,7 +2,7 @@
 
 use super::super::objects::{Access, QpType};
 use super::super::verbs::*;
-use super::super::Engine;
+use super::super::instance::Engine;
 use super::rq::take_recv;
 use super::xfer::{sgl_capacity, sgl_xfer, Xfer};
 use super::state::deliver;

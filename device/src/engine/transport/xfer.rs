@@ -8,7 +8,7 @@ use thiserror::Error;
 use super::super::objects::{Access, KeyFault, Mkey};
 use super::super::table::Table;
 use super::super::verbs::{Sge, WcStatus};
-use super::super::{GuestMemory, MemFault};
+use super::super::types::{GuestMemory, MemFault};
 use crate::wire::aeth::NakCode;
 
 /// Why bytes could not be moved through a key.
