@@ -21,7 +21,8 @@ use super::cmd::{self, status, CmdOutput, CommandHandler, SlotResult};
 use super::hca::state::Hca;
 use super::ib::port::{IbPort, PortCounters};
 use super::ifc;
-use super::datapath::{CqCtx, EqCtx};
+use super::datapath::ctx::{CqCtx, EqCtx};
+use super::datapath::sink::QueueSink;
 use super::rdma::state::RdmaObjects;
 use crate::engine::{Engine, GuestMemory};
 use crate::vfio::Interrupts;
@@ -63,7 +64,7 @@ pub struct Firmware {
     /// Log one line per command.
     pub(in crate::mlx5) trace: bool,
     /// The engine's completion sink (drained by [`Firmware::drain`]).
-    pub(in crate::mlx5) pending: Arc<super::datapath::QueueSink>,
+    pub(in crate::mlx5) pending: Arc<QueueSink>,
     /// Every command this instance executes (the link layer's domains).
     pub(in crate::mlx5) commands: CommandTable<Firmware>,
 }
@@ -193,7 +194,13 @@ impl CommandHandler for Firmware {
             None => Err(fail!(status::BAD_OP, DISPATCH_UNKNOWN_OPCODE)),
             // Before ENABLE_HCA only the bring-up commands work.
             Some(c) if c.phase > self.hca.phase() => Err(fail!(status::BAD_SYS_STATE, DISPATCH_WRONG_PHASE)),
-            Some(c) => (c.handler)(self, &req),
+            // Inside the data path's guard: whatever the engine reported
+            // while the command drove it (a QP to ERR flushing, a CQ resize)
+            // is written when the command returns, whichever way it returns.
+            Some(c) => {
+                let handler = c.handler;
+                handler(&mut self.datapath(), &req)
+            }
         };
         match result {
             Ok(out) => CmdOutput { status: status::OK, syndrome: 0, out },

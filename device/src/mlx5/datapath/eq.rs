@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 
 use tracing::{debug, warn};
 
-use super::cq::expand_ci;
+use super::ctx::expand_ci;
 use crate::engine::verbs::Event;
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::queue_buf::buf_addr;
@@ -17,17 +17,6 @@ use crate::mlx5::ifc;
 
 /// Bytes of an EQE.
 const EQE_SIZE: u64 = 64;
-
-/// mlx5 context of an event queue.
-#[derive(Debug, Clone)]
-pub struct EqCtx {
-    pub eqc: Vec<u8>,
-    pub pas: Vec<u64>,
-    pub log_size: u8,
-    pub log_page_size: u8,
-    pub page_offset: u64,
-    pub event_bitmask: [u64; 4],
-}
 
 impl Firmware {
     /// Writes one EQE into EQ `eqn` and raises its vector if armed.

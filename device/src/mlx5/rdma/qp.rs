@@ -349,11 +349,10 @@ pub fn modify_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let via_engine = fw.engine.qps.get(qpn).is_some_and(|q| crate::mlx5::datapath::engine_qp(q.qp_type));
     if via_engine {
         // The engine flushed what it held; what is still only in guest
-        // memory follows in order. Other transitions may complete work too.
+        // memory follows in order. Completions of other transitions are
+        // written when the command returns (`CommandHandler::execute`).
         if t == QpTransition::ToErr {
             fw.engine_flush(qpn);
-        } else {
-            fw.drain();
         }
     } else if t == QpTransition::ToErr {
         // Outstanding work completes with WR_FLUSH_ERR.
