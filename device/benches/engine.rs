@@ -103,7 +103,7 @@ fn node(lid: u16, packets: Arc<dyn PacketSink>, clock: Arc<dyn Clock>) -> Node {
         .create_mkey(Mkey { variant: 1, pd, access: all, start: BASE, length: MEM as u64, whole_space: false, translation: Translation::Physical, free: false, uid: 0 })
         .unwrap();
     let qp = e
-        .create_qp(QpCreate { qp_type: QpType::Rc, pd, send_cq: Some(cq), recv_cq: Some(cq), srq: None, xrcd: None, uar: 4, log_sq_size: 14, log_rq_size: 14, sq_sig_all: true, uid: 0 })
+        .create_qp(QpCreate { qp_type: QpType::Rc, pd, send_cq: Some(cq), recv_cq: Some(cq), srq: None, xrcd: None, log_sq_size: 14, log_rq_size: 14, sq_sig_all: true, uid: 0 })
         .unwrap();
     e.modify_qp(qp, QpTransition::RstToInit, &QpAttrUpdate { access: Some(all), ..Default::default() }).unwrap();
     Node { eng: SharedEngine::new(e), count, key: Mkey::key(idx, 1), qp, cq }

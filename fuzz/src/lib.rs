@@ -98,7 +98,7 @@ impl Responder {
         let mut qps = Vec::new();
         for t in [QpType::Rc, QpType::Uc, QpType::Ud] {
             let q = e
-                .create_qp(QpCreate { qp_type: t, pd, send_cq: Some(cq), recv_cq: Some(cq), srq: None, xrcd: None, uar: 4, log_sq_size: 4, log_rq_size: 4, sq_sig_all: false, uid: 0 })
+                .create_qp(QpCreate { qp_type: t, pd, send_cq: Some(cq), recv_cq: Some(cq), srq: None, xrcd: None, log_sq_size: 4, log_rq_size: 4, sq_sig_all: false, uid: 0 })
                 .unwrap();
             e.modify_qp(q, QpTransition::RstToInit, &QpAttrUpdate { access: Some(all), qkey: Some(0x1234), ..Default::default() }).unwrap();
             let attrs = QpAttrUpdate {

@@ -185,7 +185,7 @@ fn cq_overrun() {
     // Move a's QP to the small CQ by creating a new one on it.
     let q = {
         let mut e = p.a.eng.lock();
-        let q = e.create_qp(QpCreate { qp_type: QpType::Rc, pd: p.a.pd, send_cq: Some(small), recv_cq: Some(small), srq: None, xrcd: None, uar: 4, log_sq_size: 6, log_rq_size: 6, sq_sig_all: true, uid: 0 }).unwrap();
+        let q = e.create_qp(QpCreate { qp_type: QpType::Rc, pd: p.a.pd, send_cq: Some(small), recv_cq: Some(small), srq: None, xrcd: None, log_sq_size: 6, log_rq_size: 6, sq_sig_all: true, uid: 0 }).unwrap();
         e.modify_qp(q, QpTransition::RstToInit, &QpAttrUpdate { access: Some(ALL), ..Default::default() }).unwrap();
         q
     };

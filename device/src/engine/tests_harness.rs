@@ -158,7 +158,6 @@ impl Node {
                 recv_cq: Some(self.cq),
                 srq,
                 xrcd: None,
-                uar: 4,
                 log_sq_size: 14,
                 log_rq_size: 14,
                 sq_sig_all: false,

@@ -119,12 +119,9 @@ impl Firmware {
             Doorbell::EqUpdate { eqn, ci, arm, .. } => dp.update_eq(eqn as u32, ci, arm),
         }
         // Stores that the last one overwrote: new send WQEs of QPs on this page.
-        let qps: Vec<u32> = dp.engine.qps.iter().filter(|(_, q)| q.uar == uar).map(|(n, _)| n).collect();
+        let qps: Vec<u32> = dp.rdma.qps.iter().filter(|(_, q)| q.uar == uar && q.sq_entries > 0).map(|(n, _)| *n).collect();
         for qpn in qps {
             let Some(ctx) = dp.rdma.qps.get(&qpn) else { continue };
-            if ctx.sq_entries == 0 {
-                continue;
-            }
             if be32_at(&*dp.mem, ctx.dbr_addr + 4).is_some_and(|pc| pc as u16 != ctx.sq_ci) {
                 dp.route_send(qpn);
             }

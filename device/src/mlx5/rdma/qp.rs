@@ -85,7 +85,6 @@ pub fn create_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         recv_cq: cq(qpc::cqn_rcv.get(&c)),
         srq,
         xrcd,
-        uar,
         log_sq_size: if no_sq { 0 } else { log_sq_size },
         log_rq_size: if rq_type == RQ_REGULAR { log_rq_size } else { 0 },
         sq_sig_all: false,
@@ -97,6 +96,7 @@ pub fn create_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     fw.rdma.qps.insert(
         qpn,
         QpCtx {
+            uar,
             created: stored.clone(),
             qpc: stored,
             pas,
