@@ -93,7 +93,7 @@ impl<'a> FirmwareStats<'a> {
             port_state: f.port_state(),
             objects: Objects {
                 pd: e.pds.len(),
-                uar: e.uars.len(),
+                uar: f.uars_in_use(),
                 eq: e.eqs.len(),
                 cq: e.cqs.len(),
                 srq: e.srqs.len(),

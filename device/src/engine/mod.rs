@@ -59,7 +59,6 @@ pub struct MemFault {
 pub enum Kind {
     Pd,
     Xrcd,
-    Uar,
     Eq,
     Cq,
     Srq,
@@ -134,7 +133,6 @@ pub struct Engine {
     pub limits: Limits,
     pub pds: Table<Pd>,
     pub xrcds: Table<Xrcd>,
-    pub uars: Table<Uar>,
     pub eqs: Table<Eq>,
     pub cqs: Table<Cq>,
     pub srqs: Table<Srq>,
@@ -166,7 +164,6 @@ impl Engine {
             limits,
             pds: Table::new(1, 0x00ff_ffff, limits.pds),
             xrcds: Table::new(1, 0x00ff_ffff, limits.xrcds),
-            uars: Table::new(limits.uar_first, limits.uar_last, (limits.uar_last - limits.uar_first + 1) as usize),
             // EQ 0xff is never handed out (poll-mode doorbell sentinel).
             eqs: Table::new(0, 0xfe, limits.eqs),
             cqs: Table::new(1, 0x00ff_fffe, limits.cqs),
@@ -182,7 +179,6 @@ impl Engine {
     pub fn reset(&mut self) {
         self.pds.clear();
         self.xrcds.clear();
-        self.uars.clear();
         self.eqs.clear();
         self.cqs.clear();
         self.srqs.clear();
@@ -205,16 +201,6 @@ impl Engine {
 
     pub fn dealloc_xrcd(&mut self, n: u32) -> Result<(), EngineError> {
         self.xrcds.remove(n).map(|_| ()).ok_or(EngineError::NoSuch(Kind::Xrcd, n))
-    }
-
-    pub fn alloc_uar(&mut self, uid: u16) -> Result<u32, EngineError> {
-        // The lowest free page: the driver's own (first) UARs land on the
-        // pages the device keeps trapped in poll mode.
-        self.uars.alloc_lowest_with(|_| Uar { uid }).ok_or(EngineError::Limit(Kind::Uar))
-    }
-
-    pub fn dealloc_uar(&mut self, n: u32) -> Result<(), EngineError> {
-        self.uars.remove(n).map(|_| ()).ok_or(EngineError::NoSuch(Kind::Uar, n))
     }
 
     pub fn create_eq(&mut self, log_size: u8, uar: u32, vector: u16) -> Result<u32, EngineError> {

@@ -37,12 +37,6 @@ pub struct Xrcd {
     pub uid: u16,
 }
 
-/// A doorbell page.
-#[derive(Debug, Clone, Default)]
-pub struct Uar {
-    pub uid: u16,
-}
-
 /// Event queue (the engine's view: size, interrupt vector, arming).
 #[derive(Debug, Clone)]
 pub struct Eq {

@@ -72,7 +72,7 @@ pub struct Firmware {
 impl Firmware {
     /// FLR / device reset: every object and setting back to power-on.
     pub fn reset(&mut self) {
-        let uars: Vec<u32> = self.engine.uars.iter().map(|(n, _)| n).collect();
+        let uars: Vec<u32> = self.hca.uars.iter().map(|(n, _)| n).collect();
         if let Some(h) = &self.on_uar {
             for n in uars {
                 h(n, false);
@@ -98,6 +98,11 @@ impl Firmware {
     #[cfg(test)]
     pub(crate) fn engine_mut(&mut self) -> &mut Engine {
         &mut self.engine
+    }
+
+    /// UAR pages allocated (ALLOC_UAR), for the control socket.
+    pub fn uars_in_use(&self) -> usize {
+        self.hca.uars.len()
     }
 
     /// Command and event counters.

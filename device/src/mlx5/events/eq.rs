@@ -22,7 +22,7 @@ pub fn create_eq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     if vector >= crate::pci::MSIX_VECTORS {
         return Err(fail!(status::BAD_PARAM, CREATE_EQ_BAD_PARAM_2));
     }
-    if !fw.engine.uars.contains(uar) {
+    if !fw.hca.uars.contains(uar) {
         return Err(fail!(status::BAD_RES, CREATE_EQ_BAD_RES));
     }
     if log_size > fw.engine.limits.log_max_eq_size {

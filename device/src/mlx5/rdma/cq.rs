@@ -28,7 +28,7 @@ pub fn create_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let page_offset = page_offset_bytes(c::page_offset.get(r.input), log_page_size);
     let eqn = c::c_eqn_or_apu_element.get(r.input) as u32;
     let uar = c::uar_page.get(r.input) as u32;
-    if !fw.engine.uars.contains(uar) {
+    if !fw.hca.uars.contains(uar) {
         return Err(fail!(status::BAD_RES, CREATE_CQ_BAD_RES));
     }
     if log_size > fw.engine.limits.log_max_cq_size {

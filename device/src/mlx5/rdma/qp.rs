@@ -67,7 +67,7 @@ pub fn create_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     }
     let page_offset = page_offset_bytes(qpc::page_offset.get(&c), log_page_size);
     let uar = qpc::uar_page.get(&c) as u32;
-    if !fw.engine.uars.contains(uar) && qp_type != QpType::RegUmr {
+    if !fw.hca.uars.contains(uar) && qp_type != QpType::RegUmr {
         return Err(fail!(status::BAD_RES, CREATE_QP_BAD_RES));
     }
     let rq_entries = if rq_type == RQ_REGULAR { 1u32 << log_rq_size } else { 0 };
