@@ -94,7 +94,7 @@ impl<'a> FirmwareStats<'a> {
             objects: Objects {
                 pd: e.pds.len(),
                 uar: f.uars_in_use(),
-                eq: e.eqs.len(),
+                eq: f.eqs_in_use(),
                 cq: e.cqs.len(),
                 srq: e.srqs.len(),
                 mkey: e.mkeys.len(),

@@ -59,7 +59,6 @@ pub struct MemFault {
 pub enum Kind {
     Pd,
     Xrcd,
-    Eq,
     Cq,
     Srq,
     Mkey,
@@ -133,7 +132,6 @@ pub struct Engine {
     pub limits: Limits,
     pub pds: Table<Pd>,
     pub xrcds: Table<Xrcd>,
-    pub eqs: Table<Eq>,
     pub cqs: Table<Cq>,
     pub srqs: Table<Srq>,
     /// Keyed by the 24-bit mkey index.
@@ -164,8 +162,6 @@ impl Engine {
             limits,
             pds: Table::new(1, 0x00ff_ffff, limits.pds),
             xrcds: Table::new(1, 0x00ff_ffff, limits.xrcds),
-            // EQ 0xff is never handed out (poll-mode doorbell sentinel).
-            eqs: Table::new(0, 0xfe, limits.eqs),
             cqs: Table::new(1, 0x00ff_fffe, limits.cqs),
             srqs: Table::new(1, 0x00ff_fffe, limits.srqs),
             mkeys: Table::new(1, 0x00ff_fffe, limits.mkeys),
@@ -179,7 +175,6 @@ impl Engine {
     pub fn reset(&mut self) {
         self.pds.clear();
         self.xrcds.clear();
-        self.eqs.clear();
         self.cqs.clear();
         self.srqs.clear();
         self.mkeys.clear();
@@ -203,40 +198,17 @@ impl Engine {
         self.xrcds.remove(n).map(|_| ()).ok_or(EngineError::NoSuch(Kind::Xrcd, n))
     }
 
-    pub fn create_eq(&mut self, log_size: u8, uar: u32, vector: u16) -> Result<u32, EngineError> {
-        if log_size > self.limits.log_max_eq_size {
-            return Err(EngineError::BadParam("eq size"));
-        }
-        self.eqs
-            .alloc_with(|_| Eq { log_size, uar, vector, armed: false, consumer: 0, producer: 0 })
-            .ok_or(EngineError::Limit(Kind::Eq))
-    }
-
-    pub fn destroy_eq(&mut self, eqn: u32) -> Result<(), EngineError> {
-        if !self.eqs.contains(eqn) {
-            return Err(EngineError::NoSuch(Kind::Eq, eqn));
-        }
-        if self.cqs.iter().any(|(_, c)| c.eqn == eqn) {
-            return Err(EngineError::Busy(Kind::Eq, eqn));
-        }
-        self.eqs.remove(eqn);
-        Ok(())
-    }
-
     /// Translation entries held by all keys (the device memory their MTTs take).
     pub fn mtt_entries(&self) -> usize {
         self.mkeys.iter().map(|(_, k)| if let Translation::Mtt { pages, .. } = &k.translation { pages.len() } else { 0 }).sum()
     }
 
-    pub fn create_cq(&mut self, log_size: u8, eqn: u32, uar: u32) -> Result<u32, EngineError> {
+    pub fn create_cq(&mut self, log_size: u8) -> Result<u32, EngineError> {
         if log_size > self.limits.log_max_cq_size {
             return Err(EngineError::BadParam("cq size"));
         }
-        if !self.eqs.contains(eqn) {
-            return Err(EngineError::NoSuch(Kind::Eq, eqn));
-        }
         self.cqs
-            .alloc_with(|_| Cq::new(log_size, eqn, uar))
+            .alloc_with(|_| Cq::new(log_size))
             .ok_or(EngineError::Limit(Kind::Cq))
     }
 
@@ -395,8 +367,7 @@ mod tests {
     fn engine_with_cq() -> (Engine, u32, u32) {
         let mut e = Engine::new(Limits::default());
         let pd = e.alloc_pd(0).unwrap();
-        let eq = e.create_eq(6, 4, 0).unwrap();
-        let cq = e.create_cq(6, eq, 4).unwrap();
+        let cq = e.create_cq(6).unwrap();
         (e, pd, cq)
     }
 
@@ -446,12 +417,9 @@ mod tests {
         assert!(matches!(e.create_qp(QpCreate { pd: 99, ..rc(pd, cq) }), Err(EngineError::NoSuch(Kind::Pd, 99))));
         let q = e.create_qp(rc(pd, cq)).unwrap();
         assert_eq!(e.destroy_cq(cq), Err(EngineError::Busy(Kind::Cq, cq)));
-        let eqn = e.cqs.get(cq).unwrap().eqn;
-        assert_eq!(e.destroy_eq(eqn), Err(EngineError::Busy(Kind::Eq, eqn)));
         e.destroy_qp(q).unwrap();
         e.destroy_cq(cq).unwrap();
-        e.destroy_eq(eqn).unwrap();
-        assert!(matches!(e.create_cq(30, 0, 4), Err(EngineError::BadParam(_))));
+        assert!(matches!(e.create_cq(30), Err(EngineError::BadParam(_))));
     }
 
     #[test]

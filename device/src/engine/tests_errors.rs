@@ -179,8 +179,7 @@ fn cq_overrun() {
     let (qa, qb) = p.qps(QpType::Rc, 1024);
     let small = {
         let mut e = p.a.eng.lock();
-        let eqn = e.cqs.get(p.a.cq).unwrap().eqn;
-        e.create_cq(1, eqn, 4).unwrap()
+        e.create_cq(1).unwrap()
     };
     // Move a's QP to the small CQ by creating a new one on it.
     let q = {

@@ -129,8 +129,7 @@ impl Node {
         let mut e = Engine::new(Limits::default());
         e.attach(Io { mem: mem.clone(), packets, completions: rec.clone(), clock, local: endpoint(lid) });
         let pd = e.alloc_pd(0).unwrap();
-        let eq = e.create_eq(6, 4, 0).unwrap();
-        let cq = e.create_cq(20, eq, 4).unwrap();
+        let cq = e.create_cq(20).unwrap();
         let idx = e
             .create_mkey(Mkey {
                 variant: 0x11,

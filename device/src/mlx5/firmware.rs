@@ -24,6 +24,7 @@ use super::ifc;
 use super::datapath::ctx::{CqCtx, EqCtx};
 use super::datapath::sink::QueueSink;
 use super::rdma::state::RdmaObjects;
+use crate::engine::table::Table;
 use crate::engine::{Engine, GuestMemory};
 use crate::vfio::Interrupts;
 
@@ -55,7 +56,8 @@ pub struct Firmware {
     pub(in crate::mlx5) rdma: RdmaObjects,
     /// The IB port: identity, counters, PerfMgt baseline (`ib/`).
     pub(in crate::mlx5) ib: IbPort,
-    pub(in crate::mlx5) eqs: BTreeMap<u32, EqCtx>,
+    /// Event queues, numbered by CREATE_EQ (0xff reserved, [`super::datapath::ctx::EQN_LAST`]).
+    pub(in crate::mlx5) eqs: Table<EqCtx>,
     pub(in crate::mlx5) cqs: BTreeMap<u32, CqCtx>,
     /// Called with (UAR index, allocated?) before ALLOC_UAR / DEALLOC_UAR
     /// complete, so the doorbell page is being watched before the driver
@@ -105,6 +107,11 @@ impl Firmware {
         self.hca.uars.len()
     }
 
+    /// Event queues (CREATE_EQ), for the control socket.
+    pub fn eqs_in_use(&self) -> usize {
+        self.eqs.len()
+    }
+
     /// Command and event counters.
     pub fn stats(&self) -> &Arc<FwStats> {
         &self.stats
@@ -132,7 +139,7 @@ impl Firmware {
 
     /// The EQ that receives command-completion events, if any.
     pub fn cmd_eq(&self) -> Option<u32> {
-        self.eqs.iter().find(|(_, e)| e.event_bitmask[0] & (1 << ifc::MLX5_EVENT_TYPE_CMD) != 0).map(|(n, _)| *n)
+        self.eqs.iter().find(|(_, e)| e.event_bitmask[0] & (1 << ifc::MLX5_EVENT_TYPE_CMD) != 0).map(|(n, _)| n)
     }
 
     /// Runs the commands of a `cmd_dbell` write, in slot order, then posts

@@ -167,7 +167,7 @@ impl Firmware {
 
     /// Posts the completion EQE of CQ `cqn` to the CQ's EQ.
     fn comp_event(&mut self, cqn: u32) {
-        let Some(eqn) = self.engine.cqs.get(cqn).map(|cq| cq.eqn) else { return };
+        let Some(eqn) = self.cqs.get(&cqn).map(|cq| cq.eqn) else { return };
         let mut data = [0u8; 28];
         ifc::comp_event::cq_number.set(&mut data, cqn as u64);
         self.post_eqe(eqn, ifc::MLX5_EVENT_TYPE_COMP as u8, 0, &data);

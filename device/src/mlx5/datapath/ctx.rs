@@ -22,6 +22,9 @@ pub struct CqCtx {
     pub log_page_size: u8,
     pub page_offset: u64,
     pub dbr_addr: u64,
+    /// The EQ its completion events go to, and its UAR page.
+    pub eqn: u32,
+    pub uar: u32,
     /// Completion-event arming (and the last arm word acted on).
     pub arming: CqArming,
 }
@@ -72,4 +75,16 @@ pub struct EqCtx {
     pub log_page_size: u8,
     pub page_offset: u64,
     pub event_bitmask: [u64; 4],
+    /// MSI-X vector raised for this EQ.
+    pub vector: u16,
+    /// Armed: the next event raises the interrupt.
+    pub armed: bool,
+    /// Consumer index last reported by the driver (widened).
+    pub consumer: u32,
+    /// Events produced so far.
+    pub producer: u32,
 }
+
+/// EQ numbers: 0..=0xfe; 0xff is never handed out (the poll-mode doorbell
+/// sentinel).
+pub const EQN_LAST: u32 = 0xfe;
