@@ -96,14 +96,13 @@ fn node(lid: u16, packets: Arc<dyn PacketSink>, clock: Arc<dyn Clock>) -> Node {
     let mem = Arc::new(Mem(Mutex::new(vec![7u8; MEM])));
     e.attach(Io { mem, packets, completions: count.clone(), clock, local: Endpoint::v4(lid, Ipv4Addr::new(10, 0, 0, lid as u8)) });
     let pd = e.alloc_pd(0).unwrap();
-    let eq = e.create_eq(6, 4, 0).unwrap();
-    let cq = e.create_cq(22, eq, 4).unwrap();
+    let cq = e.create_cq(22).unwrap();
     let all = Access(Access::LOCAL_WRITE.0 | Access::REMOTE_READ.0 | Access::REMOTE_WRITE.0 | Access::REMOTE_ATOMIC.0);
     let idx = e
         .create_mkey(Mkey { variant: 1, pd, access: all, start: BASE, length: MEM as u64, whole_space: false, translation: Translation::Physical, free: false, uid: 0 })
         .unwrap();
     let qp = e
-        .create_qp(QpCreate { qp_type: QpType::Rc, pd, send_cq: Some(cq), recv_cq: Some(cq), srq: None, xrcd: None, uar: 4, log_sq_size: 14, log_rq_size: 14, sq_sig_all: true, uid: 0 })
+        .create_qp(QpCreate { qp_type: QpType::Rc, pd, send_cq: Some(cq), recv_cq: Some(cq), srq: None, xrcd: None, log_sq_size: 14, log_rq_size: 14, sq_sig_all: true, uid: 0 })
         .unwrap();
     e.modify_qp(qp, QpTransition::RstToInit, &QpAttrUpdate { access: Some(all), ..Default::default() }).unwrap();
     Node { eng: SharedEngine::new(e), count, key: Mkey::key(idx, 1), qp, cq }

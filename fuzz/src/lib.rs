@@ -88,8 +88,7 @@ impl Responder {
         let mut e = Engine::new(Limits::default());
         e.attach(Io { mem, packets, completions: Arc::new(NullSink), clock: clock.clone(), local: endpoint(1) });
         let pd = e.alloc_pd(0).unwrap();
-        let eq = e.create_eq(6, 4, 0).unwrap();
-        let cq = e.create_cq(8, eq, 4).unwrap();
+        let cq = e.create_cq(8).unwrap();
         let all = Access(Access::LOCAL_WRITE.0 | Access::REMOTE_READ.0 | Access::REMOTE_WRITE.0 | Access::REMOTE_ATOMIC.0);
         let idx = e
             .create_mkey(Mkey { variant: 0x11, pd, access: all, start: 0, length: MEM as u64, whole_space: false, translation: Translation::Physical, free: false, uid: 0 })
@@ -98,7 +97,7 @@ impl Responder {
         let mut qps = Vec::new();
         for t in [QpType::Rc, QpType::Uc, QpType::Ud] {
             let q = e
-                .create_qp(QpCreate { qp_type: t, pd, send_cq: Some(cq), recv_cq: Some(cq), srq: None, xrcd: None, uar: 4, log_sq_size: 4, log_rq_size: 4, sq_sig_all: false, uid: 0 })
+                .create_qp(QpCreate { qp_type: t, pd, send_cq: Some(cq), recv_cq: Some(cq), srq: None, xrcd: None, log_sq_size: 4, log_rq_size: 4, sq_sig_all: false, uid: 0 })
                 .unwrap();
             e.modify_qp(q, QpTransition::RstToInit, &QpAttrUpdate { access: Some(all), qkey: Some(0x1234), ..Default::default() }).unwrap();
             let attrs = QpAttrUpdate {

@@ -93,8 +93,8 @@ impl<'a> FirmwareStats<'a> {
             port_state: f.port_state(),
             objects: Objects {
                 pd: e.pds.len(),
-                uar: e.uars.len(),
-                eq: e.eqs.len(),
+                uar: f.uars_in_use(),
+                eq: f.eqs_in_use(),
                 cq: e.cqs.len(),
                 srq: e.srqs.len(),
                 mkey: e.mkeys.len(),

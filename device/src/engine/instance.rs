@@ -53,8 +53,6 @@ pub struct Engine {
     pub limits: Limits,
     pub pds: Table<Pd>,
     pub xrcds: Table<Xrcd>,
-    pub uars: Table<Uar>,
-    pub eqs: Table<Eq>,
     pub cqs: Table<Cq>,
     pub srqs: Table<Srq>,
     /// Keyed by the 24-bit mkey index.
@@ -73,7 +71,6 @@ pub struct QpCreate {
     pub recv_cq: Option<u32>,
     pub srq: Option<u32>,
     pub xrcd: Option<u32>,
-    pub uar: u32,
     pub log_sq_size: u8,
     pub log_rq_size: u8,
     pub sq_sig_all: bool,
@@ -86,9 +83,6 @@ impl Engine {
             limits,
             pds: Table::new(1, 0x00ff_ffff, limits.pds),
             xrcds: Table::new(1, 0x00ff_ffff, limits.xrcds),
-            uars: Table::new(limits.uar_first, limits.uar_last, (limits.uar_last - limits.uar_first + 1) as usize),
-            // EQ 0xff is never handed out (poll-mode doorbell sentinel).
-            eqs: Table::new(0, 0xfe, limits.eqs),
             cqs: Table::new(1, 0x00ff_fffe, limits.cqs),
             srqs: Table::new(1, 0x00ff_fffe, limits.srqs),
             mkeys: Table::new(1, 0x00ff_fffe, limits.mkeys),
@@ -102,8 +96,6 @@ impl Engine {
     pub fn reset(&mut self) {
         self.pds.clear();
         self.xrcds.clear();
-        self.uars.clear();
-        self.eqs.clear();
         self.cqs.clear();
         self.srqs.clear();
         self.mkeys.clear();
@@ -127,50 +119,17 @@ impl Engine {
         self.xrcds.remove(n).map(|_| ()).ok_or(EngineError::NoSuch(Kind::Xrcd, n))
     }
 
-    pub fn alloc_uar(&mut self, uid: u16) -> Result<u32, EngineError> {
-        // The lowest free page: the driver's own (first) UARs land on the
-        // pages the device keeps trapped in poll mode.
-        self.uars.alloc_lowest_with(|_| Uar { uid }).ok_or(EngineError::Limit(Kind::Uar))
-    }
-
-    pub fn dealloc_uar(&mut self, n: u32) -> Result<(), EngineError> {
-        self.uars.remove(n).map(|_| ()).ok_or(EngineError::NoSuch(Kind::Uar, n))
-    }
-
-    pub fn create_eq(&mut self, log_size: u8, uar: u32, vector: u16) -> Result<u32, EngineError> {
-        if log_size > self.limits.log_max_eq_size {
-            return Err(EngineError::BadParam("eq size"));
-        }
-        self.eqs
-            .alloc_with(|_| Eq { log_size, uar, vector, armed: false, consumer: 0, producer: 0 })
-            .ok_or(EngineError::Limit(Kind::Eq))
-    }
-
-    pub fn destroy_eq(&mut self, eqn: u32) -> Result<(), EngineError> {
-        if !self.eqs.contains(eqn) {
-            return Err(EngineError::NoSuch(Kind::Eq, eqn));
-        }
-        if self.cqs.iter().any(|(_, c)| c.eqn == eqn) {
-            return Err(EngineError::Busy(Kind::Eq, eqn));
-        }
-        self.eqs.remove(eqn);
-        Ok(())
-    }
-
     /// Translation entries held by all keys (the device memory their MTTs take).
     pub fn mtt_entries(&self) -> usize {
         self.mkeys.iter().map(|(_, k)| if let Translation::Mtt { pages, .. } = &k.translation { pages.len() } else { 0 }).sum()
     }
 
-    pub fn create_cq(&mut self, log_size: u8, eqn: u32, uar: u32) -> Result<u32, EngineError> {
+    pub fn create_cq(&mut self, log_size: u8) -> Result<u32, EngineError> {
         if log_size > self.limits.log_max_cq_size {
             return Err(EngineError::BadParam("cq size"));
         }
-        if !self.eqs.contains(eqn) {
-            return Err(EngineError::NoSuch(Kind::Eq, eqn));
-        }
         self.cqs
-            .alloc_with(|_| Cq::new(log_size, eqn, uar))
+            .alloc_with(|_| Cq::new(log_size))
             .ok_or(EngineError::Limit(Kind::Cq))
     }
 
@@ -276,7 +235,6 @@ impl Engine {
                 recv_cq: c.recv_cq,
                 srq: c.srq,
                 xrcd: c.xrcd,
-                uar: c.uar,
                 log_sq_size: c.log_sq_size,
                 log_rq_size: c.log_rq_size,
                 attrs,

@@ -47,8 +47,7 @@ mod tests {
     fn engine_with_cq() -> (Engine, u32, u32) {
         let mut e = Engine::new(Limits::default());
         let pd = e.alloc_pd(0).unwrap();
-        let eq = e.create_eq(6, 4, 0).unwrap();
-        let cq = e.create_cq(6, eq, 4).unwrap();
+        let cq = e.create_cq(6).unwrap();
         (e, pd, cq)
     }
 
@@ -60,7 +59,6 @@ mod tests {
             recv_cq: Some(cq),
             srq: None,
             xrcd: None,
-            uar: 4,
             log_sq_size: 6,
             log_rq_size: 6,
             sq_sig_all: false,
@@ -99,12 +97,9 @@ mod tests {
         assert!(matches!(e.create_qp(QpCreate { pd: 99, ..rc(pd, cq) }), Err(EngineError::NoSuch(Kind::Pd, 99))));
         let q = e.create_qp(rc(pd, cq)).unwrap();
         assert_eq!(e.destroy_cq(cq), Err(EngineError::Busy(Kind::Cq, cq)));
-        let eqn = e.cqs.get(cq).unwrap().eqn;
-        assert_eq!(e.destroy_eq(eqn), Err(EngineError::Busy(Kind::Eq, eqn)));
         e.destroy_qp(q).unwrap();
         e.destroy_cq(cq).unwrap();
-        e.destroy_eq(eqn).unwrap();
-        assert!(matches!(e.create_cq(30, 0, 4), Err(EngineError::BadParam(_))));
+        assert!(matches!(e.create_cq(30), Err(EngineError::BadParam(_))));
     }
 
     #[test]

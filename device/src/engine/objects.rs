@@ -40,33 +40,10 @@ pub struct Xrcd {
     pub uid: u16,
 }
 
-/// A doorbell page.
-#[derive(Debug, Clone, Default)]
-pub struct Uar {
-    pub uid: u16,
-}
-
-/// Event queue (the engine's view: size, interrupt vector, arming).
-#[derive(Debug, Clone)]
-pub struct Eq {
-    pub log_size: u8,
-    pub uar: u32,
-    /// MSI-X vector raised for this EQ.
-    pub vector: u16,
-    /// Armed: the next event raises the interrupt.
-    pub armed: bool,
-    /// Consumer index last reported by the driver.
-    pub consumer: u32,
-    /// Events produced so far.
-    pub producer: u32,
-}
-
 /// Completion queue.
 #[derive(Debug, Clone)]
 pub struct Cq {
     pub log_size: u8,
-    pub eqn: u32,
-    pub uar: u32,
     /// Completions produced so far (wraps at 2^32).
     pub producer: u32,
     /// Consumer index last reported by the driver.
@@ -80,11 +57,9 @@ pub struct Cq {
 
 impl Cq {
     /// An empty, unarmed CQ of 2^`log_size` entries.
-    pub fn new(log_size: u8, eqn: u32, uar: u32) -> Cq {
+    pub fn new(log_size: u8) -> Cq {
         Cq {
             log_size,
-            eqn,
-            uar,
             producer: 0,
             consumer: 0,
             overrun: false,

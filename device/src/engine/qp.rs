@@ -13,7 +13,6 @@ pub struct Qp {
     pub recv_cq: Option<u32>,
     pub srq: Option<u32>,
     pub xrcd: Option<u32>,
-    pub uar: u32,
     pub log_sq_size: u8,
     pub log_rq_size: u8,
     pub attrs: QpAttrs,

@@ -179,13 +179,12 @@ fn cq_overrun() {
     let (qa, qb) = p.qps(QpType::Rc, 1024);
     let small = {
         let mut e = p.a.eng.lock();
-        let eqn = e.cqs.get(p.a.cq).unwrap().eqn;
-        e.create_cq(1, eqn, 4).unwrap()
+        e.create_cq(1).unwrap()
     };
     // Move a's QP to the small CQ by creating a new one on it.
     let q = {
         let mut e = p.a.eng.lock();
-        let q = e.create_qp(QpCreate { qp_type: QpType::Rc, pd: p.a.pd, send_cq: Some(small), recv_cq: Some(small), srq: None, xrcd: None, uar: 4, log_sq_size: 6, log_rq_size: 6, sq_sig_all: true, uid: 0 }).unwrap();
+        let q = e.create_qp(QpCreate { qp_type: QpType::Rc, pd: p.a.pd, send_cq: Some(small), recv_cq: Some(small), srq: None, xrcd: None, log_sq_size: 6, log_rq_size: 6, sq_sig_all: true, uid: 0 }).unwrap();
         e.modify_qp(q, QpTransition::RstToInit, &QpAttrUpdate { access: Some(ALL), ..Default::default() }).unwrap();
         q
     };

@@ -129,8 +129,7 @@ impl Node {
         let mut e = Engine::new(Limits::default());
         e.attach(Io { mem: mem.clone(), packets, completions: rec.clone(), clock, local: endpoint(lid) });
         let pd = e.alloc_pd(0).unwrap();
-        let eq = e.create_eq(6, 4, 0).unwrap();
-        let cq = e.create_cq(20, eq, 4).unwrap();
+        let cq = e.create_cq(20).unwrap();
         let idx = e
             .create_mkey(Mkey {
                 variant: 0x11,
@@ -158,7 +157,6 @@ impl Node {
                 recv_cq: Some(self.cq),
                 srq,
                 xrcd: None,
-                uar: 4,
                 log_sq_size: 14,
                 log_rq_size: 14,
                 sq_sig_all: false,

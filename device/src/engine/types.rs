@@ -28,8 +28,6 @@ pub struct MemFault {
 pub enum Kind {
     Pd,
     Xrcd,
-    Uar,
-    Eq,
     Cq,
     Srq,
     Mkey,

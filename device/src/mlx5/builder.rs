@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::cmd::dispatch::DuplicateOpcode;
+use super::datapath::ctx::EQN_LAST;
 use super::datapath::QueueSink;
+use crate::engine::table::Table;
 use super::firmware::{Firmware, FwStats, UarHook};
 use super::hca::state::Hca;
 use super::ib::port::{IbPort, PortConfig};
@@ -98,7 +100,7 @@ impl FirmwareBuilder {
             hca,
             rdma: RdmaObjects::default(),
             ib: IbPort::new(self.port, wire_counters),
-            eqs: BTreeMap::new(),
+            eqs: Table::new(0, EQN_LAST, self.limits.eqs),
             cqs: BTreeMap::new(),
             on_uar: self.on_uar,
             trace: self.trace,

@@ -21,8 +21,10 @@ use super::cmd::{self, status, CmdOutput, CommandHandler, SlotResult};
 use super::hca::state::Hca;
 use super::ib::port::{IbPort, PortCounters};
 use super::ifc;
-use super::datapath::{CqCtx, EqCtx};
+use super::datapath::ctx::{CqCtx, EqCtx};
+use super::datapath::sink::QueueSink;
 use super::rdma::state::RdmaObjects;
+use crate::engine::table::Table;
 use crate::engine::{Engine, GuestMemory};
 use crate::vfio::Interrupts;
 
@@ -54,7 +56,8 @@ pub struct Firmware {
     pub(in crate::mlx5) rdma: RdmaObjects,
     /// The IB port: identity, counters, PerfMgt baseline (`ib/`).
     pub(in crate::mlx5) ib: IbPort,
-    pub(in crate::mlx5) eqs: BTreeMap<u32, EqCtx>,
+    /// Event queues, numbered by CREATE_EQ (0xff reserved, [`super::datapath::ctx::EQN_LAST`]).
+    pub(in crate::mlx5) eqs: Table<EqCtx>,
     pub(in crate::mlx5) cqs: BTreeMap<u32, CqCtx>,
     /// Called with (UAR index, allocated?) before ALLOC_UAR / DEALLOC_UAR
     /// complete, so the doorbell page is being watched before the driver
@@ -63,7 +66,7 @@ pub struct Firmware {
     /// Log one line per command.
     pub(in crate::mlx5) trace: bool,
     /// The engine's completion sink (drained by [`Firmware::drain`]).
-    pub(in crate::mlx5) pending: Arc<super::datapath::QueueSink>,
+    pub(in crate::mlx5) pending: Arc<QueueSink>,
     /// Every command this instance executes (the link layer's domains).
     pub(in crate::mlx5) commands: CommandTable<Firmware>,
 }
@@ -71,7 +74,7 @@ pub struct Firmware {
 impl Firmware {
     /// FLR / device reset: every object and setting back to power-on.
     pub fn reset(&mut self) {
-        let uars: Vec<u32> = self.engine.uars.iter().map(|(n, _)| n).collect();
+        let uars: Vec<u32> = self.hca.uars.iter().map(|(n, _)| n).collect();
         if let Some(h) = &self.on_uar {
             for n in uars {
                 h(n, false);
@@ -97,6 +100,16 @@ impl Firmware {
     #[cfg(test)]
     pub(crate) fn engine_mut(&mut self) -> &mut Engine {
         &mut self.engine
+    }
+
+    /// UAR pages allocated (ALLOC_UAR), for the control socket.
+    pub fn uars_in_use(&self) -> usize {
+        self.hca.uars.len()
+    }
+
+    /// Event queues (CREATE_EQ), for the control socket.
+    pub fn eqs_in_use(&self) -> usize {
+        self.eqs.len()
     }
 
     /// Command and event counters.
@@ -126,7 +139,7 @@ impl Firmware {
 
     /// The EQ that receives command-completion events, if any.
     pub fn cmd_eq(&self) -> Option<u32> {
-        self.eqs.iter().find(|(_, e)| e.event_bitmask[0] & (1 << ifc::MLX5_EVENT_TYPE_CMD) != 0).map(|(n, _)| *n)
+        self.eqs.iter().find(|(_, e)| e.event_bitmask[0] & (1 << ifc::MLX5_EVENT_TYPE_CMD) != 0).map(|(n, _)| n)
     }
 
     /// Runs the commands of a `cmd_dbell` write, in slot order, then posts
@@ -193,7 +206,13 @@ impl CommandHandler for Firmware {
             None => Err(fail!(status::BAD_OP, DISPATCH_UNKNOWN_OPCODE)),
             // Before ENABLE_HCA only the bring-up commands work.
             Some(c) if c.phase > self.hca.phase() => Err(fail!(status::BAD_SYS_STATE, DISPATCH_WRONG_PHASE)),
-            Some(c) => (c.handler)(self, &req),
+            // Inside the data path's guard: whatever the engine reported
+            // while the command drove it (a QP to ERR flushing, a CQ resize)
+            // is written when the command returns, whichever way it returns.
+            Some(c) => {
+                let handler = c.handler;
+                handler(&mut self.datapath(), &req)
+            }
         };
         match result {
             Ok(out) => CmdOutput { status: status::OK, syndrome: 0, out },

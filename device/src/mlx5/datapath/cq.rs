@@ -1,152 +1,23 @@
 //! Completion queues: the one place in the crate a CQE is written
-//! ([`CqCtx::write_cqe`]) and the one widening of the driver's 24-bit
+//! ([`super::ctx::CqCtx::write_cqe`]) and the one widening of the driver's 24-bit
 //! consumer counter ([`expand_ci`]).
 //!
 //! Every CQE takes the same way: the engine's completions (queued by
-//! [`QueueSink`] while the engine runs, written by [`Firmware::drain`]) and
+//! [`super::sink::QueueSink`] while the engine runs, written by [`Firmware::drain`]) and
 //! the firmware's own (QP0/QP1 MADs, UMR, flushes: [`Firmware::post_cqe`])
 //! both end in `Firmware::put_cqe`, which writes the CQE and then runs the
 //! CQ's arming ([`super::cq_arm`]) to decide on a completion event. A CQ
 //! resize writes its `RESIZE_CQ` CQE through the same writer, into the old
 //! buffer.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
 use tracing::{debug, warn};
 
-use super::cq_arm::CqArming;
-use super::cqe::{self, op, syndrome, Cqe};
-use crate::engine::verbs::{Completion, CompletionSink, Event, WcOpcode, WcStatus};
-use crate::engine::GuestMemory;
+use super::cqe::{op, syndrome, Cqe};
+use super::ctx::expand_ci;
+use super::sink::Pending;
+use crate::engine::verbs::{Completion, CompletionSink, WcOpcode, WcStatus};
 use crate::mlx5::firmware::Firmware;
-use crate::mlx5::queue_buf::buf_addr;
 use crate::mlx5::ifc;
-
-/// What CREATE_CQ writes into the CQ's arm doorbell record (`dbrec[1]`): no
-/// arm word has bit 31 set (`sn << 28 | cmd | ci`, sn 2 bits, cmd bit 24), so
-/// the poll-mode scan tells "never armed" from a first arm, whose word is 0.
-pub const CQ_ARM_UNSET: u32 = 0x8000_0000;
-
-/// mlx5 context of a completion queue.
-#[derive(Debug, Clone)]
-pub struct CqCtx {
-    pub cqc: Vec<u8>,
-    pub pas: Vec<u64>,
-    pub cqe_size: usize,
-    pub log_page_size: u8,
-    pub page_offset: u64,
-    pub dbr_addr: u64,
-    /// Completion-event arming (and the last arm word acted on).
-    pub arming: CqArming,
-}
-
-/// Why a CQE was not written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum CqeWriteError {
-    #[error("CQE address outside the CQ's pages")]
-    OutsidePages,
-    #[error("CQE write outside guest memory")]
-    OutsideMemory,
-}
-
-impl CqCtx {
-    /// Writes `e` as CQE number `index` (the CQ's 32-bit producer count) of
-    /// a CQ of 2^`log_size` entries in this buffer, stamped now, with the
-    /// owner bit of that count: the only CQE writer.
-    pub fn write_cqe(&self, mem: &dyn GuestMemory, index: u32, log_size: u8, e: &Cqe) -> Result<(), CqeWriteError> {
-        let slot = (index & ((1u32 << log_size) - 1)) as u64;
-        let owner = ((index >> log_size) & 1) as u8;
-        let addr = buf_addr(&self.pas, self.log_page_size, self.page_offset, slot * self.cqe_size as u64).ok_or(CqeWriteError::OutsidePages)?;
-        let e = Cqe { timestamp: crate::mlx5::clock::now(), ..*e };
-        if cqe::write(mem, addr, self.cqe_size, &e, owner) {
-            Ok(())
-        } else {
-            Err(CqeWriteError::OutsideMemory)
-        }
-    }
-}
-
-/// The full 32-bit counter whose low 24 bits are `ci24`, at or behind
-/// `producer`: the driver's CQ and EQ consumer indexes are 24 bits.
-pub fn expand_ci(producer: u32, ci24: u32) -> u32 {
-    let c = (producer & !0x00ff_ffff) | (ci24 & 0x00ff_ffff);
-    if c.wrapping_sub(producer) as i32 > 0 {
-        c.wrapping_sub(0x0100_0000)
-    } else {
-        c
-    }
-}
-
-/// What the engine reported, waiting to be written.
-#[derive(Debug, Clone, Copy)]
-pub enum Pending {
-    Complete { cqn: u32, index: u32, c: Completion },
-    Event(Event),
-}
-
-/// The engine's completion sink: a queue the firmware drains (the engine
-/// calls it while the firmware holds the engine). It also knows each CQ's
-/// doorbell record, to read the driver's consumer index when the engine
-/// finds a CQ full by its last known count (reading it for every packet and
-/// doorbell instead cost ~13% of the data path).
-pub struct QueueSink {
-    q: Mutex<Vec<Pending>>,
-    mem: Arc<dyn GuestMemory>,
-    cq_dbrs: Mutex<HashMap<u32, u64>>,
-    /// Requester atomic results big-endian (`atomic_req_8B_endianness_mode`
-    /// 0, the device default) rather than in host order (mode 1).
-    atomic_be: std::sync::atomic::AtomicBool,
-}
-
-impl QueueSink {
-    pub fn new(mem: Arc<dyn GuestMemory>) -> QueueSink {
-        QueueSink { q: Mutex::new(Vec::new()), mem, cq_dbrs: Mutex::new(Default::default()), atomic_be: Default::default() }
-    }
-
-    /// Selects the byte order of requester atomic results (true: big-endian).
-    pub fn set_atomic_reply_be(&self, be: bool) {
-        self.atomic_be.store(be, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    fn take(&self) -> Vec<Pending> {
-        std::mem::take(&mut *self.q.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    /// CQ `cqn` keeps its consumer index at `dbr_addr` (None: forget it).
-    pub fn cq_dbr(&self, cqn: u32, dbr_addr: Option<u64>) {
-        let mut m = self.cq_dbrs.lock().unwrap_or_else(|e| e.into_inner());
-        match dbr_addr {
-            Some(a) => m.insert(cqn, a),
-            None => m.remove(&cqn),
-        };
-    }
-
-    pub fn forget_cqs(&self) {
-        self.cq_dbrs.lock().unwrap_or_else(|e| e.into_inner()).clear();
-    }
-}
-
-impl CompletionSink for QueueSink {
-    fn atomic_result(&self, orig: u64) -> [u8; 8] {
-        if self.atomic_be.load(std::sync::atomic::Ordering::Relaxed) {
-            orig.to_be_bytes()
-        } else {
-            orig.to_le_bytes()
-        }
-    }
-
-    fn complete(&self, cqn: u32, index: u32, c: &Completion) {
-        self.q.lock().unwrap_or_else(|e| e.into_inner()).push(Pending::Complete { cqn, index, c: *c });
-    }
-    fn event(&self, ev: Event) {
-        self.q.lock().unwrap_or_else(|e| e.into_inner()).push(Pending::Event(ev));
-    }
-    fn consumer(&self, cqn: u32, producer: u32) -> Option<u32> {
-        let a = *self.cq_dbrs.lock().unwrap_or_else(|e| e.into_inner()).get(&cqn)?;
-        super::dbr::be32_at(&*self.mem, a).map(|ci| expand_ci(producer, ci))
-    }
-}
 
 fn status_syndrome(s: WcStatus) -> u8 {
     match s {
@@ -196,8 +67,8 @@ fn completion_cqe(c: &Completion, user_index: u32) -> Cqe {
 
 impl Firmware {
     /// Writes everything the engine reported since the last drain. The data
-    /// path's entry points run it when they return ([`super::DataPath`]);
-    /// a command handler that drives the engine itself calls it.
+    /// path's entry points and every command run it when they return
+    /// ([`super::DataPath`]).
     pub fn drain(&mut self) {
         for _ in 0..64 {
             let items = self.pending.take();
@@ -296,7 +167,7 @@ impl Firmware {
 
     /// Posts the completion EQE of CQ `cqn` to the CQ's EQ.
     fn comp_event(&mut self, cqn: u32) {
-        let Some(eqn) = self.engine.cqs.get(cqn).map(|cq| cq.eqn) else { return };
+        let Some(eqn) = self.cqs.get(&cqn).map(|cq| cq.eqn) else { return };
         let mut data = [0u8; 28];
         ifc::comp_event::cq_number.set(&mut data, cqn as u64);
         self.post_eqe(eqn, ifc::MLX5_EVENT_TYPE_COMP as u8, 0, &data);

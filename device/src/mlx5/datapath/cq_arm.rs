@@ -99,7 +99,7 @@ impl CqArming {
 
 #[cfg(test)]
 mod tests {
-    use super::super::cq::expand_ci;
+    use super::super::ctx::expand_ci;
     use super::*;
 
     /// A CQ's arming and its producer/consumer counts.

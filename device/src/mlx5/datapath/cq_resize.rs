@@ -15,7 +15,7 @@
 
 use tracing::debug;
 
-use super::cq::CqeWriteError;
+use super::ctx::CqeWriteError;
 use super::cqe::{op, Cqe};
 use crate::mlx5::cmd::req::{fail, out, CmdResult, Req};
 use crate::mlx5::cmd::status;
@@ -57,8 +57,10 @@ pub fn resize_cq(fw: &mut Firmware, r: &Req<'_>, cqn: u32) -> CmdResult {
     let npages = pages_for((cqe_size as u64) << log_size, log_page_size, page_offset);
     let pas = r.pas(ifc::modify_cq_in::pas, npages)?;
 
-    // Every completion the engine reported goes out with the old geometry,
-    // and the driver's consumer index is read fresh.
+    // Ordering, not delivery: every completion the engine reported must go
+    // out with the old geometry before the resize, so this drain cannot wait
+    // for the one that ends every command; the driver's consumer index is
+    // then read fresh.
     fw.drain();
     fw.refresh_cq(cqn);
     let cq = fw.engine.cqs.get(cqn).ok_or(fail!(status::BAD_RES, RESIZE_CQ_BAD_RES_2))?;

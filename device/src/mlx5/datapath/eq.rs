@@ -2,14 +2,14 @@
 //! (consumer index and re-arm), and the events the data path raises
 //! (completion, CQ error, QP/SRQ events, port change).
 //!
-//! The EQ's counts and arming are the engine's `Eq` entry (producer,
-//! consumer, armed, vector); the buffer is [`EqCtx`].
+//! An EQ is all mlx5's: its buffer, counts, arming and vector are one
+//! [`super::ctx::EqCtx`], numbered by CREATE_EQ (the engine knows no EQs).
 
 use std::sync::atomic::Ordering;
 
 use tracing::{debug, warn};
 
-use super::cq::expand_ci;
+use super::ctx::expand_ci;
 use crate::engine::verbs::Event;
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::queue_buf::buf_addr;
@@ -18,30 +18,18 @@ use crate::mlx5::ifc;
 /// Bytes of an EQE.
 const EQE_SIZE: u64 = 64;
 
-/// mlx5 context of an event queue.
-#[derive(Debug, Clone)]
-pub struct EqCtx {
-    pub eqc: Vec<u8>,
-    pub pas: Vec<u64>,
-    pub log_size: u8,
-    pub log_page_size: u8,
-    pub page_offset: u64,
-    pub event_bitmask: [u64; 4],
-}
-
 impl Firmware {
     /// Writes one EQE into EQ `eqn` and raises its vector if armed.
     pub fn post_eqe(&mut self, eqn: u32, event_type: u8, sub_type: u8, data: &[u8; 28]) -> bool {
-        let Some(ctx) = self.eqs.get(&eqn) else { return false };
-        let Some(eq) = self.engine.eqs.get_mut(eqn) else { return false };
-        let nent = 1u32 << ctx.log_size;
+        let Some(eq) = self.eqs.get_mut(eqn) else { return false };
+        let nent = 1u32 << eq.log_size;
         if eq.producer.wrapping_sub(eq.consumer) >= nent {
             warn!(eqn, "EQ overrun: event {event_type:#x} dropped");
             return false;
         }
         let idx = eq.producer & (nent - 1);
-        let owner = ((eq.producer >> ctx.log_size) & 1) as u8;
-        let Some(addr) = buf_addr(&ctx.pas, ctx.log_page_size, ctx.page_offset, idx as u64 * EQE_SIZE) else {
+        let owner = ((eq.producer >> eq.log_size) & 1) as u8;
+        let Some(addr) = buf_addr(&eq.pas, eq.log_page_size, eq.page_offset, idx as u64 * EQE_SIZE) else {
             warn!(eqn, "EQE address outside the EQ's pages");
             return false;
         };
@@ -72,7 +60,7 @@ impl Firmware {
     /// EQ doorbell: new consumer index (24 bits, widened as the CQs' are),
     /// optionally re-arm.
     pub(super) fn update_eq(&mut self, eqn: u32, ci: u32, arm: bool) {
-        let Some(eq) = self.engine.eqs.get_mut(eqn) else {
+        let Some(eq) = self.eqs.get_mut(eqn) else {
             debug!(eqn, "doorbell for a nonexistent EQ ignored");
             return;
         };
@@ -92,7 +80,7 @@ impl Firmware {
 
     /// The EQs whose event bitmask asks for events of type `ty`.
     fn eqs_for(&self, ty: u32) -> Vec<u32> {
-        self.eqs.iter().filter(|(_, e)| e.event_bitmask[0] & (1u64 << ty) != 0).map(|(n, _)| *n).collect()
+        self.eqs.iter().filter(|(_, e)| e.event_bitmask[0] & (1u64 << ty) != 0).map(|(n, _)| n).collect()
     }
 
     /// An asynchronous event the engine reported, as EQEs.

@@ -77,7 +77,7 @@ fn poll_mode_scan_finds_a_first_arm_whose_store_was_overwritten() {
     use super::super::datapath::cq_arm::CqArm;
     let (_net, mut a, _b) = rc_pair(QP_BUF);
     let (uar, eqn) = {
-        let cq = a.t.fw.engine.cqs.get(a.cqn).unwrap();
+        let cq = a.t.fw.cqs.get(&a.cqn).unwrap();
         (cq.uar, cq.eqn)
     };
     let second_buf = 0x140000u64;
@@ -110,10 +110,10 @@ fn eq_consumer_index_behind_the_24_bit_wrap() {
     let mut t = Bench::new();
     let uar = t.up();
     let eqn = t.eq(uar, 0, 0, 0x100000);
-    t.fw.engine.eqs.get_mut(eqn).unwrap().producer = 0x0100_0002;
+    t.fw.eqs.get_mut(eqn).unwrap().producer = 0x0100_0002;
     // Four EQEs not consumed yet: the driver's counter reads 0xfffffe.
     t.fw.eq_doorbell(eqn, 0x00ff_fffe, false);
-    assert_eq!(t.fw.engine.eqs.get(eqn).unwrap().consumer, 0x00ff_fffe);
+    assert_eq!(t.fw.eqs.get(eqn).unwrap().consumer, 0x00ff_fffe);
     let before = t.fw.stats.eqes.load(std::sync::atomic::Ordering::Relaxed);
     assert!(t.fw.post_eqe(eqn, ifc::MLX5_EVENT_TYPE_COMP as u8, 0, &[0; 28]), "the EQ has room: 5 of 64 in use");
     assert_eq!(t.fw.stats.eqes.load(std::sync::atomic::Ordering::Relaxed), before + 1);
@@ -121,7 +121,7 @@ fn eq_consumer_index_behind_the_24_bit_wrap() {
     assert_eq!(t.mem.get(0x100000 + 2 * 64, 64)[63], 0);
     // Consumed up to the producer: nothing waits.
     t.fw.eq_doorbell(eqn, 0x0000_0003, false);
-    assert_eq!(t.fw.engine.eqs.get(eqn).unwrap().consumer, 0x0100_0003);
+    assert_eq!(t.fw.eqs.get(eqn).unwrap().consumer, 0x0100_0003);
 }
 
 /// QP1 MAD completions go through the same arming as the engine's: a CQ

@@ -13,33 +13,36 @@
 //! - [`wqe`], [`cqe`]: the WQE and CQE codecs. [`cq_resize`]: MODIFY_CQ resize.
 //!
 //! **Completions reach the guest by construction.** The engine reports
-//! completions and events through its [`cq::QueueSink`] while the firmware
+//! completions and events through its [`sink::QueueSink`] while the firmware
 //! holds it, so they are queued, not written. Every entry into the data path
 //! from outside this module (doorbells, the UAR page scan, fabric packets,
 //! flushes, timers) goes through a [`DataPath`], and the work itself is
 //! visible only inside this module: dropping the `DataPath` writes what the
 //! engine queued (CQEs, then the events their arming raises), whichever way
-//! the call returns. A command handler that drives the engine directly (a QP
-//! to ERR) calls [`Firmware::drain`] itself.
+//! the call returns. Commands run inside a `DataPath` too
+//! (`CommandHandler::execute`), so a handler that drives the engine directly
+//! (a QP to ERR) need not drain.
 
 pub mod cq;
 pub mod cq_arm;
 pub mod cq_resize;
 pub mod cqe;
+pub mod ctx;
 mod datagram;
 mod dbr;
 pub mod eq;
 mod fw_sq;
 mod rq;
 pub mod rx;
+pub mod sink;
 mod sq;
 pub mod sq_ops;
 pub mod umr;
 pub mod wqe;
 
-pub use cq::{expand_ci, CqCtx, QueueSink, CQ_ARM_UNSET};
+pub use ctx::{expand_ci, CqCtx, EqCtx, CQ_ARM_UNSET};
+pub use sink::QueueSink;
 pub use datagram::{Datagram, GRH_LEN, GSI_QKEY, PERMISSIVE_LID};
-pub use eq::EqCtx;
 pub use rx::FwHandler;
 pub use sq::engine_qp;
 
@@ -116,12 +119,9 @@ impl Firmware {
             Doorbell::EqUpdate { eqn, ci, arm, .. } => dp.update_eq(eqn as u32, ci, arm),
         }
         // Stores that the last one overwrote: new send WQEs of QPs on this page.
-        let qps: Vec<u32> = dp.engine.qps.iter().filter(|(_, q)| q.uar == uar).map(|(n, _)| n).collect();
+        let qps: Vec<u32> = dp.rdma.qps.iter().filter(|(_, q)| q.uar == uar && q.sq_entries > 0).map(|(n, _)| *n).collect();
         for qpn in qps {
             let Some(ctx) = dp.rdma.qps.get(&qpn) else { continue };
-            if ctx.sq_entries == 0 {
-                continue;
-            }
             if be32_at(&*dp.mem, ctx.dbr_addr + 4).is_some_and(|pc| pc as u16 != ctx.sq_ci) {
                 dp.route_send(qpn);
             }

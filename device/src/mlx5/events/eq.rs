@@ -3,7 +3,7 @@
 
 use crate::mlx5::datapath::EqCtx;
 use crate::mlx5::queue_buf::{page_offset_bytes, pages_for};
-use crate::mlx5::cmd::req::{eng, fail, out, CmdResult, Req};
+use crate::mlx5::cmd::req::{fail, out, CmdResult, Req};
 use crate::mlx5::cmd::status;
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::ifc;
@@ -22,7 +22,7 @@ pub fn create_eq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     if vector >= crate::pci::MSIX_VECTORS {
         return Err(fail!(status::BAD_PARAM, CREATE_EQ_BAD_PARAM_2));
     }
-    if !fw.engine.uars.contains(uar) {
+    if !fw.hca.uars.contains(uar) {
         return Err(fail!(status::BAD_RES, CREATE_EQ_BAD_RES));
     }
     if log_size > fw.engine.limits.log_max_eq_size {
@@ -35,8 +35,8 @@ pub fn create_eq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         *w = ifc::create_eq_in::event_bitmask.elem(i as u32).get(r.input);
     }
     let eqc = r.sub(ifc::create_eq_in::eq_context_entry)?;
-    let eqn = eng!(fw.engine.create_eq(log_size, uar, vector as u16), CREATE_EQ_ENGINE)?;
-    fw.eqs.insert(eqn, EqCtx { eqc, pas, log_size, log_page_size, page_offset, event_bitmask });
+    let ctx = EqCtx { eqc, pas, log_size, log_page_size, page_offset, event_bitmask, vector: vector as u16, armed: false, consumer: 0, producer: 0 };
+    let eqn = fw.eqs.alloc_with(|_| ctx).ok_or(fail!(status::LIM, CREATE_EQ_ENGINE))?;
     let mut o = out(ifc::create_eq_out::SIZE);
     ifc::create_eq_out::eq_number.set(&mut o, eqn as u64);
     Ok(o)
@@ -44,20 +44,25 @@ pub fn create_eq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 
 pub fn destroy_eq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let eqn = r.get(ifc::destroy_eq_in::eq_number) as u32;
-    eng!(fw.engine.destroy_eq(eqn), DESTROY_EQ_ENGINE)?;
-    fw.eqs.remove(&eqn);
+    if !fw.eqs.contains(eqn) {
+        return Err(fail!(status::BAD_RES, DESTROY_EQ_ENGINE));
+    }
+    // Busy while a CQ reports to it.
+    if fw.cqs.values().any(|c| c.eqn == eqn) {
+        return Err(fail!(status::BAD_RES_STATE, DESTROY_EQ_ENGINE));
+    }
+    fw.eqs.remove(eqn);
     Ok(out(ifc::destroy_eq_out::SIZE))
 }
 
 pub fn query_eq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     use ifc::query_eq_out::eq_context_entry as e;
     let eqn = r.get(ifc::query_eq_in::eq_number) as u32;
-    let ctx = fw.eqs.get(&eqn).ok_or(fail!(status::BAD_RES, QUERY_EQ_BAD_RES))?;
-    let eq = fw.engine.eqs.get(eqn).ok_or(fail!(status::BAD_RES, QUERY_EQ_BAD_RES_2))?;
+    let ctx = fw.eqs.get(eqn).ok_or(fail!(status::BAD_RES, QUERY_EQ_BAD_RES))?;
     let mut o = out(ifc::query_eq_out::SIZE);
     let range = ifc::query_eq_out::eq_context_entry.byte_range().ok_or(fail!(status::INT_ERR, QUERY_EQ_INT_ERR))?;
     o[range].copy_from_slice(&ctx.eqc);
-    e::consumer_counter.set(&mut o, (eq.consumer & 0x00ff_ffff) as u64);
-    e::producer_counter.set(&mut o, (eq.producer & 0x00ff_ffff) as u64);
+    e::consumer_counter.set(&mut o, (ctx.consumer & 0x00ff_ffff) as u64);
+    e::producer_counter.set(&mut o, (ctx.producer & 0x00ff_ffff) as u64);
     Ok(o)
 }

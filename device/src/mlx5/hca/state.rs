@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::caps::image::{atomic_caps_image, general_caps, CAP_AREA, CAP_ATOMIC, CAP_DEV_MEM, CAP_GENERAL};
+use crate::engine::table::Table;
 use crate::engine::Limits;
 use crate::mlx5::cmd::dispatch::Phase;
 use crate::mlx5::ifc;
@@ -25,6 +26,8 @@ pub struct Hca {
     pub pages: Vec<u64>,
     /// The MEMIC window: BAR0 offset and size of on-device memory.
     pub memic: Option<(u64, u64)>,
+    /// Allocated UAR pages (ALLOC_UAR), each with the uid that owns it.
+    pub uars: Table<u16>,
 }
 
 
@@ -40,6 +43,7 @@ impl Hca {
             driver_version: String::new(),
             pages: Vec::new(),
             memic,
+            uars: Table::new(limits.uar_first, limits.uar_last, (limits.uar_last - limits.uar_first + 1) as usize),
         };
         h.reset(limits);
         h
@@ -57,6 +61,7 @@ impl Hca {
     /// FLR / device reset: lifecycle, pages and capabilities back to power-on.
     pub fn reset(&mut self, limits: &Limits) {
         self.pages.clear();
+        self.uars.clear();
         self.enabled = false;
         self.initialized = false;
         let general = general_caps(limits);

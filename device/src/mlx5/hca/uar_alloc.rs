@@ -1,12 +1,16 @@
 //! ALLOC_UAR / DEALLOC_UAR: doorbell pages, announced to the UAR watcher
 //! (poll mode) before the command completes.
 
-use crate::mlx5::cmd::req::{eng, out, CmdResult, Req};
+use crate::mlx5::cmd::req::{fail, out, CmdResult, Req};
+use crate::mlx5::cmd::status;
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::ifc;
 
 pub fn alloc_uar(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
-    let n = eng!(fw.engine.alloc_uar(r.uid), ALLOC_UAR_ENGINE)?;
+    // The lowest free page: the driver's own (first) UARs land on the
+    // pages the device keeps trapped in poll mode.
+    let uid = r.uid;
+    let n = fw.hca.uars.alloc_lowest_with(|_| uid).ok_or(fail!(status::LIM, ALLOC_UAR_ENGINE))?;
     if let Some(h) = &fw.on_uar {
         h(n, true);
     }
@@ -17,7 +21,7 @@ pub fn alloc_uar(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 
 pub fn dealloc_uar(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let n = r.get(ifc::dealloc_uar_in::uar) as u32;
-    eng!(fw.engine.dealloc_uar(n), DEALLOC_UAR_ENGINE)?;
+    fw.hca.uars.remove(n).ok_or(fail!(status::BAD_RES, DEALLOC_UAR_ENGINE))?;
     if let Some(h) = &fw.on_uar {
         h(n, false);
     }

@@ -28,7 +28,7 @@ pub fn create_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let page_offset = page_offset_bytes(c::page_offset.get(r.input), log_page_size);
     let eqn = c::c_eqn_or_apu_element.get(r.input) as u32;
     let uar = c::uar_page.get(r.input) as u32;
-    if !fw.engine.uars.contains(uar) {
+    if !fw.hca.uars.contains(uar) {
         return Err(fail!(status::BAD_RES, CREATE_CQ_BAD_RES));
     }
     if log_size > fw.engine.limits.log_max_cq_size {
@@ -38,7 +38,10 @@ pub fn create_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let pas = r.pas(ifc::create_cq_in::pas, npages)?;
     let dbr_addr = c::dbr_addr.get(r.input);
     let cqc = r.sub(ifc::create_cq_in::cq_context)?;
-    let cqn = eng!(fw.engine.create_cq(log_size, eqn, uar), CREATE_CQ_ENGINE)?;
+    if !fw.eqs.contains(eqn) {
+        return Err(fail!(status::BAD_RES, CREATE_CQ_ENGINE));
+    }
+    let cqn = eng!(fw.engine.create_cq(log_size), CREATE_CQ_ENGINE)?;
     if let Some(cq) = fw.engine.cqs.get_mut(cqn) {
         cq.period = c::cq_period.get(r.input) as u16;
         cq.max_count = c::cq_max_count.get(r.input) as u16;
@@ -49,7 +52,7 @@ pub fn create_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     if fw.mem.write(dbr_addr.wrapping_add(4), &CQ_ARM_UNSET.to_be_bytes()).is_err() {
         tracing::debug!(cqn, dbr_addr, "CQ doorbell record outside guest memory");
     }
-    fw.cqs.insert(cqn, CqCtx { cqc, pas, cqe_size, log_page_size, page_offset, dbr_addr, arming: Default::default() });
+    fw.cqs.insert(cqn, CqCtx { cqc, pas, cqe_size, log_page_size, page_offset, dbr_addr, eqn, uar, arming: Default::default() });
     fw.pending.cq_dbr(cqn, Some(dbr_addr));
     let mut o = out(ifc::create_cq_out::SIZE);
     ifc::create_cq_out::cqn.set(&mut o, cqn as u64);

@@ -67,7 +67,7 @@ pub fn create_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     }
     let page_offset = page_offset_bytes(qpc::page_offset.get(&c), log_page_size);
     let uar = qpc::uar_page.get(&c) as u32;
-    if !fw.engine.uars.contains(uar) && qp_type != QpType::RegUmr {
+    if !fw.hca.uars.contains(uar) && qp_type != QpType::RegUmr {
         return Err(fail!(status::BAD_RES, CREATE_QP_BAD_RES));
     }
     let rq_entries = if rq_type == RQ_REGULAR { 1u32 << log_rq_size } else { 0 };
@@ -85,7 +85,6 @@ pub fn create_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         recv_cq: cq(qpc::cqn_rcv.get(&c)),
         srq,
         xrcd,
-        uar,
         log_sq_size: if no_sq { 0 } else { log_sq_size },
         log_rq_size: if rq_type == RQ_REGULAR { log_rq_size } else { 0 },
         sq_sig_all: false,
@@ -97,6 +96,7 @@ pub fn create_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     fw.rdma.qps.insert(
         qpn,
         QpCtx {
+            uar,
             created: stored.clone(),
             qpc: stored,
             pas,
@@ -349,11 +349,10 @@ pub fn modify_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let via_engine = fw.engine.qps.get(qpn).is_some_and(|q| crate::mlx5::datapath::engine_qp(q.qp_type));
     if via_engine {
         // The engine flushed what it held; what is still only in guest
-        // memory follows in order. Other transitions may complete work too.
+        // memory follows in order. Completions of other transitions are
+        // written when the command returns (`CommandHandler::execute`).
         if t == QpTransition::ToErr {
             fw.engine_flush(qpn);
-        } else {
-            fw.drain();
         }
     } else if t == QpTransition::ToErr {
         // Outstanding work completes with WR_FLUSH_ERR.

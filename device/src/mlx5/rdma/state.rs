@@ -27,6 +27,9 @@ pub struct QpCtx {
     pub qpc: Vec<u8>,
     pub pas: Vec<u64>,
     pub st: u8,
+    /// The UAR page of its doorbells (the poll-mode scan looks at the QPs
+    /// of a page).
+    pub uar: u32,
     pub user_index: u32,
     pub dbr_addr: u64,
     pub log_page_size: u8,
