@@ -10,8 +10,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use vrnic::engine::*;
+use vrnic::fabric::{
+    Endpoint, FabricConfig, FabricPoller, InProcNet, PacketHandler, PacketSink, PeerConfig, UdpFabric,
+};
 use vrnic::wire::clock::{Clock, ManualClock, MonotonicClock};
-use vrnic::fabric::{Endpoint, FabricConfig, FabricPoller, InProcNet, PacketHandler, PacketSink, PeerConfig, UdpFabric};
 
 const BASE: u64 = 0x1000_0000;
 const MEM: usize = 64 << 20;
@@ -94,15 +96,42 @@ fn node(lid: u16, packets: Arc<dyn PacketSink>, clock: Arc<dyn Clock>) -> Node {
     let count = Arc::new(Count::default());
     let mut e = Engine::new(Limits::default());
     let mem = Arc::new(Mem(Mutex::new(vec![7u8; MEM])));
-    e.attach(Io { mem, packets, completions: count.clone(), clock, local: Endpoint::v4(lid, Ipv4Addr::new(10, 0, 0, lid as u8)) });
+    e.attach(Io {
+        mem,
+        packets,
+        completions: count.clone(),
+        clock,
+        local: Endpoint::v4(lid, Ipv4Addr::new(10, 0, 0, lid as u8)),
+    });
     let pd = e.alloc_pd(0).unwrap();
     let cq = e.create_cq(22).unwrap();
     let all = Access(Access::LOCAL_WRITE.0 | Access::REMOTE_READ.0 | Access::REMOTE_WRITE.0 | Access::REMOTE_ATOMIC.0);
     let idx = e
-        .create_mkey(Mkey { variant: 1, pd, access: all, start: BASE, length: MEM as u64, whole_space: false, translation: Translation::Physical, free: false, uid: 0 })
+        .create_mkey(Mkey {
+            variant: 1,
+            pd,
+            access: all,
+            start: BASE,
+            length: MEM as u64,
+            whole_space: false,
+            translation: Translation::Physical,
+            free: false,
+            uid: 0,
+        })
         .unwrap();
     let qp = e
-        .create_qp(QpCreate { qp_type: QpType::Rc, pd, send_cq: Some(cq), recv_cq: Some(cq), srq: None, xrcd: None, log_sq_size: 14, log_rq_size: 14, sq_sig_all: true, uid: 0 })
+        .create_qp(QpCreate {
+            qp_type: QpType::Rc,
+            pd,
+            send_cq: Some(cq),
+            recv_cq: Some(cq),
+            srq: None,
+            xrcd: None,
+            log_sq_size: 14,
+            log_rq_size: 14,
+            sq_sig_all: true,
+            uid: 0,
+        })
         .unwrap();
     e.modify_qp(qp, QpTransition::RstToInit, &QpAttrUpdate { access: Some(all), ..Default::default() }).unwrap();
     Node { eng: SharedEngine::new(e), count, key: Mkey::key(idx, 1), qp, cq }
@@ -225,7 +254,11 @@ fn with_b_polled<R>(u: &Udp, f: impl FnOnce(&Polled) -> R) -> R {
 
 fn inproc() -> InProc {
     let clock = Arc::new(ManualClock::default());
-    let net = InProcNet::new(&[Endpoint::v4(1, Ipv4Addr::new(10, 0, 0, 1)), Endpoint::v4(2, Ipv4Addr::new(10, 0, 0, 2))], &[], clock.clone());
+    let net = InProcNet::new(
+        &[Endpoint::v4(1, Ipv4Addr::new(10, 0, 0, 1)), Endpoint::v4(2, Ipv4Addr::new(10, 0, 0, 2))],
+        &[],
+        clock.clone(),
+    );
     let a = node(1, net.sink(0), clock.clone());
     let b = node(2, net.sink(1), clock);
     connect(&a, &b, 1, 2);
@@ -234,13 +267,38 @@ fn inproc() -> InProc {
 
 fn udp() -> Udp {
     let clock = Arc::new(MonotonicClock::default());
-    let cfg = |gid: &str, port: u16, peers: Vec<PeerConfig>| FabricConfig { port, bind: "127.0.0.1".into(), gid: Some(gid.into()), peers, socket_buffer: 16 << 20, ..Default::default() };
+    let cfg = |gid: &str, port: u16, peers: Vec<PeerConfig>| FabricConfig {
+        port,
+        bind: "127.0.0.1".into(),
+        gid: Some(gid.into()),
+        peers,
+        socket_buffer: 16 << 20,
+        ..Default::default()
+    };
     let probe = UdpFabric::bind(&cfg("10.0.0.2", 0, vec![]), 2, clock.clone()).unwrap();
     let bp = probe.local_addr().unwrap().port();
     drop(probe);
-    let mut fa = UdpFabric::bind(&cfg("10.0.0.1", 0, vec![PeerConfig { lid: Some(2), gid: Some("10.0.0.2".into()), addr: format!("127.0.0.1:{bp}") }]), 1, clock.clone()).unwrap();
+    let mut fa = UdpFabric::bind(
+        &cfg(
+            "10.0.0.1",
+            0,
+            vec![PeerConfig { lid: Some(2), gid: Some("10.0.0.2".into()), addr: format!("127.0.0.1:{bp}") }],
+        ),
+        1,
+        clock.clone(),
+    )
+    .unwrap();
     let ap = fa.local_addr().unwrap().port();
-    let mut fb = UdpFabric::bind(&cfg("10.0.0.2", bp, vec![PeerConfig { lid: Some(1), gid: Some("10.0.0.1".into()), addr: format!("127.0.0.1:{ap}") }]), 2, clock.clone()).unwrap();
+    let mut fb = UdpFabric::bind(
+        &cfg(
+            "10.0.0.2",
+            bp,
+            vec![PeerConfig { lid: Some(1), gid: Some("10.0.0.1".into()), addr: format!("127.0.0.1:{ap}") }],
+        ),
+        2,
+        clock.clone(),
+    )
+    .unwrap();
     let a = node(1, fa.sink(), clock.clone());
     let b = node(2, fb.sink(), clock);
     for (n, f) in [(&a, &fa), (&b, &fb)] {
@@ -303,7 +361,11 @@ fn write_bw(d: &dyn Drive, size: u32, count: u64, depth: u64) -> f64 {
     let (a, b) = (d.a(), d.b());
     let secs = pipelined(d, count, depth, |i| {
         let slot = (i % 16) * (2 << 20);
-        let wr = SendWr { remote_addr: BASE + slot, rkey: b.key, ..SendWr::new(i, WrOpcode::Write, vec![sge(a, BASE + slot, size)]) };
+        let wr = SendWr {
+            remote_addr: BASE + slot,
+            rkey: b.key,
+            ..SendWr::new(i, WrOpcode::Write, vec![sge(a, BASE + slot, size)])
+        };
         a.eng.lock().post_send(a.qp, wr).unwrap();
     });
     (size as u64 * count) as f64 / secs / 1e9
@@ -324,7 +386,12 @@ fn msg_rate(d: &dyn Drive, count: u64, depth: u64) -> f64 {
 fn atomic_rate(d: &dyn Drive, count: u64, depth: u64) -> f64 {
     let (a, b) = (d.a(), d.b());
     let secs = pipelined(d, count, depth, |i| {
-        let wr = SendWr { remote_addr: BASE + 4096, rkey: b.key, swap_add: 1, ..SendWr::new(i, WrOpcode::FetchAdd, vec![sge(a, BASE + 8192 + (i % 64) * 8, 8)]) };
+        let wr = SendWr {
+            remote_addr: BASE + 4096,
+            rkey: b.key,
+            swap_add: 1,
+            ..SendWr::new(i, WrOpcode::FetchAdd, vec![sge(a, BASE + 8192 + (i % 64) * 8, 8)])
+        };
         a.eng.lock().post_send(a.qp, wr).unwrap();
     });
     count as f64 / secs
@@ -561,7 +628,10 @@ fn main() {
         println!("    guest-memory copy         {w:8.3} GB/s write, {r:.3} GB/s read (volatile words; a volatile byte loop writes {b:.3} GB/s)");
         let (w, r) = dma_space_copy_gbs();
         println!("    DmaSpace copy             {w:8.3} GB/s write, {r:.3} GB/s read (4 KiB packets through the translation table)");
-        println!("    guest-memory access       {:8.1} ns per 4 B DmaSpace::read (doorbell record, CQ consumer index)", dma_small_read_ns(5_000_000));
+        println!(
+            "    guest-memory access       {:8.1} ns per 4 B DmaSpace::read (doorbell record, CQ consumer index)",
+            dma_small_read_ns(5_000_000)
+        );
     }
     if only == "mem" {
         return;

@@ -187,7 +187,8 @@ fn parse_guid(s: &str) -> Result<u64, ConfigError> {
 
 impl Config {
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.display().to_string(), source })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: path.display().to_string(), source })?;
         Config::parse(&text)
     }
 
@@ -212,7 +213,10 @@ impl Config {
         }
         let uars = (self.bars.bar0_size / crate::pci::UAR_PAGE_SIZE).saturating_sub(crate::pci::FIRST_UAR_PAGE);
         if self.doorbell.watch_uars as u64 > uars {
-            return Err(ConfigError::Invalid(format!("watch_uars {} exceeds the {uars} UAR pages of BAR0", self.doorbell.watch_uars)));
+            return Err(ConfigError::Invalid(format!(
+                "watch_uars {} exceeds the {uars} UAR pages of BAR0",
+                self.doorbell.watch_uars
+            )));
         }
         Ok(())
     }

@@ -58,9 +58,7 @@ impl ControlHandles {
                 None => "err no firmware".into(),
             },
             (Some("stats"), None, None) => self.stats().to_string(),
-            (Some("help"), None, None) => {
-                "ok commands: raise <vector>, link up|down, stats, help".into()
-            }
+            (Some("help"), None, None) => "ok commands: raise <vector>, link up|down, stats, help".into(),
             _ => format!("err unknown command {:?}", line.trim()),
         }
     }
@@ -93,9 +91,8 @@ pub fn spawn(path: &Path, h: ControlHandles) -> std::io::Result<()> {
                 match conn {
                     Ok(s) => {
                         let h = h.clone();
-                        let _ = std::thread::Builder::new()
-                            .name("vrnic-control-conn".into())
-                            .spawn(move || serve(s, &h));
+                        let _ =
+                            std::thread::Builder::new().name("vrnic-control-conn".into()).spawn(move || serve(s, &h));
                     }
                     Err(e) => warn!("control accept: {e}"),
                 }

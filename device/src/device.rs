@@ -16,20 +16,20 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tracing::info;
 
 use crate::config::{Config, DoorbellMode};
-use crate::mlx5::uar::{arm_page, Doorbell, UAR_PAGE};
 use crate::engine::Limits;
-use crate::mlx5::datapath::FwHandler;
-use crate::wire::clock::MonotonicClock;
-use crate::mlx5::uar::PollerKick;
-use crate::wire::bth;
 use crate::fabric::{LoopbackPump, PacketHandler, RxMeta, UdpFabric};
 use crate::mlx5::builder::{FabricIo, FirmwareBuilder};
+use crate::mlx5::datapath::FwHandler;
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::ib::port::PortConfig;
+use crate::mlx5::uar::PollerKick;
+use crate::mlx5::uar::{arm_page, Doorbell, UAR_PAGE};
 use crate::mlx5::{DoorbellSink, DoorbellStats, InitSegment, UarPoller};
 use crate::pci::*;
 use crate::sys::{memfd, SharedMem};
 use crate::vfio::{DmaSpace, Interrupts};
+use crate::wire::bth;
+use crate::wire::clock::MonotonicClock;
 
 /// Counters exported to the control socket.
 #[derive(Default, Debug, serde::Serialize)]
@@ -100,13 +100,19 @@ impl crate::engine::GuestMemory for DeviceMemory {
     }
     fn compare_and_swap_u64(&self, addr: u64, expected: u64, new: u64) -> Result<u64, crate::engine::MemFault> {
         if addr & crate::engine::DEVICE_MEMORY != 0 {
-            return self.dm(addr, 8).and_then(|o| self.mem.compare_and_swap_u64(o, expected, new)).ok_or(crate::engine::MemFault { addr });
+            return self
+                .dm(addr, 8)
+                .and_then(|o| self.mem.compare_and_swap_u64(o, expected, new))
+                .ok_or(crate::engine::MemFault { addr });
         }
         crate::engine::GuestMemory::compare_and_swap_u64(&*self.dma, addr, expected, new)
     }
     fn fetch_add_u64(&self, addr: u64, add: u64) -> Result<u64, crate::engine::MemFault> {
         if addr & crate::engine::DEVICE_MEMORY != 0 {
-            return self.dm(addr, 8).and_then(|o| self.mem.fetch_add_u64(o, add)).ok_or(crate::engine::MemFault { addr });
+            return self
+                .dm(addr, 8)
+                .and_then(|o| self.mem.fetch_add_u64(o, add))
+                .ok_or(crate::engine::MemFault { addr });
         }
         crate::engine::GuestMemory::fetch_add_u64(&*self.dma, addr, add)
     }
@@ -222,10 +228,17 @@ impl Vrnic {
         let mem = Arc::new(SharedMem::map(&mem_fd, total as usize)?);
         let doorbells = Arc::new(DoorbellStats::default());
         // UAR pages end where the MEMIC window starts.
-        let limits = Limits { uar_first: FIRST_UAR_PAGE as u32, uar_last: (bars.memic_offset() / UAR_PAGE - 1) as u32, log_max_rd_atomic: config.log_max_rd_atomic(), ..Limits::default() };
-        let mut port = PortConfig::new(config.node_guid(), config.port_guid(), config.identity.lid, config.identity.device_id);
+        let limits = Limits {
+            uar_first: FIRST_UAR_PAGE as u32,
+            uar_last: (bars.memic_offset() / UAR_PAGE - 1) as u32,
+            log_max_rd_atomic: config.log_max_rd_atomic(),
+            ..Limits::default()
+        };
+        let mut port =
+            PortConfig::new(config.node_guid(), config.port_guid(), config.identity.lid, config.identity.device_id);
         port.revision = config.identity.revision as u32;
-        let memory = Arc::new(DeviceMemory { dma: dma.clone(), mem: mem.clone(), base: bars.memic_offset(), size: bars.bar4 });
+        let memory =
+            Arc::new(DeviceMemory { dma: dma.clone(), mem: mem.clone(), base: bars.memic_offset(), size: bars.bar4 });
         let first_mappable = MAPPABLE_START / UAR_PAGE;
         let first_watched = first_mappable + config.doorbell.watch_uars as u64;
         let watched: Arc<Mutex<Vec<u64>>> = Arc::new(Mutex::new(Vec::new()));
@@ -261,7 +274,13 @@ impl Vrnic {
         let waker = fabric.waker();
         let firmware = builder
             .fabric(FabricIo {
-                io: crate::engine::Io { mem: memory.clone(), packets: fabric.sink(), clock: clock.clone(), local, ..Default::default() },
+                io: crate::engine::Io {
+                    mem: memory.clone(),
+                    packets: fabric.sink(),
+                    clock: clock.clone(),
+                    local,
+                    ..Default::default()
+                },
                 waker: Some(Arc::new(move || waker.wake())),
                 counters: Some(fabric.counters()),
             })
@@ -269,17 +288,30 @@ impl Vrnic {
             .map_err(io::Error::other)?;
         info!(addr = %fabric.local_addr().map(|a| a.to_string()).unwrap_or_default(), peers = config.fabric.peers.len(), "RoCEv2 fabric bound");
         let fw = Arc::new(Mutex::new(firmware));
-        let sink: Arc<dyn DoorbellSink> = Arc::new(FwSink { fw: fw.clone(), stats: doorbells.clone(), pump: config.fabric.inline_loopback.then(|| fabric.loopback_pump()) });
+        let sink: Arc<dyn DoorbellSink> = Arc::new(FwSink {
+            fw: fw.clone(),
+            stats: doorbells.clone(),
+            pump: config.fabric.inline_loopback.then(|| fabric.loopback_pump()),
+        });
         let poller = match config.doorbell.mode {
             DoorbellMode::Poll => {
-                let poll_sink: Arc<dyn DoorbellSink> = Arc::new(PollSink { fw: fw.clone(), stats: doorbells.clone(), pump: config.fabric.inline_loopback.then(|| fabric.loopback_pump()) });
+                let poll_sink: Arc<dyn DoorbellSink> = Arc::new(PollSink {
+                    fw: fw.clone(),
+                    stats: doorbells.clone(),
+                    pump: config.fabric.inline_loopback.then(|| fabric.loopback_pump()),
+                });
                 Some(UarPoller::start_with(mem.clone(), poll_sink, watched))
             }
             DoorbellMode::Trap => None,
         };
         let handler = FwHandler(fw.clone());
         match poller.as_ref().and_then(|p| p.kick_handle()) {
-            Some(kick) => fabric.start(Arc::new(Kicking { handler, kick, pending: AtomicBool::new(false), pending_local: AtomicBool::new(false) }))?,
+            Some(kick) => fabric.start(Arc::new(Kicking {
+                handler,
+                kick,
+                pending: AtomicBool::new(false),
+                pending_local: AtomicBool::new(false),
+            }))?,
             None => fabric.start(Arc::new(handler))?,
         }
         let mut d = Vrnic {

@@ -232,7 +232,12 @@ fn main() -> ExitCode {
     };
     use std::io::IsTerminal;
     let ansi = std::io::stderr().is_terminal();
-    tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).with_target(false).with_ansi(ansi).init();
+    tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(ansi)
+        .init();
 
     let irqs = Arc::new(Interrupts::new(MSIX_VECTORS));
     let dma = Arc::new(DmaSpace::default());
@@ -253,11 +258,17 @@ fn main() -> ExitCode {
         vrnic::host::qos::spawn(move || d.total(), qos.clone());
     }
     let fw = device.firmware();
-    let mut server = match Server::bind(&args.socket, device, dma.clone(), irqs.clone(), ServerOptions {
-        // Poll mode keeps doorbells off the socket: nothing to spin for.
-        spin_us: if config.doorbell.mode == DoorbellMode::Trap { config.doorbell.trap_spin_us } else { 0 },
-        ..ServerOptions::default()
-    }) {
+    let mut server = match Server::bind(
+        &args.socket,
+        device,
+        dma.clone(),
+        irqs.clone(),
+        ServerOptions {
+            // Poll mode keeps doorbells off the socket: nothing to spin for.
+            spin_us: if config.doorbell.mode == DoorbellMode::Trap { config.doorbell.trap_spin_us } else { 0 },
+            ..ServerOptions::default()
+        },
+    ) {
         Ok(s) => s,
         Err(e) => {
             error!("{e}");
@@ -265,7 +276,16 @@ fn main() -> ExitCode {
         }
     };
     if let Some(p) = &args.control {
-        let h = ControlHandles { irqs, dma, server: server.stats.clone(), device: device_stats, doorbells, poller, fw: Some(fw), qos };
+        let h = ControlHandles {
+            irqs,
+            dma,
+            server: server.stats.clone(),
+            device: device_stats,
+            doorbells,
+            poller,
+            fw: Some(fw),
+            qos,
+        };
         if let Err(e) = control::spawn(p, h) {
             error!("control socket {}: {e}", p.display());
             return ExitCode::FAILURE;

@@ -180,9 +180,7 @@ pub struct ThreadPrivs {
 
 impl ThreadPrivs {
     pub fn parse(status: &str) -> Option<ThreadPrivs> {
-        let field = |k: &str| {
-            status.lines().find_map(|l| l.strip_prefix(k)).map(|v| v.trim().to_string())
-        };
+        let field = |k: &str| status.lines().find_map(|l| l.strip_prefix(k)).map(|v| v.trim().to_string());
         let hex = |k: &str| field(k).and_then(|v| u64::from_str_radix(&v, 16).ok());
         Some(ThreadPrivs {
             cap_eff: hex("CapEff:")?,
@@ -203,7 +201,13 @@ mod tests {
         let s = "Name:\tvrnic\nNoNewPrivs:\t1\nCapInh:\t0000000000000000\nCapPrm:\t000001ffffffffff\n\
                  CapEff:\t0000000000000000\nCapBnd:\t000001ffffffffff\nSeccomp:\t2\nSeccomp_filters:\t2\n";
         let p = ThreadPrivs::parse(s).unwrap();
-        let want = ThreadPrivs { cap_eff: 0, cap_prm: 0x1ff_ffff_ffff, cap_bnd: 0x1ff_ffff_ffff, no_new_privs: true, seccomp: 2 };
+        let want = ThreadPrivs {
+            cap_eff: 0,
+            cap_prm: 0x1ff_ffff_ffff,
+            cap_bnd: 0x1ff_ffff_ffff,
+            no_new_privs: true,
+            seccomp: 2,
+        };
         assert_eq!(p, want);
         assert!(ThreadPrivs::parse("Name:\tx\n").is_none());
     }

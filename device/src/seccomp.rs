@@ -33,8 +33,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
-    TargetArch,
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
 };
 use thiserror::Error;
 
@@ -258,8 +257,26 @@ mod tests {
     fn list_has_no_dangerous_calls_and_builds() {
         let names = allowed_names();
         for bad in [
-            "execve", "execveat", "ptrace", "mount", "bpf", "process_vm_readv", "process_vm_writev", "open", "openat",
-            "socket", "connect", "bind", "ioctl", "kill", "setuid", "capset", "memfd_create", "uname", "fork", "vfork",
+            "execve",
+            "execveat",
+            "ptrace",
+            "mount",
+            "bpf",
+            "process_vm_readv",
+            "process_vm_writev",
+            "open",
+            "openat",
+            "socket",
+            "connect",
+            "bind",
+            "ioctl",
+            "kill",
+            "setuid",
+            "capset",
+            "memfd_create",
+            "uname",
+            "fork",
+            "vfork",
             "clone3",
         ] {
             assert!(!names.contains(&bad), "{bad} is allowed");

@@ -10,7 +10,6 @@ use common::Server;
 
 use vrnic::privs::ThreadPrivs;
 
-
 fn own() -> ThreadPrivs {
     ThreadPrivs::parse(&std::fs::read_to_string(Path::new("/proc/self/status")).unwrap()).unwrap()
 }

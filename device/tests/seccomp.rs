@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 mod common;
 use common::Server;
 
+use vmm_sys_util::eventfd::EventFd;
 use vrnic::privs::ThreadPrivs;
 use vrnic::seccomp::{allowed_names, install_this_thread, SeccompMode};
-use vmm_sys_util::eventfd::EventFd;
 use vrnic::sys::memfd;
 
 fn eventfd() -> std::io::Result<EventFd> {
@@ -147,8 +147,14 @@ fn the_filtered_server_serves_a_client_through_reconnects() {
         c.dma_map(0, 0, 1 << 20, ram.as_raw_fd()).unwrap();
         c.dma_map(1 << 20, 1 << 32, 3 << 20, ram.as_raw_fd()).unwrap();
         let e = eventfd().unwrap();
-        c.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER, 5, 1, &[e.as_raw_fd()])
-            .unwrap();
+        c.set_irqs(
+            VFIO_PCI_MSIX_IRQ_INDEX,
+            VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER,
+            5,
+            1,
+            &[e.as_raw_fd()],
+        )
+        .unwrap();
         assert!(ask(&mut ctl, "raise 5").starts_with("ok"), "round {round}");
         let t0 = Instant::now();
         while e.read().unwrap_or(0) == 0 {
@@ -255,7 +261,14 @@ fn seccomp_child() {
                 }
             }
             "mmap-exec" => {
-                libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_EXEC, libc::MAP_SHARED, ram.as_raw_fd(), 0);
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    4096,
+                    libc::PROT_READ | libc::PROT_EXEC,
+                    libc::MAP_SHARED,
+                    ram.as_raw_fd(),
+                    0,
+                );
             }
             "tgkill-other" => {
                 libc::syscall(libc::SYS_tgkill, 1, 1, 0);

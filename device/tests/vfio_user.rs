@@ -11,11 +11,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use vmm_sys_util::eventfd::EventFd;
 use vrnic::config::{Config, DoorbellMode};
 use vrnic::device::DeviceStats;
 use vrnic::mlx5::DoorbellStats;
 use vrnic::pci::MSIX_VECTORS;
-use vmm_sys_util::eventfd::EventFd;
 use vrnic::sys::{memfd, SharedMem};
 
 fn eventfd() -> std::io::Result<EventFd> {
@@ -404,7 +404,10 @@ fn malformed_dma_and_irq_requests() {
     // Unmap that would split a mapping.
     assert_eq!(r.errno(3, &dma_unmap_args(0x10_0000, 0x1000, 0), &[]), libc::EINVAL as u32);
     // Dirty bitmap: not supported.
-    assert_eq!(r.errno(3, &dma_unmap_args(0x10_0000, 1 << 20, VFIO_DMA_UNMAP_FLAG_GET_DIRTY_BITMAP), &[]), libc::ENOTSUP as u32);
+    assert_eq!(
+        r.errno(3, &dma_unmap_args(0x10_0000, 1 << 20, VFIO_DMA_UNMAP_FLAG_GET_DIRTY_BITMAP), &[]),
+        libc::ENOTSUP as u32
+    );
     // Unmap all.
     let m = r.call(3, &dma_unmap_args(0, 0, VFIO_DMA_UNMAP_FLAG_ALL), &[], 0);
     assert_eq!(m.hdr.flags & FLAGS_ERROR, 0);
@@ -483,14 +486,21 @@ fn region_info_argsz_negotiation() {
     assert_eq!(need, 32 + 32, "sparse cap with one area");
     let flags = u32::from_le_bytes(m.payload[4..8].try_into().unwrap());
     assert_ne!(flags & VFIO_REGION_INFO_FLAG_CAPS, 0);
-    assert_eq!(u32::from_le_bytes(m.payload[12..16].try_into().unwrap()), 32, "QEMU needs a valid cap_offset even when truncated");
+    assert_eq!(
+        u32::from_le_bytes(m.payload[12..16].try_into().unwrap()),
+        32,
+        "QEMU needs a valid cap_offset even when truncated"
+    );
     assert!(m.fds.is_empty(), "the fd comes with the full reply");
     q[0..4].copy_from_slice(&need.to_le_bytes());
     let m = r.call(5, &q, &[], 0);
     assert_eq!(m.payload.len(), need as usize);
     assert_eq!(m.fds.len(), 1, "region fd comes with the reply");
     let flags = u32::from_le_bytes(m.payload[4..8].try_into().unwrap());
-    assert_eq!(flags & (VFIO_REGION_INFO_FLAG_MMAP | VFIO_REGION_INFO_FLAG_CAPS), VFIO_REGION_INFO_FLAG_MMAP | VFIO_REGION_INFO_FLAG_CAPS);
+    assert_eq!(
+        flags & (VFIO_REGION_INFO_FLAG_MMAP | VFIO_REGION_INFO_FLAG_CAPS),
+        VFIO_REGION_INFO_FLAG_MMAP | VFIO_REGION_INFO_FLAG_CAPS
+    );
     assert_eq!(u32::from_le_bytes(m.payload[12..16].try_into().unwrap()), 32, "cap_offset");
     // Trap mode: nothing mappable, no fd.
     let h = start(DoorbellMode::Trap);
@@ -520,7 +530,9 @@ fn client_vanishing_mid_message_is_survived() {
         let hb = Header { id: r.id, command: 10, size: 64, flags: 0, error_reply: 0 };
         (&r.s).write_all(&hb.emit()).unwrap();
     }
-    wait_until("both connections served", || h.stats.connections.load(Ordering::Relaxed) >= 2 && !h.stats.connected.load(Ordering::Relaxed));
+    wait_until("both connections served", || {
+        h.stats.connections.load(Ordering::Relaxed) >= 2 && !h.stats.connected.load(Ordering::Relaxed)
+    });
     let mut r = Raw::negotiated(&h);
     assert_eq!(r.region_read(7, 2, 2).unwrap(), vec![0x17, 0x10]);
 }
@@ -540,7 +552,10 @@ fn stale_socket_is_replaced_and_live_one_is_not() {
     let mut s = Server::bind(&path, d, dma, irqs, ServerOptions::default()).unwrap();
     std::thread::spawn(move || s.run());
     let (d, dma, irqs) = mk();
-    assert!(matches!(Server::bind(&path, d, dma, irqs, ServerOptions::default()), Err(vrnic::vfio::server::ServerError::InUse(_))));
+    assert!(matches!(
+        Server::bind(&path, d, dma, irqs, ServerOptions::default()),
+        Err(vrnic::vfio::server::ServerError::InUse(_))
+    ));
 }
 
 #[test]

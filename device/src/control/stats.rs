@@ -15,14 +15,14 @@ use super::ControlHandles;
 use crate::device::DeviceStats;
 use crate::engine::transport::EngineDrops;
 use crate::engine::QpCounters;
+use crate::fabric::counters::PortSnapshot;
+use crate::host::qos::QosStats;
 use crate::mlx5::firmware::{Firmware, FwStats};
 use crate::mlx5::ib::port::PortCounters as IbPortCounters;
 use crate::mlx5::{DoorbellStats, PollerStats};
-use crate::host::qos::QosStats;
 use crate::vfio::dma::DmaStats;
 use crate::vfio::irq::IrqStats;
 use crate::vfio::ServerStats;
-use crate::fabric::counters::PortSnapshot;
 
 /// The whole reply.
 #[derive(Serialize)]
@@ -116,20 +116,13 @@ impl ControlHandles {
         let tree = Stats {
             firmware: fw.map(FirmwareStats::new),
             server: &self.server,
-            dma: DmaTree {
-                mappings: self.dma.len(),
-                stats: &self.dma.stats,
-            },
+            dma: DmaTree { mappings: self.dma.len(), stats: &self.dma.stats },
             irq: &self.irqs.stats,
             device: &self.device,
-            doorbells: Doorbells {
-                stats: &self.doorbells,
-                poller: self.poller.as_deref(),
-            },
+            doorbells: Doorbells { stats: &self.doorbells, poller: self.poller.as_deref() },
             cpu_latency_qos: &self.qos,
         };
         // Counter structs have string keys only; an error here is a bug, reported in the reply.
-        serde_json::to_value(&tree)
-            .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }))
+        serde_json::to_value(&tree).unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }))
     }
 }

@@ -2,8 +2,8 @@
 //! of every counter struct at the path the harness and docs read.
 
 use super::*;
-use vmm_sys_util::eventfd::EventFd;
 use crate::vfio::protocol::vfio::*;
+use vmm_sys_util::eventfd::EventFd;
 
 #[test]
 fn raise_and_stats() {
@@ -37,10 +37,7 @@ fn raise_and_stats() {
     assert_eq!(h.execute("link down"), "err no firmware");
     let s: serde_json::Value = serde_json::from_str(&h.execute("stats")).unwrap();
     assert_eq!(s["irq"]["raised"], 2);
-    assert_eq!(
-        s["irq"]["delivered"], 1,
-        "vector 1 has no eventfd and stays pending"
-    );
+    assert_eq!(s["irq"]["delivered"], 1, "vector 1 has no eventfd and stays pending");
 }
 
 use std::collections::BTreeMap;
@@ -91,21 +88,9 @@ fn counter_structs(
     let fw = h.fw.as_ref().unwrap().lock().unwrap();
     vec![
         ("FwStats", &["firmware"][..], v(&**fw.stats())),
-        (
-            "PortCounters",
-            &["firmware", "port_counters"],
-            v(fw.port_counters()),
-        ),
-        (
-            "QpCounters",
-            &["firmware", "engine"],
-            v(&fw.engine().counters()),
-        ),
-        (
-            "EngineDrops",
-            &["firmware", "engine_drops"],
-            v(&fw.engine().rt.drops),
-        ),
+        ("PortCounters", &["firmware", "port_counters"], v(fw.port_counters())),
+        ("QpCounters", &["firmware", "engine"], v(&fw.engine().counters())),
+        ("EngineDrops", &["firmware", "engine_drops"], v(&fw.engine().rt.drops)),
         // The wire port's counters (wire/counters.rs) are serialized through their snapshot.
         ("PortCounters", &["firmware", "fabric"], v(&wire.snapshot())),
         ("ServerStats", &["server"], v(&*h.server)),
@@ -113,11 +98,7 @@ fn counter_structs(
         ("IrqStats", &["irq"], v(&h.irqs.stats)),
         ("DeviceStats", &["device"], v(&*h.device)),
         ("DoorbellStats", &["doorbells"], v(&*h.doorbells)),
-        (
-            "PollerStats",
-            &["doorbells", "poller"],
-            v(&**h.poller.as_ref().unwrap()),
-        ),
+        ("PollerStats", &["doorbells", "poller"], v(&**h.poller.as_ref().unwrap())),
         ("QosStats", &["cpu_latency_qos"], v(&*h.qos)),
     ]
 }
@@ -154,15 +135,7 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
         c.store(next(), Relaxed);
     }
     let d = &h.device;
-    for c in [
-        &d.config_reads,
-        &d.config_writes,
-        &d.bar_reads,
-        &d.bar_writes,
-        &d.cmd_doorbells,
-        &d.resets,
-        &d.flrs,
-    ] {
+    for c in [&d.config_reads, &d.config_writes, &d.bar_reads, &d.bar_writes, &d.cmd_doorbells, &d.resets, &d.flrs] {
         c.store(next(), Relaxed);
     }
     let d = &h.doorbells;
@@ -188,14 +161,7 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
     let snap = serde_json::to_value(wire.snapshot()).unwrap();
     let mut fw = h.fw.as_ref().unwrap().lock().unwrap();
     let f = fw.stats();
-    for c in [
-        &f.commands,
-        &f.failed,
-        &f.eqes,
-        &f.interrupts,
-        &f.umr_wqes,
-        &f.umr_errors,
-    ] {
+    for c in [&f.commands, &f.failed, &f.eqes, &f.interrupts, &f.umr_wqes, &f.umr_errors] {
         c.store(next(), Relaxed);
     }
     let c = fw.port_counters();
@@ -240,13 +206,7 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
         *c = next();
     }
     let d = &mut fw.engine_mut().rt.drops;
-    for c in [
-        &mut d.malformed,
-        &mut d.no_qp,
-        &mut d.bad_state,
-        &mut d.bad_transport,
-        &mut d.bad_pkey,
-    ] {
+    for c in [&mut d.malformed, &mut d.no_qp, &mut d.bad_state, &mut d.bad_transport, &mut d.bad_pkey] {
         *c = next();
     }
     drop(fw);
@@ -258,10 +218,7 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
 }
 
 /// A wire port counter by its field name.
-fn wire_counter<'a>(
-    w: &'a crate::fabric::PortCounters,
-    name: &str,
-) -> &'a std::sync::atomic::AtomicU64 {
+fn wire_counter<'a>(w: &'a crate::fabric::PortCounters, name: &str) -> &'a std::sync::atomic::AtomicU64 {
     match name {
         "tx_packets" => &w.tx_packets,
         "tx_bytes" => &w.tx_bytes,
@@ -301,17 +258,12 @@ fn at<'a>(v: &'a Value, path: &[&str]) -> &'a Value {
 fn all_nonzero_and_distinct(structs: &[(&str, &[&str], Value)]) {
     let mut seen = BTreeMap::new();
     for (name, path, v) in structs {
-        for (k, x) in v
-            .as_object()
-            .unwrap_or_else(|| panic!("{name} does not serialize as an object"))
-        {
+        for (k, x) in v.as_object().unwrap_or_else(|| panic!("{name} does not serialize as an object")) {
             if x.is_boolean() {
                 assert_eq!(x, true, "{name}.{k}");
                 continue;
             }
-            let x = x
-                .as_u64()
-                .unwrap_or_else(|| panic!("{name}.{k} = {x} is not a counter"));
+            let x = x.as_u64().unwrap_or_else(|| panic!("{name}.{k} = {x} is not a counter"));
             assert_ne!(x, 0, "{name}.{k} not set by bump_all: add it there");
             if let Some(prev) = seen.insert(x, format!("{}.{k}", path.join("."))) {
                 panic!("{name}.{k} and {prev} both {x}");
@@ -332,11 +284,7 @@ fn every_counter_field_is_in_stats() {
         let obj = v.as_object().unwrap();
         assert!(!obj.is_empty(), "{name} has no field");
         let there = at(&stats, path);
-        assert!(
-            there.is_object(),
-            "stats has no object at {} for {name}: {stats}",
-            path.join(".")
-        );
+        assert!(there.is_object(), "stats has no object at {} for {name}: {stats}", path.join("."));
         for (k, x) in obj {
             assert_eq!(&there[k], x, "stats {}.{k} (from {name})", path.join("."));
             fields += 1;
@@ -357,10 +305,7 @@ fn every_counter_struct_is_listed() {
         *listed.entry(name).or_default() += 1;
     }
     let mut found = BTreeMap::<String, Vec<String>>::new();
-    let mut dirs = vec![std::path::PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/src"
-    ))];
+    let mut dirs = vec![std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/src"))];
     while let Some(d) = dirs.pop() {
         for e in std::fs::read_dir(&d).unwrap() {
             let p = e.unwrap().path();
@@ -376,7 +321,10 @@ fn every_counter_struct_is_listed() {
     assert!(found.len() >= 10, "the scan found only {found:?}");
     for (name, files) in &found {
         let n = listed.get(name.as_str()).copied().unwrap_or(0);
-        assert!(n >= files.len(), "counter struct {name} ({files:?}) is not in counter_structs (and so maybe not in stats)");
+        assert!(
+            n >= files.len(),
+            "counter struct {name} ({files:?}) is not in counter_structs (and so maybe not in stats)"
+        );
     }
 }
 
@@ -386,16 +334,10 @@ fn counter_structs_in(src: &str) -> Vec<String> {
     let mut lines = src.lines();
     while let Some(l) = lines.next() {
         let t = l.trim_start();
-        let Some(rest) = ["pub struct ", "pub(crate) struct ", "struct "]
-            .iter()
-            .find_map(|p| t.strip_prefix(p))
-        else {
+        let Some(rest) = ["pub struct ", "pub(crate) struct ", "struct "].iter().find_map(|p| t.strip_prefix(p)) else {
             continue;
         };
-        let name: String = rest
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect();
+        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
         if name.is_empty() || !t.ends_with('{') {
             continue;
         }
@@ -408,11 +350,7 @@ fn counter_structs_in(src: &str) -> Vec<String> {
             }
             atomic |= bt.starts_with("pub ") && bt.trim_end().ends_with(": AtomicU64,");
         }
-        if atomic
-            || ["Stats", "Counters", "Drops"]
-                .iter()
-                .any(|s| name.ends_with(s))
-        {
+        if atomic || ["Stats", "Counters", "Drops"].iter().any(|s| name.ends_with(s)) {
             out.push(name);
         }
     }
@@ -460,19 +398,9 @@ fn stats_paths_the_harness_reads_are_stable() {
     let find = |k: &str| text.match_indices(k).map(|(i, _)| i).collect::<Vec<_>>();
     let rx = find("\"rx_packets\":");
     assert_eq!(rx.len(), 2, "{text}");
-    let first: u64 = text[rx[0] + 13..]
-        .split(|c: char| !c.is_ascii_digit())
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let first: u64 = text[rx[0] + 13..].split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap();
     assert_eq!(first, s["firmware"]["engine"]["rx_packets"]);
-    let last: u64 = text[rx[1] + 13..]
-        .split(|c: char| !c.is_ascii_digit())
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let last: u64 = text[rx[1] + 13..].split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap();
     assert_eq!(last, s["firmware"]["fabric"]["rx_packets"]);
 }
 
@@ -482,9 +410,6 @@ fn stats_without_firmware_or_poller_are_null() {
     h.fw = None;
     h.poller = None;
     let s: Value = serde_json::from_str(&h.execute("stats")).unwrap();
-    assert!(
-        s["firmware"].is_null() && s["doorbells"]["poller"].is_null(),
-        "{s}"
-    );
+    assert!(s["firmware"].is_null() && s["doorbells"]["poller"].is_null(), "{s}");
     assert_eq!(s["doorbells"]["send"], 0);
 }

@@ -34,7 +34,10 @@ impl Vrnic {
                     InitSegEvent::CommandDoorbell(mask) => {
                         self.stats.cmd_doorbells.fetch_add(1, Ordering::Relaxed);
                         if self.init.nic_interface() != crate::mlx5::init_seg::NIC_IFC_FULL_DRIVER {
-                            warn!(mask = format_args!("{mask:#x}"), "command doorbell while the command interface is disabled: ignored");
+                            warn!(
+                                mask = format_args!("{mask:#x}"),
+                                "command doorbell while the command interface is disabled: ignored"
+                            );
                             continue;
                         }
                         let cmdq = self.init.cmdq_addr();
@@ -110,7 +113,10 @@ impl VfioDevice for Vrnic {
             },
             2 => rw(self.bars.bar2),
             4 => RegionDesc {
-                mmap: poll.then(|| MmapDesc { file_offset: self.bars.memic_offset(), areas: vec![SparseArea { offset: 0, size: self.bars.bar4 }] }),
+                mmap: poll.then(|| MmapDesc {
+                    file_offset: self.bars.memic_offset(),
+                    areas: vec![SparseArea { offset: 0, size: self.bars.bar4 }],
+                }),
                 ..rw(self.bars.bar4)
             },
             VFIO_PCI_CONFIG_REGION_INDEX => rw(CONFIG_SPACE_SIZE as u64),

@@ -121,16 +121,17 @@ impl Engine {
 
     /// Translation entries held by all keys (the device memory their MTTs take).
     pub fn mtt_entries(&self) -> usize {
-        self.mkeys.iter().map(|(_, k)| if let Translation::Mtt { pages, .. } = &k.translation { pages.len() } else { 0 }).sum()
+        self.mkeys
+            .iter()
+            .map(|(_, k)| if let Translation::Mtt { pages, .. } = &k.translation { pages.len() } else { 0 })
+            .sum()
     }
 
     pub fn create_cq(&mut self, log_size: u8) -> Result<u32, EngineError> {
         if log_size > self.limits.log_max_cq_size {
             return Err(EngineError::BadParam("cq size"));
         }
-        self.cqs
-            .alloc_with(|_| Cq::new(log_size))
-            .ok_or(EngineError::Limit(Kind::Cq))
+        self.cqs.alloc_with(|_| Cq::new(log_size)).ok_or(EngineError::Limit(Kind::Cq))
     }
 
     pub fn destroy_cq(&mut self, cqn: u32) -> Result<(), EngineError> {
@@ -146,7 +147,14 @@ impl Engine {
         Ok(())
     }
 
-    pub fn create_srq(&mut self, pd: u32, log_size: u8, cqn: Option<u32>, xrcd: Option<u32>, uid: u16) -> Result<u32, EngineError> {
+    pub fn create_srq(
+        &mut self,
+        pd: u32,
+        log_size: u8,
+        cqn: Option<u32>,
+        xrcd: Option<u32>,
+        uid: u16,
+    ) -> Result<u32, EngineError> {
         if !self.pds.contains(pd) {
             return Err(EngineError::NoSuch(Kind::Pd, pd));
         }

@@ -14,23 +14,23 @@ pub mod types;
 pub mod verbs;
 
 #[cfg(test)]
+mod tests_errors;
+#[cfg(test)]
 mod tests_grh;
 #[cfg(test)]
 mod tests_harness;
 #[cfg(test)]
-mod tests_rc;
-#[cfg(test)]
-mod tests_ud_uc;
-#[cfg(test)]
-mod tests_errors;
-#[cfg(test)]
 mod tests_loss;
+#[cfg(test)]
+mod tests_nop;
 #[cfg(test)]
 mod tests_pkey;
 #[cfg(test)]
+mod tests_rc;
+#[cfg(test)]
 mod tests_responder;
 #[cfg(test)]
-mod tests_nop;
+mod tests_ud_uc;
 
 pub use instance::{Engine, Limits, QpCreate};
 pub use objects::*;
@@ -71,29 +71,61 @@ mod tests {
         let (mut e, pd, cq) = engine_with_cq();
         let q = e.create_qp(rc(pd, cq)).unwrap();
         assert!(q >= 0x100);
-        assert!(matches!(e.modify_qp(q, QpTransition::InitToRtr, &QpAttrUpdate::default()), Err(EngineError::QpState { .. })));
+        assert!(matches!(
+            e.modify_qp(q, QpTransition::InitToRtr, &QpAttrUpdate::default()),
+            Err(EngineError::QpState { .. })
+        ));
         assert_eq!(e.qps.get(q).unwrap().state, QpState::Reset, "illegal transition leaves the QP alone");
-        e.modify_qp(q, QpTransition::RstToInit, &QpAttrUpdate { pkey_index: Some(0), port: Some(1), ..Default::default() }).unwrap();
+        e.modify_qp(
+            q,
+            QpTransition::RstToInit,
+            &QpAttrUpdate { pkey_index: Some(0), port: Some(1), ..Default::default() },
+        )
+        .unwrap();
         e.modify_qp(q, QpTransition::InitToInit, &QpAttrUpdate::default()).unwrap();
-        let up = QpAttrUpdate { dest_qpn: Some(0x123), rq_psn: Some(77), path_mtu: Some(Mtu(1024)), ..Default::default() };
+        let up =
+            QpAttrUpdate { dest_qpn: Some(0x123), rq_psn: Some(77), path_mtu: Some(Mtu(1024)), ..Default::default() };
         e.modify_qp(q, QpTransition::InitToRtr, &up).unwrap();
-        e.modify_qp(q, QpTransition::RtrToRts, &QpAttrUpdate { sq_psn: Some(5), retry_cnt: Some(7), ..Default::default() }).unwrap();
+        e.modify_qp(
+            q,
+            QpTransition::RtrToRts,
+            &QpAttrUpdate { sq_psn: Some(5), retry_cnt: Some(7), ..Default::default() },
+        )
+        .unwrap();
         e.modify_qp(q, QpTransition::RtsToRts, &QpAttrUpdate::default()).unwrap();
         let qp = e.qps.get(q).unwrap();
-        assert_eq!((qp.state, qp.attrs.dest_qpn, qp.attrs.rq_psn, qp.attrs.sq_psn, qp.attrs.path_mtu), (QpState::Rts, 0x123, 77, 5, Mtu(1024)));
-        assert!(matches!(e.modify_qp(q, QpTransition::RtsToRts, &QpAttrUpdate { retry_cnt: Some(8), ..Default::default() }), Err(EngineError::BadParam(_))));
-        assert!(matches!(e.modify_qp(q, QpTransition::SqerrToRts, &QpAttrUpdate::default()), Err(EngineError::QpState { .. })));
+        assert_eq!(
+            (qp.state, qp.attrs.dest_qpn, qp.attrs.rq_psn, qp.attrs.sq_psn, qp.attrs.path_mtu),
+            (QpState::Rts, 0x123, 77, 5, Mtu(1024))
+        );
+        assert!(matches!(
+            e.modify_qp(q, QpTransition::RtsToRts, &QpAttrUpdate { retry_cnt: Some(8), ..Default::default() }),
+            Err(EngineError::BadParam(_))
+        ));
+        assert!(matches!(
+            e.modify_qp(q, QpTransition::SqerrToRts, &QpAttrUpdate::default()),
+            Err(EngineError::QpState { .. })
+        ));
         e.modify_qp(q, QpTransition::ToErr, &QpAttrUpdate::default()).unwrap();
-        assert!(matches!(e.modify_qp(q, QpTransition::RtsToRts, &QpAttrUpdate::default()), Err(EngineError::QpState { .. })));
+        assert!(matches!(
+            e.modify_qp(q, QpTransition::RtsToRts, &QpAttrUpdate::default()),
+            Err(EngineError::QpState { .. })
+        ));
         e.modify_qp(q, QpTransition::ToRst, &QpAttrUpdate::default()).unwrap();
         assert_eq!(e.qps.get(q).unwrap().attrs, QpAttrs::default());
-        assert!(matches!(e.modify_qp(0x999, QpTransition::ToRst, &QpAttrUpdate::default()), Err(EngineError::NoSuch(Kind::Qp, 0x999))));
+        assert!(matches!(
+            e.modify_qp(0x999, QpTransition::ToRst, &QpAttrUpdate::default()),
+            Err(EngineError::NoSuch(Kind::Qp, 0x999))
+        ));
     }
 
     #[test]
     fn references_are_checked() {
         let (mut e, pd, cq) = engine_with_cq();
-        assert!(matches!(e.create_qp(QpCreate { send_cq: Some(99), ..rc(pd, cq) }), Err(EngineError::NoSuch(Kind::Cq, 99))));
+        assert!(matches!(
+            e.create_qp(QpCreate { send_cq: Some(99), ..rc(pd, cq) }),
+            Err(EngineError::NoSuch(Kind::Cq, 99))
+        ));
         assert!(matches!(e.create_qp(QpCreate { pd: 99, ..rc(pd, cq) }), Err(EngineError::NoSuch(Kind::Pd, 99))));
         let q = e.create_qp(rc(pd, cq)).unwrap();
         assert_eq!(e.destroy_cq(cq), Err(EngineError::Busy(Kind::Cq, cq)));

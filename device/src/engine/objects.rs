@@ -58,14 +58,7 @@ pub struct Cq {
 impl Cq {
     /// An empty, unarmed CQ of 2^`log_size` entries.
     pub fn new(log_size: u8) -> Cq {
-        Cq {
-            log_size,
-            producer: 0,
-            consumer: 0,
-            overrun: false,
-            period: 0,
-            max_count: 0,
-        }
+        Cq { log_size, producer: 0, consumer: 0, overrun: false, period: 0, max_count: 0 }
     }
 
     pub fn entries(&self) -> u32 {
@@ -323,7 +316,23 @@ impl QpAttrs {
         macro_rules! set {
             ($($f:ident),*) => { $( if let Some(v) = u.$f { self.$f = v; } )* };
         }
-        set!(pkey_index, port, qkey, access, path_mtu, dest_qpn, rq_psn, sq_psn, timeout, retry_cnt, rnr_retry, min_rnr_timer, max_rd_atomic, max_dest_rd_atomic, av);
+        set!(
+            pkey_index,
+            port,
+            qkey,
+            access,
+            path_mtu,
+            dest_qpn,
+            rq_psn,
+            sq_psn,
+            timeout,
+            retry_cnt,
+            rnr_retry,
+            min_rnr_timer,
+            max_rd_atomic,
+            max_dest_rd_atomic,
+            av
+        );
         self.rq_psn &= 0x00ff_ffff;
         self.sq_psn &= 0x00ff_ffff;
         self.dest_qpn &= 0x00ff_ffff;
@@ -418,8 +427,16 @@ mod tests {
     fn mtt_page_at_the_top_of_the_space_is_a_bounds_fault() {
         let top: u64 = !0xfff;
         let k = mkey(Translation::Mtt { page_shift: 12, pages: vec![top, 0x5000] }, 0, 0x2000);
-        assert_eq!(k.translate(0xff0, 0x20, 1, Access::LOCAL_READ), Err(KeyFault::Bounds), "runs past the end of the space");
-        assert_eq!(k.translate(0x10, 0x10, 1, Access::LOCAL_READ), Ok(vec![(top + 0x10, 0x10)]), "inside the last page");
+        assert_eq!(
+            k.translate(0xff0, 0x20, 1, Access::LOCAL_READ),
+            Err(KeyFault::Bounds),
+            "runs past the end of the space"
+        );
+        assert_eq!(
+            k.translate(0x10, 0x10, 1, Access::LOCAL_READ),
+            Ok(vec![(top + 0x10, 0x10)]),
+            "inside the last page"
+        );
         assert_eq!(k.translate(0x1000, 0x10, 1, Access::LOCAL_READ), Ok(vec![(0x5000, 0x10)]));
     }
 
@@ -435,7 +452,12 @@ mod tests {
     #[test]
     fn attr_update_masks_24_bit_fields() {
         let mut a = QpAttrs::default();
-        a.apply(&QpAttrUpdate { rq_psn: Some(0x1ff_ffff), dest_qpn: Some(0xfff_0012), qkey: Some(7), ..Default::default() });
+        a.apply(&QpAttrUpdate {
+            rq_psn: Some(0x1ff_ffff),
+            dest_qpn: Some(0xfff_0012),
+            qkey: Some(7),
+            ..Default::default()
+        });
         assert_eq!((a.rq_psn, a.dest_qpn, a.qkey, a.sq_psn), (0xff_ffff, 0xff_0012, 7, 0));
     }
 }

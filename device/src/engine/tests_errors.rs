@@ -21,7 +21,15 @@ fn remote_access_error_and_flush_in_order() {
     }
     p.settle();
     let tx = p.a.cqes();
-    assert_eq!(statuses(&tx), vec![(1, WcStatus::RemAccessErr), (2, WcStatus::WrFlushErr), (3, WcStatus::WrFlushErr), (4, WcStatus::WrFlushErr)]);
+    assert_eq!(
+        statuses(&tx),
+        vec![
+            (1, WcStatus::RemAccessErr),
+            (2, WcStatus::WrFlushErr),
+            (3, WcStatus::WrFlushErr),
+            (4, WcStatus::WrFlushErr)
+        ]
+    );
     assert_eq!(p.a.eng.lock().qps.get(qa).unwrap().state, QpState::Err);
     // The responder went to ERR too and flushed its receive.
     assert_eq!(p.b.eng.lock().qps.get(qb).unwrap().state, QpState::Err);
@@ -40,10 +48,25 @@ fn rkey_pd_and_access_rights_are_checked() {
     let (ro, other) = {
         let mut e = p.b.eng.lock();
         let pd2 = e.alloc_pd(0).unwrap();
-        let mk = |pd, access| Mkey { variant: 1, pd, access, start: BASE, length: 4096, whole_space: false, translation: Translation::Physical, free: false, uid: 0 };
-        (Mkey::key(e.create_mkey(mk(p.b.pd, Access::REMOTE_READ)).unwrap(), 1), Mkey::key(e.create_mkey(mk(pd2, ALL)).unwrap(), 1))
+        let mk = |pd, access| Mkey {
+            variant: 1,
+            pd,
+            access,
+            start: BASE,
+            length: 4096,
+            whole_space: false,
+            translation: Translation::Physical,
+            free: false,
+            uid: 0,
+        };
+        (
+            Mkey::key(e.create_mkey(mk(p.b.pd, Access::REMOTE_READ)).unwrap(), 1),
+            Mkey::key(e.create_mkey(mk(pd2, ALL)).unwrap(), 1),
+        )
     };
-    for (rkey, op) in [(ro, WrOpcode::Write), (other, WrOpcode::Read), (ro, WrOpcode::FetchAdd), (p.b.key ^ 0x1, WrOpcode::Write)] {
+    for (rkey, op) in
+        [(ro, WrOpcode::Write), (other, WrOpcode::Read), (ro, WrOpcode::FetchAdd), (p.b.key ^ 0x1, WrOpcode::Write)]
+    {
         let (qa, _qb) = p.qps(QpType::Rc, 1024);
         let mut w = send(1, op, vec![p.a.sge(BASE, 8)]);
         w.remote_addr = BASE;
@@ -60,7 +83,10 @@ fn rkey_pd_and_access_rights_are_checked() {
     r.rkey = ro;
     p.a.eng.lock().post_send(qa, r).unwrap();
     p.settle();
-    assert_eq!(statuses(&p.a.cqes().into_iter().filter(|c| c.qpn == qa).collect::<Vec<_>>()), vec![(2, WcStatus::Success)]);
+    assert_eq!(
+        statuses(&p.a.cqes().into_iter().filter(|c| c.qpn == qa).collect::<Vec<_>>()),
+        vec![(2, WcStatus::Success)]
+    );
 }
 
 #[test]
@@ -80,10 +106,17 @@ fn remote_invalid_request_and_remote_operation_errors() {
     fa.rkey = p.b.key;
     p.a.eng.lock().post_send(qa, fa).unwrap();
     p.settle();
-    assert!(p.a.cqes().contains(&Completion { byte_len: 0, src_qp: p.a.eng.lock().qps.get(qa).unwrap().attrs.dest_qpn, ..Completion::new(2, qa, WcOpcode::FetchAdd, WcStatus::RemInvReqErr) }));
+    assert!(p.a.cqes().contains(&Completion {
+        byte_len: 0,
+        src_qp: p.a.eng.lock().qps.get(qa).unwrap().attrs.dest_qpn,
+        ..Completion::new(2, qa, WcOpcode::FetchAdd, WcStatus::RemInvReqErr)
+    }));
     // Receive buffer behind a bad lkey: responder local protection, requester remote operation error.
     let (qa, qb) = p.qps(QpType::Rc, 1024);
-    p.b.eng.lock().post_recv(qb, RecvWr { wr_id: 8, sgl: vec![Sge { addr: BASE, length: 64, lkey: 0xdead_0001 }] }).unwrap();
+    p.b.eng
+        .lock()
+        .post_recv(qb, RecvWr { wr_id: 8, sgl: vec![Sge { addr: BASE, length: 64, lkey: 0xdead_0001 }] })
+        .unwrap();
     p.a.eng.lock().post_send(qa, send(3, WrOpcode::Send, vec![p.a.sge(BASE, 8)])).unwrap();
     p.settle();
     assert!(statuses(&p.a.cqes()).contains(&(3, WcStatus::RemOpErr)));
@@ -114,7 +147,14 @@ fn retry_exceeded_when_the_peer_never_answers() {
     let f = FaultConfig { seed: 1, tx: FaultRates { drop: 1.0, ..Default::default() }, ..Default::default() };
     let p = Pair::new(1 << 16, &[f]);
     let (qa, _qb) = p.qps(QpType::Rc, 1024);
-    p.a.eng.lock().modify_qp(qa, QpTransition::RtsToRts, &QpAttrUpdate { retry_cnt: Some(3), timeout: Some(12), ..Default::default() }).unwrap();
+    p.a.eng
+        .lock()
+        .modify_qp(
+            qa,
+            QpTransition::RtsToRts,
+            &QpAttrUpdate { retry_cnt: Some(3), timeout: Some(12), ..Default::default() },
+        )
+        .unwrap();
     // retry_cnt is loaded at RTR→RTS: take a fresh QP with retry_cnt 3.
     let qa2 = p.a.create_qp(QpType::Rc, None);
     p.a.connect(qa2, QpAttrUpdate { retry_cnt: Some(3), timeout: Some(12), ..conn(2, 0x100, 1024) });
@@ -153,10 +193,12 @@ fn rnr_retry_exceeded_and_rnr_with_late_receive() {
     p.a.mem.set(BASE + 64, b"late receive");
     p.a.eng.lock().post_send(qa, send(2, WrOpcode::Send, vec![p.a.sge(BASE + 64, 12)])).unwrap();
     let mut rounds = 0;
-    assert!(!p.run(|p| {
-        rounds += 1;
-        p.b.eng.lock().qp_counters(qb).unwrap().rnr_nak_sent >= 5
-    }) || rounds > 0);
+    assert!(
+        !p.run(|p| {
+            rounds += 1;
+            p.b.eng.lock().qp_counters(qb).unwrap().rnr_nak_sent >= 5
+        }) || rounds > 0
+    );
     p.b.eng.lock().post_recv(qb, RecvWr { wr_id: 3, sgl: vec![p.b.sge(BASE + 4096, 64)] }).unwrap();
     assert!(p.run(|p| p.b.cqes().iter().any(|c| c.wr_id == 3)));
     assert!(p.b.mem.get(BASE + 4096, 12) == b"late receive", "bytes differ");
@@ -184,7 +226,20 @@ fn cq_overrun() {
     // Move a's QP to the small CQ by creating a new one on it.
     let q = {
         let mut e = p.a.eng.lock();
-        let q = e.create_qp(QpCreate { qp_type: QpType::Rc, pd: p.a.pd, send_cq: Some(small), recv_cq: Some(small), srq: None, xrcd: None, log_sq_size: 6, log_rq_size: 6, sq_sig_all: true, uid: 0 }).unwrap();
+        let q = e
+            .create_qp(QpCreate {
+                qp_type: QpType::Rc,
+                pd: p.a.pd,
+                send_cq: Some(small),
+                recv_cq: Some(small),
+                srq: None,
+                xrcd: None,
+                log_sq_size: 6,
+                log_rq_size: 6,
+                sq_sig_all: true,
+                uid: 0,
+            })
+            .unwrap();
         e.modify_qp(q, QpTransition::RstToInit, &QpAttrUpdate { access: Some(ALL), ..Default::default() }).unwrap();
         q
     };

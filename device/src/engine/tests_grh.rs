@@ -8,7 +8,16 @@ use crate::wire::grh;
 
 /// A global AV to `lid` with DGID `dgid` (SGID index `sgid_index`).
 fn global(lid: u16, dgid: [u8; 16], sgid_index: u8) -> AddressVector {
-    AddressVector { dlid: lid, grh: true, sgid_index, hop_limit: 64, traffic_class: 0x18, flow_label: 0x5a5a5, dgid, ..Default::default() }
+    AddressVector {
+        dlid: lid,
+        grh: true,
+        sgid_index,
+        hop_limit: 64,
+        traffic_class: 0x18,
+        flow_label: 0x5a5a5,
+        dgid,
+        ..Default::default()
+    }
 }
 
 fn conn_grh(peer_lid: u16, peer_qpn: u32, mtu: u16, dgid: [u8; 16]) -> QpAttrUpdate {
@@ -60,7 +69,10 @@ fn rc_with_grh(loopback: bool) {
     assert!(nb.mem.get(BASE + 0x80000, 5000) == pattern(1, 5000), "send bytes");
     assert!(nb.mem.get(BASE + 0x40000, 3000) == pattern(1, 3000), "write bytes");
     assert!(na.mem.get(BASE + 0x10000, 4000) == pattern(2, 4000), "read bytes");
-    assert!(na.mem.get(BASE + 0x20000, 8) == 5u64.to_le_bytes() && nb.mem.get(BASE + 0x70000, 8) == 8u64.to_le_bytes(), "fetch-add");
+    assert!(
+        na.mem.get(BASE + 0x20000, 8) == 5u64.to_le_bytes() && nb.mem.get(BASE + 0x70000, 8) == 8u64.to_le_bytes(),
+        "fetch-add"
+    );
     for i in 0..2 {
         let c = p.net.port(i).counters.snapshot();
         assert_eq!((c.tx_no_route, c.rx_dgid_mismatch, c.rx_malformed), (0, 0, 0), "port {i}");
@@ -71,7 +83,12 @@ fn rc_with_grh(loopback: bool) {
     let nodes: &[(usize, &Node)] = if loopback { &[(0, &p.a)] } else { &[(0, &p.a), (1, &p.b)] };
     for &(i, n) in nodes {
         let (c, e) = (p.net.port(i).counters.snapshot(), n.eng.lock().counters());
-        assert!(c.tx_packets >= 4 && c.tx_packets == e.tx_packets, "port {i}: {} packets, engine {}", c.tx_packets, e.tx_packets);
+        assert!(
+            c.tx_packets >= 4 && c.tx_packets == e.tx_packets,
+            "port {i}: {} packets, engine {}",
+            c.tx_packets,
+            e.tx_packets
+        );
         assert_eq!(c.tx_bytes - e.tx_bytes, 44 * c.tx_packets, "port {i}");
     }
 }
@@ -111,7 +128,8 @@ fn ud_with_grh_writes_the_grh_and_answers_through_it() {
     for loopback in [false, true] {
         let p = Pair::new(1 << 20, &[]);
         let (na, nb) = if loopback { (&p.a, &p.a) } else { (&p.a, &p.b) };
-        let (lid_a, lid_b, gid_a, gid_b) = if loopback { (1, 1, gid0(0xa1), gid0(0xa1)) } else { (1, 2, gid0(0xa1), gid0(0xb1)) };
+        let (lid_a, lid_b, gid_a, gid_b) =
+            if loopback { (1, 1, gid0(0xa1), gid0(0xa1)) } else { (1, 2, gid0(0xa1), gid0(0xb1)) };
         let qa = na.create_qp(QpType::Ud, None);
         let qb = nb.create_qp(QpType::Ud, None);
         let qkey = QpAttrUpdate { qkey: Some(0x1234), ..Default::default() };
@@ -131,7 +149,10 @@ fn ud_with_grh_writes_the_grh_and_answers_through_it() {
         assert!(nb.mem.get(BASE + 0x80000 + 40, 700) == pattern(4, 700));
         let area = nb.mem.get(BASE + 0x80000, 40);
         let g = grh::Repr::parse(&grh::Packet::new_checked(&area[..]).unwrap()).unwrap();
-        assert_eq!((g.sgid, g.dgid, g.next_header, g.hop_limit, g.traffic_class, g.flow_label), (gid_a, gid_b, 0x1b, 64, 0x18, 0x5a5a5));
+        assert_eq!(
+            (g.sgid, g.dgid, g.next_header, g.hop_limit, g.traffic_class, g.flow_label),
+            (gid_a, gid_b, 0x1b, 64, 0x18, 0x5a5a5)
+        );
         // PayLen: BTH (12) + DETH (8) + 700 payload + ICRC (4).
         assert_eq!(g.payload_len, 724);
         // Answer through an AH made from the completion and the GRH.

@@ -7,9 +7,9 @@ use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 
 use super::*;
-pub use crate::wire::clock::{Clock, ManualClock};
-use crate::fabric::{Endpoint, InProcNet, PacketHandler, PacketSink};
 pub use crate::fabric::fault::{FaultConfig, FaultRates, Rng};
+use crate::fabric::{Endpoint, InProcNet, PacketHandler, PacketSink};
+pub use crate::wire::clock::{Clock, ManualClock};
 
 pub const BASE: u64 = 0x1000_0000;
 
@@ -120,7 +120,8 @@ pub struct Node {
     pub key: u32,
 }
 
-pub const ALL: Access = Access(Access::LOCAL_WRITE.0 | Access::REMOTE_READ.0 | Access::REMOTE_WRITE.0 | Access::REMOTE_ATOMIC.0);
+pub const ALL: Access =
+    Access(Access::LOCAL_WRITE.0 | Access::REMOTE_READ.0 | Access::REMOTE_WRITE.0 | Access::REMOTE_ATOMIC.0);
 
 impl Node {
     pub fn new(lid: u16, mem_size: usize, packets: Arc<dyn PacketSink>, clock: Arc<dyn Clock>) -> Node {
@@ -163,7 +164,12 @@ impl Node {
                 uid: 0,
             })
             .unwrap();
-        e.modify_qp(q, QpTransition::RstToInit, &QpAttrUpdate { access: Some(ALL), qkey: Some(0x1234), ..Default::default() }).unwrap();
+        e.modify_qp(
+            q,
+            QpTransition::RstToInit,
+            &QpAttrUpdate { access: Some(ALL), qkey: Some(0x1234), ..Default::default() },
+        )
+        .unwrap();
         q
     }
 

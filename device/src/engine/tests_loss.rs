@@ -29,21 +29,35 @@ fn rc_loss_proof_10000_messages() {
             let slot = posted % SLOTS;
             let len = sizes[posted as usize];
             p.a.mem.set(BASE + slot * SLOT, &pattern(posted, len as usize));
-            p.b.eng.lock().post_recv(qb, RecvWr { wr_id: posted, sgl: vec![p.b.sge(BASE + slot * SLOT, SLOT as u32)] }).unwrap();
+            p.b.eng
+                .lock()
+                .post_recv(qb, RecvWr { wr_id: posted, sgl: vec![p.b.sge(BASE + slot * SLOT, SLOT as u32)] })
+                .unwrap();
             let mut w = send(posted, WrOpcode::SendImm, vec![p.a.sge(BASE + slot * SLOT, len)]);
             w.imm = posted as u32;
             p.a.eng.lock().post_send(qa, w).unwrap();
             posted += 1;
         }
         let want = checked + 1;
-        assert!(p.run(|p| p.b.rec.cqes.lock().unwrap().get(&p.b.cq).is_some_and(|v| v.len() as u64 >= want)), "stalled at {checked}: {:?}", p.a.eng.lock().qps.get(qa).map(|q| format!("{:?}", q.rt).chars().take(3000).collect::<String>()));
+        assert!(
+            p.run(|p| p.b.rec.cqes.lock().unwrap().get(&p.b.cq).is_some_and(|v| v.len() as u64 >= want)),
+            "stalled at {checked}: {:?}",
+            p.a.eng.lock().qps.get(qa).map(|q| format!("{:?}", q.rt).chars().take(3000).collect::<String>())
+        );
         let rx = p.b.rec.cqes.lock().unwrap().get(&p.b.cq).cloned().unwrap();
         while checked < rx.len() as u64 {
             let c = rx[checked as usize];
-            assert_eq!((c.wr_id, c.status, c.imm), (checked, WcStatus::Success, Some(checked as u32)), "in order, once");
+            assert_eq!(
+                (c.wr_id, c.status, c.imm),
+                (checked, WcStatus::Success, Some(checked as u32)),
+                "in order, once"
+            );
             assert_eq!(c.byte_len, sizes[checked as usize]);
             let slot = checked % SLOTS;
-            assert!(p.b.mem.get(BASE + slot * SLOT, c.byte_len as usize) == pattern(checked, c.byte_len as usize), "message {checked} intact");
+            assert!(
+                p.b.mem.get(BASE + slot * SLOT, c.byte_len as usize) == pattern(checked, c.byte_len as usize),
+                "message {checked} intact"
+            );
             total += c.byte_len as u64;
             checked += 1;
         }
@@ -65,8 +79,8 @@ fn rc_loss_proof_10000_messages() {
 #[test]
 #[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
 fn rc_over_real_udp_sockets_with_loss() {
-    use crate::wire::clock::MonotonicClock;
     use crate::fabric::{FabricConfig, PeerConfig, UdpFabric};
+    use crate::wire::clock::MonotonicClock;
     use std::time::{Duration, Instant};
 
     let clock = Arc::new(MonotonicClock::default());
@@ -81,9 +95,29 @@ fn rc_over_real_udp_sockets_with_loss() {
     let probe = UdpFabric::bind(&cfg("10.0.0.2", 0, vec![], 0), 2, clock.clone()).unwrap();
     let b_port = probe.local_addr().unwrap().port();
     drop(probe);
-    let mut fa = UdpFabric::bind(&cfg("10.0.0.1", 0, vec![PeerConfig { lid: Some(2), gid: Some("10.0.0.2".into()), addr: format!("127.0.0.1:{b_port}") }], 1), 1, clock.clone()).unwrap();
+    let mut fa = UdpFabric::bind(
+        &cfg(
+            "10.0.0.1",
+            0,
+            vec![PeerConfig { lid: Some(2), gid: Some("10.0.0.2".into()), addr: format!("127.0.0.1:{b_port}") }],
+            1,
+        ),
+        1,
+        clock.clone(),
+    )
+    .unwrap();
     let a_port = fa.local_addr().unwrap().port();
-    let mut fb = UdpFabric::bind(&cfg("10.0.0.2", b_port, vec![PeerConfig { lid: Some(1), gid: Some("10.0.0.1".into()), addr: format!("127.0.0.1:{a_port}") }], 2), 2, clock.clone()).unwrap();
+    let mut fb = UdpFabric::bind(
+        &cfg(
+            "10.0.0.2",
+            b_port,
+            vec![PeerConfig { lid: Some(1), gid: Some("10.0.0.1".into()), addr: format!("127.0.0.1:{a_port}") }],
+            2,
+        ),
+        2,
+        clock.clone(),
+    )
+    .unwrap();
     let a = Node::new(1, 1 << 23, fa.sink(), clock.clone());
     let b = Node::new(2, 1 << 23, fb.sink(), clock.clone());
     for (n, f) in [(&a, &fa), (&b, &fb)] {
@@ -105,10 +139,18 @@ fn rc_over_real_udp_sockets_with_loss() {
         }
         let wr = match i % 3 {
             0 => send(i, WrOpcode::Send, vec![a.sge(BASE + i * 65536, len)]),
-            1 => SendWr { remote_addr: BASE + i * 65536, rkey: b.key, ..send(i, WrOpcode::Write, vec![a.sge(BASE + i * 65536, len)]) },
+            1 => SendWr {
+                remote_addr: BASE + i * 65536,
+                rkey: b.key,
+                ..send(i, WrOpcode::Write, vec![a.sge(BASE + i * 65536, len)])
+            },
             _ => {
                 b.mem.set(BASE + i * 65536, &pattern(i, len as usize));
-                SendWr { remote_addr: BASE + i * 65536, rkey: b.key, ..send(i, WrOpcode::Read, vec![a.sge(BASE + (n + i) * 65536, len)]) }
+                SendWr {
+                    remote_addr: BASE + i * 65536,
+                    rkey: b.key,
+                    ..send(i, WrOpcode::Read, vec![a.sge(BASE + (n + i) * 65536, len)])
+                }
             }
         };
         a.eng.lock().post_send(qa, wr).unwrap();
@@ -164,13 +206,23 @@ fn rc_mixed_operations_under_loss() {
                 p.b.mem.set(at, &pattern(i + 1000, len as usize));
                 SendWr { remote_addr: at, rkey: p.b.key, ..send(i, WrOpcode::Read, vec![p.a.sge(at, len)]) }
             }
-            _ => SendWr { remote_addr: BASE + (1 << 24) - 8, rkey: p.b.key, swap_add: 1, ..send(i, WrOpcode::FetchAdd, vec![p.a.sge(at, 8)]) },
+            _ => SendWr {
+                remote_addr: BASE + (1 << 24) - 8,
+                rkey: p.b.key,
+                swap_add: 1,
+                ..send(i, WrOpcode::FetchAdd, vec![p.a.sge(at, 8)])
+            },
         };
         p.a.eng.lock().post_send(qa, wr).unwrap();
     }
     let ok = p.run(|p| p.a.cqes().len() == n as usize);
     let tx = p.a.cqes();
-    assert!(ok, "stalled after {} completions: {:?}", tx.len(), p.a.eng.lock().qps.get(qa).map(|q| format!("{:?}", q.rt).chars().take(1500).collect::<String>()));
+    assert!(
+        ok,
+        "stalled after {} completions: {:?}",
+        tx.len(),
+        p.a.eng.lock().qps.get(qa).map(|q| format!("{:?}", q.rt).chars().take(1500).collect::<String>())
+    );
     let mut adds = Vec::new();
     for (i, c) in tx.iter().enumerate() {
         let i = i as u64;

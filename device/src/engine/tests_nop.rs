@@ -42,10 +42,14 @@ fn nops_between_writes_and_reads_under_loss() {
     let ok = p.run(|p| p.a.cqes().len() == want.len());
     assert!(ok, "stalled after {} of {} completions", p.a.cqes().len(), want.len());
     p.settle();
-    let got: Vec<(u64, WcOpcode)> = p.a.cqes().iter().map(|c| {
-        assert_eq!(c.status, WcStatus::Success, "wr {}", c.wr_id);
-        (c.wr_id, c.opcode)
-    }).collect();
+    let got: Vec<(u64, WcOpcode)> =
+        p.a.cqes()
+            .iter()
+            .map(|c| {
+                assert_eq!(c.status, WcStatus::Success, "wr {}", c.wr_id);
+                (c.wr_id, c.opcode)
+            })
+            .collect();
     assert_eq!(got, want, "in posting order, unsignaled NOPs silent");
     for i in (0..90u64).step_by(3) {
         assert_eq!(p.b.mem.get(BASE + i * 4096, 3000), vec![i as u8; 3000], "write {i}");
@@ -63,6 +67,9 @@ fn nop_on_an_idle_qp() {
     p.a.eng.lock().post_send(qa, nop(1, false)).unwrap();
     p.a.eng.lock().post_send(qa, nop(2, true)).unwrap();
     let c = p.a.cqes();
-    assert_eq!(c.iter().map(|c| (c.wr_id, c.status, c.opcode)).collect::<Vec<_>>(), vec![(2, WcStatus::Success, WcOpcode::Nop)]);
+    assert_eq!(
+        c.iter().map(|c| (c.wr_id, c.status, c.opcode)).collect::<Vec<_>>(),
+        vec![(2, WcStatus::Success, WcOpcode::Nop)]
+    );
     assert!(p.net.pending() == 0, "nothing on the wire");
 }

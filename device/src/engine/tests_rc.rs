@@ -10,7 +10,10 @@ fn rc_send_recv_single_multi_and_zero_length() {
     let sizes = [100usize, 10_000, 0, 1024, 1025];
     let mut off = 0u64;
     for (i, &n) in sizes.iter().enumerate() {
-        p.b.eng.lock().post_recv(qb, RecvWr { wr_id: 100 + i as u64, sgl: vec![p.b.sge(BASE + 0x80000 + off, 16384)] }).unwrap();
+        p.b.eng
+            .lock()
+            .post_recv(qb, RecvWr { wr_id: 100 + i as u64, sgl: vec![p.b.sge(BASE + 0x80000 + off, 16384)] })
+            .unwrap();
         p.a.mem.set(BASE + off, &pattern(i as u64, n));
         let mut wr = send(i as u64, WrOpcode::Send, vec![p.a.sge(BASE + off, n as u32)]);
         if i == 1 {
@@ -25,13 +28,19 @@ fn rc_send_recv_single_multi_and_zero_length() {
     let mut off = 0u64;
     for (i, &n) in sizes.iter().enumerate() {
         let c = rx[i];
-        assert_eq!((c.wr_id, c.status, c.opcode, c.byte_len as usize, c.qpn, c.src_qp), (100 + i as u64, WcStatus::Success, WcOpcode::Recv, n, qb, qa));
+        assert_eq!(
+            (c.wr_id, c.status, c.opcode, c.byte_len as usize, c.qpn, c.src_qp),
+            (100 + i as u64, WcStatus::Success, WcOpcode::Recv, n, qb, qa)
+        );
         assert_eq!(c.imm, if i == 1 { Some(0xdeadbeef) } else { None });
         assert!(p.b.mem.get(BASE + 0x80000 + off, n) == pattern(i as u64, n), "message {i} byte for byte");
         off += 16384;
     }
     let tx = p.a.cqes();
-    assert!(tx.iter().enumerate().all(|(i, c)| c.wr_id == i as u64 && c.status == WcStatus::Success && c.opcode == WcOpcode::Send));
+    assert!(tx
+        .iter()
+        .enumerate()
+        .all(|(i, c)| c.wr_id == i as u64 && c.status == WcStatus::Success && c.opcode == WcOpcode::Send));
     // 10,000 bytes at MTU 1024 is 10 packets; zero-length is one.
     assert_eq!(p.a.eng.lock().qp_counters(qa).unwrap().tx_packets, 1 + 10 + 1 + 1 + 2);
     assert_eq!(p.b.eng.lock().counters().retransmissions, 0);
@@ -149,7 +158,6 @@ fn srq_shared_by_two_qps_with_limit_event() {
     assert!(ev.contains(&Event::SrqLimit { srqn: srq }));
 }
 
-
 #[test]
 fn fence_waits_for_earlier_reads() {
     let p = Pair::new(1 << 16, &[]);
@@ -193,6 +201,9 @@ fn atomic_result_byte_order_is_the_sinks() {
         let want = if be { orig.to_be_bytes() } else { orig.to_le_bytes() };
         assert_eq!(p.a.mem.get(BASE + 0x100, 8), want, "big-endian: {be}");
     }
-    assert_eq!(p.b.mem.get(BASE + 0x800, 8), (0x0102_0304_0506_0708u64 + 0x20).to_le_bytes(), "the target is in host order");
+    assert_eq!(
+        p.b.mem.get(BASE + 0x800, 8),
+        (0x0102_0304_0506_0708u64 + 0x20).to_le_bytes(),
+        "the target is in host order"
+    );
 }
-

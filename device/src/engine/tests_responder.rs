@@ -7,9 +7,9 @@ use std::sync::Mutex;
 use super::tests_harness::*;
 use super::transport::RespStep::{self, *};
 use super::*;
+use crate::fabric::{PacketHandler, RxMeta};
 use crate::wire::aeth::{NakCode, Syndrome};
 use crate::wire::bth::{self, Opcode};
-use crate::fabric::{PacketHandler, RxMeta};
 use crate::wire::packet::{self, Headers, RocePacket};
 use crate::wire::{psn, reth};
 
@@ -55,12 +55,25 @@ impl Rig {
     /// Injects a request with `op` (RC or UC by the QP), PSN `psn`, the
     /// given extension headers and payload into b; returns the steps it took
     /// and what b sent back.
-    fn inject(&self, op: u8, psn: u32, fill: impl FnOnce(&mut Headers), payload: &[u8]) -> (Vec<RespStep>, Vec<(Headers, Vec<u8>)>) {
+    fn inject(
+        &self,
+        op: u8,
+        psn: u32,
+        fill: impl FnOnce(&mut Headers),
+        payload: &[u8],
+    ) -> (Vec<RespStep>, Vec<(Headers, Vec<u8>)>) {
         let tb = match self.p.b.eng.lock().qps.get(self.qb).unwrap().qp_type {
             QpType::Uc => Opcode::UC,
             _ => Opcode::RC,
         };
-        let mut h = Headers::new(bth::Repr { opcode: Opcode::new(tb, op), dest_qp: self.qb, psn, pkey: 0xffff, ack_req: true, ..Default::default() });
+        let mut h = Headers::new(bth::Repr {
+            opcode: Opcode::new(tb, op),
+            dest_qp: self.qb,
+            psn,
+            pkey: 0xffff,
+            ack_req: true,
+            ..Default::default()
+        });
         fill(&mut h);
         let mut out = Vec::new();
         packet::emit(&h, payload, &mut out).unwrap();
@@ -141,7 +154,10 @@ fn rkey_violation_naks_and_the_qp_enters_err() {
     let r = Rig::new(QpType::Rc);
     let w = r.reth(BASE + 0x100, r.p.b.key ^ 0xff, 4);
     let (trace, answers) = r.inject(Opcode::WRITE_ONLY, EPSN, w, b"nope");
-    assert_eq!(trace, [CheckPsn, CheckOp, CheckResources, CheckRkey, Nak(NakCode::RemoteAccessError, None), Error(None), Done]);
+    assert_eq!(
+        trace,
+        [CheckPsn, CheckOp, CheckResources, CheckRkey, Nak(NakCode::RemoteAccessError, None), Error(None), Done]
+    );
     assert_eq!(nak_of(&answers), [(EPSN, Syndrome::Nak(NakCode::RemoteAccessError))]);
     assert_eq!(r.p.b.mem.get(BASE + 0x100, 4), [0; 4]);
     assert_eq!(r.counters().nak_access_sent, 1);

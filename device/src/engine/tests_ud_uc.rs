@@ -35,7 +35,10 @@ fn ud_send_qkey_check_and_source() {
     assert_eq!(p.b.mem.get(BASE, 40), vec![0; 40]);
     assert_eq!(p.b.eng.lock().qp_counters(qb).unwrap().qkey_violations, 1);
     let tx = p.a.cqes();
-    assert_eq!(tx.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), vec![(10, WcStatus::Success), (11, WcStatus::Success), (12, WcStatus::LocLenErr)]);
+    assert_eq!(
+        tx.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(),
+        vec![(10, WcStatus::Success), (11, WcStatus::Success), (12, WcStatus::LocLenErr)]
+    );
 }
 
 #[test]
@@ -55,7 +58,10 @@ fn uc_send_and_write_without_acks() {
     assert!(p.b.mem.get(BASE, 1000) == pattern(3, 1000), "bytes differ");
     assert!(p.b.mem.get(BASE + 0x2000, 1000) == pattern(3, 1000), "bytes differ");
     let tx = p.a.cqes();
-    assert_eq!(tx.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(), vec![(1, WcStatus::Success), (2, WcStatus::Success), (3, WcStatus::LocQpOpErr)]);
+    assert_eq!(
+        tx.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(),
+        vec![(1, WcStatus::Success), (2, WcStatus::Success), (3, WcStatus::LocQpOpErr)]
+    );
     assert_eq!(p.b.eng.lock().qp_counters(qb).unwrap().tx_packets, 0, "UC sends no ACKs");
 }
 

@@ -4,7 +4,6 @@
 
 use serde::Serialize;
 
-
 /// One scatter/gather element: `length` bytes at `addr` through key `lkey`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Sge {

@@ -8,8 +8,8 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use crate::wire::bth::{self, Opcode, Transport};
 use super::counters::{bump, PortCounters};
+use crate::wire::bth::{self, Opcode, Transport};
 
 /// Opcode classes faults can be limited to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
@@ -62,10 +62,22 @@ pub struct FaultRates {
 
 impl FaultRates {
     pub fn is_none(&self) -> bool {
-        self.drop <= 0.0 && self.duplicate <= 0.0 && self.reorder <= 0.0 && self.delay <= 0.0 && self.corrupt <= 0.0 && self.ecn_ce <= 0.0
+        self.drop <= 0.0
+            && self.duplicate <= 0.0
+            && self.reorder <= 0.0
+            && self.delay <= 0.0
+            && self.corrupt <= 0.0
+            && self.ecn_ce <= 0.0
     }
     pub fn validate(&self) -> Result<(), String> {
-        for (n, v) in [("drop", self.drop), ("duplicate", self.duplicate), ("reorder", self.reorder), ("delay", self.delay), ("corrupt", self.corrupt), ("ecn_ce", self.ecn_ce)] {
+        for (n, v) in [
+            ("drop", self.drop),
+            ("duplicate", self.duplicate),
+            ("reorder", self.reorder),
+            ("delay", self.delay),
+            ("corrupt", self.corrupt),
+            ("ecn_ce", self.ecn_ce),
+        ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(format!("fault rate {n} = {v} outside 0..=1"));
             }
@@ -182,7 +194,14 @@ impl Injector {
     /// Runs `pkt` (BTH through ICRC) through the dice, calling `emit(tag, bytes)`
     /// for whatever leaves now (possibly nothing, possibly twice, possibly a
     /// held packet released behind it).
-    pub fn process(&mut self, tag: u32, pkt: &mut [u8], now_ns: u64, c: &PortCounters, emit: &mut dyn FnMut(u32, &[u8])) {
+    pub fn process(
+        &mut self,
+        tag: u32,
+        pkt: &mut [u8],
+        now_ns: u64,
+        c: &PortCounters,
+        emit: &mut dyn FnMut(u32, &[u8]),
+    ) {
         if self.rates.is_none() {
             if !self.held.is_empty() {
                 emit(tag, pkt);
@@ -193,7 +212,11 @@ impl Injector {
             return;
         }
         // A datagram with a GRH: its BTH starts after the envelope and GRH.
-        let at = if pkt.first() == Some(&crate::wire::grh::MARK) { crate::wire::grh::ENVELOPE_LEN + crate::wire::grh::field::HEADER_LEN } else { 0 };
+        let at = if pkt.first() == Some(&crate::wire::grh::MARK) {
+            crate::wire::grh::ENVELOPE_LEN + crate::wire::grh::field::HEADER_LEN
+        } else {
+            0
+        };
         let applies = pkt.len() >= at + bth::field::HEADER_LEN
             && (self.rates.classes.is_empty() || self.rates.classes.contains(&OpClass::of(Opcode(pkt[at]))));
         if !applies {
@@ -222,7 +245,12 @@ impl Injector {
         let dup = self.rng.chance(r.duplicate);
         if self.rng.chance(r.delay) {
             bump(&c.fault_delayed, 1);
-            self.held.push_back(Held { due_ns: now_ns + r.delay_us * 1000, after_packets: u32::MAX, tag, bytes: pkt.to_vec() });
+            self.held.push_back(Held {
+                due_ns: now_ns + r.delay_us * 1000,
+                after_packets: u32::MAX,
+                tag,
+                bytes: pkt.to_vec(),
+            });
         } else if self.rng.chance(r.reorder) {
             bump(&c.fault_reordered, 1);
             self.held.push_back(Held { due_ns: now_ns + REORDER_HOLD_NS, after_packets: 1, tag, bytes: pkt.to_vec() });
@@ -298,7 +326,8 @@ mod tests {
 
     #[test]
     fn deterministic_and_counted() {
-        let rates = FaultRates { drop: 0.1, duplicate: 0.1, reorder: 0.1, corrupt: 0.1, ecn_ce: 0.1, ..Default::default() };
+        let rates =
+            FaultRates { drop: 0.1, duplicate: 0.1, reorder: 0.1, corrupt: 0.1, ecn_ce: 0.1, ..Default::default() };
         let (a, ca) = run(rates.clone(), 42, 200);
         let (b, cb) = run(rates.clone(), 42, 200);
         assert_eq!(a, b, "same seed, same faults");
@@ -306,7 +335,14 @@ mod tests {
         let (c, _) = run(rates, 43, 200);
         assert_ne!(a, c, "another seed, other faults");
         let s = ca.snapshot();
-        assert!(s.fault_dropped > 5 && s.fault_duplicated > 5 && s.fault_reordered > 5 && s.fault_corrupted > 5 && s.fault_ce_marked > 5, "{s:?}");
+        assert!(
+            s.fault_dropped > 5
+                && s.fault_duplicated > 5
+                && s.fault_reordered > 5
+                && s.fault_corrupted > 5
+                && s.fault_ce_marked > 5,
+            "{s:?}"
+        );
         assert_eq!(a.len() as u64, 200 - s.fault_dropped + s.fault_duplicated);
         // Every CE-marked packet has FECN; corruption never touches byte 4.
         let fecn = a.iter().filter(|p| p[4] & 0x80 != 0).count() as u64;

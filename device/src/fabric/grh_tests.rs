@@ -5,10 +5,10 @@ use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::fault::FaultConfig;
+use super::*;
 use crate::wire::bth::{self, Opcode};
 use crate::wire::clock::{ManualClock, MonotonicClock};
-use super::*;
-use super::fault::FaultConfig;
 use crate::wire::grh;
 use crate::wire::packet::{self, Headers, RocePacket};
 
@@ -64,10 +64,18 @@ fn routes_and_checks(net: &Arc<InProcNet>) {
     assert_eq!(got_b.len(), 1);
     let (m, p) = &got_b[0];
     let g = m.grh.expect("delivered with its GRH");
-    assert_eq!((g.sgid, g.dgid, g.traffic_class, g.flow_label, g.hop_limit, g.next_header), (gid0(0xa1), gid0(0xb1), 0x20, 0x1234, 255, 0x1b));
+    assert_eq!(
+        (g.sgid, g.dgid, g.traffic_class, g.flow_label, g.hop_limit, g.next_header),
+        (gid0(0xa1), gid0(0xb1), 0x20, 0x1234, 255, 0x1b)
+    );
     assert_eq!(g.payload_len as usize, p.len(), "PayLen: BTH through ICRC");
     assert_eq!(RocePacket::parse(p).unwrap().payload, b"to b");
-    let got_a: Vec<_> = a.0.lock().unwrap().iter().map(|(m, p)| (m.grh.map(|g| g.dgid), RocePacket::parse(p).unwrap().payload.to_vec())).collect();
+    let got_a: Vec<_> =
+        a.0.lock()
+            .unwrap()
+            .iter()
+            .map(|(m, p)| (m.grh.map(|g| g.dgid), RocePacket::parse(p).unwrap().payload.to_vec()))
+            .collect();
     assert_eq!(got_a, vec![(Some(gid0(0xa1)), b"loopback".to_vec()), (Some(gid0(0)), b"loopback, GID 1".to_vec())]);
     let (c0, c1) = (net.port(0).counters.snapshot(), net.port(1).counters.snapshot());
     assert_eq!((c0.tx_packets, c0.tx_no_route, c0.rx_packets, c0.rx_dgid_mismatch), (4, 1, 2, 0));
@@ -84,7 +92,11 @@ fn inproc_grh_routes_by_lid_and_checks_dgid() {
 /// check): the IPv6-form ICRC of GRH packets verifies.
 #[test]
 fn inproc_grh_with_icrc() {
-    let f = FaultConfig { seed: 1, tx: super::fault::FaultRates { drop: 1e-12, ..Default::default() }, ..Default::default() };
+    let f = FaultConfig {
+        seed: 1,
+        tx: super::fault::FaultRates { drop: 1e-12, ..Default::default() },
+        ..Default::default()
+    };
     let n = net(&[FaultConfig::default(), f]);
     routes_and_checks(&n);
 }
@@ -93,7 +105,11 @@ fn inproc_grh_with_icrc() {
 /// marks set the BTH's FECN.
 #[test]
 fn corrupted_grh_packets_are_dropped() {
-    let f = FaultConfig { seed: 5, tx: super::fault::FaultRates { corrupt: 0.5, ecn_ce: 0.5, ..Default::default() }, ..Default::default() };
+    let f = FaultConfig {
+        seed: 5,
+        tx: super::fault::FaultRates { corrupt: 0.5, ecn_ce: 0.5, ..Default::default() },
+        ..Default::default()
+    };
     let n = net(&[f]);
     let b = Rec::default();
     for i in 0..200 {
@@ -137,14 +153,24 @@ fn udp_grh_between_instances_and_in_pcap() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("g.pcap");
     let clock = Arc::new(MonotonicClock::default());
-    let cfg = |peers, gid: &str| FabricConfig { port: 0, bind: "127.0.0.1".into(), gid: Some(gid.into()), peers, ..Default::default() };
+    let cfg = |peers, gid: &str| FabricConfig {
+        port: 0,
+        bind: "127.0.0.1".into(),
+        gid: Some(gid.into()),
+        peers,
+        ..Default::default()
+    };
     let probe = UdpFabric::bind(&cfg(vec![], "10.0.0.2"), 2, clock.clone()).unwrap();
     let b_addr = probe.local_addr().unwrap();
     drop(probe);
-    let mut ca = cfg(vec![PeerConfig { lid: Some(2), gid: Some("10.0.0.2".into()), addr: b_addr.to_string() }], "10.0.0.1");
+    let mut ca =
+        cfg(vec![PeerConfig { lid: Some(2), gid: Some("10.0.0.2".into()), addr: b_addr.to_string() }], "10.0.0.1");
     ca.pcap = Some(file.clone());
     let mut a = UdpFabric::bind(&ca, 1, clock.clone()).unwrap();
-    let mut cb = cfg(vec![PeerConfig { lid: Some(1), gid: Some("10.0.0.1".into()), addr: a.local_addr().unwrap().to_string() }], "10.0.0.2");
+    let mut cb = cfg(
+        vec![PeerConfig { lid: Some(1), gid: Some("10.0.0.1".into()), addr: a.local_addr().unwrap().to_string() }],
+        "10.0.0.2",
+    );
     cb.port = b_addr.port();
     let mut b = UdpFabric::bind(&cb, 2, clock).unwrap();
     a.port().set_gid_table(vec![gid0(0xa1)]);
@@ -156,9 +182,25 @@ fn udp_grh_between_instances_and_in_pcap() {
     a.sink().send(&Dest { lid: 2, grh: grh_to(gid0(0xa1), gid0(0xbb)) }, &mut send_only(9, 2, b"wrong DGID"));
     a.sink().send(&Dest { lid: 2, grh: None }, &mut send_only(9, 3, b"no GRH"));
     a.sink().send(&Dest { lid: 1, grh: grh_to(gid0(0xa1), gid0(0xa1)) }, &mut send_only(9, 4, b"loopback"));
-    let done = wait_for(|| rb.0.lock().unwrap().len() == 2 && ra.0.lock().unwrap().len() == 1 && b.counters().snapshot().rx_dgid_mismatch == 1);
-    assert!(done, "a {:?}\nb {:?}\nra {} rb {}", a.counters().snapshot(), b.counters().snapshot(), ra.0.lock().unwrap().len(), rb.0.lock().unwrap().len());
-    let got: Vec<_> = rb.0.lock().unwrap().iter().map(|(m, p)| (m.grh.map(|g| g.sgid), RocePacket::parse(p).unwrap().payload.to_vec())).collect();
+    let done = wait_for(|| {
+        rb.0.lock().unwrap().len() == 2
+            && ra.0.lock().unwrap().len() == 1
+            && b.counters().snapshot().rx_dgid_mismatch == 1
+    });
+    assert!(
+        done,
+        "a {:?}\nb {:?}\nra {} rb {}",
+        a.counters().snapshot(),
+        b.counters().snapshot(),
+        ra.0.lock().unwrap().len(),
+        rb.0.lock().unwrap().len()
+    );
+    let got: Vec<_> =
+        rb.0.lock()
+            .unwrap()
+            .iter()
+            .map(|(m, p)| (m.grh.map(|g| g.sgid), RocePacket::parse(p).unwrap().payload.to_vec()))
+            .collect();
     assert_eq!(got, vec![(Some(gid0(0xa1)), b"over the socket".to_vec()), (None, b"no GRH".to_vec())]);
     assert_eq!(ra.0.lock().unwrap()[0].0.grh.map(|g| g.dgid), Some(gid0(0xa1)));
     let c = b.counters().snapshot();
@@ -189,7 +231,18 @@ fn udp_grh_between_instances_and_in_pcap() {
     let out = std::process::Command::new("tshark")
         .arg("-r")
         .arg(&file)
-        .args(["-T", "fields", "-e", "ipv6.dst", "-e", "infiniband.bth.opcode", "-e", "infiniband.bth.destqp", "-e", "infiniband.bth.psn"])
+        .args([
+            "-T",
+            "fields",
+            "-e",
+            "ipv6.dst",
+            "-e",
+            "infiniband.bth.opcode",
+            "-e",
+            "infiniband.bth.destqp",
+            "-e",
+            "infiniband.bth.psn",
+        ])
         .output();
     match out {
         Err(_) => eprintln!("tshark not installed: pcap decoding not checked"),

@@ -20,7 +20,6 @@ pub struct InProcNet {
     free: BufPool,
 }
 
-
 /// The sink of one port of an [`InProcNet`].
 pub struct InProcSink {
     net: Arc<InProcNet>,
@@ -59,9 +58,15 @@ impl InProcNet {
             .iter()
             .enumerate()
             .map(|(i, ep)| {
-                let peers = endpoints.iter().enumerate().filter(|(j, _)| *j != i).map(|(j, e)| Peer { ep: *e, udp: None, index: j }).collect();
+                let peers = endpoints
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != i)
+                    .map(|(j, e)| Peer { ep: *e, udp: None, index: j })
+                    .collect();
                 let f = faults.get(i).cloned().unwrap_or_default();
-                let mut p = Port::new(*ep, peers, &f, None, clock.clone()).unwrap_or_else(|_| unreachable!("no pcap file, no I/O"));
+                let mut p = Port::new(*ep, peers, &f, None, clock.clone())
+                    .unwrap_or_else(|_| unreachable!("no pcap file, no I/O"));
                 // ICRC-exempt only if no port of the net injects faults (a
                 // receiver must check what a corrupting sender sends).
                 p.in_process = clean;
@@ -131,4 +136,3 @@ impl InProcNet {
         self.ports.iter().filter_map(|p| p.next_due()).min()
     }
 }
-

@@ -13,9 +13,9 @@ use std::sync::{Arc, Mutex};
 
 use super::counters::{bump, PortCounters};
 use super::fault::{FaultConfig, Injector};
+use super::link::Link;
 use super::pcap::PcapWriter;
 use super::route::PeerTable;
-use super::link::Link;
 use super::route::Route;
 use crate::wire::bth::{self, Opcode};
 use crate::wire::clock::Clock;
@@ -138,7 +138,13 @@ impl Faults {
 
     /// Runs an arriving datagram through the rx faults into `next` (which
     /// gets the route each datagram came from, held ones included).
-    pub(crate) fn receive(&self, route: Route, datagram: &mut [u8], c: &PortCounters, next: &mut dyn FnMut(Route, &[u8])) {
+    pub(crate) fn receive(
+        &self,
+        route: Route,
+        datagram: &mut [u8],
+        c: &PortCounters,
+        next: &mut dyn FnMut(Route, &[u8]),
+    ) {
         if !self.is_on() {
             next(route, datagram);
             return;

@@ -29,10 +29,10 @@
 #![forbid(unsafe_code)]
 
 mod buf;
-mod gso;
 pub mod config;
 pub mod counters;
 pub mod fault;
+mod gso;
 mod inproc;
 mod link;
 mod middleware;
@@ -58,9 +58,9 @@ mod tests_udp;
 pub use config::{parse_gid, FabricConfig, PeerConfig};
 pub use counters::{PortCounters, PortSnapshot};
 pub use inproc::{InProcNet, InProcSink};
+pub use link::Link;
 pub use poller::{FabricPoller, LoopbackPump};
 pub use port::Port;
 pub use route::{Peer, Route, Routing, LOCAL};
-pub use udp::{UdpFabric, Waker};
-pub use link::Link;
 pub use types::{Dest, Endpoint, PacketHandler, PacketSink, RxMeta};
+pub use udp::{UdpFabric, Waker};

@@ -75,7 +75,15 @@ impl<W: Write> PcapWriter<W> {
     }
 
     /// One frame: Ethernet (`macs`: source, destination) + `net` + `roce`.
-    fn write_frame_at(&mut self, secs: u32, usecs: u32, macs: ([u8; 6], [u8; 6]), ethertype: u16, net: &[u8], roce: &[u8]) -> io::Result<bool> {
+    fn write_frame_at(
+        &mut self,
+        secs: u32,
+        usecs: u32,
+        macs: ([u8; 6], [u8; 6]),
+        ethertype: u16,
+        net: &[u8],
+        roce: &[u8],
+    ) -> io::Result<bool> {
         let need = 16 + 14 + net.len() as u64 + roce.len() as u64;
         if self.written.saturating_add(need) > self.max_bytes {
             self.dropped += 1;

@@ -6,8 +6,8 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::udp::{UdpFabric, UdpShared, INLINE};
 use super::types::RxMeta;
+use super::udp::{UdpFabric, UdpShared, INLINE};
 use crate::sys::net::recv_gro;
 
 /// Delivers loopback traffic on the thread that produced it, skipping the

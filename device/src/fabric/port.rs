@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use super::counters::{bump, PortCounters};
 use super::fault::FaultConfig;
+use super::link::Link;
 use super::middleware::{Capture, Faults, Tap};
 use super::route::PeerTable;
-use super::link::Link;
 use super::route::{Peer, Route, LOCAL};
 use super::types::{Dest, Endpoint, RxMeta};
 use crate::wire::bth;
@@ -117,7 +117,10 @@ impl Port {
             let local = self.local();
             match &dest.grh {
                 Some(g) => grh::fill_icrc(g, pkt),
-                None => icrc::fill(&PseudoHeader::canonical(local.ip(), self.table.endpoint_or(route, local).ip(), dqp, pkt.len()), pkt),
+                None => icrc::fill(
+                    &PseudoHeader::canonical(local.ip(), self.table.endpoint_or(route, local).ip(), dqp, pkt.len()),
+                    pkt,
+                ),
             }
         }
         // The envelope + GRH + packet, built in this thread's scratch buffer
@@ -171,7 +174,9 @@ impl Port {
         if !self.icrc_exempt(meta.src == local) {
             let ok = match &g {
                 Some(g) => grh::verify_icrc(g, bytes),
-                None => icrc::verify(&PseudoHeader::canonical(meta.src.ip(), local.ip(), b.dest_qp(), bytes.len()), bytes),
+                None => {
+                    icrc::verify(&PseudoHeader::canonical(meta.src.ip(), local.ip(), b.dest_qp(), bytes.len()), bytes)
+                }
             };
             if ok.is_err() {
                 bump(&self.counters.rx_icrc_errors, 1);

@@ -33,4 +33,3 @@ pub(super) fn wait_for(cond: impl Fn() -> bool) -> bool {
     }
     false
 }
-

@@ -14,7 +14,11 @@ use crate::wire::packet::{self, RocePacket};
 fn corrupted_packets_are_dropped_and_counted() {
     let clock = Arc::new(ManualClock::default());
     let eps = [Endpoint::v4(1, Ipv4Addr::new(10, 0, 0, 1)), Endpoint::v4(2, Ipv4Addr::new(10, 0, 0, 2))];
-    let f = FaultConfig { seed: 3, tx: FaultRates { corrupt: 0.5, ecn_ce: 0.5, ..Default::default() }, ..Default::default() };
+    let f = FaultConfig {
+        seed: 3,
+        tx: FaultRates { corrupt: 0.5, ecn_ce: 0.5, ..Default::default() },
+        ..Default::default()
+    };
     let net = InProcNet::new(&eps, &[f], clock);
     let b = Rec::default();
     for i in 0..200 {

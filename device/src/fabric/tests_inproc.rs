@@ -20,7 +20,12 @@ fn inproc_routes_by_lid() {
     s0.send(&Dest { lid: 1, grh: None }, &mut send_only(7, 3, b"loopback"));
     s0.send(&Dest { lid: 9, grh: None }, &mut send_only(7, 4, b"nowhere"));
     assert_eq!(net.pump(&[&a, &b], 100), 2);
-    let got: Vec<_> = b.0.lock().unwrap().iter().map(|(m, p)| (m.src.lid, m.grh, RocePacket::parse(p).unwrap().payload.to_vec())).collect();
+    let got: Vec<_> =
+        b.0.lock()
+            .unwrap()
+            .iter()
+            .map(|(m, p)| (m.src.lid, m.grh, RocePacket::parse(p).unwrap().payload.to_vec()))
+            .collect();
     assert_eq!(got, vec![(1, None, b"by lid".to_vec())]);
     assert_eq!(a.0.lock().unwrap().len(), 1);
     let c0 = net.port(0).counters.snapshot();

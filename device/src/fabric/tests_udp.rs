@@ -38,9 +38,20 @@ fn udp_pair(clock: Arc<MonotonicClock>) -> (UdpFabric, UdpFabric) {
     let probe = UdpFabric::bind(&udp_cfg(vec![], "::ffff:10.0.0.2"), 2, clock.clone()).unwrap();
     let b_addr = probe.local_addr().unwrap();
     drop(probe);
-    let a = UdpFabric::bind(&udp_cfg(vec![PeerConfig { lid: Some(2), gid: Some("::ffff:10.0.0.2".into()), addr: b_addr.to_string() }], "::ffff:10.0.0.1"), 1, clock.clone()).unwrap();
+    let a = UdpFabric::bind(
+        &udp_cfg(
+            vec![PeerConfig { lid: Some(2), gid: Some("::ffff:10.0.0.2".into()), addr: b_addr.to_string() }],
+            "::ffff:10.0.0.1",
+        ),
+        1,
+        clock.clone(),
+    )
+    .unwrap();
     let a_addr = a.local_addr().unwrap();
-    let mut cfg_b = udp_cfg(vec![PeerConfig { lid: Some(1), gid: Some("::ffff:10.0.0.1".into()), addr: a_addr.to_string() }], "::ffff:10.0.0.2");
+    let mut cfg_b = udp_cfg(
+        vec![PeerConfig { lid: Some(1), gid: Some("::ffff:10.0.0.1".into()), addr: a_addr.to_string() }],
+        "::ffff:10.0.0.2",
+    );
     cfg_b.port = b_addr.port();
     let b = UdpFabric::bind(&cfg_b, 2, clock).unwrap();
     (a, b)
@@ -306,7 +317,10 @@ fn pcap_decodes_in_tshark() {
     a.start(r.clone()).unwrap();
     let mut ack = Vec::new();
     let h = Headers {
-        aeth: Some(crate::wire::aeth::Repr { syndrome: crate::wire::aeth::Syndrome::Nak(crate::wire::aeth::NakCode::PsnSequenceError), msn: 5 }),
+        aeth: Some(crate::wire::aeth::Repr {
+            syndrome: crate::wire::aeth::Syndrome::Nak(crate::wire::aeth::NakCode::PsnSequenceError),
+            msn: 5,
+        }),
         ..Headers::new(bth::Repr { opcode: Opcode(0x11), dest_qp: 0x1234, psn: 0xabcdef, ..Default::default() })
     };
     packet::emit(&h, &[], &mut ack).unwrap();
@@ -317,7 +331,18 @@ fn pcap_decodes_in_tshark() {
     let out = std::process::Command::new("tshark")
         .args(["-r"])
         .arg(&file)
-        .args(["-T", "fields", "-e", "infiniband.bth.opcode", "-e", "infiniband.bth.destqp", "-e", "infiniband.bth.psn", "-e", "infiniband.aeth.syndrome"])
+        .args([
+            "-T",
+            "fields",
+            "-e",
+            "infiniband.bth.opcode",
+            "-e",
+            "infiniband.bth.destqp",
+            "-e",
+            "infiniband.bth.psn",
+            "-e",
+            "infiniband.aeth.syndrome",
+        ])
         .output();
     let Ok(out) = out else {
         eprintln!("tshark not installed: pcap decoding not checked");

@@ -13,7 +13,6 @@ pub struct Dest {
     pub grh: Option<grh::Repr>,
 }
 
-
 /// A port's identity on the fabric: its LID (what packets are routed by)
 /// and its fabric address (IPv4-mapped; the IPv4 header the ICRC and pcap
 /// frames of packets without a GRH use). The GIDs the guest sees are the

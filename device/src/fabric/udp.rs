@@ -13,9 +13,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use super::buf::BufPool;
+use super::config::FabricConfig;
 use super::counters::{bump, PortCounters};
 use super::gso::TxQueue;
-use super::config::FabricConfig;
 use super::link::Link;
 use super::port::Port;
 use super::route::{Route, LOCAL};
@@ -140,7 +140,13 @@ impl UdpShared {
     /// [`Link::receive`] with its reader: datagrams from configured peers
     /// go to `arrive` (a GRO aggregate split back into its datagrams), the
     /// others are counted and dropped.
-    fn receive_with(&self, recv: &mut RecvOne, buf: &mut [u8], burst: usize, arrive: &mut dyn FnMut(Route, &mut [u8])) -> usize {
+    fn receive_with(
+        &self,
+        recv: &mut RecvOne,
+        buf: &mut [u8],
+        burst: usize,
+        arrive: &mut dyn FnMut(Route, &mut [u8]),
+    ) -> usize {
         let c = &self.port.counters;
         let mut n = 0;
         let mut reads = 0;
@@ -212,7 +218,6 @@ impl PacketSink for UdpShared {
     }
 }
 
-
 /// A port on a UDP socket, with a worker thread (tokio, current-thread)
 /// that receives, runs the handler's timers and loops local traffic back.
 pub struct UdpFabric {
@@ -236,7 +241,8 @@ impl UdpFabric {
         enable_udp_gro(&sock);
         let local = cfg.local_endpoint(lid).map_err(io::Error::other)?;
         let peers = cfg.peers().map_err(io::Error::other)?;
-        let port = Port::new(local, peers, &cfg.faults, cfg.pcap.as_deref().map(|p| (p, cfg.pcap_max_bytes)), clock.clone())?;
+        let port =
+            Port::new(local, peers, &cfg.faults, cfg.pcap.as_deref().map(|p| (p, cfg.pcap_max_bytes)), clock.clone())?;
         Ok(UdpFabric {
             shared: Arc::new(UdpShared {
                 port,
@@ -303,4 +309,3 @@ impl Drop for UdpFabric {
         self.shared.port.flush_pcap();
     }
 }
-

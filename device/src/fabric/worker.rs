@@ -57,7 +57,12 @@ async fn worker(shared: Arc<UdpShared>, sock: UdpSocket, clock: Arc<MonotonicClo
                 shared.deliver_loopback(&mut deliver);
                 if let (false, Some(w)) = (polled, &watched) {
                     let fd = w.as_raw_fd();
-                    shared.receive_burst(&mut |b| w.try_io(tokio::io::Interest::READABLE, || recv_gro(fd, b)), &mut buf, 256, &mut deliver);
+                    shared.receive_burst(
+                        &mut |b| w.try_io(tokio::io::Interest::READABLE, || recv_gro(fd, b)),
+                        &mut buf,
+                        256,
+                        &mut deliver,
+                    );
                 }
             }
             port.release_due(&*shared, &mut deliver);
@@ -102,4 +107,3 @@ async fn worker(shared: Arc<UdpShared>, sock: UdpSocket, clock: Arc<MonotonicClo
         }
     }
 }
-

@@ -135,7 +135,7 @@ impl PollerSchedule {
             last_local: None,
             nap: sched.first_nap,
             busy_spin: None,
-            }
+        }
     }
 
     /// For the poller thread itself, once: naps of 10 µs must not become 60

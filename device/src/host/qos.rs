@@ -93,26 +93,30 @@ pub fn spawn(count: impl Fn() -> u64 + Send + 'static, stats: Arc<QosStats>) -> 
             return None;
         }
     };
-    let r = crate::privs::spawn("vrnic-qos", || (), move |()| {
-        let mut h = Hysteresis::new(count(), Instant::now());
-        loop {
-            std::thread::sleep(TICK);
-            let (us, held) = match h.observe(count(), Instant::now()) {
-                Action::Hold => (0, true),
-                Action::Release => (NO_CONSTRAINT, false),
-                Action::Nothing => continue,
-            };
-            if let Err(e) = request(&mut f, us) {
-                tracing::warn!("cpu latency request: {e}; off");
-                return;
+    let r = crate::privs::spawn(
+        "vrnic-qos",
+        || (),
+        move |()| {
+            let mut h = Hysteresis::new(count(), Instant::now());
+            loop {
+                std::thread::sleep(TICK);
+                let (us, held) = match h.observe(count(), Instant::now()) {
+                    Action::Hold => (0, true),
+                    Action::Release => (NO_CONSTRAINT, false),
+                    Action::Nothing => continue,
+                };
+                if let Err(e) = request(&mut f, us) {
+                    tracing::warn!("cpu latency request: {e}; off");
+                    return;
+                }
+                stats.held.store(held, Ordering::Relaxed);
+                if held {
+                    stats.holds.fetch_add(1, Ordering::Relaxed);
+                }
+                tracing::debug!(held, "cpu latency request");
             }
-            stats.held.store(held, Ordering::Relaxed);
-            if held {
-                stats.holds.fetch_add(1, Ordering::Relaxed);
-            }
-            tracing::debug!(held, "cpu latency request");
-        }
-    });
+        },
+    );
     match r {
         Ok(t) => Some(t),
         Err(e) => {

@@ -9,16 +9,15 @@ use std::sync::Arc;
 use super::cmd::dispatch::DuplicateOpcode;
 use super::datapath::ctx::EQN_LAST;
 use super::datapath::QueueSink;
-use crate::engine::table::Table;
 use super::firmware::{Firmware, FwStats, UarHook};
 use super::hca::state::Hca;
 use super::ib::port::{IbPort, PortConfig};
 use super::link::LinkLayer;
 use super::rdma::state::RdmaObjects;
+use crate::engine::table::Table;
 use crate::engine::Io;
 use crate::engine::{Engine, GuestMemory, Limits};
 use crate::vfio::Interrupts;
-
 
 /// The fabric the engine sends through, and what it reports.
 pub struct FabricIo {
@@ -46,7 +45,17 @@ pub struct FirmwareBuilder {
 
 impl FirmwareBuilder {
     pub fn new(mem: Arc<dyn GuestMemory>, irqs: Arc<Interrupts>, port: PortConfig, limits: Limits) -> FirmwareBuilder {
-        FirmwareBuilder { mem, irqs, port, limits, link: LinkLayer::Ib, memic: None, trace: false, on_uar: None, fabric: None }
+        FirmwareBuilder {
+            mem,
+            irqs,
+            port,
+            limits,
+            link: LinkLayer::Ib,
+            memic: None,
+            trace: false,
+            on_uar: None,
+            fabric: None,
+        }
     }
 
     /// The port's link layer (default InfiniBand).

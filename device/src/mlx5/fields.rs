@@ -37,10 +37,7 @@ impl Field {
     /// A field of a nested structure placed at `self`: `inner`'s offset is relative to the start of
     /// `self` (e.g. `query_hca_cap_out::capability.inner(cmd_hca_cap::log_max_qp)`).
     pub const fn inner(self, inner: Field) -> Field {
-        Field {
-            bit_off: self.bit_off + inner.bit_off,
-            bits: inner.bits,
-        }
+        Field { bit_off: self.bit_off + inner.bit_off, bits: inner.bits }
     }
 
     /// Byte holding the field's first bit.
@@ -116,11 +113,7 @@ impl Field {
             return Some(0);
         }
         // The last (at most) 64 bits: a span of at most 9 bytes.
-        let low = if self.bits > 64 {
-            Field::new(self.bit_off + self.bits - 64, 64)
-        } else {
-            self
-        };
+        let low = if self.bits > 64 { Field::new(self.bit_off + self.bits - 64, 64) } else { self };
         let (first, end) = (low.byte_off(), low.byte_end());
         let mut acc: u128 = 0;
         for &b in &buf[first..end] {
@@ -191,11 +184,7 @@ pub struct Array {
 impl Array {
     /// An array at `bit_off` of `count` elements `elem_bits` wide.
     pub const fn new(bit_off: u32, elem_bits: u32, count: u32) -> Self {
-        Array {
-            bit_off,
-            elem_bits,
-            count,
-        }
+        Array { bit_off, elem_bits, count }
     }
 
     /// Element `i` as a field. Not bounded by `count` (flexible arrays have none); reading or writing
@@ -228,11 +217,7 @@ impl Array {
     pub fn elems_in(self, len: usize) -> u32 {
         let start = self.bit_off as u64;
         let avail = (len as u64 * 8).saturating_sub(start);
-        let n = if self.elem_bits == 0 {
-            0
-        } else {
-            (avail / self.elem_bits as u64) as u32
-        };
+        let n = if self.elem_bits == 0 { 0 } else { (avail / self.elem_bits as u64) as u32 };
         if self.count == 0 {
             n
         } else {
@@ -323,25 +308,13 @@ mod tests {
         assert_eq!(create_eq_in::pas.byte_off(), 0x110);
         assert_eq!(create_eq_in::SIZE, 0x110);
         // eqc "0x000c DW3 bits[28:24] log_eq_size", "0x0014 DW5 bits[11:0] intr": nested at +0x10
-        assert_eq!(
-            dw(create_eq_in::eq_context_entry::log_eq_size),
-            (0x1c, 28, 5)
-        );
+        assert_eq!(dw(create_eq_in::eq_context_entry::log_eq_size), (0x1c, 28, 5));
         assert_eq!(dw(create_eq_in::eq_context_entry::intr), (0x24, 11, 12));
-        assert_eq!(
-            create_eq_in::eq_context_entry.inner(eqc::intr),
-            create_eq_in::eq_context_entry::intr
-        );
+        assert_eq!(create_eq_in::eq_context_entry.inner(eqc::intr), create_eq_in::eq_context_entry::intr);
         // query_hca_cap_out.capability at 0x10, 0x1000 bytes
-        assert_eq!(
-            query_hca_cap_out::capability.byte_range(),
-            Some(0x10..0x1010)
-        );
+        assert_eq!(query_hca_cap_out::capability.byte_range(), Some(0x10..0x1010));
         assert_eq!(set_hca_cap_in::capability.byte_range(), Some(0x10..0x1010));
-        assert_eq!(
-            dw(query_hca_cap_out::capability.inner(cmd_hca_cap::log_max_qp)),
-            (0x20, 4, 5)
-        );
+        assert_eq!(dw(query_hca_cap_out::capability.inner(cmd_hca_cap::log_max_qp)), (0x20, 4, 5));
         // qpc "0x0000 DW0 bits[31:28] state", "bits[23:16] st", "0x0008 DW2 bits[31:29] mtu",
         // "0x00a0 DW40 (64 bits) dbr_addr"; create_qp_in.qpc @0x18
         assert_eq!(dw(qpc::state), (0, 31, 4));
@@ -354,18 +327,12 @@ mod tests {
         assert_eq!(dw(create_qp_in::opt_param_mask), (0x10, 31, 32));
         // ads "0x0004 DW1 bits[15:0] rlid" inside qpc.primary_address_path (qpc +0x18)
         assert_eq!(dw(qpc::primary_address_path::rlid), (0x1c, 15, 16));
-        assert_eq!(
-            dw(init2rtr_qp_in::qpc::primary_address_path::rlid),
-            (0x18 + 0x1c, 15, 16)
-        );
+        assert_eq!(dw(init2rtr_qp_in::qpc::primary_address_path::rlid), (0x18 + 0x1c, 15, 16));
         assert_eq!(ads::rgid_rip.byte_range(), Some(0x10..0x20));
         // mkc "0x0010 DW4 (64 bits) start_addr", "0x000c DW3 bits[23:0] pd"
         assert_eq!(dw(mkc::start_addr), (0x10, 31, 64));
         assert_eq!(dw(mkc::pd), (0xc, 23, 24));
-        assert_eq!(
-            dw(create_mkey_in::translations_octword_actual_size),
-            (0x60, 31, 32)
-        );
+        assert_eq!(dw(create_mkey_in::translations_octword_actual_size), (0x60, 31, 32));
         // cqc "0x0014 DW5 (32 bits) c_eqn_or_apu_element", "0x0038 DW14 (64 bits) dbr_addr"
         assert_eq!(dw(cqc::c_eqn_or_apu_element), (0x14, 31, 32));
         assert_eq!(dw(cqc::dbr_addr), (0x38, 31, 64));
@@ -374,18 +341,9 @@ mod tests {
         // query_issi_out "0x006c DW27 (32 bits) supported_issi_dw0"
         assert_eq!(dw(query_issi_out::supported_issi_dw0), (0x6c, 31, 32));
         // query_adapter_param_block "0x0018 DW6 bits[23:0] ieee_vendor_id", vsd[208] @0x20
-        assert_eq!(
-            dw(query_adapter_param_block::ieee_vendor_id),
-            (0x18, 23, 24)
-        );
-        assert_eq!(
-            query_adapter_param_block::vsd.byte_range(),
-            Some(0x20..0x20 + 208)
-        );
-        assert_eq!(
-            query_adapter_out::query_adapter_struct.byte_range(),
-            Some(0x10..0x110)
-        );
+        assert_eq!(dw(query_adapter_param_block::ieee_vendor_id), (0x18, 23, 24));
+        assert_eq!(query_adapter_param_block::vsd.byte_range(), Some(0x20..0x20 + 208));
+        assert_eq!(query_adapter_out::query_adapter_struct.byte_range(), Some(0x10..0x110));
         // hca_vport_context "0x0060 DW24 bits[31:16] lid", "0x0038 DW14 (64 bits) node_guid"
         assert_eq!(dw(hca_vport_context::lid), (0x60, 31, 16));
         assert_eq!(dw(hca_vport_context::node_guid), (0x38, 31, 64));
@@ -393,10 +351,7 @@ mod tests {
         assert_eq!(dw(mad_ifc_in::port), (8, 7, 8));
         assert_eq!(mad_ifc_in::mad.byte_range(), Some(0x10..0x110));
         // atomic_caps "0x0008 DW2 bit 25 supported_atomic_req_8B_endianness_mode_1"
-        assert_eq!(
-            dw(atomic_caps::supported_atomic_req_8B_endianness_mode_1),
-            (8, 25, 1)
-        );
+        assert_eq!(dw(atomic_caps::supported_atomic_req_8B_endianness_mode_1), (8, 25, 1));
         // headers (cmd.c): status DW0[31:24], syndrome DW1, opcode DW0[31:16], op_mod DW1[15:0]
         assert_eq!(dw(mbox_out::status), (0, 31, 8));
         assert_eq!(dw(mbox_out::syndrome), (4, 31, 32));
@@ -438,10 +393,7 @@ mod tests {
         assert_eq!(cmd_hca_cap::log_max_qp.get(body), 16);
         // opcode/op_mod of a hand-built command header
         let inb = [0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x07];
-        assert_eq!(
-            query_hca_cap_in::opcode.get(&inb),
-            MLX5_CMD_OP_QUERY_HCA_CAP as u64
-        );
+        assert_eq!(query_hca_cap_in::opcode.get(&inb), MLX5_CMD_OP_QUERY_HCA_CAP as u64);
         assert_eq!(query_hca_cap_in::op_mod.get(&inb), 7);
     }
 }

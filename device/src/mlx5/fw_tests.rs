@@ -4,17 +4,17 @@
 
 use std::sync::Arc;
 
+use super::builder::FirmwareBuilder;
 use super::cmd::tests::{Builder, FlatMem};
 use super::cmd::{status, Delivery};
 use super::fields::Field;
-use super::builder::FirmwareBuilder;
 use super::firmware::Firmware;
-use super::ifc;
 use super::ib::port::PortConfig;
+use super::ifc;
 use crate::engine::{Access, Limits, QpState};
-use vmm_sys_util::eventfd::EventFd;
 use crate::vfio::protocol::vfio::*;
 use crate::vfio::Interrupts;
+use vmm_sys_util::eventfd::EventFd;
 
 pub(super) struct Bench {
     pub(super) mem: Arc<FlatMem>,
@@ -50,13 +50,24 @@ impl Bench {
         let r = self.fw.doorbell(self.b.cmdq, 1);
         assert_eq!(r.len(), 1);
         let data = self.b.output(&self.mem, ea);
-        Out { delivery: r[0].delivery, status: data[0], syndrome: u32::from_be_bytes(data[4..8].try_into().unwrap()), data }
+        Out {
+            delivery: r[0].delivery,
+            status: data[0],
+            syndrome: u32::from_be_bytes(data[4..8].try_into().unwrap()),
+            data,
+        }
     }
 
     /// Runs a command that must succeed.
     pub(super) fn ok(&mut self, input: &[u8], outlen: usize) -> Vec<u8> {
         let o = self.run(input, outlen);
-        assert_eq!((o.delivery, o.status), (Delivery::Ok, 0), "opcode {:#x} syndrome {:#x}", u16::from_be_bytes([input[0], input[1]]), o.syndrome);
+        assert_eq!(
+            (o.delivery, o.status),
+            (Delivery::Ok, 0),
+            "opcode {:#x} syndrome {:#x}",
+            u16::from_be_bytes([input[0], input[1]]),
+            o.syndrome
+        );
         o.data
     }
 
@@ -118,7 +129,15 @@ impl Bench {
     }
 
     /// A QP with 16-entry RQ and SQ in `buf`; `extra` sets more of the input.
-    pub(super) fn qp_with(&mut self, st: u64, pd: u32, uar: u32, cqn: u32, buf: u64, extra: impl FnOnce(&mut [u8])) -> u32 {
+    pub(super) fn qp_with(
+        &mut self,
+        st: u64,
+        pd: u32,
+        uar: u32,
+        cqn: u32,
+        buf: u64,
+        extra: impl FnOnce(&mut [u8]),
+    ) -> u32 {
         use ifc::create_qp_in as c;
         let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_QP, 0, c::SIZE + 16);
         c::qpc::st.set(&mut i, st);
@@ -233,8 +252,15 @@ pub(super) fn rc_pair(a_qp_buf: u64) -> (Arc<crate::fabric::InProcNet>, Side, Si
 /// [`rc_pair`] with QPs of `qpc.st` `st` (RC or UC: connected to each other).
 pub(super) fn pair_of(a_qp_buf: u64, st: u64) -> (Arc<crate::fabric::InProcNet>, Side, Side) {
     use crate::fabric::{Endpoint, InProcNet};
-    let eps = [Endpoint::v4(1, std::net::Ipv4Addr::new(127, 0, 0, 1)), Endpoint::v4(2, std::net::Ipv4Addr::new(127, 0, 0, 2))];
-    let net = InProcNet::new(&eps, &[Default::default(), Default::default()], Arc::new(crate::wire::clock::MonotonicClock::default()));
+    let eps = [
+        Endpoint::v4(1, std::net::Ipv4Addr::new(127, 0, 0, 1)),
+        Endpoint::v4(2, std::net::Ipv4Addr::new(127, 0, 0, 2)),
+    ];
+    let net = InProcNet::new(
+        &eps,
+        &[Default::default(), Default::default()],
+        Arc::new(crate::wire::clock::MonotonicClock::default()),
+    );
     let mut a = side_at(1, &net, 0, a_qp_buf, st);
     let mut b = side_at(2, &net, 1, QP_BUF, st);
     let (qa, qb) = (a.qpn, b.qpn);
@@ -247,8 +273,18 @@ pub(super) fn pair_of(a_qp_buf: u64, st: u64) -> (Arc<crate::fabric::InProcNet>,
 pub(super) fn pump(net: &crate::fabric::InProcNet, a: &mut Side, b: &mut Side) {
     use super::datapath::FwHandler;
     use std::sync::Mutex;
-    let fa = Arc::new(Mutex::new(std::mem::replace(&mut a.t.fw, FirmwareBuilder::new(a.t.mem.clone(), a.t.irqs.clone(), PortConfig::new(0, 0, 0, 0), Limits::default()).build().expect("command table"))));
-    let fb = Arc::new(Mutex::new(std::mem::replace(&mut b.t.fw, FirmwareBuilder::new(b.t.mem.clone(), b.t.irqs.clone(), PortConfig::new(0, 0, 0, 0), Limits::default()).build().expect("command table"))));
+    let fa = Arc::new(Mutex::new(std::mem::replace(
+        &mut a.t.fw,
+        FirmwareBuilder::new(a.t.mem.clone(), a.t.irqs.clone(), PortConfig::new(0, 0, 0, 0), Limits::default())
+            .build()
+            .expect("command table"),
+    )));
+    let fb = Arc::new(Mutex::new(std::mem::replace(
+        &mut b.t.fw,
+        FirmwareBuilder::new(b.t.mem.clone(), b.t.irqs.clone(), PortConfig::new(0, 0, 0, 0), Limits::default())
+            .build()
+            .expect("command table"),
+    )));
     let (ha, hb) = (FwHandler(fa.clone()), FwHandler(fb.clone()));
     for _ in 0..100 {
         if net.pump(&[&ha, &hb], 10_000) == 0 {
@@ -276,13 +312,13 @@ pub(super) fn data_seg(len: u32, key: u32, addr: u64) -> [u8; 16] {
     d
 }
 
+#[path = "datapath/fw_tests_cq.rs"]
+mod cq;
+#[path = "datapath/fw_event_tests.rs"]
+mod events;
 #[path = "fw_tests_hca.rs"]
 mod hca_cmds;
 #[path = "fw_tests_qp.rs"]
 mod qp_cmds;
 #[path = "fw_tests_wqe.rs"]
 mod wqe_paths;
-#[path = "datapath/fw_tests_cq.rs"]
-mod cq;
-#[path = "datapath/fw_event_tests.rs"]
-mod events;

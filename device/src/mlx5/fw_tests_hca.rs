@@ -38,7 +38,10 @@ fn bring_up_and_capabilities() {
     scap.inner(ifc::cmd_hca_cap::log_max_qp).set(&mut s, 20);
     assert_eq!(t.status(&s, 16), status::BAD_PARAM);
     // Unknown capability type.
-    assert_eq!(t.status(&cmd(ifc::MLX5_CMD_OP_QUERY_HCA_CAP, 0x7f << 1, 16), ifc::query_hca_cap_out::SIZE), status::BAD_PARAM);
+    assert_eq!(
+        t.status(&cmd(ifc::MLX5_CMD_OP_QUERY_HCA_CAP, 0x7f << 1, 16), ifc::query_hca_cap_out::SIZE),
+        status::BAD_PARAM
+    );
     t.ok(&cmd(ifc::MLX5_CMD_OP_INIT_HCA, 0, 32), 16);
     let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_ADAPTER, 0, 16), ifc::query_adapter_out::SIZE);
     assert_eq!(ifc::query_adapter_out::query_adapter_struct::ieee_vendor_id.get(&o), 0x0002c9);
@@ -93,7 +96,14 @@ fn command_eq_gets_completion_eqes_and_msix() {
     let uar = t.up();
     let e = EventFd::new(libc::EFD_CLOEXEC | libc::EFD_NONBLOCK).unwrap();
     t.irqs
-        .set_irqs(VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_PCI_MSIX_IRQ_INDEX, 0, 1, vec![e.try_clone().unwrap()], &[])
+        .set_irqs(
+            VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER,
+            VFIO_PCI_MSIX_IRQ_INDEX,
+            0,
+            1,
+            vec![e.try_clone().unwrap()],
+            &[],
+        )
         .unwrap();
     let eq_buf = 0x100000;
     let eqn = t.eq(uar, 0, 1 << ifc::MLX5_EVENT_TYPE_CMD, eq_buf);
@@ -118,7 +128,11 @@ fn command_eq_gets_completion_eqes_and_msix() {
     let mut q = cmd(ifc::MLX5_CMD_OP_QUERY_EQ, 0, 16);
     ifc::query_eq_in::eq_number.set(&mut q, eqn as u64);
     let o = t.ok(&q, ifc::query_eq_out::SIZE);
-    assert_eq!(ifc::query_eq_out::eq_context_entry::producer_counter.get(&o), 2, "its own EQE comes after it completes");
+    assert_eq!(
+        ifc::query_eq_out::eq_context_entry::producer_counter.get(&o),
+        2,
+        "its own EQE comes after it completes"
+    );
     assert_eq!(ifc::query_eq_out::eq_context_entry::consumer_counter.get(&o), 1);
     // EQ vector beyond MSI-X, unknown UAR.
     use ifc::create_eq_in as c;
@@ -203,7 +217,10 @@ fn mkey_mtt_translation_and_checks() {
     let index = ifc::create_mkey_out::mkey_index.get(&o) as u32;
     let key = (index << 8) | 0x42;
     let mk = t.fw.engine.lookup_key(key).unwrap();
-    assert_eq!(mk.translate(0x7f00_0000_0ff0, 0x20, pd, Access::LOCAL_WRITE), Ok(vec![(0x300ff0, 0x10), (0x500000, 0x10)]));
+    assert_eq!(
+        mk.translate(0x7f00_0000_0ff0, 0x20, pd, Access::LOCAL_WRITE),
+        Ok(vec![(0x300ff0, 0x10), (0x500000, 0x10)])
+    );
     assert!(mk.translate(0x7f00_0000_0800, 8, pd, Access::REMOTE_WRITE).is_err());
     // KLM mode is not offered; a PD that does not exist.
     m::access_mode_1_0.set(&mut i, 2);

@@ -55,7 +55,10 @@ fn qp_transitions_latch_only_their_fields() {
     t.ok(&i, 16);
     let qp = t.fw.engine.qps.get(qpn).unwrap();
     assert_eq!(qp.state, QpState::Rts);
-    assert_eq!((qp.attrs.sq_psn, qp.attrs.retry_cnt, qp.attrs.rnr_retry, qp.attrs.timeout, qp.attrs.dest_qpn), (0x777, 7, 7, 14, 0x345));
+    assert_eq!(
+        (qp.attrs.sq_psn, qp.attrs.retry_cnt, qp.attrs.rnr_retry, qp.attrs.timeout, qp.attrs.dest_qpn),
+        (0x777, 7, 7, 14, 0x345)
+    );
     assert_eq!(qp.attrs.av.dlid, 9);
     // RTS2RTS: only what opt_param_mask selects.
     let mut i = transition_in(ifc::MLX5_CMD_OP_RTS2RTS_QP, qpn);
@@ -179,7 +182,11 @@ fn qp1_mad_loopback_and_flush() {
     t.ok(&transition_in(ifc::MLX5_CMD_OP_2ERR_QP, qpn), 16);
     for k in 3..5u64 {
         let e = t.mem.get(cq_buf + k * 64, 64);
-        assert_eq!((e[0x3f] >> 4, e[0x37]), (crate::mlx5::datapath::cqe::op::RESP_ERR, crate::mlx5::datapath::cqe::syndrome::WR_FLUSH_ERR), "CQE {k}");
+        assert_eq!(
+            (e[0x3f] >> 4, e[0x37]),
+            (crate::mlx5::datapath::cqe::op::RESP_ERR, crate::mlx5::datapath::cqe::syndrome::WR_FLUSH_ERR),
+            "CQE {k}"
+        );
     }
     assert_eq!(t.mem.get(cq_buf + 5 * 64, 64)[0x3f], 0xf1, "nothing more");
     // A send with a bad lkey on another QP errors with LOCAL_PROT_ERR.
@@ -196,7 +203,11 @@ fn port_change_events_reach_subscribed_eqs() {
     let _comp_eq = t.eq(uar, 1, 0, other_buf);
     t.fw.port_change(false);
     let e = t.mem.get(async_buf, 64);
-    assert_eq!((e[1], e[3], e[0x28] >> 4, e[63] & 1), (ifc::MLX5_EVENT_TYPE_PORT_CHANGE as u8, 1, 1, 0), "DOWN on port 1");
+    assert_eq!(
+        (e[1], e[3], e[0x28] >> 4, e[63] & 1),
+        (ifc::MLX5_EVENT_TYPE_PORT_CHANGE as u8, 1, 1, 0),
+        "DOWN on port 1"
+    );
     assert_eq!(t.mem.get(other_buf + 63, 1)[0], 1, "EQ without the event bit untouched");
     // PortInfo through MAD_IFC now says DOWN.
     assert_eq!(t.fw.ib.port.port_state, 1);
@@ -227,7 +238,10 @@ fn perfmgt_port_counters_are_real_and_clear() {
         m[b + 66..b + 68].copy_from_slice(&select.to_be_bytes());
         let o = t.ok(&m, ifc::mad_ifc_out::SIZE);
         let r = ifc::mad_ifc_out::response_mad_packet.byte_range().unwrap().start;
-        (u32::from_be_bytes(o[r + 64 + 32..r + 64 + 36].try_into().unwrap()), u32::from_be_bytes(o[r + 64 + 24..r + 64 + 28].try_into().unwrap()))
+        (
+            u32::from_be_bytes(o[r + 64 + 32..r + 64 + 36].try_into().unwrap()),
+            u32::from_be_bytes(o[r + 64 + 24..r + 64 + 28].try_into().unwrap()),
+        )
     };
     assert_eq!(pma(&mut t, 1, 0), (12, 1000), "fabric + local packets, data in words");
     pma(&mut t, 2, 0xffff);

@@ -53,7 +53,11 @@ fn a_full_looking_cq_reads_the_consumer_index() {
     assert!(!cq.overrun, "no overrun");
     assert_eq!(cq.producer, 96);
     let last = a.t.mem.get(a.cq_buf + 31 * 64, 64);
-    assert_eq!((last[0x3f] >> 4, u16::from_be_bytes([last[0x3c], last[0x3d]])), (op::REQ, 95), "completion 95 in slot 31");
+    assert_eq!(
+        (last[0x3f] >> 4, u16::from_be_bytes([last[0x3c], last[0x3d]])),
+        (op::REQ, 95),
+        "completion 95 in slot 31"
+    );
     assert_eq!(last[0x3f] & 1, 1, "its owner bit: the CQ's second pass");
 }
 
@@ -121,7 +125,10 @@ fn memic_alloc_register_and_free() {
     t.fw.hca.memic = Some((31 << 20, 1 << 20));
     t.fw.reset();
     t.up();
-    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_HCA_CAP, (crate::mlx5::hca::caps::image::CAP_DEV_MEM << 1) | 1, 16), ifc::query_hca_cap_out::SIZE);
+    let o = t.ok(
+        &cmd(ifc::MLX5_CMD_OP_QUERY_HCA_CAP, (crate::mlx5::hca::caps::image::CAP_DEV_MEM << 1) | 1, 16),
+        ifc::query_hca_cap_out::SIZE,
+    );
     let cap = ifc::query_hca_cap_out::capability;
     assert_eq!(cap.inner(ifc::device_mem_cap::memic).get(&o), 1);
     assert_eq!(cap.inner(ifc::device_mem_cap::memic_bar_start_addr).get(&o), 31 << 20);

@@ -93,14 +93,7 @@ pub struct InitSegment {
 
 impl InitSegment {
     pub fn new(fw: FwVersion, hw_id: u32) -> InitSegment {
-        InitSegment {
-            fw,
-            hw_id,
-            cmdq_addr_h: 0,
-            cmdq_addr_l: 0,
-            nic_interface: NIC_IFC_DISABLED,
-            health_counter: 0,
-        }
+        InitSegment { fw, hw_id, cmdq_addr_h: 0, cmdq_addr_l: 0, nic_interface: NIC_IFC_DISABLED, health_counter: 0 }
     }
 
     /// Power-on / FLR state. The health counter and timer keep running.

@@ -22,6 +22,7 @@ pub mod fields;
 pub mod firmware;
 pub mod hca;
 pub mod ib;
+#[rustfmt::skip]
 pub mod ifc;
 pub mod init_seg;
 pub mod link;

@@ -5,9 +5,11 @@
 //! wqe_counter and opcode), the QP moves to ERR and the next WQE flushes.
 
 use super::datapath::cqe::{op, syndrome};
-use super::fw_tests::{connect, ctrl_seg, data_seg, pair_of, pump, rc_pair, side_at, transition_in, Bench, Side, DATA, QP_BUF, QP_DBR};
-use super::ifc;
 use super::datapath::wqe::{opcode, CTRL_CQ_UPDATE};
+use super::fw_tests::{
+    connect, ctrl_seg, data_seg, pair_of, pump, rc_pair, side_at, transition_in, Bench, Side, DATA, QP_BUF, QP_DBR,
+};
+use super::ifc;
 use crate::engine::QpState;
 
 const SQ: u64 = QP_BUF + 16 * 16;
@@ -122,10 +124,14 @@ fn every_opcode_on_rc() {
         let (c0, c1) = (cqe_at(&a.t, a.cq_buf, 0), cqe_at(&a.t, a.cq_buf, 1));
         let state = a.t.fw.engine.qps.get(qa).unwrap().state;
         if executed.contains(&op_) {
-            let ok = |n: u16, o: u8| Some(Seen { opcode: op::REQ, syndrome: 0, vendor: 0, wqe_opcode: o, qpn: qa, wqe_counter: n });
+            let ok = |n: u16, o: u8| {
+                Some(Seen { opcode: op::REQ, syndrome: 0, vendor: 0, wqe_opcode: o, qpn: qa, wqe_counter: n })
+            };
             assert_eq!((c0, c1, state), (ok(0, op_), ok(1, RDMA_WRITE), QpState::Rts), "opcode {op_:#04x} executed");
         } else {
-            let err = |n: u16, o: u8, s: u8| Some(Seen { opcode: op::REQ_ERR, syndrome: s, vendor: 0x79, wqe_opcode: o, qpn: qa, wqe_counter: n });
+            let err = |n: u16, o: u8, s: u8| {
+                Some(Seen { opcode: op::REQ_ERR, syndrome: s, vendor: 0x79, wqe_opcode: o, qpn: qa, wqe_counter: n })
+            };
             assert_eq!(c0, err(0, op_, syndrome::LOCAL_QP_OP_ERR), "opcode {op_:#04x}: error CQE");
             assert_eq!(c1, err(1, RDMA_WRITE, syndrome::WR_FLUSH_ERR), "opcode {op_:#04x}: the next WQE flushes");
             assert_eq!(state, QpState::Err, "opcode {op_:#04x}: QP to ERR");
@@ -183,10 +189,14 @@ fn every_opcode_on_gsi() {
         let state = t.fw.engine.qps.get(qpn).unwrap().state;
         let (c0, c1) = (cqe_at(&t, cq, 0), cqe_at(&t, cq, 1));
         if matches!(op_, opcode::NOP | opcode::SEND | opcode::SEND_IMM) {
-            let ok = |n: u16, o: u8| Some(Seen { opcode: op::REQ, syndrome: 0, vendor: 0, wqe_opcode: o, qpn, wqe_counter: n });
+            let ok = |n: u16, o: u8| {
+                Some(Seen { opcode: op::REQ, syndrome: 0, vendor: 0, wqe_opcode: o, qpn, wqe_counter: n })
+            };
             assert_eq!((c0, c1, state), (ok(0, op_), ok(2, opcode::SEND), QpState::Rts), "opcode {op_:#04x} executed");
         } else {
-            let err = |n: u16, o: u8, s: u8| Some(Seen { opcode: op::REQ_ERR, syndrome: s, vendor: 0x79, wqe_opcode: o, qpn, wqe_counter: n });
+            let err = |n: u16, o: u8, s: u8| {
+                Some(Seen { opcode: op::REQ_ERR, syndrome: s, vendor: 0x79, wqe_opcode: o, qpn, wqe_counter: n })
+            };
             assert_eq!(c0, err(0, op_, syndrome::LOCAL_QP_OP_ERR), "opcode {op_:#04x}: error CQE");
             assert_eq!(c1, err(2, opcode::SEND, syndrome::WR_FLUSH_ERR), "opcode {op_:#04x}: the next WQE flushes");
             assert_eq!(state, QpState::Err, "opcode {op_:#04x}");
@@ -210,8 +220,12 @@ fn nop_completes_in_order_without_a_psn() {
     ring(&mut a, 4);
     assert_eq!(cqe_at(&a.t, a.cq_buf, 0), None, "nothing before the WRITE is acknowledged");
     pump(&net, &mut a, &mut b);
-    let counters: Vec<(u8, u8, u16)> = (0..3).map(|k| cqe_at(&a.t, a.cq_buf, k).map(|c| (c.opcode, c.wqe_opcode, c.wqe_counter)).unwrap()).collect();
-    assert_eq!(counters, vec![(op::REQ, opcode::RDMA_WRITE, 0), (op::REQ, opcode::NOP, 1), (op::REQ, opcode::RDMA_WRITE, 3)]);
+    let counters: Vec<(u8, u8, u16)> =
+        (0..3).map(|k| cqe_at(&a.t, a.cq_buf, k).map(|c| (c.opcode, c.wqe_opcode, c.wqe_counter)).unwrap()).collect();
+    assert_eq!(
+        counters,
+        vec![(op::REQ, opcode::RDMA_WRITE, 0), (op::REQ, opcode::NOP, 1), (op::REQ, opcode::RDMA_WRITE, 3)]
+    );
     assert_eq!(cqe_at(&a.t, a.cq_buf, 3), None, "the unsignaled NOP wrote none");
     assert_eq!(a.t.fw.engine.qps.get(qa).unwrap().state, QpState::Rts);
     assert_eq!(b.t.mem.get(DATA + 0x3000, 8), vec![7; 8]);
@@ -248,7 +262,11 @@ fn bad_flags_and_ds_and_recovery() {
         ring(&mut a, 1);
         pump(&net, &mut a, &mut b);
         let e = cqe_at(&a.t, a.cq_buf, cq_slot).unwrap_or_else(|| panic!("{name}: a CQE"));
-        assert_eq!((e.opcode, e.syndrome, e.wqe_counter, e.wqe_opcode), (op::REQ_ERR, syndrome::LOCAL_QP_OP_ERR, 0, op_), "{name}");
+        assert_eq!(
+            (e.opcode, e.syndrome, e.wqe_counter, e.wqe_opcode),
+            (op::REQ_ERR, syndrome::LOCAL_QP_OP_ERR, 0, op_),
+            "{name}"
+        );
         assert_eq!(a.t.fw.engine.qps.get(qa).unwrap().state, QpState::Err, "{name}");
         let eqe = a.t.mem.get(0x100000 + cq_slot * 64, 64);
         assert_ne!(eqe[63], eqe_before, "{name}: an EQE for the solicited-armed CQ");
@@ -310,7 +328,10 @@ fn xrc_initiator_sends_error_complete() {
     t.mem.put(QP_DBR + 4, &2u32.to_be_bytes());
     t.fw.send_doorbell(qpn);
     let c0 = cqe_at(&t, 0x120000, 0).expect("error CQE");
-    assert_eq!((c0.opcode, c0.syndrome, c0.wqe_counter, c0.wqe_opcode, c0.qpn), (op::REQ_ERR, syndrome::LOCAL_QP_OP_ERR, 0, opcode::SEND, qpn));
+    assert_eq!(
+        (c0.opcode, c0.syndrome, c0.wqe_counter, c0.wqe_opcode, c0.qpn),
+        (op::REQ_ERR, syndrome::LOCAL_QP_OP_ERR, 0, opcode::SEND, qpn)
+    );
     let c1 = cqe_at(&t, 0x120000, 1).expect("flush CQE");
     assert_eq!((c1.opcode, c1.syndrome, c1.wqe_counter), (op::REQ_ERR, syndrome::WR_FLUSH_ERR, 1));
     assert_eq!(t.fw.engine.qps.get(qpn).unwrap().state, QpState::Err);
@@ -328,8 +349,9 @@ fn nop_behind_an_error_flushes() {
     pump(&net, &mut a, &mut b);
     put_rc_wqe(&a, b.key, 2, opcode::NOP, 0);
     ring(&mut a, 3);
-    let seen: Vec<(u8, u8, u8, u16)> =
-        (0..3).map(|k| cqe_at(&a.t, a.cq_buf, k).map(|c| (c.opcode, c.syndrome, c.wqe_opcode, c.wqe_counter)).unwrap()).collect();
+    let seen: Vec<(u8, u8, u8, u16)> = (0..3)
+        .map(|k| cqe_at(&a.t, a.cq_buf, k).map(|c| (c.opcode, c.syndrome, c.wqe_opcode, c.wqe_counter)).unwrap())
+        .collect();
     assert_eq!(
         seen,
         vec![
@@ -360,11 +382,19 @@ fn every_opcode_on_uc() {
         let (c0, c1) = (cqe_at(&a.t, a.cq_buf, 0), cqe_at(&a.t, a.cq_buf, 1));
         let state = a.t.fw.engine.qps.get(qa).unwrap().state;
         if executed.contains(&op_) {
-            let ok = |n: u16, o: u8| Some(Seen { opcode: op::REQ, syndrome: 0, vendor: 0, wqe_opcode: o, qpn: qa, wqe_counter: n });
+            let ok = |n: u16, o: u8| {
+                Some(Seen { opcode: op::REQ, syndrome: 0, vendor: 0, wqe_opcode: o, qpn: qa, wqe_counter: n })
+            };
             assert_eq!((c0, c1, state), (ok(0, op_), ok(1, RDMA_WRITE), QpState::Rts), "UC opcode {op_:#04x} executed");
         } else {
-            let err = |n: u16, o: u8, s: u8| Some(Seen { opcode: op::REQ_ERR, syndrome: s, vendor: 0x79, wqe_opcode: o, qpn: qa, wqe_counter: n });
-            assert_eq!((c0, c1, state), (err(0, op_, syndrome::LOCAL_QP_OP_ERR), err(1, RDMA_WRITE, syndrome::WR_FLUSH_ERR), QpState::Err), "UC opcode {op_:#04x}");
+            let err = |n: u16, o: u8, s: u8| {
+                Some(Seen { opcode: op::REQ_ERR, syndrome: s, vendor: 0x79, wqe_opcode: o, qpn: qa, wqe_counter: n })
+            };
+            assert_eq!(
+                (c0, c1, state),
+                (err(0, op_, syndrome::LOCAL_QP_OP_ERR), err(1, RDMA_WRITE, syndrome::WR_FLUSH_ERR), QpState::Err),
+                "UC opcode {op_:#04x}"
+            );
         }
     }
 }
@@ -373,8 +403,15 @@ fn every_opcode_on_uc() {
 fn ud_side() -> (std::sync::Arc<crate::fabric::InProcNet>, Side) {
     use crate::fabric::{Endpoint, InProcNet};
     use ifc::rst2init_qp_in::qpc as q;
-    let eps = [Endpoint::v4(1, std::net::Ipv4Addr::new(127, 0, 0, 1)), Endpoint::v4(2, std::net::Ipv4Addr::new(127, 0, 0, 2))];
-    let net = InProcNet::new(&eps, &[Default::default(), Default::default()], std::sync::Arc::new(crate::wire::clock::MonotonicClock::default()));
+    let eps = [
+        Endpoint::v4(1, std::net::Ipv4Addr::new(127, 0, 0, 1)),
+        Endpoint::v4(2, std::net::Ipv4Addr::new(127, 0, 0, 2)),
+    ];
+    let net = InProcNet::new(
+        &eps,
+        &[Default::default(), Default::default()],
+        std::sync::Arc::new(crate::wire::clock::MonotonicClock::default()),
+    );
     let mut s = side_at(1, &net, 0, QP_BUF, 2);
     let qpn = s.qpn;
     let mut i = transition_in(ifc::MLX5_CMD_OP_RST2INIT_QP, qpn);
@@ -410,11 +447,23 @@ fn every_opcode_on_ud() {
         let state = s.t.fw.engine.qps.get(qpn).unwrap().state;
         let (c0, c1) = (cqe_at(&s.t, s.cq_buf, 0), cqe_at(&s.t, s.cq_buf, 1));
         if matches!(op_, opcode::NOP | opcode::SEND | opcode::SEND_IMM) {
-            let ok = |n: u16, o: u8| Some(Seen { opcode: op::REQ, syndrome: 0, vendor: 0, wqe_opcode: o, qpn, wqe_counter: n });
-            assert_eq!((c0, c1, state), (ok(0, op_), ok(2, opcode::SEND), QpState::Rts), "UD opcode {op_:#04x} executed");
+            let ok = |n: u16, o: u8| {
+                Some(Seen { opcode: op::REQ, syndrome: 0, vendor: 0, wqe_opcode: o, qpn, wqe_counter: n })
+            };
+            assert_eq!(
+                (c0, c1, state),
+                (ok(0, op_), ok(2, opcode::SEND), QpState::Rts),
+                "UD opcode {op_:#04x} executed"
+            );
         } else {
-            let err = |n: u16, o: u8, s: u8| Some(Seen { opcode: op::REQ_ERR, syndrome: s, vendor: 0x79, wqe_opcode: o, qpn, wqe_counter: n });
-            assert_eq!((c0, c1, state), (err(0, op_, syndrome::LOCAL_QP_OP_ERR), err(2, opcode::SEND, syndrome::WR_FLUSH_ERR), QpState::Err), "UD opcode {op_:#04x}");
+            let err = |n: u16, o: u8, s: u8| {
+                Some(Seen { opcode: op::REQ_ERR, syndrome: s, vendor: 0x79, wqe_opcode: o, qpn, wqe_counter: n })
+            };
+            assert_eq!(
+                (c0, c1, state),
+                (err(0, op_, syndrome::LOCAL_QP_OP_ERR), err(2, opcode::SEND, syndrome::WR_FLUSH_ERR), QpState::Err),
+                "UD opcode {op_:#04x}"
+            );
         }
         assert_eq!(cqe_at(&s.t, s.cq_buf, 2), None);
     }

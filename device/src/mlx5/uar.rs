@@ -68,7 +68,12 @@ impl Doorbell {
             }
             (MLX5_EQ_DOORBELL_ARM, 4) | (MLX5_EQ_DOORBELL_NO_ARM, 4) => {
                 let v = dw(0);
-                Some(Doorbell::EqUpdate { uar, eqn: (v >> 24) as u8, ci: v & 0x00ff_ffff, arm: page_off == MLX5_EQ_DOORBELL_ARM })
+                Some(Doorbell::EqUpdate {
+                    uar,
+                    eqn: (v >> 24) as u8,
+                    ci: v & 0x00ff_ffff,
+                    arm: page_off == MLX5_EQ_DOORBELL_ARM,
+                })
             }
             (o, 8) if (MLX5_BF_OFFSET..UAR_PAGE).contains(&o) && o % 8 == 0 => {
                 Some(Doorbell::Send { uar, offset: o, opmod_idx_opcode: dw(0), qpn_ds: dw(1) })
@@ -189,7 +194,12 @@ impl UarPoller {
         Self::start_scheduled(mem, sink, pages, SCHEDULE)
     }
 
-    fn start_scheduled(mem: Arc<SharedMem>, sink: Arc<dyn DoorbellSink>, pages: Arc<Mutex<Vec<u64>>>, sched: Schedule) -> UarPoller {
+    fn start_scheduled(
+        mem: Arc<SharedMem>,
+        sink: Arc<dyn DoorbellSink>,
+        pages: Arc<Mutex<Vec<u64>>>,
+        sched: Schedule,
+    ) -> UarPoller {
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(PollerStats::default());
         let kicked = Arc::new(AtomicBool::new(false));
@@ -198,8 +208,10 @@ impl UarPoller {
         let (s, p, st, k) = (stop.clone(), pages.clone(), stats.clone(), kicked.clone());
         // Made here, before the seccomp filter.
         let sched = PollerSchedule::new(sched);
-        let thread = crate::privs::spawn("vrnic-uar-poll", PollerSchedule::thread_setup, move |()| poll_loop(&mem, &*sink, &s, &p, &st, (&k, &l), sched))
-            .expect("spawn poller thread");
+        let thread = crate::privs::spawn("vrnic-uar-poll", PollerSchedule::thread_setup, move |()| {
+            poll_loop(&mem, &*sink, &s, &p, &st, (&k, &l), sched)
+        })
+        .expect("spawn poller thread");
         UarPoller { stop, thread: Some(thread), pages, stats, kicked, local }
     }
 
@@ -305,7 +317,15 @@ fn took_local_kick(local_kick: &AtomicBool, stats: &PollerStats) -> bool {
     took
 }
 
-fn poll_loop(mem: &SharedMem, sink: &dyn DoorbellSink, stop: &AtomicBool, pages: &Mutex<Vec<u64>>, stats: &PollerStats, (kicked, local_kick): (&AtomicBool, &AtomicBool), mut sched: PollerSchedule) {
+fn poll_loop(
+    mem: &SharedMem,
+    sink: &dyn DoorbellSink,
+    stop: &AtomicBool,
+    pages: &Mutex<Vec<u64>>,
+    stats: &PollerStats,
+    (kicked, local_kick): (&AtomicBool, &AtomicBool),
+    mut sched: PollerSchedule,
+) {
     let mut local: Vec<u64> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         local.clear();
@@ -399,7 +419,9 @@ mod tests {
         let eq = ((3u32 << 24) | 1).to_be_bytes();
         guest.write(5 * 4096 + 0x40, &eq);
         let t0 = Instant::now();
-        while (stats.send.load(Ordering::Relaxed) < 1 || stats.eq_update.load(Ordering::Relaxed) < 1) && t0.elapsed() < Duration::from_secs(5) {
+        while (stats.send.load(Ordering::Relaxed) < 1 || stats.eq_update.load(Ordering::Relaxed) < 1)
+            && t0.elapsed() < Duration::from_secs(5)
+        {
             std::thread::sleep(Duration::from_millis(1));
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -464,8 +486,21 @@ mod tests {
         let fd = memfd("kick", 4096).unwrap();
         let mem = Arc::new(SharedMem::map(&fd, 4096).unwrap());
         let long = Duration::from_secs(30);
-        let sched = Schedule { first_nap: long, hot: Duration::ZERO, spin: Duration::from_micros(20), max_nap: long, warm: Duration::ZERO, idle_nap: long, busy_spin: Duration::ZERO };
-        let poller = UarPoller::start_scheduled(mem, Arc::new(DoorbellStats::default()), Arc::new(Mutex::new(Vec::new())), sched);
+        let sched = Schedule {
+            first_nap: long,
+            hot: Duration::ZERO,
+            spin: Duration::from_micros(20),
+            max_nap: long,
+            warm: Duration::ZERO,
+            idle_nap: long,
+            busy_spin: Duration::ZERO,
+        };
+        let poller = UarPoller::start_scheduled(
+            mem,
+            Arc::new(DoorbellStats::default()),
+            Arc::new(Mutex::new(Vec::new())),
+            sched,
+        );
         let k = poller.kick_handle().unwrap();
         for i in 0..5 {
             // Past the spin window: the poller is in a 30 s nap.

@@ -124,7 +124,7 @@ impl ConfigSpace {
         self.set8(e, PCI_CAP_ID_EXP, 0);
         self.set8(e + 1, CAP_MSIX as u8, 0);
         self.set16(e + 2, 0x0002, 0); // version 2, endpoint
-        // DevCap: MPS 512, ext tag, role-based error, FLR.
+                                      // DevCap: MPS 512, ext tag, role-based error, FLR.
         self.set32(e + 4, PCI_EXP_DEVCAP_FLR | (1 << 15) | (1 << 5) | 0x2, 0);
         // DevCtl: everything but Initiate FLR (bit 15) is plain RW.
         self.set16(e + 8, 0x2810, 0x7fff);
@@ -134,7 +134,7 @@ impl ConfigSpace {
         self.set32(e + 12, 0x4 | (16 << 4), 0);
         self.set16(e + 16, 0, 0x0fc3); // LinkCtl
         self.set16(e + 18, 0x4 | (16 << 4), 0); // LinkSta: 16 GT/s x16
-        // DevCap2: completion timeout ranges A-D, timeout disable.
+                                                // DevCap2: completion timeout ranges A-D, timeout disable.
         self.set32(e + 0x24, 0x1f, 0);
         self.set16(e + 0x28, 0, 0x041f); // DevCtl2
         self.set32(e + 0x2c, 0x1e, 0); // LinkCap2: 2.5-16 GT/s
@@ -271,7 +271,10 @@ mod tests {
             ids.push((p, c.regs[p]));
             p = c.regs[p + 1] as usize;
         }
-        assert_eq!(ids, vec![(0x40, PCI_CAP_ID_PM), (0x60, PCI_CAP_ID_EXP), (0x9c, PCI_CAP_ID_MSIX), (0xc0, PCI_CAP_ID_VNDR)]);
+        assert_eq!(
+            ids,
+            vec![(0x40, PCI_CAP_ID_PM), (0x60, PCI_CAP_ID_EXP), (0x9c, PCI_CAP_ID_MSIX), (0xc0, PCI_CAP_ID_VNDR)]
+        );
         assert_eq!(c.read_u16(CAP_PM + 2) & 7, 3, "PM version 3");
         assert_eq!(c.read_u16(CAP_PCIE + 2) & 0xf, 2, "PCIe cap v2");
         assert_ne!(c.read_u32(CAP_PCIE + 4) & PCI_EXP_DEVCAP_FLR, 0);

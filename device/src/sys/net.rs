@@ -107,7 +107,15 @@ fn sockaddr_of(addr: &SocketAddr) -> libc::sockaddr_storage {
 
 fn setsockopt_int(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: libc::c_int) -> bool {
     // SAFETY: setsockopt reads sizeof(int) bytes from a live local.
-    let r = unsafe { libc::setsockopt(fd, level, opt, (&v as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t) };
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            opt,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
     r == 0
 }
 
@@ -206,7 +214,9 @@ impl MmsgBatch {
             // buffers of `pkts`, which live and stay unmoved for the call
             // (borrowed by this function); the kernel only reads them and
             // writes each msg_len.
-            let r = unsafe { libc::sendmmsg(sock.as_raw_fd(), self.hdrs[done..].as_mut_ptr(), (total - done) as libc::c_uint, 0) };
+            let r = unsafe {
+                libc::sendmmsg(sock.as_raw_fd(), self.hdrs[done..].as_mut_ptr(), (total - done) as libc::c_uint, 0)
+            };
             if r > 0 {
                 each(done, Ok(r as usize));
                 done += r as usize;

@@ -28,7 +28,14 @@ impl SharedMem {
     pub fn map(fd: &OwnedFd, len: usize) -> io::Result<SharedMem> {
         // SAFETY: maps a memfd we own into fresh address space.
         let p = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.as_raw_fd(), 0)
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
         };
         if p == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
@@ -185,7 +192,8 @@ mod tests {
     #[test]
     fn shared_mem_bounds() {
         // Under Miri (no memfd, no mmap of an fd) the same checks run on heap memory.
-        let m = if cfg!(miri) { SharedMem::heap(4096) } else { SharedMem::map(&memfd("x", 4096).unwrap(), 4096).unwrap() };
+        let m =
+            if cfg!(miri) { SharedMem::heap(4096) } else { SharedMem::map(&memfd("x", 4096).unwrap(), 4096).unwrap() };
         assert!(m.write(4092, &[1, 2, 3, 4]));
         assert!(!m.write(4093, &[1, 2, 3, 4]));
         assert!(!m.read(usize::MAX, &mut [0u8; 2]));

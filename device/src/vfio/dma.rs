@@ -152,7 +152,15 @@ impl DmaSpace {
     }
 
     /// Adds a mapping; with `fd` the range is mmapped shared at `offset`.
-    pub fn map(&self, iova: u64, size: u64, offset: u64, readable: bool, writable: bool, fd: Option<OwnedFd>) -> Result<(), DmaError> {
+    pub fn map(
+        &self,
+        iova: u64,
+        size: u64,
+        offset: u64,
+        readable: bool,
+        writable: bool,
+        fd: Option<OwnedFd>,
+    ) -> Result<(), DmaError> {
         self.map_with(iova, size, readable, writable, || match fd {
             None => Ok(None),
             Some(fd) => Self::mmap(iova, size, offset, readable, writable, fd).map(Some),
@@ -176,7 +184,14 @@ impl DmaSpace {
 
     /// Validates a new mapping of `[iova, iova+size)`, then creates its host
     /// side with `host` and publishes it.
-    fn map_with(&self, iova: u64, size: u64, readable: bool, writable: bool, host: impl FnOnce() -> Result<Option<Region>, DmaError>) -> Result<(), DmaError> {
+    fn map_with(
+        &self,
+        iova: u64,
+        size: u64,
+        readable: bool,
+        writable: bool,
+        host: impl FnOnce() -> Result<Option<Region>, DmaError>,
+    ) -> Result<(), DmaError> {
         let end = iova.checked_add(size);
         if size == 0 || end.is_none() || iova % PAGE != 0 || size % PAGE != 0 || usize::try_from(size).is_err() {
             return Err(DmaError::BadRange { iova, size });
@@ -218,7 +233,14 @@ impl DmaSpace {
     }
 
     /// mmaps `size` bytes of the client's `fd` at `offset`, shared.
-    fn mmap(iova: u64, size: u64, offset: u64, readable: bool, writable: bool, fd: OwnedFd) -> Result<Region, DmaError> {
+    fn mmap(
+        iova: u64,
+        size: u64,
+        offset: u64,
+        readable: bool,
+        writable: bool,
+        fd: OwnedFd,
+    ) -> Result<Region, DmaError> {
         libc::off_t::try_from(offset).map_err(|_| DmaError::BadRange { iova, size })?;
         // A mapping past the end of a regular file (memfd, hugetlbfs)
         // would SIGBUS the server on first touch: refuse it here.
@@ -300,7 +322,13 @@ impl DmaSpace {
     /// Runs `f(slice, done)` over each piece of `[iova, iova+len)` (`done`:
     /// the bytes before it), which must be fully covered by fd-backed
     /// mappings with the needed access.
-    fn for_each_chunk(&self, iova: u64, len: usize, write: bool, f: impl FnMut(Piece<'_>, usize)) -> Result<(), DmaError> {
+    fn for_each_chunk(
+        &self,
+        iova: u64,
+        len: usize,
+        write: bool,
+        f: impl FnMut(Piece<'_>, usize),
+    ) -> Result<(), DmaError> {
         if len == 0 {
             return Ok(());
         }
@@ -326,7 +354,13 @@ impl DmaSpace {
 
     /// [`DmaSpace::for_each_chunk`] over one snapshot of the table, for
     /// `[iova, end)`; nothing is applied unless the whole range is valid.
-    fn chunks(table: &Table, iova: u64, end: u64, write: bool, mut f: impl FnMut(Piece<'_>, usize)) -> Result<(), DmaError> {
+    fn chunks(
+        table: &Table,
+        iova: u64,
+        end: u64,
+        write: bool,
+        mut f: impl FnMut(Piece<'_>, usize),
+    ) -> Result<(), DmaError> {
         let len = end - iova;
         // Nearly every access lies inside one mapping: one binary search
         // (the table is sorted by iova), one check, one copy.

@@ -127,11 +127,22 @@ impl Interrupts {
 
     /// Applies one SET_IRQS. `fds` are the descriptors that came with the
     /// message; `data` is what followed the fixed arguments (bools).
-    pub fn set_irqs(&self, flags: u32, index: u32, start: u32, count: u32, mut fds: Vec<EventFd>, data: &[u8]) -> Result<(), IrqError> {
+    pub fn set_irqs(
+        &self,
+        flags: u32,
+        index: u32,
+        start: u32,
+        count: u32,
+        mut fds: Vec<EventFd>,
+        data: &[u8],
+    ) -> Result<(), IrqError> {
         let max = self.count(index).ok_or(IrqError::BadIndex(index))?;
         let dtype = flags & VFIO_IRQ_SET_DATA_TYPE_MASK;
         let action = flags & VFIO_IRQ_SET_ACTION_TYPE_MASK;
-        if dtype.count_ones() != 1 || action.count_ones() != 1 || flags & !(VFIO_IRQ_SET_DATA_TYPE_MASK | VFIO_IRQ_SET_ACTION_TYPE_MASK) != 0 {
+        if dtype.count_ones() != 1
+            || action.count_ones() != 1
+            || flags & !(VFIO_IRQ_SET_DATA_TYPE_MASK | VFIO_IRQ_SET_ACTION_TYPE_MASK) != 0
+        {
             return Err(IrqError::BadFlags(flags));
         }
         self.stats.set_irqs.fetch_add(1, Ordering::Relaxed);
@@ -173,7 +184,8 @@ impl Interrupts {
                     }
                 }
             }
-            (VFIO_IRQ_SET_ACTION_MASK, VFIO_IRQ_SET_DATA_EVENTFD) | (VFIO_IRQ_SET_ACTION_UNMASK, VFIO_IRQ_SET_DATA_EVENTFD) => {
+            (VFIO_IRQ_SET_ACTION_MASK, VFIO_IRQ_SET_DATA_EVENTFD)
+            | (VFIO_IRQ_SET_ACTION_UNMASK, VFIO_IRQ_SET_DATA_EVENTFD) => {
                 // Resample/unmask eventfds are an INTx concept; we have no INTx.
                 return Err(IrqError::BadFlags(flags));
             }
@@ -272,10 +284,12 @@ mod tests {
         assert_eq!(irq.raise(3), Ok(Raised::Delivered));
         assert_eq!(e.read().unwrap_or(0), 1);
         // Masked: pending until unmasked.
-        irq.set_irqs(VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_MASK, VFIO_PCI_MSIX_IRQ_INDEX, 3, 1, vec![], &[]).unwrap();
+        irq.set_irqs(VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_MASK, VFIO_PCI_MSIX_IRQ_INDEX, 3, 1, vec![], &[])
+            .unwrap();
         assert_eq!(irq.raise(3), Ok(Raised::Pending));
         assert_eq!(e.read().unwrap_or(0), 0);
-        irq.set_irqs(VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_UNMASK, VFIO_PCI_MSIX_IRQ_INDEX, 3, 1, vec![], &[]).unwrap();
+        irq.set_irqs(VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_UNMASK, VFIO_PCI_MSIX_IRQ_INDEX, 3, 1, vec![], &[])
+            .unwrap();
         assert_eq!(e.read().unwrap_or(0), 1);
         assert!(irq.raise(64).is_err());
     }
@@ -297,9 +311,15 @@ mod tests {
             irq.set_irqs(EFD_TRIGGER, VFIO_PCI_MSIX_IRQ_INDEX, 0, 1, vec![b, c], &[]),
             Err(IrqError::TooManyFds { fds: 2, count: 1 })
         );
-        assert!(matches!(irq.set_irqs(EFD_TRIGGER, VFIO_PCI_MSIX_IRQ_INDEX, 7, 2, vec![], &[]), Err(IrqError::BadRange { .. })));
+        assert!(matches!(
+            irq.set_irqs(EFD_TRIGGER, VFIO_PCI_MSIX_IRQ_INDEX, 7, 2, vec![], &[]),
+            Err(IrqError::BadRange { .. })
+        ));
         assert!(matches!(irq.set_irqs(EFD_TRIGGER, 9, 0, 1, vec![], &[]), Err(IrqError::BadIndex(9))));
-        assert!(matches!(irq.set_irqs(0x3 | VFIO_IRQ_SET_ACTION_TRIGGER, 2, 0, 1, vec![], &[]), Err(IrqError::BadFlags(_))));
+        assert!(matches!(
+            irq.set_irqs(0x3 | VFIO_IRQ_SET_ACTION_TRIGGER, 2, 0, 1, vec![], &[]),
+            Err(IrqError::BadFlags(_))
+        ));
     }
 
     #[test]
@@ -307,15 +327,39 @@ mod tests {
         let irq = Interrupts::new(4);
         let a = eventfd().unwrap();
         let b = eventfd().unwrap();
-        irq.set_irqs(EFD_TRIGGER, VFIO_PCI_MSIX_IRQ_INDEX, 0, 2, vec![a.try_clone().unwrap(), b.try_clone().unwrap()], &[]).unwrap();
-        irq.set_irqs(VFIO_IRQ_SET_DATA_BOOL | VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_PCI_MSIX_IRQ_INDEX, 0, 2, vec![], &[0, 1]).unwrap();
+        irq.set_irqs(
+            EFD_TRIGGER,
+            VFIO_PCI_MSIX_IRQ_INDEX,
+            0,
+            2,
+            vec![a.try_clone().unwrap(), b.try_clone().unwrap()],
+            &[],
+        )
+        .unwrap();
+        irq.set_irqs(
+            VFIO_IRQ_SET_DATA_BOOL | VFIO_IRQ_SET_ACTION_TRIGGER,
+            VFIO_PCI_MSIX_IRQ_INDEX,
+            0,
+            2,
+            vec![],
+            &[0, 1],
+        )
+        .unwrap();
         assert_eq!(a.read().unwrap_or(0), 0);
         assert_eq!(b.read().unwrap_or(0), 1);
         assert_eq!(
-            irq.set_irqs(VFIO_IRQ_SET_DATA_BOOL | VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_PCI_MSIX_IRQ_INDEX, 0, 2, vec![], &[1]),
+            irq.set_irqs(
+                VFIO_IRQ_SET_DATA_BOOL | VFIO_IRQ_SET_ACTION_TRIGGER,
+                VFIO_PCI_MSIX_IRQ_INDEX,
+                0,
+                2,
+                vec![],
+                &[1]
+            ),
             Err(IrqError::MissingData)
         );
-        irq.set_irqs(VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_PCI_MSIX_IRQ_INDEX, 0, 0, vec![], &[]).unwrap();
+        irq.set_irqs(VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_PCI_MSIX_IRQ_INDEX, 0, 0, vec![], &[])
+            .unwrap();
         assert!(!irq.has_eventfd(0) && !irq.has_eventfd(1));
     }
 

@@ -12,8 +12,8 @@ pub mod server;
 pub mod socket;
 pub mod uapi;
 
+pub use device::{AccessError, MmapDesc, RegionDesc, VfioDevice};
 pub use dma::{DmaError, DmaSpace};
 pub use irq::{Interrupts, Raised};
 pub use protocol::SparseArea;
 pub use server::{Server, ServerOptions, ServerStats};
-pub use device::{AccessError, MmapDesc, RegionDesc, VfioDevice};

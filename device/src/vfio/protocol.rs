@@ -99,7 +99,6 @@ impl Command {
 /// Linux `vfio.h` constants, under the name the argument blocks use.
 pub use super::uapi as vfio;
 
-
 /// A malformed message or argument block.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum ParseError {
@@ -150,13 +149,7 @@ pub struct Header {
 
 impl Header {
     pub fn parse(b: &[u8; HEADER_SIZE]) -> Header {
-        Header {
-            id: le16(b, 0),
-            command: le16(b, 2),
-            size: le32(b, 4),
-            flags: le32(b, 8),
-            error_reply: le32(b, 12),
-        }
+        Header { id: le16(b, 0), command: le16(b, 2), size: le32(b, 4), flags: le32(b, 8), error_reply: le32(b, 12) }
     }
 
     pub fn emit(&self) -> [u8; HEADER_SIZE] {
@@ -179,9 +172,7 @@ impl Header {
 
     /// Payload length announced by the header.
     pub fn payload_len(&self) -> Result<usize, ParseError> {
-        (self.size as usize)
-            .checked_sub(HEADER_SIZE)
-            .ok_or(ParseError::BadSize(self.size))
+        (self.size as usize).checked_sub(HEADER_SIZE).ok_or(ParseError::BadSize(self.size))
     }
 
     /// The reply header for a request, carrying `payload` bytes.
@@ -257,13 +248,8 @@ impl DmaMap {
     pub const SIZE: usize = 32;
     pub fn parse(b: &[u8]) -> Result<DmaMap, ParseError> {
         need(b, Self::SIZE)?;
-        let m = DmaMap {
-            argsz: le32(b, 0),
-            flags: le32(b, 4),
-            offset: le64(b, 8),
-            iova: le64(b, 16),
-            size: le64(b, 24),
-        };
+        let m =
+            DmaMap { argsz: le32(b, 0), flags: le32(b, 4), offset: le64(b, 8), iova: le64(b, 16), size: le64(b, 24) };
         if (m.argsz as usize) < Self::SIZE {
             return Err(ParseError::ArgSz { argsz: m.argsz, need: Self::SIZE as u32 });
         }
@@ -433,13 +419,8 @@ impl IrqSet {
     pub const SIZE: usize = 20;
     pub fn parse(b: &[u8]) -> Result<IrqSet, ParseError> {
         need(b, Self::SIZE)?;
-        let m = IrqSet {
-            argsz: le32(b, 0),
-            flags: le32(b, 4),
-            index: le32(b, 8),
-            start: le32(b, 12),
-            count: le32(b, 16),
-        };
+        let m =
+            IrqSet { argsz: le32(b, 0), flags: le32(b, 4), index: le32(b, 8), start: le32(b, 12), count: le32(b, 16) };
         if (m.argsz as usize) < Self::SIZE {
             return Err(ParseError::ArgSz { argsz: m.argsz, need: Self::SIZE as u32 });
         }

@@ -2,7 +2,6 @@
 //! order on the control thread, every error answered with its real errno,
 //! unknown commands read in full and refused so the stream stays in sync.
 
-use std::time::Duration;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::FileTypeExt;
@@ -10,17 +9,18 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::json;
 use thiserror::Error;
 use tracing::{debug, info, trace, warn};
 
+use super::device::VfioDevice;
 use super::dma::DmaSpace;
 use super::irq::Interrupts;
 use super::protocol::{self, Command, Header, HEADER_SIZE};
-use super::uapi::*;
 use super::socket::{recv_exact_with_fds, send_with_fds};
-use super::device::VfioDevice;
+use super::uapi::*;
 use crate::host::{Idle, IdleStrategy, SocketSpin, Wake};
 
 /// Tunables advertised in VERSION.
@@ -41,7 +41,13 @@ pub struct ServerOptions {
 
 impl Default for ServerOptions {
     fn default() -> Self {
-        ServerOptions { max_msg_fds: 16, max_data_xfer_size: 1 << 20, max_dma_maps: 4096, write_multiple: true, spin_us: 0 }
+        ServerOptions {
+            max_msg_fds: 16,
+            max_data_xfer_size: 1 << 20,
+            max_dma_maps: 4096,
+            write_multiple: true,
+            spin_us: 0,
+        }
     }
 }
 
@@ -118,7 +124,13 @@ pub struct Server<D: VfioDevice> {
 
 impl<D: VfioDevice> Server<D> {
     /// Binds `path`, replacing a stale socket file left by a dead server.
-    pub fn bind(path: &Path, device: D, dma: Arc<DmaSpace>, irqs: Arc<Interrupts>, opts: ServerOptions) -> Result<Self, ServerError> {
+    pub fn bind(
+        path: &Path,
+        device: D,
+        dma: Arc<DmaSpace>,
+        irqs: Arc<Interrupts>,
+        opts: ServerOptions,
+    ) -> Result<Self, ServerError> {
         if let Ok(md) = std::fs::symlink_metadata(path) {
             if md.file_type().is_socket() && UnixStream::connect(path).is_ok() {
                 return Err(ServerError::InUse(path.to_path_buf()));
@@ -193,7 +205,10 @@ impl<D: VfioDevice> Server<D> {
                         let found = crate::vfio::socket::wait_readable_spinning(stream, up_to);
                         let c = if found.is_some() { &self.stats.spin_hits } else { &self.stats.spin_misses };
                         c.fetch_add(1, Ordering::Relaxed);
-                        self.spin.on_wake(found.map_or(Wake::Timeout { late: Duration::ZERO }, |after| Wake::Event { after, local: false }));
+                        self.spin.on_wake(found.map_or(Wake::Timeout { late: Duration::ZERO }, |after| Wake::Event {
+                            after,
+                            local: false,
+                        }));
                     }
                     recv_exact_with_fds(stream, &mut hb, false)?
                 }
@@ -205,7 +220,15 @@ impl<D: VfioDevice> Server<D> {
             let hdr = Header::parse(&hb);
             self.stats.messages.fetch_add(1, Ordering::Relaxed);
             let name = Command::from_u16(hdr.command).map(Command::name).unwrap_or("UNKNOWN");
-            trace!(id = hdr.id, cmd = name, command = hdr.command, size = hdr.size, flags = hdr.flags, fds = fds.len(), "vfio-user message");
+            trace!(
+                id = hdr.id,
+                cmd = name,
+                command = hdr.command,
+                size = hdr.size,
+                flags = hdr.flags,
+                fds = fds.len(),
+                "vfio-user message"
+            );
 
             let result: Result<Option<Reply>, Errno> = if hdr.size < HEADER_SIZE as u32 {
                 // Nothing follows that we could skip: treat as header-only.
@@ -236,7 +259,12 @@ impl<D: VfioDevice> Server<D> {
 
     /// Turns a request's outcome into the bytes to send back (header and
     /// payload) and the fd to pass along; None when no reply goes out.
-    fn answer(&mut self, hdr: &Header, name: &str, result: Result<Option<Reply>, Errno>) -> Option<(Vec<u8>, Option<OwnedFd>)> {
+    fn answer(
+        &mut self,
+        hdr: &Header,
+        name: &str,
+        result: Result<Option<Reply>, Errno>,
+    ) -> Option<(Vec<u8>, Option<OwnedFd>)> {
         match result {
             Ok(None) => None,
             Ok(Some(reply)) if !hdr.no_reply() => {
@@ -362,7 +390,14 @@ impl<D: VfioDevice> Server<D> {
                 let s = protocol::IrqSet::parse(p).map_err(pe)?;
                 debug!(index = s.index, start = s.start, count = s.count, flags = s.flags, fds = fds.len(), "SET_IRQS");
                 self.irqs
-                    .set_irqs(s.flags, s.index, s.start, s.count, fds.into_iter().map(super::irq::eventfd_from).collect(), &p[protocol::IrqSet::SIZE..])
+                    .set_irqs(
+                        s.flags,
+                        s.index,
+                        s.start,
+                        s.count,
+                        fds.into_iter().map(super::irq::eventfd_from).collect(),
+                        &p[protocol::IrqSet::SIZE..],
+                    )
                     .map_err(|e| Errno(e.errno(), e.to_string()))?;
                 Ok(Some(Reply::empty()))
             }
@@ -391,7 +426,9 @@ impl<D: VfioDevice> Server<D> {
                     return Err(einval(format!("write count {} with {} data bytes", a.count, data.len())));
                 }
                 self.region_write(a.region, a.offset, data, hdr.no_reply())?;
-                Ok(Some(Reply::bytes(&protocol::RegionAccess { offset: a.offset, region: a.region, count: a.count }.emit())))
+                Ok(Some(Reply::bytes(
+                    &protocol::RegionAccess { offset: a.offset, region: a.region, count: a.count }.emit(),
+                )))
             }
             Some(Command::RegionWriteMulti) => {
                 let wrs = protocol::parse_write_multi(p).map_err(pe)?;
@@ -449,7 +486,12 @@ impl<D: VfioDevice> Server<D> {
             return Err(einval(format!("region {}", q.index)));
         }
         let r = self.device.region(q.index);
-        let mut info = protocol::RegionInfo { argsz: protocol::RegionInfo::SIZE as u32, index: q.index, size: r.size, ..Default::default() };
+        let mut info = protocol::RegionInfo {
+            argsz: protocol::RegionInfo::SIZE as u32,
+            index: q.index,
+            size: r.size,
+            ..Default::default()
+        };
         if r.readable {
             info.flags |= VFIO_REGION_INFO_FLAG_READ;
         }

@@ -28,7 +28,8 @@ pub fn wait_readable_spinning(stream: &UnixStream, limit: std::time::Duration) -
     let mut b = [0u8; 1];
     loop {
         // SAFETY: recv into a live one-byte local buffer.
-        let r = unsafe { libc::recv(stream.as_raw_fd(), b.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+        let r =
+            unsafe { libc::recv(stream.as_raw_fd(), b.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
         if r != -1 || io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock {
             return Some(t.elapsed());
         }
@@ -47,7 +48,11 @@ pub fn wait_readable_spinning(stream: &UnixStream, limit: std::time::Duration) -
 /// anything, `Ok(Some(fds))` once `buf` is full.
 /// With `nonblocking`, a read that finds nothing fails with `WouldBlock`
 /// (once the first bytes came, the rest is waited for).
-pub fn recv_exact_with_fds(stream: &UnixStream, buf: &mut [u8], nonblocking: bool) -> io::Result<Option<(Vec<OwnedFd>, bool)>> {
+pub fn recv_exact_with_fds(
+    stream: &UnixStream,
+    buf: &mut [u8],
+    nonblocking: bool,
+) -> io::Result<Option<(Vec<OwnedFd>, bool)>> {
     let fd = stream.as_raw_fd();
     let mut cmsg = [0u64; (MAX_FDS * 4 + 64) / 8];
     let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
@@ -60,7 +65,9 @@ pub fn recv_exact_with_fds(stream: &UnixStream, buf: &mut [u8], nonblocking: boo
     let n = loop {
         // SAFETY: msg points at a live iovec over `buf` and a live control
         // buffer of the stated length; the kernel writes within those bounds.
-        let r = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_CMSG_CLOEXEC | if nonblocking { libc::MSG_DONTWAIT } else { 0 }) };
+        let r = unsafe {
+            libc::recvmsg(fd, &mut msg, libc::MSG_CMSG_CLOEXEC | if nonblocking { libc::MSG_DONTWAIT } else { 0 })
+        };
         if r < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {

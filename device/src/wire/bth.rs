@@ -176,8 +176,7 @@ impl Opcode {
 
     /// A request (sent by a requester) rather than a response or ACK.
     pub fn is_request(self) -> bool {
-        !matches!(self.transport(), Transport::Cnp)
-            && !matches!(self.op(), 0x0d..=0x12)
+        !matches!(self.transport(), Transport::Cnp) && !matches!(self.op(), 0x0d..=0x12)
     }
 
     pub fn is_send(self) -> bool {
@@ -422,13 +421,28 @@ mod tests {
     #[test]
     fn which_requests_take_a_receive() {
         let rc = |op| Opcode::new(Opcode::RC, op);
-        for op in [Opcode::SEND_FIRST, Opcode::SEND_MIDDLE, Opcode::SEND_LAST, Opcode::SEND_ONLY_IMM,
-                   Opcode::SEND_ONLY_INV, Opcode::WRITE_ONLY_IMM, Opcode::WRITE_LAST_IMM] {
+        for op in [
+            Opcode::SEND_FIRST,
+            Opcode::SEND_MIDDLE,
+            Opcode::SEND_LAST,
+            Opcode::SEND_ONLY_IMM,
+            Opcode::SEND_ONLY_INV,
+            Opcode::WRITE_ONLY_IMM,
+            Opcode::WRITE_LAST_IMM,
+        ] {
             assert!(rc(op).consumes_recv(), "{}", rc(op).name());
         }
         assert!(Opcode::new(Opcode::UD, Opcode::SEND_ONLY).consumes_recv());
-        for op in [Opcode::WRITE_ONLY, Opcode::WRITE_FIRST, Opcode::READ_REQUEST, Opcode::READ_RESPONSE_ONLY,
-                   Opcode::ACKNOWLEDGE, Opcode::ATOMIC_ACKNOWLEDGE, Opcode::FETCH_ADD, Opcode::CMP_SWAP] {
+        for op in [
+            Opcode::WRITE_ONLY,
+            Opcode::WRITE_FIRST,
+            Opcode::READ_REQUEST,
+            Opcode::READ_RESPONSE_ONLY,
+            Opcode::ACKNOWLEDGE,
+            Opcode::ATOMIC_ACKNOWLEDGE,
+            Opcode::FETCH_ADD,
+            Opcode::CMP_SWAP,
+        ] {
             assert!(!rc(op).consumes_recv(), "{}", rc(op).name());
         }
         assert!(!Opcode::CNP.consumes_recv());

@@ -107,9 +107,13 @@ pub mod aeth {
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub enum Syndrome {
         /// ACK with a credit count (0x1f: unlimited).
-        Ack { credits: u8 },
+        Ack {
+            credits: u8,
+        },
         /// Receiver not ready, with a timer code (0..=31, see the RNR table).
-        RnrNak { timer: u8 },
+        RnrNak {
+            timer: u8,
+        },
         Nak(NakCode),
     }
 
@@ -468,7 +472,8 @@ mod tests {
         a.emit(&mut atomic_eth::Packet::new_unchecked(&mut o[..]));
         assert_eq!(o, b);
         assert!(atomic_eth::Packet::new_checked(&b[..27]).is_err());
-        let k = atomic_ack_eth::Repr::parse(&atomic_ack_eth::Packet::new_checked(&[0, 0, 0, 0, 0, 0, 1, 0][..]).unwrap());
+        let k =
+            atomic_ack_eth::Repr::parse(&atomic_ack_eth::Packet::new_checked(&[0, 0, 0, 0, 0, 0, 1, 0][..]).unwrap());
         assert_eq!(k.unwrap().orig, 256);
     }
 

@@ -26,8 +26,8 @@
 //! then BTH (byte 4 set to ones) onward. The pcap frame of such a packet is
 //! that Ethernet/IPv6/UDP/BTH packet, which tshark decodes as RoCEv2.
 
-use super::ip::{flow_source_port, ROCEV2_PORT};
 use super::codec::{rd16, rd32, wr16, wr32, Error, Result};
+use super::ip::{flow_source_port, ROCEV2_PORT};
 
 pub mod field {
     use core::ops::Range;
@@ -250,14 +250,15 @@ mod tests {
     /// PayLen 0x20, NxtHdr 0x1B, HopLmt 0xff, SGID, DGID.
     #[test]
     fn parses_and_emits_ibta_layout() {
-        let b = hex(
-            "6a5 12345 0020 1b ff
+        let b = hex("6a5 12345 0020 1b ff
              fe800000000000000002c90300a0b0c1
-             fe800000000000000002c90300a0b0c2",
-        );
+             fe800000000000000002c90300a0b0c2");
         assert_eq!(b.len(), 40);
         let p = Packet::new_checked(&b[..]).unwrap();
-        assert_eq!((p.version(), p.traffic_class(), p.flow_label(), p.payload_len(), p.next_header(), p.hop_limit()), (6, 0xa5, 0x12345, 0x20, 0x1b, 0xff));
+        assert_eq!(
+            (p.version(), p.traffic_class(), p.flow_label(), p.payload_len(), p.next_header(), p.hop_limit()),
+            (6, 0xa5, 0x12345, 0x20, 0x1b, 0xff)
+        );
         let r = Repr::parse(&p).unwrap();
         assert_eq!(r.sgid, GID0);
         assert_eq!(r.dgid[15], 0xc2);
@@ -302,7 +303,13 @@ mod tests {
         for n in 1..d.len() {
             assert!(unframe(&d[..n]).is_err(), "len {n}");
         }
-        for (at, v, e) in [(1, 2, "GRH envelope"), (3, 1, "GRH envelope"), (4, 0x46, "GRH IPVer"), (10, 0x11, "GRH NxtHdr"), (9, 0, "GRH PayLen")] {
+        for (at, v, e) in [
+            (1, 2, "GRH envelope"),
+            (3, 1, "GRH envelope"),
+            (4, 0x46, "GRH IPVer"),
+            (10, 0x11, "GRH NxtHdr"),
+            (9, 0, "GRH PayLen"),
+        ] {
             let mut bad = d.clone();
             bad[at] = v;
             assert_eq!(unframe(&bad).unwrap_err(), Error::Malformed(e), "byte {at}");
@@ -325,17 +332,32 @@ mod tests {
         bad[13] ^= 1;
         assert_eq!(verify_icrc(&g, &bad), Err(Error::Icrc));
         // And it differs from the IPv4 form of the same packet.
-        let ph = crate::wire::ip::PseudoHeader::canonical(std::net::Ipv4Addr::LOCALHOST, std::net::Ipv4Addr::LOCALHOST, 0x11, p.len());
+        let ph = crate::wire::ip::PseudoHeader::canonical(
+            std::net::Ipv4Addr::LOCALHOST,
+            std::net::Ipv4Addr::LOCALHOST,
+            0x11,
+            p.len(),
+        );
         assert!(crate::wire::icrc::verify(&ph, &p).is_err());
     }
 
     /// The 48-byte IPv6/UDP header of a RoCEv2-over-IPv6 packet.
     #[test]
     fn ipv6_udp_header() {
-        let g = Repr { traffic_class: 0x10, flow_label: 0xabcde, hop_limit: 255, sgid: GID0, dgid: GID0, ..Default::default() };
+        let g = Repr {
+            traffic_class: 0x10,
+            flow_label: 0xabcde,
+            hop_limit: 255,
+            sgid: GID0,
+            dgid: GID0,
+            ..Default::default()
+        };
         let h = g.ipv6_udp(0x11, 36);
         assert_eq!(&h[..8], &[0x61, 0x0a, 0xbc, 0xde, 0, 44, 17, 255]);
         assert_eq!(&h[8..24], &GID0);
-        assert_eq!(&h[40..48], &[(flow_source_port(0x11) >> 8) as u8, flow_source_port(0x11) as u8, 0x12, 0xb7, 0, 44, 0, 0]);
+        assert_eq!(
+            &h[40..48],
+            &[(flow_source_port(0x11) >> 8) as u8, flow_source_port(0x11) as u8, 0x12, 0xb7, 0, 44, 0, 0]
+        );
     }
 }

@@ -4,8 +4,8 @@
 //! BECN, reserved) set to ones, and everything after it up to the ICRC. The
 //! result travels least-significant byte first.
 
-use super::ip::PseudoHeader;
 use super::codec::{Error, Result};
+use super::ip::PseudoHeader;
 
 /// Bytes of the ICRC trailer.
 pub const LEN: usize = 4;
@@ -86,10 +86,8 @@ mod tests {
     /// the 16 reserved bytes; the frame is 74 bytes.)
     #[test]
     fn vector1_connectx4_cnp() {
-        let f = hex(
-            "e41d2dab2bc27cfe90643b32080045c2003c718c400040119161 0a0011010a001201 000012b700280000
-             8100ffff40000118 00000000 00000000000000000000000000000000 82fd002a",
-        );
+        let f = hex("e41d2dab2bc27cfe90643b32080045c2003c718c400040119161 0a0011010a001201 000012b700280000
+             8100ffff40000118 00000000 00000000000000000000000000000000 82fd002a");
         assert_eq!(f.len(), 74);
         let (ph, roce) = PseudoHeader::parse(&f[14..]).unwrap();
         assert_eq!(ph.ip.src, Ipv4Addr::new(10, 0, 17, 1));

@@ -231,7 +231,11 @@ pub mod udp {
     impl Repr {
         pub const LEN: usize = field::HEADER_LEN;
         pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Result<Repr> {
-            Ok(Repr { src_port: p.src_port(), dst_port: p.dst_port(), payload_len: p.len() as usize - field::HEADER_LEN })
+            Ok(Repr {
+                src_port: p.src_port(),
+                dst_port: p.dst_port(),
+                payload_len: p.len() as usize - field::HEADER_LEN,
+            })
         }
         pub fn emit(&self, b: &mut [u8]) {
             wr16(b, field::SRC_PORT.start, self.src_port);

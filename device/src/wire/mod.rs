@@ -57,6 +57,6 @@ pub mod packet;
 pub mod psn;
 
 pub use bth::Opcode;
+pub use codec::{Error, Result};
 pub use ext::{aeth, atomic_ack_eth, atomic_eth, cnp, deth, ieth, immdt, reth};
 pub use packet::{Headers, RocePacket};
-pub use codec::{Error, Result};

@@ -4,8 +4,8 @@
 use core::ops::Range;
 
 use super::bth::{self, Layout, Opcode};
-use super::ext::{aeth, atomic_ack_eth, atomic_eth, cnp, deth, ieth, immdt, reth};
 use super::codec::{Error, Result};
+use super::ext::{aeth, atomic_ack_eth, atomic_eth, cnp, deth, ieth, immdt, reth};
 use super::icrc;
 
 /// The headers of one packet. Which extension headers are present is fixed
@@ -25,7 +25,16 @@ pub struct Headers {
 impl Headers {
     /// A BTH with no extension headers yet.
     pub fn new(bth: bth::Repr) -> Headers {
-        Headers { bth, deth: None, reth: None, atomic_eth: None, aeth: None, atomic_ack_eth: None, immdt: None, ieth: None }
+        Headers {
+            bth,
+            deth: None,
+            reth: None,
+            atomic_eth: None,
+            aeth: None,
+            atomic_ack_eth: None,
+            immdt: None,
+            ieth: None,
+        }
     }
 
     /// The opcode's layout, if the present headers are exactly the ones it implies.
@@ -47,8 +56,7 @@ impl Headers {
 
     /// BTH plus extension headers, in bytes.
     pub fn header_len(&self) -> usize {
-        bth::Repr::LEN
-            + self.bth.opcode.layout().map(|l| l.ext_len()).unwrap_or(0)
+        bth::Repr::LEN + self.bth.opcode.layout().map(|l| l.ext_len()).unwrap_or(0)
     }
 
     /// Bytes of the whole packet (headers, payload, pad, ICRC).
@@ -189,14 +197,56 @@ mod tests {
     #[test]
     fn roundtrip_every_layout() {
         let cases: Vec<(Headers, Vec<u8>)> = vec![
-            (Headers { reth: Some(reth::Repr { va: 1, rkey: 2, dma_len: 5 }), immdt: Some(immdt::Repr { imm: [9, 8, 7, 6] }), ..Headers::new(bth(0x0b, 7)) }, b"hello".to_vec()),
-            (Headers { reth: Some(reth::Repr { va: 0x1000, rkey: 3, dma_len: 8192 }), ..Headers::new(bth(0x0c, 1)) }, vec![]),
-            (Headers { aeth: Some(aeth::Repr { syndrome: Syndrome::Ack { credits: 0x1f }, msn: 4 }), ..Headers::new(bth(0x10, 9)) }, vec![1, 2, 3]),
-            (Headers { aeth: Some(aeth::Repr { syndrome: Syndrome::Nak(NakCode::RemoteAccessError), msn: 4 }), ..Headers::new(bth(0x11, 9)) }, vec![]),
-            (Headers { aeth: Some(aeth::Repr { syndrome: Syndrome::Ack { credits: 0 }, msn: 1 }), atomic_ack_eth: Some(atomic_ack_eth::Repr { orig: 77 }), ..Headers::new(bth(0x12, 3)) }, vec![]),
-            (Headers { atomic_eth: Some(atomic_eth::Repr { va: 8, rkey: 1, swap_add: 2, compare: 3 }), ..Headers::new(bth(0x13, 3)) }, vec![]),
+            (
+                Headers {
+                    reth: Some(reth::Repr { va: 1, rkey: 2, dma_len: 5 }),
+                    immdt: Some(immdt::Repr { imm: [9, 8, 7, 6] }),
+                    ..Headers::new(bth(0x0b, 7))
+                },
+                b"hello".to_vec(),
+            ),
+            (
+                Headers { reth: Some(reth::Repr { va: 0x1000, rkey: 3, dma_len: 8192 }), ..Headers::new(bth(0x0c, 1)) },
+                vec![],
+            ),
+            (
+                Headers {
+                    aeth: Some(aeth::Repr { syndrome: Syndrome::Ack { credits: 0x1f }, msn: 4 }),
+                    ..Headers::new(bth(0x10, 9))
+                },
+                vec![1, 2, 3],
+            ),
+            (
+                Headers {
+                    aeth: Some(aeth::Repr { syndrome: Syndrome::Nak(NakCode::RemoteAccessError), msn: 4 }),
+                    ..Headers::new(bth(0x11, 9))
+                },
+                vec![],
+            ),
+            (
+                Headers {
+                    aeth: Some(aeth::Repr { syndrome: Syndrome::Ack { credits: 0 }, msn: 1 }),
+                    atomic_ack_eth: Some(atomic_ack_eth::Repr { orig: 77 }),
+                    ..Headers::new(bth(0x12, 3))
+                },
+                vec![],
+            ),
+            (
+                Headers {
+                    atomic_eth: Some(atomic_eth::Repr { va: 8, rkey: 1, swap_add: 2, compare: 3 }),
+                    ..Headers::new(bth(0x13, 3))
+                },
+                vec![],
+            ),
             (Headers { ieth: Some(ieth::Repr { rkey: 0x55 }), ..Headers::new(bth(0x17, 3)) }, vec![0; 4]),
-            (Headers { deth: Some(deth::Repr { qkey: 0x11, src_qp: 1 }), immdt: Some(immdt::Repr { imm: [1, 1, 1, 1] }), ..Headers::new(bth(0x65, 3)) }, vec![0xab; 33]),
+            (
+                Headers {
+                    deth: Some(deth::Repr { qkey: 0x11, src_qp: 1 }),
+                    immdt: Some(immdt::Repr { imm: [1, 1, 1, 1] }),
+                    ..Headers::new(bth(0x65, 3))
+                },
+                vec![0xab; 33],
+            ),
             (Headers::new(bth(0x21, 3)), vec![0xcd; 256]),
             (cnp_headers(0x118), vec![]),
         ];
@@ -261,7 +311,8 @@ mod tests {
     fn cnp_matches_connectx() {
         let mut out = Vec::new();
         emit(&cnp_headers(0x118), &[], &mut out).unwrap();
-        let mut ph = PseudoHeader::canonical(Ipv4Addr::new(10, 0, 17, 1), Ipv4Addr::new(10, 0, 18, 1), 0x118, out.len());
+        let mut ph =
+            PseudoHeader::canonical(Ipv4Addr::new(10, 0, 17, 1), Ipv4Addr::new(10, 0, 18, 1), 0x118, out.len());
         ph.ip.tos = 0xc2;
         ph.ip.ident = 0x718c;
         ph.udp.src_port = 0;

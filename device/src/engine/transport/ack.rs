@@ -1,12 +1,12 @@
 //! Responses without payload from the responder: ACKs (coalesced to one
 //! per receive burst), NAKs and atomic ACKs.
 
-use super::super::objects::QpType;
 use super::super::instance::Engine;
+use super::super::objects::QpType;
 use super::state::{resp_dest, QpCounters, Runtime};
+use crate::fabric::Dest;
 use crate::wire::aeth::{self, NakCode, Syndrome};
 use crate::wire::bth::{self, Opcode};
-use crate::fabric::Dest;
 use crate::wire::packet::{self, Headers};
 use crate::wire::{atomic_ack_eth, psn};
 
@@ -26,7 +26,12 @@ impl Engine {
     /// Sends an ACKNOWLEDGE with `syndrome` for PSN `p` on QP `qpn`.
     pub(super) fn send_ack(&mut self, qpn: u32, syndrome: Syndrome, p: u32) {
         let Some(qp) = self.qps.get_mut(qpn) else { return };
-        let mut h = Headers::new(bth::Repr { opcode: Opcode::new(Opcode::RC, Opcode::ACKNOWLEDGE), dest_qp: qp.attrs.dest_qpn, psn: p, ..Default::default() });
+        let mut h = Headers::new(bth::Repr {
+            opcode: Opcode::new(Opcode::RC, Opcode::ACKNOWLEDGE),
+            dest_qp: qp.attrs.dest_qpn,
+            psn: p,
+            ..Default::default()
+        });
         h.aeth = Some(aeth::Repr { syndrome, msn: qp.rt.msn & psn::PSN_MASK });
         let dest = resp_dest(&qp.attrs.av, &*self.rt.io.packets);
         match syndrome {
@@ -70,8 +75,16 @@ impl Engine {
 
     pub(super) fn send_atomic_ack(&mut self, qpn: u32, ps: u32, orig: u64) {
         let Some(qp) = self.qps.get_mut(qpn) else { return };
-        let mut h = Headers::new(bth::Repr { opcode: Opcode::new(Opcode::RC, Opcode::ATOMIC_ACKNOWLEDGE), dest_qp: qp.attrs.dest_qpn, psn: ps, ..Default::default() });
-        h.aeth = Some(aeth::Repr { syndrome: Syndrome::Ack { credits: aeth::CREDITS_UNLIMITED }, msn: qp.rt.msn & psn::PSN_MASK });
+        let mut h = Headers::new(bth::Repr {
+            opcode: Opcode::new(Opcode::RC, Opcode::ATOMIC_ACKNOWLEDGE),
+            dest_qp: qp.attrs.dest_qpn,
+            psn: ps,
+            ..Default::default()
+        });
+        h.aeth = Some(aeth::Repr {
+            syndrome: Syndrome::Ack { credits: aeth::CREDITS_UNLIMITED },
+            msn: qp.rt.msn & psn::PSN_MASK,
+        });
         h.atomic_ack_eth = Some(atomic_ack_eth::Repr { orig });
         let dest = resp_dest(&qp.attrs.av, &*self.rt.io.packets);
         send_header_only(&mut self.rt, &mut qp.rt.counters, &h, &dest);

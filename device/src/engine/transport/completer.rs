@@ -1,13 +1,13 @@
 //! The completer: ACKs and NAKs, read responses and atomic ACKs arriving
 //! at the requester, and send completions.
 
+use super::super::instance::Engine;
 use super::super::objects::{Access, QpState, QpType};
 use super::super::verbs::*;
-use super::super::instance::Engine;
 use super::demux::count_drop;
-use super::xfer::{sgl_xfer, Xfer};
 use super::state::{deliver, MIN_CWND, WINDOW_PSNS};
 use super::timers::RNR_TIMER_US;
+use super::xfer::{sgl_xfer, Xfer};
 use crate::wire::aeth::{NakCode, Syndrome};
 use crate::wire::bth::Opcode;
 use crate::wire::packet::RocePacket;
@@ -212,11 +212,20 @@ impl Engine {
         // start with FIRST again; responses to the older request may still
         // arrive. Either carries the same bytes for the same PSN, so only the
         // lengths are checked.
-        let len_ok = if last { p.payload.len() as u32 == remaining } else { p.payload.len() as u32 == mtu && remaining > mtu };
+        let len_ok =
+            if last { p.payload.len() as u32 == remaining } else { p.payload.len() as u32 == mtu && remaining > mtu };
         if !len_ok {
             return; // malformed response: ignore, the timer recovers
         }
-        if let Err(err) = sgl_xfer(&self.mkeys, &*self.rt.io.mem, pd, &e.wr.sgl, off as u64, Xfer::Write(p.payload), Access::LOCAL_WRITE) {
+        if let Err(err) = sgl_xfer(
+            &self.mkeys,
+            &*self.rt.io.mem,
+            pd,
+            &e.wr.sgl,
+            off as u64,
+            Xfer::Write(p.payload),
+            Access::LOCAL_WRITE,
+        ) {
             self.fail_front(qpn, err.local_status());
             return;
         }
@@ -250,7 +259,9 @@ impl Engine {
         }
         // The byte order the original value lands in is the personality's.
         let bytes = self.rt.io.completions.atomic_result(orig);
-        if let Err(err) = sgl_xfer(&self.mkeys, &*self.rt.io.mem, qp.pd, &e.wr.sgl, 0, Xfer::Write(&bytes), Access::LOCAL_WRITE) {
+        if let Err(err) =
+            sgl_xfer(&self.mkeys, &*self.rt.io.mem, qp.pd, &e.wr.sgl, 0, Xfer::Write(&bytes), Access::LOCAL_WRITE)
+        {
             self.fail_front(qpn, err.local_status());
             return;
         }

@@ -2,12 +2,12 @@
 //! P_Key, answer congestion marks, and hand the packet to the requester
 //! side (responses) or the responder / UD receive (requests).
 
+use super::super::instance::Engine;
 use super::super::objects::{QpState, QpType};
 use super::super::verbs::*;
-use super::super::instance::Engine;
 use super::state::{transport_bits, Runtime};
-use crate::wire::bth::Opcode;
 use crate::fabric::{Dest, RxMeta};
+use crate::wire::bth::Opcode;
 use crate::wire::packet::{self, RocePacket};
 
 /// The port's P_Key table: the single default partition, full membership

@@ -4,13 +4,13 @@
 //! Every request reaching here passed the PSN, opcode, resource and R_Key
 //! checks of `responder.rs`.
 
+use super::super::instance::Engine;
 use super::super::objects::Access;
 use super::super::verbs::*;
-use super::super::instance::Engine;
 use super::responder::{Req, RespStep};
 use super::rq::take_recv;
-use super::xfer::{key_xfer, sgl_xfer, Xfer};
 use super::state::{deliver, resp_dest, Runtime, WriteInProgress, ATOMIC_REPLAY};
+use super::xfer::{key_xfer, sgl_xfer, Xfer};
 use crate::wire::aeth::{self, NakCode, Syndrome};
 use crate::wire::bth::{self, Opcode};
 use crate::wire::packet::{self, Headers};
@@ -34,14 +34,26 @@ impl Engine {
         if r.off as u64 + p.payload.len() as u64 > r.capacity {
             return RespStep::Nak(NakCode::InvalidRequest, Some(WcStatus::LocLenErr));
         }
-        if let Err(err) = sgl_xfer(&self.mkeys, &*self.rt.io.mem, pd, &r.wr.sgl, r.off as u64, Xfer::Write(p.payload), Access::LOCAL_WRITE) {
+        if let Err(err) = sgl_xfer(
+            &self.mkeys,
+            &*self.rt.io.mem,
+            pd,
+            &r.wr.sgl,
+            r.off as u64,
+            Xfer::Write(p.payload),
+            Access::LOCAL_WRITE,
+        ) {
             return RespStep::Nak(err.recv_nak(), Some(err.local_status()));
         }
         r.off += p.payload.len() as u32;
         if op.is_last() {
             let mut inv = None;
             if let Some(ie) = h.ieth {
-                let ok = self.mkeys.get_mut(ie.rkey >> 8).filter(|m| m.variant == ie.rkey as u8 && m.pd == pd).map(|m| m.free = true);
+                let ok = self
+                    .mkeys
+                    .get_mut(ie.rkey >> 8)
+                    .filter(|m| m.variant == ie.rkey as u8 && m.pd == pd)
+                    .map(|m| m.free = true);
                 if ok.is_none() {
                     return RespStep::Nak(NakCode::InvalidRequest, Some(WcStatus::RemInvReqErr));
                 }
@@ -88,7 +100,15 @@ impl Engine {
             return INVALID;
         }
         if !p.payload.is_empty() {
-            if let Err(err) = key_xfer(&self.mkeys, &*self.rt.io.mem, pd, w.rkey, w.va.wrapping_add(w.off as u64), Xfer::Write(p.payload), Access::REMOTE_WRITE) {
+            if let Err(err) = key_xfer(
+                &self.mkeys,
+                &*self.rt.io.mem,
+                pd,
+                w.rkey,
+                w.va.wrapping_add(w.off as u64),
+                Xfer::Write(p.payload),
+                Access::REMOTE_WRITE,
+            ) {
                 return RespStep::Nak(err.remote_nak(), None);
             }
         }
@@ -103,8 +123,15 @@ impl Engine {
             qp.rt.write = None;
             qp.rt.msn = qp.rt.msn.wrapping_add(1);
             if h.immdt.is_some() {
-                let Some((wr, _)) = take_recv(qp, &mut self.srqs, &*self.rt.io.completions) else { return RespStep::Rnr };
-                self.complete_recv(req, Completion::new(wr.wr_id, qpn, WcOpcode::RecvRdmaWithImm, WcStatus::Success), w.len, None);
+                let Some((wr, _)) = take_recv(qp, &mut self.srqs, &*self.rt.io.completions) else {
+                    return RespStep::Rnr;
+                };
+                self.complete_recv(
+                    req,
+                    Completion::new(wr.wr_id, qpn, WcOpcode::RecvRdmaWithImm, WcStatus::Success),
+                    w.len,
+                    None,
+                );
             }
         }
         RespStep::Acknowledge { psns: 1 }
@@ -128,14 +155,30 @@ impl Engine {
                 (false, _, true) => Opcode::READ_RESPONSE_LAST,
                 _ => Opcode::READ_RESPONSE_MIDDLE,
             };
-            let mut h = Headers::new(bth::Repr { opcode: Opcode::new(Opcode::RC, code), dest_qp: dqpn, psn: psn::add(ps, i), ..Default::default() });
+            let mut h = Headers::new(bth::Repr {
+                opcode: Opcode::new(Opcode::RC, code),
+                dest_qp: dqpn,
+                psn: psn::add(ps, i),
+                ..Default::default()
+            });
             if code != Opcode::READ_RESPONSE_MIDDLE {
-                h.aeth = Some(aeth::Repr { syndrome: Syndrome::Ack { credits: aeth::CREDITS_UNLIMITED }, msn: msn & psn::PSN_MASK });
+                h.aeth = Some(aeth::Repr {
+                    syndrome: Syndrome::Ack { credits: aeth::CREDITS_UNLIMITED },
+                    msn: msn & psn::PSN_MASK,
+                });
             }
             let Runtime { io, buf, totals, .. } = &mut self.rt;
             let Ok(range) = packet::build(&h, plen as usize, buf) else { return RespStep::Drop };
             if plen > 0 {
-                if let Err(err) = key_xfer(&self.mkeys, &*io.mem, pd, rh.rkey, rh.va.wrapping_add(off as u64), Xfer::Read(&mut buf[range]), Access::REMOTE_READ) {
+                if let Err(err) = key_xfer(
+                    &self.mkeys,
+                    &*io.mem,
+                    pd,
+                    rh.rkey,
+                    rh.va.wrapping_add(off as u64),
+                    Xfer::Read(&mut buf[range]),
+                    Access::REMOTE_READ,
+                ) {
                     return RespStep::Nak(err.remote_nak(), None);
                 }
             }
@@ -157,7 +200,11 @@ impl Engine {
         let (qpn, ps, pa) = (req.qpn, req.ps, req.atomic_pa);
         let Some(qp) = self.qps.get_mut(qpn) else { return RespStep::Drop };
         let mem = &*self.rt.io.mem;
-        let r = if req.op.op() == Opcode::CMP_SWAP { mem.compare_and_swap_u64(pa, a.compare, a.swap_add) } else { mem.fetch_add_u64(pa, a.swap_add) };
+        let r = if req.op.op() == Opcode::CMP_SWAP {
+            mem.compare_and_swap_u64(pa, a.compare, a.swap_add)
+        } else {
+            mem.fetch_add_u64(pa, a.swap_add)
+        };
         let Ok(orig) = r else { return RespStep::Nak(NakCode::RemoteOperationalError, None) };
         qp.rt.msn = qp.rt.msn.wrapping_add(1);
         if qp.rt.replay.len() >= ATOMIC_REPLAY {

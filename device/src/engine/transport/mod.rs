@@ -35,19 +35,21 @@ mod xfer;
 
 use std::sync::{Arc, Mutex};
 
-use super::objects::{Access, QpState, QpType};
-use super::verbs::*;
 use super::instance::Engine;
+use super::objects::{Access, QpState, QpType};
 use super::types::{EngineError, Kind};
+use super::verbs::*;
 use crate::fabric::{PacketHandler, RxMeta};
 use crate::wire::psn;
 use state::{deliver, SqEntry};
 
 pub use demux::{consumes_recv, pkey_matches, PKEY_TABLE};
 pub use resp_step::RespStep;
+pub use state::{
+    EngineDrops, Io, NoMemory, QpCounters, QpRt, Runtime, ACK_EVERY, ATOMIC_REPLAY, MAX_MSG, MIN_CWND, WINDOW_PSNS,
+};
 pub use timers::{ack_timeout_ns, RNR_TIMER_US};
 pub use ud::GRH_LEN;
-pub use state::{EngineDrops, Io, NoMemory, QpCounters, QpRt, Runtime, ACK_EVERY, ATOMIC_REPLAY, MAX_MSG, MIN_CWND, WINDOW_PSNS};
 pub use xfer::XferError;
 
 impl Engine {
@@ -95,7 +97,9 @@ impl Engine {
     pub fn post_send(&mut self, qpn: u32, wr: SendWr) -> Result<(), EngineError> {
         let qp = self.qps.get_mut(qpn).ok_or(EngineError::NoSuch(Kind::Qp, qpn))?;
         match qp.state {
-            QpState::Reset | QpState::Init | QpState::Rtr => return Err(EngineError::BadParam("post send to a QP not yet in RTS")),
+            QpState::Reset | QpState::Init | QpState::Rtr => {
+                return Err(EngineError::BadParam("post send to a QP not yet in RTS"))
+            }
             QpState::Err => {
                 let c = Completion::new(wr.wr_id, qpn, WcOpcode::of(wr.opcode), WcStatus::WrFlushErr);
                 let cq = qp.send_cq;
@@ -111,10 +115,14 @@ impl Engine {
         let mtu = qp.attrs.path_mtu.0 as u64;
         let op = wr.opcode;
         let valid_op = match qp.qp_type {
-            _ if op == WrOpcode::Nop => matches!(qp.qp_type, QpType::Rc | QpType::Uc | QpType::Ud | QpType::Gsi | QpType::Smi),
+            _ if op == WrOpcode::Nop => {
+                matches!(qp.qp_type, QpType::Rc | QpType::Uc | QpType::Ud | QpType::Gsi | QpType::Smi)
+            }
             QpType::Rc => true,
             QpType::Uc => matches!(op, WrOpcode::Send | WrOpcode::SendImm | WrOpcode::Write | WrOpcode::WriteImm),
-            QpType::Ud | QpType::Gsi | QpType::Smi => matches!(op, WrOpcode::Send | WrOpcode::SendImm) && wr.ud.is_some(),
+            QpType::Ud | QpType::Gsi | QpType::Smi => {
+                matches!(op, WrOpcode::Send | WrOpcode::SendImm) && wr.ud.is_some()
+            }
             _ => false,
         };
         let ud = matches!(qp.qp_type, QpType::Ud | QpType::Gsi | QpType::Smi);
@@ -190,7 +198,6 @@ impl Engine {
         }
     }
 
-
     /// The one fatal-error path: the error completion `err` (if any) goes
     /// to its CQ, the QP enters ERR (flushing every outstanding WR) and the
     /// QP's fatal event is reported.
@@ -212,7 +219,8 @@ impl Engine {
         let rt = &mut qp.rt;
         let mut flushed = Vec::new();
         for e in rt.sq.drain(..) {
-            flushed.push((qp.send_cq, Completion::new(e.wr.wr_id, qpn, WcOpcode::of(e.wr.opcode), WcStatus::WrFlushErr)));
+            flushed
+                .push((qp.send_cq, Completion::new(e.wr.wr_id, qpn, WcOpcode::of(e.wr.opcode), WcStatus::WrFlushErr)));
         }
         rt.cur = 0;
         rt.cur_pkt = 0;
@@ -238,9 +246,7 @@ impl Engine {
             self.rt.io.completions.event(Event::LastWqeReached { qpn });
         }
     }
-
 }
-
 
 /// An engine shared between threads: the packet handler a fabric drives.
 #[derive(Clone)]

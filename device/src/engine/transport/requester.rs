@@ -1,11 +1,11 @@
 //! The requester: the send cursor, the window, READ/atomic limits and
 //! fences, and building request packets.
 
+use super::super::instance::Engine;
 use super::super::objects::{Access, QpState, QpType};
 use super::super::verbs::*;
-use super::super::instance::Engine;
-use super::xfer::{sgl_xfer, Xfer};
 use super::state::{av_dest, transport_bits, wire_qpn, Runtime, ACK_EVERY, MIN_CWND, WINDOW_PSNS};
+use super::xfer::{sgl_xfer, Xfer};
 use crate::wire::bth::{self, Opcode};
 use crate::wire::packet::{self, Headers};
 use crate::wire::{atomic_eth, deth, ieth, immdt, psn, reth};
@@ -57,7 +57,11 @@ impl Engine {
                 continue;
             }
             if qp.qp_type == QpType::Rc {
-                let p = if e.wr.opcode.is_read_or_atomic() { psn::add(e.first_psn, e.resp_pkts) } else { psn::add(e.first_psn, rt.cur_pkt) };
+                let p = if e.wr.opcode.is_read_or_atomic() {
+                    psn::add(e.first_psn, e.resp_pkts)
+                } else {
+                    psn::add(e.first_psn, rt.cur_pkt)
+                };
                 if psn::diff(p, rt.unacked) >= rt.cwnd.clamp(MIN_CWND, WINDOW_PSNS) as i32 {
                     return;
                 }
@@ -122,9 +126,15 @@ impl Engine {
                     dma_len: (e.len as u64).saturating_sub(done) as u32,
                 });
             } else {
-                bth.opcode = Opcode::new(tb, if op == WrOpcode::CmpSwap { Opcode::CMP_SWAP } else { Opcode::FETCH_ADD });
+                bth.opcode =
+                    Opcode::new(tb, if op == WrOpcode::CmpSwap { Opcode::CMP_SWAP } else { Opcode::FETCH_ADD });
                 h = Headers::new(bth);
-                h.atomic_eth = Some(atomic_eth::Repr { va: e.wr.remote_addr, rkey: e.wr.rkey, swap_add: e.wr.swap_add, compare: e.wr.compare });
+                h.atomic_eth = Some(atomic_eth::Repr {
+                    va: e.wr.remote_addr,
+                    rkey: e.wr.rkey,
+                    swap_add: e.wr.swap_add,
+                    compare: e.wr.compare,
+                });
             }
             off = 0;
             plen = 0;
@@ -149,9 +159,21 @@ impl Engine {
                     _ => Opcode::SEND_LAST,
                 },
                 (true, false, false, false) => Opcode::SEND_MIDDLE,
-                (false, true, _, _) => if op == WrOpcode::WriteImm { Opcode::WRITE_ONLY_IMM } else { Opcode::WRITE_ONLY },
+                (false, true, _, _) => {
+                    if op == WrOpcode::WriteImm {
+                        Opcode::WRITE_ONLY_IMM
+                    } else {
+                        Opcode::WRITE_ONLY
+                    }
+                }
                 (false, false, true, _) => Opcode::WRITE_FIRST,
-                (false, false, _, true) => if op == WrOpcode::WriteImm { Opcode::WRITE_LAST_IMM } else { Opcode::WRITE_LAST },
+                (false, false, _, true) => {
+                    if op == WrOpcode::WriteImm {
+                        Opcode::WRITE_LAST_IMM
+                    } else {
+                        Opcode::WRITE_LAST
+                    }
+                }
                 (false, false, false, false) => Opcode::WRITE_MIDDLE,
             };
             psn_sent = psn::add(e.first_psn, i);
@@ -189,7 +211,15 @@ impl Engine {
                 buf[range.clone()].copy_from_slice(&d[off as usize..(off + plen) as usize]);
                 Ok(())
             }
-            None => sgl_xfer(&self.mkeys, &*io.mem, pd, &e.wr.sgl, off as u64, Xfer::Read(&mut buf[range]), Access::LOCAL_READ),
+            None => sgl_xfer(
+                &self.mkeys,
+                &*io.mem,
+                pd,
+                &e.wr.sgl,
+                off as u64,
+                Xfer::Read(&mut buf[range]),
+                Access::LOCAL_READ,
+            ),
         };
         if let Err(err) = gathered {
             let st = err.local_status();

@@ -5,16 +5,16 @@
 //! (`execute.rs`) and acknowledge, or answer RNR/NAK and, for errors the
 //! QP cannot survive, take the one fatal-error path.
 
+use super::super::instance::Engine;
 use super::super::objects::{Access, QpType};
 use super::super::verbs::*;
-use super::super::instance::Engine;
 pub use super::resp_step::RespStep;
 use super::rq::{take_recv, untake};
-use super::xfer::{check_rkey, sgl_capacity};
 use super::state::{RecvInProgress, MAX_MSG};
+use super::xfer::{check_rkey, sgl_capacity};
+use crate::fabric::RxMeta;
 use crate::wire::aeth::{NakCode, Syndrome};
 use crate::wire::bth::Opcode;
-use crate::fabric::RxMeta;
 use crate::wire::packet::RocePacket;
 use crate::wire::{atomic_eth, psn, reth};
 
@@ -61,7 +61,17 @@ impl Engine {
     pub(super) fn responder(&mut self, qpn: u32, meta: &RxMeta, p: &RocePacket) {
         let Some(qp) = self.qps.get(qpn) else { return };
         let h = &p.headers;
-        let mut req = Req { qpn, meta, p, ps: h.bth.psn, op: h.bth.opcode, rc: qp.qp_type == QpType::Rc, dup: false, kind: None, atomic_pa: 0 };
+        let mut req = Req {
+            qpn,
+            meta,
+            p,
+            ps: h.bth.psn,
+            op: h.bth.opcode,
+            rc: qp.qp_type == QpType::Rc,
+            dup: false,
+            kind: None,
+            atomic_pa: 0,
+        };
         let mut step = RespStep::CheckPsn;
         #[cfg(test)]
         self.rt.resp_trace.clear();
@@ -209,7 +219,9 @@ impl Engine {
         match req.kind {
             Some(ReqKind::Send) if req.op.is_first() => {
                 let Some(qp) = self.qps.get_mut(req.qpn) else { return RespStep::Done };
-                let Some((wr, from_srq)) = take_recv(qp, &mut self.srqs, &*self.rt.io.completions) else { return RespStep::Rnr };
+                let Some((wr, from_srq)) = take_recv(qp, &mut self.srqs, &*self.rt.io.completions) else {
+                    return RespStep::Rnr;
+                };
                 let capacity = sgl_capacity(&wr.sgl);
                 qp.rt.recv = Some(RecvInProgress { wr, from_srq, off: 0, capacity });
             }
@@ -225,7 +237,10 @@ impl Engine {
         let Some(qp) = self.qps.get(req.qpn) else { return RespStep::Done };
         let access_error = req.fail(RespStep::Nak(NakCode::RemoteAccessError, None));
         // A zero-length READ or WRITE names no memory: nothing to check.
-        let range_ok = |rh: reth::Repr, need| rh.dma_len == 0 || check_rkey(&self.mkeys, qp.attrs.access, qp.pd, rh.rkey, rh.va, rh.dma_len as u64, need).is_ok();
+        let range_ok = |rh: reth::Repr, need| {
+            rh.dma_len == 0
+                || check_rkey(&self.mkeys, qp.attrs.access, qp.pd, rh.rkey, rh.va, rh.dma_len as u64, need).is_ok()
+        };
         match req.kind {
             Some(ReqKind::Write) if req.op.is_first() => {
                 let Some(rh) = req.p.headers.reth else { return INVALID };
@@ -238,7 +253,11 @@ impl Engine {
                 if a.va % 8 != 0 {
                     return INVALID;
                 }
-                let Ok(chunks) = check_rkey(&self.mkeys, qp.attrs.access, qp.pd, a.rkey, a.va, 8, Access::REMOTE_ATOMIC) else { return access_error };
+                let Ok(chunks) =
+                    check_rkey(&self.mkeys, qp.attrs.access, qp.pd, a.rkey, a.va, 8, Access::REMOTE_ATOMIC)
+                else {
+                    return access_error;
+                };
                 // The 8 bytes must be contiguous in guest memory.
                 let Some(&(pa, 8)) = chunks.first() else { return INVALID };
                 req.atomic_pa = pa;

@@ -1,11 +1,11 @@
 //! Receive queues: a QP's own RQ or its SRQ, as the responder and UD
 //! receive draw from them.
 
+use super::super::instance::Engine;
 use super::super::objects::Srq;
 use super::super::qp::Qp;
 use super::super::table::Table;
 use super::super::verbs::*;
-use super::super::instance::Engine;
 use super::state::RecvInProgress;
 
 /// Takes a receive WQE from the QP's RQ or its SRQ (the SRQ limit event

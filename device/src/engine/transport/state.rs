@@ -9,13 +9,13 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::super::objects::{Cq, QpType};
-use super::super::verbs::AddressVector;
 use super::super::table::Table;
-use super::super::verbs::*;
 use super::super::types::{GuestMemory, MemFault};
+use super::super::verbs::AddressVector;
+use super::super::verbs::*;
+use crate::fabric::{Dest, Endpoint, PacketSink};
 use crate::wire::bth::Opcode;
 use crate::wire::clock::{Clock, MonotonicClock};
-use crate::fabric::{Dest, Endpoint, PacketSink};
 use crate::wire::{grh, psn};
 
 /// Unacknowledged PSNs a requester may have in flight.
@@ -30,7 +30,6 @@ pub const ACK_EVERY: u32 = 64;
 pub const ATOMIC_REPLAY: usize = 128;
 /// Largest message (2^31 bytes).
 pub const MAX_MSG: u64 = 1 << 31;
-
 
 /// Per-QP counters (and, summed, per engine).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -72,7 +71,6 @@ pub struct EngineDrops {
     /// BTH P_Key not matching the QP's partition (IBTA 10.9.3).
     pub bad_pkey: u64,
 }
-
 
 #[derive(Debug, Clone)]
 pub(crate) struct SqEntry {

@@ -3,16 +3,16 @@
 
 use std::cmp::Reverse;
 
+use super::super::instance::Engine;
 use super::super::objects::{QpState, QpType};
 use super::super::verbs::WcStatus;
-use super::super::instance::Engine;
 use super::state::MIN_CWND;
 use crate::wire::psn;
 
 /// RNR NAK timer code → µs (IBTA table 45).
 pub const RNR_TIMER_US: [u64; 32] = [
-    655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920, 2560, 3840, 5120, 7680, 10_240, 15_360,
-    20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840, 245_760, 327_680, 491_520,
+    655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920, 2560, 3840, 5120, 7680, 10_240,
+    15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840, 245_760, 327_680, 491_520,
 ];
 
 /// Local ACK timeout: 4.096 µs × 2^timeout; 0 = never.

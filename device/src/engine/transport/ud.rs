@@ -1,13 +1,13 @@
 //! UD (and GSI/SMI) receive: Q_Key check, the GRH area, one message per packet.
 
+use super::super::instance::Engine;
 use super::super::objects::{Access, QpType};
 use super::super::verbs::*;
-use super::super::instance::Engine;
 use super::rq::take_recv;
-use super::xfer::{sgl_capacity, sgl_xfer, Xfer};
 use super::state::deliver;
-use crate::wire::deth;
+use super::xfer::{sgl_capacity, sgl_xfer, Xfer};
 use crate::fabric::RxMeta;
+use crate::wire::deth;
 use crate::wire::packet::RocePacket;
 
 /// The GRH area at the start of a UD receive buffer.
@@ -42,7 +42,9 @@ impl Engine {
             Some(g) => sgl_xfer(mkeys, mem, qp.pd, &wr.sgl, 0, Xfer::Write(&g.to_bytes()), Access::LOCAL_WRITE),
             None => Ok(()),
         }
-        .and_then(|()| sgl_xfer(mkeys, mem, qp.pd, &wr.sgl, GRH_LEN as u64, Xfer::Write(p.payload), Access::LOCAL_WRITE));
+        .and_then(|()| {
+            sgl_xfer(mkeys, mem, qp.pd, &wr.sgl, GRH_LEN as u64, Xfer::Write(p.payload), Access::LOCAL_WRITE)
+        });
         if let Err(err) = placed {
             c.status = err.local_status();
             self.qp_fatal(qpn, Some((cq, c)));

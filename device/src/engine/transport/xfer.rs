@@ -7,8 +7,8 @@ use thiserror::Error;
 
 use super::super::objects::{Access, KeyFault, Mkey};
 use super::super::table::Table;
-use super::super::verbs::{Sge, WcStatus};
 use super::super::types::{GuestMemory, MemFault};
+use super::super::verbs::{Sge, WcStatus};
 use crate::wire::aeth::NakCode;
 
 /// Why bytes could not be moved through a key.
@@ -42,9 +42,11 @@ impl XferError {
     pub fn remote_nak(self) -> NakCode {
         match self {
             XferError::Mem(_) => NakCode::RemoteOperationalError,
-            XferError::NoKey(_) | XferError::Key { .. } | XferError::QpAccess(_) | XferError::Overflow | XferError::ShortSgl => {
-                NakCode::RemoteAccessError
-            }
+            XferError::NoKey(_)
+            | XferError::Key { .. }
+            | XferError::QpAccess(_)
+            | XferError::Overflow
+            | XferError::ShortSgl => NakCode::RemoteAccessError,
         }
     }
 
@@ -85,14 +87,29 @@ impl Xfer<'_> {
 }
 
 /// Looks key `key` up and translates `[va, va+len)` through it.
-fn translate(mkeys: &Table<Mkey>, key: u32, va: u64, len: u64, pd: u32, need: Access) -> Result<Vec<(u64, u64)>, XferError> {
+fn translate(
+    mkeys: &Table<Mkey>,
+    key: u32,
+    va: u64,
+    len: u64,
+    pd: u32,
+    need: Access,
+) -> Result<Vec<(u64, u64)>, XferError> {
     let k = lookup_key(mkeys, key).ok_or(XferError::NoKey(key))?;
     k.translate(va, len, pd, need).map_err(|fault| XferError::Key { key, fault })
 }
 
 /// Moves bytes between `data` and the SGL at byte offset `off`, each SGE
 /// through its key (PD `pd`, rights `need`).
-pub(super) fn sgl_xfer(mkeys: &Table<Mkey>, mem: &dyn GuestMemory, pd: u32, sgl: &[Sge], mut off: u64, mut data: Xfer, need: Access) -> Result<(), XferError> {
+pub(super) fn sgl_xfer(
+    mkeys: &Table<Mkey>,
+    mem: &dyn GuestMemory,
+    pd: u32,
+    sgl: &[Sge],
+    mut off: u64,
+    mut data: Xfer,
+    need: Access,
+) -> Result<(), XferError> {
     let total = data.len();
     let mut done = 0usize;
     for s in sgl {
@@ -130,7 +147,15 @@ pub(super) fn check_sgl(mkeys: &Table<Mkey>, pd: u32, sgl: &[Sge], need: Access)
 
 /// Whether a remote access of `len` bytes at `va` through `rkey` with rights
 /// `need` is allowed: by the QP's access flags `qp_access`, then by the key.
-pub(super) fn check_rkey(mkeys: &Table<Mkey>, qp_access: Access, pd: u32, rkey: u32, va: u64, len: u64, need: Access) -> Result<Vec<(u64, u64)>, XferError> {
+pub(super) fn check_rkey(
+    mkeys: &Table<Mkey>,
+    qp_access: Access,
+    pd: u32,
+    rkey: u32,
+    va: u64,
+    len: u64,
+    need: Access,
+) -> Result<Vec<(u64, u64)>, XferError> {
     if !qp_access.contains(need) {
         return Err(XferError::QpAccess(need));
     }
@@ -142,7 +167,15 @@ pub(super) fn lookup_key(mkeys: &Table<Mkey>, key: u32) -> Option<&Mkey> {
 }
 
 /// Moves bytes at remote address `va` through `rkey`.
-pub(super) fn key_xfer(mkeys: &Table<Mkey>, mem: &dyn GuestMemory, pd: u32, rkey: u32, va: u64, mut data: Xfer, need: Access) -> Result<(), XferError> {
+pub(super) fn key_xfer(
+    mkeys: &Table<Mkey>,
+    mem: &dyn GuestMemory,
+    pd: u32,
+    rkey: u32,
+    va: u64,
+    mut data: Xfer,
+    need: Access,
+) -> Result<(), XferError> {
     let mut at = 0;
     for (pa, l) in translate(mkeys, rkey, va, data.len() as u64, pd, need)? {
         data.chunk(mem, pa, at, l as usize)?;
@@ -189,7 +222,17 @@ mod tests {
     /// One physical key of PD 1 over `[0x1000, 0x5000)` (beyond 0x3000 unmapped); its 32-bit key.
     fn keys(access: Access) -> (Table<Mkey>, u32) {
         let mut t = Table::new(1, 0xff, 4);
-        let m = Mkey { variant: 7, pd: 1, access, start: 0x1000, length: 0x4000, whole_space: false, translation: Translation::Physical, free: false, uid: 0 };
+        let m = Mkey {
+            variant: 7,
+            pd: 1,
+            access,
+            start: 0x1000,
+            length: 0x4000,
+            whole_space: false,
+            translation: Translation::Physical,
+            free: false,
+            uid: 0,
+        };
         let idx = t.alloc_with(|_| m).unwrap();
         (t, Mkey::key(idx, 7))
     }
@@ -205,7 +248,11 @@ mod tests {
         assert_eq!(sgl_xfer(&t, &Mem, 1, &sgl, 0, Xfer::Read(&mut b), Access::LOCAL_WRITE), Ok(()));
         assert_eq!(b, [0xab; 16]);
         let cases: Vec<(Result<(), XferError>, XferError, NakCode)> = vec![
-            (sgl_xfer(&t, &Mem, 1, &[sge(0x1000, 8, key ^ 1)], 0, Xfer::Write(&[0; 8]), Access::LOCAL_WRITE), XferError::NoKey(key ^ 1), NakCode::RemoteAccessError),
+            (
+                sgl_xfer(&t, &Mem, 1, &[sge(0x1000, 8, key ^ 1)], 0, Xfer::Write(&[0; 8]), Access::LOCAL_WRITE),
+                XferError::NoKey(key ^ 1),
+                NakCode::RemoteAccessError,
+            ),
             (
                 sgl_xfer(&t, &Mem, 2, &[sge(0x1000, 8, key)], 0, Xfer::Write(&[0; 8]), Access::LOCAL_WRITE),
                 XferError::Key { key, fault: KeyFault::WrongPd },
@@ -216,8 +263,16 @@ mod tests {
                 XferError::Key { key, fault: KeyFault::Bounds },
                 NakCode::RemoteAccessError,
             ),
-            (sgl_xfer(&t, &Mem, 1, &[sge(u64::MAX, 8, key)], 4, Xfer::Write(&[0; 4]), Access::LOCAL_WRITE), XferError::Overflow, NakCode::RemoteAccessError),
-            (sgl_xfer(&t, &Mem, 1, &[sge(0x1000, 8, key)], 0, Xfer::Write(&[0; 16]), Access::LOCAL_WRITE), XferError::ShortSgl, NakCode::RemoteAccessError),
+            (
+                sgl_xfer(&t, &Mem, 1, &[sge(u64::MAX, 8, key)], 4, Xfer::Write(&[0; 4]), Access::LOCAL_WRITE),
+                XferError::Overflow,
+                NakCode::RemoteAccessError,
+            ),
+            (
+                sgl_xfer(&t, &Mem, 1, &[sge(0x1000, 8, key)], 0, Xfer::Write(&[0; 16]), Access::LOCAL_WRITE),
+                XferError::ShortSgl,
+                NakCode::RemoteAccessError,
+            ),
             (
                 sgl_xfer(&t, &Mem, 1, &[sge(0x3000, 8, key)], 0, Xfer::Write(&[0; 8]), Access::LOCAL_WRITE),
                 XferError::Mem(MemFault { addr: 0x3000 }),
@@ -228,7 +283,11 @@ mod tests {
                 XferError::Key { key, fault: KeyFault::Access },
                 NakCode::RemoteAccessError,
             ),
-            (key_xfer(&t, &Mem, 1, key, 0x3ff8, Xfer::Read(&mut [0; 16]), Access::REMOTE_READ), XferError::Mem(MemFault { addr: 0x3ff8 }), NakCode::RemoteOperationalError),
+            (
+                key_xfer(&t, &Mem, 1, key, 0x3ff8, Xfer::Read(&mut [0; 16]), Access::REMOTE_READ),
+                XferError::Mem(MemFault { addr: 0x3ff8 }),
+                NakCode::RemoteOperationalError,
+            ),
             (
                 check_rkey(&t, Access::REMOTE_READ, 1, key, 0x1000, 8, Access::REMOTE_WRITE).map(|_| ()),
                 XferError::QpAccess(Access::REMOTE_WRITE),

@@ -28,7 +28,9 @@ pub(crate) use fail;
 /// `eng!(fw.engine.alloc_pd(uid), ALLOC_PD_ENGINE)?`.
 macro_rules! eng {
     ($e:expr, $syndrome:ident) => {
-        $e.map_err(|engine_err| $crate::mlx5::cmd::req::engine_failure(engine_err, $crate::mlx5::cmd::syndrome::$syndrome))
+        $e.map_err(|engine_err| {
+            $crate::mlx5::cmd::req::engine_failure(engine_err, $crate::mlx5::cmd::syndrome::$syndrome)
+        })
     };
 }
 pub(crate) use eng;
@@ -79,12 +81,15 @@ impl Req<'_> {
     /// Reads `n` 64-bit page addresses of a `pas[]` array (low 12 bits masked).
     pub fn pas(&self, a: Array, n: usize) -> Result<Vec<u64>, CmdErr> {
         let start = (a.bit_off / 8) as usize;
-        let end = n.checked_mul(8).and_then(|b| b.checked_add(start)).ok_or(fail!(status::BAD_INP_LEN, REQ_PAS_OVERFLOW))?;
+        let end =
+            n.checked_mul(8).and_then(|b| b.checked_add(start)).ok_or(fail!(status::BAD_INP_LEN, REQ_PAS_OVERFLOW))?;
         if end > self.input.len() {
             return Err(fail!(status::BAD_INP_LEN, REQ_SHORT_PAS));
         }
         Ok((0..n)
-            .map(|i| u64::from_be_bytes(self.input[start + i * 8..start + i * 8 + 8].try_into().expect("8 bytes")) & !0xfff)
+            .map(|i| {
+                u64::from_be_bytes(self.input[start + i * 8..start + i * 8 + 8].try_into().expect("8 bytes")) & !0xfff
+            })
             .collect())
     }
 }

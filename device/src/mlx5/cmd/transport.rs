@@ -112,7 +112,13 @@ pub struct SlotResult {
 
 /// Reads a mailbox chain starting at `ptr` for `len` payload bytes, checking
 /// block numbers; returns the bytes or the delivery status.
-fn gather(mem: &dyn GuestMemory, mut ptr: u64, len: usize, bad_ptr: Delivery, short: Delivery) -> Result<Vec<u8>, Delivery> {
+fn gather(
+    mem: &dyn GuestMemory,
+    mut ptr: u64,
+    len: usize,
+    bad_ptr: Delivery,
+    short: Delivery,
+) -> Result<Vec<u8>, Delivery> {
     let blocks = len.div_ceil(BLOCK_DATA);
     let mut data = Vec::with_capacity(len);
     let mut blk = [0u8; BLOCK_SIZE];

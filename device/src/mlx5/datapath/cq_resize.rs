@@ -15,8 +15,8 @@
 
 use tracing::debug;
 
-use super::ctx::CqeWriteError;
 use super::cqe::{op, Cqe};
+use super::ctx::CqeWriteError;
 use crate::mlx5::cmd::req::{fail, out, CmdResult, Req};
 use crate::mlx5::cmd::status;
 use crate::mlx5::firmware::Firmware;
@@ -45,7 +45,8 @@ pub fn resize_cq(fw: &mut Firmware, r: &Req<'_>, cqn: u32) -> CmdResult {
     let ctx = fw.cqs.get(&cqn).ok_or(fail!(status::BAD_RES, RESIZE_CQ_BAD_RES))?;
     let cqe_size = ctx.cqe_size;
     let log_size = c::log_cq_size.get(r.input) as u8;
-    let log_page_size = if select & MASK_PG_SIZE != 0 { c::log_page_size.get(r.input) as u8 } else { ctx.log_page_size };
+    let log_page_size =
+        if select & MASK_PG_SIZE != 0 { c::log_page_size.get(r.input) as u8 } else { ctx.log_page_size };
     if log_size > fw.engine.limits.log_max_cq_size || log_page_size > 18 {
         return Err(fail!(status::BAD_PARAM, RESIZE_CQ_BAD_PARAM_2));
     }

@@ -106,7 +106,14 @@ mod tests {
 
     #[test]
     fn requester_layout() {
-        let c = Cqe { opcode: op::REQ, wqe_opcode: 0x0a, qpn: 0x123, wqe_counter: 7, user_index: 0x55, ..Default::default() };
+        let c = Cqe {
+            opcode: op::REQ,
+            wqe_opcode: 0x0a,
+            qpn: 0x123,
+            wqe_counter: 7,
+            user_index: 0x55,
+            ..Default::default()
+        };
         let b = c.emit(1);
         assert_eq!(&b[0x38..0x3c], &[0x0a, 0x00, 0x01, 0x23]);
         assert_eq!(&b[0x3c..0x3e], &[0, 7]);
@@ -122,13 +129,23 @@ mod tests {
 
     #[test]
     fn responder_and_error_layout() {
-        let c = Cqe { opcode: op::RESP_SEND, qpn: 9, byte_cnt: 296, src_qpn: 1, sl: 2, slid: 5, solicited: true, ..Default::default() };
+        let c = Cqe {
+            opcode: op::RESP_SEND,
+            qpn: 9,
+            byte_cnt: 296,
+            src_qpn: 1,
+            sl: 2,
+            slid: 5,
+            solicited: true,
+            ..Default::default()
+        };
         let b = c.emit(0);
         assert_eq!(b[0x3f], 0x22);
         assert_eq!(&b[0x18..0x1c], &[0x02, 0, 0, 1]);
         assert_eq!(&b[0x16..0x18], &[0, 5]);
         assert_eq!(&b[0x2c..0x30], &296u32.to_be_bytes());
-        let e = Cqe { opcode: op::REQ_ERR, syndrome: syndrome::WR_FLUSH_ERR, vendor_syndrome: 0x79, ..Default::default() };
+        let e =
+            Cqe { opcode: op::REQ_ERR, syndrome: syndrome::WR_FLUSH_ERR, vendor_syndrome: 0x79, ..Default::default() };
         let b = e.emit(1);
         assert_eq!((b[0x36], b[0x37], b[0x3f]), (0x79, 0x05, 0xd1));
         let b = Cqe { timestamp: u64::MAX, ..e }.emit(1);

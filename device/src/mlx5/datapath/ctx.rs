@@ -45,7 +45,8 @@ impl CqCtx {
     pub fn write_cqe(&self, mem: &dyn GuestMemory, index: u32, log_size: u8, e: &Cqe) -> Result<(), CqeWriteError> {
         let slot = (index & ((1u32 << log_size) - 1)) as u64;
         let owner = ((index >> log_size) & 1) as u8;
-        let addr = buf_addr(&self.pas, self.log_page_size, self.page_offset, slot * self.cqe_size as u64).ok_or(CqeWriteError::OutsidePages)?;
+        let addr = buf_addr(&self.pas, self.log_page_size, self.page_offset, slot * self.cqe_size as u64)
+            .ok_or(CqeWriteError::OutsidePages)?;
         let e = Cqe { timestamp: crate::mlx5::clock::now(), ..*e };
         if cqe::write(mem, addr, self.cqe_size, &e, owner) {
             Ok(())

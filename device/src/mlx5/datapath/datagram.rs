@@ -8,8 +8,8 @@ use std::sync::atomic::Ordering;
 
 use tracing::{debug, warn};
 
-use super::dbr::be32_at;
 use super::cqe::{op, syndrome, Cqe};
+use super::dbr::be32_at;
 use super::sq_ops;
 use super::wqe::{self, opcode, CtrlSeg, Payload};
 use crate::engine::verbs::WrOpcode;
@@ -99,7 +99,9 @@ impl Firmware {
                         continue;
                     }
                     let key = self.engine.lookup_key(sge.lkey).ok_or(syndrome::LOCAL_PROT_ERR)?;
-                    let chunks = key.translate(sge.addr, sge.len as u64, pd, Access::LOCAL_READ).map_err(|_| syndrome::LOCAL_PROT_ERR)?;
+                    let chunks = key
+                        .translate(sge.addr, sge.len as u64, pd, Access::LOCAL_READ)
+                        .map_err(|_| syndrome::LOCAL_PROT_ERR)?;
                     for (pa, n) in chunks {
                         let start = out.len();
                         out.resize(start + n as usize, 0);
@@ -203,5 +205,4 @@ impl Firmware {
             self.post_cqe(cqn, &c, dg.solicited);
         }
     }
-
 }

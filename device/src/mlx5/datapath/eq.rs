@@ -12,8 +12,8 @@ use tracing::{debug, warn};
 use super::ctx::expand_ci;
 use crate::engine::verbs::Event;
 use crate::mlx5::firmware::Firmware;
-use crate::mlx5::queue_buf::buf_addr;
 use crate::mlx5::ifc;
+use crate::mlx5::queue_buf::buf_addr;
 
 /// Bytes of an EQE.
 const EQE_SIZE: u64 = 64;

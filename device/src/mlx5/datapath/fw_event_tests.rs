@@ -52,7 +52,11 @@ fn rearm_before_polling_raises_no_second_event() {
         assert_eq!(eqes(&a), e0 + 1, "the send CQE raises one event (poll mode {poll_mode})");
         // The event was taken (libmlx5 bumps sn), the CQE is still unpolled.
         arm(&mut a, 1, 0);
-        assert_eq!(eqes(&a), e0 + 1, "re-arming before polling the reported CQE: no second event (poll mode {poll_mode})");
+        assert_eq!(
+            eqes(&a),
+            e0 + 1,
+            "re-arming before polling the reported CQE: no second event (poll mode {poll_mode})"
+        );
         send_one(&net, &mut a, &mut b, 1);
         assert_eq!(eqes(&a), e0 + 2, "the next CQE raises the next event (poll mode {poll_mode})");
         // A CQE that lands while the CQ is disarmed fires the next arm at once.
@@ -88,7 +92,8 @@ fn poll_mode_scan_finds_a_first_arm_whose_store_was_overwritten() {
         assert_eq!(a.t.fw.cqs.get(&cqn).unwrap().arming.arm, CqArm::None);
     }
     // No arm yet: UAR activity (a send doorbell) arms nothing.
-    a.t.fw.uar_activity(uar, Doorbell::Send { uar: uar as u64, offset: 0x800, opmod_idx_opcode: 0, qpn_ds: a.qpn << 8 });
+    a.t.fw
+        .uar_activity(uar, Doorbell::Send { uar: uar as u64, offset: 0x800, opmod_idx_opcode: 0, qpn_ds: a.qpn << 8 });
     assert_eq!(a.t.fw.cqs.get(&a.cqn).unwrap().arming.arm, CqArm::None);
     // libmlx5 writes each record, then stores to the UAR slot; only the
     // second store reaches the poller.

@@ -5,8 +5,8 @@
 
 use tracing::warn;
 
-use super::dbr::be32_at;
 use super::cqe::{op, syndrome, Cqe};
+use super::dbr::be32_at;
 use super::sq::SqHead;
 use super::wqe::{self, CtrlSeg};
 use crate::engine::{QpState, QpTransition};
@@ -18,7 +18,11 @@ impl Firmware {
     /// `exec`. A signaled WQE that executed gets a REQ CQE; one that did
     /// not (or could not be fetched) gets an error CQE with `exec`'s
     /// syndrome and the QP goes to ERR; an ERR QP flushes.
-    pub(in crate::mlx5) fn drain_fw_sq(&mut self, qpn: u32, exec: impl Fn(&mut Firmware, u32, &[u8], &CtrlSeg) -> Result<(), u8>) {
+    pub(in crate::mlx5) fn drain_fw_sq(
+        &mut self,
+        qpn: u32,
+        exec: impl Fn(&mut Firmware, u32, &[u8], &CtrlSeg) -> Result<(), u8>,
+    ) {
         // Bounded: at most one pass over the SQ per doorbell.
         for _ in 0..=(1u32 << 16) {
             let Some(qp) = self.engine.qps.get(qpn) else { return };
@@ -55,7 +59,14 @@ impl Firmware {
                 Ok(()) => {
                     if let (true, Some(cqn)) = (ctrl.signaled(), send_cq) {
                         let user_index = self.rdma.qps.get(&qpn).map(|c| c.user_index).unwrap_or(0);
-                        let c = Cqe { opcode: op::REQ, wqe_opcode: ctrl.opcode, qpn, wqe_counter: ctrl.wqe_index, user_index, ..Default::default() };
+                        let c = Cqe {
+                            opcode: op::REQ,
+                            wqe_opcode: ctrl.opcode,
+                            qpn,
+                            wqe_counter: ctrl.wqe_index,
+                            user_index,
+                            ..Default::default()
+                        };
                         self.post_cqe(cqn, &c, false);
                     }
                 }
@@ -104,7 +115,13 @@ impl Firmware {
         }
         let (send_cq, recv_cq, has_srq) = (qp.send_cq, qp.recv_cq, qp.srq.is_some());
         let Some(ctx) = self.rdma.qps.get(&qpn).cloned() else { return };
-        let mut c = Cqe { qpn, user_index: ctx.user_index, syndrome: syndrome::WR_FLUSH_ERR, vendor_syndrome: 0x79, ..Default::default() };
+        let mut c = Cqe {
+            qpn,
+            user_index: ctx.user_index,
+            syndrome: syndrome::WR_FLUSH_ERR,
+            vendor_syndrome: 0x79,
+            ..Default::default()
+        };
         // Send queue.
         if ctx.sq_entries > 0 {
             if let Some(pc) = be32_at(&*self.mem, ctx.dbr_addr + 4) {

@@ -4,10 +4,10 @@
 //! so a test controls exactly how many CQEs there are and which.
 
 use super::super::cmd::status;
-use crate::mlx5::datapath::cq_resize::{MASK_LOG_SIZE, MASK_PG_OFFSET, MASK_PG_SIZE};
-use crate::mlx5::datapath::cqe::{op, syndrome};
 use super::super::{clock, ifc};
 use super::{cmd, ctrl_seg, transition_in, Bench, QP_BUF, QP_DBR};
+use crate::mlx5::datapath::cq_resize::{MASK_LOG_SIZE, MASK_PG_OFFSET, MASK_PG_SIZE};
+use crate::mlx5::datapath::cqe::{op, syndrome};
 
 const CQ_BUF: u64 = 0x120000; // 64 x 64 B, doorbell record at +0x1000
 const CQ_DBR: u64 = CQ_BUF + 0x1000;
@@ -41,7 +41,10 @@ impl Cq {
         while n > 0 {
             let k = n.min(16);
             for i in self.posted..self.posted + k {
-                self.t.mem.put(sq + (i as u64 % 16) * 64, &ctrl_seg(crate::mlx5::datapath::wqe::opcode::SEND, i as u16, self.qpn, 1));
+                self.t.mem.put(
+                    sq + (i as u64 % 16) * 64,
+                    &ctrl_seg(crate::mlx5::datapath::wqe::opcode::SEND, i as u16, self.qpn, 1),
+                );
             }
             self.posted += k;
             self.t.mem.put(QP_DBR + 4, &self.posted.to_be_bytes());
@@ -89,7 +92,13 @@ impl Cq {
 /// CQE `index` of a buffer of `2^log` 64-byte entries: (opcode, owner, wqe_counter, timestamp, syndrome).
 fn cqe_at(t: &Bench, buf: u64, log: u8, index: u32) -> (u8, u8, u16, u64, u8) {
     let e = t.mem.get(buf + (index & ((1 << log) - 1)) as u64 * 64, 64);
-    (e[0x3f] >> 4, e[0x3f] & 1, u16::from_be_bytes([e[0x3c], e[0x3d]]), u64::from_be_bytes(e[0x30..0x38].try_into().unwrap()), e[0x37])
+    (
+        e[0x3f] >> 4,
+        e[0x3f] & 1,
+        u16::from_be_bytes([e[0x3c], e[0x3d]]),
+        u64::from_be_bytes(e[0x30..0x38].try_into().unwrap()),
+        e[0x37],
+    )
 }
 
 /// Resize with CQEs pending that straddle the old buffer's end: they stay
@@ -147,7 +156,11 @@ fn resize_keeps_pending_cqes_and_continues_in_the_new_buffer() {
     c.make(32); // 132..163 in the 32-entry buffer: owner (i >> 5) & 1
     for i in 132..164u32 {
         let e = cqe_at(&c.t, NEW_BUF + 0x4000, 5, i);
-        assert_eq!((e.0, e.1, e.2), (op::REQ_ERR, ((i >> 5) & 1) as u8, (i - 2) as u16), "CQE {i} after the second resize");
+        assert_eq!(
+            (e.0, e.1, e.2),
+            (op::REQ_ERR, ((i >> 5) & 1) as u8, (i - 2) as u16),
+            "CQE {i} after the second resize"
+        );
     }
     assert!(!c.t.fw.engine.cqs.get(c.cqn).unwrap().overrun);
 }

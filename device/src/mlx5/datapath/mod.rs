@@ -41,16 +41,16 @@ pub mod umr;
 pub mod wqe;
 
 pub use ctx::{expand_ci, CqCtx, EqCtx, CQ_ARM_UNSET};
-pub use sink::QueueSink;
 pub use datagram::{Datagram, GRH_LEN, GSI_QKEY, PERMISSIVE_LID};
 pub use rx::FwHandler;
+pub use sink::QueueSink;
 pub use sq::engine_qp;
 
 use std::ops::{Deref, DerefMut};
 
 use super::firmware::Firmware;
-use dbr::be32_at;
 use super::uar::Doorbell;
+use dbr::be32_at;
 
 /// The firmware inside the data path: when dropped, everything the engine
 /// reported meanwhile is written ([`Firmware::drain`]).
@@ -119,7 +119,8 @@ impl Firmware {
             Doorbell::EqUpdate { eqn, ci, arm, .. } => dp.update_eq(eqn as u32, ci, arm),
         }
         // Stores that the last one overwrote: new send WQEs of QPs on this page.
-        let qps: Vec<u32> = dp.rdma.qps.iter().filter(|(_, q)| q.uar == uar && q.sq_entries > 0).map(|(n, _)| *n).collect();
+        let qps: Vec<u32> =
+            dp.rdma.qps.iter().filter(|(_, q)| q.uar == uar && q.sq_entries > 0).map(|(n, _)| *n).collect();
         for qpn in qps {
             let Some(ctx) = dp.rdma.qps.get(&qpn) else { continue };
             if be32_at(&*dp.mem, ctx.dbr_addr + 4).is_some_and(|pc| pc as u16 != ctx.sq_ci) {

@@ -44,7 +44,8 @@ impl Firmware {
             }
             let off = ((idx as u32 & (ctx.rq_entries - 1)) as u64) * ctx.rq_stride as u64;
             let mut w = vec![0u8; ctx.rq_stride];
-            let ok = buf_addr(&ctx.pas, ctx.log_page_size, ctx.page_offset, off).is_some_and(|a| self.mem.read(a, &mut w).is_ok());
+            let ok = buf_addr(&ctx.pas, ctx.log_page_size, ctx.page_offset, off)
+                .is_some_and(|a| self.mem.read(a, &mut w).is_ok());
             if !ok {
                 warn!(qpn, "RQ outside guest memory");
                 return;
@@ -73,13 +74,15 @@ impl Firmware {
             let idx = ctx.head;
             let mut w = vec![0u8; ctx.stride];
             let off = ((idx as u32 & (entries - 1)) as u64) * ctx.stride as u64;
-            let ok = buf_addr(&ctx.pas, ctx.log_page_size, ctx.page_offset, off).is_some_and(|a| self.mem.read(a, &mut w).is_ok());
+            let ok = buf_addr(&ctx.pas, ctx.log_page_size, ctx.page_offset, off)
+                .is_some_and(|a| self.mem.read(a, &mut w).is_ok());
             if !ok || ctx.stride < 16 {
                 warn!(srqn, "SRQ outside guest memory");
                 return;
             }
             let next = u16::from_be_bytes([w[2], w[3]]);
-            let sgl = wqe::parse_recv(&w[16..]).iter().map(|g| Sge { addr: g.addr, length: g.len, lkey: g.lkey }).collect();
+            let sgl =
+                wqe::parse_recv(&w[16..]).iter().map(|g| Sge { addr: g.addr, length: g.len, lkey: g.lkey }).collect();
             if let Some(ctx) = self.rdma.srqs.get_mut(&srqn) {
                 ctx.head = next;
                 ctx.posted = ctx.posted.wrapping_add(1);
@@ -90,5 +93,4 @@ impl Firmware {
             }
         }
     }
-
 }

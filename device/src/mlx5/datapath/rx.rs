@@ -5,9 +5,9 @@
 use std::sync::{Arc, Mutex};
 
 use super::sq::engine_qp;
+use crate::fabric::{PacketHandler, RxMeta};
 use crate::mlx5::firmware::Firmware;
 use crate::wire::bth;
-use crate::fabric::{PacketHandler, RxMeta};
 
 /// The fabric's packet handler: the firmware (which owns the engine).
 pub struct FwHandler(pub Arc<Mutex<Firmware>>);

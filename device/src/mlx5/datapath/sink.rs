@@ -32,7 +32,12 @@ pub struct QueueSink {
 
 impl QueueSink {
     pub fn new(mem: Arc<dyn GuestMemory>) -> QueueSink {
-        QueueSink { q: Mutex::new(Vec::new()), mem, cq_dbrs: Mutex::new(Default::default()), atomic_be: Default::default() }
+        QueueSink {
+            q: Mutex::new(Vec::new()),
+            mem,
+            cq_dbrs: Mutex::new(Default::default()),
+            atomic_be: Default::default(),
+        }
     }
 
     /// Selects the byte order of requester atomic results (true: big-endian).
@@ -78,4 +83,3 @@ impl CompletionSink for QueueSink {
         super::dbr::be32_at(&*self.mem, a).map(|ci| expand_ci(producer, ci))
     }
 }
-

@@ -7,9 +7,9 @@
 use tracing::{debug, warn};
 
 use super::cqe::syndrome;
+use super::dbr::be32_at;
 use super::sq_ops;
 use super::wqe::{self, CtrlSeg, Payload, WQEBB};
-use super::dbr::be32_at;
 use crate::engine::verbs::{SendWr, Sge, UdDest, WcStatus, WrOpcode};
 use crate::engine::{AddressVector, QpState, QpType};
 use crate::mlx5::firmware::Firmware;
@@ -84,7 +84,8 @@ impl Firmware {
         if ctx.sq_entries == 0 {
             return None;
         }
-        let off = ctx.rq_entries as u64 * ctx.rq_stride as u64 + ((idx as u32 & (ctx.sq_entries - 1)) as u64) * WQEBB as u64;
+        let off =
+            ctx.rq_entries as u64 * ctx.rq_stride as u64 + ((idx as u32 & (ctx.sq_entries - 1)) as u64) * WQEBB as u64;
         buf_addr(&ctx.pas, ctx.log_page_size, ctx.page_offset, off)
     }
 
@@ -175,7 +176,13 @@ impl Firmware {
             let wr = match w {
                 Some(w) => self.decode_send(qpn, qp_type, &w, &ctrl, ud),
                 None => {
-                    warn!(qpn, opcode = ctrl.opcode, wqe = ctrl.wqe_index, ds = ctrl.ds, "send WQE of a bad size or unreadable");
+                    warn!(
+                        qpn,
+                        opcode = ctrl.opcode,
+                        wqe = ctrl.wqe_index,
+                        ds = ctrl.ds,
+                        "send WQE of a bad size or unreadable"
+                    );
                     local_qp_op_err(send_wr_id(&ctrl))
                 }
             };
@@ -252,5 +259,4 @@ impl Firmware {
         }
         wr
     }
-
 }

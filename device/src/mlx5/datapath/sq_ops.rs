@@ -75,7 +75,9 @@ pub fn classify(t: QpType, c: &CtrlSeg) -> Result<WrOpcode, Refused> {
     };
     let allowed = match t {
         QpType::Rc => true,
-        QpType::Uc => matches!(op, WrOpcode::Nop | WrOpcode::Send | WrOpcode::SendImm | WrOpcode::Write | WrOpcode::WriteImm),
+        QpType::Uc => {
+            matches!(op, WrOpcode::Nop | WrOpcode::Send | WrOpcode::SendImm | WrOpcode::Write | WrOpcode::WriteImm)
+        }
         QpType::Ud | QpType::Smi | QpType::Gsi => matches!(op, WrOpcode::Nop | WrOpcode::Send | WrOpcode::SendImm),
         QpType::XrcInitiator | QpType::XrcTarget | QpType::RegUmr => return Err(Refused::NoSendPath),
     };
@@ -139,7 +141,19 @@ mod tests {
             assert_eq!(n, executed.len(), "{t:?}");
         }
         // The named ones the issue lists, refused on RC.
-        for op in [TSO, ATOMIC_MASKED_CS, ATOMIC_MASKED_FA, BIND_MW, LOCAL_INVAL, SET_PSV, UMR, CONFIG_CMD, TAG_MATCHING, 0x07, 0xff] {
+        for op in [
+            TSO,
+            ATOMIC_MASKED_CS,
+            ATOMIC_MASKED_FA,
+            BIND_MW,
+            LOCAL_INVAL,
+            SET_PSV,
+            UMR,
+            CONFIG_CMD,
+            TAG_MATCHING,
+            0x07,
+            0xff,
+        ] {
             assert_eq!(classify(QpType::Rc, &ctrl(op)), Err(Refused::Opcode(op)));
         }
     }

@@ -20,10 +20,10 @@ use thiserror::Error;
 use tracing::warn;
 
 use super::cqe::syndrome;
-use crate::mlx5::firmware::Firmware;
-use crate::mlx5::ifc::mkc;
 use super::wqe::{self, be16, be32, be64, opcode, CtrlSeg, DS};
 use crate::engine::{Access, Mkey, Translation};
+use crate::mlx5::firmware::Firmware;
+use crate::mlx5::ifc::mkc;
 
 /// `MLX5_OPCODE_UMR`.
 pub const OPCODE_UMR: u8 = 0x25;
@@ -64,7 +64,8 @@ pub mod mask {
     pub const RELAXED_ORDERING_READ: u64 = 1 << 47;
     /// The fields this device updates (relaxed ordering, signature and
     /// remote-invalidate fields are not offered).
-    pub const SUPPORTED: u64 = LEN | PAGE_SIZE | START_ADDR | PD | KEY | QPN | LR | LW | RR | RW | A | SMALL_FENCE | FREE;
+    pub const SUPPORTED: u64 =
+        LEN | PAGE_SIZE | START_ADDR | PD | KEY | QPN | LR | LW | RR | RW | A | SMALL_FENCE | FREE;
 }
 
 /// Bytes of `struct mlx5_wqe_umr_ctrl_seg`.
@@ -165,7 +166,11 @@ pub enum Xlt {
     /// Copied from the WQE.
     Inline(Vec<u8>),
     /// A `mlx5_wqe_data_seg`: `len` bytes at `addr` through `lkey`.
-    Pointer { addr: u64, len: u32, lkey: u32 },
+    Pointer {
+        addr: u64,
+        len: u32,
+        lkey: u32,
+    },
 }
 
 /// A parsed UMR WQE.
@@ -245,7 +250,13 @@ pub fn mtt_capacity(octowords: u64) -> u64 {
 /// Applies UMR `u` with translation bytes `xlt` to a copy of key `old`
 /// (whose mkc is `old_mkc`); `pd_exists` says whether a PD may be named.
 /// Returns the new key and mkc, or why nothing changes.
-pub fn apply(old: &Mkey, old_mkc: &[u8], u: &UmrWqe, xlt: &[u8], pd_exists: impl Fn(u32) -> bool) -> Result<(Mkey, Vec<u8>), UmrError> {
+pub fn apply(
+    old: &Mkey,
+    old_mkc: &[u8],
+    u: &UmrWqe,
+    xlt: &[u8],
+    pd_exists: impl Fn(u32) -> bool,
+) -> Result<(Mkey, Vec<u8>), UmrError> {
     let m = u.ctrl.mkey_mask;
     let s = &u.seg[..];
     match u.ctrl.flags & flag::CHECK_MASK {
@@ -409,7 +420,9 @@ impl Firmware {
     /// DMA key of the UMR PD).
     fn read_through_key(&self, lkey: u32, addr: u64, n: u64) -> Result<Vec<u8>, UmrError> {
         let key = self.engine.lookup_key(lkey).ok_or(UmrError::Pointer("no such lkey"))?;
-        let chunks = key.translate(addr, n, key.pd, Access::LOCAL_READ).map_err(|_| UmrError::Pointer("lkey does not cover it"))?;
+        let chunks = key
+            .translate(addr, n, key.pd, Access::LOCAL_READ)
+            .map_err(|_| UmrError::Pointer("lkey does not cover it"))?;
         let mut out = Vec::with_capacity(n as usize);
         for (pa, len) in chunks {
             let at = out.len();

@@ -2,11 +2,11 @@
 //! QP end to end through the real command transport (completions, error
 //! completions with their syndromes, flush and the driver's recovery).
 
+use super::*;
+use crate::engine::{KeyFault, Mkey, QpState};
 use crate::mlx5::datapath::cqe::{op, syndrome};
 use crate::mlx5::fw_tests::{cmd, transition_in, Bench};
 use crate::mlx5::ifc::{self, mkc};
-use super::*;
-use crate::engine::{KeyFault, Mkey, QpState};
 
 const SQ: u64 = 0x200000 + 256; // RQ 16 x 16 B, then the SQ (16 x 64 B)
 const DBR: u64 = 0x280000;
@@ -89,7 +89,10 @@ fn umr_ctrl_and_wqe_decoding() {
     let b = w.bytes(OPCODE_UMR, 3, 7, 0x1234_5622);
     let u = parse_umr(&b, &ctrl_of(&b)).unwrap();
     assert_eq!(u.mkey, 0x1234_5622);
-    assert_eq!(u.ctrl, UmrCtrl { flags: w.flags, xlt_octowords: 4, xlt_offset: 0x1_2345, mkey_mask: mask::LEN | mask::FREE });
+    assert_eq!(
+        u.ctrl,
+        UmrCtrl { flags: w.flags, xlt_octowords: 4, xlt_offset: 0x1_2345, mkey_mask: mask::LEN | mask::FREE }
+    );
     assert_eq!(mkc::len.get(&u.seg), 0x8000);
     assert_eq!(u.xlt, Xlt::Pointer { addr: 0xabc000, len: 64, lkey: 0x1111 });
     // Without TRANSLATION_OFFSET_EN only the low 16 bits count.
@@ -132,7 +135,12 @@ fn umr_ctrl_and_wqe_decoding() {
 fn umr(mask: u64, flags: u8, seg: impl FnOnce(&mut [u8; 64])) -> UmrWqe {
     let mut s = [0u8; 64];
     seg(&mut s);
-    UmrWqe { mkey: 0x122, ctrl: UmrCtrl { flags, xlt_octowords: 0, xlt_offset: 0, mkey_mask: mask }, seg: s, xlt: Xlt::None }
+    UmrWqe {
+        mkey: 0x122,
+        ctrl: UmrCtrl { flags, xlt_octowords: 0, xlt_offset: 0, mkey_mask: mask },
+        seg: s,
+        xlt: Xlt::None,
+    }
 }
 
 fn mtt_bytes(pages: &[u64]) -> Vec<u8> {
@@ -144,21 +152,38 @@ fn each_operation_on_a_key() {
     let (free, c) = mtt_key(true, 4);
     let yes = |_| true;
     // Enable with translation, PD, access, start and length.
-    let mut u = umr(mask::KEY | mask::FREE | mask::PD | mask::LR | mask::LW | mask::RR | mask::RW | mask::A | mask::LEN | mask::START_ADDR | mask::PAGE_SIZE, flag::CHECK_NOT_FREE, |s| {
-        mkc::mkey_7_0.set(s, 0x23);
-        mkc::pd.set(s, 5);
-        mkc::lw.set(s, 1);
-        mkc::rw.set(s, 1);
-        mkc::a.set(s, 1);
-        mkc::start_addr.set(s, 0x7000_0800);
-        mkc::len.set(s, 0x1800);
-        mkc::log_page_size.set(s, 12);
-    });
+    let mut u = umr(
+        mask::KEY
+            | mask::FREE
+            | mask::PD
+            | mask::LR
+            | mask::LW
+            | mask::RR
+            | mask::RW
+            | mask::A
+            | mask::LEN
+            | mask::START_ADDR
+            | mask::PAGE_SIZE,
+        flag::CHECK_NOT_FREE,
+        |s| {
+            mkc::mkey_7_0.set(s, 0x23);
+            mkc::pd.set(s, 5);
+            mkc::lw.set(s, 1);
+            mkc::rw.set(s, 1);
+            mkc::a.set(s, 1);
+            mkc::start_addr.set(s, 0x7000_0800);
+            mkc::len.set(s, 0x1800);
+            mkc::log_page_size.set(s, 12);
+        },
+    );
     u.ctrl.xlt_octowords = 4;
     let (k, c2) = apply(&free, &c, &u, &mtt_bytes(&[0x40000, 0x52000, 0, 0, 0, 0, 0, 0]), yes).unwrap();
     assert!(!k.free && k.variant == 0x23 && k.pd == 5);
     assert_eq!(k.access, Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC);
-    assert_eq!(k.translate(0x7000_0f00, 0x200, 5, Access::REMOTE_WRITE).unwrap(), vec![(0x40f00, 0x100), (0x52000, 0x100)]);
+    assert_eq!(
+        k.translate(0x7000_0f00, 0x200, 5, Access::REMOTE_WRITE).unwrap(),
+        vec![(0x40f00, 0x100), (0x52000, 0x100)]
+    );
     assert_eq!(k.translate(0x7000_0f00, 0x200, 4, Access::REMOTE_WRITE), Err(KeyFault::WrongPd));
     assert_eq!(k.translate(0x7000_0f00, 0x200, 5, Access::REMOTE_READ), Err(KeyFault::Access));
     assert_eq!(k.translate(0x7000_1f00, 0x200, 5, Access::LOCAL_READ), Err(KeyFault::Bounds));
@@ -316,7 +341,20 @@ impl Umr {
 }
 
 fn enable(pd: u32, lkey: u32, len: u64) -> W {
-    let mut w = W::new(mask::KEY | mask::FREE | mask::PD | mask::LR | mask::LW | mask::RR | mask::RW | mask::A | mask::LEN | mask::START_ADDR | mask::PAGE_SIZE | mask::QPN);
+    let mut w = W::new(
+        mask::KEY
+            | mask::FREE
+            | mask::PD
+            | mask::LR
+            | mask::LW
+            | mask::RR
+            | mask::RW
+            | mask::A
+            | mask::LEN
+            | mask::START_ADDR
+            | mask::PAGE_SIZE
+            | mask::QPN,
+    );
     w.flags = flag::CHECK_NOT_FREE;
     mkc::pd.set(&mut w.seg, pd as u64);
     mkc::lr.set(&mut w.seg, 1);
@@ -354,7 +392,10 @@ fn reg_umr_qp_executes_completes_and_recovers() {
     mkc::free.set(&mut r.seg, 1);
     mkc::pd.set(&mut r.seg, pd as u64);
     assert_eq!(u.post(OPCODE_UMR, key, &r), (op::REQ, 0, OPCODE_UMR, 3));
-    assert_eq!(u.t.fw.engine.lookup_key(key).unwrap().translate(0x10000, 1, pd, Access::LOCAL_READ), Err(KeyFault::BadKey));
+    assert_eq!(
+        u.t.fw.engine.lookup_key(key).unwrap().translate(0x10000, 1, pd, Access::LOCAL_READ),
+        Err(KeyFault::BadKey)
+    );
     // PD/access change on a free key with CHECK_FREE: LOCAL_PROT_ERR, QP to ERR.
     let mut a = W::new(mask::PD | mask::RR);
     a.flags = flag::CHECK_FREE | flag::INLINE;
@@ -380,15 +421,54 @@ fn bad_umr_wqes_complete_with_errors() {
     type Edit = Box<dyn Fn(&mut W, &mut u32)>;
     let cases: Vec<(&str, u8, Edit, u8)> = vec![
         ("bad mkey index", OPCODE_UMR, Box::new(|_, k| *k = 0x7777_7722), syndrome::LOCAL_PROT_ERR),
-        ("wrong key variant", OPCODE_UMR, Box::new(|w, k| { w.mask &= !mask::KEY; *k ^= 1 }), syndrome::LOCAL_PROT_ERR),
+        (
+            "wrong key variant",
+            OPCODE_UMR,
+            Box::new(|w, k| {
+                w.mask &= !mask::KEY;
+                *k ^= 1
+            }),
+            syndrome::LOCAL_PROT_ERR,
+        ),
         ("unknown flag", OPCODE_UMR, Box::new(|w, _| w.flags |= flag::CHECK_QPN), syndrome::LOCAL_QP_OP_ERR),
         ("unknown mask bit", OPCODE_UMR, Box::new(|w, _| w.mask |= mask::EN_SIGERR), syndrome::LOCAL_QP_OP_ERR),
         ("opcode not executed", wqe::opcode::SEND, Box::new(|_, _| {}), syndrome::LOCAL_QP_OP_ERR),
-        ("translation out of bounds", OPCODE_UMR, Box::new(|w, _| { w.octowords = 12; w.tail[0..4].copy_from_slice(&192u32.to_be_bytes()) }), syndrome::LOCAL_LENGTH_ERR),
-        ("translation with a gap", OPCODE_UMR, Box::new(|w, _| { w.flags |= flag::TRANSLATION_OFFSET_EN; w.offset = 4 }), syndrome::LOCAL_QP_OP_ERR),
-        ("length overflow", OPCODE_UMR, Box::new(|w, _| mkc::len.set(&mut w.seg, u64::MAX - 4)), syndrome::LOCAL_LENGTH_ERR),
-        ("lkey does not cover the entries", OPCODE_UMR, Box::new(|w, _| w.tail[4..8].copy_from_slice(&0xdead_0011u32.to_be_bytes())), syndrome::LOCAL_PROT_ERR),
-        ("data segment shorter than the entries", OPCODE_UMR, Box::new(|w, _| w.tail[0..4].copy_from_slice(&16u32.to_be_bytes())), syndrome::LOCAL_LENGTH_ERR),
+        (
+            "translation out of bounds",
+            OPCODE_UMR,
+            Box::new(|w, _| {
+                w.octowords = 12;
+                w.tail[0..4].copy_from_slice(&192u32.to_be_bytes())
+            }),
+            syndrome::LOCAL_LENGTH_ERR,
+        ),
+        (
+            "translation with a gap",
+            OPCODE_UMR,
+            Box::new(|w, _| {
+                w.flags |= flag::TRANSLATION_OFFSET_EN;
+                w.offset = 4
+            }),
+            syndrome::LOCAL_QP_OP_ERR,
+        ),
+        (
+            "length overflow",
+            OPCODE_UMR,
+            Box::new(|w, _| mkc::len.set(&mut w.seg, u64::MAX - 4)),
+            syndrome::LOCAL_LENGTH_ERR,
+        ),
+        (
+            "lkey does not cover the entries",
+            OPCODE_UMR,
+            Box::new(|w, _| w.tail[4..8].copy_from_slice(&0xdead_0011u32.to_be_bytes())),
+            syndrome::LOCAL_PROT_ERR,
+        ),
+        (
+            "data segment shorter than the entries",
+            OPCODE_UMR,
+            Box::new(|w, _| w.tail[0..4].copy_from_slice(&16u32.to_be_bytes())),
+            syndrome::LOCAL_LENGTH_ERR,
+        ),
     ];
     for (what, opc, f, syn) in cases {
         let mut u = Umr::new();

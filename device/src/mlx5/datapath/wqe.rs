@@ -302,7 +302,9 @@ pub fn parse_send(w: &[u8], ud: bool) -> Result<SendWqe, WqeError> {
     let mut raddr = None;
     let mut atomic = None;
     match ctrl.opcode {
-        opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM | opcode::RDMA_READ | opcode::ATOMIC_CS | opcode::ATOMIC_FA if !ud => {
+        opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM | opcode::RDMA_READ | opcode::ATOMIC_CS | opcode::ATOMIC_FA
+            if !ud =>
+        {
             let r = take(DS)?;
             raddr = Some(RaddrSeg { raddr: be64(r, 0), rkey: be32(r, 8) });
             if matches!(ctrl.opcode, opcode::ATOMIC_CS | opcode::ATOMIC_FA) {
@@ -349,7 +351,11 @@ mod tests {
         w[68..72].copy_from_slice(&0x5a00u32.to_be_bytes());
         w[72..80].copy_from_slice(&0x1000u64.to_be_bytes());
         let s = parse_ud_send(&w).unwrap();
-        assert_eq!((s.av.qkey, s.av.dqpn, s.av.sl, s.av.rlid, s.av.use_qp_qkey), (0x8001_0000, 1, 3, 7, true), "bit 31: the QP's Q_Key");
+        assert_eq!(
+            (s.av.qkey, s.av.dqpn, s.av.sl, s.av.rlid, s.av.use_qp_qkey),
+            (0x8001_0000, 1, 3, 7, true),
+            "bit 31: the QP's Q_Key"
+        );
         assert_eq!(s.payload, Payload::Gather(vec![Sge { addr: 0x1000, len: 256, lkey: 0x5a00 }]));
         // Inline.
         w[64..68].copy_from_slice(&(INLINE_SEG | 5).to_be_bytes());

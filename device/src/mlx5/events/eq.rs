@@ -1,12 +1,12 @@
 //! EQ commands: CREATE/DESTROY/QUERY_EQ. The event queues' data path
 //! (EQE writes, EQ doorbells, interrupts) is the firmware's event side.
 
-use crate::mlx5::datapath::EqCtx;
-use crate::mlx5::queue_buf::{page_offset_bytes, pages_for};
 use crate::mlx5::cmd::req::{fail, out, CmdResult, Req};
 use crate::mlx5::cmd::status;
+use crate::mlx5::datapath::EqCtx;
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::ifc;
+use crate::mlx5::queue_buf::{page_offset_bytes, pages_for};
 
 pub fn create_eq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     use ifc::create_eq_in::eq_context_entry as e;
@@ -35,7 +35,18 @@ pub fn create_eq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         *w = ifc::create_eq_in::event_bitmask.elem(i as u32).get(r.input);
     }
     let eqc = r.sub(ifc::create_eq_in::eq_context_entry)?;
-    let ctx = EqCtx { eqc, pas, log_size, log_page_size, page_offset, event_bitmask, vector: vector as u16, armed: false, consumer: 0, producer: 0 };
+    let ctx = EqCtx {
+        eqc,
+        pas,
+        log_size,
+        log_page_size,
+        page_offset,
+        event_bitmask,
+        vector: vector as u16,
+        armed: false,
+        consumer: 0,
+        producer: 0,
+    };
     let eqn = fw.eqs.alloc_with(|_| ctx).ok_or(fail!(status::LIM, CREATE_EQ_ENGINE))?;
     let mut o = out(ifc::create_eq_out::SIZE);
     ifc::create_eq_out::eq_number.set(&mut o, eqn as u64);

@@ -60,7 +60,11 @@ pub fn teardown_hca(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 
 pub fn set_driver_version(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     if let Some(b) = ifc::set_driver_version_in::driver_version.bytes(r.input) {
-        let s: String = b.iter().take_while(|&&c| c != 0).map(|&c| if c.is_ascii_graphic() || c == b' ' { c as char } else { '?' }).collect();
+        let s: String = b
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| if c.is_ascii_graphic() || c == b' ' { c as char } else { '?' })
+            .collect();
         tracing::info!(driver = %s, "SET_DRIVER_VERSION");
         fw.hca.driver_version = s;
     }

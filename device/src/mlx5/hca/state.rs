@@ -30,7 +30,6 @@ pub struct Hca {
     pub uars: Table<u16>,
 }
 
-
 impl Hca {
     /// Power-on state for a device with `limits` and an optional MEMIC window.
     pub fn new(limits: &Limits, memic: Option<(u64, u64)>) -> Hca {
@@ -70,7 +69,8 @@ impl Hca {
         self.caps_cur = BTreeMap::from([(CAP_GENERAL, general), (CAP_ATOMIC, atomic)]);
         if let Some((off, size)) = self.memic {
             // On-device memory: the `device_memory` bit and the DEV_MEM page.
-            for page in [self.caps_max.get_mut(&CAP_GENERAL), self.caps_cur.get_mut(&CAP_GENERAL)].into_iter().flatten() {
+            for page in [self.caps_max.get_mut(&CAP_GENERAL), self.caps_cur.get_mut(&CAP_GENERAL)].into_iter().flatten()
+            {
                 ifc::cmd_hca_cap::device_memory.set(page, 1);
             }
             use ifc::device_mem_cap as d;

@@ -8,9 +8,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::port::{PortConfig, PortCounters};
 #[cfg(test)]
 use super::port::DEFAULT_CAP_MASK;
+use super::port::{PortConfig, PortCounters};
 
 pub const MAD_SIZE: usize = 256;
 const DATA: usize = 64;
@@ -180,7 +180,7 @@ fn pma(d: &mut [u8], req: &[u8; MAD_SIZE], method: u8, attr: u16, port_num: u8, 
             d[..192].fill(0);
             d[0] = 1; // BaseVersion
             d[1] = 1; // ClassVersion
-            // CapabilityMask: PortCountersExt supported (IB_PMA_CLASS_CAP_EXT_WIDTH).
+                      // CapabilityMask: PortCountersExt supported (IB_PMA_CLASS_CAP_EXT_WIDTH).
             put16(d, 2, 1 << 9);
             0
         }

@@ -7,7 +7,9 @@ use crate::mlx5::ifc;
 
 pub fn query_hca_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     use ifc::query_hca_vport_context_out::hca_vport_context as c;
-    if r.get(ifc::query_hca_vport_context_in::other_vport) != 0 || r.get(ifc::query_hca_vport_context_in::vport_number) != 0 {
+    if r.get(ifc::query_hca_vport_context_in::other_vport) != 0
+        || r.get(ifc::query_hca_vport_context_in::vport_number) != 0
+    {
         return Err(fail!(status::BAD_PARAM, QUERY_HCA_VPORT_CONTEXT_BAD_PARAM));
     }
     let pn = r.get(ifc::query_hca_vport_context_in::port_num);

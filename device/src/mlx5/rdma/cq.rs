@@ -1,12 +1,12 @@
 //! CQ commands: CREATE/DESTROY/QUERY/MODIFY_CQ. The engine keeps the CQ's
 //! counters; this layer keeps its mlx5 context (buffer, doorbell record).
 
-use crate::mlx5::datapath::{CqCtx, CQ_ARM_UNSET};
-use crate::mlx5::queue_buf::{page_offset_bytes, pages_for};
 use crate::mlx5::cmd::req::{eng, fail, out, CmdResult, Req};
 use crate::mlx5::cmd::status;
+use crate::mlx5::datapath::{CqCtx, CQ_ARM_UNSET};
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::ifc;
+use crate::mlx5::queue_buf::{page_offset_bytes, pages_for};
 
 pub fn create_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     use ifc::create_cq_in::cq_context as c;
@@ -52,7 +52,10 @@ pub fn create_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     if fw.mem.write(dbr_addr.wrapping_add(4), &CQ_ARM_UNSET.to_be_bytes()).is_err() {
         tracing::debug!(cqn, dbr_addr, "CQ doorbell record outside guest memory");
     }
-    fw.cqs.insert(cqn, CqCtx { cqc, pas, cqe_size, log_page_size, page_offset, dbr_addr, eqn, uar, arming: Default::default() });
+    fw.cqs.insert(
+        cqn,
+        CqCtx { cqc, pas, cqe_size, log_page_size, page_offset, dbr_addr, eqn, uar, arming: Default::default() },
+    );
     fw.pending.cq_dbr(cqn, Some(dbr_addr));
     let mut o = out(ifc::create_cq_out::SIZE);
     ifc::create_cq_out::cqn.set(&mut o, cqn as u64);

@@ -1,11 +1,11 @@
 //! Multicast groups: ATTACH_TO_MCG / DETACH_FROM_MCG (UD QPs).
 
 use super::qp::ST_UD;
+use crate::mlx5::cmd::req::CmdErr;
 use crate::mlx5::cmd::req::{fail, out, CmdResult, Req};
 use crate::mlx5::cmd::status;
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::ifc;
-use crate::mlx5::cmd::req::CmdErr;
 
 fn mcg(r: &Req<'_>) -> Result<(u32, [u8; 16]), CmdErr> {
     let qpn = r.get(ifc::attach_to_mcg_in::qpn) as u32;

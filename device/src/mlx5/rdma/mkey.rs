@@ -1,10 +1,10 @@
 //! Memory keys: CREATE/DESTROY/QUERY_MKEY (PA, MTT and MEMIC translations).
 
+use crate::engine::{Access, Mkey, Translation};
 use crate::mlx5::cmd::req::{eng, fail, out, CmdResult, Req};
 use crate::mlx5::cmd::status;
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::ifc;
-use crate::engine::{Access, Mkey, Translation};
 
 /// `access_mode`: PA and MTT are implemented; KLM/KSM are not.
 const ACCESS_MODE_PA: u64 = 0;
@@ -52,7 +52,8 @@ pub fn create_mkey(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
                 let ps = 1u64 << log_page;
                 let end = start.checked_add(length).ok_or(fail!(status::BAD_PARAM, CREATE_MKEY_BAD_PARAM_3))?;
                 let first = start & !(ps - 1);
-                let npages = usize::try_from((end - first).div_ceil(ps)).map_err(|_| fail!(status::BAD_PARAM, CREATE_MKEY_BAD_PARAM_4))?;
+                let npages = usize::try_from((end - first).div_ceil(ps))
+                    .map_err(|_| fail!(status::BAD_PARAM, CREATE_MKEY_BAD_PARAM_4))?;
                 let supplied = r.get(ifc::create_mkey_in::translations_octword_actual_size) as usize * 2;
                 if supplied < npages {
                     return Err(fail!(status::BAD_PARAM, CREATE_MKEY_BAD_PARAM_5));
@@ -111,7 +112,8 @@ pub fn query_mkey(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let index = r.get(ifc::query_mkey_in::mkey_index) as u32;
     let mkc = fw.rdma.mkcs.get(&index).ok_or(fail!(status::BAD_RES, QUERY_MKEY_BAD_RES))?;
     let mut o = out(ifc::query_mkey_out::SIZE);
-    let range = ifc::query_mkey_out::memory_key_mkey_entry.byte_range().ok_or(fail!(status::INT_ERR, QUERY_MKEY_INT_ERR))?;
+    let range =
+        ifc::query_mkey_out::memory_key_mkey_entry.byte_range().ok_or(fail!(status::INT_ERR, QUERY_MKEY_INT_ERR))?;
     o[range].copy_from_slice(mkc);
     Ok(o)
 }

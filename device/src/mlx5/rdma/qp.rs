@@ -8,13 +8,13 @@
 //! engine's true state.
 
 use super::state::QpCtx;
+use crate::engine::{Access, AddressVector, Mtu, QpAttrUpdate, QpCreate, QpState, QpTransition, QpType};
 use crate::mlx5::cmd::req::{eng, fail, out, CmdErr, CmdResult, Req};
 use crate::mlx5::cmd::status;
 use crate::mlx5::fields::Field;
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::ifc::{self, qpc};
 use crate::mlx5::queue_buf::{page_offset_bytes, pages_for};
-use crate::engine::{Access, AddressVector, Mtu, QpAttrUpdate, QpCreate, QpState, QpTransition, QpType};
 
 /// `qpc.st` values.
 pub const ST_RC: u8 = 0x0;
@@ -186,7 +186,6 @@ fn optpar_fields(bit: u32) -> &'static [Field] {
         _ => &[],
     }
 }
-
 
 /// Fields a transition always carries, by QP type.
 fn required_fields(t: QpTransition, st: u8) -> Vec<Field> {

@@ -1,11 +1,11 @@
 //! Shared receive queues: CREATE/DESTROY/QUERY_SRQ and ARM_RQ (the limit watermark).
 
 use super::state::SrqCtx;
-use crate::mlx5::queue_buf::{page_offset_bytes, pages_for};
 use crate::mlx5::cmd::req::{eng, fail, out, CmdResult, Req};
 use crate::mlx5::cmd::status;
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::ifc;
+use crate::mlx5::queue_buf::{page_offset_bytes, pages_for};
 
 pub fn create_srq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     use ifc::create_srq_in::srq_context_entry as s;
@@ -25,7 +25,10 @@ pub fn create_srq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let pas = r.pas(ifc::create_srq_in::pas, npages)?;
     let dbr_addr = s::dbr_addr.get(r.input);
     let srqc = r.sub(ifc::create_srq_in::srq_context_entry)?;
-    let srqn = eng!(fw.engine.create_srq(pd, log_size, (cqn != 0).then_some(cqn), (xrcd != 0).then_some(xrcd), r.uid), CREATE_SRQ_ENGINE)?;
+    let srqn = eng!(
+        fw.engine.create_srq(pd, log_size, (cqn != 0).then_some(cqn), (xrcd != 0).then_some(xrcd), r.uid),
+        CREATE_SRQ_ENGINE
+    )?;
     if let Some(srq) = fw.engine.srqs.get_mut(srqn) {
         srq.limit = s::lwm.get(r.input) as u16;
     }

@@ -219,10 +219,7 @@ mod tests {
         for (i, (got, want)) in page[..256].iter().zip(&dump).enumerate() {
             assert_eq!(got, want, "cmd_hca_cap byte 0x{i:03x}");
         }
-        assert!(
-            page[256..].iter().all(|&b| b == 0),
-            "capability area past cmd_hca_cap must be 0"
-        );
+        assert!(page[256..].iter().all(|&b| b == 0), "capability area past cmd_hca_cap must be 0");
     }
 
     #[test]
@@ -235,10 +232,7 @@ mod tests {
             assert_eq!(field(name).get(&page), *v, "cmd_hca_cap.{name}");
         }
         // ...the table is exactly that list (same names, same values)...
-        let mut table: Vec<(String, u64)> = GENERAL_CAPS
-            .iter()
-            .map(|&(n, _, v)| (n.to_string(), v))
-            .collect();
+        let mut table: Vec<(String, u64)> = GENERAL_CAPS.iter().map(|&(n, _, v)| (n.to_string(), v)).collect();
         let mut listed = want.clone();
         table.sort();
         listed.sort();
@@ -294,10 +288,7 @@ mod tests {
         ] {
             assert_eq!(f.get(&page), 0, "{f:?}");
         }
-        assert_eq!(
-            cmd_hca_cap::port_type.get(&page),
-            ifc::MLX5_CAP_PORT_TYPE_IB as u64
-        );
+        assert_eq!(cmd_hca_cap::port_type.get(&page), ifc::MLX5_CAP_PORT_TYPE_IB as u64);
         assert_eq!(cmd_hca_cap::xrc.get(&page), 1);
         assert_eq!(cmd_hca_cap::page_request_disable.get(&page), 1);
     }
@@ -311,12 +302,7 @@ mod tests {
         assert_eq!(&page[0x10..0x14], &[0, 0, 0, 3]);
         assert_eq!(&page[0x14..0x18], &[0, 0, 0, 8]);
         assert_eq!(&page[0x08..0x0c], &[0x02, 0, 0, 0]);
-        let nonzero = page
-            .iter()
-            .enumerate()
-            .filter(|(_, &b)| b != 0)
-            .map(|(i, _)| i)
-            .collect::<Vec<_>>();
+        let nonzero = page.iter().enumerate().filter(|(_, &b)| b != 0).map(|(i, _)| i).collect::<Vec<_>>();
         assert_eq!(nonzero, vec![0x08, 0x13, 0x17]);
         let with = general_caps_image_with_atomic();
         let base = general_caps_image();

@@ -1,12 +1,12 @@
 //! QUERY_HCA_CAP / SET_HCA_CAP over the capability pages ([`super::image`]).
 
 use super::image::{CAP_AREA, CAP_ATOMIC, CAP_DEV_MEM, CAP_GENERAL};
-use crate::mlx5::fields::Field;
-use crate::mlx5::ifc::cmd_hca_cap;
 use crate::mlx5::cmd::req::{fail, out, CmdResult, Req};
 use crate::mlx5::cmd::status;
+use crate::mlx5::fields::Field;
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::ifc;
+use crate::mlx5::ifc::cmd_hca_cap;
 
 pub fn query_hca_cap(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     if r.get(ifc::query_hca_cap_in::other_function) != 0 {
@@ -49,7 +49,13 @@ pub fn set_hca_cap(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             let v = f.get(&new);
             let m = f.get(&max);
             // Feature bits can only be set where MAX has them; sizes only up to MAX.
-            let ok = if f == cmd_hca_cap::log_max_qp { v <= m } else if f.bits == 1 { v == 0 || m != 0 } else { true };
+            let ok = if f == cmd_hca_cap::log_max_qp {
+                v <= m
+            } else if f.bits == 1 {
+                v == 0 || m != 0
+            } else {
+                true
+            };
             if !ok {
                 return Err(fail!(status::BAD_PARAM, SET_HCA_CAP_BAD_PARAM_4));
             }
