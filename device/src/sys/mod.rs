@@ -1,5 +1,5 @@
-//! Every unsafe edge of the device in one place (outside `vfio/`, which
-//! moves to the rust-vmm crates, and the eventfd helpers of `util.rs`):
+//! Every unsafe edge of the device in one place (outside `vfio/`: the
+//! socket's SCM_RIGHTS receive and the vm-memory mappings):
 //! memfds, the shared mapping and the volatile copies of guest-writable
 //! memory, the fabric's socket options with GSO/GRO, and the process
 //! syscalls of the privilege drop and the clock. The rest of the crate is
