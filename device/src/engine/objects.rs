@@ -203,6 +203,10 @@ pub enum QpType {
     XrcTarget,
     /// Memory-registration QP (mlx5 REG_UMR); no wire traffic.
     RegUmr,
+    /// A raw Ethernet send or receive queue (mlx5 SQ/RQ objects of the
+    /// Ethernet port): its number comes from the QP space (a send doorbell
+    /// names only a number) and the engine runs no transport for it.
+    RawPacket,
 }
 
 /// IBTA QP states.

@@ -31,6 +31,7 @@
 mod buf;
 pub mod config;
 pub mod counters;
+pub mod ether;
 pub mod fault;
 mod gso;
 mod inproc;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::cmd::dispatch::DuplicateOpcode;
 use super::datapath::ctx::EQN_LAST;
 use super::datapath::QueueSink;
+use super::eth::state::EthPort;
 use super::firmware::{Firmware, FwStats, UarHook};
 use super::hca::state::Hca;
 use super::ib::port::{IbPort, PortConfig};
@@ -17,6 +18,7 @@ use super::rdma::state::RdmaObjects;
 use crate::engine::table::Table;
 use crate::engine::Io;
 use crate::engine::{Engine, GuestMemory, Limits};
+use crate::fabric::ether::FrameSink;
 use crate::vfio::Interrupts;
 
 /// The fabric the engine sends through, and what it reports.
@@ -41,6 +43,7 @@ pub struct FirmwareBuilder {
     trace: bool,
     on_uar: Option<UarHook>,
     fabric: Option<FabricIo>,
+    frames: Option<Arc<dyn FrameSink>>,
 }
 
 impl FirmwareBuilder {
@@ -55,6 +58,7 @@ impl FirmwareBuilder {
             trace: false,
             on_uar: None,
             fabric: None,
+            frames: None,
         }
     }
 
@@ -89,6 +93,12 @@ impl FirmwareBuilder {
         self
     }
 
+    /// Where the Ethernet port's transmitted frames go.
+    pub fn frames(mut self, sink: Arc<dyn FrameSink>) -> FirmwareBuilder {
+        self.frames = Some(sink);
+        self
+    }
+
     /// The firmware at power-on state.
     pub fn build(self) -> Result<Firmware, DuplicateOpcode> {
         let commands = self.link.commands()?;
@@ -109,6 +119,8 @@ impl FirmwareBuilder {
             hca,
             rdma: RdmaObjects::default(),
             ib: IbPort::new(self.port, wire_counters),
+            eth: EthPort { link: self.frames, ..Default::default() },
+            link_layer: self.link,
             eqs: Table::new(0, EQN_LAST, self.limits.eqs),
             cqs: BTreeMap::new(),
             on_uar: self.on_uar,

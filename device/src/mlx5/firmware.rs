@@ -20,9 +20,11 @@ use super::cmd::req::{fail, Req};
 use super::cmd::{self, status, CmdOutput, CommandHandler, SlotResult};
 use super::datapath::ctx::{CqCtx, EqCtx};
 use super::datapath::sink::QueueSink;
+use super::eth::state::EthPort;
 use super::hca::state::Hca;
 use super::ib::port::{IbPort, PortCounters};
 use super::ifc;
+use super::link::LinkLayer;
 use super::rdma::state::RdmaObjects;
 use crate::engine::table::Table;
 use crate::engine::{Engine, GuestMemory};
@@ -56,6 +58,10 @@ pub struct Firmware {
     pub(in crate::mlx5) rdma: RdmaObjects,
     /// The IB port: identity, counters, PerfMgt baseline (`ib/`).
     pub(in crate::mlx5) ib: IbPort,
+    /// The Ethernet port (`eth/`): vport, queues, steering, link.
+    pub(in crate::mlx5) eth: EthPort,
+    /// The port's link layer (which domains `commands` holds).
+    pub(in crate::mlx5) link_layer: LinkLayer,
     /// Event queues, numbered by CREATE_EQ (0xff reserved, [`super::datapath::ctx::EQN_LAST`]).
     pub(in crate::mlx5) eqs: Table<EqCtx>,
     pub(in crate::mlx5) cqs: BTreeMap<u32, CqCtx>,
@@ -85,6 +91,7 @@ impl Firmware {
         self.cqs.clear();
         self.pending.forget_cqs();
         self.rdma.reset();
+        self.eth.reset();
         self.hca.reset(&self.engine.limits);
         // Requester atomic results: big-endian until the driver selects
         // host endianness (atomic_req_8B_endianness_mode 1).
@@ -100,6 +107,11 @@ impl Firmware {
     #[cfg(test)]
     pub(crate) fn engine_mut(&mut self) -> &mut Engine {
         &mut self.engine
+    }
+
+    /// The port's link layer.
+    pub fn link_layer(&self) -> LinkLayer {
+        self.link_layer
     }
 
     /// UAR pages allocated (ALLOC_UAR), for the control socket.

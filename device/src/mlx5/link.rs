@@ -1,27 +1,40 @@
 //! The link layer selects the command domains: the shared ones (HCA,
-//! events, RDMA objects) plus its own (`ib/` for InfiniBand). A later
-//! Ethernet personality adds its variant and its domains' tables here;
-//! handlers never branch on the link layer.
+//! events, RDMA objects) plus its own (`ib/` for InfiniBand, `eth/` for
+//! Ethernet). Handlers never branch on the link layer.
 
 use super::cmd::dispatch::{Command, CommandTable, DuplicateOpcode};
 use super::firmware::Firmware;
-use super::{events, hca, ib, rdma};
+use super::{eth, events, hca, ib, rdma};
 
 /// The port's link layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LinkLayer {
     #[default]
     Ib,
+    /// An Ethernet port: the mlx5e netdev (and, later, RoCE).
+    Eth,
+}
+
+impl std::str::FromStr for LinkLayer {
+    type Err = String;
+    fn from_str(s: &str) -> Result<LinkLayer, String> {
+        match s {
+            "ib" => Ok(LinkLayer::Ib),
+            "eth" => Ok(LinkLayer::Eth),
+            _ => Err(format!("unknown link layer {s:?} (ib or eth)")),
+        }
+    }
 }
 
 impl LinkLayer {
     /// The command tables of this link layer's domains.
     pub fn command_tables(self) -> Vec<&'static [Command<Firmware>]> {
         let shared = [hca::COMMANDS, events::COMMANDS, rdma::COMMANDS];
-        let own = match self {
-            LinkLayer::Ib => [ib::COMMANDS],
+        let own: &[&'static [Command<Firmware>]] = match self {
+            LinkLayer::Ib => &[ib::COMMANDS],
+            LinkLayer::Eth => eth::COMMAND_TABLES,
         };
-        shared.into_iter().chain(own).collect()
+        shared.into_iter().chain(own.iter().copied()).collect()
     }
 
     /// The dispatch table of a function with this link layer.

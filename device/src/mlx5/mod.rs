@@ -17,6 +17,7 @@ pub mod builder;
 pub mod clock;
 pub mod cmd;
 pub mod datapath;
+pub mod eth;
 pub mod events;
 pub mod fields;
 pub mod firmware;

@@ -49,10 +49,12 @@ macro_rules! fixed_view {
 pub mod bth;
 pub mod clock;
 pub mod codec;
+pub mod ether;
 pub mod ext;
 pub mod grh;
 pub mod icrc;
 pub mod ip;
+pub mod offload;
 pub mod packet;
 pub mod psn;
 

@@ -79,7 +79,9 @@ pub fn classify(t: QpType, c: &CtrlSeg) -> Result<WrOpcode, Refused> {
             matches!(op, WrOpcode::Nop | WrOpcode::Send | WrOpcode::SendImm | WrOpcode::Write | WrOpcode::WriteImm)
         }
         QpType::Ud | QpType::Smi | QpType::Gsi => matches!(op, WrOpcode::Nop | WrOpcode::Send | WrOpcode::SendImm),
-        QpType::XrcInitiator | QpType::XrcTarget | QpType::RegUmr => return Err(Refused::NoSendPath),
+        QpType::XrcInitiator | QpType::XrcTarget | QpType::RegUmr | QpType::RawPacket => {
+            return Err(Refused::NoSendPath)
+        }
     };
     if !allowed {
         return Err(Refused::Opcode(c.opcode));

@@ -1,0 +1,30 @@
+//! The Ethernet link layer's domain: what the mlx5e netdev asks of the
+//! device. `LinkLayer::Eth` supplies these commands (with the shared
+//! `hca/`, `events/` and `rdma/` domains); no handler elsewhere asks which
+//! link layer it serves.
+//!
+//! - [`state`]: the port's state ([`state::EthPort`]), one sub-state per file below.
+//! - [`vport`]: NIC vport context, vport state and counters, carrier (PAOS) and port events.
+//! - [`regs`]: the port registers of an Ethernet port (PAOS, PMTU, PTYS, PPCNT, PFCC, NODE_DESC).
+//! - [`queues`]: transport domains, TISes, Q counters, SQ and RQ objects. An SQ or RQ is an
+//!   engine QP of type `RawPacket` (one number space with QPs) with its `rdma::QpCtx`.
+//! - [`steering`]: NIC RX flow tables, groups and entries, and their evaluation.
+//! - [`tir`]: TIRs and RQTs: from a steering destination to an RQ (RSS).
+//! - [`rx`]: a frame from the link to an RQ's WQE and its CQE.
+//! - [`tx`]: an SQ's WQEs to frames on the link (checksum, LSO) and their CQEs.
+
+pub mod queues;
+pub mod regs;
+pub mod rx;
+pub mod state;
+pub mod steering;
+pub mod tir;
+pub mod tx;
+pub mod vport;
+
+use crate::mlx5::cmd::dispatch::Command;
+use crate::mlx5::firmware::Firmware;
+
+/// The Ethernet link layer's command tables, one per file.
+pub static COMMAND_TABLES: &[&[Command<Firmware>]] =
+    &[vport::COMMANDS, queues::COMMANDS, steering::COMMANDS, tir::COMMANDS];

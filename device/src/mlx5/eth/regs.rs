@@ -1,0 +1,1 @@
+//! The port registers of an Ethernet port (owner: eth-cmd).

@@ -1,0 +1,1 @@
+//! A frame from the link into an RQ (owner: eth-rx).

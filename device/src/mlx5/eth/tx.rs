@@ -1,0 +1,1 @@
+//! An SQ's WQEs to frames on the link (owner: eth-tx).
