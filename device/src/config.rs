@@ -154,6 +154,23 @@ impl Default for Logging {
     }
 }
 
+/// The port: its link layer and, on Ethernet, its MAC address.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Port {
+    /// `ib` (InfiniBand, the default) or `eth` (Ethernet: the mlx5e netdev).
+    pub link_layer: String,
+    /// Ethernet MAC address `aa:bb:cc:dd:ee:ff`; empty: derived from the
+    /// port GUID (its bytes 0-2 and 5-7, the inverse of EUI-64).
+    pub mac: String,
+}
+
+impl Default for Port {
+    fn default() -> Self {
+        Port { link_layer: "ib".into(), mac: String::new() }
+    }
+}
+
 /// The whole configuration.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -162,6 +179,7 @@ pub struct Config {
     pub bars: Bars,
     pub doorbell: Doorbell,
     pub logging: Logging,
+    pub port: Port,
     /// The RoCEv2 socket and its peers. Without a `[fabric]` section the
     /// device binds an ephemeral UDP port on [`crate::fabric::config::DEFAULT_BIND`]
     /// (loopback) with no peers (its own LID still works: loopback).
@@ -175,6 +193,7 @@ impl Default for Config {
             bars: Bars::default(),
             doorbell: Doorbell::default(),
             logging: Logging::default(),
+            port: Port::default(),
             fabric: crate::fabric::FabricConfig { port: 0, ..Default::default() },
         }
     }
@@ -207,6 +226,8 @@ impl Config {
             return Err(ConfigError::Invalid(format!("log level {:?}", self.logging.level)));
         }
         self.fabric.validate().map_err(ConfigError::Invalid)?;
+        self.link_layer()?;
+        self.mac()?;
         let ra = self.identity.max_rd_atomic;
         if !ra.is_power_of_two() || ra > 128 {
             return Err(ConfigError::Invalid(format!("max_rd_atomic {ra} is not a power of two in 1..=128")));
@@ -219,6 +240,32 @@ impl Config {
             )));
         }
         Ok(())
+    }
+
+    /// The port's link layer.
+    pub fn link_layer(&self) -> Result<crate::mlx5::link::LinkLayer, ConfigError> {
+        self.port.link_layer.parse().map_err(ConfigError::Invalid)
+    }
+
+    /// The Ethernet MAC address: `port.mac`, else derived from the port GUID.
+    pub fn mac(&self) -> Result<[u8; 6], ConfigError> {
+        if self.port.mac.is_empty() {
+            let g = self.port_guid().to_be_bytes();
+            return Ok([g[0], g[1], g[2], g[5], g[6], g[7]]);
+        }
+        let bad = || ConfigError::Invalid(format!("bad MAC address {:?}", self.port.mac));
+        let parts: Vec<&str> = self.port.mac.split(':').collect();
+        if parts.len() != 6 {
+            return Err(bad());
+        }
+        let mut mac = [0u8; 6];
+        for (m, p) in mac.iter_mut().zip(parts) {
+            *m = u8::from_str_radix(p, 16).map_err(|_| bad())?;
+        }
+        if mac[0] & 1 != 0 {
+            return Err(bad());
+        }
+        Ok(mac)
     }
 
     pub fn fw_version(&self) -> Result<FwVersion, ConfigError> {

@@ -82,6 +82,14 @@ struct Args {
     #[arg(long, value_name = "BYTES", value_parser = parse_u64)]
     device_memory: Option<u64>,
 
+    /// Link layer of the port: ib (default) or eth (the mlx5e netdev).
+    #[arg(long, value_name = "ib|eth")]
+    link_layer: Option<String>,
+
+    /// Ethernet MAC address (default: derived from the port GUID).
+    #[arg(long, value_name = "MAC")]
+    mac: Option<String>,
+
     /// UDP port of this instance's RoCEv2 socket (default: [fabric] port, else ephemeral).
     #[arg(long, value_name = "PORT")]
     fabric_port: Option<u16>,
@@ -182,6 +190,12 @@ fn build_config(a: &Args) -> Result<Config, String> {
     }
     if let Some(l) = &a.log_level {
         c.logging.level = l.clone();
+    }
+    if let Some(l) = &a.link_layer {
+        c.port.link_layer = l.clone();
+    }
+    if let Some(m) = &a.mac {
+        c.port.mac = m.clone();
     }
     if let Some(p) = a.fabric_port {
         c.fabric.port = p;
