@@ -237,8 +237,8 @@ impl FrameInfo {
     /// length field; `None` without an L3 header.
     pub fn l3_end(&self) -> Option<usize> {
         match self.l3 {
-            L3::Ipv4 { total_len, .. } => Some(self.l3_offset + usize::from(total_len)),
-            L3::Ipv6 { payload_len, .. } => Some(self.l3_offset + IPV6_HLEN + usize::from(payload_len)),
+            L3::Ipv4 { total_len, .. } => Some(self.l3_offset.saturating_add(usize::from(total_len))),
+            L3::Ipv6 { payload_len, .. } => Some(self.l3_offset.saturating_add(IPV6_HLEN + usize::from(payload_len))),
             L3::None => None,
         }
     }

@@ -209,6 +209,8 @@ fn rx_sum_is_the_mlx5_cqe_check_sum() {
     let r = rx_checksum(short, &i);
     assert!(!r.l3_ok && !r.l4_ok);
     assert_eq!(rx_checksum(&[], &i), RxChecksum { sum: 0, l3_ok: false, l4_ok: false });
+    let hostile = ether::FrameInfo { l3_offset: usize::MAX - 3, l4_offset: usize::MAX - 1, ..i };
+    assert_eq!(rx_checksum(&f, &hostile), RxChecksum { sum: 0, l3_ok: false, l4_ok: false });
 }
 
 /// A TCP/IPv4 super-frame: headers (54 bytes) + `payload`.
