@@ -373,4 +373,23 @@ mod tests {
         let c = Config::parse("[fabric]\nbind = \"0.0.0.0\"\n").unwrap();
         assert_eq!(c.fabric.bind, "0.0.0.0", "an explicit bind still counts");
     }
+
+    #[test]
+    fn eth_section() {
+        let c = Config::parse(
+            "[port]\nlink_layer = \"eth\"\n[eth]\nbackend = \"udp\"\nlocal = \"127.0.0.1:5000\"\nremote = \"127.0.0.1:5001\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.eth.backend(),
+            Ok(crate::fabric::ether::Backend::Udp {
+                local: "127.0.0.1:5000".parse().unwrap(),
+                remote: "127.0.0.1:5001".parse().unwrap()
+            })
+        );
+        assert_eq!(Config::default().eth.backend(), Ok(crate::fabric::ether::Backend::None));
+        for bad in ["[eth]\nbackend = \"vde\"\n", "[eth]\nbackend = \"udp\"\n", "[eth]\nbogus = 1\n"] {
+            assert!(Config::parse(bad).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -238,7 +238,8 @@ fn delayed_frames_leave_later() {
     assert_eq!(l.counters().fault_delayed.load(Ordering::Relaxed), 1);
 }
 
-/// Three hub members on one host: each hears the other two, never itself.
+/// Three hub members and a QEMU-style one on one host: each vrnic member
+/// hears the others, never itself; the QEMU member hears everything.
 #[test]
 fn multicast_hub_of_three() {
     let group = format!("239.0.0.{}:{}", 1 + std::process::id() % 200, free_port());
@@ -258,6 +259,13 @@ fn multicast_hub_of_three() {
             }
         }
     }
+    // A QEMU `-netdev dgram` hub member: bound to the group's port with
+    // SO_REUSEADDR, joined, sending from that same socket.
+    let g: std::net::SocketAddrV4 = group.parse().unwrap();
+    let qemu = crate::sys::dgram::bind_reuse_v4(g).unwrap();
+    qemu.join_multicast_v4(g.ip(), &std::net::Ipv4Addr::LOCALHOST).unwrap();
+    qemu.set_multicast_loop_v4(true).unwrap();
+    crate::sys::dgram::set_multicast_if_v4(&qemu, std::net::Ipv4Addr::LOCALHOST).unwrap();
     for (i, (l, _)) in members.iter().enumerate() {
         l.sink().send_frame(&frame(BCAST, i as u8, 60));
     }
@@ -265,15 +273,35 @@ fn multicast_hub_of_three() {
         println!("skipping multicast_hub_of_three: this host cannot send to {group} over lo");
         return;
     }
+    let from_qemu = frame(BCAST, 3, 70);
+    qemu.send_to(&from_qemu, g).unwrap();
     for (i, (l, h)) in members.iter().enumerate() {
-        let mut got = h.wait(2);
+        let mut got = h.wait(3);
         std::thread::sleep(Duration::from_millis(30));
-        got.extend(h.0.lock().unwrap().drain(2..));
+        got.extend(h.0.lock().unwrap().drain(3..));
         got.sort();
-        let want: Vec<Vec<u8>> = (0..3).filter(|&j| j != i).map(|j| frame(BCAST, j as u8, 60)).collect();
+        let mut want: Vec<Vec<u8>> = (0..3).filter(|&j| j != i).map(|j| frame(BCAST, j as u8, 60)).collect();
+        want.push(from_qemu.clone());
+        want.sort();
         assert_eq!(got, want, "member {i}");
         assert_eq!(l.counters().rx_own.load(Ordering::Relaxed), 1, "member {i} dropped its own frame");
     }
+    // The QEMU member hears the three vrnic members (and its own frame, as QEMU does).
+    qemu.set_nonblocking(false).unwrap();
+    qemu.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut heard = Vec::new();
+    let mut buf = [0u8; 2048];
+    while let Ok((n, _)) = qemu.recv_from(&mut buf) {
+        heard.push(buf[..n].to_vec());
+        if heard.len() == 4 {
+            break;
+        }
+    }
+    heard.sort();
+    let mut want: Vec<Vec<u8>> = (0..3).map(|j| frame(BCAST, j as u8, 60)).collect();
+    want.push(from_qemu);
+    want.sort();
+    assert_eq!(heard, want);
 }
 
 /// The TAP medium, as root, in a network namespace of its own (run by
