@@ -16,6 +16,7 @@ use crate::device::DeviceStats;
 use crate::engine::transport::EngineDrops;
 use crate::engine::QpCounters;
 use crate::fabric::counters::PortSnapshot;
+use crate::fabric::ether::EtherCounters;
 use crate::host::qos::QosStats;
 use crate::mlx5::firmware::{Firmware, FwStats};
 use crate::mlx5::ib::port::PortCounters as IbPortCounters;
@@ -35,6 +36,8 @@ pub(super) struct Stats<'a> {
     pub device: &'a DeviceStats,
     pub doorbells: Doorbells<'a>,
     pub cpu_latency_qos: &'a QosStats,
+    /// An Ethernet port's link (`null` on InfiniBand).
+    pub eth_link: Option<&'a EtherCounters>,
 }
 
 /// The firmware's own counters and what it owns.
@@ -121,6 +124,7 @@ impl ControlHandles {
             device: &self.device,
             doorbells: Doorbells { stats: &self.doorbells, poller: self.poller.as_deref() },
             cpu_latency_qos: &self.qos,
+            eth_link: self.eth_link.as_deref(),
         };
         // Counter structs have string keys only; an error here is a bug, reported in the reply.
         serde_json::to_value(&tree).unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }))

@@ -16,6 +16,7 @@ fn raise_and_stats() {
         poller: None,
         fw: None,
         qos: Arc::default(),
+        eth_link: None,
     };
     assert_eq!(h.execute("raise 1"), "ok pending");
     let e = EventFd::new(libc::EFD_CLOEXEC | libc::EFD_NONBLOCK).unwrap();
@@ -72,6 +73,7 @@ fn full_handles() -> (ControlHandles, Arc<crate::fabric::PortCounters>) {
         poller: Some(Arc::default()),
         fw: Some(Arc::new(Mutex::new(fw))),
         qos: Arc::default(),
+        eth_link: Some(Arc::default()),
     };
     (h, wire)
 }
@@ -100,6 +102,7 @@ fn counter_structs(
         ("DoorbellStats", &["doorbells"], v(&*h.doorbells)),
         ("PollerStats", &["doorbells", "poller"], v(&**h.poller.as_ref().unwrap())),
         ("QosStats", &["cpu_latency_qos"], v(&*h.qos)),
+        ("EtherCounters", &["eth_link"], v(&**h.eth_link.as_ref().unwrap())),
     ]
 }
 
@@ -158,6 +161,31 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
     }
     h.qos.held.store(true, Relaxed);
     h.qos.holds.store(next(), Relaxed);
+    let e = h.eth_link.as_ref().unwrap();
+    for c in [
+        &e.tx_frames,
+        &e.tx_bytes,
+        &e.tx_full,
+        &e.tx_errors,
+        &e.tx_no_link,
+        &e.tx_bad_length,
+        &e.rx_frames,
+        &e.rx_bytes,
+        &e.rx_runts,
+        &e.rx_giants,
+        &e.rx_undersize,
+        &e.rx_foreign,
+        &e.rx_own,
+        &e.rx_errors,
+        &e.fault_dropped,
+        &e.fault_duplicated,
+        &e.fault_reordered,
+        &e.fault_delayed,
+        &e.fault_corrupted,
+        &e.pcap_dropped,
+    ] {
+        c.store(next(), Relaxed);
+    }
     let snap = serde_json::to_value(wire.snapshot()).unwrap();
     let mut fw = h.fw.as_ref().unwrap().lock().unwrap();
     let f = fw.stats();
@@ -385,6 +413,10 @@ fn stats_paths_the_harness_reads_are_stable() {
         "doorbells.send",
         "cpu_latency_qos.held",
         "cpu_latency_qos.holds",
+        "eth_link.tx_frames",
+        "eth_link.rx_frames",
+        "eth_link.rx_runts",
+        "eth_link.rx_giants",
         "server.spin_hits",
         "dma.mappings",
         "irq.raised",
