@@ -21,6 +21,7 @@
 
 use std::collections::BTreeMap;
 
+use serde::Serialize;
 use tracing::{debug, warn};
 
 use super::eth_seg::{self, DataSeg, EthSend};
@@ -43,8 +44,8 @@ const L2_OVERHEAD: usize = 14 + 4;
 /// `MLX5E_HW2SW_MTU`: the vport MTU counts L2 header, one VLAN tag and FCS.
 const HW_MTU_OVERHEAD: usize = 14 + 4 + 4;
 
-/// Transmit counters of one SQ.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+/// Transmit counters of one SQ (and their sum over all SQs, `stats`'s `firmware.eth_tx`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct SqTxCounters {
     /// Frames handed to the link and their bytes (padding included).
     pub packets: u64,
@@ -69,8 +70,9 @@ pub struct SqTxCounters {
     pub runts: u64,
 }
 
-/// Vport transmit counters by destination class (QUERY_VPORT_COUNTER, PPCNT).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+/// Vport transmit counters by destination class (QUERY_VPORT_COUNTER, PPCNT;
+/// `stats`'s `firmware.eth_tx.vport`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct VportTxCounters {
     pub unicast_packets: u64,
     pub unicast_octets: u64,
@@ -101,6 +103,8 @@ impl VportTxCounters {
 pub struct EthTx {
     /// Per-SQ counters, by SQN (created at the first WQE, dropped by [`EthTx::remove_sq`]).
     pub sqs: BTreeMap<u32, SqTxCounters>,
+    /// Every SQ's counters summed since the last reset (destroyed SQs included).
+    pub totals: SqTxCounters,
     /// Vport TX counters.
     pub vport: VportTxCounters,
     /// The vport MTU as the driver writes it (`MLX5E_SW2HW_MTU`: L2 header,
@@ -127,8 +131,10 @@ impl EthTx {
         self.sqs.remove(&sqn);
     }
 
-    fn counters(&mut self, sqn: u32) -> &mut SqTxCounters {
-        self.sqs.entry(sqn).or_default()
+    /// Applies `f` to SQ `sqn`'s counters and to the totals.
+    fn bump(&mut self, sqn: u32, f: impl Fn(&mut SqTxCounters)) {
+        f(self.sqs.entry(sqn).or_default());
+        f(&mut self.totals);
     }
 }
 
@@ -148,7 +154,7 @@ impl Firmware {
     pub(in crate::mlx5) fn eth_tx_wqe(&mut self, sqn: u32, w: &[u8], ctrl: &CtrlSeg) -> Result<(), u8> {
         match ctrl.opcode {
             opcode::NOP => {
-                self.eth.tx.counters(sqn).nops += 1;
+                self.eth.tx.bump(sqn, |c| c.nops += 1);
                 Ok(())
             }
             opcode::SEND | opcode::TSO => {
@@ -212,26 +218,29 @@ impl Firmware {
     fn eth_send(&mut self, sqn: u32, s: &EthSend, mut frame: Vec<u8>) {
         if frame.len() < ETH_HLEN {
             debug!(sqn, len = frame.len(), "frame shorter than an Ethernet header dropped");
-            let c = self.eth.tx.counters(sqn);
-            c.runts += 1;
-            c.drops += 1;
+            self.eth.tx.bump(sqn, |c| {
+                c.runts += 1;
+                c.drops += 1;
+            });
             return;
         }
         if s.csum_l3 || s.csum_l4 {
-            self.eth.tx.counters(sqn).csum_offloads += 1;
+            self.eth.tx.bump(sqn, |c| c.csum_offloads += 1);
             if let Err(e) = offload::fill_checksums(&mut frame, s.csum_l3, s.csum_l4) {
                 debug!(sqn, "checksum offload refused the frame: {e}");
-                let c = self.eth.tx.counters(sqn);
-                c.offload_errors += 1;
-                c.drops += 1;
+                self.eth.tx.bump(sqn, |c| {
+                    c.offload_errors += 1;
+                    c.drops += 1;
+                });
                 return;
             }
         }
         if frame.len() > self.eth.tx.max_frame() {
             debug!(sqn, len = frame.len(), "frame longer than the MTU dropped");
-            let c = self.eth.tx.counters(sqn);
-            c.oversize += 1;
-            c.drops += 1;
+            self.eth.tx.bump(sqn, |c| {
+                c.oversize += 1;
+                c.drops += 1;
+            });
             return;
         }
         self.eth_transmit(sqn, frame);
@@ -239,23 +248,25 @@ impl Firmware {
 
     /// An LSO WQE: the inline bytes are the headers of every segment.
     fn eth_lso(&mut self, sqn: u32, s: &EthSend, frame: Vec<u8>) {
-        self.eth.tx.counters(sqn).tso_wqes += 1;
+        self.eth.tx.bump(sqn, |c| c.tso_wqes += 1);
         let segs = match offload::segment(&frame, s.inline.len(), s.mss) {
             Ok(v) => v,
             Err(e) => {
                 debug!(sqn, mss = s.mss, ihs = s.inline.len(), "LSO refused the frame: {e}");
-                let c = self.eth.tx.counters(sqn);
-                c.offload_errors += 1;
-                c.drops += 1;
+                self.eth.tx.bump(sqn, |c| {
+                    c.offload_errors += 1;
+                    c.drops += 1;
+                });
                 return;
             }
         };
         for f in segs {
             let n = f.len().max(MIN_FRAME) as u64;
             if self.eth_transmit(sqn, f) {
-                let c = self.eth.tx.counters(sqn);
-                c.tso_packets += 1;
-                c.tso_bytes += n;
+                self.eth.tx.bump(sqn, |c| {
+                    c.tso_packets += 1;
+                    c.tso_bytes += n;
+                });
             }
         }
     }
@@ -267,16 +278,31 @@ impl Firmware {
             frame.resize(MIN_FRAME, 0);
         }
         let Some(link) = self.eth.link.clone() else {
-            let c = self.eth.tx.counters(sqn);
-            c.no_link += 1;
-            c.drops += 1;
+            self.eth.tx.bump(sqn, |c| {
+                c.no_link += 1;
+                c.drops += 1;
+            });
             return false;
         };
         link.send_frame(&frame);
-        let c = self.eth.tx.counters(sqn);
-        c.packets += 1;
-        c.bytes += frame.len() as u64;
+        self.eth.tx.bump(sqn, |c| {
+            c.packets += 1;
+            c.bytes += frame.len() as u64;
+        });
         self.eth.tx.vport.count(&frame);
         true
+    }
+}
+
+impl Firmware {
+    /// The Ethernet transmit counters (the control socket's `stats`).
+    pub fn eth_tx(&self) -> &EthTx {
+        &self.eth.tx
+    }
+
+    /// The Ethernet transmit counters, to set them in tests of other layers.
+    #[cfg(test)]
+    pub fn eth_tx_mut(&mut self) -> &mut EthTx {
+        &mut self.eth.tx
     }
 }

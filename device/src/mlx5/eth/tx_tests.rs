@@ -390,6 +390,7 @@ fn no_link_and_oversize_frames_are_counted_drops_that_complete() {
     assert_eq!(x.cqe(1), (op::REQ, 0, 1, sqn));
     let c = x.t.fw.eth.tx.sq(sqn);
     assert_eq!((c.no_link, c.drops, c.packets), (1, 2, 0));
+    assert_eq!(x.t.fw.eth.tx.totals, c, "one SQ: the totals are its counters");
     assert_eq!(x.state(), QpState::Rts);
     assert!(x.frames().is_empty());
 }
