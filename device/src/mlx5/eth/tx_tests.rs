@@ -501,3 +501,32 @@ fn eth_segment_parse_errors() {
     let v = wqe(opcode::SEND, 0, 0x100, (0, 0), &[], &[data_seg(0x8000_0004, 1, 0)], true);
     assert_eq!(parse(&v), Err(EthWqeError::InlineDataSeg));
 }
+
+#[test]
+fn an_sq_in_rst_sends_nothing_until_rdy() {
+    let mut x = Tx::new();
+    let sqn = x.sqn;
+    x.t.fw.engine.qps.get_mut(sqn).unwrap().state = QpState::Reset;
+    x.post(&nop(0, sqn, true));
+    x.ring();
+    assert!(x.no_cqe(0), "RST: the doorbell waits");
+    x.t.fw.engine.qps.get_mut(sqn).unwrap().state = QpState::Rts;
+    x.ring();
+    assert_eq!(x.cqe(0), (op::REQ, 0, 0, sqn), "RDY: the WQE posted before runs");
+}
+
+/// mlx5e's VLAN path: the 18-byte tagged L2 header inline (one extra unit), the rest gathered.
+#[test]
+fn vlan_header_inline_then_data() {
+    let mut x = Tx::new();
+    let (sqn, key) = (x.sqn, x.key);
+    let mut f = pattern(200, 6);
+    f[0] = 0x02;
+    f[12..16].copy_from_slice(&[0x81, 0x00, 0x00, 0x07]);
+    x.data(0x500, &f[18..]);
+    let w = wqe(opcode::SEND, 0, sqn, (0, 0), &f[..18], &[data_seg(182, key, DATA + 0x500)], true);
+    assert_eq!(w[7], 4, "ctrl + eth + one inline unit + one data segment");
+    x.post(&w);
+    x.ring();
+    assert_eq!(x.frames(), vec![f]);
+}
