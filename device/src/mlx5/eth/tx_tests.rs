@@ -407,7 +407,6 @@ fn a_doorbell_on_a_queue_without_a_send_queue_is_ignored() {
 }
 
 #[test]
-#[ignore = "wire::offload is eth-wire's (todo!() until merged)"]
 fn checksum_offload_fills_ipv4_and_udp_checksums() {
     let mut x = Tx::new();
     let (sqn, key) = (x.sqn, x.key);
@@ -427,7 +426,6 @@ fn checksum_offload_fills_ipv4_and_udp_checksums() {
 }
 
 #[test]
-#[ignore = "wire::offload is eth-wire's (todo!() until merged)"]
 fn lso_cuts_a_tcp_frame_into_mss_segments() {
     let mut x = Tx::new();
     let (sqn, key) = (x.sqn, x.key);
@@ -460,7 +458,6 @@ fn lso_cuts_a_tcp_frame_into_mss_segments() {
 }
 
 #[test]
-#[ignore = "wire::offload is eth-wire's (todo!() until merged)"]
 fn lso_with_headers_the_offload_refuses_is_dropped_not_failed() {
     let mut x = Tx::new();
     let (sqn, key) = (x.sqn, x.key);
@@ -529,4 +526,27 @@ fn vlan_header_inline_then_data() {
     x.post(&w);
     x.ring();
     assert_eq!(x.frames(), vec![f]);
+}
+
+/// UDP GSO (`ihs` = transport offset + 8): one datagram per `mss`, each with its UDP length and checksum.
+#[test]
+fn lso_of_udp_gso_gives_datagrams() {
+    let mut x = Tx::new();
+    let (sqn, key) = (x.sqn, x.key);
+    let payload = pattern(300, 12);
+    let udp = [0x30, 0x39, 0x12, 0x67, 0, 0, 0, 0];
+    let f = ipv4_frame(17, &udp, &payload);
+    x.data(0, &f[42..]);
+    x.post(&wqe(opcode::TSO, 0, sqn, (CS_L3 | CS_L4, 200), &f[..42], &[data_seg(300, key, DATA)], true));
+    x.ring();
+    let out = x.frames();
+    assert_eq!(out.len(), 2);
+    for (i, s) in out.iter().enumerate() {
+        let n = [200, 100][i];
+        assert_eq!(s.len(), 42 + n);
+        assert_eq!(&s[42..], &payload[i * 200..i * 200 + n]);
+        assert_eq!(u16::from_be_bytes([s[38], s[39]]) as usize, 8 + n, "UDP length");
+        assert_eq!(csum(&s[14..34], 0), 0);
+        assert_eq!(csum(&s[34..], pseudo(s, 8 + n)), 0, "UDP checksum valid");
+    }
 }
