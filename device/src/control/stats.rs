@@ -17,7 +17,7 @@ use crate::engine::transport::EngineDrops;
 use crate::engine::QpCounters;
 use crate::fabric::counters::PortSnapshot;
 use crate::host::qos::QosStats;
-use crate::mlx5::eth::tx::{SqTxCounters, VportTxCounters};
+use crate::mlx5::eth::tx_state::{SqTxCounters, VportTxCounters};
 use crate::mlx5::firmware::{Firmware, FwStats};
 use crate::mlx5::ib::port::PortCounters as IbPortCounters;
 use crate::mlx5::{DoorbellStats, PollerStats};

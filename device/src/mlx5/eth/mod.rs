@@ -12,7 +12,7 @@
 //! - [`tir`]: TIRs and RQTs: from a steering destination to an RQ (RSS).
 //! - [`rx`]: a frame from the link to an RQ's WQE and its CQE.
 //! - [`tx`]: an SQ's WQEs to frames on the link (checksum, LSO) and their CQEs;
-//!   [`eth_seg`]: the Ethernet send WQE's eth segment and data segments.
+//!   [`eth_seg`]: the Ethernet send WQE's eth segment and data segments; [`tx_state`]: TX counters.
 
 pub mod eth_seg;
 pub mod queues;
@@ -22,6 +22,7 @@ pub mod state;
 pub mod steering;
 pub mod tir;
 pub mod tx;
+pub mod tx_state;
 #[cfg(test)]
 mod tx_tests;
 pub mod vport;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::queues::EthQueues;
 use super::steering::Steering;
 use super::tir::RxDispatch;
-use super::tx::EthTx;
+use super::tx_state::EthTx;
 use super::vport::Vport;
 use crate::fabric::ether::FrameSink;
 

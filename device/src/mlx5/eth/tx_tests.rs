@@ -12,7 +12,8 @@ use crate::mlx5::fw_tests::{ctrl_seg, data_seg, Bench};
 use crate::mlx5::rdma::state::QpCtx;
 
 use super::eth_seg::{self, EthWqeError, CS_L3, CS_L4};
-use super::tx::{MAX_SW_MTU, MIN_FRAME};
+use super::tx::MIN_FRAME;
+use super::tx_state::MAX_SW_MTU;
 
 const EQ_BUF: u64 = 0x100000;
 const CQ_BUF: u64 = 0x120000; // 64 x 64 B
