@@ -14,7 +14,7 @@
 //!   the key: an error CQE (LOCAL_QP_OP_ERR, LOCAL_PROT_ERR, LOCAL_LENGTH_ERR).
 //!
 //! A frame whose headers the offloads cannot process, a plain SEND longer
-//! than the MTU allows, or no link: the frame is dropped and counted, the
+//! than the MTU allows, a runt (< 14 bytes) or no link: the frame is dropped and counted, the
 //! WQE completes normally (hardware does not fail a WQE on header content).
 //! Frames go out on the link only; nothing transmitted loops back to this
 //! port's receive path.
