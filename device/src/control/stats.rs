@@ -18,6 +18,7 @@ use crate::engine::QpCounters;
 use crate::fabric::counters::PortSnapshot;
 use crate::fabric::ether::EtherCounters;
 use crate::host::qos::QosStats;
+use crate::mlx5::eth::tx_state::{SqTxCounters, VportTxCounters};
 use crate::mlx5::firmware::{Firmware, FwStats};
 use crate::mlx5::ib::port::PortCounters as IbPortCounters;
 use crate::mlx5::{DoorbellStats, PollerStats};
@@ -55,6 +56,16 @@ pub(super) struct FirmwareStats<'a> {
     pub fabric: Option<PortSnapshot>,
     /// The IBTA PortCounters the PerfMgt MADs read.
     pub port_counters: &'a IbPortCounters,
+    /// The Ethernet port's transmit counters (zeros on an IB port).
+    pub eth_tx: EthTxStats<'a>,
+}
+
+/// Ethernet transmit: every SQ's counters summed, and the vport's.
+#[derive(Serialize)]
+pub(super) struct EthTxStats<'a> {
+    #[serde(flatten)]
+    pub totals: &'a SqTxCounters,
+    pub vport: &'a VportTxCounters,
 }
 
 /// How many objects of each kind the engine holds (gauges, not counters).
@@ -109,6 +120,7 @@ impl<'a> FirmwareStats<'a> {
             engine_drops: e.rt.drops,
             fabric: f.wire_counters().map(|w| w.snapshot()),
             port_counters: f.port_counters(),
+            eth_tx: EthTxStats { totals: &f.eth_tx().totals, vport: &f.eth_tx().vport },
         }
     }
 }

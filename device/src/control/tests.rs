@@ -103,6 +103,8 @@ fn counter_structs(
         ("PollerStats", &["doorbells", "poller"], v(&**h.poller.as_ref().unwrap())),
         ("QosStats", &["cpu_latency_qos"], v(&*h.qos)),
         ("EtherCounters", &["eth_link"], v(&**h.eth_link.as_ref().unwrap())),
+        ("SqTxCounters", &["firmware", "eth_tx"], v(&fw.eth_tx().totals)),
+        ("VportTxCounters", &["firmware", "eth_tx", "vport"], v(&fw.eth_tx().vport)),
     ]
 }
 
@@ -230,6 +232,34 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
         &mut t.ecn_marked,
         &mut t.qkey_violations,
         &mut t.no_recv_drops,
+    ] {
+        *c = next();
+    }
+    let t = &mut fw.eth_tx_mut().totals;
+    for c in [
+        &mut t.packets,
+        &mut t.bytes,
+        &mut t.tso_wqes,
+        &mut t.tso_packets,
+        &mut t.tso_bytes,
+        &mut t.csum_offloads,
+        &mut t.nops,
+        &mut t.drops,
+        &mut t.oversize,
+        &mut t.offload_errors,
+        &mut t.no_link,
+        &mut t.runts,
+    ] {
+        *c = next();
+    }
+    let t = &mut fw.eth_tx_mut().vport;
+    for c in [
+        &mut t.unicast_packets,
+        &mut t.unicast_octets,
+        &mut t.multicast_packets,
+        &mut t.multicast_octets,
+        &mut t.broadcast_packets,
+        &mut t.broadcast_octets,
     ] {
         *c = next();
     }

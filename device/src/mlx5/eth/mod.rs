@@ -11,8 +11,10 @@
 //! - [`steering`]: NIC RX flow tables, groups and entries, and their evaluation.
 //! - [`tir`]: TIRs and RQTs: from a steering destination to an RQ (RSS).
 //! - [`rx`]: a frame from the link to an RQ's WQE and its CQE.
-//! - [`tx`]: an SQ's WQEs to frames on the link (checksum, LSO) and their CQEs.
+//! - [`tx`]: an SQ's WQEs to frames on the link (checksum, LSO) and their CQEs;
+//!   [`eth_seg`]: the Ethernet send WQE's eth segment and data segments; [`tx_state`]: TX counters.
 
+pub mod eth_seg;
 pub mod queues;
 pub mod regs;
 pub mod rx;
@@ -20,6 +22,9 @@ pub mod state;
 pub mod steering;
 pub mod tir;
 pub mod tx;
+pub mod tx_state;
+#[cfg(test)]
+mod tx_tests;
 pub mod vport;
 
 use crate::mlx5::cmd::dispatch::Command;
