@@ -245,6 +245,7 @@ impl Vrnic {
         let mut builder = FirmwareBuilder::new(memory.clone(), irqs.clone(), port.clone(), limits)
             .memic(bars.memic_offset(), bars.bar4)
             .link(config.link_layer().map_err(io::Error::other)?)
+            .mac(config.mac().map_err(io::Error::other)?)
             .trace(config.logging.trace);
         if config.doorbell.mode == DoorbellMode::Poll {
             let (pages, mem) = (watched.clone(), mem.clone());

@@ -257,6 +257,22 @@ impl Engine {
         self.qps.remove(qpn).map(|_| ()).ok_or(EngineError::NoSuch(Kind::Qp, qpn))
     }
 
+    /// Sets the state of a raw-packet QP (an Ethernet SQ or RQ) directly: such a queue has no transport
+    /// and its MODIFY_SQ/MODIFY_RQ name the target state, not a verbs transition. Reset clears its
+    /// transport state; no other side effect (the caller flushes). Returns the previous state.
+    pub fn set_raw_state(&mut self, qpn: u32, state: QpState) -> Result<QpState, EngineError> {
+        let qp = self.qps.get_mut(qpn).ok_or(EngineError::NoSuch(Kind::Qp, qpn))?;
+        if qp.qp_type != QpType::RawPacket {
+            return Err(EngineError::BadParam("not a raw packet QP"));
+        }
+        let from = qp.state;
+        qp.state = state;
+        if state == QpState::Reset {
+            qp.rt = Default::default();
+        }
+        Ok(from)
+    }
+
     /// Applies a state transition with its attribute update. Illegal
     /// transitions leave the QP untouched.
     pub fn modify_qp(&mut self, qpn: u32, t: QpTransition, update: &QpAttrUpdate) -> Result<QpState, EngineError> {
