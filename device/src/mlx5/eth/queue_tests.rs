@@ -177,9 +177,11 @@ fn rq_lifecycle_vsd_and_q_counters() {
     let a = ifc::alloc_q_counter_out::counter_set_id.get(&p.t.ok(&cmd(ifc::MLX5_CMD_OP_ALLOC_Q_COUNTER, 0, 16), 16));
     let b = ifc::alloc_q_counter_out::counter_set_id.get(&p.t.ok(&cmd(ifc::MLX5_CMD_OP_ALLOC_Q_COUNTER, 0, 16), 16));
     assert!(a != 0 && b != 0 && a != b, "{a} {b}");
-    // The drop RQ: log_wq_sz 0, counting into the second counter.
+    // The drop RQ as mlx5e_build_drop_rq_param makes it: log_wq_sz 0, no PD, counting into the second
+    // counter.
     let mut i = create_q(&p, false, 0);
     ctxf(rqc::counter_set_id).set(&mut i, b);
+    wqf(wq::pd).set(&mut i, 0);
     let rqn = obj(&p.t.ok(&i, 16));
     let ctx = p.t.fw.rdma.qps.get(&rqn).unwrap();
     assert_eq!((ctx.rq_entries, ctx.rq_stride, ctx.sq_entries), (1, 16, 0));
