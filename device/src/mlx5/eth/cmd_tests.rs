@@ -335,3 +335,24 @@ fn vport_counters_and_state_commands() {
     ifc::query_vport_state_in::other_vport.set(&mut q, 1);
     assert_eq!(t.fails(&q, 16).0, status::BAD_PARAM);
 }
+
+#[test]
+fn pkey_table_of_an_ethernet_port() {
+    use ifc::query_hca_vport_pkey_in as i;
+    let mut t = Bench::eth();
+    t.up();
+    // mlx5_ib (raw-Ethernet profile) asks for the whole table: default P_Key at 0, the rest 0.
+    let mut q = cmd(ifc::MLX5_CMD_OP_QUERY_HCA_VPORT_PKEY, 0, i::SIZE);
+    i::port_num.set(&mut q, 1);
+    i::pkey_index.set(&mut q, 0xffff);
+    let o = t.ok(&q, 16 + 128 * 4);
+    assert_eq!(&o[16..20], &[0, 0, 0xff, 0xff]);
+    assert!(o[20..16 + 128 * 4].iter().all(|&b| b == 0));
+    i::pkey_index.set(&mut q, 5);
+    assert_eq!(&t.ok(&q, 20)[16..20], &[0, 0, 0, 0]);
+    i::pkey_index.set(&mut q, 128);
+    assert_eq!(t.fails(&q, 20).0, status::BAD_PARAM);
+    i::port_num.set(&mut q, 2);
+    i::pkey_index.set(&mut q, 0);
+    assert_eq!(t.fails(&q, 20).0, status::BAD_PARAM);
+}

@@ -248,7 +248,8 @@ pub fn modify_nic_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     own_vport(r, mi::other_vport, fail!(status::BAD_PARAM, MODIFY_NIC_VPORT_CONTEXT_BAD_PARAM))?;
     r.need(mi::SIZE)?;
     let ctx = |f: Field| r.get(Field::new(mi::CTX_BIT, 0).inner(f));
-    let unsupported = [mi::fs_node_guid, mi::fs_port_guid, mi::fs_permanent_address, mi::fs_min_inline];
+    let unsupported =
+        [mi::fs_node_guid, mi::fs_port_guid, mi::fs_permanent_address, mi::fs_min_inline, mi::fs_change_event];
     if unsupported.iter().any(|&f| r.get(f) != 0) {
         // Identity and inline mode are the device's (firmware refuses them for a PF's own vport).
         return Err(fail!(status::BAD_PARAM, MODIFY_NIC_VPORT_CONTEXT_BAD_PARAM_2));
@@ -343,6 +344,31 @@ pub fn query_vport_counter(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     Ok(o)
 }
 
+/// The P_Key table an Ethernet port reports (`mlx5_ib` reads it for the IB core's cache even on
+/// Ethernet): the default P_Key at index 0, every other entry 0. Its size is `pkey_table_size`'s (0: 128).
+pub const PKEY_TABLE_LEN: usize = 128;
+
+pub fn query_hca_vport_pkey(_fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    use ifc::query_hca_vport_pkey_in as i;
+    own_vport(r, i::other_vport, fail!(status::BAD_PARAM, QUERY_HCA_VPORT_PKEY_BAD_PARAM))?;
+    if r.get(i::port_num) > 1 {
+        return Err(fail!(status::BAD_PARAM, QUERY_HCA_VPORT_PKEY_BAD_PARAM_2));
+    }
+    let index = r.get(i::pkey_index) as usize;
+    // MLX5_HCA_VPORT_ALL_PKEYS (0xffff): the whole table.
+    let (first, n) = match index {
+        0xffff => (0, PKEY_TABLE_LEN),
+        k if k < PKEY_TABLE_LEN => (k, 1),
+        _ => return Err(fail!(status::BAD_PARAM, QUERY_HCA_VPORT_PKEY_BAD_PARAM_3)),
+    };
+    let mut o = out(16 + n * 4);
+    if first == 0 {
+        // `pkey` is the low 16 bits of each 4-byte entry.
+        ifc::query_hca_vport_pkey_out::pkey.elem(0).set(&mut o, 0xffff);
+    }
+    Ok(o)
+}
+
 /// The vport commands.
 pub static COMMANDS: &[Command<Firmware>] = &[
     command!(MLX5_CMD_OP_QUERY_NIC_VPORT_CONTEXT, Enabled, query_nic_vport_context),
@@ -350,4 +376,5 @@ pub static COMMANDS: &[Command<Firmware>] = &[
     command!(MLX5_CMD_OP_QUERY_VPORT_STATE, Enabled, query_vport_state),
     command!(MLX5_CMD_OP_MODIFY_VPORT_STATE, Enabled, modify_vport_state),
     command!(MLX5_CMD_OP_QUERY_VPORT_COUNTER, Enabled, query_vport_counter),
+    command!(MLX5_CMD_OP_QUERY_HCA_VPORT_PKEY, Enabled, query_hca_vport_pkey),
 ];
