@@ -212,8 +212,9 @@ impl Engine {
     pub fn create_qp(&mut self, c: QpCreate) -> Result<u32, EngineError> {
         // The driver leaves qpc.pd 0 for its REG_UMR QP; XRC targets have no PD; mlx5e's drop RQ (a
         // raw-packet queue that never receives) names none either.
-        let needs_pd = !matches!(c.qp_type, QpType::XrcTarget | QpType::RegUmr)
-            && !(c.qp_type == QpType::RawPacket && c.pd == 0);
+        let no_pd =
+            matches!(c.qp_type, QpType::XrcTarget | QpType::RegUmr) || (c.qp_type == QpType::RawPacket && c.pd == 0);
+        let needs_pd = !no_pd;
         if needs_pd && !self.pds.contains(c.pd) {
             return Err(EngineError::NoSuch(Kind::Pd, c.pd));
         }

@@ -80,11 +80,10 @@ fn ethernet_capability_pages() {
 }
 
 fn query_vport(t: &mut Bench) -> Vec<u8> {
-    let o = t.ok(
+    t.ok(
         &cmd(ifc::MLX5_CMD_OP_QUERY_NIC_VPORT_CONTEXT, 0, ifc::query_nic_vport_context_in::SIZE),
         ifc::query_nic_vport_context_out::SIZE,
-    );
-    o
+    )
 }
 
 fn modify_vport(fields: &[Field], ctx: &[(Field, u64)]) -> Vec<u8> {
