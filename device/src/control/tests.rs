@@ -89,6 +89,7 @@ fn counter_structs(
     vec![
         ("FwStats", &["firmware"][..], v(&**fw.stats())),
         ("PortCounters", &["firmware", "port_counters"], v(fw.port_counters())),
+        ("VportCounters", &["firmware", "vport_counters"], v(&**fw.vport_counters())),
         ("QpCounters", &["firmware", "engine"], v(&fw.engine().counters())),
         ("EngineDrops", &["firmware", "engine_drops"], v(&fw.engine().rt.drops)),
         // The wire port's counters (wire/counters.rs) are serialized through their snapshot.
@@ -162,6 +163,25 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
     let mut fw = h.fw.as_ref().unwrap().lock().unwrap();
     let f = fw.stats();
     for c in [&f.commands, &f.failed, &f.eqes, &f.interrupts, &f.umr_wqes, &f.umr_errors] {
+        c.store(next(), Relaxed);
+    }
+    let v = fw.vport_counters();
+    for c in [
+        &v.rx_unicast_packets,
+        &v.rx_unicast_octets,
+        &v.rx_multicast_packets,
+        &v.rx_multicast_octets,
+        &v.rx_broadcast_packets,
+        &v.rx_broadcast_octets,
+        &v.tx_unicast_packets,
+        &v.tx_unicast_octets,
+        &v.tx_multicast_packets,
+        &v.tx_multicast_octets,
+        &v.tx_broadcast_packets,
+        &v.tx_broadcast_octets,
+        &v.rx_errors,
+        &v.tx_errors,
+    ] {
         c.store(next(), Relaxed);
     }
     let c = fw.port_counters();
