@@ -291,6 +291,8 @@ fn port_registers() {
         ppcnt_reg::grp.set(&mut p, grp);
         assert!(reg(&mut t, ifc::MLX5_REG_PPCNT, false, &p).is_ok(), "group {grp:#x}");
     }
+    ppcnt_reg::grp.set(&mut p, 0);
+    assert_eq!(reg(&mut t, ifc::MLX5_REG_PPCNT, true, &p), Err(status::BAD_PARAM), "write");
     ppcnt_reg::grp.set(&mut p, 0x20);
     assert_eq!(reg(&mut t, ifc::MLX5_REG_PPCNT, false, &p), Err(status::BAD_PARAM));
     // Unknown register, IB-only register: BAD_PARAM with a zero image.

@@ -193,8 +193,12 @@ pub fn ppcnt_counters(grp: u64, c: &VportCounters) -> Vec<u64> {
 }
 
 /// PPCNT: the groups mlx5e reads; other groups are not implemented (BAD_PARAM).
-fn ppcnt(fw: &mut Firmware, _write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
+fn ppcnt(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
     let mut img = image(data, ppcnt_reg::SIZE, Some(ppcnt_reg::local_port))?;
+    if write || ppcnt_reg::clr.get(&img) != 0 {
+        // The counters are the data path's; clearing them is not offered.
+        return Err(fail!(status::BAD_PARAM, ETH_REG_PPCNT_WRITE));
+    }
     let grp = ppcnt_reg::grp.get(&img);
     match grp {
         PPCNT_IEEE_802_3 | PPCNT_RFC_2863 | PPCNT_RFC_2819 | PPCNT_PHYS_LAYER => {}
