@@ -120,3 +120,31 @@ pub fn flow_table_image() -> Vec<u8> {
     }
     page
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Limits;
+    use crate::mlx5::hca::caps::image::{general_caps, CAP_ATOMIC, CAP_GENERAL};
+    use crate::mlx5::hca::state::Hca;
+    use crate::mlx5::link::LinkLayer;
+
+    #[test]
+    fn the_ib_function_keeps_its_pages_and_eth_differs_only_by_the_deltas() {
+        let l = Limits::default();
+        let ib = Hca::new(&l, None, LinkLayer::Ib);
+        assert_eq!(ib.caps_max.keys().copied().collect::<Vec<_>>(), vec![CAP_GENERAL, CAP_ATOMIC]);
+        assert_eq!(ib.caps_max[&CAP_GENERAL], general_caps(&l), "IB general page byte for byte");
+        let eth = Hca::new(&l, None, LinkLayer::Eth);
+        let mut keys: Vec<u16> = eth.caps_max.keys().copied().collect();
+        keys.sort();
+        assert_eq!(keys, vec![CAP_GENERAL, CAP_ETHERNET_OFFLOADS, CAP_ATOMIC, CAP_FLOW_TABLE]);
+        // Every field that differs between the two general pages is one of the §1.2 deltas.
+        for &(name, f) in cmd_hca_cap::FIELDS {
+            if f.get(&ib.caps_max[&CAP_GENERAL]) != f.get(&eth.caps_max[&CAP_GENERAL]) {
+                assert!(GENERAL_ETH.iter().any(|&(n, _, _)| n == name), "{name} changed but is no delta");
+            }
+        }
+        assert_eq!(eth.caps_cur, eth.caps_max);
+    }
+}
