@@ -3,7 +3,8 @@
 //!
 //! Commands (one per line, one reply line each):
 //! * `raise <vector>` – raise MSI-X vector → `ok delivered|pending` or `err <reason>`
-//! * `link up|down` – change the port's physical state; the driver gets a PORT_CHANGE event
+//! * `link up|down` – change the port's physical state (InfiniBand: PortState; Ethernet: the cable, carrier =
+//!   cable and PAOS admin up); the driver gets a PORT_CHANGE event when the operational state flips
 //! * `stats` – one JSON object with every counter
 //! * `help`
 
@@ -16,6 +17,7 @@ use tracing::{info, warn};
 
 use crate::device::DeviceStats;
 use crate::mlx5::firmware::Firmware;
+use crate::mlx5::link::LinkLayer;
 use crate::mlx5::DoorbellStats;
 use crate::vfio::{DmaSpace, Interrupts, Raised, ServerStats};
 
@@ -54,7 +56,11 @@ impl ControlHandles {
             (Some("link"), Some(st @ ("up" | "down")), None) => match &self.fw {
                 Some(fw) => {
                     let mut fw = fw.lock().unwrap_or_else(|e| e.into_inner());
-                    fw.port_change(st == "up");
+                    match fw.link_layer() {
+                        LinkLayer::Ib => fw.port_change(st == "up"),
+                        // The Ethernet cable: carrier = cable && PAOS admin up, event on a flip.
+                        LinkLayer::Eth => fw.eth_set_cable(st == "up"),
+                    }
                     format!("ok link {st}")
                 }
                 None => "err no firmware".into(),

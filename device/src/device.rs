@@ -251,6 +251,7 @@ impl Vrnic {
         let mut builder = FirmwareBuilder::new(memory.clone(), irqs.clone(), port.clone(), limits)
             .memic(bars.memic_offset(), bars.bar4)
             .link(link_layer)
+            .mac(config.mac().map_err(io::Error::other)?)
             .trace(config.logging.trace);
         // An Ethernet port's link: the firmware sends frames into it, its
         // worker (started below) hands received frames to the RX path.

@@ -18,7 +18,8 @@ use crate::engine::QpCounters;
 use crate::fabric::counters::PortSnapshot;
 use crate::fabric::ether::EtherCounters;
 use crate::host::qos::QosStats;
-use crate::mlx5::eth::tx_state::{SqTxCounters, VportTxCounters};
+use crate::mlx5::eth::tx_state::SqTxCounters;
+use crate::mlx5::eth::vport::VportCounters;
 use crate::mlx5::firmware::{Firmware, FwStats};
 use crate::mlx5::ib::port::PortCounters as IbPortCounters;
 use crate::mlx5::{DoorbellStats, PollerStats};
@@ -58,14 +59,15 @@ pub(super) struct FirmwareStats<'a> {
     pub port_counters: &'a IbPortCounters,
     /// The Ethernet port's transmit counters (zeros on an IB port).
     pub eth_tx: EthTxStats<'a>,
+    /// The Ethernet port's traffic counters (zero on an InfiniBand port).
+    pub vport_counters: &'a VportCounters,
 }
 
-/// Ethernet transmit: every SQ's counters summed, and the vport's.
+/// Ethernet transmit: every SQ's counters summed.
 #[derive(Serialize)]
 pub(super) struct EthTxStats<'a> {
     #[serde(flatten)]
     pub totals: &'a SqTxCounters,
-    pub vport: &'a VportTxCounters,
 }
 
 /// How many objects of each kind the engine holds (gauges, not counters).
@@ -120,7 +122,8 @@ impl<'a> FirmwareStats<'a> {
             engine_drops: e.rt.drops,
             fabric: f.wire_counters().map(|w| w.snapshot()),
             port_counters: f.port_counters(),
-            eth_tx: EthTxStats { totals: &f.eth_tx().totals, vport: &f.eth_tx().vport },
+            eth_tx: EthTxStats { totals: &f.eth_tx().totals },
+            vport_counters: f.vport_counters(),
         }
     }
 }

@@ -91,6 +91,7 @@ fn counter_structs(
     vec![
         ("FwStats", &["firmware"][..], v(&**fw.stats())),
         ("PortCounters", &["firmware", "port_counters"], v(fw.port_counters())),
+        ("VportCounters", &["firmware", "vport_counters"], v(&**fw.vport_counters())),
         ("QpCounters", &["firmware", "engine"], v(&fw.engine().counters())),
         ("EngineDrops", &["firmware", "engine_drops"], v(&fw.engine().rt.drops)),
         // The wire port's counters (wire/counters.rs) are serialized through their snapshot.
@@ -104,7 +105,6 @@ fn counter_structs(
         ("QosStats", &["cpu_latency_qos"], v(&*h.qos)),
         ("EtherCounters", &["eth_link"], v(&**h.eth_link.as_ref().unwrap())),
         ("SqTxCounters", &["firmware", "eth_tx"], v(&fw.eth_tx().totals)),
-        ("VportTxCounters", &["firmware", "eth_tx", "vport"], v(&fw.eth_tx().vport)),
     ]
 }
 
@@ -194,6 +194,25 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
     for c in [&f.commands, &f.failed, &f.eqes, &f.interrupts, &f.umr_wqes, &f.umr_errors] {
         c.store(next(), Relaxed);
     }
+    let v = fw.vport_counters();
+    for c in [
+        &v.rx_unicast_packets,
+        &v.rx_unicast_octets,
+        &v.rx_multicast_packets,
+        &v.rx_multicast_octets,
+        &v.rx_broadcast_packets,
+        &v.rx_broadcast_octets,
+        &v.tx_unicast_packets,
+        &v.tx_unicast_octets,
+        &v.tx_multicast_packets,
+        &v.tx_multicast_octets,
+        &v.tx_broadcast_packets,
+        &v.tx_broadcast_octets,
+        &v.rx_errors,
+        &v.tx_errors,
+    ] {
+        c.store(next(), Relaxed);
+    }
     let c = fw.port_counters();
     for c in [
         &c.xmit_data_words,
@@ -249,17 +268,6 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
         &mut t.offload_errors,
         &mut t.no_link,
         &mut t.runts,
-    ] {
-        *c = next();
-    }
-    let t = &mut fw.eth_tx_mut().vport;
-    for c in [
-        &mut t.unicast_packets,
-        &mut t.unicast_octets,
-        &mut t.multicast_packets,
-        &mut t.multicast_octets,
-        &mut t.broadcast_packets,
-        &mut t.broadcast_octets,
     ] {
         *c = next();
     }

@@ -210,8 +210,11 @@ impl Engine {
     }
 
     pub fn create_qp(&mut self, c: QpCreate) -> Result<u32, EngineError> {
-        // The driver leaves qpc.pd 0 for its REG_UMR QP; XRC targets have no PD.
-        let needs_pd = !matches!(c.qp_type, QpType::XrcTarget | QpType::RegUmr);
+        // The driver leaves qpc.pd 0 for its REG_UMR QP; XRC targets have no PD; mlx5e's drop RQ (a
+        // raw-packet queue that never receives) names none either.
+        let no_pd =
+            matches!(c.qp_type, QpType::XrcTarget | QpType::RegUmr) || (c.qp_type == QpType::RawPacket && c.pd == 0);
+        let needs_pd = !no_pd;
         if needs_pd && !self.pds.contains(c.pd) {
             return Err(EngineError::NoSuch(Kind::Pd, c.pd));
         }
@@ -255,6 +258,22 @@ impl Engine {
 
     pub fn destroy_qp(&mut self, qpn: u32) -> Result<(), EngineError> {
         self.qps.remove(qpn).map(|_| ()).ok_or(EngineError::NoSuch(Kind::Qp, qpn))
+    }
+
+    /// Sets the state of a raw-packet QP (an Ethernet SQ or RQ) directly: such a queue has no transport
+    /// and its MODIFY_SQ/MODIFY_RQ name the target state, not a verbs transition. Reset clears its
+    /// transport state; no other side effect (the caller flushes). Returns the previous state.
+    pub fn set_raw_state(&mut self, qpn: u32, state: QpState) -> Result<QpState, EngineError> {
+        let qp = self.qps.get_mut(qpn).ok_or(EngineError::NoSuch(Kind::Qp, qpn))?;
+        if qp.qp_type != QpType::RawPacket {
+            return Err(EngineError::BadParam("not a raw packet QP"));
+        }
+        let from = qp.state;
+        qp.state = state;
+        if state == QpState::Reset {
+            qp.rt = Default::default();
+        }
+        Ok(from)
     }
 
     /// Applies a state transition with its attribute update. Illegal

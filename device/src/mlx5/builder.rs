@@ -44,6 +44,7 @@ pub struct FirmwareBuilder {
     on_uar: Option<UarHook>,
     fabric: Option<FabricIo>,
     frames: Option<Arc<dyn FrameSink>>,
+    mac: [u8; 6],
 }
 
 impl FirmwareBuilder {
@@ -59,6 +60,7 @@ impl FirmwareBuilder {
             on_uar: None,
             fabric: None,
             frames: None,
+            mac: [0x02, 0, 0, 0, 0, 1],
         }
     }
 
@@ -93,6 +95,12 @@ impl FirmwareBuilder {
         self
     }
 
+    /// The Ethernet port's MAC address (NIC vport `permanent_address`).
+    pub fn mac(mut self, mac: [u8; 6]) -> FirmwareBuilder {
+        self.mac = mac;
+        self
+    }
+
     /// Where the Ethernet port's transmitted frames go.
     pub fn frames(mut self, sink: Arc<dyn FrameSink>) -> FirmwareBuilder {
         self.frames = Some(sink);
@@ -110,7 +118,7 @@ impl FirmwareBuilder {
         };
         engine.attach(io);
         engine.rt.waker = waker;
-        let hca = Hca::new(&engine.limits, self.memic);
+        let hca = Hca::new(&engine.limits, self.memic, self.link);
         let mut fw = Firmware {
             engine,
             mem: self.mem,
@@ -119,7 +127,7 @@ impl FirmwareBuilder {
             hca,
             rdma: RdmaObjects::default(),
             ib: IbPort::new(self.port, wire_counters),
-            eth: EthPort { link: self.frames, ..Default::default() },
+            eth: EthPort::new(self.mac, self.frames),
             link_layer: self.link,
             eqs: Table::new(0, EQN_LAST, self.limits.eqs),
             cqs: BTreeMap::new(),

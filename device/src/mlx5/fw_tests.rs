@@ -36,6 +36,34 @@ impl Bench {
         Bench::with_limits(Limits::default())
     }
 
+    /// A firmware whose port is Ethernet (MAC 02:00:00:00:00:07).
+    pub(super) fn eth() -> Bench {
+        let mem = Arc::new(FlatMem::new(4 << 20));
+        let irqs = Arc::new(Interrupts::new(64));
+        let port = PortConfig::new(0x1111, 0x2222, 3, 0x1017);
+        let fw = FirmwareBuilder::new(mem.clone(), irqs.clone(), port, Limits::default())
+            .link(super::link::LinkLayer::Eth)
+            .mac([0x02, 0, 0, 0, 0, 7])
+            .build()
+            .expect("command table");
+        Bench { mem, b: Builder::new(), fw, irqs }
+    }
+
+    /// Runs a command; its status and output.
+    pub(super) fn run_raw(&mut self, input: &[u8], outlen: usize) -> (u8, Vec<u8>) {
+        let o = self.run(input, outlen);
+        assert_eq!(o.delivery, Delivery::Ok);
+        (o.status, o.data)
+    }
+
+    /// Runs a command that must fail; its (status, syndrome).
+    pub(super) fn fails(&mut self, input: &[u8], outlen: usize) -> (u8, u32) {
+        let o = self.run(input, outlen);
+        assert_eq!(o.delivery, Delivery::Ok);
+        assert_ne!(o.status, 0, "opcode {:#x} must fail", u16::from_be_bytes([input[0], input[1]]));
+        (o.status, o.syndrome)
+    }
+
     fn with_limits(limits: Limits) -> Bench {
         let mem = Arc::new(FlatMem::new(4 << 20));
         let irqs = Arc::new(Interrupts::new(64));
@@ -314,6 +342,10 @@ pub(super) fn data_seg(len: u32, key: u32, addr: u64) -> [u8; 16] {
 
 #[path = "datapath/fw_tests_cq.rs"]
 mod cq;
+#[path = "eth/cmd_tests.rs"]
+mod eth_cmds;
+#[path = "eth/queue_tests.rs"]
+mod eth_queues;
 #[path = "datapath/fw_event_tests.rs"]
 mod events;
 #[path = "fw_tests_hca.rs"]

@@ -4,6 +4,7 @@
 
 use super::cmd::dispatch::{Command, CommandTable, DuplicateOpcode};
 use super::firmware::Firmware;
+use super::hca::access_reg::{Register, IB_REGISTERS};
 use super::{eth, events, hca, ib, rdma};
 
 /// The port's link layer.
@@ -35,6 +36,14 @@ impl LinkLayer {
             LinkLayer::Eth => eth::COMMAND_TABLES,
         };
         shared.into_iter().chain(own.iter().copied()).collect()
+    }
+
+    /// The registers ACCESS_REG reaches on a port of this link layer.
+    pub fn registers(self) -> &'static [Register] {
+        match self {
+            LinkLayer::Ib => IB_REGISTERS,
+            LinkLayer::Eth => eth::regs::REGISTERS,
+        }
     }
 
     /// The dispatch table of a function with this link layer.

@@ -4,7 +4,7 @@
 //!
 //! A code is `0x7e00_0000 | domain << 16 | index`: the domain byte says
 //! which command domain refused (00 command core, 01 `hca/`, 02 `events/`,
-//! 03 `rdma/`, 04 `ib/`, 05 the data path's CQ resize) and the index is fixed
+//! 03 `rdma/`, 04 `ib/`, 05 the data path's CQ resize, 06 `eth/` vport, registers and queues) and the index is fixed
 //! here once given. The values are literals: moving or editing code never
 //! renumbers them. A new site appends a new name with the next free index of
 //! its domain; a removed site's index is not reused. Names are
@@ -157,6 +157,66 @@ syndromes! {
     RESIZE_CQ_BAD_RES_STATE_3 = 0x7e05_000a;
     RESIZE_CQ_BAD_RES_4 = 0x7e05_000b;
     RESIZE_CQ_BAD_RES_5 = 0x7e05_000c;
+    // 06: eth/ vport, port registers, queues (eth-cmd).
+    QUERY_NIC_VPORT_CONTEXT_BAD_PARAM = 0x7e06_0001;
+    QUERY_NIC_VPORT_CONTEXT_BAD_PARAM_2 = 0x7e06_0002;
+    MODIFY_NIC_VPORT_CONTEXT_BAD_PARAM = 0x7e06_0003;
+    MODIFY_NIC_VPORT_CONTEXT_BAD_PARAM_2 = 0x7e06_0004;
+    MODIFY_NIC_VPORT_CONTEXT_BAD_PARAM_3 = 0x7e06_0005;
+    MODIFY_NIC_VPORT_CONTEXT_BAD_PARAM_4 = 0x7e06_0006;
+    ETH_QUERY_VPORT_STATE_BAD_PARAM = 0x7e06_0007;
+    ETH_QUERY_VPORT_STATE_BAD_PARAM_2 = 0x7e06_0008;
+    MODIFY_VPORT_STATE_BAD_PARAM = 0x7e06_0009;
+    MODIFY_VPORT_STATE_BAD_PARAM_2 = 0x7e06_000a;
+    QUERY_VPORT_COUNTER_BAD_PARAM = 0x7e06_000b;
+    ETH_REG_BAD_INP_LEN = 0x7e06_000c;
+    ETH_REG_BAD_LOCAL_PORT = 0x7e06_000d;
+    ETH_REG_PAOS_BAD_STATUS = 0x7e06_000e;
+    ETH_REG_PMTU_BAD_MTU = 0x7e06_000f;
+    ETH_REG_PTYS_BAD_MASK = 0x7e06_0010;
+    ETH_REG_PTYS_BAD_ADMIN = 0x7e06_0011;
+    ETH_REG_PPCNT_BAD_GROUP = 0x7e06_0012;
+    ETH_REG_NODE_DESC_WRITE = 0x7e06_0013;
+    ALLOC_TRANSPORT_DOMAIN_LIM = 0x7e06_0014;
+    DEALLOC_TRANSPORT_DOMAIN_BUSY = 0x7e06_0015;
+    DEALLOC_TRANSPORT_DOMAIN_BAD_RES = 0x7e06_0016;
+    CREATE_TIS_BAD_TD = 0x7e06_0017;
+    CREATE_TIS_LIM = 0x7e06_0018;
+    DESTROY_TIS_BUSY = 0x7e06_0019;
+    DESTROY_TIS_BAD_RES = 0x7e06_001a;
+    ALLOC_Q_COUNTER_LIM = 0x7e06_001b;
+    DEALLOC_Q_COUNTER_BUSY = 0x7e06_001c;
+    DEALLOC_Q_COUNTER_BAD_RES = 0x7e06_001d;
+    QUERY_Q_COUNTER_BAD_PARAM = 0x7e06_001e;
+    QUERY_Q_COUNTER_BAD_RES = 0x7e06_001f;
+    ETH_WQ_BAD_TYPE = 0x7e06_0020;
+    ETH_WQ_BAD_SIZE = 0x7e06_0021;
+    ETH_WQ_UMEM = 0x7e06_0022;
+    ETH_WQ_ENGINE = 0x7e06_0023;
+    ETH_WQ_BAD_CQ = 0x7e06_0024;
+    CREATE_SQ_BAD_PARAM = 0x7e06_0025;
+    CREATE_SQ_BAD_TIS = 0x7e06_0026;
+    CREATE_RQ_BAD_PARAM = 0x7e06_0027;
+    CREATE_RQ_BAD_COUNTER = 0x7e06_0028;
+    ETH_MODIFY_Q_BAD_STATE = 0x7e06_0029;
+    ETH_MODIFY_Q_BAD_TRANSITION = 0x7e06_002a;
+    ETH_MODIFY_Q_ENGINE = 0x7e06_002b;
+    MODIFY_SQ_BAD_RES = 0x7e06_002c;
+    MODIFY_SQ_BAD_CUR_STATE = 0x7e06_002d;
+    MODIFY_SQ_BAD_BITMASK = 0x7e06_002e;
+    MODIFY_RQ_BAD_RES = 0x7e06_002f;
+    MODIFY_RQ_BAD_CUR_STATE = 0x7e06_0030;
+    MODIFY_RQ_BAD_BITMASK = 0x7e06_0031;
+    MODIFY_RQ_BAD_COUNTER = 0x7e06_0032;
+    ETH_DESTROY_Q_ENGINE = 0x7e06_0033;
+    DESTROY_SQ_BAD_RES = 0x7e06_0034;
+    DESTROY_RQ_BAD_RES = 0x7e06_0035;
+    QUERY_SQ_BAD_RES = 0x7e06_0036;
+    QUERY_RQ_BAD_RES = 0x7e06_0037;
+    QUERY_HCA_VPORT_PKEY_BAD_PARAM = 0x7e06_0038;
+    QUERY_HCA_VPORT_PKEY_BAD_PARAM_2 = 0x7e06_0039;
+    QUERY_HCA_VPORT_PKEY_BAD_PARAM_3 = 0x7e06_003a;
+    ETH_REG_PPCNT_WRITE = 0x7e06_003b;
 }
 
 #[cfg(test)]

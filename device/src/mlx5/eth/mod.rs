@@ -6,6 +6,7 @@
 //! - [`state`]: the port's state ([`state::EthPort`]), one sub-state per file below.
 //! - [`vport`]: NIC vport context, vport state and counters, carrier (PAOS) and port events.
 //! - [`regs`]: the port registers of an Ethernet port (PAOS, PMTU, PTYS, PPCNT, PFCC, NODE_DESC).
+//! - [`layout`]: command and register layouts `ifc.rs` does not carry yet.
 //! - [`queues`]: transport domains, TISes, Q counters, SQ and RQ objects. An SQ or RQ is an
 //!   engine QP of type `RawPacket` (one number space with QPs) with its `rdma::QpCtx`.
 //! - [`steering`]: NIC RX flow tables, groups and entries, and their evaluation.
@@ -15,6 +16,7 @@
 //!   [`eth_seg`]: the Ethernet send WQE's eth segment and data segments; [`tx_state`]: TX counters.
 
 pub mod eth_seg;
+pub mod layout;
 pub mod queues;
 pub mod regs;
 pub mod rx;

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::queues::EthQueues;
+use super::regs::PortRegs;
 use super::steering::Steering;
 use super::tir::RxDispatch;
 use super::tx_state::EthTx;
@@ -15,6 +16,8 @@ use crate::fabric::ether::FrameSink;
 pub struct EthPort {
     /// NIC vport context, admin/oper state, MAC, MTU, counters.
     pub vport: Vport,
+    /// PAOS, PMTU, PFCC settings.
+    pub regs: PortRegs,
     /// Transport domains, TISes, Q counters, SQ/RQ contexts.
     pub queues: EthQueues,
     /// NIC RX flow tables.
@@ -28,10 +31,20 @@ pub struct EthPort {
 }
 
 impl EthPort {
+    /// A port with MAC `mac` whose frames go to `link`, at power-on state.
+    pub fn new(mac: [u8; 6], link: Option<Arc<dyn FrameSink>>) -> EthPort {
+        let mut p = EthPort { vport: Vport::new(mac), link, ..Default::default() };
+        p.reset();
+        p
+    }
+
     /// FLR / device reset: every object gone, settings back to power-on
     /// (the link and the port identity stay).
     pub fn reset(&mut self) {
         self.vport.reset();
+        self.regs = PortRegs::default();
+        // Power-on: what the port is now is what the driver will first read (no event owed).
+        self.vport.announced_up = self.vport.cable && self.regs.admin_up();
         self.queues = EthQueues::default();
         self.steering = Steering::default();
         self.dispatch = RxDispatch::default();

@@ -133,7 +133,7 @@ impl Firmware {
                 return;
             }
         }
-        if frame.len() > self.eth.tx.max_frame() {
+        if frame.len() > EthTx::max_frame(self.eth.vport.mtu) {
             debug!(sqn, len = frame.len(), "frame longer than the MTU dropped");
             self.eth.tx.bump(sqn, |c| {
                 c.oversize += 1;
@@ -187,7 +187,7 @@ impl Firmware {
             c.packets += 1;
             c.bytes += frame.len() as u64;
         });
-        self.eth.tx.vport.count(&frame);
+        self.eth.vport.counters.count_tx(&frame);
         true
     }
 }

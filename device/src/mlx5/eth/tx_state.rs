@@ -39,34 +39,6 @@ pub struct SqTxCounters {
     pub runts: u64,
 }
 
-/// Vport transmit counters by destination class (QUERY_VPORT_COUNTER, PPCNT;
-/// `stats`'s `firmware.eth_tx.vport`).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct VportTxCounters {
-    pub unicast_packets: u64,
-    pub unicast_octets: u64,
-    pub multicast_packets: u64,
-    pub multicast_octets: u64,
-    pub broadcast_packets: u64,
-    pub broadcast_octets: u64,
-}
-
-impl VportTxCounters {
-    /// Counts one frame handed to the link by its destination MAC.
-    pub fn count(&mut self, frame: &[u8]) {
-        let n = frame.len() as u64;
-        let (p, o) = match frame.first() {
-            _ if frame.len() >= 6 && frame[..6] == [0xff; 6] => {
-                (&mut self.broadcast_packets, &mut self.broadcast_octets)
-            }
-            Some(b) if b & 1 != 0 => (&mut self.multicast_packets, &mut self.multicast_octets),
-            _ => (&mut self.unicast_packets, &mut self.unicast_octets),
-        };
-        *p += 1;
-        *o += n;
-    }
-}
-
 /// The transmit side's state: counters and the MTU it checks against.
 #[derive(Debug, Default)]
 pub struct EthTx {
@@ -74,17 +46,14 @@ pub struct EthTx {
     pub sqs: BTreeMap<u32, SqTxCounters>,
     /// Every SQ's counters summed since the last reset (destroyed SQs included).
     pub totals: SqTxCounters,
-    /// Vport TX counters.
-    pub vport: VportTxCounters,
-    /// The vport MTU as the driver writes it (`MLX5E_SW2HW_MTU`: L2 header,
-    /// VLAN tag and FCS included); 0 until written: [`MAX_SW_MTU`] applies.
-    pub hw_mtu: u32,
 }
 
 impl EthTx {
-    /// Longest plain SEND frame (no FCS) the port transmits.
-    pub fn max_frame(&self) -> usize {
-        match self.hw_mtu as usize {
+    /// Longest plain SEND frame (no FCS) the port transmits, for the vport
+    /// MTU as the driver writes it (`MLX5E_SW2HW_MTU`: L2 header, VLAN tag
+    /// and FCS included; 0 until written: [`MAX_SW_MTU`] applies).
+    pub fn max_frame(hw_mtu: u16) -> usize {
+        match hw_mtu as usize {
             0 => MAX_SW_MTU + L2_OVERHEAD,
             m => m.saturating_sub(HW_MTU_OVERHEAD) + L2_OVERHEAD,
         }

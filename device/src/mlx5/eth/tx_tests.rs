@@ -237,8 +237,13 @@ fn send_inline_only_data_only_and_both() {
     }
     let c = x.t.fw.eth.tx.sq(sqn);
     assert_eq!((c.packets, c.bytes), (3, 64 + 100 + 90));
-    let v = x.t.fw.eth.tx.vport;
-    assert_eq!((v.unicast_packets, v.multicast_packets, v.multicast_octets), (1, 2, 64 + 90), "by the group bit");
+    let v = &x.t.fw.eth.vport.counters;
+    let get = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        (get(&v.tx_unicast_packets), get(&v.tx_multicast_packets), get(&v.tx_multicast_octets)),
+        (1, 2, 64 + 90),
+        "by the group bit"
+    );
 }
 
 #[test]
@@ -270,8 +275,9 @@ fn short_frame_is_padded_to_60_bytes() {
     assert_eq!(out[0].len(), MIN_FRAME);
     assert_eq!(&out[0][..42], &f[..]);
     assert!(out[0][42..].iter().all(|&b| b == 0), "zero padding");
-    assert_eq!(x.t.fw.eth.tx.vport.broadcast_packets, 1);
-    assert_eq!(x.t.fw.eth.tx.vport.broadcast_octets, 60);
+    let v = &x.t.fw.eth.vport.counters;
+    assert_eq!(v.tx_broadcast_packets.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert_eq!(v.tx_broadcast_octets.load(std::sync::atomic::Ordering::Relaxed), 60);
 }
 
 #[test]

@@ -3,11 +3,13 @@
 
 use std::collections::BTreeMap;
 
+use super::caps::eth::{eth_offloads_image, flow_table_image, general_eth, CAP_ETHERNET_OFFLOADS, CAP_FLOW_TABLE};
 use super::caps::image::{atomic_caps_image, general_caps, CAP_AREA, CAP_ATOMIC, CAP_DEV_MEM, CAP_GENERAL};
 use crate::engine::table::Table;
 use crate::engine::Limits;
 use crate::mlx5::cmd::dispatch::Phase;
 use crate::mlx5::ifc;
+use crate::mlx5::link::LinkLayer;
 
 /// Lifecycle, capabilities and pages of the function (the `hca/` domain's state).
 pub struct Hca {
@@ -28,11 +30,13 @@ pub struct Hca {
     pub memic: Option<(u64, u64)>,
     /// Allocated UAR pages (ALLOC_UAR), each with the uid that owns it.
     pub uars: Table<u16>,
+    /// The port's link layer: which capability pages the function offers.
+    pub link: LinkLayer,
 }
 
 impl Hca {
-    /// Power-on state for a device with `limits` and an optional MEMIC window.
-    pub fn new(limits: &Limits, memic: Option<(u64, u64)>) -> Hca {
+    /// Power-on state for a device with `limits`, an optional MEMIC window and the port's link layer.
+    pub fn new(limits: &Limits, memic: Option<(u64, u64)>, link: LinkLayer) -> Hca {
         let mut h = Hca {
             enabled: false,
             initialized: false,
@@ -43,6 +47,7 @@ impl Hca {
             pages: Vec::new(),
             memic,
             uars: Table::new(limits.uar_first, limits.uar_last, (limits.uar_last - limits.uar_first + 1) as usize),
+            link,
         };
         h.reset(limits);
         h
@@ -63,10 +68,18 @@ impl Hca {
         self.uars.clear();
         self.enabled = false;
         self.initialized = false;
-        let general = general_caps(limits);
+        let mut general = general_caps(limits);
         let atomic = atomic_caps_image();
-        self.caps_max = BTreeMap::from([(CAP_GENERAL, general.clone()), (CAP_ATOMIC, atomic.clone())]);
-        self.caps_cur = BTreeMap::from([(CAP_GENERAL, general), (CAP_ATOMIC, atomic)]);
+        let mut pages = vec![(CAP_ATOMIC, atomic)];
+        if self.link == LinkLayer::Eth {
+            // An Ethernet port: the §1.2 deltas, the ETHERNET_OFFLOADS and FLOW_TABLE pages.
+            general = general_eth(&general);
+            pages.push((CAP_ETHERNET_OFFLOADS, eth_offloads_image()));
+            pages.push((CAP_FLOW_TABLE, flow_table_image()));
+        }
+        pages.push((CAP_GENERAL, general));
+        self.caps_max = pages.iter().cloned().collect();
+        self.caps_cur = pages.into_iter().collect();
         if let Some((off, size)) = self.memic {
             // On-device memory: the `device_memory` bit and the DEV_MEM page.
             for page in [self.caps_max.get_mut(&CAP_GENERAL), self.caps_cur.get_mut(&CAP_GENERAL)].into_iter().flatten()

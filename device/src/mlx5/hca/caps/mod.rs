@@ -1,5 +1,6 @@
 //! Capability pages: the images the device offers ([`image`]) and the
-//! QUERY_HCA_CAP / SET_HCA_CAP commands over them ([`query`]).
+//! QUERY_HCA_CAP / SET_HCA_CAP commands over them ([`query`]); [`eth`]: the pages of an Ethernet port.
 
+pub mod eth;
 pub mod image;
 pub mod query;
