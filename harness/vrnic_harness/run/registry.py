@@ -10,6 +10,7 @@ kernel_allow (a regex of kernel lines the scenario provokes on purpose).
 from .bench import check_bench
 from .checks_mlx5 import (DEVINFO_FW, DEVINFO_LID, DEVINFO_TOML, check_devinfo, check_mlx5_probe, check_reload,
                           interact_reload)
+from .checks_eth import check_eth_ping, check_eth_probe
 from .checks_pairs import check_events, check_grh, check_net2, check_perftest, check_pingpong
 from .checks_pci import (check_barbench, check_lspci, check_msix, check_probe, check_reboot, check_rxe, interact_msix,
                          interact_reboot)
@@ -94,6 +95,17 @@ SCENARIOS = {
     "rereg": dict(default=True, device=True, fabric=True, timeout=600, interact=interact_rereg, check=check_rereg,
                   doc="rereg.c: ibv_rereg_mr with every TRANSLATION/PD/ACCESS combination (UMR), data checked after "
                       "each, 1000 reg/rereg/dereg cycles; the server's mkey count returns to its baseline"),
+    # ---- the Ethernet port (issue 19): eth = the segment (vrnic_harness/ethtopo.py): nics per guest, link udp|bridge,
+    # host. Not default until the device side is in; `guest-tests/run --eth-nic virtio eth-...` runs them with
+    # virtio-net NICs in place of the vrnic ports (validates the harness and the scripts).
+    "eth-probe": dict(device=True, timeout=120, eth=dict(nics=["vrnic"], link="udp"), check=check_eth_probe,
+                      doc="eth mode: mlx5_core binds, its netdev appears, ethtool -i says mlx5_core, ip link set up "
+                          "brings carrier up, 12 s of health polling, ethtool -l shows the channels, no mlx5 errors"),
+    "eth-ping": dict(device=True, guests=3, timeout=240, eth=dict(nics=["vrnic", "vrnic", "virtio"], link="bridge"),
+                     check=check_eth_ping,
+                     doc="3 guests on a bridge (vrnic, vrnic, virtio-net): each pings each, IPv4 and IPv6, 1000 "
+                         "flood pings with 0% loss; ARP/ND entries carry the peers' MACs; broadcast, 224.0.0.1 and "
+                         "ff02::1 answered by every peer"),
     "barbench": dict(device=True, timeout=240, runs=[["--doorbell", "trap"], ["--doorbell", "poll"]],
                      check=check_barbench, doc="BAR0 access cost, server --doorbell trap vs poll"),
     "bench-loopback": dict(device=True, fabric=True, timeout=900, check=check_bench, runs=DOORBELL_RUNS,

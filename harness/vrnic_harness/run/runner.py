@@ -5,7 +5,7 @@ import shutil
 import subprocess
 import time
 
-from .. import qemu, topology
+from .. import ethtopo, qemu, topology
 from ..common import GUEST_TESTS, say
 from .checks_pci import DEFAULT_FW
 from .console import exit_text, kernel_health_reason
@@ -16,6 +16,8 @@ from .registry import DOORBELL_RUNS
 SERVER_EXTRA = []  # --server-arg values (e.g. --trace), appended to every server's arguments
 GUEST_EXTRA = []  # --guest-arg values, appended to every guest's kernel command line
 ONLY_DOORBELL = []  # --doorbell: run only the runs of scenarios with this doorbell mode
+ETH_NIC = []  # --eth-nic virtio: every vrnic port of an Ethernet topology becomes a virtio-net NIC
+ETH_PCAP = []  # --pcap: every port of an Ethernet topology is captured to OUT/eth<i>.pcap
 
 
 def ctx_server_extra():
@@ -65,7 +67,7 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
     script = os.path.join(GUEST_TESTS, "scenarios", sc.get("script", name) + ".sh")
     if not os.path.exists(script):
         return "no script %s" % script
-    if sc.get("device") and isinstance(binary, Exception):
+    if sc.get("device") and isinstance(binary, Exception) and not (sc.get("eth") and ETH_NIC == ["virtio"]):
         return "server unavailable: %s" % str(binary).strip().splitlines()[0]
     shutil.rmtree(outdir, ignore_errors=True)
     os.makedirs(outdir)
@@ -90,20 +92,36 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
             topo = topology.Topology(nguests, fabric=bool(sc.get("fabric")) and sc.get("device", False), net=nguests > 1,
                               pcap_dir=outdir if sc.get("pcap") else None)
             ctx["topology"] = topo
+        eth = None
+        if sc.get("eth"):
+            e = sc["eth"]
+            eth = ethtopo.EthTopology(e["nics"], link=e.get("link", "udp"), host=e.get("host", False),
+                                      pcap_dir=outdir if ETH_PCAP else None,
+                                      nic_override=ETH_NIC[0] if ETH_NIC else None)
+        ctx["eth"] = eth
         try:
             if topo:
                 topo.start()
                 say("[run] %s: topology: %s" % (tag, topo.describe()))
+            if eth:
+                eth.start()
+                say("[run] %s: topology: %s" % (tag, eth.describe()))
             for gi in range(nguests):
                 sfx = "" if nguests == 1 else "-g%d" % gi
                 sockets = []
-                if sc.get("device"):
+                if sc.get("device") and (eth is None or eth.has_device(gi)):
+                    if isinstance(binary, Exception) or binary is None:
+                        reason = "server unavailable: %s" % str(binary).strip().splitlines()[0]
+                        break
                     targs = topo.server_args(gi, binary) if topo else []
+                    if eth:
+                        targs = targs + eth.server_args(gi, binary)
                     s = qemu.Server(binary, os.path.join(outdir, "vrnic%d.sock" % (ri * nguests + gi)),
                                  os.path.join(outdir, "vrnic%d.ctl" % (ri * nguests + gi)),
                                  base_args + targs + sc.get("guest_server_args", lambda i: [])(gi) + sargs
                                  + ctx_server_extra(),
-                                 log=os.path.join(outdir, "server-%s%s.log" % (tag, sfx)))
+                                 log=os.path.join(outdir, "server-%s%s.log" % (tag, sfx)),
+                                 wrap=eth.wrap(gi) if eth else ())
                     servers.append(s)
                     if not s.wait_socket():
                         reason = "server%s did not create %s (rc %s): %s" % (
@@ -118,13 +136,17 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
                     append += " vrnic.guest=%d vrnic.guests=%d" % (gi, nguests)
                 if topo:
                     append = (append + " " + topo.append(gi)).strip()
+                if eth:
+                    append = (append + " " + eth.append(gi)).strip()
                 if sc.get("iommu"):
                     append += " intel_iommu=on iommu=pt"
                 append = " ".join([append] + GUEST_EXTRA)
                 g = qemu.Guest(cache, "g%d" % gi, initrd, append=append, sockets=sockets, accel=accel,
                             reboot=sc.get("reboot", False), timeout=sc["timeout"],
                             log=os.path.join(outdir, "console-%s%s.log" % (tag, sfx)), iommu=sc.get("iommu"),
-                            smp=sc.get("smp", 2), extra=topo.qemu_args(gi) if topo else ())
+                            smp=sc.get("smp", 2),
+                            extra=(topo.qemu_args(gi) if topo else []) + (eth.qemu_args(gi) if eth else []),
+                            wrap=eth.wrap(gi) if eth else ())
                 guests.append(g)
                 say("[run] %s%s: qemu %s" % (tag, sfx, " ".join(g.argv)))
             if reason is not None:
@@ -188,6 +210,8 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
                             say("    " + l)
             if topo:
                 topo.stop()
+            if eth:
+                eth.stop()
         if reason:
             if len(runs) > 1:
                 reason = "[%s] %s" % (tag, reason)
