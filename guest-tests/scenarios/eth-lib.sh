@@ -3,6 +3,9 @@
 # vrnic.ethnics=<nic of guest 0>,<nic of guest 1>,... (vrnic | virtio) and vrnic.ethhost=1 when the segment has a
 # host address (10.1.0.254, fd00:1::fe). Guest i is 10.1.0.<i+1>/24 and fd00:1::<i+1>/64.
 . /usr/local/lib/vrnic-lib.sh
+# busybox sh runs its own applets before PATH: the real iproute2 and iputils (ping -M do/-f/-6, ip -6 neigh)
+ip() { /usr/bin/ip "$@"; }
+ping() { /usr/bin/ping "$@"; }
 G=$(vr_guest)
 ETH_ADDR=$(vr_karg vrnic.eth)
 ETH_IP=${ETH_ADDR%/*}
@@ -63,16 +66,17 @@ eth_wait_peer() {
   done
 }
 # ---- barriers between the guests over the out-of-band virtio-net link (independent of the port under test) ----
-# eth_barrier NAME: every guest calls the same barriers in the same order. Guest 0 collects one connection from
-# each other guest (port 19100+n), then releases each (its port 19300+n). Fails after 120 s.
+# eth_barrier NAME: every guest calls the same barriers in the same order. Guest k (k > 0) connects to guest 0
+# on port 20000+16n+k (the n-th barrier; one port per guest: a connection never lands in another's backlog), then
+# waits until guest 0 connects to its port 40000+16n. Fails after 120 s.
 eth_barrier() {
   ETH_BAR_N=$(( ${ETH_BAR_N:-0} + 1 ))
-  _a=$((19100 + ETH_BAR_N)); _b=$((19300 + ETH_BAR_N))
+  _a=$((20000 + 16 * ETH_BAR_N)); _b=$((40000 + 16 * ETH_BAR_N))
   [ "$ETH_N" -gt 1 ] || return 0
   if [ "$G" = 0 ]; then
     _k=1
     while [ $_k -lt $ETH_N ]; do
-      timeout 120 nc -l -p $_a < /dev/null > /dev/null 2>&1 || vr_fail "barrier $1: guest $_k of $ETH_N never came"
+      timeout 120 nc -l -p $((_a + _k)) < /dev/null > /dev/null 2>&1 || vr_fail "barrier $1: guest $_k never came"
       _k=$((_k + 1))
     done
     _k=1
@@ -85,7 +89,7 @@ eth_barrier() {
     done
   else
     _n=0
-    until echo here | nc 10.0.0.1 $_a > /dev/null 2>&1; do
+    until echo here | nc 10.0.0.1 $((_a + G)) > /dev/null 2>&1; do
       _n=$((_n + 1)); [ $_n -lt 240 ] || vr_fail "barrier $1: guest 0 never listened"; sleep 0.5
     done
     timeout 120 nc -l -p $_b < /dev/null > /dev/null 2>&1 || vr_fail "barrier $1: guest 0 never released us"

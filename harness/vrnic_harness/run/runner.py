@@ -100,12 +100,12 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
                                       nic_override=ETH_NIC[0] if ETH_NIC else None)
         ctx["eth"] = eth
         try:
-            if topo:
-                topo.start()
-                say("[run] %s: topology: %s" % (tag, topo.describe()))
             if eth:
                 eth.start()
                 say("[run] %s: topology: %s" % (tag, eth.describe()))
+            if topo:
+                topo.start(netns=eth.ns if eth else None)
+                say("[run] %s: topology: %s" % (tag, topo.describe()))
             for gi in range(nguests):
                 sfx = "" if nguests == 1 else "-g%d" % gi
                 sockets = []
