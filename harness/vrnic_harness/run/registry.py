@@ -10,7 +10,7 @@ kernel_allow (a regex of kernel lines the scenario provokes on purpose).
 from .bench import check_bench
 from .checks_mlx5 import (DEVINFO_FW, DEVINFO_LID, DEVINFO_TOML, check_devinfo, check_mlx5_probe, check_reload,
                           interact_reload)
-from .checks_eth import check_eth_ping, check_eth_probe
+from .checks_eth import check_eth_iperf, check_eth_mtu, check_eth_ping, check_eth_probe, check_eth_vlan
 from .checks_pairs import check_events, check_grh, check_net2, check_perftest, check_pingpong
 from .checks_pci import (check_barbench, check_lspci, check_msix, check_probe, check_reboot, check_rxe, interact_msix,
                          interact_reboot)
@@ -106,6 +106,19 @@ SCENARIOS = {
                      doc="3 guests on a bridge (vrnic, vrnic, virtio-net): each pings each, IPv4 and IPv6, 1000 "
                          "flood pings with 0% loss; ARP/ND entries carry the peers' MACs; broadcast, 224.0.0.1 and "
                          "ff02::1 answered by every peer"),
+    "eth-mtu": dict(device=True, guests=2, timeout=180, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                    check=check_eth_mtu,
+                    doc="two vrnic guests over udp: at MTU 1500 ping -M do -s 8972 is refused, 1472 passes; MTU 9000 "
+                        "on both ends: -s 8972 (IPv4) and -s 8952 (IPv6) pass with 0% loss"),
+    "eth-vlan": dict(device=True, guests=2, timeout=180, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                     check=check_eth_vlan,
+                     doc="two vrnic guests over udp: VLAN 100 subinterfaces ping (IPv4+IPv6, 0% loss); VLAN 200 -> "
+                         "VLAN 201 pings all lost, the other VLAN's subinterface receives 0 packets"),
+    "eth-iperf": dict(device=True, guests=3, timeout=300, eth=dict(nics=["vrnic", "vrnic", "virtio"], link="bridge"),
+                      check=check_eth_iperf,
+                      doc="bridge: vrnic<-vrnic and vrnic<-virtio-net iperf3 TCP 1 and 4 streams both directions, "
+                          "UDP: all complete, no retransmit storm, < 10% UDP loss; g0's ethtool -S: > 1 RX queue "
+                          "moved with 4 streams"),
     "barbench": dict(device=True, timeout=240, runs=[["--doorbell", "trap"], ["--doorbell", "poll"]],
                      check=check_barbench, doc="BAR0 access cost, server --doorbell trap vs poll"),
     "bench-loopback": dict(device=True, fabric=True, timeout=900, check=check_bench, runs=DOORBELL_RUNS,
