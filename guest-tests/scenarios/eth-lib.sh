@@ -122,3 +122,15 @@ eth_ping() {
 }
 # the per-queue and port counters (ethtool -S), between markers
 eth_stats() { echo "=== ETH-STATS $1 g$G ==="; ethtool -S $ETH_DEV 2>&1; echo "=== ETH-STATS-END $1 g$G ==="; }
+# eth_listen PORT LIMIT: accept one TCP connection on PORT and copy what arrives to stdout,
+# at most LIMIT s. busybox nc ends at EOF on its stdin, so its stdin is a fifo a sleep holds open.
+eth_listen() {
+  _f=/tmp/eth-hold.$1; rm -f $_f; mkfifo $_f
+  sleep $(($2 + 5)) > $_f &
+  _hp=$!
+  timeout $2 nc -l -p $1 < $_f
+  _rc=$?
+  kill $_hp 2> /dev/null
+  rm -f $_f
+  return $_rc
+}

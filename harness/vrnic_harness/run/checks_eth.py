@@ -2,7 +2,9 @@
 ETH-UP, ETH-PING, ETH-TOOL blocks, ETH-STATS blocks, ...) against the topology the harness built (ethtopo).
 Each check says what it verified (ETH ... lines) and returns None or the reasons it failed."""
 import re
+import time
 
+from .. import ethframes, netping
 from ..common import say
 from ..ethtopo import guest_ip, guest_ip6
 from .console import bad_lines_reason, console_lines
@@ -284,4 +286,242 @@ def check_eth_iperf(ctx):
                             % (len(q), c))
         elif eth.nics[0] == "vrnic":
             errs.append("no ethtool -S snapshots around the 4-stream run of g%d" % c)
+    return finish(ctx, errs)
+
+
+# ---- eth-offloads ---------------------------------------------------------------------------------------------
+def interact_eth_offloads(ctx):
+    """When g0 listens (ETH-INJECT-READY): on g0's udp link, a UDP datagram to 10.1.0.1:7777 with a bad UDP
+    checksum (payload BADUDP), one with a bad IPv4 header checksum (BADIP), then a good one (GOOD), 3 times."""
+    g, eth = ctx["guests"][0], ctx["eth"]
+    if not g.wait_for(r"ETH-INJECT-READY|GUEST-FAIL", timeout=ctx["timeout"]) or "ETH-INJECT-READY" not in g.text():
+        return None  # the script failed before: its own GUEST-FAIL is the reason
+    for _ in range(3):
+        for payload, bu, bi in ((b"BADUDP\n", True, False), (b"BADIP\n", False, True), (b"GOOD\n", False, False)):
+            f = ethframes.udp_frame(eth.mac(0), eth.mac(1), guest_ip(1), guest_ip(0), 40000, 7777, payload,
+                                    bad_udp_csum=bu, bad_ip_csum=bi)
+            ethframes.send_udp_link(f, eth.ports[0], eth.ports[1])
+            time.sleep(0.1)
+    say("ETH injected on g0's link (udp port %d, from %d): 3x bad UDP checksum, bad IPv4 checksum, good"
+        % (eth.ports[0], eth.ports[1]))
+    return None
+
+
+def check_eth_offloads(ctx):
+    errs = []
+    up_lines(ctx, errs)
+    t = alltext(ctx)
+    files = dict(re.findall(r"^ETH-SHA-FILE g(\d) (\w+)$", t, re.M))
+    got = {(k, int(to), int(fr)): (sha, int(n), rc) for k, to, fr, sha, n, rc in re.findall(
+        r"^ETH-SHA k(\d) g(\d)<-g(\d) (\w+) bytes=\s*(\d+) rc=(\d+)$", t, re.M)}
+    for k in range(8):
+        states = re.findall(r"^ETH-OFFLOAD k%d g(\d) want (.*?) rc=(\d+) have (.*)$" % k, t, re.M)
+        say("ETH offloads k%d: %s" % (k, " | ".join("g%s want %s: %s" % (g_, w, h.strip()) for g_, w, _, h in states)))
+        for fr in (0, 1):
+            r = got.get((str(k), 1 - fr, fr))
+            if not r:
+                errs.append("k%d: g%d -> g%d transfer missing" % (k, fr, 1 - fr))
+            elif r[0] != files.get(str(fr)):
+                errs.append("k%d: g%d -> g%d sha256 differs (%d bytes received)" % (k, fr, 1 - fr, r[1]))
+        if ctx["eth"].nics[0] == "vrnic":
+            for g_, w, rc, h in states:
+                want = dict(re.findall(r"(\w+)=(\w+)", w))
+                have = {"tso": re.search(r"tcp-segmentation-offload: (\w+)", h),
+                        "tx": re.search(r"tx-checksumming: (\w+)", h), "rx": re.search(r"rx-checksumming: (\w+)", h)}
+                for f in ("tx", "rx"):
+                    if not have[f] or have[f].group(1) != want[f]:
+                        errs.append("k%d g%s: %s wanted %s, is %s" % (k, g_, f, want[f],
+                                                                     have[f].group(1) if have[f] else "?"))
+    m = re.search(r"^ETH-INJECT-RX g0: (.*)$", t, re.M)
+    if not m:
+        errs.append("g0: no injection result")
+    else:
+        words = m.group(1).split()
+        say("ETH injected frames that reached g0's socket: %s" % (" ".join(words) or "none"))
+        if "GOOD" not in words:
+            errs.append("the good injected datagram never arrived")
+        if "BADUDP" in words or "BADIP" in words:
+            errs.append("a corrupted frame was delivered: %s" % " ".join(words))
+    b = re.search(r"^ETH-UDP-BEFORE Udp: (.*)$", t, re.M)
+    a = re.search(r"^ETH-UDP-AFTER Udp: (.*)$", t, re.M)
+    ipa = re.search(r"^ETH-IP-AFTER Ip: (.*)$", t, re.M)
+    ipb = re.search(r"^ETH-IP-BEFORE Ip: (.*)$", t, re.M)
+    if b and a:
+        # Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors ...
+        bi, ai = b.group(1).split(), a.group(1).split()
+        d = int(ai[6]) - int(bi[6]) if len(ai) > 6 and len(bi) > 6 else None
+        st = stats(ctx).get(("inject", 0), {})
+        dev = {k: v for k, v in st.items() if "csum" in k and ("err" in k or "none" in k or "bad" in k) and v}
+        # Ip: Forwarding DefaultTTL InReceives InHdrErrors ...
+        hdr = int(ipa.group(1).split()[3]) - int(ipb.group(1).split()[3]) if ipa and ipb else "?"
+        say("ETH g0 after the injection: UDP InCsumErrors +%s, IPv4 InHdrErrors +%s, device csum counters %s" % (
+            d, hdr, dev or "none non-zero"))
+        if not d and not dev:
+            errs.append("the bad-checksum datagrams were counted nowhere (UDP InCsumErrors, ethtool -S csum)")
+    else:
+        errs.append("g0: no /proc/net/snmp UDP counters around the injection")
+    return finish(ctx, errs)
+
+
+# ---- eth-host --------------------------------------------------------------------------------------------------
+def interact_eth_host(ctx):
+    """Once the guest pinged the host (ETH-HOST-READY): 50 IPv4 and 50 IPv6 pings from the namespace to the guest,
+    then one TCP line to the guest's port 7000 that reports them (ETH-HOST-SAID on the guest)."""
+    g, eth = ctx["guests"][0], ctx["eth"]
+    if not g.wait_for(r"ETH-HOST-READY|GUEST-FAIL", timeout=ctx["timeout"]) or "ETH-HOST-READY" not in g.text():
+        return None
+    res = ctx.setdefault("host_pings", {})
+    for addr in (guest_ip(0), guest_ip6(0)):
+        sent, recv, rtts = netping.ping(eth.ns, addr, count=50, interval=0.02)
+        res[addr] = (sent, recv)
+        say("ETH host (netns %s) -> guest %s: %d sent, %d received%s" % (
+            eth.ns, addr, sent, recv, ", rtt median %.2f ms" % sorted(rtts)[len(rtts) // 2] if rtts else ""))
+    ok = netping.tcp_say(eth.ns, guest_ip(0), 7000, "host-pinged " + " ".join(
+        "%s=%d/%d" % (a, r, s) for a, (s, r) in res.items()))
+    if not ok:
+        say("ETH host could not connect to the guest's TCP port 7000")
+    return None
+
+
+def check_eth_host(ctx):
+    errs = []
+    up_lines(ctx, errs)
+    pings(ctx, errs, 100)
+    for addr in (guest_ip(0), guest_ip6(0)):
+        s, r = ctx.get("host_pings", {}).get(addr, (0, 0))
+        if not s or r != s:
+            errs.append("host -> guest %s: %d of %d pings answered" % (addr, r, s))
+    m = re.search(r"^ETH-HOST-SAID host-pinged (.*)$", alltext(ctx), re.M)
+    say("ETH guest heard from the host over TCP: %s" % (m.group(1) if m else "nothing"))
+    if not m:
+        errs.append("the host's TCP connection to the guest did not arrive")
+    return finish(ctx, errs)
+
+
+# ---- eth-reload ------------------------------------------------------------------------------------------------
+def interact_eth_reload(ctx):
+    g = ctx["guests"][0]
+    m = g.wait_for(r"ETH-RELOAD-CYCLES-DONE|GUEST-FAIL.*", timeout=ctx["timeout"])
+    if not m:
+        return "boot 1: no ETH-RELOAD-CYCLES-DONE"
+    if m.group(0).startswith("GUEST-FAIL"):
+        return "boot 1: " + m.group(0)
+    m = g.wait_for(r"^ETH-PING boot-g0 .*|GUEST-FAIL.*", timeout=240, count=2)
+    if not m:
+        return "after the reboot: no second boot ping (init markers seen: %d)" % len(g.marker_wall)
+    if m.group(0).startswith("GUEST-FAIL"):
+        return "after the reboot: " + m.group(0)
+    for x in ctx["guests"]:
+        x.kill()
+    if ctx["servers"] and not ctx["servers"][0].alive():
+        return "g0's server died across the reboot"
+    ctx["killed_ok"] = True
+    return None
+
+
+def check_eth_reload(ctx):
+    errs = []
+    t = texts(ctx)[0]
+    pings(ctx, errs)
+    cyc = re.findall(r"^ETH-RELOAD-CYCLE (\d+) dev=(\S+)$", t, re.M)
+    flaps = re.findall(r"^ETH-FLAP-CYCLE (\d+)$", t, re.M)
+    boots = re.findall(r"^ETH-PING boot-g0 g0 sent=(\S+) recv=(\S+)", t, re.M)
+    say("ETH reload: %d driver reload cycles, %d down/up flaps, %d boots that pinged (netdevs %s)" % (
+        len(cyc), len(flaps), len(boots), " ".join(sorted({d for _, d in cyc}))))
+    if len(cyc) != 3:
+        errs.append("%d of 3 reload cycles" % len(cyc))
+    if len(flaps) != 10:
+        errs.append("%d of 10 down/up cycles" % len(flaps))
+    if len(boots) < 2:
+        errs.append("%d boots pinged (want 2: before and after the reboot)" % len(boots))
+    if "ETH-FLAP-NOT-DOWN" in t:
+        errs.append("ip link set down left the netdev up")
+    return finish(ctx, errs)
+
+
+# ---- eth-ethtool -----------------------------------------------------------------------------------------------
+def interact_eth_ethtool(ctx):
+    """On ETH-FLAP-READY (g0): `link down` on g0's server control socket, 3 s, `link up` (vrnic only)."""
+    g = ctx["guests"][0]
+    if not g.wait_for(r"ETH-FLAP-READY|GUEST-FAIL", timeout=ctx["timeout"]) or "ETH-FLAP-READY" not in g.text():
+        return None
+    if ctx["eth"].nics[0] != "vrnic" or not ctx["servers"]:
+        say("ETH link flap: g0 has no vrnic server (virtio-net): not flapped")
+        return None
+    s = ctx["servers"][0]
+    for cmd in ("link down", None, "link up"):
+        if cmd is None:
+            time.sleep(3)
+            continue
+        try:
+            say("ETH control socket '%s': %s" % (cmd, s.command(cmd)))
+        except OSError as e:
+            say("ETH control socket '%s' failed: %s" % (cmd, e))
+    return None
+
+
+def check_eth_ethtool(ctx):
+    errs = []
+    up_lines(ctx, errs)
+    pings(ctx, errs)
+    t = texts(ctx)[0]
+    vr = ctx["eth"].nics[0] == "vrnic"
+    st = stats(ctx)
+
+    def line(tag):
+        m = re.search(r"^%s (.*)$" % tag, t, re.M)
+        return m.group(1).strip() if m else None
+
+    def section(tag):
+        return "\n".join(re.findall(r"^%s (.*)$" % tag, t, re.M))
+    for lab in ("after-ring", "channels-2", "channels-max", "after-flap"):
+        if not re.search(r"^ETH-PING %s g0 " % lab, t, re.M):
+            errs.append("ping %s did not run" % lab)
+    ring = re.findall(r"^ETH-RING-AFTER (RX|TX):\s+(\d+)", t, re.M)
+    say("ETH -G rx/tx 512: rings now %s (rc %s)" % (ring[2:] or ring, line("ETH-RING-SET-RC")))
+    say("ETH -L: combined 2 -> %s; back to max -> %s" % (line("ETH-CHANNELS-2"), line("ETH-CHANNELS-MAX")))
+    say("ETH -K gro: %s / %s" % (line("ETH-GRO-OFF"), line("ETH-GRO-ON")))
+    say("ETH -a after -A rx off tx off: %s" % section("ETH-PAUSE-AFTER").replace("\n", "; "))
+    say("ETH -t: %s" % (re.search(r"The test result is (\w+)", section("ETH-SELFTEST")) or [None, "no result"])[1])
+    drop, steer, nodrop = line("ETH-DROP-RX"), line("ETH-STEER-RX"), line("ETH-NODROP-RX")
+    say("ETH -N: 20 datagrams to a dropped port: %s received; steered to queue 1: %s received; rule deleted: %s"
+        % (drop, steer, nodrop))
+    fn, fp = line("ETH-FOREIGN-NOPROMISC"), line("ETH-FOREIGN-PROMISC")
+    say("ETH foreign-MAC frames seen by tcpdump -p: %s without promisc, %s with" % (fn, fp))
+    if fn is None or fn.split()[0] != "0":
+        errs.append("foreign-MAC frames reached the netdev without promiscuous mode (%s)" % fn)
+    if fp is None or fp.split()[0] == "0":
+        errs.append("promiscuous mode did not deliver the foreign-MAC frames (%s)" % fp)
+    b, a = st.get(("before", 0)), st.get(("after-ping", 0))
+    if b and a:
+        moved = {k: a[k] - b.get(k, 0) for k in ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes") if k in a}
+        say("ETH -S moved with the pings: %s" % (moved or "no rx_/tx_packets counters"))
+        if vr and not (moved.get("rx_packets", 0) > 0 and moved.get("tx_packets", 0) > 0):
+            errs.append("ethtool -S rx_packets/tx_packets did not move with traffic: %s" % moved)
+    elif vr:
+        errs.append("no ethtool -S snapshots")
+    car = re.findall(r"^ETH-CARRIER (\d) at=", t, re.M)
+    say("ETH carrier events during the control-socket flap: %s" % (" ".join(car) or "none"))
+    if vr:
+        if "0" not in car or car[-1:] != ["1"]:
+            errs.append("carrier events %s (want down then up)" % car)
+        if not re.search(r"^ETH-RING-AFTER RX:\s+512$", t, re.M):
+            errs.append("-G rx 512 did not take effect")
+        if not (line("ETH-CHANNELS-2") or "").split()[-1:] == ["2"]:
+            errs.append("-L combined 2 did not take effect: %s" % line("ETH-CHANNELS-2"))
+        if "PASS" not in section("ETH-SELFTEST"):
+            errs.append("ethtool -t did not PASS: %s" % section("ETH-SELFTEST")[-200:])
+        if drop != "0":
+            errs.append("the -N drop rule let %s datagrams through" % drop)
+        if nodrop in (None, "0"):
+            errs.append("after deleting the rules, no datagram arrived (%s)" % nodrop)
+        if steer in (None, "0"):
+            errs.append("the steered datagrams did not arrive (%s)" % steer)
+        bs, as_ = st.get(("before-steer", 0)), st.get(("after-steer", 0))
+        if bs and as_ and as_.get("rx1_packets", 0) - bs.get("rx1_packets", 0) < 20:
+            errs.append("queue 1 received %d packets with the steer rule (want >= 20)" % (
+                as_.get("rx1_packets", 0) - bs.get("rx1_packets", 0)))
+        if "rx off" not in section("ETH-PAUSE-AFTER").replace("RX:", "rx").replace(":\t", " ").lower() and \
+                not re.search(r"RX:\s+off", section("ETH-PAUSE-AFTER")):
+            errs.append("-A rx off not shown by -a: %s" % section("ETH-PAUSE-AFTER"))
     return finish(ctx, errs)

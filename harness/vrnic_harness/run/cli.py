@@ -17,6 +17,7 @@ harness/vrnic_harness/run/registry.py (the only list).
 """
 import argparse
 import os
+import signal
 import time
 
 from .. import qemu
@@ -98,6 +99,12 @@ def main():
     ap.add_argument("--pcap", action="store_true", help="Ethernet scenarios: capture every port to OUT/eth<i>.pcap")
     ap.add_argument("--self-test", action="store_true", help="check the harness's own rules, boot nothing")
     a = ap.parse_args()
+
+    def stop(sig, _frame):
+        # a SIGTERM/SIGHUP (timeout, CI cancel) unwinds like ^C: guests and servers stopped, namespaces deleted
+        raise KeyboardInterrupt("signal %d" % sig)
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
     if a.self_test:
         return self_test()
     if a.list_ci:

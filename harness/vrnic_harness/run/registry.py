@@ -10,7 +10,9 @@ kernel_allow (a regex of kernel lines the scenario provokes on purpose).
 from .bench import check_bench
 from .checks_mlx5 import (DEVINFO_FW, DEVINFO_LID, DEVINFO_TOML, check_devinfo, check_mlx5_probe, check_reload,
                           interact_reload)
-from .checks_eth import check_eth_iperf, check_eth_mtu, check_eth_ping, check_eth_probe, check_eth_vlan
+from .checks_eth import (check_eth_iperf, check_eth_mtu, check_eth_offloads, check_eth_ping, check_eth_probe,
+                         check_eth_vlan, check_eth_host, check_eth_reload, check_eth_ethtool, interact_eth_offloads,
+                         interact_eth_host, interact_eth_reload, interact_eth_ethtool)
 from .checks_pairs import check_events, check_grh, check_net2, check_perftest, check_pingpong
 from .checks_pci import (check_barbench, check_lspci, check_msix, check_probe, check_reboot, check_rxe, interact_msix,
                          interact_reboot)
@@ -119,6 +121,24 @@ SCENARIOS = {
                       doc="bridge: vrnic<-vrnic and vrnic<-virtio-net iperf3 TCP 1 and 4 streams both directions, "
                           "UDP: all complete, no retransmit storm, < 10% UDP loss; g0's ethtool -S: > 1 RX queue "
                           "moved with 4 streams"),
+    "eth-offloads": dict(device=True, guests=2, timeout=300, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                         interact=interact_eth_offloads, check=check_eth_offloads,
+                         doc="two vrnic guests over udp: every ethtool -K tso/tx/rx combination, a 2 MiB file both "
+                             "ways over TCP with equal sha256; frames injected on the link with a bad UDP or IPv4 "
+                             "checksum are counted and not delivered, a good one is"),
+    "eth-reload": dict(device=True, guests=2, reboot=True, timeout=420, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                       interact=interact_eth_reload, check=check_eth_reload,
+                       doc="two vrnic guests over udp: g0 3x rmmod mlx5_ib mlx5_core/modprobe and 10x ip link set "
+                           "down/up, pings after each; then a reboot on the same server that pings again"),
+    "eth-host": dict(device=True, timeout=180, eth=dict(nics=["vrnic"], link="bridge", host=True),
+                     interact=interact_eth_host, check=check_eth_host,
+                     doc="tap backend: the port's TAP on a bridge in a netns whose br0 has 10.1.0.254/fd00:1::fe; "
+                         "guest pings host and host (netns) pings guest, IPv4+IPv6, 0% loss; host -> guest TCP"),
+    "eth-ethtool": dict(device=True, guests=2, timeout=360, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                        interact=interact_eth_ethtool, check=check_eth_ethtool,
+                        doc="g0: ethtool -G/-L with traffic before and after, -N drop and steer-to-queue-1 rules "
+                            "that take effect, -t, -S moving, -K gro, -A pause; control-socket link flap seen as "
+                            "carrier events; foreign-MAC frames filtered unless promiscuous"),
     "barbench": dict(device=True, timeout=240, runs=[["--doorbell", "trap"], ["--doorbell", "poll"]],
                      check=check_barbench, doc="BAR0 access cost, server --doorbell trap vs poll"),
     "bench-loopback": dict(device=True, fabric=True, timeout=900, check=check_bench, runs=DOORBELL_RUNS,
