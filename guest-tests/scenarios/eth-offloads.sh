@@ -53,9 +53,10 @@ if [ "$G" = 0 ]; then
   grep '^Udp:' /proc/net/snmp | tail -1 | sed 's/^/ETH-UDP-BEFORE /'
   grep '^Ip:' /proc/net/snmp | tail -1 | sed 's/^/ETH-IP-BEFORE /'
   udpx recv 7777 12 > /tmp/u &
+  up=$!
   sleep 0.5
   echo "ETH-INJECT-READY"
-  wait
+  wait $up
   echo "ETH-INJECT-RX g0: $(grep -v UDPX-RECV /tmp/u | tr '\n' ' ')"
   grep '^Udp:' /proc/net/snmp | tail -1 | sed 's/^/ETH-UDP-AFTER /'
   grep '^Ip:' /proc/net/snmp | tail -1 | sed 's/^/ETH-IP-AFTER /'

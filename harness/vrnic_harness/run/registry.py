@@ -8,6 +8,7 @@ default the name), interact(ctx) while the guests run, check(ctx) over the conso
 kernel_allow (a regex of kernel lines the scenario provokes on purpose).
 """
 from .bench import check_bench
+from .bench_eth import check_bench_eth
 from .checks_mlx5 import (DEVINFO_FW, DEVINFO_LID, DEVINFO_TOML, check_devinfo, check_mlx5_probe, check_reload,
                           interact_reload)
 from .checks_eth import (check_eth_iperf, check_eth_mtu, check_eth_offloads, check_eth_ping, check_eth_probe,
@@ -146,6 +147,10 @@ SCENARIOS = {
     "bench-2vm": dict(device=True, guests=2, fabric=True, timeout=900, check=check_bench, runs=DOORBELL_RUNS,
                       script="bench", doc="perftest set: vrnic over its fabric vs rxe over the guests' virtio-net "
                                           "link (BENCH lines)"),
+    "bench-eth": dict(device=True, guests=2, timeout=400, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                      eth_runs=["vrnic", "virtio"], check=check_bench_eth,
+                      doc="two vrnic guests over udp, then two virtio-net guests on the same link: iperf3 TCP 1 and "
+                          "4 streams, ping RTT and tcp_rr 64 B medians of 3 (BENCH lines; vrnic=NA if its run failed)"),
 }
 ALIASES = {"bench": ["bench-loopback", "bench-2vm"]}
 DEFAULT = [n for n, sc in SCENARIOS.items() if sc.get("default")]
