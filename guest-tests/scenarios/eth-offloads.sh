@@ -42,7 +42,7 @@ while [ $k -lt 8 ]; do
     ethtool -K $ETH_DEV $f > /tmp/k 2>&1 || { krc=1; echo "ETH-OFFLOAD-SET g$G ethtool -K $f: $(head -1 /tmp/k)"; }
   done
   echo "ETH-OFFLOAD k$k g$G want tso=$(onoff $k 0) tx=$(onoff $k 1) rx=$(onoff $k 2) rc=$krc have" \
-    "$(ethtool -k $ETH_DEV | grep -E '^(tcp-segmentation-offload|tx-checksumming|rx-checksumming):' | tr -d '\n')"
+    "$(ethtool -k $ETH_DEV | grep -E '^(tcp-segmentation-offload|tx-checksumming|rx-checksumming):' | tr '\n' ' ')"
   xfer $k 0
   xfer $k 1
   k=$((k + 1))
