@@ -15,8 +15,8 @@ eth_barrier up
 eth_ping "demo-v4-g$G" -c 20 -i 0.05 $(eth_ip $P) || vr_fail "DEMO-ETH IPv4 ping lost packets"
 eth_ping "demo-v6-g$G" -6 -c 20 -i 0.05 $(eth_ip6 $P) || vr_fail "DEMO-ETH IPv6 ping lost packets"
 if [ "$G" = 1 ]; then
-  eth_tool demo-iperf3-1 60 iperf3 -c $(eth_ip 0) -t 5 --connect-timeout 5000 || vr_fail "DEMO-ETH iperf3 1 stream"
-  eth_tool demo-iperf3-4 60 iperf3 -c $(eth_ip 0) -P 4 -t 5 --connect-timeout 5000 || vr_fail "DEMO-ETH iperf3 4 streams"
+  eth_iperf demo-iperf3-1 60 -c $(eth_ip 0) -t 5 --connect-timeout 5000 || vr_fail "DEMO-ETH iperf3 1 stream"
+  eth_iperf demo-iperf3-4 60 -c $(eth_ip 0) -P 4 -t 5 --connect-timeout 5000 || vr_fail "DEMO-ETH iperf3 4 streams"
 fi
 eth_barrier done
 echo "DEMO-ETH g$G done"

@@ -15,8 +15,8 @@ eth_barrier servers-up
 if [ "$G" = 1 ]; then
   r=1
   while [ $r -le $REPS ]; do
-    eth_tool "bench-tcp1-r$r" 60 iperf3 -c $(eth_ip 0) -t $T --connect-timeout 5000
-    eth_tool "bench-tcp4-r$r" 60 iperf3 -c $(eth_ip 0) -P 4 -t $T --connect-timeout 5000
+    eth_iperf "bench-tcp1-r$r" 60 -c $(eth_ip 0) -t $T --connect-timeout 5000
+    eth_iperf "bench-tcp4-r$r" 60 -c $(eth_ip 0) -P 4 -t $T --connect-timeout 5000
     eth_tool "bench-ping-r$r" 60 ping -c 200 -i 0.01 $(eth_ip 0)
     eth_tool "bench-rr-r$r" 60 tcp_rr -c $(eth_ip 0) 5300 2000 64
     r=$((r + 1))

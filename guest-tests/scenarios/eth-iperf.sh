@@ -17,15 +17,15 @@ while [ $c -lt $ETH_N ]; do
   [ "$G" = 0 ] && eth_stats "before-p4-$PAIR"
   eth_barrier "go-p4-$c"
   if [ "$G" = $c ]; then
-    eth_tool "tcp-p4-$PAIR" 60 iperf3 -c $(eth_ip 0) -p $((5200 + c)) -P 4 -t $T --connect-timeout 5000
+    eth_iperf "tcp-p4-$PAIR" 60 -c $(eth_ip 0) -p $((5200 + c)) -P 4 -t $T --connect-timeout 5000
   fi
   eth_barrier "p4-done-$c"
   [ "$G" = 0 ] && eth_stats "after-p4-$PAIR"
   if [ "$G" = $c ]; then
-    eth_tool "tcp-p1-$PAIR" 60 iperf3 -c $(eth_ip 0) -p $((5200 + c)) -t $T --connect-timeout 5000
-    eth_tool "tcp-p1-R-$PAIR" 60 iperf3 -c $(eth_ip 0) -p $((5200 + c)) -R -t $T --connect-timeout 5000
-    eth_tool "tcp-p4-R-$PAIR" 60 iperf3 -c $(eth_ip 0) -p $((5200 + c)) -R -P 4 -t $T --connect-timeout 5000
-    eth_tool "udp-$PAIR" 60 iperf3 -c $(eth_ip 0) -p $((5200 + c)) -u -b 20M -t $T --connect-timeout 5000
+    eth_iperf "tcp-p1-$PAIR" 60 -c $(eth_ip 0) -p $((5200 + c)) -t $T --connect-timeout 5000
+    eth_iperf "tcp-p1-R-$PAIR" 60 -c $(eth_ip 0) -p $((5200 + c)) -R -t $T --connect-timeout 5000
+    eth_iperf "tcp-p4-R-$PAIR" 60 -c $(eth_ip 0) -p $((5200 + c)) -R -P 4 -t $T --connect-timeout 5000
+    eth_iperf "udp-$PAIR" 60 -c $(eth_ip 0) -p $((5200 + c)) -u -b 20M -t $T --connect-timeout 5000
   fi
   eth_barrier "rest-done-$c"
   c=$((c + 1))

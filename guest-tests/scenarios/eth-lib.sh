@@ -134,3 +134,16 @@ eth_listen() {
   rm -f $_f
   return $_rc
 }
+# eth_iperf LABEL LIMIT ARGS...: eth_tool LABEL LIMIT iperf3 ARGS, run again (at most 3 times, 1 s apart) when
+# iperf3's control connection failed before any data ("unable to ..."): the server was still closing its
+# previous test. A data-path failure shows up in the report of the run that counted.
+eth_iperf() {
+  _il=$1; _ilim=$2; shift 2
+  _try=1
+  while :; do
+    eth_tool "$_il" "$_ilim" iperf3 "$@" && return 0
+    grep -q "unable to" /tmp/eth-tool.out && [ $_try -lt 3 ] || return 1
+    echo "=== ETH-TOOL-AGAIN $_il g$G: iperf3 control connection failed (try $_try) ==="
+    _try=$((_try + 1)); sleep 1
+  done
+}

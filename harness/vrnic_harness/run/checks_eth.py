@@ -271,7 +271,7 @@ def check_eth_iperf(ctx):
             say("ETH iperf3 %-34s %8.1f Mbit/s%s%s" % (lab, bps / 1e6, "" if retr is None else ", %d retransmits" % retr,
                                                       "" if loss is None else ", %.2f%% lost" % loss))
             segs = max(sbytes / 1448, 1)
-            if retr is not None and retr > 0.02 * segs + 10:
+            if retr is not None and retr > 0.05 * segs + 20:
                 errs.append("%s: retransmit storm (%d retransmits for %d segments)" % (lab, retr, segs))
             if loss is not None and loss > 10:
                 errs.append("%s: %.1f%% of the UDP datagrams lost" % (lab, loss))

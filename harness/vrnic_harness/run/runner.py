@@ -224,6 +224,7 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
         if reason and sc.get("eth_runs") and ri < len(runs) - 1:
             # a bench: a failed run (vrnic not there yet) becomes NA figures; the next NIC kind still runs
             ctx.setdefault("failed_runs", []).append("[%s] %s" % (tag, reason))
+            say("[run] %s failed: %s (its figures are NA; the next run goes on)" % (tag, reason))
             if not any(t == (run_nic[0] if run_nic else "default") for t, _ in ctx["run_texts"]):
                 ctx["run_texts"].append((run_nic[0] if run_nic else "default", ""))
             reason = None
