@@ -62,7 +62,7 @@ if [ "$G" = 1 ]; then
   ip neigh replace 10.1.0.99 lladdr 02:00:00:00:00:99 dev $D nud permanent
   sleep 1; ping -c 8 -i 0.3 -W 1 10.1.0.99 > /dev/null 2>&1
 else
-  timeout 5 tcpdump -l -p -n -i $D -c 100 ether dst 02:00:00:00:00:99 > /tmp/td 2> /tmp/td.err
+  timeout 5 tcpdump -Z root -l -p -n -i $D -c 100 ether dst 02:00:00:00:00:99 > /tmp/td 2> /tmp/td.err
   echo "ETH-FOREIGN-NOPROMISC $(grep -c 'ICMP echo request' /tmp/td) $(grep -o 'listening on [^,]*' /tmp/td.err)"
 fi
 eth_barrier foreign-1
@@ -70,8 +70,8 @@ if [ "$G" = 1 ]; then
   sleep 1; ping -c 8 -i 0.3 -W 1 10.1.0.99 > /dev/null 2>&1
 else
   ip link set $D promisc on
-  timeout 5 tcpdump -l -p -n -i $D -c 100 ether dst 02:00:00:00:00:99 > /tmp/td 2> /dev/null
-  echo "ETH-FOREIGN-PROMISC $(grep -c 'ICMP echo request' /tmp/td)"
+  timeout 5 tcpdump -Z root -l -p -n -i $D -c 100 ether dst 02:00:00:00:00:99 > /tmp/td 2> /tmp/td.err
+  echo "ETH-FOREIGN-PROMISC $(grep -c "ICMP echo request" /tmp/td) $(grep -o "listening on [^,]*" /tmp/td.err)"
   ip link set $D promisc off
 fi
 eth_barrier foreign-2

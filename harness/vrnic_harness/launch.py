@@ -160,6 +160,9 @@ def main():
             elif grc:
                 print("[launch] %s QEMU exit code %s" % (g.name, grc), flush=True)
                 rc = rc or 1
+    except RuntimeError as e:  # a server without the flags a topology needs, a namespace that cannot be made
+        print("[launch] FAILED: %s" % e, flush=True)
+        rc = 1
     finally:
         for g in guests:
             g.kill()
