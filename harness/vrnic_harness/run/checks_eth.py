@@ -488,7 +488,9 @@ def check_eth_ethtool(ctx):
         % (drop, steer, nodrop))
     fn, fp = line("ETH-FOREIGN-NOPROMISC"), line("ETH-FOREIGN-PROMISC")
     say("ETH foreign-MAC frames seen by tcpdump -p: %s without promisc, %s with" % (fn, fp))
-    if fn is None or fn.split()[0] != "0":
+    if fn is None or "listening on" not in fn:
+        errs.append("tcpdump did not run on the netdev (%s)" % fn)
+    elif fn.split()[0] != "0":
         errs.append("foreign-MAC frames reached the netdev without promiscuous mode (%s)" % fn)
     if fp is None or fp.split()[0] == "0":
         errs.append("promiscuous mode did not deliver the foreign-MAC frames (%s)" % fp)
