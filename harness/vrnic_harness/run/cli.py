@@ -158,6 +158,9 @@ def main():
         say("[run] ===== scenario %s =====" % n)
         try:
             reason = runner.run_scenario(n, SCENARIOS[n], cache, accel, binary, os.path.join(GUEST_TESTS, "out", n))
+        except KeyboardInterrupt as e:  # ^C or SIGTERM: the runner's finally blocks have cleaned up
+            say("SCENARIO %s FAIL interrupted (%s)" % (n, e))
+            return 130
         except Exception as e:  # noqa: BLE001
             reason = "harness error: %r" % e
         say("[run] %s took %.1f s" % (n, time.time() - ts))
