@@ -20,12 +20,16 @@ INIT_FILE = os.path.join(QEMU_DIR, "guest", "init")
 BUILD_INPUTS = [INIT_FILE, os.path.abspath(__file__), os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel.py")]
 GUEST_USER_PKGS = ["libibverbs1", "ibverbs-providers", "librdmacm1t64", "libibumad3", "ibverbs-utils",
                    "rdmacm-utils", "perftest", "libnl-3-200", "libnl-route-3-200", "pciutils", "pci.ids",
-                   "libpci3", "iproute2", "busybox-static"]
+                   "libpci3", "iproute2", "busybox-static",
+                   # the Ethernet scenarios (eth-*): ethtool, iperf3, tcpdump, iputils ping (-M do, -f, -6)
+                   "ethtool", "iperf3", "tcpdump", "iputils-ping"]
 GUEST_MODULES = ["ib_core", "ib_uverbs", "ib_umad", "rdma_ucm", "rdma_cm", "ib_cm", "iw_cm", "configfs",
                  "mlx5_core", "mlx5_ib", "ib_ipoib", "rdma_rxe", "crc32_generic", "vfio", "vfio_pci",
                  "vfio_iommu_type1", "vfio_pci_core",
                  # the out-of-band link between guests (qemu/launch --guests N: a second virtio-net NIC)
-                 "virtio_net", "net_failover", "failover"]
+                 "virtio_net", "net_failover", "failover",
+                 # the Ethernet scenarios: 802.1Q subinterfaces, tcpdump's packet sockets
+                 "8021q", "af_packet", "ipv6"]
 
 
 class Tree:
@@ -255,7 +259,8 @@ def build_guest(cache, apt, debs_dir, force, manifest, log):
     # library closure check for the important binaries and the verbs providers
     libdirs = ["usr/lib/x86_64-linux-gnu", "usr/lib64", "lib/x86_64-linux-gnu", "usr/lib"]
     starts = []
-    for b in ("ibv_devinfo", "ib_write_lat", "ib_send_bw", "rping", "lspci", "ip", "rdma", "ibv_rc_pingpong"):
+    for b in ("ibv_devinfo", "ib_write_lat", "ib_send_bw", "rping", "lspci", "ip", "rdma", "ibv_rc_pingpong",
+              "ethtool", "iperf3", "tcpdump", "ping"):
         for d in ("usr/bin", "usr/sbin", "bin", "sbin"):
             if os.path.exists(os.path.join(uroot, d, b)):
                 starts.append(os.path.join(uroot, d, b))

@@ -18,6 +18,14 @@ over UDP on 127.0.0.1, a hub thread for N > 2) and the kernel argument vrnic.net
 vrnic.guest=<i>. One guest: unchanged (no fabric flags, no second NIC) unless --loopback (its server then
 gets --lid 1 and a fabric port with no peers).
 
+Ethernet (--eth udp|bridge, vrnic_harness/ethtopo.py): every guest gets one Ethernet NIC on one segment, a vrnic
+port in eth mode (`--link-layer eth --mac M --eth udp:...|tap:vrt<i>`) or, per --eth-nics, a virtio-net NIC on the
+same backend, and vrnic.eth=10.1.0.<i+1>/24 vrnic.ethmac=M (scenarios/eth-lib.sh eth_up configures it). udp:
+two guests point to point (one: its peer port unanswered); bridge: a netns with br0 and one TAP per guest, the
+servers and QEMUs run inside it (--eth-host: br0 gets 10.1.0.254/24). --pcap also captures every Ethernet port.
+  qemu/launch --guests 2 --eth udp --script guest-tests/scenarios/eth-ping.sh
+  qemu/launch --guests 3 --eth bridge --eth-nics vrnic,vrnic,virtio --script my.sh
+
 Every QEMU runs under a hard timeout (QEMU pauses instead of exiting on some failures), with
 -no-reboot (unless --reboot), panic=-1 and the serial console on stdout (+ a log file).
 Guest RAM is a shared memfd (the vfio-user server needs its fd).
@@ -26,11 +34,13 @@ CACHE/kvm-verdict); otherwise TCG (multi-threaded, 256 MB TB cache, -cpu max).
 """
 import argparse
 import os
+import signal
 import subprocess
 import tempfile
 
 from .common import default_cache
 from .qemu import Guest, Server, accel_args, ensure_cache, make_initrd, scenario_files, server_binary
+from .ethtopo import EthTopology
 from .topology import Topology
 
 
@@ -58,7 +68,16 @@ def main():
     ap.add_argument("--pcap", action="store_true", help="each server writes WORKDIR/fabric<i>.pcap")
     ap.add_argument("--faults", help="fault-injection spec passed to every server (--faults)")
     ap.add_argument("--smp", type=int, help="vCPUs per guest (default 2)")
+    ap.add_argument("--eth", choices=["udp", "bridge"], help="Ethernet segment between the guests' ports")
+    ap.add_argument("--eth-nics", help="per guest: vrnic or virtio, comma-separated (default vrnic for each)")
+    ap.add_argument("--eth-host", action="store_true", help="--eth bridge: br0 in the netns gets 10.1.0.254/24")
     a = ap.parse_args()
+
+    def stop(sig, _frame):
+        # SIGTERM/SIGHUP unwind like ^C: guests and servers stopped, the Ethernet namespace deleted
+        raise KeyboardInterrupt("signal %d" % sig)
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
     cache = os.path.abspath(a.cache)
     ensure_cache(cache)
     accel = accel_args(cache, None if a.accel == "auto" else a.accel)
@@ -66,22 +85,31 @@ def main():
     os.makedirs(work, exist_ok=True)
     servers, guests = [], []
     rc = 0
-    topo = Topology(a.guests, fabric=not a.no_fabric and not a.no_device and (a.guests > 1 or a.loopback),
+    topo = Topology(a.guests, fabric=not a.no_fabric and not a.no_device and not a.eth and (a.guests > 1 or a.loopback),
                     net=not a.no_net,
                     fabric_base=a.fabric_base, pcap_dir=work if a.pcap else None, faults=a.faults)
     smp = a.smp or 2
+    eth = None
+    if a.eth:
+        nics = a.eth_nics.split(",") if a.eth_nics else ["vrnic"] * a.guests
+        if len(nics) != a.guests or any(n not in ("vrnic", "virtio") for n in nics):
+            ap.error("--eth-nics: one of vrnic/virtio per guest (%d)" % a.guests)
+        eth = EthTopology(nics, link=a.eth, host=a.eth_host, pcap_dir=work if a.pcap else None)
     try:
         binary = None if a.no_device else (a.server or server_binary())
-        topo.start()
+        if eth:
+            eth.start()
+            print("[launch] topology: %s" % eth.describe(), flush=True)
+        topo.start(netns=eth.ns if eth else None)
         if topo.describe():
             print("[launch] topology: %s" % topo.describe(), flush=True)
         for i in range(a.guests):
             sockets = []
-            if binary:
-                sargs = topo.server_args(i, binary) + list(a.server_arg) + (
+            if binary and (eth is None or eth.has_device(i)):
+                sargs = topo.server_args(i, binary) + (eth.server_args(i, binary) if eth else []) + list(a.server_arg) + (
                     ["--doorbell", a.doorbell] if a.doorbell else [])
                 s = Server(binary, os.path.join(work, "vrnic%d.sock" % i), os.path.join(work, "vrnic%d.ctl" % i),
-                           sargs, log=os.path.join(work, "server%d.log" % i))
+                           sargs, log=os.path.join(work, "server%d.log" % i), wrap=eth.wrap(i) if eth else ())
                 if not s.wait_socket():
                     raise RuntimeError("server %d did not create its socket (log %s):\n%s"
                                        % (i, s.logpath, s.log_text()[-2000:]))
@@ -98,10 +126,11 @@ def main():
                                                                else "custom", i, a.append)).strip()
             if a.iommu:
                 append += " intel_iommu=on iommu=pt"
-            append = (append + " " + topo.append(i)).strip()
+            append = (append + " " + topo.append(i) + " " + (eth.append(i) if eth else "")).strip()
             g = Guest(cache, "g%d" % i, initrd, append=append, sockets=sockets, accel=accel, reboot=a.reboot,
                       timeout=a.timeout, log=os.path.join(work, "console%d.log" % i), iommu=a.iommu,
-                      interactive=a.shell, smp=smp, extra=topo.qemu_args(i))
+                      interactive=a.shell, smp=smp, extra=topo.qemu_args(i) + (eth.qemu_args(i) if eth else []),
+                      wrap=eth.wrap(i) if eth else ())
             guests.append(g)
         if a.shell:
             guests[0].p.wait()
@@ -117,6 +146,11 @@ def main():
                           flush=True)
                     g.kill()
             grc, to = g.wait_exit()
+            m = g.wait_for(r"VRNIC-SCENARIO-END \S+ rc=(\d+)", timeout=0)
+            if m and m.group(1) != "0":
+                print("[launch] %s: scenario script exit %s%s" % (g.name, m.group(1), "".join(
+                    "; " + l for l in g.lines if "GUEST-FAIL" in l)[:300]), flush=True)
+                rc = rc or 1
             if g.marker_wall:
                 print("[launch] %s boot: kernel->init %.2f s (guest uptime), QEMU start->init marker %.2f s wall"
                       % (g.name, g.marker_uptime[0], g.marker_wall[0]), flush=True)
@@ -126,12 +160,17 @@ def main():
             elif grc:
                 print("[launch] %s QEMU exit code %s" % (g.name, grc), flush=True)
                 rc = rc or 1
+    except RuntimeError as e:  # a server without the flags a topology needs, a namespace that cannot be made
+        print("[launch] FAILED: %s" % e, flush=True)
+        rc = 1
     finally:
         for g in guests:
             g.kill()
         for s in servers:
             s.stop()
         topo.stop()
+        if eth:
+            eth.stop()
         print("[launch] logs in %s" % work, flush=True)
     return rc
 

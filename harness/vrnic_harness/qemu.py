@@ -57,6 +57,9 @@ def scenario_files(cache, script_path, extra=None):
     lib = os.path.join(REPO, "guest-tests", "scenarios", "lib.sh")
     if os.path.exists(lib):
         files["usr/local/lib/vrnic-lib.sh"] = (open(lib, "rb").read(), 0o644)
+    ethlib = os.path.join(REPO, "guest-tests", "scenarios", "eth-lib.sh")
+    if os.path.exists(ethlib):
+        files["usr/local/lib/vrnic-eth-lib.sh"] = (open(ethlib, "rb").read(), 0o644)
     bindir = os.path.join(cache, "guest-bin")
     if os.path.isdir(bindir):
         for b in sorted(os.listdir(bindir)):
@@ -69,9 +72,10 @@ def scenario_files(cache, script_path, extra=None):
 class Server:
     """A vrnic vfio-user server process."""
 
-    def __init__(self, binary, sock, control=None, args=(), log=None):
+    def __init__(self, binary, sock, control=None, args=(), log=None, wrap=()):
+        """wrap: an argv prefix that execs the server (e.g. `ip netns exec NS`: its TAP lives in a namespace)."""
         self.sock, self.control = sock, control
-        argv = [binary, "--socket", sock]
+        argv = list(wrap) + [binary, "--socket", sock]
         if control:
             argv += ["--control", control]
         argv += list(args)
@@ -136,10 +140,11 @@ class Guest:
     """One QEMU process; console lines are collected by a reader thread."""
 
     def __init__(self, cache, name, initrd, append="", sockets=(), accel=None, reboot=False, timeout=120,
-                 mem="1G", smp=2, extra=(), log=None, echo=True, iommu=False, interactive=False):
+                 mem="1G", smp=2, extra=(), log=None, echo=True, iommu=False, interactive=False, wrap=()):
+        """wrap: an argv prefix that execs QEMU (e.g. `ip netns exec NS` for a -netdev tap in a namespace)."""
         self.name, self.timeout, self.echo = name, timeout, echo
         qemu = os.path.join(cache, "bin", "qemu-system-x86_64")
-        argv = [qemu, "-nodefaults", "-display", "none", "-smp", str(smp), "-m", mem,
+        argv = list(wrap) + [qemu, "-nodefaults", "-display", "none", "-smp", str(smp), "-m", mem,
                 "-object", "memory-backend-memfd,id=mem,size=%s,share=on" % mem,
                 "-machine", "q35,memory-backend=mem"]
         argv += accel or TCG_ACCEL

@@ -1,4 +1,5 @@
 """Multi-guest topology: the RoCEv2 fabric between the vrnic servers and the out-of-band IP link between guests."""
+import ctypes
 import os
 import re
 import socket
@@ -36,14 +37,33 @@ def free_ports(n, kind=socket.SOCK_DGRAM, host="127.0.0.1"):
     return ports
 
 
+CLONE_NEWNET = 0x40000000
+
+
+def in_netns(ns, fn):
+    """fn() with the calling thread in network namespace ns (/run/netns/NS; None: as is): a socket it creates
+    stays in that namespace."""
+    if not ns:
+        return fn()
+    libc = ctypes.CDLL(None, use_errno=True)
+    with open("/proc/self/ns/net") as orig, open(os.path.join("/run/netns", ns)) as target:
+        if libc.setns(target.fileno(), CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), "setns %s" % ns)
+        try:
+            return fn()
+        finally:
+            libc.setns(orig.fileno(), CLONE_NEWNET)
+
+
 class UdpHub(threading.Thread):
     """A repeating hub for QEMU `-netdev dgram` NICs (more than two guests): every datagram that arrives on
     the hub port is sent to every other guest's port."""
 
-    def __init__(self, port, guest_ports, host="127.0.0.1"):
+    def __init__(self, port, guest_ports, host="127.0.0.1", netns=None):
         super().__init__(daemon=True, name="vrnic-udp-hub")
         self.addrs = [(host, p) for p in guest_ports]
-        self.s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        # the guests' QEMUs may run in a network namespace (an Ethernet bridge topology): the hub's socket too
+        self.s = in_netns(netns, lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
         self.s.bind((host, port))
         self.s.settimeout(0.5)
         self.stopped = False
@@ -136,9 +156,10 @@ class Topology:
     def append(self, i):
         return ("vrnic.net=%s/24" % self.ip(i)) if self.net_ports else ""
 
-    def start(self):
+    def start(self, netns=None):
+        """netns: the namespace the guests' QEMUs run in (their out-of-band link lives there)."""
         if self.n > 2 and self.net_ports and not self.hub:
-            self.hub = UdpHub(self.net_ports[self.n], self.net_ports[:self.n], self.host)
+            self.hub = UdpHub(self.net_ports[self.n], self.net_ports[:self.n], self.host, netns)
             self.hub.start()
 
     def stop(self):

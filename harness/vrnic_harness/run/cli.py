@@ -17,6 +17,7 @@ harness/vrnic_harness/run/registry.py (the only list).
 """
 import argparse
 import os
+import signal
 import time
 
 from .. import qemu
@@ -92,8 +93,18 @@ def main():
                          "(bench: only these tests) or vrnic.bench_devs=mlx5_0 (bench: only these devices)")
     ap.add_argument("--doorbell", choices=["trap", "poll"], action="append", default=[],
                     help="scenarios that run once per doorbell mode: only this mode (repeatable)")
+    ap.add_argument("--eth-nic", choices=["vrnic", "virtio"],
+                    help="Ethernet scenarios: virtio = every vrnic port becomes a virtio-net NIC on the same backend "
+                         "(no vrnic: validates the topology and the scripts)")
+    ap.add_argument("--pcap", action="store_true", help="Ethernet scenarios: capture every port to OUT/eth<i>.pcap")
     ap.add_argument("--self-test", action="store_true", help="check the harness's own rules, boot nothing")
     a = ap.parse_args()
+
+    def stop(sig, _frame):
+        # a SIGTERM/SIGHUP (timeout, CI cancel) unwinds like ^C: guests and servers stopped, namespaces deleted
+        raise KeyboardInterrupt("signal %d" % sig)
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
     if a.self_test:
         return self_test()
     if a.list_ci:
@@ -110,6 +121,8 @@ def main():
     runner.SERVER_EXTRA[:] = a.server_arg
     runner.GUEST_EXTRA[:] = a.guest_arg
     runner.ONLY_DOORBELL[:] = a.doorbell
+    runner.ETH_NIC[:] = [a.eth_nic] if a.eth_nic else []
+    runner.ETH_PCAP[:] = [True] if a.pcap else []
     if a.list:
         for n, sc in SCENARIOS.items():
             say("%-13s %s%s" % (n, sc["doc"], "" if n in DEFAULT else "  (not in default set)"))
@@ -131,7 +144,7 @@ def main():
     if a.server:
         binary = os.path.abspath(a.server)
         say("[run] server binary %s (given)" % binary)
-    elif any(SCENARIOS[n].get("device") for n in names):
+    elif any(SCENARIOS[n].get("device") and not (SCENARIOS[n].get("eth") and a.eth_nic == "virtio") for n in names):
         tb = time.time()
         try:
             binary = qemu.server_binary(build=True)
@@ -145,6 +158,9 @@ def main():
         say("[run] ===== scenario %s =====" % n)
         try:
             reason = runner.run_scenario(n, SCENARIOS[n], cache, accel, binary, os.path.join(GUEST_TESTS, "out", n))
+        except KeyboardInterrupt as e:  # ^C or SIGTERM: the runner's finally blocks have cleaned up
+            say("SCENARIO %s FAIL interrupted (%s)" % (n, e))
+            return 130
         except Exception as e:  # noqa: BLE001
             reason = "harness error: %r" % e
         say("[run] %s took %.1f s" % (n, time.time() - ts))

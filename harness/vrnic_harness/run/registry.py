@@ -8,8 +8,12 @@ default the name), interact(ctx) while the guests run, check(ctx) over the conso
 kernel_allow (a regex of kernel lines the scenario provokes on purpose).
 """
 from .bench import check_bench
+from .bench_eth import check_bench_eth
 from .checks_mlx5 import (DEVINFO_FW, DEVINFO_LID, DEVINFO_TOML, check_devinfo, check_mlx5_probe, check_reload,
                           interact_reload)
+from .checks_eth import (check_eth_iperf, check_eth_mtu, check_eth_offloads, check_eth_ping, check_eth_probe,
+                         check_eth_vlan, check_eth_host, check_eth_reload, check_eth_ethtool, interact_eth_offloads,
+                         interact_eth_host, interact_eth_reload, interact_eth_ethtool)
 from .checks_pairs import check_events, check_grh, check_net2, check_perftest, check_pingpong
 from .checks_pci import (check_barbench, check_lspci, check_msix, check_probe, check_reboot, check_rxe, interact_msix,
                          interact_reboot)
@@ -94,6 +98,48 @@ SCENARIOS = {
     "rereg": dict(default=True, device=True, fabric=True, timeout=600, interact=interact_rereg, check=check_rereg,
                   doc="rereg.c: ibv_rereg_mr with every TRANSLATION/PD/ACCESS combination (UMR), data checked after "
                       "each, 1000 reg/rereg/dereg cycles; the server's mkey count returns to its baseline"),
+    # ---- the Ethernet port (issue 19): eth = the segment (vrnic_harness/ethtopo.py): nics per guest, link udp|bridge,
+    # host. Not default until the device side is in; `guest-tests/run --eth-nic virtio eth-...` runs them with
+    # virtio-net NICs in place of the vrnic ports (validates the harness and the scripts).
+    "eth-probe": dict(device=True, timeout=120, eth=dict(nics=["vrnic"], link="udp"), check=check_eth_probe,
+                      doc="eth mode: mlx5_core binds, its netdev appears, ethtool -i says mlx5_core, ip link set up "
+                          "brings carrier up, 12 s of health polling, ethtool -l shows the channels, no mlx5 errors"),
+    "eth-ping": dict(device=True, guests=3, timeout=240, eth=dict(nics=["vrnic", "vrnic", "virtio"], link="bridge"),
+                     check=check_eth_ping,
+                     doc="3 guests on a bridge (vrnic, vrnic, virtio-net): each pings each, IPv4 and IPv6, 1000 "
+                         "flood pings with 0% loss; ARP/ND entries carry the peers' MACs; broadcast, 224.0.0.1 and "
+                         "ff02::1 answered by every peer"),
+    "eth-mtu": dict(device=True, guests=2, timeout=180, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                    check=check_eth_mtu,
+                    doc="two vrnic guests over udp: at MTU 1500 ping -M do -s 8972 is refused, 1472 passes; MTU 9000 "
+                        "on both ends: -s 8972 (IPv4) and -s 8952 (IPv6) pass with 0% loss"),
+    "eth-vlan": dict(device=True, guests=2, timeout=180, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                     check=check_eth_vlan,
+                     doc="two vrnic guests over udp: VLAN 100 subinterfaces ping (IPv4+IPv6, 0% loss); VLAN 200 -> "
+                         "VLAN 201 pings all lost, the other VLAN's subinterface receives 0 packets"),
+    "eth-iperf": dict(device=True, guests=3, timeout=300, eth=dict(nics=["vrnic", "vrnic", "virtio"], link="bridge"),
+                      check=check_eth_iperf,
+                      doc="bridge: vrnic<-vrnic and vrnic<-virtio-net iperf3 TCP 1 and 4 streams both directions, "
+                          "UDP: all complete, no retransmit storm, < 10% UDP loss; g0's ethtool -S: > 1 RX queue "
+                          "moved with 4 streams"),
+    "eth-offloads": dict(device=True, guests=2, timeout=300, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                         interact=interact_eth_offloads, check=check_eth_offloads,
+                         doc="two vrnic guests over udp: every ethtool -K tso/tx/rx combination, a 2 MiB file both "
+                             "ways over TCP with equal sha256; frames injected on the link with a bad UDP or IPv4 "
+                             "checksum are counted and not delivered, a good one is"),
+    "eth-reload": dict(device=True, guests=2, reboot=True, timeout=420, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                       interact=interact_eth_reload, check=check_eth_reload,
+                       doc="two vrnic guests over udp: g0 3x rmmod mlx5_ib mlx5_core/modprobe and 10x ip link set "
+                           "down/up, pings after each; then a reboot on the same server that pings again"),
+    "eth-host": dict(device=True, timeout=180, eth=dict(nics=["vrnic"], link="bridge", host=True),
+                     interact=interact_eth_host, check=check_eth_host,
+                     doc="tap backend: the port's TAP on a bridge in a netns whose br0 has 10.1.0.254/fd00:1::fe; "
+                         "guest pings host and host (netns) pings guest, IPv4+IPv6, 0% loss; host -> guest TCP"),
+    "eth-ethtool": dict(device=True, guests=2, timeout=360, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                        interact=interact_eth_ethtool, check=check_eth_ethtool,
+                        doc="g0: ethtool -G/-L with traffic before and after, -N drop and steer-to-queue-1 rules "
+                            "that take effect, -t, -S moving, -K gro, -A pause; control-socket link flap seen as "
+                            "carrier events; foreign-MAC frames filtered unless promiscuous"),
     "barbench": dict(device=True, timeout=240, runs=[["--doorbell", "trap"], ["--doorbell", "poll"]],
                      check=check_barbench, doc="BAR0 access cost, server --doorbell trap vs poll"),
     "bench-loopback": dict(device=True, fabric=True, timeout=900, check=check_bench, runs=DOORBELL_RUNS,
@@ -101,6 +147,10 @@ SCENARIOS = {
     "bench-2vm": dict(device=True, guests=2, fabric=True, timeout=900, check=check_bench, runs=DOORBELL_RUNS,
                       script="bench", doc="perftest set: vrnic over its fabric vs rxe over the guests' virtio-net "
                                           "link (BENCH lines)"),
+    "bench-eth": dict(device=True, guests=2, timeout=400, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                      eth_runs=["vrnic", "virtio"], check=check_bench_eth,
+                      doc="two vrnic guests over udp, then two virtio-net guests on the same link: iperf3 TCP 1 and "
+                          "4 streams, ping RTT and tcp_rr 64 B medians of 3 (BENCH lines; vrnic=NA if its run failed)"),
 }
 ALIASES = {"bench": ["bench-loopback", "bench-2vm"]}
 DEFAULT = [n for n, sc in SCENARIOS.items() if sc.get("default")]

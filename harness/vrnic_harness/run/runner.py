@@ -5,7 +5,7 @@ import shutil
 import subprocess
 import time
 
-from .. import qemu, topology
+from .. import ethtopo, qemu, topology
 from ..common import GUEST_TESTS, say
 from .checks_pci import DEFAULT_FW
 from .console import exit_text, kernel_health_reason
@@ -16,6 +16,8 @@ from .registry import DOORBELL_RUNS
 SERVER_EXTRA = []  # --server-arg values (e.g. --trace), appended to every server's arguments
 GUEST_EXTRA = []  # --guest-arg values, appended to every guest's kernel command line
 ONLY_DOORBELL = []  # --doorbell: run only the runs of scenarios with this doorbell mode
+ETH_NIC = []  # --eth-nic virtio: every vrnic port of an Ethernet topology becomes a virtio-net NIC
+ETH_PCAP = []  # --pcap: every port of an Ethernet topology is captured to OUT/eth<i>.pcap
 
 
 def ctx_server_extra():
@@ -65,7 +67,7 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
     script = os.path.join(GUEST_TESTS, "scenarios", sc.get("script", name) + ".sh")
     if not os.path.exists(script):
         return "no script %s" % script
-    if sc.get("device") and isinstance(binary, Exception):
+    if sc.get("device") and isinstance(binary, Exception) and not (sc.get("eth") and ETH_NIC == ["virtio"]):
         return "server unavailable: %s" % str(binary).strip().splitlines()[0]
     shutil.rmtree(outdir, ignore_errors=True)
     os.makedirs(outdir)
@@ -78,6 +80,8 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
             f.write(sc["config"])
         base_args = ["--config", cfg] + base_args
     runs = sc.get("runs", [[]])
+    if sc.get("eth_runs"):  # one run per NIC kind on the same topology (bench-eth: vrnic, then virtio-net)
+        runs = [["--eth-nic=" + n] for n in sc["eth_runs"]]
     if ONLY_DOORBELL and runs is DOORBELL_RUNS:
         runs = [r for r in runs if r[1] in ONLY_DOORBELL]
     reason = None
@@ -90,20 +94,43 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
             topo = topology.Topology(nguests, fabric=bool(sc.get("fabric")) and sc.get("device", False), net=nguests > 1,
                               pcap_dir=outdir if sc.get("pcap") else None)
             ctx["topology"] = topo
+        eth = None
+        run_nic = [a.split("=", 1)[1] for a in sargs if a.startswith("--eth-nic=")]
+        sargs = [a for a in sargs if not a.startswith("--eth-nic=")]
+        if sc.get("eth"):
+            e = sc["eth"]
+            override = run_nic[0] if run_nic else ETH_NIC[0] if ETH_NIC else None
+            eth = ethtopo.EthTopology(e["nics"], link=e.get("link", "udp"), host=e.get("host", False),
+                                      pcap_dir=outdir if ETH_PCAP else None,
+                                      nic_override=None if override == "vrnic" else override)
+        ctx["eth"] = eth
         try:
+            if eth:
+                eth.start()
+                say("[run] %s: topology: %s" % (tag, eth.describe()))
             if topo:
-                topo.start()
+                topo.start(netns=eth.ns if eth else None)
                 say("[run] %s: topology: %s" % (tag, topo.describe()))
             for gi in range(nguests):
                 sfx = "" if nguests == 1 else "-g%d" % gi
                 sockets = []
-                if sc.get("device"):
+                if sc.get("device") and (eth is None or eth.has_device(gi)):
+                    if isinstance(binary, Exception) or binary is None:
+                        reason = "server unavailable: %s" % str(binary).strip().splitlines()[0]
+                        break
                     targs = topo.server_args(gi, binary) if topo else []
+                    if eth:
+                        try:
+                            targs = targs + eth.server_args(gi, binary)
+                        except RuntimeError as e:
+                            reason = str(e)
+                            break
                     s = qemu.Server(binary, os.path.join(outdir, "vrnic%d.sock" % (ri * nguests + gi)),
                                  os.path.join(outdir, "vrnic%d.ctl" % (ri * nguests + gi)),
                                  base_args + targs + sc.get("guest_server_args", lambda i: [])(gi) + sargs
                                  + ctx_server_extra(),
-                                 log=os.path.join(outdir, "server-%s%s.log" % (tag, sfx)))
+                                 log=os.path.join(outdir, "server-%s%s.log" % (tag, sfx)),
+                                 wrap=eth.wrap(gi) if eth else ())
                     servers.append(s)
                     if not s.wait_socket():
                         reason = "server%s did not create %s (rc %s): %s" % (
@@ -118,13 +145,17 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
                     append += " vrnic.guest=%d vrnic.guests=%d" % (gi, nguests)
                 if topo:
                     append = (append + " " + topo.append(gi)).strip()
+                if eth:
+                    append = (append + " " + eth.append(gi)).strip()
                 if sc.get("iommu"):
                     append += " intel_iommu=on iommu=pt"
                 append = " ".join([append] + GUEST_EXTRA)
                 g = qemu.Guest(cache, "g%d" % gi, initrd, append=append, sockets=sockets, accel=accel,
                             reboot=sc.get("reboot", False), timeout=sc["timeout"],
                             log=os.path.join(outdir, "console-%s%s.log" % (tag, sfx)), iommu=sc.get("iommu"),
-                            smp=sc.get("smp", 2), extra=topo.qemu_args(gi) if topo else ())
+                            smp=sc.get("smp", 2),
+                            extra=(topo.qemu_args(gi) if topo else []) + (eth.qemu_args(gi) if eth else []),
+                            wrap=eth.wrap(gi) if eth else ())
                 guests.append(g)
                 say("[run] %s%s: qemu %s" % (tag, sfx, " ".join(g.argv)))
             if reason is not None:
@@ -167,13 +198,13 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
             else:
                 text = "\n".join("[%s] %s" % (g.name, l) for g in guests for l in g.text().split("\n"))
             ctx["text"] = text
-            ctx["run_texts"].append((sargs[-1] if sargs else "default", text))
+            ctx["run_texts"].append((run_nic[0] if run_nic else sargs[-1] if sargs else "default", text))
             for sv in servers:
                 if not sv.alive() and sv.pid not in ctx.get("expect_dead", ()):
                     reason = reason or "server pid %d exited early (%s)" % (sv.pid, exit_text(sv.p.returncode))
             if reason is None and sc.get("check") and ri == len(runs) - 1:
                 reason = sc["check"](ctx)
-            elif reason is None and sc.get("check") and name != "barbench":
+            elif reason is None and sc.get("check") and name != "barbench" and not sc.get("eth_runs"):
                 reason = sc["check"](ctx)
         finally:
             for g in guests:
@@ -188,6 +219,16 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
                             say("    " + l)
             if topo:
                 topo.stop()
+            if eth:
+                eth.stop()
+        if reason and sc.get("eth_runs") and ri < len(runs) - 1:
+            # a bench: a failed run (vrnic not there yet) becomes NA figures; the next NIC kind still runs
+            ctx.setdefault("failed_runs", []).append("[%s] %s" % (tag, reason))
+            say("[run] %s failed: %s (its figures are NA; the next run goes on)" % (tag, reason))
+            if not any(t == (run_nic[0] if run_nic else "default") for t, _ in ctx["run_texts"]):
+                ctx["run_texts"].append((run_nic[0] if run_nic else "default", ""))
+            reason = None
+            continue
         if reason:
             if len(runs) > 1:
                 reason = "[%s] %s" % (tag, reason)
