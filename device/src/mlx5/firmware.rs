@@ -24,7 +24,7 @@ use super::eth::state::EthPort;
 use super::hca::state::Hca;
 use super::ib::port::{IbPort, PortCounters};
 use super::ifc;
-use super::link::LinkLayer;
+use super::link_layer::LinkLayer;
 use super::rdma::state::RdmaObjects;
 use crate::engine::table::Table;
 use crate::engine::{Engine, GuestMemory};

@@ -6,26 +6,7 @@ use super::cmd::dispatch::{Command, CommandTable, DuplicateOpcode};
 use super::firmware::Firmware;
 use super::hca::access_reg::{Register, IB_REGISTERS};
 use super::{eth, events, hca, ib, rdma};
-
-/// The port's link layer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum LinkLayer {
-    #[default]
-    Ib,
-    /// An Ethernet port: the mlx5e netdev (and, later, RoCE).
-    Eth,
-}
-
-impl std::str::FromStr for LinkLayer {
-    type Err = String;
-    fn from_str(s: &str) -> Result<LinkLayer, String> {
-        match s {
-            "ib" => Ok(LinkLayer::Ib),
-            "eth" => Ok(LinkLayer::Eth),
-            _ => Err(format!("unknown link layer {s:?} (ib or eth)")),
-        }
-    }
-}
+pub use super::link_layer::LinkLayer;
 
 impl LinkLayer {
     /// The command tables of this link layer's domains.

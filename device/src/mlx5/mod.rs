@@ -27,6 +27,7 @@ pub mod ib;
 pub mod ifc;
 pub mod init_seg;
 pub mod link;
+pub mod link_layer;
 pub mod queue_buf;
 pub mod rdma;
 pub mod uar;

@@ -12,7 +12,7 @@ use super::config::{Backend, EtherConfig};
 use super::counters::EtherCounters;
 use super::tap::TapMedium;
 use super::udp::UdpMedium;
-use super::{FrameHandler, FrameSink, Medium, HEADER_LEN, MAX_FRAME, MIN_FRAME};
+use super::frame::{FrameHandler, FrameSink, Medium, HEADER_LEN, MAX_FRAME, MIN_FRAME};
 use crate::fabric::counters::bump;
 use crate::fabric::fault::Shape;
 use crate::fabric::middleware::{Capture, Faults};

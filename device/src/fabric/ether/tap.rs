@@ -8,7 +8,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 
 use super::counters::EtherCounters;
-use super::Medium;
+use super::frame::Medium;
 use crate::fabric::counters::bump;
 use crate::fabric::route::Route;
 use crate::fabric::Link;

@@ -9,7 +9,7 @@ use crate::engine::table::Table;
 use crate::engine::Limits;
 use crate::mlx5::cmd::dispatch::Phase;
 use crate::mlx5::ifc;
-use crate::mlx5::link::LinkLayer;
+use crate::mlx5::link_layer::LinkLayer;
 
 /// Lifecycle, capabilities and pages of the function (the `hca/` domain's state).
 pub struct Hca {
