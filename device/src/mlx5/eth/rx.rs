@@ -1,9 +1,95 @@
-//! A frame from the link into an RQ (owner: eth-rx).
+//! A frame from the link into an RQ (owner: eth-rx): size checks, the
+//! header walk, (RoCE diversion,) steering, TIR/RSS, then the RQ's next WQE
+//! and its CQE (`struct mlx5_cqe64` as `en_rx.c` reads it).
+//!
+//! Every frame that is not delivered is counted ([`RxCounters`]); a WQE
+//! whose scatter list the device cannot write completes with an error CQE
+//! and moves the RQ to ERR (the driver's RX reporter recovers it).
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use tracing::debug;
+
+use super::match_image::MatchImage;
+use super::steering::Verdict;
+use super::tir::RqChoice;
+use crate::engine::{Access, QpState, QpType};
 use crate::fabric::ether::FrameHandler;
+use crate::mlx5::datapath::cqe::{op, syndrome, Cqe};
+use crate::mlx5::datapath::wqe;
 use crate::mlx5::firmware::Firmware;
+use crate::mlx5::queue_buf::buf_addr;
+use crate::wire::ether::{self, FrameInfo, L3, L4, TPID_CTAG};
+use crate::wire::offload::rx_checksum;
+
+/// Ethernet header bytes (a shorter frame is a runt).
+pub const ETH_HLEN: usize = 14;
+/// The largest frame accepted: hardware MTU (L2 header, one tag and FCS
+/// included, as `MLX5E_SW2HW_MTU` counts it) plus a second tag.
+/// TODO(eth-cmd merge): the vport MTU the driver set replaces `MAX_HW_MTU`.
+pub const MAX_HW_MTU: usize = 9978;
+pub const MAX_FRAME: usize = MAX_HW_MTU + 4;
+
+/// CQE `hds_ip_ext` bits.
+pub mod hds {
+    pub const L3_OK: u8 = 1 << 1;
+    pub const L4_OK: u8 = 1 << 2;
+}
+
+/// Per-RQ receive counters (the `ethtool -S` rx queue counters).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RqCounters {
+    pub packets: u64,
+    pub bytes: u64,
+    /// Frames dropped at this RQ (no WQE, too long, RQ not ready).
+    pub drops: u64,
+    /// No WQE posted (the RQ's Q counter `out_of_buffer`).
+    /// TODO(eth-cmd merge): charge the RQ's `counter_set_id` Q counter.
+    pub out_of_buffer: u64,
+}
+
+/// Vport receive counters (`query_vport_counter_out` receive half).
+/// TODO(eth-cmd merge): eth-cmd's `VportCounters` replaces this.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct VportRx {
+    pub unicast_packets: u64,
+    pub unicast_octets: u64,
+    pub multicast_packets: u64,
+    pub multicast_octets: u64,
+    pub broadcast_packets: u64,
+    pub broadcast_octets: u64,
+}
+
+/// What the receive path did with the frames it was given.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RxCounters {
+    /// Shorter than an Ethernet header.
+    pub runts: u64,
+    /// Longer than [`MAX_FRAME`].
+    pub giants: u64,
+    /// Steered to a TIR (or RQT) that no longer exists or has no RQ.
+    pub no_tir: u64,
+    /// Steered to an RQ that does not exist or is not RDY, or whose CQ is gone.
+    pub rq_not_ready: u64,
+    /// Longer than the WQE's buffers.
+    pub too_long: u64,
+    /// A WQE the device could not read or write (error CQE posted).
+    pub wqe_errors: u64,
+    /// The CQ had no room for the CQE.
+    pub cq_overruns: u64,
+    pub vport: VportRx,
+    pub rqs: BTreeMap<u32, RqCounters>,
+}
+
+/// The receive side of an RQ as the RX path needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RxQueue {
+    pub cqn: u32,
+    pub pd: u32,
+    /// `rqc.vsd`: leave VLAN tags in the frame.
+    pub vsd: bool,
+}
 
 /// The Ethernet link's frame handler: the firmware's RX path.
 pub struct EthRx(pub Arc<Mutex<Firmware>>);
@@ -15,7 +101,198 @@ impl FrameHandler for EthRx {
     }
 }
 
+/// CQE `l4_l3_hdr_type` (without the VLAN-stripped bit 0).
+fn hdr_type(info: &FrameInfo) -> u8 {
+    let l3 = match info.l3 {
+        L3::Ipv6 { .. } => 1,
+        L3::Ipv4 { .. } => 2,
+        L3::None => 0,
+    };
+    let l3_payload = match info.l3 {
+        L3::Ipv4 { total_len, header_len, .. } => (total_len as usize).saturating_sub(header_len),
+        L3::Ipv6 { payload_len, .. } => payload_len as usize,
+        L3::None => 0,
+    };
+    let l4 = match info.l4 {
+        L4::None => 0,
+        L4::Udp { .. } => 2,
+        L4::Tcp { flags, .. } if flags & 0x10 == 0 => 1,
+        L4::Tcp { header_len, .. } if l3_payload <= header_len => 3,
+        L4::Tcp { .. } => 4,
+    };
+    (l4 << 4) | (l3 << 2)
+}
+
 impl Firmware {
-    /// One received frame: steering, RQ, CQE (to be built; dropped for now).
-    pub(in crate::mlx5) fn eth_receive(&mut self, _frame: &[u8]) {}
+    /// True when `rqn` is an Ethernet RQ (a RawPacket engine QP with a receive queue).
+    pub(in crate::mlx5) fn is_eth_rq(&self, rqn: u32) -> bool {
+        self.engine.qps.get(rqn).is_some_and(|q| q.qp_type == QpType::RawPacket)
+            && self.rdma.qps.get(&rqn).is_some_and(|c| c.rq_entries != 0)
+    }
+
+    /// The RQ `rqn` if it takes frames now (RDY, with a CQ).
+    /// TODO(eth-cmd merge): `vsd` (and the CQ) from eth-cmd's RQ extras in `eth.queues`.
+    fn rx_queue(&self, rqn: u32) -> Option<RxQueue> {
+        let qp = self.engine.qps.get(rqn).filter(|q| q.qp_type == QpType::RawPacket && q.state == QpState::Rts)?;
+        let cqn = qp.recv_cq.filter(|c| self.cqs.contains_key(c) && self.engine.cqs.get(*c).is_some())?;
+        self.rdma.qps.get(&rqn).filter(|c| c.rq_entries != 0)?;
+        Some(RxQueue { cqn, pd: qp.pd, vsd: false })
+    }
+
+    /// One received frame: steering, RQ, CQE.
+    pub(in crate::mlx5) fn eth_receive(&mut self, frame: &[u8]) {
+        let counters = &mut self.eth.dispatch.counters;
+        if frame.len() < ETH_HLEN {
+            counters.runts += 1;
+            return;
+        }
+        if frame.len() > MAX_FRAME {
+            counters.giants += 1;
+            return;
+        }
+        let Ok(info) = ether::parse(frame) else {
+            counters.runts += 1;
+            return;
+        };
+        if self.roce_takes(frame, &info) {
+            return;
+        }
+        let img = MatchImage::of(&info);
+        let (tirs, flow_tag) = match self.eth.steering.classify(&img) {
+            Verdict::Deliver { tirs, flow_tag } => (tirs, flow_tag),
+            Verdict::Drop(why) => {
+                debug!(?why, "frame dropped by steering");
+                return;
+            }
+        };
+        let mut rqs: Vec<RqChoice> = Vec::with_capacity(tirs.len());
+        for tirn in tirs {
+            match self.eth.dispatch.choose_rq(tirn, &info) {
+                // Two TIRs choosing one RQ deliver one copy.
+                Some(c) if rqs.iter().any(|d| d.rqn == c.rqn) => {}
+                Some(c) => rqs.push(c),
+                None => self.eth.dispatch.counters.no_tir += 1,
+            }
+        }
+        for c in rqs {
+            self.deliver(c, flow_tag, frame, &info);
+        }
+    }
+
+    /// The hook where RoCE frames addressed to this function leave the NIC
+    /// pipeline for the RDMA engine (RoCEv2: UDP dport 4791 to a GID's
+    /// address; RoCEv1: EtherType 0x8915). No RoCE on this port yet: none.
+    fn roce_takes(&mut self, _frame: &[u8], _info: &FrameInfo) -> bool {
+        false
+    }
+
+    /// Places a frame into RQ `c.rqn`'s next WQE and completes it.
+    fn deliver(&mut self, c: RqChoice, flow_tag: u32, frame: &[u8], info: &FrameInfo) {
+        let rqn = c.rqn;
+        let Some(q) = self.rx_queue(rqn) else {
+            self.eth.dispatch.counters.rq_not_ready += 1;
+            self.rq_counters(rqn).drops += 1;
+            return;
+        };
+        let Some(ctx) = self.rdma.qps.get(&rqn) else { return };
+        let (ci, stride, entries) = (ctx.rq_ci, ctx.rq_stride, ctx.rq_entries);
+        let mut pc = [0u8; 4];
+        let posted = self.mem.read(ctx.dbr_addr, &mut pc).is_ok() && u32::from_be_bytes(pc) as u16 != ci;
+        if !posted {
+            let r = self.rq_counters(rqn);
+            r.out_of_buffer += 1;
+            r.drops += 1;
+            return;
+        }
+        let off = ((ci as u32 & (entries - 1)) as u64) * stride as u64;
+        let mut w = vec![0u8; stride];
+        let read = buf_addr(&ctx.pas, ctx.log_page_size, ctx.page_offset, off)
+            .is_some_and(|a| self.mem.read(a, &mut w).is_ok());
+        if !read {
+            self.eth.dispatch.counters.wqe_errors += 1;
+            self.qp_error(rqn, ci, 0, syndrome::LOCAL_QP_OP_ERR, false);
+            return;
+        }
+        // VLAN stripping: the outermost tag, C-tags only.
+        let strip = info.vlans[0].filter(|t| !q.vsd && t.tpid == TPID_CTAG);
+        let data: std::borrow::Cow<[u8]> = match strip {
+            Some(_) => [&frame[..12], &frame[16..]].concat().into(),
+            None => frame.into(),
+        };
+        let sges = wqe::parse_recv(&w);
+        if sges.iter().map(|s| s.len as u64).sum::<u64>() < data.len() as u64 {
+            self.eth.dispatch.counters.too_long += 1;
+            self.rq_counters(rqn).drops += 1;
+            return;
+        }
+        if let Err(syn) = self.scatter(&sges, q.pd, &data) {
+            self.eth.dispatch.counters.wqe_errors += 1;
+            self.qp_error(rqn, ci, 0, syn, false);
+            return;
+        }
+        if let Some(ctx) = self.rdma.qps.get_mut(&rqn) {
+            ctx.rq_ci = ci.wrapping_add(1);
+        }
+        let sum = rx_checksum(frame, info);
+        let ip = !matches!(info.l3, L3::None);
+        let mut hds_ip_ext = 0;
+        if ip && sum.l3_ok {
+            hds_ip_ext |= hds::L3_OK;
+            if !matches!(info.l4, L4::None) && sum.l4_ok {
+                hds_ip_ext |= hds::L4_OK;
+            }
+        }
+        let cqe = Cqe {
+            opcode: op::RESP_SEND,
+            qpn: flow_tag,
+            wqe_counter: ci,
+            byte_cnt: data.len() as u32,
+            rss_hash: c.hash,
+            rss_hash_type: c.hash_type,
+            check_sum: if ip { sum.sum } else { 0 },
+            hds_ip_ext,
+            l4_l3_hdr_type: hdr_type(info) | strip.is_some() as u8,
+            vlan_info: strip.map(|t| t.tci).unwrap_or(0),
+            ..Default::default()
+        };
+        if !self.post_cqe(q.cqn, &cqe, false) {
+            self.eth.dispatch.counters.cq_overruns += 1;
+        }
+        let n = data.len() as u64;
+        let r = self.rq_counters(rqn);
+        r.packets += 1;
+        r.bytes += n;
+        let v = &mut self.eth.dispatch.counters.vport;
+        let (p, o) = match info.dmac {
+            [0xff, 0xff, 0xff, 0xff, 0xff, 0xff] => (&mut v.broadcast_packets, &mut v.broadcast_octets),
+            d if d[0] & 1 != 0 => (&mut v.multicast_packets, &mut v.multicast_octets),
+            _ => (&mut v.unicast_packets, &mut v.unicast_octets),
+        };
+        *p += 1;
+        *o += frame.len() as u64;
+    }
+
+    fn rq_counters(&mut self, rqn: u32) -> &mut RqCounters {
+        self.eth.dispatch.counters.rqs.entry(rqn).or_default()
+    }
+
+    /// Writes `data` through a receive WQE's scatter list (lkeys of PD `pd`).
+    fn scatter(&self, sges: &[wqe::Sge], pd: u32, data: &[u8]) -> Result<(), u8> {
+        let mut done = 0usize;
+        for sge in sges {
+            if done == data.len() {
+                break;
+            }
+            let n = (sge.len as usize).min(data.len() - done);
+            let key = self.engine.lookup_key(sge.lkey).ok_or(syndrome::LOCAL_PROT_ERR)?;
+            let chunks =
+                key.translate(sge.addr, n as u64, pd, Access::LOCAL_WRITE).map_err(|_| syndrome::LOCAL_PROT_ERR)?;
+            for (pa, len) in chunks {
+                let len = len as usize;
+                self.mem.write(pa, &data[done..done + len]).map_err(|_| syndrome::LOCAL_PROT_ERR)?;
+                done += len;
+            }
+        }
+        Ok(())
+    }
 }
