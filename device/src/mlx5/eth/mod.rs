@@ -27,6 +27,11 @@ pub mod tir;
 pub mod tx;
 pub mod vport;
 
+#[cfg(test)]
+mod steering_tests;
+#[cfg(test)]
+mod test_bench;
+
 use crate::mlx5::cmd::dispatch::Command;
 use crate::mlx5::firmware::Firmware;
 
