@@ -28,6 +28,8 @@ pub mod tx;
 pub mod vport;
 
 #[cfg(test)]
+mod rx_tests;
+#[cfg(test)]
 mod steering_tests;
 #[cfg(test)]
 mod test_bench;

@@ -314,15 +314,11 @@ pub mod build {
 
     /// `fte_match_set_lyr_2_4` offsets inside `fte_match_param`.
     pub mod outer {
-        pub const SMAC: usize = 0x00;
-        pub const ETHERTYPE: usize = 0x06;
         pub const DMAC: usize = 0x08;
         pub const FIRST_VID: usize = 0x0e;
         pub const IP_PROTOCOL: usize = 0x10;
         /// cvlan_tag bit 7, svlan_tag bit 6, frag bit 5, ip_version bits 4:1.
         pub const TAGS_VERSION: usize = 0x12;
-        pub const TCP_DPORT: usize = 0x16;
         pub const UDP_DPORT: usize = 0x1e;
-        pub const DST_IPV4: usize = 0x3c;
     }
 }
