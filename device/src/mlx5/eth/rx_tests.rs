@@ -25,18 +25,13 @@ fn sum16(data: &[u8], init: u32) -> u16 {
     s as u16
 }
 
+/// Source IP, destination IP, source port, destination port.
+type Flow = ([u8; 4], [u8; 4], u16, u16);
+
 /// An IPv4/UDP frame with valid checksums (`bad_l4`: the UDP checksum off by one),
 /// optionally C-tagged with `tci`.
-fn udp4(
-    dmac: [u8; 6],
-    tci: Option<u16>,
-    src: [u8; 4],
-    dst: [u8; 4],
-    sport: u16,
-    dport: u16,
-    payload: usize,
-    bad_l4: bool,
-) -> Vec<u8> {
+fn udp4(dmac: [u8; 6], tci: Option<u16>, flow: Flow, payload: usize, bad_l4: bool) -> Vec<u8> {
+    let (src, dst, sport, dport) = flow;
     let mut f = Vec::new();
     f.extend_from_slice(&dmac);
     f.extend_from_slice(&PEER);
@@ -123,7 +118,7 @@ fn be32(b: &[u8], at: usize) -> u32 {
 fn udp_frame_lands_in_the_wqe_with_its_cqe() {
     let mut r = rx();
     let a = r.b.post_buf(r.rq, 0);
-    let f = udp4(OWN, None, [10, 0, 0, 1], [10, 0, 0, 2], 1000, 2000, 100, false);
+    let f = udp4(OWN, None, ([10, 0, 0, 1], [10, 0, 0, 2], 1000, 2000), 100, false);
     r.receive(&f);
     assert_eq!(r.b.mem.get(a, f.len()), f);
     assert_eq!(r.b.cqes(), 1);
@@ -147,7 +142,7 @@ fn udp_frame_lands_in_the_wqe_with_its_cqe() {
 fn vlan_stripped_and_reported() {
     let mut r = rx();
     let a = r.b.post_buf(r.rq, 0);
-    let f = udp4(OWN, Some(0x6005), [10, 0, 0, 1], [10, 0, 0, 2], 1, 2, 30, false);
+    let f = udp4(OWN, Some(0x6005), ([10, 0, 0, 1], [10, 0, 0, 2], 1, 2), 30, false);
     r.receive(&f);
     let want: Vec<u8> = [&f[..12], &f[16..]].concat();
     assert_eq!(r.b.mem.get(a, want.len()), want);
@@ -162,7 +157,7 @@ fn vlan_stripped_and_reported() {
 fn bad_l4_checksum_is_not_reported_ok() {
     let mut r = rx();
     r.b.post_buf(r.rq, 0);
-    r.receive(&udp4(OWN, None, [10, 0, 0, 1], [10, 0, 0, 2], 1, 2, 40, true));
+    r.receive(&udp4(OWN, None, ([10, 0, 0, 1], [10, 0, 0, 2], 1, 2), 40, true));
     assert_eq!(r.b.cqe(0)[0x1c], 0x02, "L3_OK only");
 }
 
@@ -186,13 +181,13 @@ fn broadcast_arp_delivered_foreign_dropped() {
 #[test]
 fn no_wqe_counts_out_of_buffer_then_wqes_in_order() {
     let mut r = rx();
-    let f = udp4(OWN, None, [10, 0, 0, 1], [10, 0, 0, 2], 1, 2, 10, false);
+    let f = udp4(OWN, None, ([10, 0, 0, 1], [10, 0, 0, 2], 1, 2), 10, false);
     r.receive(&f);
     assert_eq!(r.b.cqes(), 0);
     assert_eq!(r.b.fw.eth.dispatch.counters.rqs[&r.rq].out_of_buffer, 1);
     let a0 = r.b.post_buf(r.rq, 0);
     let a1 = r.b.post_buf(r.rq, 1);
-    let g = udp4(OWN, None, [10, 0, 0, 1], [10, 0, 0, 2], 1, 2, 11, false);
+    let g = udp4(OWN, None, ([10, 0, 0, 1], [10, 0, 0, 2], 1, 2), 11, false);
     r.receive(&f);
     r.receive(&g);
     assert_eq!((r.b.mem.get(a0, f.len()), r.b.mem.get(a1, g.len())), (f, g));
@@ -202,7 +197,7 @@ fn no_wqe_counts_out_of_buffer_then_wqes_in_order() {
 #[test]
 fn multi_segment_wqe_and_too_long() {
     let mut r = rx();
-    let f = udp4(OWN, None, [10, 0, 0, 1], [10, 0, 0, 2], 1, 2, 200, false);
+    let f = udp4(OWN, None, ([10, 0, 0, 1], [10, 0, 0, 2], 1, 2), 200, false);
     // 64 bytes of buffer: too short, the WQE stays.
     r.b.post(r.rq, &[(64, DATA_BASE)]);
     r.receive(&f);
@@ -281,7 +276,7 @@ fn rss_spreads_flows_by_toeplitz() {
     let (mut b, rqs, key) = rss(false);
     let flows = [([10, 0, 0, 1], [10, 0, 0, 2], 1111u16, 2222u16), ([10, 0, 0, 9], [10, 0, 0, 2], 4000, 53)];
     for (n, &(src, dst, sp, dp)) in flows.iter().enumerate() {
-        let f = udp4(OWN, None, src, dst, sp, dp, 20, false);
+        let f = udp4(OWN, None, (src, dst, sp, dp), 20, false);
         b.fw.datapath().eth_receive(&f);
         let h = toeplitz(&key, &rss_input(src, dst, sp, dp));
         let k = h as usize % 4;
@@ -299,11 +294,11 @@ fn rss_spreads_flows_by_toeplitz() {
 fn symmetric_rss_hashes_both_directions_alike() {
     let (mut b, rqs, key) = rss(true);
     let (lo, hi) = ([10, 0, 0, 1], [10, 0, 0, 2]);
-    b.fw.datapath().eth_receive(&udp4(OWN, None, lo, hi, 5000, 80, 20, false));
+    b.fw.datapath().eth_receive(&udp4(OWN, None, (lo, hi, 5000, 80), 20, false));
     let h = be32(&b.cqe(0), 0x0c);
     assert_eq!(h, toeplitz(&key, &rss_input(lo, hi, 5000, 80)), "smaller endpoint first: the plain hash");
     let k = h as usize % 4;
     b.post_buf(rqs[k], k as u64);
-    b.fw.datapath().eth_receive(&udp4(OWN, None, hi, lo, 80, 5000, 20, false));
+    b.fw.datapath().eth_receive(&udp4(OWN, None, (hi, lo, 80, 5000), 20, false));
     assert_eq!(be32(&b.cqe(1), 0x0c), h, "the reverse direction");
 }
