@@ -50,6 +50,7 @@ pub mod bth;
 pub mod clock;
 pub mod codec;
 pub mod ether;
+pub mod ether_build;
 pub mod ext;
 pub mod grh;
 pub mod icrc;
