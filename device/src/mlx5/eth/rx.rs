@@ -216,7 +216,7 @@ impl Firmware {
         // VLAN stripping: the outermost tag, C-tags only.
         let strip = info.vlans[0].filter(|t| !q.vsd && t.tpid == TPID_CTAG);
         let data: std::borrow::Cow<[u8]> = match strip {
-            Some(_) => [&frame[..12], &frame[16..]].concat().into(),
+            Some(_) => [&frame[..12], frame.get(16..).unwrap_or_default()].concat().into(),
             None => frame.into(),
         };
         let sges = wqe::parse_recv(&w);
