@@ -17,6 +17,7 @@ use crate::engine::transport::EngineDrops;
 use crate::engine::QpCounters;
 use crate::fabric::counters::PortSnapshot;
 use crate::host::qos::QosStats;
+use crate::mlx5::eth::rx::EthRxTree;
 use crate::mlx5::firmware::{Firmware, FwStats};
 use crate::mlx5::ib::port::PortCounters as IbPortCounters;
 use crate::mlx5::{DoorbellStats, PollerStats};
@@ -52,6 +53,8 @@ pub(super) struct FirmwareStats<'a> {
     pub fabric: Option<PortSnapshot>,
     /// The IBTA PortCounters the PerfMgt MADs read.
     pub port_counters: &'a IbPortCounters,
+    /// The Ethernet receive path (all zero on an InfiniBand port).
+    pub eth_rx: EthRxTree<'a>,
 }
 
 /// How many objects of each kind the engine holds (gauges, not counters).
@@ -106,6 +109,7 @@ impl<'a> FirmwareStats<'a> {
             engine_drops: e.rt.drops,
             fabric: f.wire_counters().map(|w| w.snapshot()),
             port_counters: f.port_counters(),
+            eth_rx: f.eth_rx_stats(),
         }
     }
 }

@@ -9,10 +9,11 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use serde::Serialize;
 use tracing::debug;
 
 use super::match_image::MatchImage;
-use super::steering::Verdict;
+use super::steering::{SteeringDrops, Verdict};
 use super::tir::RqChoice;
 use crate::engine::{Access, QpState, QpType};
 use crate::fabric::ether::FrameHandler;
@@ -37,8 +38,8 @@ pub mod hds {
     pub const L4_OK: u8 = 1 << 2;
 }
 
-/// Per-RQ receive counters (the `ethtool -S` rx queue counters).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+/// Per-RQ receive counters (`stats`: `firmware.eth_rx.queues.<rqn>`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct RqCounters {
     pub packets: u64,
     pub bytes: u64,
@@ -49,10 +50,10 @@ pub struct RqCounters {
     pub out_of_buffer: u64,
 }
 
-/// Vport receive counters (`query_vport_counter_out` receive half).
-/// TODO(eth-cmd merge): eth-cmd's `VportCounters` replaces this.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct VportRx {
+/// Vport receive counters (`query_vport_counter_out` receive half; `stats`:
+/// `firmware.eth_rx.vport`). TODO(eth-cmd merge): eth-cmd's `VportCounters` replaces this.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct VportRxCounters {
     pub unicast_packets: u64,
     pub unicast_octets: u64,
     pub multicast_packets: u64,
@@ -61,8 +62,8 @@ pub struct VportRx {
     pub broadcast_octets: u64,
 }
 
-/// What the receive path did with the frames it was given.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+/// What the receive path did with the frames it was given (`stats`: `firmware.eth_rx`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct RxCounters {
     /// Shorter than an Ethernet header.
     pub runts: u64,
@@ -78,8 +79,18 @@ pub struct RxCounters {
     pub wqe_errors: u64,
     /// The CQ had no room for the CQE.
     pub cq_overruns: u64,
-    pub vport: VportRx,
-    pub rqs: BTreeMap<u32, RqCounters>,
+    /// Frames placed into an RQ (one per RQ a frame reached).
+    pub delivered: u64,
+}
+
+/// The receive path's counters as `stats` shows them.
+#[derive(Serialize)]
+pub struct EthRxTree<'a> {
+    #[serde(flatten)]
+    pub frames: &'a RxCounters,
+    pub steering: &'a SteeringDrops,
+    pub vport: &'a VportRxCounters,
+    pub queues: &'a BTreeMap<u32, RqCounters>,
 }
 
 /// The receive side of an RQ as the RX path needs it.
@@ -124,6 +135,26 @@ fn hdr_type(info: &FrameInfo) -> u8 {
 }
 
 impl Firmware {
+    /// The receive path's counters (control socket `stats`).
+    pub fn eth_rx_stats(&self) -> EthRxTree<'_> {
+        let d = &self.eth.dispatch;
+        EthRxTree {
+            frames: &d.counters,
+            steering: &self.eth.steering.drops,
+            vport: &d.vport_rx,
+            queues: &d.rq_counters,
+        }
+    }
+
+    /// The receive path's counters, to set in tests of `stats`.
+    #[cfg(test)]
+    pub fn eth_rx_counters_mut(
+        &mut self,
+    ) -> (&mut RxCounters, &mut SteeringDrops, &mut VportRxCounters, &mut BTreeMap<u32, RqCounters>) {
+        let d = &mut self.eth.dispatch;
+        (&mut d.counters, &mut self.eth.steering.drops, &mut d.vport_rx, &mut d.rq_counters)
+    }
+
     /// True when `rqn` is an Ethernet RQ (a RawPacket engine QP with a receive queue).
     pub(in crate::mlx5) fn is_eth_rq(&self, rqn: u32) -> bool {
         self.engine.qps.get(rqn).is_some_and(|q| q.qp_type == QpType::RawPacket)
@@ -174,8 +205,19 @@ impl Firmware {
                 None => self.eth.dispatch.counters.no_tir += 1,
             }
         }
+        let mut delivered = false;
         for c in rqs {
-            self.deliver(c, flow_tag, frame, &info);
+            delivered |= self.deliver(c, flow_tag, frame, &info);
+        }
+        if delivered {
+            let v = &mut self.eth.dispatch.vport_rx;
+            let (p, o) = match info.dmac {
+                [0xff, 0xff, 0xff, 0xff, 0xff, 0xff] => (&mut v.broadcast_packets, &mut v.broadcast_octets),
+                d if d[0] & 1 != 0 => (&mut v.multicast_packets, &mut v.multicast_octets),
+                _ => (&mut v.unicast_packets, &mut v.unicast_octets),
+            };
+            *p += 1;
+            *o += frame.len() as u64;
         }
     }
 
@@ -186,15 +228,15 @@ impl Firmware {
         false
     }
 
-    /// Places a frame into RQ `c.rqn`'s next WQE and completes it.
-    fn deliver(&mut self, c: RqChoice, flow_tag: u32, frame: &[u8], info: &FrameInfo) {
+    /// Places a frame into RQ `c.rqn`'s next WQE and completes it; false: dropped (counted).
+    fn deliver(&mut self, c: RqChoice, flow_tag: u32, frame: &[u8], info: &FrameInfo) -> bool {
         let rqn = c.rqn;
         let Some(q) = self.rx_queue(rqn) else {
             self.eth.dispatch.counters.rq_not_ready += 1;
             self.rq_counters(rqn).drops += 1;
-            return;
+            return false;
         };
-        let Some(ctx) = self.rdma.qps.get(&rqn) else { return };
+        let Some(ctx) = self.rdma.qps.get(&rqn) else { return false };
         let (ci, stride, entries) = (ctx.rq_ci, ctx.rq_stride, ctx.rq_entries);
         let mut pc = [0u8; 4];
         let posted = self.mem.read(ctx.dbr_addr, &mut pc).is_ok() && u32::from_be_bytes(pc) as u16 != ci;
@@ -202,7 +244,7 @@ impl Firmware {
             let r = self.rq_counters(rqn);
             r.out_of_buffer += 1;
             r.drops += 1;
-            return;
+            return false;
         }
         let off = ((ci as u32 & (entries - 1)) as u64) * stride as u64;
         let mut w = vec![0u8; stride];
@@ -211,7 +253,7 @@ impl Firmware {
         if !read {
             self.eth.dispatch.counters.wqe_errors += 1;
             self.qp_error(rqn, ci, 0, syndrome::LOCAL_QP_OP_ERR, false);
-            return;
+            return false;
         }
         // VLAN stripping: the outermost tag, C-tags only.
         let strip = info.vlans[0].filter(|t| !q.vsd && t.tpid == TPID_CTAG);
@@ -223,12 +265,12 @@ impl Firmware {
         if sges.iter().map(|s| s.len as u64).sum::<u64>() < data.len() as u64 {
             self.eth.dispatch.counters.too_long += 1;
             self.rq_counters(rqn).drops += 1;
-            return;
+            return false;
         }
         if let Err(syn) = self.scatter(&sges, q.pd, &data) {
             self.eth.dispatch.counters.wqe_errors += 1;
             self.qp_error(rqn, ci, 0, syn, false);
-            return;
+            return false;
         }
         if let Some(ctx) = self.rdma.qps.get_mut(&rqn) {
             ctx.rq_ci = ci.wrapping_add(1);
@@ -262,18 +304,12 @@ impl Firmware {
         let r = self.rq_counters(rqn);
         r.packets += 1;
         r.bytes += n;
-        let v = &mut self.eth.dispatch.counters.vport;
-        let (p, o) = match info.dmac {
-            [0xff, 0xff, 0xff, 0xff, 0xff, 0xff] => (&mut v.broadcast_packets, &mut v.broadcast_octets),
-            d if d[0] & 1 != 0 => (&mut v.multicast_packets, &mut v.multicast_octets),
-            _ => (&mut v.unicast_packets, &mut v.unicast_octets),
-        };
-        *p += 1;
-        *o += frame.len() as u64;
+        self.eth.dispatch.counters.delivered += 1;
+        true
     }
 
     fn rq_counters(&mut self, rqn: u32) -> &mut RqCounters {
-        self.eth.dispatch.counters.rqs.entry(rqn).or_default()
+        self.eth.dispatch.rq_counters.entry(rqn).or_default()
     }
 
     /// Writes `data` through a receive WQE's scatter list (lkeys of PD `pd`).

@@ -133,9 +133,9 @@ fn udp_frame_lands_in_the_wqe_with_its_cqe() {
     assert_eq!(c[0x1d], (2 << 4) | (2 << 2), "UDP over IPv4, not stripped");
     assert_eq!(be16(&c, 0x14), sum16(&f[14..], 0), "check_sum over the L3 packet");
     assert_eq!((be32(&c, 0x0c), c[0x10]), (0, 0), "direct TIR: no hash");
-    let s = r.b.fw.eth.dispatch.counters.rqs[&r.rq];
+    let s = r.b.fw.eth.dispatch.rq_counters[&r.rq];
     assert_eq!((s.packets, s.bytes), (1, f.len() as u64));
-    assert_eq!(r.b.fw.eth.dispatch.counters.vport.unicast_packets, 1);
+    assert_eq!(r.b.fw.eth.dispatch.vport_rx.unicast_packets, 1);
 }
 
 #[test]
@@ -175,7 +175,7 @@ fn broadcast_arp_delivered_foreign_dropped() {
     let c = r.b.cqe(0);
     assert_eq!((c[0x1c], c[0x1d], be16(&c, 0x14)), (0, 0, 0), "no L3: no checksum, no types");
     assert_eq!(r.b.mem.get(DATA_BASE, 60), f);
-    assert_eq!(r.b.fw.eth.dispatch.counters.vport.broadcast_packets, 1);
+    assert_eq!(r.b.fw.eth.dispatch.vport_rx.broadcast_packets, 1);
 }
 
 #[test]
@@ -184,7 +184,7 @@ fn no_wqe_counts_out_of_buffer_then_wqes_in_order() {
     let f = udp4(OWN, None, ([10, 0, 0, 1], [10, 0, 0, 2], 1, 2), 10, false);
     r.receive(&f);
     assert_eq!(r.b.cqes(), 0);
-    assert_eq!(r.b.fw.eth.dispatch.counters.rqs[&r.rq].out_of_buffer, 1);
+    assert_eq!(r.b.fw.eth.dispatch.rq_counters[&r.rq].out_of_buffer, 1);
     let a0 = r.b.post_buf(r.rq, 0);
     let a1 = r.b.post_buf(r.rq, 1);
     let g = udp4(OWN, None, ([10, 0, 0, 1], [10, 0, 0, 2], 1, 2), 11, false);
@@ -284,7 +284,7 @@ fn rss_spreads_flows_by_toeplitz() {
         assert_eq!(be32(&c, 0x0c), h, "rss_hash_result");
         assert_eq!(c[0x10], hash_type::IPV4 | hash_type::UDP);
         assert_eq!(b.mem.get(DATA_BASE + k as u64 * 4096, f.len()), f, "flow {n} on RQ {k}");
-        assert_eq!(b.fw.eth.dispatch.counters.rqs[&rqs[k]].packets, 1);
+        assert_eq!(b.fw.eth.dispatch.rq_counters[&rqs[k]].packets, 1);
         // Repost that RQ's WQE for the next flow.
         b.post_buf(rqs[k], k as u64);
     }

@@ -77,8 +77,8 @@ pub struct FlowTable {
     pub entries: BTreeMap<u32, Fte>,
 }
 
-/// Frames steering dropped, by reason.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+/// Frames steering dropped, by reason (`stats`: `firmware.eth_rx.steering`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct SteeringDrops {
     /// No root table set.
     pub no_root: u64,

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::layout::{rqtc, tirc};
 use super::rss::{self, RxHash};
-use super::rx::RxCounters;
+use super::rx::{RqCounters, RxCounters, VportRxCounters};
 use crate::mlx5::cmd::dispatch::{command, Command};
 use crate::mlx5::cmd::req::{fail, out, CmdErr, CmdResult, Req};
 use crate::mlx5::cmd::status;
@@ -61,6 +61,8 @@ pub struct RxDispatch {
     pub tirs: BTreeMap<u32, Tir>,
     pub rqts: BTreeMap<u32, Rqt>,
     pub counters: RxCounters,
+    pub vport_rx: VportRxCounters,
+    pub rq_counters: BTreeMap<u32, RqCounters>,
     next_tir: u32,
     next_rqt: u32,
 }
