@@ -302,3 +302,23 @@ fn symmetric_rss_hashes_both_directions_alike() {
     b.fw.datapath().eth_receive(&udp4(OWN, None, (hi, lo, 80, 5000), 20, false));
     assert_eq!(be32(&b.cqe(1), 0x0c), h, "the reverse direction");
 }
+
+#[test]
+fn two_tirs_on_one_rq_deliver_one_copy_two_rqs_two() {
+    let mut b = EthBench::new();
+    let (q1, q2) = (b.rq(2, 16), b.rq(2, 16));
+    b.post_buf(q1, 0);
+    b.post_buf(q2, 1);
+    let t1 = build::id(&b.ok(&build::tir_direct(q1)));
+    let t1b = build::id(&b.ok(&build::tir_direct(q1)));
+    let t2 = build::id(&b.ok(&build::tir_direct(q2)));
+    let t = build::id(&b.ok(&build::flow_table(0, 0, None)));
+    let g = build::id(&b.ok(&build::group(t, 0, 0, 0, |_| {})));
+    b.ok(&build::fte(t, g, 0, &[To::Tir(t1), To::Tir(t1b), To::Tir(t2)], |_| {}));
+    b.ok(&build::table_cmd(ifc::MLX5_CMD_OP_SET_FLOW_TABLE_ROOT, 0, t));
+    let f = arp(BCAST);
+    b.fw.datapath().eth_receive(&f);
+    assert_eq!(b.cqes(), 2, "one CQE per RQ");
+    assert_eq!((b.mem.get(DATA_BASE, 60), b.mem.get(DATA_BASE + 4096, 60)), (f.clone(), f));
+    assert_eq!((b.fw.eth.dispatch.counters.delivered, b.fw.eth.dispatch.vport_rx.broadcast_packets), (2, 1));
+}
