@@ -9,7 +9,8 @@
 //! forwards to each destination (TIRs collected once, tables walked);
 //! an entry that neither drops nor forwards, or no match, takes the table's
 //! miss action (drop, or the miss table). A walk that revisits a table or
-//! goes deeper than [`MAX_DEPTH`] drops the frame and counts it.
+//! goes deeper than [`MAX_DEPTH`] (or visits more than [`MAX_VISITS`] tables)
+//! drops the frame and counts it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -31,8 +32,11 @@ pub const MAX_DESTINATIONS: usize = 1 << 8;
 pub const MAX_FLOWS: usize = 1 << 20;
 /// Flow groups over all tables.
 pub const MAX_GROUPS: usize = 1 << 16;
-/// Tables one frame may pass through.
+/// Tables one frame may pass through in a row.
 pub const MAX_DEPTH: usize = 32;
+/// Table visits one frame may make in all (multi-destination entries fan
+/// out: without a total bound a guest-built DAG could cost exponential time).
+pub const MAX_VISITS: usize = 64;
 
 /// What a table does with a frame no entry takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,7 +133,8 @@ impl Steering {
         let v = match self.root {
             None => Verdict::Drop(DropReason::NoRoot),
             Some(root) => {
-                let mut walk = Walk { tirs: Vec::new(), flow_tag: None, path: BTreeSet::new(), dropped: None };
+                let mut walk =
+                    Walk { tirs: Vec::new(), flow_tag: None, path: BTreeSet::new(), visits: 0, dropped: None };
                 walk.table(self, root, img, 0);
                 match (walk.dropped, walk.tirs.is_empty()) {
                     (_, false) => Verdict::Deliver { tirs: walk.tirs, flow_tag: walk.flow_tag.unwrap_or(0) },
@@ -162,6 +167,8 @@ struct Walk {
     flow_tag: Option<u32>,
     /// Tables on the current forwarding path (cycle guard).
     path: BTreeSet<u32>,
+    /// Tables visited so far.
+    visits: usize,
     dropped: Option<DropReason>,
 }
 
@@ -171,7 +178,8 @@ impl Walk {
     }
 
     fn table(&mut self, s: &Steering, id: u32, img: &MatchImage, depth: usize) {
-        if depth >= MAX_DEPTH || !self.path.insert(id) {
+        self.visits += 1;
+        if depth >= MAX_DEPTH || self.visits > MAX_VISITS || !self.path.insert(id) {
             return self.drop(DropReason::BadChain);
         }
         let Some(t) = s.tables.get(&id) else {

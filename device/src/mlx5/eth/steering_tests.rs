@@ -396,3 +396,25 @@ fn tir_and_rqt_command_errors() {
     b.ok(&d);
     assert!(b.fw.eth.dispatch.tirs.is_empty());
 }
+
+#[test]
+fn fan_out_dag_is_bounded() {
+    // 30 levels, each entry forwarding twice to the next level: 2^30 paths
+    // without a bound on visits. The walk stops after MAX_VISITS tables.
+    let mut b = EthBench::new();
+    let rq = b.rq(2, 16);
+    let tir = build::id(&b.ok(&build::tir_direct(rq)));
+    let mut next = build::id(&b.ok(&build::flow_table(30, 0, None)));
+    let g = build::id(&b.ok(&build::group(next, 0, 0, 0, |_| {})));
+    b.ok(&build::fte(next, g, 0, &[To::Tir(tir)], |_| {}));
+    for level in (0..30).rev() {
+        let t = build::id(&b.ok(&build::flow_table(level, 0, None)));
+        let g = build::id(&b.ok(&build::group(t, 0, 0, 0, |_| {})));
+        b.ok(&build::fte(t, g, 0, &[To::Table(next), To::Table(next)], |_| {}));
+        next = t;
+    }
+    b.ok(&build::table_cmd(ifc::MLX5_CMD_OP_SET_FLOW_TABLE_ROOT, 0, next));
+    let v = b.fw.eth.steering.classify(&MatchImage::of(&info(OWN, None, v4(6), tcp(1, 2))));
+    // The first path reaches the TIR; the walk is cut short after that.
+    assert_eq!(v, Verdict::Deliver { tirs: vec![tir], flow_tag: 0 });
+}
