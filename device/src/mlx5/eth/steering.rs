@@ -133,8 +133,14 @@ impl Steering {
         let v = match self.root {
             None => Verdict::Drop(DropReason::NoRoot),
             Some(root) => {
-                let mut walk =
-                    Walk { tirs: Vec::new(), flow_tag: None, path: BTreeSet::new(), visits: 0, dropped: None };
+                let mut walk = Walk {
+                    tirs: Vec::new(),
+                    seen: BTreeSet::new(),
+                    flow_tag: None,
+                    path: BTreeSet::new(),
+                    visits: 0,
+                    dropped: None,
+                };
                 walk.table(self, root, img, 0);
                 match (walk.dropped, walk.tirs.is_empty()) {
                     (_, false) => Verdict::Deliver { tirs: walk.tirs, flow_tag: walk.flow_tag.unwrap_or(0) },
@@ -164,6 +170,8 @@ impl Steering {
 /// One frame's walk through the tables.
 struct Walk {
     tirs: Vec<u32>,
+    /// The TIRs of `tirs`, for the once-each check.
+    seen: BTreeSet<u32>,
     flow_tag: Option<u32>,
     /// Tables on the current forwarding path (cycle guard).
     path: BTreeSet<u32>,
@@ -196,7 +204,7 @@ impl Walk {
                 for d in &e.dests {
                     match *d {
                         Dest::Tir(n) => {
-                            if !self.tirs.contains(&n) {
+                            if self.seen.insert(n) {
                                 self.tirs.push(n);
                                 self.flow_tag.get_or_insert(e.flow_tag);
                             }
