@@ -30,6 +30,11 @@
 //! peers = [{ lid = 2, addr = "127.0.0.1:4792" }]
 //! pcap = "/tmp/vrnic.pcap"
 //! pcap_max_bytes = 1073741824  # later packets are counted (pcap_dropped), not written
+//!
+//! [eth]                  # the Ethernet port's link (port.link_layer = "eth")
+//! backend = "udp"        # "none" (default), "udp" or "tap"; see fabric::ether::EtherConfig
+//! local = "127.0.0.1:5000"
+//! remote = "127.0.0.1:5001"
 //! ```
 
 use std::path::Path;
@@ -184,6 +189,8 @@ pub struct Config {
     /// device binds an ephemeral UDP port on [`crate::fabric::config::DEFAULT_BIND`]
     /// (loopback) with no peers (its own LID still works: loopback).
     pub fabric: crate::fabric::FabricConfig,
+    /// The Ethernet port's link (used when `port.link_layer` is `eth`).
+    pub eth: crate::fabric::ether::EtherConfig,
 }
 
 impl Default for Config {
@@ -195,6 +202,7 @@ impl Default for Config {
             logging: Logging::default(),
             port: Port::default(),
             fabric: crate::fabric::FabricConfig { port: 0, ..Default::default() },
+            eth: Default::default(),
         }
     }
 }
@@ -228,6 +236,7 @@ impl Config {
         self.fabric.validate().map_err(ConfigError::Invalid)?;
         self.link_layer()?;
         self.mac()?;
+        self.eth.validate().map_err(ConfigError::Invalid)?;
         let ra = self.identity.max_rd_atomic;
         if !ra.is_power_of_two() || ra > 128 {
             return Err(ConfigError::Invalid(format!("max_rd_atomic {ra} is not a power of two in 1..=128")));
@@ -363,5 +372,24 @@ mod tests {
         assert_eq!(c.fabric.port, crate::wire::ip::ROCEV2_PORT);
         let c = Config::parse("[fabric]\nbind = \"0.0.0.0\"\n").unwrap();
         assert_eq!(c.fabric.bind, "0.0.0.0", "an explicit bind still counts");
+    }
+
+    #[test]
+    fn eth_section() {
+        let c = Config::parse(
+            "[port]\nlink_layer = \"eth\"\n[eth]\nbackend = \"udp\"\nlocal = \"127.0.0.1:5000\"\nremote = \"127.0.0.1:5001\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.eth.backend(),
+            Ok(crate::fabric::ether::Backend::Udp {
+                local: "127.0.0.1:5000".parse().unwrap(),
+                remote: "127.0.0.1:5001".parse().unwrap()
+            })
+        );
+        assert_eq!(Config::default().eth.backend(), Ok(crate::fabric::ether::Backend::None));
+        for bad in ["[eth]\nbackend = \"vde\"\n", "[eth]\nbackend = \"udp\"\n", "[eth]\nbogus = 1\n"] {
+            assert!(Config::parse(bad).is_err(), "{bad:?}");
+        }
     }
 }

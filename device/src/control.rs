@@ -34,6 +34,8 @@ pub struct ControlHandles {
     pub fw: Option<Arc<std::sync::Mutex<Firmware>>>,
     /// The CPU latency request thread's state ([`crate::qos`]).
     pub qos: Arc<crate::host::qos::QosStats>,
+    /// An Ethernet port's link counters.
+    pub eth_link: Option<Arc<crate::fabric::ether::EtherCounters>>,
 }
 
 impl ControlHandles {

@@ -17,11 +17,14 @@ use tracing::info;
 
 use crate::config::{Config, DoorbellMode};
 use crate::engine::Limits;
+use crate::fabric::ether::{EtherCounters, EtherLink};
 use crate::fabric::{LoopbackPump, PacketHandler, RxMeta, UdpFabric};
 use crate::mlx5::builder::{FabricIo, FirmwareBuilder};
 use crate::mlx5::datapath::FwHandler;
+use crate::mlx5::eth::rx::EthRx;
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::ib::port::PortConfig;
+use crate::mlx5::link::LinkLayer;
 use crate::mlx5::uar::PollerKick;
 use crate::mlx5::uar::{arm_page, Doorbell, UAR_PAGE};
 use crate::mlx5::{DoorbellSink, DoorbellStats, InitSegment, UarPoller};
@@ -61,6 +64,8 @@ pub struct Vrnic {
     fw: Arc<Mutex<Firmware>>,
     /// The RoCEv2 port (None only if binding failed at start).
     fabric: Option<UdpFabric>,
+    /// An Ethernet port's link (its worker stops when the device is dropped).
+    ether: Option<EtherLink>,
     pub stats: Arc<DeviceStats>,
 }
 
@@ -242,10 +247,20 @@ impl Vrnic {
         let first_mappable = MAPPABLE_START / UAR_PAGE;
         let first_watched = first_mappable + config.doorbell.watch_uars as u64;
         let watched: Arc<Mutex<Vec<u64>>> = Arc::new(Mutex::new(Vec::new()));
+        let link_layer = config.link_layer().map_err(io::Error::other)?;
         let mut builder = FirmwareBuilder::new(memory.clone(), irqs.clone(), port.clone(), limits)
             .memic(bars.memic_offset(), bars.bar4)
-            .link(config.link_layer().map_err(io::Error::other)?)
+            .link(link_layer)
             .trace(config.logging.trace);
+        // An Ethernet port's link: the firmware sends frames into it, its
+        // worker (started below) hands received frames to the RX path.
+        let mut ether = match link_layer {
+            LinkLayer::Eth => Some(EtherLink::open(&config.eth)?),
+            LinkLayer::Ib => None,
+        };
+        if let Some(l) = &ether {
+            builder = builder.frames(l.sink());
+        }
         if config.doorbell.mode == DoorbellMode::Poll {
             let (pages, mem) = (watched.clone(), mem.clone());
             // Poll mode: an allocated UAR page gets its sentinels and is
@@ -289,6 +304,10 @@ impl Vrnic {
             .map_err(io::Error::other)?;
         info!(addr = %fabric.local_addr().map(|a| a.to_string()).unwrap_or_default(), peers = config.fabric.peers.len(), "RoCEv2 fabric bound");
         let fw = Arc::new(Mutex::new(firmware));
+        if let Some(l) = &mut ether {
+            l.start(Arc::new(EthRx(fw.clone())))?;
+            info!(backend = %config.eth.backend, addr = %l.local_addr().map(|a| a.to_string()).unwrap_or_default(), carrier = l.carrier(), "Ethernet link open");
+        }
         let sink: Arc<dyn DoorbellSink> = Arc::new(FwSink {
             fw: fw.clone(),
             stats: doorbells.clone(),
@@ -331,6 +350,7 @@ impl Vrnic {
             poller,
             fw,
             fabric: Some(fabric),
+            ether,
             stats: Arc::new(DeviceStats::default()),
         };
         d.reset_state();
@@ -357,6 +377,16 @@ impl Vrnic {
     /// The fabric's UDP address.
     pub fn fabric_addr(&self) -> Option<std::net::SocketAddr> {
         self.fabric.as_ref().and_then(|f| f.local_addr().ok())
+    }
+
+    /// An Ethernet port's link counters (`None` on InfiniBand).
+    pub fn ether_counters(&self) -> Option<Arc<EtherCounters>> {
+        self.ether.as_ref().map(|l| l.counters())
+    }
+
+    /// An Ethernet link's UDP address (`None` on InfiniBand and for other media).
+    pub fn ether_addr(&self) -> Option<std::net::SocketAddr> {
+        self.ether.as_ref().and_then(|l| l.local_addr())
     }
 
     /// The firmware (command interface, objects, event queues).
@@ -489,6 +519,30 @@ mod tests {
         assert_eq!(m.compare_and_swap_u64(DEVICE_MEMORY | 0x1000, 7, 1), Ok(7));
         assert!(m.read(DEVICE_MEMORY | ((1 << 20) - 4), &mut b).is_err(), "past the window");
         assert!(m.read(0x1000, &mut b).is_err(), "no guest memory mapped");
+    }
+
+    /// An Ethernet port opens its configured link and feeds the firmware's
+    /// RX path from it; an InfiniBand port has none.
+    #[test]
+    #[cfg_attr(miri, ignore = "Vrnic::new needs memfd_create and mmap of an fd, which Miri does not support")]
+    fn ethernet_port_gets_its_link() {
+        assert!(dev(DoorbellMode::Trap).ether_counters().is_none());
+        let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut c = Config::default();
+        c.port.link_layer = "eth".into();
+        c.eth.parse_cli(&format!("udp:local=127.0.0.1:0,remote={}", peer.local_addr().unwrap())).unwrap();
+        let d = Vrnic::new(&c, Arc::new(Interrupts::new(MSIX_VECTORS)), Arc::new(DmaSpace::default())).unwrap();
+        let counters = d.ether_counters().unwrap();
+        let mut f = vec![0xff; 6];
+        f.extend_from_slice(&[2, 0, 0, 0, 0, 1, 0x88, 0xb5]);
+        f.resize(60, 0);
+        peer.send_to(&f, d.ether_addr().unwrap()).unwrap();
+        let t0 = std::time::Instant::now();
+        while counters.rx_frames.load(Ordering::Relaxed) == 0 && t0.elapsed().as_secs() < 5 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(counters.rx_frames.load(Ordering::Relaxed), 1, "handed to the firmware");
+        drop(d); // stops the link's worker (else the join hangs)
     }
 
     #[test]

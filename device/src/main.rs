@@ -102,7 +102,15 @@ struct Args {
     #[arg(long, value_name = "LID=HOST:PORT")]
     peer: Vec<String>,
 
-    /// Write every RoCEv2 packet sent and received to this pcap file (Wireshark decodes it).
+    /// The Ethernet port's link (with --link-layer eth): `none`, `tap:NAME`
+    /// (created if missing, brought up), `udp:local=IP:PORT,remote=IP:PORT`
+    /// (QEMU `-netdev dgram` framing) or `udp:mcast=GROUP:PORT[,local=IP]` (a hub).
+    #[arg(long, value_name = "SPEC")]
+    eth: Option<String>,
+
+    /// Write every packet sent and received to this pcap file (Wireshark
+    /// decodes it): RoCEv2 packets on an InfiniBand port, the Ethernet
+    /// link's frames on an Ethernet port.
     #[arg(long, value_name = "FILE")]
     pcap: Option<PathBuf>,
 
@@ -110,7 +118,8 @@ struct Args {
     #[arg(long, value_name = "MIB")]
     pcap_max_mib: Option<u64>,
 
-    /// Fault injection, e.g. `tx:drop=0.05,rx:corrupt=0.01,seed=7`.
+    /// Fault injection, e.g. `tx:drop=0.05,rx:corrupt=0.01,seed=7` (on an
+    /// Ethernet port: on its link's frames; corrupt flips a payload bit).
     #[arg(long, value_name = "SPEC")]
     faults: Option<String>,
 
@@ -208,14 +217,34 @@ fn build_config(a: &Args) -> Result<Config, String> {
         let lid = parse_u16(lid)?;
         c.fabric.peers.push(vrnic::fabric::PeerConfig { lid: Some(lid), gid: None, addr: addr.to_string() });
     }
+    if let Some(e) = &a.eth {
+        c.eth.parse_cli(e)?;
+    }
+    // Capture and faults belong to the port's own link: the RoCEv2 fabric
+    // on InfiniBand, the Ethernet link on Ethernet.
+    let eth = c.link_layer().map_err(|e| e.to_string())? == vrnic::mlx5::link::LinkLayer::Eth;
     if let Some(p) = &a.pcap {
-        c.fabric.pcap = Some(p.clone());
+        if eth {
+            c.eth.pcap = Some(p.clone());
+        } else {
+            c.fabric.pcap = Some(p.clone());
+        }
     }
     if let Some(m) = a.pcap_max_mib {
-        c.fabric.pcap_max_bytes = m.saturating_mul(1 << 20);
+        let max = m.saturating_mul(1 << 20);
+        if eth {
+            c.eth.pcap_max_bytes = max;
+        } else {
+            c.fabric.pcap_max_bytes = max;
+        }
     }
     if let Some(f) = &a.faults {
-        c.fabric.faults = vrnic::fabric::fault::FaultConfig::parse_cli(f)?;
+        let f = vrnic::fabric::fault::FaultConfig::parse_cli(f)?;
+        if eth {
+            c.eth.faults = f;
+        } else {
+            c.fabric.faults = f;
+        }
     }
     c.validate().map_err(|e| e.to_string())?;
     Ok(c)
@@ -265,6 +294,7 @@ fn main() -> ExitCode {
     let device_stats = device.stats.clone();
     let doorbells = device.doorbell_stats();
     let poller = device.poller_stats();
+    let eth_link = device.ether_counters();
     // Opened before privileges are dropped; the thread is a long-lived one.
     let qos = Arc::new(vrnic::host::qos::QosStats::default());
     if config.doorbell.cpu_latency_qos {
@@ -299,6 +329,7 @@ fn main() -> ExitCode {
             poller,
             fw: Some(fw),
             qos,
+            eth_link,
         };
         if let Err(e) = control::spawn(p, h) {
             error!("control socket {}: {e}", p.display());

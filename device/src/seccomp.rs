@@ -115,7 +115,8 @@ mod sys {
         getpid => SYS_getpid, exit => SYS_exit, exit_group => SYS_exit_group, rt_sigreturn => SYS_rt_sigreturn,
         restart_syscall => SYS_restart_syscall, clone3 => SYS_clone3, openat => SYS_openat,
         mmap => SYS_mmap, mprotect => SYS_mprotect, clone => SYS_clone, prctl => SYS_prctl,
-        tgkill => SYS_tgkill, fallocate => SYS_fallocate, pread64 => SYS_pread64,
+        tgkill => SYS_tgkill, fallocate => SYS_fallocate, pread64 => SYS_pread64, read => SYS_read,
+        ppoll => SYS_ppoll,
     );
     #[cfg(target_arch = "x86_64")]
     nrs!(epoll_wait => SYS_epoll_wait);
@@ -137,6 +138,9 @@ pub fn allow_list(pid: u32) -> Vec<Allowed> {
     // The spinners' look at /proc/loadavg (host::CpuPressure), opened
     // before the filter and re-read in place.
     v.extend(any!(pread64));
+    // The Ethernet link: frames are read from its TAP (opened before the
+    // filter); its worker waits on its socket or TAP with ppoll.
+    v.extend(any!(read, ppoll));
     let fcntl_cmds = [libc::F_DUPFD_CLOEXEC, libc::F_GETFD, libc::F_SETFD, libc::F_GETFL, libc::F_SETFL];
     v.push(Allowed { name: "fcntl", nr: sys::fcntl, rules: fcntl_cmds.iter().map(|&c| eq(1, c as u64)).collect() });
     // Memory: the allocator (brk, mmap, mremap for big reallocs, madvise

@@ -16,8 +16,10 @@ use crate::device::DeviceStats;
 use crate::engine::transport::EngineDrops;
 use crate::engine::QpCounters;
 use crate::fabric::counters::PortSnapshot;
+use crate::fabric::ether::EtherCounters;
 use crate::host::qos::QosStats;
 use crate::mlx5::eth::rx::EthRxTree;
+use crate::mlx5::eth::tx_state::{SqTxCounters, VportTxCounters};
 use crate::mlx5::firmware::{Firmware, FwStats};
 use crate::mlx5::ib::port::PortCounters as IbPortCounters;
 use crate::mlx5::{DoorbellStats, PollerStats};
@@ -36,6 +38,8 @@ pub(super) struct Stats<'a> {
     pub device: &'a DeviceStats,
     pub doorbells: Doorbells<'a>,
     pub cpu_latency_qos: &'a QosStats,
+    /// An Ethernet port's link (`null` on InfiniBand).
+    pub eth_link: Option<&'a EtherCounters>,
 }
 
 /// The firmware's own counters and what it owns.
@@ -55,6 +59,16 @@ pub(super) struct FirmwareStats<'a> {
     pub port_counters: &'a IbPortCounters,
     /// The Ethernet receive path (all zero on an InfiniBand port).
     pub eth_rx: EthRxTree<'a>,
+    /// The Ethernet port's transmit counters (zeros on an IB port).
+    pub eth_tx: EthTxStats<'a>,
+}
+
+/// Ethernet transmit: every SQ's counters summed, and the vport's.
+#[derive(Serialize)]
+pub(super) struct EthTxStats<'a> {
+    #[serde(flatten)]
+    pub totals: &'a SqTxCounters,
+    pub vport: &'a VportTxCounters,
 }
 
 /// How many objects of each kind the engine holds (gauges, not counters).
@@ -110,6 +124,7 @@ impl<'a> FirmwareStats<'a> {
             fabric: f.wire_counters().map(|w| w.snapshot()),
             port_counters: f.port_counters(),
             eth_rx: f.eth_rx_stats(),
+            eth_tx: EthTxStats { totals: &f.eth_tx().totals, vport: &f.eth_tx().vport },
         }
     }
 }
@@ -125,6 +140,7 @@ impl ControlHandles {
             device: &self.device,
             doorbells: Doorbells { stats: &self.doorbells, poller: self.poller.as_deref() },
             cpu_latency_qos: &self.qos,
+            eth_link: self.eth_link.as_deref(),
         };
         // Counter structs have string keys only; an error here is a bug, reported in the reply.
         serde_json::to_value(&tree).unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }))

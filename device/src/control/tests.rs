@@ -16,6 +16,7 @@ fn raise_and_stats() {
         poller: None,
         fw: None,
         qos: Arc::default(),
+        eth_link: None,
     };
     assert_eq!(h.execute("raise 1"), "ok pending");
     let e = EventFd::new(libc::EFD_CLOEXEC | libc::EFD_NONBLOCK).unwrap();
@@ -72,6 +73,7 @@ fn full_handles() -> (ControlHandles, Arc<crate::fabric::PortCounters>) {
         poller: Some(Arc::default()),
         fw: Some(Arc::new(Mutex::new(fw))),
         qos: Arc::default(),
+        eth_link: Some(Arc::default()),
     };
     (h, wire)
 }
@@ -108,6 +110,9 @@ fn counter_structs(
             &["firmware", "eth_rx", "queues", "256"],
             v(&fw.eth_rx_stats().queues.get(&256).copied().unwrap_or_default()),
         ),
+        ("EtherCounters", &["eth_link"], v(&**h.eth_link.as_ref().unwrap())),
+        ("SqTxCounters", &["firmware", "eth_tx"], v(&fw.eth_tx().totals)),
+        ("VportTxCounters", &["firmware", "eth_tx", "vport"], v(&fw.eth_tx().vport)),
     ]
 }
 
@@ -166,6 +171,31 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
     }
     h.qos.held.store(true, Relaxed);
     h.qos.holds.store(next(), Relaxed);
+    let e = h.eth_link.as_ref().unwrap();
+    for c in [
+        &e.tx_frames,
+        &e.tx_bytes,
+        &e.tx_full,
+        &e.tx_errors,
+        &e.tx_no_link,
+        &e.tx_bad_length,
+        &e.rx_frames,
+        &e.rx_bytes,
+        &e.rx_runts,
+        &e.rx_giants,
+        &e.rx_undersize,
+        &e.rx_foreign,
+        &e.rx_own,
+        &e.rx_errors,
+        &e.fault_dropped,
+        &e.fault_duplicated,
+        &e.fault_reordered,
+        &e.fault_delayed,
+        &e.fault_corrupted,
+        &e.pcap_dropped,
+    ] {
+        c.store(next(), Relaxed);
+    }
     let snap = serde_json::to_value(wire.snapshot()).unwrap();
     let mut fw = h.fw.as_ref().unwrap().lock().unwrap();
     let f = fw.stats();
@@ -210,6 +240,34 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
         &mut t.ecn_marked,
         &mut t.qkey_violations,
         &mut t.no_recv_drops,
+    ] {
+        *c = next();
+    }
+    let t = &mut fw.eth_tx_mut().totals;
+    for c in [
+        &mut t.packets,
+        &mut t.bytes,
+        &mut t.tso_wqes,
+        &mut t.tso_packets,
+        &mut t.tso_bytes,
+        &mut t.csum_offloads,
+        &mut t.nops,
+        &mut t.drops,
+        &mut t.oversize,
+        &mut t.offload_errors,
+        &mut t.no_link,
+        &mut t.runts,
+    ] {
+        *c = next();
+    }
+    let t = &mut fw.eth_tx_mut().vport;
+    for c in [
+        &mut t.unicast_packets,
+        &mut t.unicast_octets,
+        &mut t.multicast_packets,
+        &mut t.multicast_octets,
+        &mut t.broadcast_packets,
+        &mut t.broadcast_octets,
     ] {
         *c = next();
     }
@@ -421,6 +479,10 @@ fn stats_paths_the_harness_reads_are_stable() {
         "doorbells.send",
         "cpu_latency_qos.held",
         "cpu_latency_qos.holds",
+        "eth_link.tx_frames",
+        "eth_link.rx_frames",
+        "eth_link.rx_runts",
+        "eth_link.rx_giants",
         "server.spin_hits",
         "dma.mappings",
         "irq.raised",

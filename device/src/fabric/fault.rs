@@ -8,8 +8,58 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
+use std::sync::atomic::AtomicU64;
+
 use super::counters::{bump, PortCounters};
 use crate::wire::bth::{self, Opcode, Transport};
+
+/// Where an injector counts what it did: a port's counters, or an
+/// Ethernet link's ([`super::ether::EtherCounters`]).
+pub trait FaultTally {
+    fn fault_dropped(&self) -> &AtomicU64;
+    fn fault_duplicated(&self) -> &AtomicU64;
+    fn fault_reordered(&self) -> &AtomicU64;
+    fn fault_delayed(&self) -> &AtomicU64;
+    fn fault_corrupted(&self) -> &AtomicU64;
+    /// Only RoCE packets are CE-marked.
+    fn fault_ce_marked(&self) -> Option<&AtomicU64>;
+}
+
+impl FaultTally for PortCounters {
+    fn fault_dropped(&self) -> &AtomicU64 {
+        &self.fault_dropped
+    }
+    fn fault_duplicated(&self) -> &AtomicU64 {
+        &self.fault_duplicated
+    }
+    fn fault_reordered(&self) -> &AtomicU64 {
+        &self.fault_reordered
+    }
+    fn fault_delayed(&self) -> &AtomicU64 {
+        &self.fault_delayed
+    }
+    fn fault_corrupted(&self) -> &AtomicU64 {
+        &self.fault_corrupted
+    }
+    fn fault_ce_marked(&self) -> Option<&AtomicU64> {
+        Some(&self.fault_ce_marked)
+    }
+}
+
+/// What an injector's packets are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// RoCE datagrams (BTH through ICRC, maybe behind a GRH envelope):
+    /// classes apply, corruption spares the ICRC-masked byte, CE marks FECN.
+    Roce,
+    /// Ethernet frames: corruption flips a bit after the 14-byte Ethernet
+    /// header (the payload, so the frame still reaches its queue and a
+    /// checksum must catch it); classes and CE marking do not apply.
+    Ethernet,
+}
+
+/// Bytes of the Ethernet header a frame corruption spares.
+const ETH_HEADER_LEN: usize = 14;
 
 /// Opcode classes faults can be limited to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
@@ -177,6 +227,7 @@ struct Held {
 
 /// One direction's injector. `tag` travels with held packets (the route).
 pub struct Injector {
+    shape: Shape,
     rates: FaultRates,
     rng: Rng,
     held: VecDeque<Held>,
@@ -184,7 +235,11 @@ pub struct Injector {
 
 impl Injector {
     pub fn new(rates: FaultRates, seed: u64) -> Injector {
-        Injector { rates, rng: Rng::new(seed), held: VecDeque::new() }
+        Injector::with_shape(Shape::Roce, rates, seed)
+    }
+
+    pub fn with_shape(shape: Shape, rates: FaultRates, seed: u64) -> Injector {
+        Injector { shape, rates, rng: Rng::new(seed), held: VecDeque::new() }
     }
 
     pub fn is_passthrough(&self) -> bool {
@@ -199,7 +254,7 @@ impl Injector {
         tag: u32,
         pkt: &mut [u8],
         now_ns: u64,
-        c: &PortCounters,
+        c: &dyn FaultTally,
         emit: &mut dyn FnMut(u32, &[u8]),
     ) {
         if self.rates.is_none() {
@@ -217,8 +272,13 @@ impl Injector {
         } else {
             0
         };
-        let applies = pkt.len() >= at + bth::field::HEADER_LEN
-            && (self.rates.classes.is_empty() || self.rates.classes.contains(&OpClass::of(Opcode(pkt[at]))));
+        let applies = match self.shape {
+            Shape::Roce => {
+                pkt.len() >= at + bth::field::HEADER_LEN
+                    && (self.rates.classes.is_empty() || self.rates.classes.contains(&OpClass::of(Opcode(pkt[at]))))
+            }
+            Shape::Ethernet => pkt.len() > ETH_HEADER_LEN,
+        };
         if !applies {
             emit(tag, pkt);
             self.after_one(now_ns, emit);
@@ -226,25 +286,33 @@ impl Injector {
         }
         let r = &self.rates;
         if self.rng.chance(r.drop) {
-            bump(&c.fault_dropped, 1);
+            bump(c.fault_dropped(), 1);
             return;
         }
         if self.rng.chance(r.corrupt) {
-            // Any byte from the BTH on but BTH byte 4 (masked by the ICRC).
-            let mut i = at + self.rng.below((pkt.len() - at) as u64 - 1) as usize;
-            if i >= at + bth::field::ECN {
-                i += 1;
-            }
+            let i = match self.shape {
+                // Any byte from the BTH on but BTH byte 4 (masked by the ICRC).
+                Shape::Roce => {
+                    let mut i = at + self.rng.below((pkt.len() - at) as u64 - 1) as usize;
+                    if i >= at + bth::field::ECN {
+                        i += 1;
+                    }
+                    i
+                }
+                Shape::Ethernet => ETH_HEADER_LEN + self.rng.below((pkt.len() - ETH_HEADER_LEN) as u64) as usize,
+            };
             pkt[i] ^= 1 << self.rng.below(8);
-            bump(&c.fault_corrupted, 1);
+            bump(c.fault_corrupted(), 1);
         }
-        if self.rng.chance(r.ecn_ce) {
-            pkt[at + bth::field::ECN] |= bth::field::FECN;
-            bump(&c.fault_ce_marked, 1);
+        if let (Shape::Roce, Some(ce)) = (self.shape, c.fault_ce_marked()) {
+            if self.rng.chance(r.ecn_ce) {
+                pkt[at + bth::field::ECN] |= bth::field::FECN;
+                bump(ce, 1);
+            }
         }
         let dup = self.rng.chance(r.duplicate);
         if self.rng.chance(r.delay) {
-            bump(&c.fault_delayed, 1);
+            bump(c.fault_delayed(), 1);
             self.held.push_back(Held {
                 due_ns: now_ns + r.delay_us * 1000,
                 after_packets: u32::MAX,
@@ -252,14 +320,14 @@ impl Injector {
                 bytes: pkt.to_vec(),
             });
         } else if self.rng.chance(r.reorder) {
-            bump(&c.fault_reordered, 1);
+            bump(c.fault_reordered(), 1);
             self.held.push_back(Held { due_ns: now_ns + REORDER_HOLD_NS, after_packets: 1, tag, bytes: pkt.to_vec() });
             return;
         } else {
             emit(tag, pkt);
         }
         if dup {
-            bump(&c.fault_duplicated, 1);
+            bump(c.fault_duplicated(), 1);
             emit(tag, pkt);
         }
         self.after_one(now_ns, emit);

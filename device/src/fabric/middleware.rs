@@ -8,11 +8,11 @@
 use std::fs::File;
 use std::io::{self, BufWriter};
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::counters::{bump, PortCounters};
-use super::fault::{FaultConfig, Injector};
+use super::fault::{FaultConfig, FaultTally, Injector, Shape};
 use super::link::Link;
 use super::pcap::PcapWriter;
 use super::route::PeerTable;
@@ -59,6 +59,18 @@ impl Capture {
                 };
                 if let Ok(false) = r {
                     bump(&c.pcap_dropped, 1);
+                }
+            }
+        }
+    }
+
+    /// Captures an Ethernet frame as it is (an Ethernet link's traffic);
+    /// a frame past the file's size cap bumps `dropped`.
+    pub(crate) fn frame(&self, frame: &[u8], dropped: &AtomicU64) {
+        if let Some(p) = &self.0 {
+            if let Ok(mut w) = p.lock() {
+                if let Ok(false) = w.write_ether(frame) {
+                    bump(dropped, 1);
                 }
             }
         }
@@ -112,10 +124,15 @@ pub(crate) struct Faults {
 
 impl Faults {
     pub(crate) fn new(cfg: &FaultConfig, clock: Arc<dyn Clock>) -> Faults {
+        Faults::with_shape(Shape::Roce, cfg, clock)
+    }
+
+    /// Faults on packets of `shape` (an Ethernet link's frames, or RoCE datagrams).
+    pub(crate) fn with_shape(shape: Shape, cfg: &FaultConfig, clock: Arc<dyn Clock>) -> Faults {
         Faults {
             on: AtomicBool::new(!cfg.tx.is_none() || !cfg.rx.is_none()),
-            tx: Mutex::new(Injector::new(cfg.tx.clone(), cfg.seed)),
-            rx: Mutex::new(Injector::new(cfg.rx.clone(), cfg.seed ^ 0x7878_7878)),
+            tx: Mutex::new(Injector::with_shape(shape, cfg.tx.clone(), cfg.seed)),
+            rx: Mutex::new(Injector::with_shape(shape, cfg.rx.clone(), cfg.seed ^ 0x7878_7878)),
             clock,
         }
     }
@@ -125,7 +142,7 @@ impl Faults {
     }
 
     /// Runs a leaving datagram through the tx faults into `next`.
-    pub(crate) fn transmit(&self, route: Route, datagram: &mut [u8], c: &PortCounters, next: &dyn Link) {
+    pub(crate) fn transmit(&self, route: Route, datagram: &mut [u8], c: &dyn FaultTally, next: &dyn Link) {
         if !self.is_on() {
             next.transmit(route, datagram);
             return;
@@ -142,7 +159,7 @@ impl Faults {
         &self,
         route: Route,
         datagram: &mut [u8],
-        c: &PortCounters,
+        c: &dyn FaultTally,
         next: &mut dyn FnMut(Route, &[u8]),
     ) {
         if !self.is_on() {

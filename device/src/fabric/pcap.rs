@@ -2,6 +2,7 @@
 //! packet becomes an Ethernet/IPv4/UDP frame around the RoCE bytes as they
 //! travelled, ICRC included, so `tshark -r FILE` decodes BTH and friends.
 //! A packet with a GRH becomes an Ethernet/IPv6/UDP frame (RoCEv2 over IPv6).
+//! An Ethernet link's frames are written as they are ([`PcapWriter::write_ether`]).
 
 use std::io::{self, Write};
 use std::net::Ipv4Addr;
@@ -74,6 +75,22 @@ impl<W: Write> PcapWriter<W> {
         self.write_frame_at(t.as_secs() as u32, t.subsec_micros(), macs, 0x86dd, ip6_udp, roce)
     }
 
+    /// Appends one whole Ethernet frame (an Ethernet link's traffic, no
+    /// FCS) as it is, stamped now.
+    pub fn write_ether(&mut self, frame: &[u8]) -> io::Result<bool> {
+        let t = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        self.write_ether_at(t.as_secs() as u32, t.subsec_micros(), frame)
+    }
+
+    pub fn write_ether_at(&mut self, secs: u32, usecs: u32, frame: &[u8]) -> io::Result<bool> {
+        let need = 16 + frame.len() as u64;
+        if self.written.saturating_add(need) > self.max_bytes {
+            self.dropped += 1;
+            return Ok(false);
+        }
+        self.record(secs, usecs, frame)
+    }
+
     /// One frame: Ethernet (`macs`: source, destination) + `net` + `roce`.
     fn write_frame_at(
         &mut self,
@@ -96,6 +113,14 @@ impl<W: Write> PcapWriter<W> {
         f.extend_from_slice(&ethertype.to_be_bytes());
         f.extend_from_slice(net);
         f.extend_from_slice(roce);
+        let f = std::mem::take(&mut self.frame);
+        let r = self.record(secs, usecs, &f);
+        self.frame = f;
+        r
+    }
+
+    /// One record: its header and the frame (cut at the snap length).
+    fn record(&mut self, secs: u32, usecs: u32, f: &[u8]) -> io::Result<bool> {
         let len = f.len() as u32;
         let cap = len.min(SNAPLEN);
         let mut rec = [0u8; 16];

@@ -133,7 +133,7 @@ impl Port {
             }
             None => pkt,
         };
-        self.faults.transmit(route, datagram, &self.counters, &self.tap(link));
+        self.faults.transmit(route, datagram, &*self.counters, &self.tap(link));
         if dest.grh.is_some() {
             FRAME.with(|f| f.set(framed));
         }
@@ -149,7 +149,7 @@ impl Port {
         }
         // The route travels with a held datagram: LOCAL, or the peer index.
         let route = self.table.route_of(&src);
-        self.faults.receive(route, pkt, &self.counters, &mut |t, bytes| {
+        self.faults.receive(route, pkt, &*self.counters, &mut |t, bytes| {
             let s = if t == route { src } else { self.table.endpoint_or(t, src) };
             self.check_and_deliver(&RxMeta { src: s, local: s == local, grh: None }, bytes, deliver)
         });

@@ -1,15 +1,18 @@
 //! Every unsafe edge of the device in one place (outside `vfio/`: the
 //! socket's SCM_RIGHTS receive and the vm-memory mappings):
 //! memfds, the shared mapping and the volatile copies of guest-writable
-//! memory, the fabric's socket options with GSO/GRO, and the process
+//! memory, the fabric's socket options with GSO/GRO, the Ethernet link's TAP and
+//! multicast sockets, and the process
 //! syscalls of the privilege drop and the clock. The rest of the crate is
 //! `deny(unsafe_code)` (see `lib.rs`); each unsafe block here keeps its
 //! `// SAFETY:` comment, and each function offers a safe interface.
 
+pub mod dgram;
 pub mod memfd;
 pub mod net;
 pub mod proc;
 pub mod shm;
+pub mod tap;
 pub mod volatile;
 
 pub use memfd::{memfd, punch_hole};

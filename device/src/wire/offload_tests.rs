@@ -411,3 +411,47 @@ fn toeplitz_edges() {
     let _ = toeplitz(&RSS_KEY, &long);
     assert_eq!(toeplitz(&[0; 40], &long), 0);
 }
+
+fn hex(s: &str) -> Vec<u8> {
+    let s: String = s.split_whitespace().collect();
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+}
+
+/// Vector 1 of /work/shared/rdma-anchors.md: a RoCEv2 CNP captured from a
+/// ConnectX-4 Lx (IPv4 checksum by the hardware, UDP checksum 0).
+#[test]
+fn connectx4_captured_frame() {
+    let f = hex("e41d2dab2bc27cfe90643b32080045c2003c718c400040119161 0a0011010a001201 000012b700280000
+         8100ffff40000118 00000000 00000000000000000000000000000000 82fd002a");
+    let i = parse(&f).unwrap();
+    assert_eq!(i.dmac, [0xe4, 0x1d, 0x2d, 0xab, 0x2b, 0xc2]);
+    assert_eq!(i.smac, [0x7c, 0xfe, 0x90, 0x64, 0x3b, 0x32]);
+    assert_eq!(
+        i.l3,
+        L3::Ipv4 {
+            src: [10, 0, 17, 1],
+            dst: [10, 0, 18, 1],
+            header_len: 20,
+            total_len: 60,
+            protocol: 17,
+            tos: 0xc2,
+            ttl: 64,
+            frag: false
+        }
+    );
+    assert_eq!(i.l4, L4::Udp { sport: 0, dport: 4791, len: 40 });
+    let r = rx_checksum(&f, &i);
+    assert!(r.l3_ok && r.l4_ok);
+    assert_eq!(r.sum, fold(ones_sum(&f[14..], 0)));
+    // Our IPv4 header checksum is the hardware's.
+    let mut g = f.clone();
+    wr16(&mut g, 24, 0);
+    fill_checksums(&mut g, true, false).unwrap();
+    assert_eq!(g, f);
+    // Asking for the UDP checksum fills one that verifies.
+    fill_checksums(&mut g, true, true).unwrap();
+    assert_ne!(rd16(&g, 40), 0);
+    assert!(rx(&g).l4_ok);
+    g[60] ^= 0x10;
+    assert!(!rx(&g).l4_ok);
+}

@@ -49,7 +49,7 @@ pub(crate) enum SqHead {
 
 impl Firmware {
     /// A send doorbell for `qpn`: to the engine (RC, UC, UD), the
-    /// firmware's own send queues (QP0/QP1, REG_UMR) or an error CQE.
+    /// firmware's own send queues (QP0/QP1, REG_UMR, Ethernet SQs) or an error CQE.
     pub(super) fn route_send(&mut self, qpn: u32) {
         let Some(qp) = self.engine.qps.get(qpn) else {
             debug!(qpn, "send doorbell for a nonexistent QP ignored");
@@ -58,6 +58,7 @@ impl Firmware {
         match qp.qp_type {
             QpType::Smi | QpType::Gsi => self.drain_ud_sq(qpn),
             QpType::RegUmr => self.drain_umr_sq(qpn),
+            QpType::RawPacket => self.drain_eth_sq(qpn),
             t if engine_qp(t) => self.sync_sq(qpn),
             _ => self.no_send_path(qpn),
         }

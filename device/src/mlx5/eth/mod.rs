@@ -13,8 +13,10 @@
 //! - [`tir`]: TIRs and RQTs: from a steering destination to an RQ; [`rss`]: the hash.
 //! - [`layout`]: the steering/TIR/RQT command layouts `ifc.rs` lacks.
 //! - [`rx`]: a frame from the link to an RQ's WQE and its CQE.
-//! - [`tx`]: an SQ's WQEs to frames on the link (checksum, LSO) and their CQEs.
+//! - [`tx`]: an SQ's WQEs to frames on the link (checksum, LSO) and their CQEs;
+//!   [`eth_seg`]: the Ethernet send WQE's eth segment and data segments; [`tx_state`]: TX counters.
 
+pub mod eth_seg;
 pub mod layout;
 pub mod match_image;
 pub mod queues;
@@ -25,6 +27,9 @@ pub mod state;
 pub mod steering;
 pub mod tir;
 pub mod tx;
+pub mod tx_state;
+#[cfg(test)]
+mod tx_tests;
 pub mod vport;
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::queues::EthQueues;
 use super::steering::Steering;
 use super::tir::RxDispatch;
+use super::tx_state::EthTx;
 use super::vport::Vport;
 use crate::fabric::ether::FrameSink;
 
@@ -20,6 +21,8 @@ pub struct EthPort {
     pub steering: Steering,
     /// TIRs and RQTs.
     pub dispatch: RxDispatch,
+    /// Transmit counters and the MTU transmit checks against.
+    pub tx: EthTx,
     /// Where transmitted frames go (none: dropped and counted).
     pub link: Option<Arc<dyn FrameSink>>,
 }
@@ -32,6 +35,7 @@ impl EthPort {
         self.queues = EthQueues::default();
         self.steering = Steering::default();
         self.dispatch = RxDispatch::default();
+        self.tx = EthTx::default();
     }
 }
 

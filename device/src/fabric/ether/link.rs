@@ -1,0 +1,223 @@
+//! [`EtherLink`]: a medium with the fabric's middleware around it, the
+//! [`FrameSink`] the firmware sends through, and the thread that receives.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::config::{Backend, EtherConfig};
+use super::counters::EtherCounters;
+use super::tap::TapMedium;
+use super::udp::UdpMedium;
+use super::{FrameHandler, FrameSink, Medium, HEADER_LEN, MAX_FRAME, MIN_FRAME};
+use crate::fabric::counters::bump;
+use crate::fabric::fault::Shape;
+use crate::fabric::middleware::{Capture, Faults};
+use crate::fabric::route::Route;
+use crate::fabric::Link;
+use crate::wire::clock::{Clock, MonotonicClock};
+
+/// How long the worker waits for a frame before it looks at the stop flag.
+const IDLE_WAIT: Duration = Duration::from_millis(20);
+/// Frames taken per receive pass.
+const BURST: usize = 64;
+
+/// No medium: nothing arrives, what is sent is counted and lost.
+struct NoMedium(Arc<EtherCounters>);
+
+impl Link for NoMedium {
+    fn transmit(&self, _route: Route, _frame: &[u8]) {
+        bump(&self.0.tx_no_link, 1);
+    }
+}
+
+impl Medium for NoMedium {
+    fn fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
+    fn carrier(&self) -> bool {
+        false
+    }
+}
+
+/// What the sink and the worker share.
+struct Shared {
+    medium: Box<dyn Medium>,
+    faults: Faults,
+    capture: Capture,
+    counters: Arc<EtherCounters>,
+    stop: AtomicBool,
+    /// UDP media: the receiving socket's address.
+    local: Option<SocketAddr>,
+}
+
+/// The one exit onto the medium: counts and captures what leaves.
+struct Out<'a>(&'a Shared);
+
+impl Link for Out<'_> {
+    fn transmit(&self, route: Route, frame: &[u8]) {
+        let s = self.0;
+        bump(&s.counters.tx_frames, 1);
+        bump(&s.counters.tx_bytes, frame.len() as u64);
+        s.capture.frame(frame, &s.counters.pcap_dropped);
+        s.medium.transmit(route, frame);
+    }
+}
+
+impl FrameSink for Shared {
+    fn send_frame(&self, frame: &[u8]) {
+        if !(HEADER_LEN..=MAX_FRAME).contains(&frame.len()) {
+            bump(&self.counters.tx_bad_length, 1);
+            return;
+        }
+        if self.faults.is_on() {
+            let mut f = frame.to_vec();
+            self.faults.transmit(0, &mut f, &*self.counters, &Out(self));
+        } else {
+            Out(self).transmit(0, frame);
+        }
+    }
+
+    fn carrier(&self) -> bool {
+        self.medium.carrier()
+    }
+}
+
+impl Shared {
+    /// A frame from the medium: size checks, capture, rx faults, the handler.
+    fn arrive(&self, frame: &mut [u8], handler: &dyn FrameHandler) {
+        let c = &self.counters;
+        if frame.len() < HEADER_LEN {
+            bump(&c.rx_runts, 1);
+            return;
+        }
+        if frame.len() > MAX_FRAME {
+            bump(&c.rx_giants, 1);
+            return;
+        }
+        self.capture.frame(frame, &c.pcap_dropped);
+        self.faults.receive(0, frame, &*self.counters, &mut |_, f| self.deliver(f, handler));
+    }
+
+    fn deliver(&self, frame: &[u8], handler: &dyn FrameHandler) {
+        let c = &self.counters;
+        bump(&c.rx_frames, 1);
+        bump(&c.rx_bytes, frame.len() as u64);
+        if frame.len() < MIN_FRAME {
+            bump(&c.rx_undersize, 1);
+        }
+        handler.receive_frame(frame);
+    }
+}
+
+/// The Ethernet port's link: open it, give [`sink`](Self::sink) to the
+/// firmware, [`start`](Self::start) its worker with the RX handler. The
+/// worker stops (and the capture is flushed) when the link is dropped.
+pub struct EtherLink {
+    shared: Arc<Shared>,
+    clock: Arc<MonotonicClock>,
+    worker: Option<JoinHandle<()>>,
+}
+
+impl EtherLink {
+    /// Opens the configured medium (a TAP is created or attached and
+    /// brought up here, before privileges are dropped) and the capture file.
+    pub fn open(cfg: &EtherConfig) -> io::Result<EtherLink> {
+        let backend = cfg.backend().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let counters = Arc::new(EtherCounters::default());
+        let mut local = None;
+        let medium: Box<dyn Medium> = match backend {
+            Backend::None => Box::new(NoMedium(counters.clone())),
+            Backend::Udp { local: l, remote } => {
+                let m = UdpMedium::unicast(l, remote, counters.clone())?;
+                local = m.local_addr().ok();
+                Box::new(m)
+            }
+            Backend::Mcast { group, local: l } => {
+                let m = UdpMedium::multicast(group, l, counters.clone())?;
+                local = m.local_addr().ok();
+                Box::new(m)
+            }
+            Backend::Tap { name } => Box::new(TapMedium::open(&name, counters.clone())?),
+        };
+        let clock = Arc::new(MonotonicClock::default());
+        let shared = Arc::new(Shared {
+            medium,
+            faults: Faults::with_shape(Shape::Ethernet, &cfg.faults, clock.clone()),
+            capture: Capture::open(cfg.pcap.as_deref().map(|p| (p, cfg.pcap_max_bytes)))?,
+            counters,
+            stop: AtomicBool::new(false),
+            local,
+        });
+        Ok(EtherLink { shared, clock, worker: None })
+    }
+
+    /// Where the device sends frames.
+    pub fn sink(&self) -> Arc<dyn FrameSink> {
+        self.shared.clone()
+    }
+
+    pub fn counters(&self) -> Arc<EtherCounters> {
+        self.shared.counters.clone()
+    }
+
+    /// See [`FrameSink::carrier`].
+    pub fn carrier(&self) -> bool {
+        self.shared.medium.carrier()
+    }
+
+    /// A UDP link's receiving socket address.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.shared.local
+    }
+
+    /// Starts the thread that receives frames into `handler` (and releases
+    /// frames the faults hold).
+    pub fn start(&mut self, handler: Arc<dyn FrameHandler>) -> io::Result<()> {
+        if self.worker.is_some() {
+            return Err(io::Error::other("ethernet link already started"));
+        }
+        let (shared, clock) = (self.shared.clone(), self.clock.clone());
+        self.worker = Some(crate::privs::spawn("vrnic-eth", || (), move |()| worker(&shared, &*clock, &*handler))?);
+        Ok(())
+    }
+}
+
+impl Drop for EtherLink {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.worker.take() {
+            let _ = t.join();
+        }
+        self.shared.capture.flush();
+    }
+}
+
+fn worker(s: &Shared, clock: &dyn Clock, handler: &dyn FrameHandler) {
+    let mut buf = vec![0u8; 65536];
+    while !s.stop.load(Ordering::SeqCst) {
+        let wait = match s.faults.next_due() {
+            Some(due) => Duration::from_nanos(due.saturating_sub(clock.now_ns())).min(IDLE_WAIT),
+            None => IDLE_WAIT,
+        };
+        let ready = match s.medium.fd() {
+            Some(fd) => crate::sys::dgram::wait_readable(fd, wait).unwrap_or_else(|_| {
+                std::thread::sleep(wait);
+                true
+            }),
+            None => {
+                std::thread::sleep(wait);
+                false
+            }
+        };
+        if ready {
+            s.medium.receive(&mut buf, BURST, &mut |_, f| s.arrive(f, handler));
+        } else {
+            s.capture.flush();
+        }
+        s.faults.release(&Out(s), &mut |_, f| s.deliver(f, handler));
+    }
+}

@@ -1,0 +1,108 @@
+//! The Ethernet transmit side's state (owner: eth-tx): per-SQ and vport
+//! TX counters and the MTU transmit checks against. A leaf file: `EthPort`
+//! holds it without importing the transmit path ([`super::tx`]).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// Largest software MTU the port accepts (PMTU `max_mtu`).
+pub const MAX_SW_MTU: usize = 9000;
+/// Ethernet header plus one VLAN tag.
+const L2_OVERHEAD: usize = 14 + 4;
+/// `MLX5E_HW2SW_MTU`: the vport MTU counts L2 header, one VLAN tag and FCS.
+const HW_MTU_OVERHEAD: usize = 14 + 4 + 4;
+
+/// Transmit counters of one SQ (and their sum over all SQs, `stats`'s `firmware.eth_tx`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SqTxCounters {
+    /// Frames handed to the link and their bytes (padding included).
+    pub packets: u64,
+    pub bytes: u64,
+    /// LSO WQEs executed, and the frames and bytes they produced.
+    pub tso_wqes: u64,
+    pub tso_packets: u64,
+    pub tso_bytes: u64,
+    /// SEND WQEs with checksum offload.
+    pub csum_offloads: u64,
+    /// NOP WQEs.
+    pub nops: u64,
+    /// Frames dropped (any reason below).
+    pub drops: u64,
+    /// Plain SEND frames longer than the MTU plus L2 header and a VLAN tag.
+    pub oversize: u64,
+    /// Frames the checksum/LSO offload refused (headers it cannot parse).
+    pub offload_errors: u64,
+    /// Frames with no link to send them on.
+    pub no_link: u64,
+    /// Frames shorter than an Ethernet header.
+    pub runts: u64,
+}
+
+/// Vport transmit counters by destination class (QUERY_VPORT_COUNTER, PPCNT;
+/// `stats`'s `firmware.eth_tx.vport`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct VportTxCounters {
+    pub unicast_packets: u64,
+    pub unicast_octets: u64,
+    pub multicast_packets: u64,
+    pub multicast_octets: u64,
+    pub broadcast_packets: u64,
+    pub broadcast_octets: u64,
+}
+
+impl VportTxCounters {
+    /// Counts one frame handed to the link by its destination MAC.
+    pub fn count(&mut self, frame: &[u8]) {
+        let n = frame.len() as u64;
+        let (p, o) = match frame.first() {
+            _ if frame.len() >= 6 && frame[..6] == [0xff; 6] => {
+                (&mut self.broadcast_packets, &mut self.broadcast_octets)
+            }
+            Some(b) if b & 1 != 0 => (&mut self.multicast_packets, &mut self.multicast_octets),
+            _ => (&mut self.unicast_packets, &mut self.unicast_octets),
+        };
+        *p += 1;
+        *o += n;
+    }
+}
+
+/// The transmit side's state: counters and the MTU it checks against.
+#[derive(Debug, Default)]
+pub struct EthTx {
+    /// Per-SQ counters, by SQN (created at the first WQE, dropped by [`EthTx::remove_sq`]).
+    pub sqs: BTreeMap<u32, SqTxCounters>,
+    /// Every SQ's counters summed since the last reset (destroyed SQs included).
+    pub totals: SqTxCounters,
+    /// Vport TX counters.
+    pub vport: VportTxCounters,
+    /// The vport MTU as the driver writes it (`MLX5E_SW2HW_MTU`: L2 header,
+    /// VLAN tag and FCS included); 0 until written: [`MAX_SW_MTU`] applies.
+    pub hw_mtu: u32,
+}
+
+impl EthTx {
+    /// Longest plain SEND frame (no FCS) the port transmits.
+    pub fn max_frame(&self) -> usize {
+        match self.hw_mtu as usize {
+            0 => MAX_SW_MTU + L2_OVERHEAD,
+            m => m.saturating_sub(HW_MTU_OVERHEAD) + L2_OVERHEAD,
+        }
+    }
+
+    /// An SQ's counters (zeros if it never sent).
+    pub fn sq(&self, sqn: u32) -> SqTxCounters {
+        self.sqs.get(&sqn).copied().unwrap_or_default()
+    }
+
+    /// Forgets a destroyed SQ's counters.
+    pub fn remove_sq(&mut self, sqn: u32) {
+        self.sqs.remove(&sqn);
+    }
+
+    /// Applies `f` to SQ `sqn`'s counters and to the totals.
+    pub(super) fn bump(&mut self, sqn: u32, f: impl Fn(&mut SqTxCounters)) {
+        f(self.sqs.entry(sqn).or_default());
+        f(&mut self.totals);
+    }
+}
