@@ -18,6 +18,7 @@ use crate::engine::QpCounters;
 use crate::fabric::counters::PortSnapshot;
 use crate::fabric::ether::EtherCounters;
 use crate::host::qos::QosStats;
+use crate::mlx5::eth::rx::EthRxTree;
 use crate::mlx5::eth::tx_state::SqTxCounters;
 use crate::mlx5::eth::vport::VportCounters;
 use crate::mlx5::firmware::{Firmware, FwStats};
@@ -57,6 +58,8 @@ pub(super) struct FirmwareStats<'a> {
     pub fabric: Option<PortSnapshot>,
     /// The IBTA PortCounters the PerfMgt MADs read.
     pub port_counters: &'a IbPortCounters,
+    /// The Ethernet receive path (all zero on an InfiniBand port).
+    pub eth_rx: EthRxTree<'a>,
     /// The Ethernet port's transmit counters (zeros on an IB port).
     pub eth_tx: EthTxStats<'a>,
     /// The Ethernet port's traffic counters (zero on an InfiniBand port).
@@ -122,6 +125,7 @@ impl<'a> FirmwareStats<'a> {
             engine_drops: e.rt.drops,
             fabric: f.wire_counters().map(|w| w.snapshot()),
             port_counters: f.port_counters(),
+            eth_rx: f.eth_rx_stats(),
             eth_tx: EthTxStats { totals: &f.eth_tx().totals },
             vport_counters: f.vport_counters(),
         }

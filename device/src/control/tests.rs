@@ -103,6 +103,13 @@ fn counter_structs(
         ("DoorbellStats", &["doorbells"], v(&*h.doorbells)),
         ("PollerStats", &["doorbells", "poller"], v(&**h.poller.as_ref().unwrap())),
         ("QosStats", &["cpu_latency_qos"], v(&*h.qos)),
+        ("RxCounters", &["firmware", "eth_rx"], v(fw.eth_rx_stats().frames)),
+        ("SteeringDrops", &["firmware", "eth_rx", "steering"], v(fw.eth_rx_stats().steering)),
+        (
+            "RqCounters",
+            &["firmware", "eth_rx", "queues", "256"],
+            v(&fw.eth_rx_stats().queues.get(&256).copied().unwrap_or_default()),
+        ),
         ("EtherCounters", &["eth_link"], v(&**h.eth_link.as_ref().unwrap())),
         ("SqTxCounters", &["firmware", "eth_tx"], v(&fw.eth_tx().totals)),
     ]
@@ -273,6 +280,28 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
     }
     let d = &mut fw.engine_mut().rt.drops;
     for c in [&mut d.malformed, &mut d.no_qp, &mut d.bad_state, &mut d.bad_transport, &mut d.bad_pkey] {
+        *c = next();
+    }
+    let (rx, st, qs) = fw.eth_rx_counters_mut();
+    let q = qs.entry(256).or_default();
+    for c in [
+        &mut rx.runts,
+        &mut rx.giants,
+        &mut rx.no_tir,
+        &mut rx.rq_not_ready,
+        &mut rx.too_long,
+        &mut rx.wqe_errors,
+        &mut rx.cq_overruns,
+        &mut rx.delivered,
+        &mut st.no_root,
+        &mut st.miss,
+        &mut st.rule,
+        &mut st.bad_chain,
+        &mut q.packets,
+        &mut q.bytes,
+        &mut q.drops,
+        &mut q.out_of_buffer,
+    ] {
         *c = next();
     }
     drop(fw);

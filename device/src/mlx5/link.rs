@@ -5,8 +5,8 @@
 use super::cmd::dispatch::{Command, CommandTable, DuplicateOpcode};
 use super::firmware::Firmware;
 use super::hca::access_reg::{Register, IB_REGISTERS};
-use super::{eth, events, hca, ib, rdma};
 pub use super::link_layer::LinkLayer;
+use super::{eth, events, hca, ib, rdma};
 
 impl LinkLayer {
     /// The command tables of this link layer's domains.

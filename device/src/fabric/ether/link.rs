@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use super::config::{Backend, EtherConfig};
 use super::counters::EtherCounters;
+use super::frame::{FrameHandler, FrameSink, Medium, HEADER_LEN, MAX_FRAME, MIN_FRAME};
 use super::tap::TapMedium;
 use super::udp::UdpMedium;
-use super::frame::{FrameHandler, FrameSink, Medium, HEADER_LEN, MAX_FRAME, MIN_FRAME};
 use crate::fabric::counters::bump;
 use crate::fabric::fault::Shape;
 use crate::fabric::middleware::{Capture, Faults};

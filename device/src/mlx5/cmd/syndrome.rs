@@ -217,6 +217,127 @@ syndromes! {
     QUERY_HCA_VPORT_PKEY_BAD_PARAM_2 = 0x7e06_0039;
     QUERY_HCA_VPORT_PKEY_BAD_PARAM_3 = 0x7e06_003a;
     ETH_REG_PPCNT_WRITE = 0x7e06_003b;
+    // 08: eth/ steering, TIRs, RQTs (eth-rx).
+    /// flow table bad miss id (BAD_PARAM).
+    FLOW_TABLE_BAD_MISS_ID = 0x7e08_0001;
+    /// flow table bad miss action (BAD_PARAM).
+    FLOW_TABLE_BAD_MISS_ACTION = 0x7e08_0002;
+    /// create flow table bad size (BAD_PARAM).
+    CREATE_FLOW_TABLE_BAD_SIZE = 0x7e08_0003;
+    /// create flow table lim (LIM).
+    CREATE_FLOW_TABLE_LIM = 0x7e08_0004;
+    /// destroy flow table in use (BAD_RES_STATE).
+    DESTROY_FLOW_TABLE_IN_USE = 0x7e08_0005;
+    /// modify flow table bad select (BAD_PARAM).
+    MODIFY_FLOW_TABLE_BAD_SELECT = 0x7e08_0006;
+    /// modify flow table self miss (BAD_PARAM).
+    MODIFY_FLOW_TABLE_SELF_MISS = 0x7e08_0007;
+    /// set flow table root bad id (BAD_PARAM).
+    SET_FLOW_TABLE_ROOT_BAD_ID = 0x7e08_0008;
+    /// flow short match param (BAD_INP_LEN).
+    FLOW_SHORT_MATCH_PARAM = 0x7e08_0009;
+    /// create flow group lim (LIM).
+    CREATE_FLOW_GROUP_LIM = 0x7e08_000a;
+    /// create flow group bad range (BAD_PARAM).
+    CREATE_FLOW_GROUP_BAD_RANGE = 0x7e08_000b;
+    /// create flow group overlap (BAD_PARAM).
+    CREATE_FLOW_GROUP_OVERLAP = 0x7e08_000c;
+    /// destroy flow group bad id (BAD_PARAM).
+    DESTROY_FLOW_GROUP_BAD_ID = 0x7e08_000d;
+    /// destroy flow group in use (BAD_RES_STATE).
+    DESTROY_FLOW_GROUP_IN_USE = 0x7e08_000e;
+    /// set fte extended dest (BAD_PARAM).
+    SET_FTE_EXTENDED_DEST = 0x7e08_000f;
+    /// set fte too many dest (BAD_PARAM).
+    SET_FTE_TOO_MANY_DEST = 0x7e08_0010;
+    /// set fte short dest (BAD_INP_LEN).
+    SET_FTE_SHORT_DEST = 0x7e08_0011;
+    /// set fte dest vs action (BAD_PARAM).
+    SET_FTE_DEST_VS_ACTION = 0x7e08_0012;
+    /// set fte bad dest id (BAD_PARAM).
+    SET_FTE_BAD_DEST_ID = 0x7e08_0013;
+    /// set fte bad dest type (BAD_PARAM).
+    SET_FTE_BAD_DEST_TYPE = 0x7e08_0014;
+    /// set fte bad action (BAD_PARAM).
+    SET_FTE_BAD_ACTION = 0x7e08_0015;
+    /// set fte self dest (BAD_PARAM).
+    SET_FTE_SELF_DEST = 0x7e08_0016;
+    /// set fte bad index (BAD_PARAM).
+    SET_FTE_BAD_INDEX = 0x7e08_0017;
+    /// set fte no entry (BAD_PARAM).
+    SET_FTE_NO_ENTRY = 0x7e08_0018;
+    /// set fte bad op mod (BAD_PARAM).
+    SET_FTE_BAD_OP_MOD = 0x7e08_0019;
+    /// set fte bad group (BAD_PARAM).
+    SET_FTE_BAD_GROUP = 0x7e08_001a;
+    /// set fte outside group (BAD_PARAM).
+    SET_FTE_OUTSIDE_GROUP = 0x7e08_001b;
+    /// set fte exists (BAD_RES_STATE).
+    SET_FTE_EXISTS = 0x7e08_001c;
+    /// set fte lim (LIM).
+    SET_FTE_LIM = 0x7e08_001d;
+    /// delete fte no entry (BAD_PARAM).
+    DELETE_FTE_NO_ENTRY = 0x7e08_001e;
+    /// create flow table bad type (BAD_PARAM).
+    CREATE_FLOW_TABLE_BAD_TYPE = 0x7e08_001f;
+    /// destroy flow table bad type (BAD_PARAM).
+    DESTROY_FLOW_TABLE_BAD_TYPE = 0x7e08_0020;
+    /// destroy flow table bad id (BAD_PARAM).
+    DESTROY_FLOW_TABLE_BAD_ID = 0x7e08_0021;
+    /// modify flow table bad type (BAD_PARAM).
+    MODIFY_FLOW_TABLE_BAD_TYPE = 0x7e08_0022;
+    /// modify flow table bad id (BAD_PARAM).
+    MODIFY_FLOW_TABLE_BAD_ID = 0x7e08_0023;
+    /// set flow table root bad type (BAD_PARAM).
+    SET_FLOW_TABLE_ROOT_BAD_TYPE = 0x7e08_0024;
+    /// create flow group bad type (BAD_PARAM).
+    CREATE_FLOW_GROUP_BAD_TYPE = 0x7e08_0025;
+    /// create flow group bad table (BAD_PARAM).
+    CREATE_FLOW_GROUP_BAD_TABLE = 0x7e08_0026;
+    /// destroy flow group bad type (BAD_PARAM).
+    DESTROY_FLOW_GROUP_BAD_TYPE = 0x7e08_0027;
+    /// destroy flow group bad table (BAD_PARAM).
+    DESTROY_FLOW_GROUP_BAD_TABLE = 0x7e08_0028;
+    /// set fte bad type (BAD_PARAM).
+    SET_FTE_BAD_TYPE = 0x7e08_0029;
+    /// set fte bad table (BAD_PARAM).
+    SET_FTE_BAD_TABLE = 0x7e08_002a;
+    /// delete fte bad type (BAD_PARAM).
+    DELETE_FTE_BAD_TYPE = 0x7e08_002b;
+    /// delete fte bad table (BAD_PARAM).
+    DELETE_FTE_BAD_TABLE = 0x7e08_002c;
+    /// tir bad hash (BAD_PARAM).
+    TIR_BAD_HASH = 0x7e08_002d;
+    /// tir lro (BAD_PARAM).
+    TIR_LRO = 0x7e08_002e;
+    /// create tir bad rqn (BAD_PARAM).
+    CREATE_TIR_BAD_RQN = 0x7e08_002f;
+    /// create tir bad rqt (BAD_PARAM).
+    CREATE_TIR_BAD_RQT = 0x7e08_0030;
+    /// create tir bad disp (BAD_PARAM).
+    CREATE_TIR_BAD_DISP = 0x7e08_0031;
+    /// create tir lim (LIM).
+    CREATE_TIR_LIM = 0x7e08_0032;
+    /// modify tir bad bitmask (BAD_PARAM).
+    MODIFY_TIR_BAD_BITMASK = 0x7e08_0033;
+    /// modify tir bad tirn (BAD_PARAM).
+    MODIFY_TIR_BAD_TIRN = 0x7e08_0034;
+    /// destroy tir bad tirn (BAD_PARAM).
+    DESTROY_TIR_BAD_TIRN = 0x7e08_0035;
+    /// rqt bad size (BAD_PARAM).
+    RQT_BAD_SIZE = 0x7e08_0036;
+    /// rqt short list (BAD_INP_LEN).
+    RQT_SHORT_LIST = 0x7e08_0037;
+    /// rqt bad rqn (BAD_PARAM).
+    RQT_BAD_RQN = 0x7e08_0038;
+    /// create rqt bad max (BAD_PARAM).
+    CREATE_RQT_BAD_MAX = 0x7e08_0039;
+    /// create rqt lim (LIM).
+    CREATE_RQT_LIM = 0x7e08_003a;
+    /// modify rqt bad rqtn (BAD_PARAM).
+    MODIFY_RQT_BAD_RQTN = 0x7e08_003b;
+    /// destroy rqt bad rqtn (BAD_PARAM).
+    DESTROY_RQT_BAD_RQTN = 0x7e08_003c;
 }
 
 #[cfg(test)]

@@ -103,7 +103,7 @@ impl Firmware {
     /// A CQE the firmware made (QP0/QP1, UMR, flushes): counted on CQ
     /// `cqn`, written, armed; `solicited` also holds for error CQEs. False:
     /// the CQ is full (overrun) or the CQE could not be written.
-    pub(super) fn post_cqe(&mut self, cqn: u32, c: &Cqe, solicited: bool) -> bool {
+    pub(in crate::mlx5) fn post_cqe(&mut self, cqn: u32, c: &Cqe, solicited: bool) -> bool {
         if self.engine.cqs.get(cqn).is_some_and(|cq| !cq.has_room()) {
             // Full by the last known count: the driver may have consumed
             // since (its index is in the CQ doorbell record).

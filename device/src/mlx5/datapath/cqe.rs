@@ -60,15 +60,35 @@ pub struct Cqe {
     /// 0x30 of `struct mlx5_cqe64`), in ticks of `device_frequency_khz`.
     /// Not written into error CQEs, whose syndromes overlap it.
     pub timestamp: u64,
+    /// Ethernet receive (`en_rx.c`): the RSS hash of the TIR that chose the
+    /// RQ (`rss_hash_result`, be32 at 0x0c) and its type (0x10).
+    pub rss_hash: u32,
+    pub rss_hash_type: u8,
+    /// Ethernet receive: one's-complement sum of the L3 packet, not
+    /// inverted (`check_sum`, be16 at 0x14).
+    pub check_sum: u16,
+    /// Ethernet receive: L3_OK/L4_OK (`hds_ip_ext`, 0x1c), L3/L4 types and
+    /// the VLAN-stripped bit (`l4_l3_hdr_type`, 0x1d), the stripped TCI
+    /// (`vlan_info`, be16 at 0x1e). For a received frame `qpn` carries the
+    /// steering `flow_tag` (`sop_drop_qpn`), never the RQN.
+    pub hds_ip_ext: u8,
+    pub l4_l3_hdr_type: u8,
+    pub vlan_info: u16,
 }
 
 impl Cqe {
     /// The 64-byte image with `op_own`'s owner bit set to `owner`.
     pub fn emit(&self, owner: u8) -> [u8; 64] {
         let mut b = [0u8; 64];
+        b[0x0c..0x10].copy_from_slice(&self.rss_hash.to_be_bytes());
+        b[0x10] = self.rss_hash_type;
+        b[0x14..0x16].copy_from_slice(&self.check_sum.to_be_bytes());
         b[0x16..0x18].copy_from_slice(&self.slid.to_be_bytes());
         let flags_rqpn = ((self.grh as u32) << 28) | ((self.sl as u32 & 0xf) << 24) | (self.src_qpn & 0x00ff_ffff);
         b[0x18..0x1c].copy_from_slice(&flags_rqpn.to_be_bytes());
+        b[0x1c] = self.hds_ip_ext;
+        b[0x1d] = self.l4_l3_hdr_type;
+        b[0x1e..0x20].copy_from_slice(&self.vlan_info.to_be_bytes());
         b[0x20..0x24].copy_from_slice(&(self.user_index & 0x00ff_ffff).to_be_bytes());
         b[0x24..0x28].copy_from_slice(&self.imm_inval_pkey.to_be_bytes());
         b[0x2c..0x30].copy_from_slice(&self.byte_cnt.to_be_bytes());
@@ -150,5 +170,48 @@ mod tests {
         assert_eq!((b[0x36], b[0x37], b[0x3f]), (0x79, 0x05, 0xd1));
         let b = Cqe { timestamp: u64::MAX, ..e }.emit(1);
         assert_eq!((&b[0x30..0x36], b[0x36], b[0x37]), (&[0u8; 6][..], 0x79, 0x05), "no timestamp in an error CQE");
+    }
+
+    #[test]
+    fn ethernet_receive_layout() {
+        let c = Cqe {
+            opcode: op::RESP_SEND,
+            qpn: 0x00ab_cdef,
+            wqe_counter: 0x1234,
+            byte_cnt: 60,
+            rss_hash: 0xdead_beef,
+            rss_hash_type: 0x44,
+            check_sum: 0x5a5b,
+            hds_ip_ext: 0x06,
+            l4_l3_hdr_type: 0x29,
+            vlan_info: 0x2064,
+            ..Default::default()
+        };
+        let b = c.emit(1);
+        let mut want = [0u8; 64];
+        want[0x0c..0x10].copy_from_slice(&[0xde, 0xad, 0xbe, 0xef]);
+        want[0x10] = 0x44;
+        want[0x14..0x16].copy_from_slice(&[0x5a, 0x5b]);
+        want[0x1c..0x20].copy_from_slice(&[0x06, 0x29, 0x20, 0x64]);
+        want[0x2c..0x30].copy_from_slice(&[0, 0, 0, 60]);
+        want[0x38..0x3c].copy_from_slice(&[0, 0xab, 0xcd, 0xef]);
+        want[0x3c..0x3e].copy_from_slice(&[0x12, 0x34]);
+        want[0x3f] = 0x21;
+        assert_eq!(b, want, "every other byte 0: no LRO, no TLS, lro_num_seg 0, format 0");
+    }
+
+    #[test]
+    fn ib_images_do_not_see_the_ethernet_fields() {
+        // A responder CQE as the IB paths build it: the new fields default
+        // to 0 and the image is byte for byte the one before they existed.
+        let c = Cqe { opcode: op::RESP_SEND, qpn: 9, byte_cnt: 296, src_qpn: 1, slid: 5, ..Default::default() };
+        let b = c.emit(0);
+        let mut want = [0u8; 64];
+        want[0x16..0x18].copy_from_slice(&[0, 5]);
+        want[0x18..0x1c].copy_from_slice(&[0, 0, 0, 1]);
+        want[0x2c..0x30].copy_from_slice(&296u32.to_be_bytes());
+        want[0x38..0x3c].copy_from_slice(&[0, 0, 0, 9]);
+        want[0x3f] = 0x20;
+        assert_eq!(b, want);
     }
 }

@@ -80,7 +80,7 @@ impl Firmware {
 
     /// The first error of a QP: an error CQE for the failing WQE, the QP
     /// moves to ERR, every other outstanding WQE is flushed.
-    pub(super) fn qp_error(&mut self, qpn: u32, wqe_counter: u16, wqe_opcode: u8, syn: u8, send: bool) {
+    pub(in crate::mlx5) fn qp_error(&mut self, qpn: u32, wqe_counter: u16, wqe_opcode: u8, syn: u8, send: bool) {
         let Some(qp) = self.engine.qps.get(qpn) else { return };
         let cq = if send { qp.send_cq } else { qp.recv_cq };
         let user_index = self.rdma.qps.get(&qpn).map(|c| c.user_index).unwrap_or(0);

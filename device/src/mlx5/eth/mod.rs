@@ -10,24 +10,36 @@
 //! - [`queues`]: transport domains, TISes, Q counters, SQ and RQ objects. An SQ or RQ is an
 //!   engine QP of type `RawPacket` (one number space with QPs) with its `rdma::QpCtx`.
 //! - [`steering`]: NIC RX flow tables, groups and entries, and their evaluation.
-//! - [`tir`]: TIRs and RQTs: from a steering destination to an RQ (RSS).
+//! - [`match_image`]: a frame's `fte_match_param` image and the masked compare.
+//! - [`tir`]: TIRs and RQTs: from a steering destination to an RQ; [`rss`]: the hash.
+//! - [`steering_layout`]: the steering/TIR/RQT command layouts `ifc.rs` lacks.
 //! - [`rx`]: a frame from the link to an RQ's WQE and its CQE.
 //! - [`tx`]: an SQ's WQEs to frames on the link (checksum, LSO) and their CQEs;
 //!   [`eth_seg`]: the Ethernet send WQE's eth segment and data segments; [`tx_state`]: TX counters.
 
 pub mod eth_seg;
 pub mod layout;
+pub mod match_image;
 pub mod queues;
 pub mod regs;
+pub mod rss;
 pub mod rx;
 pub mod state;
 pub mod steering;
+pub mod steering_layout;
 pub mod tir;
 pub mod tx;
 pub mod tx_state;
 #[cfg(test)]
 mod tx_tests;
 pub mod vport;
+
+#[cfg(test)]
+mod rx_tests;
+#[cfg(test)]
+mod steering_tests;
+#[cfg(test)]
+mod test_bench;
 
 use crate::mlx5::cmd::dispatch::Command;
 use crate::mlx5::firmware::Firmware;

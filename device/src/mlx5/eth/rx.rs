@@ -1,9 +1,101 @@
-//! A frame from the link into an RQ (owner: eth-rx).
+//! A frame from the link into an RQ (owner: eth-rx): size checks, the
+//! header walk, (RoCE diversion,) steering, TIR/RSS, then the RQ's next WQE
+//! and its CQE (`struct mlx5_cqe64` as `en_rx.c` reads it).
+//!
+//! Every frame that is not delivered is counted ([`RxCounters`]); a WQE
+//! whose scatter list the device cannot write completes with an error CQE
+//! and moves the RQ to ERR (the driver's RX reporter recovers it).
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use serde::Serialize;
+use tracing::debug;
+
+use super::match_image::MatchImage;
+use super::steering::{SteeringDrops, Verdict};
+use super::tir::RqChoice;
+use crate::engine::{Access, QpState, QpType};
 use crate::fabric::ether::FrameHandler;
+use crate::mlx5::datapath::cqe::{op, syndrome, Cqe};
+use crate::mlx5::datapath::wqe;
 use crate::mlx5::firmware::Firmware;
+use crate::mlx5::queue_buf::buf_addr;
+use crate::wire::ether::{self, FrameInfo, L3, L4, TPID_CTAG};
+use crate::wire::offload::rx_checksum;
+
+/// Ethernet header bytes (a shorter frame is a runt).
+pub const ETH_HLEN: usize = 14;
+/// The largest hardware MTU (L2 header, one tag and FCS included, as
+/// `MLX5E_SW2HW_MTU` counts it) and the largest frame it admits (plus a
+/// second tag, less the FCS the link does not carry).
+pub const MAX_HW_MTU: usize = 9978;
+pub const MAX_FRAME: usize = MAX_HW_MTU;
+
+/// The largest frame the port takes for the vport MTU the driver wrote
+/// (0 until written: [`MAX_FRAME`]).
+pub fn max_frame(hw_mtu: u16) -> usize {
+    match hw_mtu as usize {
+        0 => MAX_FRAME,
+        m => m.min(MAX_HW_MTU),
+    }
+}
+
+/// CQE `hds_ip_ext` bits.
+pub mod hds {
+    pub const L3_OK: u8 = 1 << 1;
+    pub const L4_OK: u8 = 1 << 2;
+}
+
+/// Per-RQ receive counters (`stats`: `firmware.eth_rx.queues.<rqn>`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RqCounters {
+    pub packets: u64,
+    pub bytes: u64,
+    /// Frames dropped at this RQ (no WQE, too long, RQ not ready).
+    pub drops: u64,
+    /// No WQE posted (also charged to the RQ's `counter_set_id` Q counter).
+    pub out_of_buffer: u64,
+}
+
+/// What the receive path did with the frames it was given (`stats`: `firmware.eth_rx`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RxCounters {
+    /// Shorter than an Ethernet header.
+    pub runts: u64,
+    /// Longer than the vport MTU admits ([`max_frame`]).
+    pub giants: u64,
+    /// Steered to a TIR (or RQT) that no longer exists or has no RQ.
+    pub no_tir: u64,
+    /// Steered to an RQ that does not exist or is not RDY, or whose CQ is gone.
+    pub rq_not_ready: u64,
+    /// Longer than the WQE's buffers.
+    pub too_long: u64,
+    /// A WQE the device could not read or write (error CQE posted).
+    pub wqe_errors: u64,
+    /// The CQ had no room for the CQE.
+    pub cq_overruns: u64,
+    /// Frames placed into an RQ (one per RQ a frame reached).
+    pub delivered: u64,
+}
+
+/// The receive path's counters as `stats` shows them.
+#[derive(Serialize)]
+pub struct EthRxTree<'a> {
+    #[serde(flatten)]
+    pub frames: &'a RxCounters,
+    pub steering: &'a SteeringDrops,
+    pub queues: &'a BTreeMap<u32, RqCounters>,
+}
+
+/// The receive side of an RQ as the RX path needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RxQueue {
+    pub cqn: u32,
+    pub pd: u32,
+    /// `rqc.vsd`: leave VLAN tags in the frame.
+    pub vsd: bool,
+}
 
 /// The Ethernet link's frame handler: the firmware's RX path.
 pub struct EthRx(pub Arc<Mutex<Firmware>>);
@@ -15,7 +107,212 @@ impl FrameHandler for EthRx {
     }
 }
 
+/// CQE `l4_l3_hdr_type` (without the VLAN-stripped bit 0).
+fn hdr_type(info: &FrameInfo) -> u8 {
+    let l3 = match info.l3 {
+        L3::Ipv6 { .. } => 1,
+        L3::Ipv4 { .. } => 2,
+        L3::None => 0,
+    };
+    let l3_payload = match info.l3 {
+        L3::Ipv4 { total_len, header_len, .. } => (total_len as usize).saturating_sub(header_len),
+        L3::Ipv6 { payload_len, .. } => payload_len as usize,
+        L3::None => 0,
+    };
+    let l4 = match info.l4 {
+        L4::None => 0,
+        L4::Udp { .. } => 2,
+        L4::Tcp { flags, .. } if flags & 0x10 == 0 => 1,
+        L4::Tcp { header_len, .. } if l3_payload <= header_len => 3,
+        L4::Tcp { .. } => 4,
+    };
+    (l4 << 4) | (l3 << 2)
+}
+
 impl Firmware {
-    /// One received frame: steering, RQ, CQE (to be built; dropped for now).
-    pub(in crate::mlx5) fn eth_receive(&mut self, _frame: &[u8]) {}
+    /// The receive path's counters (control socket `stats`).
+    pub fn eth_rx_stats(&self) -> EthRxTree<'_> {
+        let d = &self.eth.dispatch;
+        EthRxTree { frames: &d.counters, steering: &self.eth.steering.drops, queues: &d.rq_counters }
+    }
+
+    /// The receive path's counters, to set in tests of `stats`.
+    #[cfg(test)]
+    pub fn eth_rx_counters_mut(&mut self) -> (&mut RxCounters, &mut SteeringDrops, &mut BTreeMap<u32, RqCounters>) {
+        let d = &mut self.eth.dispatch;
+        (&mut d.counters, &mut self.eth.steering.drops, &mut d.rq_counters)
+    }
+
+    /// True when `rqn` is an Ethernet RQ (a RawPacket engine QP with a receive queue).
+    pub(in crate::mlx5) fn is_eth_rq(&self, rqn: u32) -> bool {
+        self.engine.qps.get(rqn).is_some_and(|q| q.qp_type == QpType::RawPacket)
+            && self.rdma.qps.get(&rqn).is_some_and(|c| c.rq_entries != 0)
+    }
+
+    /// The RQ `rqn` if it takes frames now (RDY, with a CQ).
+    fn rx_queue(&self, rqn: u32) -> Option<RxQueue> {
+        let qp = self.engine.qps.get(rqn).filter(|q| q.qp_type == QpType::RawPacket && q.state == QpState::Rts)?;
+        let cqn = qp.recv_cq.filter(|c| self.cqs.contains_key(c) && self.engine.cqs.get(*c).is_some())?;
+        self.rdma.qps.get(&rqn).filter(|c| c.rq_entries != 0)?;
+        let vsd = self.eth.queues.rq(rqn).is_some_and(|r| r.vsd);
+        Some(RxQueue { cqn, pd: qp.pd, vsd })
+    }
+
+    /// One received frame: steering, RQ, CQE.
+    pub(in crate::mlx5) fn eth_receive(&mut self, frame: &[u8]) {
+        let counters = &mut self.eth.dispatch.counters;
+        if frame.len() < ETH_HLEN {
+            counters.runts += 1;
+            return;
+        }
+        if frame.len() > max_frame(self.eth.vport.mtu) {
+            counters.giants += 1;
+            return;
+        }
+        let Ok(info) = ether::parse(frame) else {
+            counters.runts += 1;
+            return;
+        };
+        if self.roce_takes(frame, &info) {
+            return;
+        }
+        let img = MatchImage::of(&info);
+        let (tirs, flow_tag) = match self.eth.steering.classify(&img) {
+            Verdict::Deliver { tirs, flow_tag } => (tirs, flow_tag),
+            Verdict::Drop(why) => {
+                debug!(?why, "frame dropped by steering");
+                return;
+            }
+        };
+        let mut rqs: Vec<RqChoice> = Vec::with_capacity(tirs.len());
+        for tirn in tirs {
+            match self.eth.dispatch.choose_rq(tirn, &info) {
+                // Two TIRs choosing one RQ deliver one copy.
+                Some(c) if rqs.iter().any(|d| d.rqn == c.rqn) => {}
+                Some(c) => rqs.push(c),
+                None => self.eth.dispatch.counters.no_tir += 1,
+            }
+        }
+        let mut delivered = false;
+        for c in rqs {
+            delivered |= self.deliver(c, flow_tag, frame, &info);
+        }
+        if delivered {
+            self.eth.vport.counters.count_rx(frame);
+        }
+    }
+
+    /// The hook where RoCE frames addressed to this function leave the NIC
+    /// pipeline for the RDMA engine (RoCEv2: UDP dport 4791 to a GID's
+    /// address; RoCEv1: EtherType 0x8915). No RoCE on this port yet: none.
+    fn roce_takes(&mut self, _frame: &[u8], _info: &FrameInfo) -> bool {
+        false
+    }
+
+    /// Places a frame into RQ `c.rqn`'s next WQE and completes it; false: dropped (counted).
+    fn deliver(&mut self, c: RqChoice, flow_tag: u32, frame: &[u8], info: &FrameInfo) -> bool {
+        let rqn = c.rqn;
+        let Some(q) = self.rx_queue(rqn) else {
+            self.eth.dispatch.counters.rq_not_ready += 1;
+            self.rq_counters(rqn).drops += 1;
+            return false;
+        };
+        let Some(ctx) = self.rdma.qps.get(&rqn) else { return false };
+        let (ci, stride, entries) = (ctx.rq_ci, ctx.rq_stride, ctx.rq_entries);
+        let mut pc = [0u8; 4];
+        let posted = self.mem.read(ctx.dbr_addr, &mut pc).is_ok() && u32::from_be_bytes(pc) as u16 != ci;
+        if !posted {
+            if let Some(id) = self.eth.queues.rq(rqn).map(|r| r.counter_set_id) {
+                self.eth.queues.q_counter_out_of_buffer(id);
+            }
+            let r = self.rq_counters(rqn);
+            r.out_of_buffer += 1;
+            r.drops += 1;
+            return false;
+        }
+        let off = ((ci as u32 & (entries - 1)) as u64) * stride as u64;
+        let mut w = vec![0u8; stride];
+        let read = buf_addr(&ctx.pas, ctx.log_page_size, ctx.page_offset, off)
+            .is_some_and(|a| self.mem.read(a, &mut w).is_ok());
+        if !read {
+            self.eth.dispatch.counters.wqe_errors += 1;
+            self.qp_error(rqn, ci, 0, syndrome::LOCAL_QP_OP_ERR, false);
+            return false;
+        }
+        // VLAN stripping: the outermost tag, C-tags only.
+        let strip = info.vlans[0].filter(|t| !q.vsd && t.tpid == TPID_CTAG);
+        let data: std::borrow::Cow<[u8]> = match strip {
+            Some(_) => [&frame[..12], frame.get(16..).unwrap_or_default()].concat().into(),
+            None => frame.into(),
+        };
+        let sges = wqe::parse_recv(&w);
+        if sges.iter().map(|s| s.len as u64).sum::<u64>() < data.len() as u64 {
+            self.eth.dispatch.counters.too_long += 1;
+            self.rq_counters(rqn).drops += 1;
+            return false;
+        }
+        if let Err(syn) = self.scatter(&sges, q.pd, &data) {
+            self.eth.dispatch.counters.wqe_errors += 1;
+            self.qp_error(rqn, ci, 0, syn, false);
+            return false;
+        }
+        if let Some(ctx) = self.rdma.qps.get_mut(&rqn) {
+            ctx.rq_ci = ci.wrapping_add(1);
+        }
+        let sum = rx_checksum(frame, info);
+        let ip = !matches!(info.l3, L3::None);
+        let mut hds_ip_ext = 0;
+        if ip && sum.l3_ok {
+            hds_ip_ext |= hds::L3_OK;
+            if !matches!(info.l4, L4::None) && sum.l4_ok {
+                hds_ip_ext |= hds::L4_OK;
+            }
+        }
+        let cqe = Cqe {
+            opcode: op::RESP_SEND,
+            qpn: flow_tag,
+            wqe_counter: ci,
+            byte_cnt: data.len() as u32,
+            rss_hash: c.hash,
+            rss_hash_type: c.hash_type,
+            check_sum: if ip { sum.sum } else { 0 },
+            hds_ip_ext,
+            l4_l3_hdr_type: hdr_type(info) | strip.is_some() as u8,
+            vlan_info: strip.map(|t| t.tci).unwrap_or(0),
+            ..Default::default()
+        };
+        if !self.post_cqe(q.cqn, &cqe, false) {
+            self.eth.dispatch.counters.cq_overruns += 1;
+        }
+        let n = data.len() as u64;
+        let r = self.rq_counters(rqn);
+        r.packets += 1;
+        r.bytes += n;
+        self.eth.dispatch.counters.delivered += 1;
+        true
+    }
+
+    fn rq_counters(&mut self, rqn: u32) -> &mut RqCounters {
+        self.eth.dispatch.rq_counters.entry(rqn).or_default()
+    }
+
+    /// Writes `data` through a receive WQE's scatter list (lkeys of PD `pd`).
+    fn scatter(&self, sges: &[wqe::Sge], pd: u32, data: &[u8]) -> Result<(), u8> {
+        let mut done = 0usize;
+        for sge in sges {
+            if done == data.len() {
+                break;
+            }
+            let n = (sge.len as usize).min(data.len() - done);
+            let key = self.engine.lookup_key(sge.lkey).ok_or(syndrome::LOCAL_PROT_ERR)?;
+            let chunks =
+                key.translate(sge.addr, n as u64, pd, Access::LOCAL_WRITE).map_err(|_| syndrome::LOCAL_PROT_ERR)?;
+            for (pa, len) in chunks {
+                let len = len as usize;
+                self.mem.write(pa, &data[done..done + len]).map_err(|_| syndrome::LOCAL_PROT_ERR)?;
+                done += len;
+            }
+        }
+        Ok(())
+    }
 }
