@@ -77,6 +77,7 @@ fi
 eth_barrier foreign-2
 # carrier events while the harness flaps the link (control socket: link down, 3 s, link up)
 if [ "$G" = 0 ]; then
+  eth_wait_carrier $D 30
   echo "ETH-FLAP-READY"
   last=$(cat /sys/class/net/$D/carrier); n=0
   while [ $n -lt 200 ]; do

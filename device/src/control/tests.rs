@@ -275,6 +275,7 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
         &mut t.offload_errors,
         &mut t.no_link,
         &mut t.runts,
+        &mut t.loopback,
     ] {
         *c = next();
     }

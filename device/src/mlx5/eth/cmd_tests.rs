@@ -31,7 +31,7 @@ fn ethernet_capability_pages() {
         (cmd_hca_cap::striding_rq, 0),
         (cmd_hca_cap::cqe_compression, 0),
         (cmd_hca_cap::eswitch_manager, 0),
-        (cmd_hca_cap::vport_group_manager, 0),
+        (cmd_hca_cap::vport_group_manager, 1),
         (cmd_hca_cap::qos, 0),
         (cmd_hca_cap::pcam_reg, 0),
         (cmd_hca_cap::mcam_reg, 0),
@@ -144,6 +144,20 @@ fn nic_vport_context_round_trip() {
     assert_eq!(c::allowed_list_size.get(&o), 2);
     assert_eq!(&o[0x112..0x118], &[0x01, 0, 0x5e, 0, 0, 1]);
     assert_eq!(&o[0x11a..0x120], &[0x33, 0x33, 0, 0, 0, 1]);
+    // A VLAN list (8021q's VIDs, allowed_list_type 2): VID in bits 43:32 of each element.
+    let mut i = modify_vport(
+        &[mi::fs_addresses_list],
+        &[(ifc::nic_vport_context::allowed_list_type, 2), (ifc::nic_vport_context::allowed_list_size, 2)],
+    );
+    i[base + 2..base + 4].copy_from_slice(&[0x00, 0x0a]);
+    i[base + 10..base + 12].copy_from_slice(&[0x0f, 0xff]);
+    t.ok(&i, 16);
+    assert_eq!(t.fw.eth.vport.vlan_list, [10, 0xfff]);
+    ifc::query_nic_vport_context_in::allowed_list_type.set(&mut q, 2);
+    let o = t.ok(&q, ifc::query_nic_vport_context_out::SIZE + 16);
+    assert_eq!((c::allowed_list_type.get(&o), c::allowed_list_size.get(&o)), (2, 2));
+    assert_eq!(&o[0x110..0x114], &[0, 0, 0, 0x0a]);
+    assert_eq!(&o[0x118..0x11c], &[0, 0, 0x0f, 0xff]);
     // A list longer than 2^log_max_current_mc_list, the permanent address, another vport: refused.
     let long = modify_vport(
         &[mi::fs_addresses_list],

@@ -18,12 +18,17 @@
 //!   [`eth_seg`]: the Ethernet send WQE's eth segment and data segments; [`tx_state`]: TX counters.
 
 pub mod eth_seg;
+pub mod flow_table;
 pub mod layout;
 pub mod match_image;
+pub mod port_regs;
+pub mod queue_state;
 pub mod queues;
 pub mod regs;
 pub mod rss;
 pub mod rx;
+pub mod rx_counters;
+pub mod rx_dispatch;
 pub mod state;
 pub mod steering;
 pub mod steering_layout;
@@ -33,6 +38,7 @@ pub mod tx_state;
 #[cfg(test)]
 mod tx_tests;
 pub mod vport;
+pub mod vport_state;
 
 #[cfg(test)]
 mod rx_tests;

@@ -3,6 +3,7 @@
 //! BAD_PARAM (`hca/access_reg.rs`).
 
 use super::layout::{pfcc_reg, NODE_DESC_SIZE};
+pub use super::port_regs::{PortRegs, DEFAULT_MTU, MAX_MTU, STATUS_DOWN, STATUS_UP};
 use super::vport::VportCounters;
 use crate::mlx5::cmd::req::{fail, CmdErr};
 use crate::mlx5::cmd::status;
@@ -11,55 +12,12 @@ use crate::mlx5::firmware::Firmware;
 use crate::mlx5::hca::access_reg::{host_endianness, Register};
 use crate::mlx5::ifc::{self, paos_reg, pmtu_reg, ppcnt_reg, ptys_reg};
 
-/// The largest frame the port takes (PMTU `max_mtu`): an MTU of 9000 plus the 22 bytes mlx5e adds
-/// (Ethernet header 14, one VLAN tag 4, FCS 4) — the MTU range is 68..9000.
-pub const MAX_MTU: u16 = 9000 + 22;
-/// PMTU `admin_mtu`/`oper_mtu` at power-on: the default MTU 1500 + 22.
-pub const DEFAULT_MTU: u16 = 1500 + 22;
 /// The one link mode: 100GBASE-CR4 (`MLX5E_100GBASE_CR4` = bit 20 of the legacy map).
 pub const PROTO_100GBASE_CR4: u32 = 1 << 20;
 /// PTYS `proto_mask` Ethernet (`MLX5_PTYS_EN`).
 const PTYS_EN: u64 = 1 << 2;
 /// PTYS `connector_type` direct-attach copper (`MLX5E_PORT_DA`).
 const PORT_DA: u64 = 7;
-/// PAOS admin/oper status values.
-pub const STATUS_UP: u8 = 1;
-pub const STATUS_DOWN: u8 = 2;
-
-/// The stored port-register settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PortRegs {
-    /// PAOS admin_status (1 up, 2 down).
-    pub admin_status: u8,
-    /// PMTU admin_mtu (the operational MTU follows it).
-    pub admin_mtu: u16,
-    /// PFCC global pause (`pptx`/`pprx`) and the PFC enable bitmaps.
-    pub pause_tx: bool,
-    pub pause_rx: bool,
-    pub pfc_tx: u8,
-    pub pfc_rx: u8,
-}
-
-impl Default for PortRegs {
-    fn default() -> PortRegs {
-        // Hardware default: admin up, pause on in both directions, no PFC.
-        PortRegs {
-            admin_status: STATUS_UP,
-            admin_mtu: DEFAULT_MTU,
-            pause_tx: true,
-            pause_rx: true,
-            pfc_tx: 0,
-            pfc_rx: 0,
-        }
-    }
-}
-
-impl PortRegs {
-    /// PAOS admin up.
-    pub fn admin_up(&self) -> bool {
-        self.admin_status == STATUS_UP
-    }
-}
 
 /// The registers of an Ethernet port.
 pub static REGISTERS: &[Register] = &[

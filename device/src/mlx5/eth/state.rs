@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use super::queues::EthQueues;
-use super::regs::PortRegs;
-use super::steering::Steering;
-use super::tir::RxDispatch;
+use super::flow_table::Steering;
+use super::port_regs::PortRegs;
+use super::queue_state::EthQueues;
+use super::rx_dispatch::RxDispatch;
 use super::tx_state::EthTx;
-use super::vport::Vport;
+use super::vport_state::Vport;
 use crate::fabric::ether::FrameSink;
 
 /// Everything the Ethernet personality keeps beyond the shared domains.

@@ -37,6 +37,8 @@ pub struct SqTxCounters {
     pub no_link: u64,
     /// Frames shorter than an Ethernet header.
     pub runts: u64,
+    /// Frames looped back to this port (self-loopback, see `tx.rs`).
+    pub loopback: u64,
 }
 
 /// The transmit side's state: counters and the MTU it checks against.

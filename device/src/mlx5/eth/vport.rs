@@ -8,147 +8,14 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use serde::Serialize;
-
 use super::layout::{modify_nic_vport_context_in as mi, modify_vport_state_in, query_vport_counter as vc};
+pub use super::vport_state::{Vport, VportCounters};
 use crate::mlx5::cmd::dispatch::{command, Command};
 use crate::mlx5::cmd::req::{fail, out, CmdResult, Req};
 use crate::mlx5::cmd::status;
 use crate::mlx5::fields::Field;
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::ifc;
-
-/// The port's traffic counters (QUERY_VPORT_COUNTER, PPCNT). The data path bumps them with
-/// [`VportCounters::count_rx`] / [`VportCounters::count_tx`] for every frame it delivers to an RQ /
-/// puts on the link (octets without the FCS), and `rx_errors` / `tx_errors` for frames it drops as
-/// malformed. Nothing else writes them.
-#[derive(Debug, Default, Serialize)]
-pub struct VportCounters {
-    pub rx_unicast_packets: AtomicU64,
-    pub rx_unicast_octets: AtomicU64,
-    pub rx_multicast_packets: AtomicU64,
-    pub rx_multicast_octets: AtomicU64,
-    pub rx_broadcast_packets: AtomicU64,
-    pub rx_broadcast_octets: AtomicU64,
-    pub tx_unicast_packets: AtomicU64,
-    pub tx_unicast_octets: AtomicU64,
-    pub tx_multicast_packets: AtomicU64,
-    pub tx_multicast_octets: AtomicU64,
-    pub tx_broadcast_packets: AtomicU64,
-    pub tx_broadcast_octets: AtomicU64,
-    pub rx_errors: AtomicU64,
-    pub tx_errors: AtomicU64,
-}
-
-/// Unicast, multicast or broadcast, by destination MAC.
-fn class(dmac: &[u8]) -> usize {
-    match dmac {
-        [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, ..] => 2,
-        [b, ..] if b & 1 != 0 => 1,
-        _ => 0,
-    }
-}
-
-impl VportCounters {
-    /// A frame received and delivered (`frame` starts at the destination MAC).
-    pub fn count_rx(&self, frame: &[u8]) {
-        let (p, o) = [
-            (&self.rx_unicast_packets, &self.rx_unicast_octets),
-            (&self.rx_multicast_packets, &self.rx_multicast_octets),
-            (&self.rx_broadcast_packets, &self.rx_broadcast_octets),
-        ][class(frame)];
-        p.fetch_add(1, Ordering::Relaxed);
-        o.fetch_add(frame.len() as u64, Ordering::Relaxed);
-    }
-
-    /// A frame transmitted.
-    pub fn count_tx(&self, frame: &[u8]) {
-        let (p, o) = [
-            (&self.tx_unicast_packets, &self.tx_unicast_octets),
-            (&self.tx_multicast_packets, &self.tx_multicast_octets),
-            (&self.tx_broadcast_packets, &self.tx_broadcast_octets),
-        ][class(frame)];
-        p.fetch_add(1, Ordering::Relaxed);
-        o.fetch_add(frame.len() as u64, Ordering::Relaxed);
-    }
-
-    fn get(c: &AtomicU64) -> u64 {
-        c.load(Ordering::Relaxed)
-    }
-
-    /// (packets, octets) received in total and sent in total.
-    pub fn totals(&self) -> ((u64, u64), (u64, u64)) {
-        let g = Self::get;
-        (
-            (
-                g(&self.rx_unicast_packets) + g(&self.rx_multicast_packets) + g(&self.rx_broadcast_packets),
-                g(&self.rx_unicast_octets) + g(&self.rx_multicast_octets) + g(&self.rx_broadcast_octets),
-            ),
-            (
-                g(&self.tx_unicast_packets) + g(&self.tx_multicast_packets) + g(&self.tx_broadcast_packets),
-                g(&self.tx_unicast_octets) + g(&self.tx_multicast_octets) + g(&self.tx_broadcast_octets),
-            ),
-        )
-    }
-}
-
-/// The NIC vport of the Ethernet port.
-#[derive(Debug)]
-pub struct Vport {
-    /// The port's MAC (`permanent_address`); survives reset.
-    pub mac: [u8; 6],
-    /// The emulated cable (control socket `link up|down`); survives reset.
-    pub cable: bool,
-    /// The operational state last announced (port-change EQEs are sent on a flip).
-    pub announced_up: bool,
-    /// NIC vport MTU as last written (0 until MODIFY_NIC_VPORT_CONTEXT sets it).
-    pub mtu: u16,
-    /// Unicast / multicast address lists, promiscuous flags (stored; filtering is the flow tables').
-    pub uc_list: Vec<[u8; 6]>,
-    pub mc_list: Vec<[u8; 6]>,
-    pub promisc_uc: bool,
-    pub promisc_mc: bool,
-    pub promisc_all: bool,
-    pub roce_en: bool,
-    pub disable_uc_local_lb: bool,
-    pub disable_mc_local_lb: bool,
-    /// MODIFY_VPORT_STATE's admin_state (1 down, 2 up, 3 follow: the power-on default).
-    pub admin_state: u8,
-    pub counters: Arc<VportCounters>,
-}
-
-impl Default for Vport {
-    fn default() -> Vport {
-        Vport::new([0x02, 0, 0, 0, 0, 1])
-    }
-}
-
-impl Vport {
-    pub fn new(mac: [u8; 6]) -> Vport {
-        Vport {
-            mac,
-            cable: true,
-            announced_up: false,
-            mtu: 0,
-            uc_list: Vec::new(),
-            mc_list: Vec::new(),
-            promisc_uc: false,
-            promisc_mc: false,
-            promisc_all: false,
-            roce_en: false,
-            disable_uc_local_lb: false,
-            disable_mc_local_lb: false,
-            admin_state: 3,
-            counters: Arc::default(),
-        }
-    }
-
-    /// FLR / device reset: context settings back to power-on; MAC, cable and counters stay.
-    pub fn reset(&mut self) {
-        let fresh = Vport::new(self.mac);
-        *self = Vport { cable: self.cable, counters: self.counters.clone(), ..fresh };
-    }
-}
 
 impl Firmware {
     /// The port's operational state: cable connected and PAOS admin up.
@@ -215,10 +82,12 @@ pub fn query_nic_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let list_type = r.get(i::allowed_list_type);
     let v = &fw.eth.vport;
     let p = &fw.ib.port;
-    let list: &[[u8; 6]] = match list_type {
-        0 => &v.uc_list,
-        1 => &v.mc_list,
-        2 => &[],
+    // Each list element is 8 bytes: a MAC in the low 48 bits, or a VLAN
+    // (`struct mlx5_ifc_vlan_layout_bits`) in bits 43:32.
+    let list: Vec<u64> = match list_type {
+        0 => v.uc_list.iter().map(mac_u64).collect(),
+        1 => v.mc_list.iter().map(mac_u64).collect(),
+        2 => v.vlan_list.iter().map(|&id| (id as u64) << 32).collect(),
         _ => return Err(fail!(status::BAD_PARAM, QUERY_NIC_VPORT_CONTEXT_BAD_PARAM_2)),
     };
     let mut o = out(ifc::query_nic_vport_context_out::SIZE + list.len() * 8);
@@ -237,8 +106,8 @@ pub fn query_nic_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     c::allowed_list_type.set(&mut o, list_type);
     c::allowed_list_size.set(&mut o, list.len() as u64);
     c::permanent_address.set(&mut o, mac_u64(&v.mac));
-    for (k, m) in list.iter().enumerate() {
-        c::current_uc_mac_address.elem(k as u32).set(&mut o, mac_u64(m));
+    for (k, &e) in list.iter().enumerate() {
+        c::current_uc_mac_address.elem(k as u32).set(&mut o, e);
     }
     Ok(o)
 }
@@ -254,13 +123,14 @@ pub fn modify_nic_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         // Identity and inline mode are the device's (firmware refuses them for a PF's own vport).
         return Err(fail!(status::BAD_PARAM, MODIFY_NIC_VPORT_CONTEXT_BAD_PARAM_2));
     }
-    let mut lists: Option<(u64, Vec<[u8; 6]>)> = None;
+    let mut lists: Option<(u64, Vec<u64>)> = None;
     if r.get(mi::fs_addresses_list) != 0 {
         let ty = ctx(c::allowed_list_type);
         let n = ctx(c::allowed_list_size) as usize;
         let max_log = match ty {
             0 => ifc::cmd_hca_cap::log_max_current_uc_list,
             1 => ifc::cmd_hca_cap::log_max_current_mc_list,
+            2 => ifc::cmd_hca_cap::log_max_vlan_list,
             _ => return Err(fail!(status::BAD_PARAM, MODIFY_NIC_VPORT_CONTEXT_BAD_PARAM_3)),
         };
         let cap = fw.hca.caps_cur.get(&0).map(|p| max_log.get(p)).unwrap_or(0);
@@ -270,8 +140,8 @@ pub fn modify_nic_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         let base = mi::CTX_BIT + c::current_uc_mac_address.bit_off;
         let need = (base / 8) as usize + n * 8;
         r.need(need)?;
-        let macs = (0..n).map(|k| mac_of(r.get(Field::new(base + k as u32 * 64, 64)))).collect();
-        lists = Some((ty, macs));
+        let elems = (0..n).map(|k| r.get(Field::new(base + k as u32 * 64, 64))).collect();
+        lists = Some((ty, elems));
     }
     // Everything validated: apply.
     let v = &mut fw.eth.vport;
@@ -293,8 +163,9 @@ pub fn modify_nic_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         v.disable_mc_local_lb = ctx(c::disable_mc_local_lb) != 0;
     }
     match lists {
-        Some((0, m)) => v.uc_list = m,
-        Some((_, m)) => v.mc_list = m,
+        Some((0, e)) => v.uc_list = e.into_iter().map(mac_of).collect(),
+        Some((1, e)) => v.mc_list = e.into_iter().map(mac_of).collect(),
+        Some((_, e)) => v.vlan_list = e.into_iter().map(|x| ((x >> 32) & 0xfff) as u16).collect(),
         None => {}
     }
     Ok(out(16))

@@ -2,7 +2,8 @@
 //! the general page's deltas from the InfiniBand image, the ETHERNET_OFFLOADS page and the FLOW_TABLE
 //! page. RoCE is off (`roce = 0`: `mlx5_ib` binds with its raw-Ethernet profile); a RoCE port adds
 //! `roce = 1` and the ROCE page here. Everything not listed stays 0: no striding RQ, no CQE compression,
-//! no LRO, no tunnels, no e-switch, no QoS, no PCAM/MCAM/QCAM, no DIM (`cq_period_mode_modify = 0`).
+//! no LRO, no tunnels, no e-switch manager, no QoS, no PCAM/MCAM/QCAM, no DIM (`cq_period_mode_modify = 0`).
+//! `vport_group_manager = 1` as a PF has it: mlx5e accepts `ethtool -A` (PFCC pause) only then.
 
 use super::image::{build, CapValue};
 use crate::mlx5::ifc::{
@@ -23,6 +24,7 @@ macro_rules! caps {
 pub const GENERAL_ETH: &[CapValue] = caps!(cmd_hca_cap:
     port_type = ifc::MLX5_CAP_PORT_TYPE_ETH,
     eth_net_offloads = 1,
+    vport_group_manager = 1,
     nic_flow_table = 1,
     cq_moderation = 1,
     cq_period_mode_modify = 0,
