@@ -78,8 +78,9 @@ eth_barrier foreign-2
 # carrier events while the harness flaps the link (control socket: link down, 3 s, link up)
 if [ "$G" = 0 ]; then
   eth_wait_carrier $D 30
-  echo "ETH-FLAP-READY"
+  # the carrier is read before READY: the harness flaps as soon as it sees READY
   last=$(cat /sys/class/net/$D/carrier); n=0
+  echo "ETH-FLAP-READY"
   while [ $n -lt 200 ]; do
     c=$(cat /sys/class/net/$D/carrier 2>/dev/null)
     [ "$c" != "$last" ] && { echo "ETH-CARRIER $c at=$(vr_uptime)"; last=$c; }

@@ -99,43 +99,43 @@ SCENARIOS = {
                   doc="rereg.c: ibv_rereg_mr with every TRANSLATION/PD/ACCESS combination (UMR), data checked after "
                       "each, 1000 reg/rereg/dereg cycles; the server's mkey count returns to its baseline"),
     # ---- the Ethernet port (issue 19): eth = the segment (vrnic_harness/ethtopo.py): nics per guest, link udp|bridge,
-    # host. Not default until the device side is in; `guest-tests/run --eth-nic virtio eth-...` runs them with
+    # host. `guest-tests/run --eth-nic virtio eth-...` runs them with
     # virtio-net NICs in place of the vrnic ports (validates the harness and the scripts).
-    "eth-probe": dict(device=True, timeout=120, eth=dict(nics=["vrnic"], link="udp"), check=check_eth_probe,
+    "eth-probe": dict(default=True, device=True, timeout=120, eth=dict(nics=["vrnic"], link="udp"), check=check_eth_probe,
                       doc="eth mode: mlx5_core binds, its netdev appears, ethtool -i says mlx5_core, ip link set up "
                           "brings carrier up, 12 s of health polling, ethtool -l shows the channels, no mlx5 errors"),
-    "eth-ping": dict(device=True, guests=3, timeout=240, eth=dict(nics=["vrnic", "vrnic", "virtio"], link="bridge"),
+    "eth-ping": dict(default=True, device=True, guests=3, timeout=240, eth=dict(nics=["vrnic", "vrnic", "virtio"], link="bridge"),
                      check=check_eth_ping,
                      doc="3 guests on a bridge (vrnic, vrnic, virtio-net): each pings each, IPv4 and IPv6, 1000 "
                          "flood pings with 0% loss; ARP/ND entries carry the peers' MACs; broadcast, 224.0.0.1 and "
                          "ff02::1 answered by every peer"),
-    "eth-mtu": dict(device=True, guests=2, timeout=180, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+    "eth-mtu": dict(default=True, device=True, guests=2, timeout=180, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
                     check=check_eth_mtu,
                     doc="two vrnic guests over udp: at MTU 1500 ping -M do -s 8972 is refused, 1472 passes; MTU 9000 "
                         "on both ends: -s 8972 (IPv4) and -s 8952 (IPv6) pass with 0% loss"),
-    "eth-vlan": dict(device=True, guests=2, timeout=180, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+    "eth-vlan": dict(default=True, device=True, guests=2, timeout=180, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
                      check=check_eth_vlan,
                      doc="two vrnic guests over udp: VLAN 100 subinterfaces ping (IPv4+IPv6, 0% loss); VLAN 200 -> "
                          "VLAN 201 pings all lost, the other VLAN's subinterface receives 0 packets"),
-    "eth-iperf": dict(device=True, guests=3, timeout=300, eth=dict(nics=["vrnic", "vrnic", "virtio"], link="bridge"),
+    "eth-iperf": dict(default=True, device=True, guests=3, timeout=300, eth=dict(nics=["vrnic", "vrnic", "virtio"], link="bridge"),
                       check=check_eth_iperf,
                       doc="bridge: vrnic<-vrnic and vrnic<-virtio-net iperf3 TCP 1 and 4 streams both directions, "
                           "UDP: all complete, no retransmit storm, < 10% UDP loss; g0's ethtool -S: > 1 RX queue "
                           "moved with 4 streams"),
-    "eth-offloads": dict(device=True, guests=2, timeout=300, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+    "eth-offloads": dict(default=True, device=True, guests=2, timeout=300, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
                          interact=interact_eth_offloads, check=check_eth_offloads,
                          doc="two vrnic guests over udp: every ethtool -K tso/tx/rx combination, a 2 MiB file both "
                              "ways over TCP with equal sha256; frames injected on the link with a bad UDP or IPv4 "
                              "checksum are counted and not delivered, a good one is"),
-    "eth-reload": dict(device=True, guests=2, reboot=True, timeout=420, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+    "eth-reload": dict(default=True, device=True, guests=2, reboot=True, timeout=420, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
                        interact=interact_eth_reload, check=check_eth_reload,
                        doc="two vrnic guests over udp: g0 3x rmmod mlx5_ib mlx5_core/modprobe and 10x ip link set "
                            "down/up, pings after each; then a reboot on the same server that pings again"),
-    "eth-host": dict(device=True, timeout=180, eth=dict(nics=["vrnic"], link="bridge", host=True),
+    "eth-host": dict(default=True, device=True, timeout=180, eth=dict(nics=["vrnic"], link="bridge", host=True),
                      interact=interact_eth_host, check=check_eth_host,
                      doc="tap backend: the port's TAP on a bridge in a netns whose br0 has 10.1.0.254/fd00:1::fe; "
                          "guest pings host and host (netns) pings guest, IPv4+IPv6, 0% loss; host -> guest TCP"),
-    "eth-ethtool": dict(device=True, guests=2, timeout=360, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+    "eth-ethtool": dict(default=True, device=True, guests=2, timeout=360, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
                         interact=interact_eth_ethtool, check=check_eth_ethtool,
                         doc="g0: ethtool -G/-L with traffic before and after, -N drop and steer-to-queue-1 rules "
                             "that take effect, -t, -S moving, -K gro, -A pause; control-socket link flap seen as "
