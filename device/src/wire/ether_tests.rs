@@ -226,7 +226,7 @@ fn random_and_truncated_input_never_panics() {
         for n in 0..=s.len() {
             exercise(&s[..n]);
         }
-        for _ in 0..3000 {
+        for _ in 0..ROUNDS {
             let mut f = s.clone();
             for _ in 0..1 + rng.next() % 4 {
                 let at = rng.next() as usize % f.len();
@@ -236,7 +236,7 @@ fn random_and_truncated_input_never_panics() {
             exercise(&f[..cut.max(f.len() / 2)]);
         }
     }
-    for _ in 0..3000 {
+    for _ in 0..ROUNDS {
         let len = rng.next() as usize % 128;
         let mut f: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
         if f.len() >= 14 && rng.next() % 2 == 0 {
@@ -250,3 +250,6 @@ fn random_and_truncated_input_never_panics() {
         exercise(&f);
     }
 }
+
+/// Random inputs per sample of the robustness test (fewer under Miri, which interprets every step).
+const ROUNDS: usize = if cfg!(miri) { 100 } else { 3000 };

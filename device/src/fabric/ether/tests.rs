@@ -74,6 +74,7 @@ fn with_qemu(cfg_extra: impl FnOnce(&mut EtherConfig)) -> (EtherLink, Arc<Collec
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
 fn two_udp_links_exchange_frames_both_ways() {
     let (pa, pb) = (free_port(), free_port());
     let (a, ha) = started(&udp_cfg(&format!("127.0.0.1:{pa}"), &format!("127.0.0.1:{pb}")));
@@ -101,6 +102,7 @@ fn two_udp_links_exchange_frames_both_ways() {
 /// nothing around it: what its socket reads is exactly the frame, and what
 /// it sends arrives exactly.
 #[test]
+#[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
 fn qemu_dgram_peer_sees_bare_frames() {
     let (l, h, qemu) = with_qemu(|_| {});
     let f = frame([0x52, 0x54, 0, 0x12, 0x34, 0x56], 3, 98);
@@ -115,6 +117,7 @@ fn qemu_dgram_peer_sees_bare_frames() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
 fn runts_giants_and_strangers_are_counted_and_dropped() {
     let (l, h, qemu) = with_qemu(|_| {});
     let to = l.local_addr().unwrap();
@@ -146,6 +149,7 @@ fn runts_giants_and_strangers_are_counted_and_dropped() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "starts the link's worker thread (prctl, ppoll), which Miri does not support")]
 fn no_medium_is_down_and_counts_what_is_sent() {
     let (l, _h) = started(&EtherConfig::default());
     assert!(!l.carrier());
@@ -174,6 +178,7 @@ fn read_pcap(path: &std::path::Path) -> (u32, Vec<Vec<u8>>) {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
 fn pcap_has_ethernet_linktype_and_both_directions() {
     let path = std::env::temp_dir().join(format!("vrnic-eth-{}.pcap", std::process::id()));
     let p = path.clone();
@@ -193,6 +198,7 @@ fn pcap_has_ethernet_linktype_and_both_directions() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
 fn faults_corrupt_the_payload_and_drop() {
     let corrupt = FaultConfig { seed: 3, rx: FaultRates { corrupt: 1.0, ..Default::default() }, ..Default::default() };
     let (l, h, qemu) = with_qemu(|c| c.faults = corrupt);
@@ -224,6 +230,7 @@ fn faults_corrupt_the_payload_and_drop() {
 
 /// Delayed frames are released by the worker when due.
 #[test]
+#[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
 fn delayed_frames_leave_later() {
     let delay =
         FaultConfig { tx: FaultRates { delay: 1.0, delay_us: 30_000, ..Default::default() }, ..Default::default() };
@@ -241,6 +248,7 @@ fn delayed_frames_leave_later() {
 /// Three hub members and a QEMU-style one on one host: each vrnic member
 /// hears the others, never itself; the QEMU member hears everything.
 #[test]
+#[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
 fn multicast_hub_of_three() {
     let group = format!("239.0.0.{}:{}", 1 + std::process::id() % 200, free_port());
     let mut cfg = EtherConfig::default();
@@ -365,6 +373,7 @@ fn tap_inside_netns() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "runs the test binary again under unshare, which Miri does not support")]
 fn tap_in_fresh_netns() {
     // The effective uid, from /proc.
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
