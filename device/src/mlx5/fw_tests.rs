@@ -342,8 +342,10 @@ pub(super) fn data_seg(len: u32, key: u32, addr: u64) -> [u8; 16] {
 
 #[path = "datapath/fw_tests_cq.rs"]
 mod cq;
+#[cfg(not(miri))]
 #[path = "eth/cmd_tests.rs"]
 mod eth_cmds;
+#[cfg(not(miri))]
 #[path = "eth/queue_tests.rs"]
 mod eth_queues;
 #[path = "datapath/fw_event_tests.rs"]
