@@ -24,7 +24,7 @@ fn pkey_mismatch_never_writes_memory() {
         h.reth = Some(reth::Repr { va: BASE + 256, rkey: p.b.key, dma_len: payload.len() as u32 });
         let mut out = Vec::new();
         packet::emit(&h, payload, &mut out).unwrap();
-        p.b.eng.lock().receive(&crate::fabric::RxMeta { src: endpoint(1), local: false, grh: None }, &out);
+        p.b.eng.lock().receive(&crate::fabric::RxMeta::ib(endpoint(1), false), &out);
     };
     for (i, bad) in [0x8001u16, 0x0000, 0x8000, 0x7ffe].into_iter().enumerate() {
         write(bad, 0xfffff0, b"must not land");

@@ -78,7 +78,7 @@ impl Rig {
         let mut out = Vec::new();
         packet::emit(&h, payload, &mut out).unwrap();
         let mut e = self.p.b.eng.lock();
-        e.receive(&RxMeta { src: endpoint(1), local: false, grh: None }, &out);
+        e.receive(&RxMeta::ib(endpoint(1), false), &out);
         e.flush_acks();
         let trace = e.rt.resp_trace.clone();
         drop(e);

@@ -2,6 +2,7 @@
 //! layer decodes WQEs into these), abstract completions and events (it
 //! encodes them into CQEs and EQEs), and the sinks they go to.
 
+use crate::wire::roce::NetHdr;
 use serde::Serialize;
 
 /// One scatter/gather element: `length` bytes at `addr` through key `lkey`.
@@ -174,6 +175,10 @@ pub struct Completion {
     pub grh: bool,
     /// The message asked for a solicited event.
     pub solicited: bool,
+    /// UD: the network header the packet came with (CQE `roce_packet_type`).
+    pub net: NetHdr,
+    /// UD on RoCE: the 802.1Q TCI of a tagged frame (CQE `vlan_info`).
+    pub vlan: Option<u16>,
 }
 
 impl Completion {
@@ -190,6 +195,8 @@ impl Completion {
             slid: 0,
             grh: false,
             solicited: false,
+            net: NetHdr::Ib,
+            vlan: None,
         }
     }
 }
@@ -254,4 +261,10 @@ pub struct AddressVector {
     pub flow_label: u32,
     pub dgid: [u8; 16],
     pub port: u8,
+    /// RoCE: the destination MAC (the path's `rmac`, the AV's `rmac`).
+    pub dmac: [u8; 6],
+    /// RoCEv2: the UDP source port (path/AV `udp_sport`; 0: the port picks one).
+    pub udp_sport: u16,
+    /// RoCE: the 802.1p priority of tagged frames (path `eth_prio`, AV `sl` bits 3:1).
+    pub pcp: u8,
 }

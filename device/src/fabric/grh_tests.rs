@@ -54,11 +54,23 @@ fn routes_and_checks(net: &Arc<InProcNet>) {
     let (a, b) = (Rec::default(), Rec::default());
     let s0 = net.sink(0);
     assert_eq!((s0.gid(0), s0.gid(1), s0.gid(2)), (Some(gid0(0xa1)), Some(gid0(0)), None));
-    s0.send(&Dest { lid: 2, grh: grh_to(gid0(0xa1), gid0(0xb1)) }, &mut send_only(7, 1, b"to b"));
-    s0.send(&Dest { lid: 2, grh: grh_to(gid0(0xa1), gid0(0xa1)) }, &mut send_only(7, 2, b"b's LID, a's GID"));
-    s0.send(&Dest { lid: 9, grh: grh_to(gid0(0xa1), gid0(0xb1)) }, &mut send_only(7, 3, b"b's GID, no LID"));
-    s0.send(&Dest { lid: 1, grh: grh_to(gid0(0xa1), gid0(0xa1)) }, &mut send_only(7, 4, b"loopback"));
-    s0.send(&Dest { lid: 1, grh: grh_to(gid0(0xa1), gid0(0)) }, &mut send_only(7, 5, b"loopback, GID 1"));
+    s0.send(&Dest { lid: 2, grh: grh_to(gid0(0xa1), gid0(0xb1)), ..Default::default() }, &mut send_only(7, 1, b"to b"));
+    s0.send(
+        &Dest { lid: 2, grh: grh_to(gid0(0xa1), gid0(0xa1)), ..Default::default() },
+        &mut send_only(7, 2, b"b's LID, a's GID"),
+    );
+    s0.send(
+        &Dest { lid: 9, grh: grh_to(gid0(0xa1), gid0(0xb1)), ..Default::default() },
+        &mut send_only(7, 3, b"b's GID, no LID"),
+    );
+    s0.send(
+        &Dest { lid: 1, grh: grh_to(gid0(0xa1), gid0(0xa1)), ..Default::default() },
+        &mut send_only(7, 4, b"loopback"),
+    );
+    s0.send(
+        &Dest { lid: 1, grh: grh_to(gid0(0xa1), gid0(0)), ..Default::default() },
+        &mut send_only(7, 5, b"loopback, GID 1"),
+    );
     assert_eq!(net.pump(&[&a, &b], 100), 4);
     let got_b = b.0.lock().unwrap();
     assert_eq!(got_b.len(), 1);
@@ -113,7 +125,10 @@ fn corrupted_grh_packets_are_dropped() {
     let n = net(&[f]);
     let b = Rec::default();
     for i in 0..200 {
-        n.sink(0).send(&Dest { lid: 2, grh: grh_to(gid0(0xa1), gid0(0xb1)) }, &mut send_only(7, i, &[i as u8; 40]));
+        n.sink(0).send(
+            &Dest { lid: 2, grh: grh_to(gid0(0xa1), gid0(0xb1)), ..Default::default() },
+            &mut send_only(7, i, &[i as u8; 40]),
+        );
     }
     n.pump(&[&Rec::default(), &b], 1000);
     let (tx, rx) = (n.port(0).counters.snapshot(), n.port(1).counters.snapshot());
@@ -178,10 +193,19 @@ fn udp_grh_between_instances_and_in_pcap() {
     let (ra, rb) = (Arc::new(Rec::default()), Arc::new(Rec::default()));
     a.start(ra.clone()).unwrap();
     b.start(rb.clone()).unwrap();
-    a.sink().send(&Dest { lid: 2, grh: grh_to(gid0(0xa1), gid0(0xb1)) }, &mut send_only(9, 1, b"over the socket"));
-    a.sink().send(&Dest { lid: 2, grh: grh_to(gid0(0xa1), gid0(0xbb)) }, &mut send_only(9, 2, b"wrong DGID"));
-    a.sink().send(&Dest { lid: 2, grh: None }, &mut send_only(9, 3, b"no GRH"));
-    a.sink().send(&Dest { lid: 1, grh: grh_to(gid0(0xa1), gid0(0xa1)) }, &mut send_only(9, 4, b"loopback"));
+    a.sink().send(
+        &Dest { lid: 2, grh: grh_to(gid0(0xa1), gid0(0xb1)), ..Default::default() },
+        &mut send_only(9, 1, b"over the socket"),
+    );
+    a.sink().send(
+        &Dest { lid: 2, grh: grh_to(gid0(0xa1), gid0(0xbb)), ..Default::default() },
+        &mut send_only(9, 2, b"wrong DGID"),
+    );
+    a.sink().send(&Dest { lid: 2, grh: None, ..Default::default() }, &mut send_only(9, 3, b"no GRH"));
+    a.sink().send(
+        &Dest { lid: 1, grh: grh_to(gid0(0xa1), gid0(0xa1)), ..Default::default() },
+        &mut send_only(9, 4, b"loopback"),
+    );
     let done = wait_for(|| {
         rb.0.lock().unwrap().len() == 2
             && ra.0.lock().unwrap().len() == 1

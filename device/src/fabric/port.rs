@@ -151,7 +151,7 @@ impl Port {
         let route = self.table.route_of(&src);
         self.faults.receive(route, pkt, &*self.counters, &mut |t, bytes| {
             let s = if t == route { src } else { self.table.endpoint_or(t, src) };
-            self.check_and_deliver(&RxMeta { src: s, local: s == local, grh: None }, bytes, deliver)
+            self.check_and_deliver(&RxMeta::ib(s, s == local), bytes, deliver)
         });
     }
 
@@ -207,7 +207,7 @@ impl Port {
         let local = self.local();
         self.faults.release(&self.tap(link), &mut |t, bytes| {
             let s = self.table.endpoint_or(t, local);
-            self.check_and_deliver(&RxMeta { src: s, local: t == LOCAL, grh: None }, bytes, deliver)
+            self.check_and_deliver(&RxMeta::ib(s, t == LOCAL), bytes, deliver)
         });
     }
 

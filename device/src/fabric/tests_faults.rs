@@ -22,7 +22,7 @@ fn corrupted_packets_are_dropped_and_counted() {
     let net = InProcNet::new(&eps, &[f], clock);
     let b = Rec::default();
     for i in 0..200 {
-        net.sink(0).send(&Dest { lid: 2, grh: None }, &mut send_only(7, i, &[i as u8; 40]));
+        net.sink(0).send(&Dest { lid: 2, grh: None, ..Default::default() }, &mut send_only(7, i, &[i as u8; 40]));
     }
     net.pump(&[&Rec::default(), &b], 1000);
     let tx = net.port(0).counters.snapshot();
@@ -52,8 +52,8 @@ fn a_held_cnp_is_counted_when_released() {
     let mut cnp = Vec::new();
     packet::emit(&packet::cnp_headers(7), &[], &mut cnp).unwrap();
     let s0 = net.sink(0);
-    s0.send(&Dest { lid: 2, grh: None }, &mut cnp);
-    s0.send(&Dest { lid: 2, grh: None }, &mut send_only(7, 1, b"not held"));
+    s0.send(&Dest { lid: 2, grh: None, ..Default::default() }, &mut cnp);
+    s0.send(&Dest { lid: 2, grh: None, ..Default::default() }, &mut send_only(7, 1, b"not held"));
     assert_eq!(net.pump(&[&a, &b], 100), 1);
     let c = net.port(0).counters.snapshot();
     assert_eq!((c.fault_delayed, c.tx_packets, c.cnp_sent), (1, 1, 0), "held: not sent yet");

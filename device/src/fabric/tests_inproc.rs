@@ -15,10 +15,10 @@ fn inproc_routes_by_lid() {
     let net = InProcNet::new(&eps, &[], clock);
     let (a, b) = (Rec::default(), Rec::default());
     let s0 = net.sink(0);
-    s0.send(&Dest { lid: 2, grh: None }, &mut send_only(7, 1, b"by lid"));
-    s0.send(&Dest { lid: 0, grh: None }, &mut send_only(7, 2, b"lid 0"));
-    s0.send(&Dest { lid: 1, grh: None }, &mut send_only(7, 3, b"loopback"));
-    s0.send(&Dest { lid: 9, grh: None }, &mut send_only(7, 4, b"nowhere"));
+    s0.send(&Dest { lid: 2, grh: None, ..Default::default() }, &mut send_only(7, 1, b"by lid"));
+    s0.send(&Dest { lid: 0, grh: None, ..Default::default() }, &mut send_only(7, 2, b"lid 0"));
+    s0.send(&Dest { lid: 1, grh: None, ..Default::default() }, &mut send_only(7, 3, b"loopback"));
+    s0.send(&Dest { lid: 9, grh: None, ..Default::default() }, &mut send_only(7, 4, b"nowhere"));
     assert_eq!(net.pump(&[&a, &b], 100), 2);
     let got: Vec<_> =
         b.0.lock()

@@ -75,7 +75,7 @@ fn poller_receives_on_its_thread_then_hands_back() {
     std::thread::sleep(Duration::from_millis(50));
     let flushes = rec.1.load(Ordering::SeqCst);
     for i in 0..20 {
-        a.sink().send(&Dest { lid: 2, grh: None }, &mut send_only(9, i, &[i as u8; 100]));
+        a.sink().send(&Dest { lid: 2, grh: None, ..Default::default() }, &mut send_only(9, i, &[i as u8; 100]));
     }
     let t = Instant::now();
     while rec.0.lock().unwrap().len() < 20 {
@@ -92,7 +92,7 @@ fn poller_receives_on_its_thread_then_hands_back() {
     assert!(owed >= flushes);
     poller.idle();
     assert!(!poller.is_active());
-    a.sink().send(&Dest { lid: 2, grh: None }, &mut send_only(9, 20, b"worker"));
+    a.sink().send(&Dest { lid: 2, grh: None, ..Default::default() }, &mut send_only(9, 20, b"worker"));
     assert!(wait_for(|| rec.0.lock().unwrap().len() == 21));
     assert_ne!(rec.0.lock().unwrap()[20].0, me, "the worker receives once the poller is idle");
 }
@@ -116,7 +116,10 @@ impl PacketHandler for Acker {
         self.rec.flush();
         let owed = std::mem::take(&mut *self.owed.lock().unwrap());
         for psn in owed {
-            self.sink.get().unwrap().send(&Dest { lid: 1, grh: None }, &mut send_only(9, psn, b"ack"));
+            self.sink
+                .get()
+                .unwrap()
+                .send(&Dest { lid: 1, grh: None, ..Default::default() }, &mut send_only(9, psn, b"ack"));
         }
     }
 }
@@ -137,7 +140,7 @@ fn loopback_pump_delivers_what_the_flush_sends() {
     let me = std::thread::current().id();
     let mut inline = 0;
     for i in 0..40u32 {
-        pump.run(|| sink.send(&Dest { lid: 1, grh: None }, &mut send_only(9, i, b"req")));
+        pump.run(|| sink.send(&Dest { lid: 1, grh: None, ..Default::default() }, &mut send_only(9, i, b"req")));
         let got = acker.rec.0.lock().unwrap().clone();
         if got.len() == 2 * i as usize + 2 && got[got.len() - 2..] == [(me, i), (me, i + 1000)] {
             inline += 1;
@@ -166,8 +169,8 @@ fn loopback_pump_delivers_inline_and_in_order() {
     let mut inline = 0;
     for i in 0..40u32 {
         pump.run(|| {
-            sink.send(&Dest { lid: 1, grh: None }, &mut send_only(9, 2 * i, b"a"));
-            sink.send(&Dest { lid: 1, grh: None }, &mut send_only(9, 2 * i + 1, b"b"));
+            sink.send(&Dest { lid: 1, grh: None, ..Default::default() }, &mut send_only(9, 2 * i, b"a"));
+            sink.send(&Dest { lid: 1, grh: None, ..Default::default() }, &mut send_only(9, 2 * i + 1, b"b"));
         });
         let got = rec.0.lock().unwrap().clone();
         if got.len() == 2 * i as usize + 2 && got[got.len() - 2..].iter().all(|(t, _)| *t == me) {
@@ -179,7 +182,7 @@ fn loopback_pump_delivers_inline_and_in_order() {
     assert_eq!(psns, (0..80).collect::<Vec<_>>(), "in order, none lost or doubled");
     assert!(inline >= 20, "only {inline} of 40 rounds delivered inline");
     // Outside a pump the worker delivers.
-    sink.send(&Dest { lid: 1, grh: None }, &mut send_only(9, 500, b"c"));
+    sink.send(&Dest { lid: 1, grh: None, ..Default::default() }, &mut send_only(9, 500, b"c"));
     assert!(wait_for(|| rec.0.lock().unwrap().len() == 81));
     assert_ne!(rec.0.lock().unwrap()[80].0, me);
 }
@@ -192,9 +195,9 @@ fn udp_two_instances_and_loopback() {
     a.start(ra.clone()).unwrap();
     b.start(rb.clone()).unwrap();
     for i in 0..50 {
-        a.sink().send(&Dest { lid: 2, grh: None }, &mut send_only(9, i, &[i as u8; 1000]));
+        a.sink().send(&Dest { lid: 2, grh: None, ..Default::default() }, &mut send_only(9, i, &[i as u8; 1000]));
     }
-    a.sink().send(&Dest { lid: 1, grh: None }, &mut send_only(9, 99, b"self"));
+    a.sink().send(&Dest { lid: 1, grh: None, ..Default::default() }, &mut send_only(9, 99, b"self"));
     assert!(wait_for(|| rb.0.lock().unwrap().len() == 50 && ra.0.lock().unwrap().len() == 1));
     let got = rb.0.lock().unwrap();
     for (m, p) in got.iter() {
@@ -230,7 +233,7 @@ fn a_batch_leaves_in_one_call_and_arrives_whole_and_in_order() {
     let sink = a.sink();
     a.shared.batched(|| {
         for i in 0..41 {
-            sink.send(&Dest { lid: 2, grh: None }, &mut send_only(9, i, &vec![i as u8; size(i)]));
+            sink.send(&Dest { lid: 2, grh: None, ..Default::default() }, &mut send_only(9, i, &vec![i as u8; size(i)]));
         }
     });
     let ca = a.counters().snapshot();
@@ -247,7 +250,7 @@ fn a_batch_leaves_in_one_call_and_arrives_whole_and_in_order() {
     // with a 7, one 1200) came off the socket in three GRO reads.
     assert_eq!(cb.rx_socket_reads, 3);
     // Outside a batch, a send is one sendto.
-    sink.send(&Dest { lid: 2, grh: None }, &mut send_only(9, 41, b"x"));
+    sink.send(&Dest { lid: 2, grh: None, ..Default::default() }, &mut send_only(9, 41, b"x"));
     assert_eq!(a.counters().snapshot().tx_socket_calls, 2);
     assert!(wait_for(|| rb.0.lock().unwrap().len() == 42));
 }
@@ -324,8 +327,8 @@ fn pcap_decodes_in_tshark() {
         ..Headers::new(bth::Repr { opcode: Opcode(0x11), dest_qp: 0x1234, psn: 0xabcdef, ..Default::default() })
     };
     packet::emit(&h, &[], &mut ack).unwrap();
-    a.sink().send(&Dest { lid: 1, grh: None }, &mut send_only(0x42, 77, b"tshark"));
-    a.sink().send(&Dest { lid: 1, grh: None }, &mut ack);
+    a.sink().send(&Dest { lid: 1, grh: None, ..Default::default() }, &mut send_only(0x42, 77, b"tshark"));
+    a.sink().send(&Dest { lid: 1, grh: None, ..Default::default() }, &mut ack);
     assert!(wait_for(|| r.0.lock().unwrap().len() == 2));
     drop(a);
     let out = std::process::Command::new("tshark")

@@ -4,13 +4,29 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use crate::wire::grh;
+pub use crate::wire::roce::NetHdr;
 
-/// Where the engine sends a packet: the DLID, and the GRH (SGID and DGID
-/// filled in) when the address vector is global.
+/// Where the engine sends a packet: the DLID, the GRH (SGID and DGID
+/// filled in) when the address vector is global, and what a RoCE port
+/// frames it with (an InfiniBand port ignores `eth`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Dest {
     pub lid: u16,
     pub grh: Option<grh::Repr>,
+    pub eth: EthDest,
+}
+
+/// The RoCE part of a destination: the GID table entry that gives the
+/// frame's source MAC, IP, VLAN and format, and the L2/UDP fields of the
+/// address vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct EthDest {
+    pub sgid_index: u8,
+    pub dmac: [u8; 6],
+    /// 0: the port picks one in 0xC000..=0xFFFF.
+    pub udp_sport: u16,
+    /// 802.1p priority when the source GID has a VLAN.
+    pub pcp: u8,
 }
 
 /// A port's identity on the fabric: its LID (what packets are routed by)
@@ -40,8 +56,21 @@ pub struct RxMeta {
     pub src: Endpoint,
     /// The port sent it to itself (loopback inside this device).
     pub local: bool,
-    /// The packet's GRH, if it carried one (its DGID is one of this port's GIDs).
+    /// The packet's GRH, if it carried one (its DGID is one of this port's
+    /// GIDs). On RoCE every packet has one: the IP header read as a GRH
+    /// (IPv4 addresses v4-mapped, ToS as traffic class, TTL as hop limit).
     pub grh: Option<grh::Repr>,
+    /// Which network header carried it.
+    pub net: NetHdr,
+    /// RoCE: the 802.1Q TCI of a tagged frame.
+    pub vlan: Option<u16>,
+}
+
+impl RxMeta {
+    /// A packet without GRH from `src` on an InfiniBand port.
+    pub fn ib(src: Endpoint, local: bool) -> RxMeta {
+        RxMeta { src, local, grh: None, net: NetHdr::Ib, vlan: None }
+    }
 }
 
 /// Where the engine's packets go. `pkt` is BTH through a 4-byte ICRC slot;
@@ -53,6 +82,11 @@ pub trait PacketSink: Send + Sync {
     /// The port's GID at `index` (a GRH's SGID), if the table has one.
     fn gid(&self, _index: u8) -> Option<[u8; 16]> {
         None
+    }
+    /// Every address vector is global (RoCE: the GRH is implicit, the
+    /// `grh` bit of a path or AV means nothing).
+    fn all_global(&self) -> bool {
+        false
     }
 }
 

@@ -58,6 +58,7 @@ pub mod ip;
 pub mod offload;
 pub mod packet;
 pub mod psn;
+pub mod roce;
 
 pub use bth::Opcode;
 pub use codec::{Error, Result};

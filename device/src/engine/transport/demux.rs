@@ -76,7 +76,7 @@ impl Engine {
                 Some(d) => d.src_qp,
                 None => qp.attrs.dest_qpn,
             };
-            let dest = Dest { lid: meta.src.lid, grh: meta.grh.map(|g| g.reply()) };
+            let dest = Dest { lid: meta.src.lid, grh: meta.grh.map(|g| g.reply()), ..Default::default() };
             let Runtime { io, buf, .. } = &mut self.rt;
             if packet::build(&packet::cnp_headers(src_qp), 0, buf).is_ok() {
                 io.packets.send(&dest, buf);

@@ -13,7 +13,7 @@ use super::super::table::Table;
 use super::super::types::{GuestMemory, MemFault};
 use super::super::verbs::AddressVector;
 use super::super::verbs::*;
-use crate::fabric::{Dest, Endpoint, PacketSink};
+use crate::fabric::{Dest, Endpoint, EthDest, PacketSink};
 use crate::wire::bth::Opcode;
 use crate::wire::clock::{Clock, MonotonicClock};
 use crate::wire::{grh, psn};
@@ -268,11 +268,13 @@ pub(super) fn wire_qpn(qpn: u32, t: QpType) -> u32 {
 }
 
 /// Where a packet on address vector `av` goes: its DLID, and when the AV
-/// is global a GRH with the port's GID at `sgid_index` as SGID. None: the
-/// port has no GID at that index.
+/// is global (on RoCE every AV is: [`PacketSink::all_global`]) a GRH with
+/// the port's GID at `sgid_index` as SGID; the RoCE fields ride along in
+/// `eth`. None: the port has no GID at that index.
 pub(super) fn av_dest(av: &AddressVector, sink: &dyn PacketSink) -> Option<Dest> {
-    if !av.grh {
-        return Some(Dest { lid: av.dlid, grh: None });
+    let eth = EthDest { sgid_index: av.sgid_index, dmac: av.dmac, udp_sport: av.udp_sport, pcp: av.pcp };
+    if !av.grh && !sink.all_global() {
+        return Some(Dest { lid: av.dlid, grh: None, eth });
     }
     let sgid = sink.gid(av.sgid_index)?;
     let g = grh::Repr {
@@ -284,12 +286,12 @@ pub(super) fn av_dest(av: &AddressVector, sink: &dyn PacketSink) -> Option<Dest>
         sgid,
         dgid: av.dgid,
     };
-    Some(Dest { lid: av.dlid, grh: Some(g) })
+    Some(Dest { lid: av.dlid, grh: Some(g), eth })
 }
 
 /// [`av_dest`] for a response (ACK, read response, atomic ACK) on the
 /// responder QP's own path: with no GID at its `sgid_index` it goes without
 /// a GRH, still routed by the DLID (the request could not have been sent).
 pub(super) fn resp_dest(av: &AddressVector, sink: &dyn PacketSink) -> Dest {
-    av_dest(av, sink).unwrap_or(Dest { lid: av.dlid, grh: None })
+    av_dest(av, sink).unwrap_or(Dest { lid: av.dlid, ..Default::default() })
 }

@@ -9,6 +9,7 @@ use super::xfer::{sgl_capacity, sgl_xfer, Xfer};
 use crate::fabric::RxMeta;
 use crate::wire::deth;
 use crate::wire::packet::RocePacket;
+use crate::wire::roce::{self, NetHdr};
 
 /// The GRH area at the start of a UD receive buffer.
 pub const GRH_LEN: u32 = 40;
@@ -36,10 +37,17 @@ impl Engine {
             return;
         }
         // GRH area: the packet's GRH as it travelled, if it had one (on an
-        // InfiniBand port a packet without one leaves the area untouched).
+        // InfiniBand port a packet without one leaves the area untouched); on
+        // RoCE the IP header in `union rdma_network_hdr`'s layout.
         let mem = &*rt.io.mem;
         let placed = match meta.grh {
-            Some(g) => sgl_xfer(mkeys, mem, qp.pd, &wr.sgl, 0, Xfer::Write(&g.to_bytes()), Access::LOCAL_WRITE),
+            Some(g) => {
+                let area = match meta.net {
+                    NetHdr::Ib => g.to_bytes(),
+                    n => roce::grh_area(n, &g),
+                };
+                sgl_xfer(mkeys, mem, qp.pd, &wr.sgl, 0, Xfer::Write(&area), Access::LOCAL_WRITE)
+            }
             None => Ok(()),
         }
         .and_then(|()| {
@@ -56,6 +64,8 @@ impl Engine {
         c.grh = meta.grh.is_some();
         c.imm = p.headers.immdt.map(|i| u32::from_be_bytes(i.imm));
         c.solicited = p.headers.bth.solicited;
+        c.net = meta.net;
+        c.vlan = meta.vlan;
         deliver(cqs, &*rt.io.completions, cq, c);
     }
 }

@@ -28,6 +28,14 @@ pub trait FrameSink: Send + Sync {
 /// Who takes received frames (the mlx5 Ethernet RX path).
 pub trait FrameHandler: Send + Sync {
     fn receive_frame(&self, frame: &[u8]);
+    /// End of a burst of receives (coalesced ACKs of the RoCE engine go
+    /// out now).
+    fn flush(&self) {}
+    /// Runs on every pass of the link's worker: work queued for it (RoCE
+    /// loopback) and timers due at `now_ns`; returns the next deadline.
+    fn poll(&self, _now_ns: u64) -> Option<u64> {
+        None
+    }
 }
 
 /// What a link's worker needs of a medium beyond [`Link`]: the fd to wait

@@ -149,6 +149,12 @@ pub struct DatagramSeg {
     pub hop_limit: u8,
     pub flow_label: u32,
     pub rgid: [u8; 16],
+    /// RoCE: destination MAC (0x14).
+    pub rmac: [u8; 6],
+    /// RoCEv2: UDP source port (the IB `rlid` slot, 0x0e).
+    pub udp_sport: u16,
+    /// RoCE: priority (`stat_rate_sl` bits 3:1).
+    pub pcp: u8,
 }
 
 impl DatagramSeg {
@@ -176,6 +182,9 @@ impl DatagramSeg {
             hop_limit: b[0x1b],
             flow_label: g & 0xf_ffff,
             rgid,
+            rmac: [b[0x14], b[0x15], b[0x16], b[0x17], b[0x18], b[0x19]],
+            udp_sport: be16(b, 0x0e),
+            pcp: (b[0x0c] >> 1) & 7,
         })
     }
 }

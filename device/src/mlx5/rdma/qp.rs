@@ -141,6 +141,12 @@ const AV: &[Field] = &[
     pap::flow_label,
     pap::rgid_rip,
     pap::sl,
+    // RoCE: the L2/UDP part of the path.
+    pap::rmac_47_32,
+    pap::rmac_31_0,
+    pap::udp_sport,
+    pap::eth_prio,
+    pap::dscp,
 ];
 const ACCESS: &[Field] = &[qpc::rre, qpc::rwe, qpc::rae, qpc::atomic_mode];
 const MTU: &[Field] = &[qpc::mtu, qpc::log_msg_max];
@@ -257,6 +263,13 @@ fn latch(dst: &mut [u8], src: &[u8], f: Field) {
     }
 }
 
+/// A MAC from its `_47_32` and `_31_0` halves.
+fn mac48(hi: u64, lo: u64) -> [u8; 6] {
+    let m = (hi & 0xffff) << 32 | (lo & 0xffff_ffff);
+    let b = m.to_be_bytes();
+    [b[2], b[3], b[4], b[5], b[6], b[7]]
+}
+
 /// The engine attributes a latched qpc describes.
 fn attrs_of(c: &[u8]) -> QpAttrUpdate {
     let mut access = Access::LOCAL_WRITE;
@@ -285,6 +298,9 @@ fn attrs_of(c: &[u8]) -> QpAttrUpdate {
         flow_label: pap::flow_label.get(c) as u32,
         dgid,
         port: pap::vhca_port_num.get(c) as u8,
+        dmac: mac48(pap::rmac_47_32.get(c), pap::rmac_31_0.get(c)),
+        udp_sport: pap::udp_sport.get(c) as u16,
+        pcp: pap::eth_prio.get(c) as u8,
     };
     let log2 = |v: u64| (1u64 << v).min(255) as u8;
     QpAttrUpdate {
