@@ -18,11 +18,13 @@ use tracing::info;
 use crate::config::{Config, DoorbellMode};
 use crate::engine::Limits;
 use crate::fabric::ether::{EtherCounters, EtherLink};
+use crate::fabric::roce::{RoceGids, RocePort};
 use crate::fabric::{LoopbackPump, PacketHandler, RxMeta, UdpFabric};
 use crate::mlx5::builder::{FabricIo, FirmwareBuilder};
 use crate::mlx5::datapath::FwHandler;
 use crate::mlx5::eth::rx::EthRx;
 use crate::mlx5::firmware::Firmware;
+use crate::mlx5::hca::caps::roce::ROCE_ADDRESS_TABLE_SIZE;
 use crate::mlx5::ib::port::PortConfig;
 use crate::mlx5::link::LinkLayer;
 use crate::mlx5::uar::PollerKick;
@@ -62,8 +64,10 @@ pub struct Vrnic {
     sink: Arc<dyn DoorbellSink>,
     poller: Option<UarPoller>,
     fw: Arc<Mutex<Firmware>>,
-    /// The RoCEv2 port (None only if binding failed at start).
+    /// The InfiniBand port's RoCEv2-over-UDP fabric (None on Ethernet).
     fabric: Option<UdpFabric>,
+    /// An Ethernet port's RoCE port (the engine's packet path there).
+    roce: Option<Arc<RocePort>>,
     /// An Ethernet port's link (its worker stops when the device is dropped).
     ether: Option<EtherLink>,
     pub stats: Arc<DeviceStats>,
@@ -281,59 +285,71 @@ impl Vrnic {
                 }
             }));
         }
-        // The RoCEv2 fabric: the engine sends through it, its worker thread
-        // delivers received packets and runs the engine's timers.
         let clock = Arc::new(MonotonicClock::default());
-        let mut fabric = UdpFabric::bind(&config.fabric, config.identity.lid, clock.clone())?;
-        // GRHs: SGIDs from, and DGIDs checked against, the GID table the guest sees.
-        fabric.port().set_gid_table(port.gid_table());
-        let local = config.fabric.local_endpoint(config.identity.lid).map_err(io::Error::other)?;
-        let waker = fabric.waker();
-        let firmware = builder
-            .fabric(FabricIo {
-                io: crate::engine::Io {
+        // The engine's packet path. InfiniBand: the RoCEv2-over-UDP fabric,
+        // whose worker delivers received packets and runs the engine's
+        // timers. Ethernet: the link's RoCE port (frames from the GID table
+        // the driver programs, on the same link as the netdev's frames); the
+        // link's worker delivers (EthRx) and runs the timers.
+        let (mut fabric, roce, fabric_io) = match &ether {
+            Some(l) => {
+                if !config.fabric.peers.is_empty() {
+                    info!("[fabric] ignored on an Ethernet port: RoCE travels on the Ethernet link");
+                }
+                let gids = Arc::new(RoceGids::new(ROCE_ADDRESS_TABLE_SIZE));
+                // Until the link has a waker (rport): the worker finds loopback on its next pass.
+                let waker: Arc<dyn Fn() + Send + Sync> = Arc::new(|| {});
+                let port = Arc::new(RocePort::new(gids.clone(), l.sink(), waker.clone()));
+                builder = builder.roce(gids, port.counters());
+                let io = crate::engine::Io { mem: memory.clone(), packets: port.clone(), clock, ..Default::default() };
+                (None, Some(port), FabricIo { io, waker: Some(waker), counters: None })
+            }
+            None => {
+                let fabric = UdpFabric::bind(&config.fabric, config.identity.lid, clock.clone())?;
+                // GRHs: SGIDs from, and DGIDs checked against, the GID table the guest sees.
+                fabric.port().set_gid_table(port.gid_table());
+                let local = config.fabric.local_endpoint(config.identity.lid).map_err(io::Error::other)?;
+                let waker = fabric.waker();
+                let io = crate::engine::Io {
                     mem: memory.clone(),
                     packets: fabric.sink(),
-                    clock: clock.clone(),
+                    clock,
                     local,
                     ..Default::default()
-                },
-                waker: Some(Arc::new(move || waker.wake())),
-                counters: Some(fabric.counters()),
-            })
-            .build()
-            .map_err(io::Error::other)?;
-        info!(addr = %fabric.local_addr().map(|a| a.to_string()).unwrap_or_default(), peers = config.fabric.peers.len(), "RoCEv2 fabric bound");
+                };
+                let counters = Some(fabric.counters());
+                info!(addr = %fabric.local_addr().map(|a| a.to_string()).unwrap_or_default(), peers = config.fabric.peers.len(), "RoCEv2 fabric bound");
+                (Some(fabric), None, FabricIo { io, waker: Some(Arc::new(move || waker.wake())), counters })
+            }
+        };
+        let firmware = builder.fabric(fabric_io).build().map_err(io::Error::other)?;
         let fw = Arc::new(Mutex::new(firmware));
-        if let Some(l) = &mut ether {
-            l.start(Arc::new(EthRx(fw.clone())))?;
-            info!(backend = %config.eth.backend, addr = %l.local_addr().map(|a| a.to_string()).unwrap_or_default(), carrier = l.carrier(), "Ethernet link open");
-        }
-        let sink: Arc<dyn DoorbellSink> = Arc::new(FwSink {
-            fw: fw.clone(),
-            stats: doorbells.clone(),
-            pump: config.fabric.inline_loopback.then(|| fabric.loopback_pump()),
-        });
+        let pump = || fabric.as_ref().filter(|_| config.fabric.inline_loopback).map(|f| f.loopback_pump());
+        let sink: Arc<dyn DoorbellSink> = Arc::new(FwSink { fw: fw.clone(), stats: doorbells.clone(), pump: pump() });
         let poller = match config.doorbell.mode {
             DoorbellMode::Poll => {
-                let poll_sink: Arc<dyn DoorbellSink> = Arc::new(PollSink {
-                    fw: fw.clone(),
-                    stats: doorbells.clone(),
-                    pump: config.fabric.inline_loopback.then(|| fabric.loopback_pump()),
-                });
+                let poll_sink: Arc<dyn DoorbellSink> =
+                    Arc::new(PollSink { fw: fw.clone(), stats: doorbells.clone(), pump: pump() });
                 Some(UarPoller::start_with(mem.clone(), poll_sink, watched))
             }
             DoorbellMode::Trap => None,
         };
-        let handler = FwHandler(fw.clone());
-        match poller.as_ref().and_then(|p| p.kick_handle()) {
-            Some(kick) => fabric.start(Arc::new(Kicking {
-                handler,
-                kick,
-                pending: AtomicBool::new(false),
-                pending_local: AtomicBool::new(false),
-            }))?,
-            None => fabric.start(Arc::new(handler))?,
+        let kick = poller.as_ref().and_then(|p| p.kick_handle());
+        if let Some(l) = &mut ether {
+            l.start(Arc::new(EthRx::new(fw.clone(), roce.clone(), kick.clone())))?;
+            info!(backend = %config.eth.backend, addr = %l.local_addr().map(|a| a.to_string()).unwrap_or_default(), carrier = l.carrier(), roce = roce.is_some(), "Ethernet link open");
+        }
+        if let Some(f) = &mut fabric {
+            let handler = FwHandler(fw.clone());
+            match kick {
+                Some(kick) => f.start(Arc::new(Kicking {
+                    handler,
+                    kick,
+                    pending: AtomicBool::new(false),
+                    pending_local: AtomicBool::new(false),
+                }))?,
+                None => f.start(Arc::new(handler))?,
+            }
         }
         let mut d = Vrnic {
             cfg: ConfigSpace::new(config.pci_identity(), bars),
@@ -350,8 +366,9 @@ impl Vrnic {
             sink,
             poller,
             fw,
-            fabric: Some(fabric),
+            fabric,
             ether,
+            roce,
             stats: Arc::new(DeviceStats::default()),
         };
         d.reset_state();
@@ -383,6 +400,11 @@ impl Vrnic {
     /// An Ethernet port's link counters (`None` on InfiniBand).
     pub fn ether_counters(&self) -> Option<Arc<EtherCounters>> {
         self.ether.as_ref().map(|l| l.counters())
+    }
+
+    /// An Ethernet port's RoCE port (`None` on InfiniBand).
+    pub fn roce_port(&self) -> Option<Arc<RocePort>> {
+        self.roce.clone()
     }
 
     /// An Ethernet link's UDP address (`None` on InfiniBand and for other media).

@@ -17,6 +17,7 @@ use crate::engine::transport::EngineDrops;
 use crate::engine::QpCounters;
 use crate::fabric::counters::PortSnapshot;
 use crate::fabric::ether::EtherCounters;
+use crate::fabric::roce::{GidEntry, RoceCounters, RoceVersion};
 use crate::host::qos::QosStats;
 use crate::mlx5::eth::rx::EthRxTree;
 use crate::mlx5::eth::tx_state::SqTxCounters;
@@ -64,6 +65,43 @@ pub(super) struct FirmwareStats<'a> {
     pub eth_tx: EthTxStats<'a>,
     /// The Ethernet port's traffic counters (zero on an InfiniBand port).
     pub vport_counters: &'a VportCounters,
+    /// An Ethernet port's RoCE port: its packet counters and the GID table
+    /// the driver programmed (`null` on InfiniBand).
+    pub roce: Option<RoceTree<'a>>,
+}
+
+/// The RoCE port's counters and the programmed GID table entries.
+#[derive(Serialize)]
+pub(super) struct RoceTree<'a> {
+    #[serde(flatten)]
+    pub counters: &'a RoceCounters,
+    pub gids: Vec<GidRow>,
+}
+
+/// One programmed GID table entry, readable.
+#[derive(Serialize)]
+pub(super) struct GidRow {
+    pub index: usize,
+    /// The GID as an IPv6 address (`::ffff:a.b.c.d` for IPv4).
+    pub gid: String,
+    pub mac: String,
+    pub vlan: Option<u16>,
+    pub version: RoceVersion,
+    pub ipv4: bool,
+}
+
+impl GidRow {
+    fn new(index: usize, e: &GidEntry) -> GidRow {
+        let m = e.mac;
+        GidRow {
+            index,
+            gid: std::net::Ipv6Addr::from(e.gid).to_string(),
+            mac: format!("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5]),
+            vlan: e.vlan,
+            version: e.version,
+            ipv4: e.ipv4,
+        }
+    }
 }
 
 /// Ethernet transmit: every SQ's counters summed.
@@ -128,6 +166,10 @@ impl<'a> FirmwareStats<'a> {
             eth_rx: f.eth_rx_stats(),
             eth_tx: EthTxStats { totals: &f.eth_tx().totals },
             vport_counters: f.vport_counters(),
+            roce: f.roce_counters().map(|c| RoceTree {
+                counters: c,
+                gids: f.roce_gids().iter().map(|(i, e)| GidRow::new(*i, e)).collect(),
+            }),
         }
     }
 }

@@ -15,10 +15,12 @@ use super::hca::state::Hca;
 use super::ib::port::{IbPort, PortConfig};
 use super::link::LinkLayer;
 use super::rdma::state::RdmaObjects;
+use super::roce::state::RoceState;
 use crate::engine::table::Table;
 use crate::engine::Io;
 use crate::engine::{Engine, GuestMemory, Limits};
 use crate::fabric::ether::FrameSink;
+use crate::fabric::roce::{RoceCounters, RoceGids};
 use crate::vfio::Interrupts;
 
 /// The fabric the engine sends through, and what it reports.
@@ -45,6 +47,7 @@ pub struct FirmwareBuilder {
     fabric: Option<FabricIo>,
     frames: Option<Arc<dyn FrameSink>>,
     mac: [u8; 6],
+    roce: Option<(Arc<RoceGids>, Arc<RoceCounters>)>,
 }
 
 impl FirmwareBuilder {
@@ -61,6 +64,7 @@ impl FirmwareBuilder {
             fabric: None,
             frames: None,
             mac: [0x02, 0, 0, 0, 0, 1],
+            roce: None,
         }
     }
 
@@ -107,6 +111,13 @@ impl FirmwareBuilder {
         self
     }
 
+    /// The RoCE port's GID table (SET_ROCE_ADDRESS programs it, the port
+    /// frames and accepts by it) and its counters (none: a private table).
+    pub fn roce(mut self, gids: Arc<RoceGids>, counters: Arc<RoceCounters>) -> FirmwareBuilder {
+        self.roce = Some((gids, counters));
+        self
+    }
+
     /// The firmware at power-on state.
     pub fn build(self) -> Result<Firmware, DuplicateOpcode> {
         let commands = self.link.commands()?;
@@ -128,7 +139,9 @@ impl FirmwareBuilder {
             rdma: RdmaObjects::default(),
             ib: IbPort::new(self.port, wire_counters),
             eth: EthPort::new(self.mac, self.frames),
+            roce: RoceState::new(self.roce),
             link_layer: self.link,
+            gsi_on_wire: self.link.gsi_on_wire(),
             eqs: Table::new(0, EQN_LAST, self.limits.eqs),
             cqs: BTreeMap::new(),
             on_uar: self.on_uar,

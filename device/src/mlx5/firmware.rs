@@ -26,6 +26,7 @@ use super::ib::port::{IbPort, PortCounters};
 use super::ifc;
 use super::link_layer::LinkLayer;
 use super::rdma::state::RdmaObjects;
+use super::roce::state::RoceState;
 use crate::engine::table::Table;
 use crate::engine::{Engine, GuestMemory};
 use crate::vfio::Interrupts;
@@ -60,8 +61,13 @@ pub struct Firmware {
     pub(in crate::mlx5) ib: IbPort,
     /// The Ethernet port (`eth/`): vport, queues, steering, link.
     pub(in crate::mlx5) eth: EthPort,
+    /// The RoCE GID table (`roce/`, Ethernet ports).
+    pub(in crate::mlx5) roce: RoceState,
     /// The port's link layer (which domains `commands` holds).
     pub(in crate::mlx5) link_layer: LinkLayer,
+    /// QP1 runs through the engine onto the wire (`LinkLayer::gsi_on_wire`)
+    /// instead of the firmware's local MAD path.
+    pub(in crate::mlx5) gsi_on_wire: bool,
     /// Event queues, numbered by CREATE_EQ (0xff reserved, [`super::datapath::ctx::EQN_LAST`]).
     pub(in crate::mlx5) eqs: Table<EqCtx>,
     pub(in crate::mlx5) cqs: BTreeMap<u32, CqCtx>,
@@ -92,6 +98,7 @@ impl Firmware {
         self.pending.forget_cqs();
         self.rdma.reset();
         self.eth.reset();
+        self.roce.reset();
         self.hca.reset(&self.engine.limits);
         // Requester atomic results: big-endian until the driver selects
         // host endianness (atomic_req_8B_endianness_mode 1).
@@ -142,6 +149,16 @@ impl Firmware {
     /// The fabric port's packet counters, when a fabric is attached.
     pub fn wire_counters(&self) -> Option<&Arc<crate::fabric::counters::PortCounters>> {
         self.ib.wire_counters.as_ref()
+    }
+
+    /// The RoCE GID table's programmed entries (control socket `stats`).
+    pub fn roce_gids(&self) -> Vec<(usize, crate::fabric::roce::GidEntry)> {
+        self.roce.gids.snapshot()
+    }
+
+    /// The RoCE port's counters (`None` without a RoCE port).
+    pub fn roce_counters(&self) -> Option<&Arc<crate::fabric::roce::RoceCounters>> {
+        self.roce.counters.as_ref()
     }
 
     /// The name of an opcode this instance executes, for logs.

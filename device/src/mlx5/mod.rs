@@ -6,7 +6,8 @@
 //! - Command domains, each owning its state: [`hca`] (lifecycle, pages,
 //!   capabilities, registers, UARs), [`events`] (EQ commands), [`rdma`]
 //!   (objects shared by every link layer) and [`ib`] (the InfiniBand port:
-//!   MAD_IFC, SMA/PMA, vport queries). [`link`] picks the domains of a link
+//!   MAD_IFC, SMA/PMA, vport queries), [`eth`] and [`roce`] (the Ethernet
+//!   port and its RoCE GID table). [`link`] picks the domains of a link
 //!   layer; [`builder`] assembles the [`firmware::Firmware`] that holds them.
 //! - The data path: [`datapath`] (send-doorbell router, RQ/SRQ pull, the one
 //!   CQE writer and CQ arming, EQs, RX, UMR, WQE/CQE codecs).
@@ -30,6 +31,7 @@ pub mod link;
 pub mod link_layer;
 pub mod queue_buf;
 pub mod rdma;
+pub mod roce;
 pub mod uar;
 
 pub use init_seg::{FwVersion, InitSegEvent, InitSegment};

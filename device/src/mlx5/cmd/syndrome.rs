@@ -4,7 +4,7 @@
 //!
 //! A code is `0x7e00_0000 | domain << 16 | index`: the domain byte says
 //! which command domain refused (00 command core, 01 `hca/`, 02 `events/`,
-//! 03 `rdma/`, 04 `ib/`, 05 the data path's CQ resize, 06 `eth/` vport, registers and queues) and the index is fixed
+//! 03 `rdma/`, 04 `ib/`, 05 the data path's CQ resize, 06 `eth/` vport, registers and queues, 08 `eth/` steering, 09 `roce/`) and the index is fixed
 //! here once given. The values are literals: moving or editing code never
 //! renumbers them. A new site appends a new name with the next free index of
 //! its domain; a removed site's index is not reused. Names are
@@ -338,6 +338,17 @@ syndromes! {
     MODIFY_RQT_BAD_RQTN = 0x7e08_003b;
     /// destroy rqt bad rqtn (BAD_PARAM).
     DESTROY_RQT_BAD_RQTN = 0x7e08_003c;
+    // 09: roce/ (GID table) and the RoCE checks of other domains (mroce).
+    /// SET/QUERY_ROCE_ADDRESS: `roce_address_index` past `roce_address_table_size` (BAD_PARAM).
+    ROCE_ADDRESS_BAD_INDEX = 0x7e09_0001;
+    /// SET/QUERY_ROCE_ADDRESS: `vhca_port_num` other than 0 or 1 (BAD_PARAM).
+    ROCE_ADDRESS_BAD_PORT = 0x7e09_0002;
+    /// SET_ROCE_ADDRESS: `roce_version` neither 0 (v1) nor 2 (v2) (BAD_PARAM).
+    SET_ROCE_ADDRESS_BAD_VERSION = 0x7e09_0003;
+    /// SET_ROCE_ADDRESS: `roce_l3_type` neither 0 (IPv4) nor 1 (IPv6) (BAD_PARAM).
+    SET_ROCE_ADDRESS_BAD_L3_TYPE = 0x7e09_0004;
+    /// INIT2RTR/RTR2RTS/...: the address path's `src_addr_index` past the GID table (BAD_PARAM).
+    MODIFY_QP_BAD_SRC_ADDR_INDEX = 0x7e09_0005;
 }
 
 #[cfg(test)]

@@ -16,8 +16,10 @@ use super::cqe::{op, syndrome, Cqe};
 use super::ctx::expand_ci;
 use super::sink::Pending;
 use crate::engine::verbs::{Completion, CompletionSink, WcOpcode, WcStatus};
+use crate::engine::QpType;
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::ifc;
+use crate::wire::roce::NetHdr;
 
 fn status_syndrome(s: WcStatus) -> u8 {
     match s {
@@ -34,8 +36,27 @@ fn status_syndrome(s: WcStatus) -> u8 {
     }
 }
 
-/// An engine completion as the CQE libmlx5 / mlx5_ib expect.
-fn completion_cqe(c: &Completion, user_index: u32) -> Cqe {
+/// The P_Key QP1 receives report on RoCE (`imm_inval_pkey`, the only
+/// entry of the port's P_Key table).
+pub const ROCE_GSI_PKEY: u32 = 0xffff;
+
+/// `flags_rqpn[25:24]` of a RoCE receive (`MLX5_CQE_ROCE_L3_HEADER_TYPE_*`).
+fn roce_packet_type(net: NetHdr) -> Option<u8> {
+    match net {
+        NetHdr::Ib => None,
+        NetHdr::RoceV1 => Some(0),
+        NetHdr::RoceV2Ipv6 => Some(1),
+        NetHdr::RoceV2Ipv4 => Some(2),
+    }
+}
+
+/// An engine completion as the CQE libmlx5 / mlx5_ib expect; `gsi`: the
+/// completion is QP1's. A RoCE receive (`/work/shared/mlx5-ethernet-roce.md`
+/// §4.7, `ib/cq.c:handle_responder`) carries the packet type where IB has
+/// the SL (`flags_rqpn[25:24]`), the VLAN (`l4_l3_hdr_type` bit 0,
+/// `vlan_info`) and, on QP1, P_Key 0xFFFF; `g` (bit 28) says the GRH area
+/// holds the IP header.
+pub(super) fn completion_cqe(c: &Completion, user_index: u32, gsi: bool) -> Cqe {
     let mut e = Cqe { qpn: c.qpn, user_index, byte_cnt: c.byte_len, solicited: c.solicited, ..Default::default() };
     let recv = c.opcode.is_recv();
     e.wqe_counter = c.wr_id as u16;
@@ -50,6 +71,17 @@ fn completion_cqe(c: &Completion, user_index: u32) -> Cqe {
             _ => op::RESP_SEND,
         };
         e.imm_inval_pkey = c.imm.or(c.invalidated_rkey).unwrap_or(0);
+        if let Some(t) = roce_packet_type(c.net) {
+            e.slid = 0;
+            e.sl = t;
+            if let Some(tci) = c.vlan {
+                e.l4_l3_hdr_type = 1;
+                e.vlan_info = tci;
+            }
+            if gsi {
+                e.imm_inval_pkey = ROCE_GSI_PKEY;
+            }
+        }
     } else {
         e.wqe_opcode = (c.wr_id >> 32) as u8;
         e.opcode = op::REQ;
@@ -79,7 +111,8 @@ impl Firmware {
                 match p {
                     Pending::Complete { cqn, index, c } => {
                         let user_index = self.rdma.qps.get(&c.qpn).map(|q| q.user_index).unwrap_or(0);
-                        let e = completion_cqe(&c, user_index);
+                        let gsi = self.engine.qps.get(c.qpn).is_some_and(|q| q.qp_type == QpType::Gsi);
+                        let e = completion_cqe(&c, user_index, gsi);
                         self.put_cqe(cqn, index, &e, c.solicited || c.status != WcStatus::Success);
                     }
                     Pending::Event(ev) => self.engine_event(ev),

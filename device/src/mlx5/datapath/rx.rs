@@ -1,10 +1,13 @@
-//! Packets from the fabric into the device: the destination QP is read
-//! through `bth::Packet`; a packet that consumes a receive WQE first pulls
-//! the QP's new ones ([`super::rq`]); the engine takes the packet.
+//! Packets into the RDMA engine, from the InfiniBand fabric ([`FwHandler`])
+//! or the RoCE port of an Ethernet link (`eth::rx::EthRx`), through one
+//! method ([`Firmware::rdma_receive`]): the destination QP is read through
+//! `bth::Packet`; a packet that consumes a receive WQE first pulls the QP's
+//! new ones ([`super::rq`]); the engine takes the packet.
 
 use std::sync::{Arc, Mutex};
 
 use super::sq::engine_qp;
+use crate::engine::QpType;
 use crate::fabric::{PacketHandler, RxMeta};
 use crate::mlx5::firmware::Firmware;
 use crate::wire::bth;
@@ -20,20 +23,7 @@ impl FwHandler {
 
 impl PacketHandler for FwHandler {
     fn receive(&self, meta: &RxMeta, pkt: &[u8]) {
-        let Ok(bth) = bth::Packet::new_checked(pkt) else { return };
-        let mut guard = self.fw();
-        let mut fw = guard.datapath();
-        let target = match bth.dest_qp() {
-            // QP0/QP1 traffic between hosts is not carried yet.
-            0 | 1 => None,
-            n => fw.engine.qps.get(n).filter(|q| engine_qp(q.qp_type)).map(|_| n),
-        };
-        // Only a packet that may take a receive WQE needs the RQ's new ones
-        // (ACKs, read and atomic traffic do not: skip the doorbell record read).
-        if let Some(q) = target.filter(|_| bth.opcode().consumes_recv()) {
-            fw.sync_recv(q);
-        }
-        fw.engine.receive(meta, pkt);
+        self.fw().datapath().rdma_receive(meta, pkt);
     }
 
     fn flush(&self) {
@@ -44,5 +34,26 @@ impl PacketHandler for FwHandler {
     /// consumer index is read when the CQ looks full, see QueueSink).
     fn poll(&self, _now_ns: u64) -> Option<u64> {
         self.fw().datapath().engine.poll_timers()
+    }
+}
+
+impl Firmware {
+    /// One packet (BTH through ICRC) for the RDMA engine. Call it on a
+    /// [`super::DataPath`]: what the engine completes is written when that
+    /// is dropped.
+    pub(in crate::mlx5) fn rdma_receive(&mut self, meta: &RxMeta, pkt: &[u8]) {
+        let Ok(bth) = bth::Packet::new_checked(pkt) else { return };
+        let target = match bth.dest_qp() {
+            // QP0 never travels; QP1 does only where it is on the wire (RoCE).
+            1 if self.gsi_on_wire => self.engine.qps.iter().find(|(_, q)| q.qp_type == QpType::Gsi).map(|(n, _)| n),
+            0 | 1 => None,
+            n => self.engine.qps.get(n).filter(|q| engine_qp(q.qp_type)).map(|_| n),
+        };
+        // Only a packet that may take a receive WQE needs the RQ's new ones
+        // (ACKs, read and atomic traffic do not: skip the doorbell record read).
+        if let Some(q) = target.filter(|_| bth.opcode().consumes_recv()) {
+            self.sync_recv(q);
+        }
+        self.engine.receive(meta, pkt);
     }
 }

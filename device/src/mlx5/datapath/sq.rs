@@ -21,6 +21,14 @@ pub fn engine_qp(t: QpType) -> bool {
     matches!(t, QpType::Rc | QpType::Uc | QpType::Ud)
 }
 
+impl Firmware {
+    /// Whether QPs of type `t` run through the engine on this port: RC, UC,
+    /// UD, and QP1 where it is on the wire (RoCE, [`Firmware::gsi_on_wire`]).
+    pub(in crate::mlx5) fn via_engine(&self, t: QpType) -> bool {
+        engine_qp(t) || (t == QpType::Gsi && self.gsi_on_wire)
+    }
+}
+
 /// `wr_id` layout of send WRs: WQE opcode and the WQE's index.
 fn send_wr_id(c: &CtrlSeg) -> u64 {
     ((c.opcode as u64) << 32) | c.wqe_index as u64
@@ -48,14 +56,17 @@ pub(crate) enum SqHead {
 }
 
 impl Firmware {
-    /// A send doorbell for `qpn`: to the engine (RC, UC, UD), the
-    /// firmware's own send queues (QP0/QP1, REG_UMR, Ethernet SQs) or an error CQE.
+    /// A send doorbell for `qpn`: to the engine (RC, UC, UD; QP1 on RoCE),
+    /// the firmware's own send queues (QP0/QP1 on InfiniBand, REG_UMR,
+    /// Ethernet SQs) or an error CQE.
     pub(super) fn route_send(&mut self, qpn: u32) {
         let Some(qp) = self.engine.qps.get(qpn) else {
             debug!(qpn, "send doorbell for a nonexistent QP ignored");
             return;
         };
         match qp.qp_type {
+            // RoCE: QP1's CM MADs are UD packets between hosts.
+            QpType::Gsi if self.gsi_on_wire => self.sync_sq(qpn),
             QpType::Smi | QpType::Gsi => self.drain_ud_sq(qpn),
             QpType::RegUmr => self.drain_umr_sq(qpn),
             QpType::RawPacket => self.drain_eth_sq(qpn),
@@ -144,7 +155,7 @@ impl Firmware {
     /// Hands the QP's new send WQEs (up to the doorbell record) to the engine.
     pub(super) fn sync_sq(&mut self, qpn: u32) {
         let Some(qp) = self.engine.qps.get(qpn) else { return };
-        let (ud, state, qp_type) = (qp.qp_type == QpType::Ud, qp.state, qp.qp_type);
+        let (ud, state, qp_type) = (matches!(qp.qp_type, QpType::Ud | QpType::Gsi), qp.state, qp.qp_type);
         if matches!(state, QpState::Reset | QpState::Init | QpState::Rtr) {
             return;
         }

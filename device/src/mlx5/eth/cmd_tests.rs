@@ -27,7 +27,7 @@ fn ethernet_capability_pages() {
         (cmd_hca_cap::cq_moderation, 1),
         (cmd_hca_cap::cq_period_mode_modify, 0),
         (cmd_hca_cap::log_max_rqt_size, 8),
-        (cmd_hca_cap::roce, 0),
+        (cmd_hca_cap::roce, 1),
         (cmd_hca_cap::striding_rq, 0),
         (cmd_hca_cap::cqe_compression, 0),
         (cmd_hca_cap::eswitch_manager, 0),

@@ -1,5 +1,5 @@
-//! A frame from the link into an RQ (owner: eth-rx): size checks, the
-//! header walk, (RoCE diversion,) steering, TIR/RSS, then the RQ's next WQE
+//! A frame from the link into an RQ (owner: eth-rx): the RoCE diversion
+//! ([`EthRx`]), size checks, the header walk, steering, TIR/RSS, then the RQ's next WQE
 //! and its CQE (`struct mlx5_cqe64` as `en_rx.c` reads it).
 //!
 //! Every frame that is not delivered is counted ([`RxCounters`]); a WQE
@@ -7,6 +7,7 @@
 //! and moves the RQ to ERR (the driver's RX reporter recovers it).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
@@ -18,10 +19,13 @@ use super::steering::{SteeringDrops, Verdict};
 use super::tir::RqChoice;
 use crate::engine::{Access, QpState, QpType};
 use crate::fabric::ether::FrameHandler;
+use crate::fabric::roce::RocePort;
 use crate::mlx5::datapath::cqe::{op, syndrome, Cqe};
 use crate::mlx5::datapath::wqe;
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::queue_buf::buf_addr;
+use crate::mlx5::uar::PollerKick;
+use crate::wire::bth;
 use crate::wire::ether::{self, FrameInfo, L3, L4, TPID_CTAG};
 use crate::wire::offload::rx_checksum;
 
@@ -66,13 +70,98 @@ pub struct RxQueue {
     pub vsd: bool,
 }
 
-/// The Ethernet link's frame handler: the firmware's RX path.
-pub struct EthRx(pub Arc<Mutex<Firmware>>);
+/// The Ethernet link's frame handler: the firmware's RX path, and the RoCE
+/// port's receive side. With the vport's `roce_en` set (mlx5_ib's
+/// `mlx5_nic_vport_enable_roce`), a frame the RoCE port takes (RoCE to one
+/// of the port's GIDs, ICRC good: `RocePort::accept`) goes to the RDMA
+/// engine and never reaches steering (§3.8); everything else takes the NIC
+/// path. The link's worker calls `flush` after a burst (coalesced ACKs go
+/// out) and `poll` on every pass (the RoCE port's loopback packets, the
+/// engine's timers).
+pub struct EthRx {
+    fw: Arc<Mutex<Firmware>>,
+    roce: Option<Arc<RocePort>>,
+    /// Poll doorbell mode: wake the UAR poller after a burst that put
+    /// something in front of the guest (it usually answers with a doorbell).
+    kick: Option<PollerKick>,
+    pending: AtomicBool,
+    pending_local: AtomicBool,
+}
+
+impl EthRx {
+    pub fn new(fw: Arc<Mutex<Firmware>>, roce: Option<Arc<RocePort>>, kick: Option<PollerKick>) -> EthRx {
+        EthRx { fw, roce, kick, pending: AtomicBool::new(false), pending_local: AtomicBool::new(false) }
+    }
+
+    fn fw(&self) -> std::sync::MutexGuard<'_, Firmware> {
+        self.fw.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes a packet for the poller kick: RDMA READ requests and atomics
+    /// are answered by the device alone and kick nothing.
+    fn note(&self, pkt: &[u8], local: bool) {
+        if self.kick.is_none() {
+            return;
+        }
+        if let Ok(b) = bth::Packet::new_checked(pkt) {
+            let op = b.opcode();
+            if !(op.op() == 0x0c || op.is_atomic()) {
+                if local {
+                    self.pending_local.store(true, Ordering::Relaxed);
+                }
+                self.pending.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn kick_pending(&self) {
+        if let Some(k) = &self.kick {
+            if self.pending.swap(false, Ordering::Relaxed) {
+                k.kick(self.pending_local.swap(false, Ordering::Relaxed));
+            }
+        }
+    }
+}
 
 impl FrameHandler for EthRx {
     fn receive_frame(&self, frame: &[u8]) {
-        let mut guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        guard.datapath().eth_receive(frame);
+        let mut guard = self.fw();
+        let mut dp = guard.datapath();
+        if let Some(port) = self.roce.as_ref().filter(|_| dp.eth.vport.roce_en) {
+            if let Some((meta, range)) = port.accept(frame) {
+                if let Some(pkt) = frame.get(range) {
+                    self.note(pkt, false);
+                    dp.rdma_receive(&meta, pkt);
+                }
+                return;
+            }
+        }
+        dp.eth_receive(frame);
+    }
+
+    fn flush(&self) {
+        if self.roce.is_some() {
+            self.fw().datapath().engine.flush_acks();
+        }
+        self.kick_pending();
+    }
+
+    fn poll(&self, _now_ns: u64) -> Option<u64> {
+        let port = self.roce.as_ref()?;
+        let mut guard = self.fw();
+        let mut dp = guard.datapath();
+        let looped = port.drain_loopback(&mut |meta, pkt| {
+            self.note(pkt, true);
+            dp.rdma_receive(meta, pkt);
+        });
+        if looped > 0 {
+            dp.engine.flush_acks();
+        }
+        let next = dp.engine.poll_timers();
+        drop(dp);
+        drop(guard);
+        self.kick_pending();
+        next
     }
 }
 
@@ -142,9 +231,6 @@ impl Firmware {
             counters.runts += 1;
             return;
         };
-        if self.roce_takes(frame, &info) {
-            return;
-        }
         let img = MatchImage::of(&info);
         let (tirs, flow_tag) = match self.eth.steering.classify(&img) {
             Verdict::Deliver { tirs, flow_tag } => (tirs, flow_tag),
@@ -169,13 +255,6 @@ impl Firmware {
         if delivered {
             self.eth.vport.counters.count_rx(frame);
         }
-    }
-
-    /// The hook where RoCE frames addressed to this function leave the NIC
-    /// pipeline for the RDMA engine (RoCEv2: UDP dport 4791 to a GID's
-    /// address; RoCEv1: EtherType 0x8915). No RoCE on this port yet: none.
-    fn roce_takes(&mut self, _frame: &[u8], _info: &FrameInfo) -> bool {
-        false
     }
 
     /// Places a frame into RQ `c.rqn`'s next WQE and completes it; false: dropped (counted).

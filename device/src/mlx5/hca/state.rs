@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::caps::eth::{eth_offloads_image, flow_table_image, general_eth, CAP_ETHERNET_OFFLOADS, CAP_FLOW_TABLE};
 use super::caps::image::{atomic_caps_image, general_caps, CAP_AREA, CAP_ATOMIC, CAP_DEV_MEM, CAP_GENERAL};
+use super::caps::roce::{roce_caps_image, CAP_ROCE};
 use crate::engine::table::Table;
 use crate::engine::Limits;
 use crate::mlx5::cmd::dispatch::Phase;
@@ -72,10 +73,12 @@ impl Hca {
         let atomic = atomic_caps_image();
         let mut pages = vec![(CAP_ATOMIC, atomic)];
         if self.link == LinkLayer::Eth {
-            // An Ethernet port: the §1.2 deltas, the ETHERNET_OFFLOADS and FLOW_TABLE pages.
+            // An Ethernet port: the §1.2 deltas, the ETHERNET_OFFLOADS, FLOW_TABLE and ROCE pages.
             general = general_eth(&general);
             pages.push((CAP_ETHERNET_OFFLOADS, eth_offloads_image()));
             pages.push((CAP_FLOW_TABLE, flow_table_image()));
+            // RoCE on the port (§1.5).
+            pages.push((CAP_ROCE, roce_caps_image()));
         }
         pages.push((CAP_GENERAL, general));
         self.caps_max = pages.iter().cloned().collect();

@@ -361,7 +361,7 @@ pub fn modify_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             ctx.rq_ci = 0;
         }
     }
-    let via_engine = fw.engine.qps.get(qpn).is_some_and(|q| crate::mlx5::datapath::engine_qp(q.qp_type));
+    let via_engine = fw.engine.qps.get(qpn).is_some_and(|q| fw.via_engine(q.qp_type));
     if via_engine {
         // The engine flushed what it held; what is still only in guest
         // memory follows in order. Completions of other transitions are

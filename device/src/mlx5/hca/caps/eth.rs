@@ -1,7 +1,7 @@
 //! The capability pages of an Ethernet port (`/work/shared/mlx5-ethernet-roce.md` §1.2–§1.4, M1):
 //! the general page's deltas from the InfiniBand image, the ETHERNET_OFFLOADS page and the FLOW_TABLE
-//! page. RoCE is off (`roce = 0`: `mlx5_ib` binds with its raw-Ethernet profile); a RoCE port adds
-//! `roce = 1` and the ROCE page here. Everything not listed stays 0: no striding RQ, no CQE compression,
+//! page. RoCE is on (`roce = 1`: `mlx5_ib` binds with its RoCE profile and queries the ROCE page,
+//! [`super::roce`]); `roce_rw_supported = 0` keeps the bit read-only. Everything not listed stays 0: no striding RQ, no CQE compression,
 //! no LRO, no tunnels, no e-switch manager, no QoS, no PCAM/MCAM/QCAM, no DIM (`cq_period_mode_modify = 0`).
 //! `vport_group_manager = 1` as a PF has it: mlx5e accepts `ethtool -A` (PFCC pause) only then.
 
@@ -42,7 +42,8 @@ pub const GENERAL_ETH: &[CapValue] = caps!(cmd_hca_cap:
     max_qp_cnt = 8,
     striding_rq = 0,
     cqe_compression = 0,
-    roce = 0,
+    roce = 1,
+    roce_rw_supported = 0,
 );
 
 /// §1.3: the ETHERNET_OFFLOADS page (checksums, VLAN stripping, LSO; inline mode NOT_REQUIRED).
@@ -140,7 +141,10 @@ mod tests {
         let eth = Hca::new(&l, None, LinkLayer::Eth);
         let mut keys: Vec<u16> = eth.caps_max.keys().copied().collect();
         keys.sort();
-        assert_eq!(keys, vec![CAP_GENERAL, CAP_ETHERNET_OFFLOADS, CAP_ATOMIC, CAP_FLOW_TABLE]);
+        assert_eq!(
+            keys,
+            vec![CAP_GENERAL, CAP_ETHERNET_OFFLOADS, CAP_ATOMIC, super::super::roce::CAP_ROCE, CAP_FLOW_TABLE]
+        );
         // Every field that differs between the two general pages is one of the §1.2 deltas.
         for &(name, f) in cmd_hca_cap::FIELDS {
             if f.get(&ib.caps_max[&CAP_GENERAL]) != f.get(&eth.caps_max[&CAP_GENERAL]) {
