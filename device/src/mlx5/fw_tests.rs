@@ -354,5 +354,8 @@ mod events;
 mod hca_cmds;
 #[path = "fw_tests_qp.rs"]
 mod qp_cmds;
+#[cfg(not(miri))]
+#[path = "roce/cmd_tests.rs"]
+mod roce_cmds;
 #[path = "fw_tests_wqe.rs"]
 mod wqe_paths;

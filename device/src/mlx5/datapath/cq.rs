@@ -218,4 +218,48 @@ mod tests {
         assert_eq!(expand_ci(0x0100_0002, 0x0000_0002), 0x0100_0002);
         assert_eq!(expand_ci(5, 0x00ff_ffff), 0xffff_ffff);
     }
+
+    /// §4.7: a RoCEv2/IPv4 UD receive on QP1 with a VLAN tag, byte for byte.
+    #[test]
+    fn roce_gsi_receive_cqe_bytes() {
+        use crate::engine::verbs::{Completion, WcOpcode, WcStatus};
+        let mut c = Completion::new(5, 0x1234, WcOpcode::Recv, WcStatus::Success);
+        c.byte_len = 256 + 40;
+        c.src_qp = 1;
+        c.slid = 7; // an IB field: never on RoCE
+        c.grh = true;
+        c.net = NetHdr::RoceV2Ipv4;
+        c.vlan = Some(0x6064); // PCP 3, VID 100
+        let b = completion_cqe(&c, 0x42, true).emit(1);
+        let mut want = [0u8; 64];
+        want[0x18..0x1c].copy_from_slice(&[0x12, 0, 0, 1]); // g = 1 (bit 28), type 2 (IPv4), src QP 1
+        want[0x1c..0x20].copy_from_slice(&[0, 1, 0x60, 0x64]); // VLAN present, TCI
+        want[0x20..0x24].copy_from_slice(&[0, 0, 0, 0x42]);
+        want[0x24..0x28].copy_from_slice(&[0, 0, 0xff, 0xff]); // P_Key 0xFFFF on QP1
+        want[0x2c..0x30].copy_from_slice(&296u32.to_be_bytes());
+        want[0x38..0x3c].copy_from_slice(&[0, 0, 0x12, 0x34]);
+        want[0x3c..0x3e].copy_from_slice(&[0, 5]);
+        want[0x3f] = (op::RESP_SEND << 4) | 1;
+        assert_eq!(b, want);
+
+        // IPv6 and RoCEv1 types; no VLAN: bit 0 and vlan_info stay 0; a UD QP keeps its immediate.
+        c.vlan = None;
+        c.net = NetHdr::RoceV2Ipv6;
+        c.imm = Some(0xabcd_0001);
+        let b = completion_cqe(&c, 0, false).emit(0);
+        assert_eq!(&b[0x18..0x1c], &[0x11, 0, 0, 1]);
+        assert_eq!(&b[0x1c..0x20], &[0, 0, 0, 0]);
+        assert_eq!(&b[0x24..0x28], &0xabcd_0001u32.to_be_bytes());
+        assert_eq!(b[0x3f] >> 4, op::RESP_SEND_IMM);
+        c.net = NetHdr::RoceV1;
+        assert_eq!(&completion_cqe(&c, 0, false).emit(0)[0x18..0x1c], &[0x10, 0, 0, 1]);
+
+        // An InfiniBand receive is unchanged: SLID, no packet type, QP1 P_Key not forced.
+        c.net = NetHdr::Ib;
+        c.imm = None;
+        let b = completion_cqe(&c, 0, true).emit(0);
+        assert_eq!(&b[0x16..0x18], &[0, 7]);
+        assert_eq!(&b[0x18..0x1c], &[0x10, 0, 0, 1]);
+        assert_eq!(&b[0x24..0x28], &[0; 4]);
+    }
 }

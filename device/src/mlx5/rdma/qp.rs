@@ -350,6 +350,10 @@ pub fn modify_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         if qpc::mtu.get(&next) > 5 || pap::vhca_port_num.get(&next) > 1 {
             return Err(fail!(status::BAD_PARAM, MODIFY_QP_BAD_PARAM));
         }
+        // The source GID (RoCE: source IP, MAC, VLAN and frame format) must be a table entry.
+        if pap::src_addr_index.get(&next) as usize >= fw.roce.gids.len() {
+            return Err(fail!(status::BAD_PARAM, MODIFY_QP_BAD_SRC_ADDR_INDEX));
+        }
     }
     let update = if t == QpTransition::ToRst { QpAttrUpdate::default() } else { attrs_of(&next) };
     let state = eng!(fw.engine.modify_qp(qpn, t, &update), MODIFY_QP_ENGINE)?;

@@ -1,0 +1,247 @@
+//! The RoCE domain through the real command transport: the ROCE capability
+//! page, SET/QUERY_ROCE_ADDRESS into the shared GID table, the address
+//! path's source GID index, and QP1 sends leaving through the engine.
+
+use std::sync::{Arc, Mutex};
+
+use super::{cmd, data_seg, transition_in, Bench};
+use crate::engine::Io;
+use crate::fabric::roce::{GidEntry, RoceGids, RoceVersion};
+use crate::fabric::{Dest, PacketSink};
+use crate::mlx5::cmd::{status, syndrome};
+use crate::mlx5::hca::caps::roce::ROCE_ADDRESS_TABLE_SIZE;
+use crate::mlx5::ifc::{self, roce_cap};
+use crate::mlx5::roce::address::{roce_addr_layout as a, roce_address_in as ai};
+use crate::mlx5::roce::state::RoceState;
+
+const MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 7];
+
+fn v4_gid(ip: [u8; 4]) -> [u8; 16] {
+    let mut g = [0u8; 16];
+    g[10] = 0xff;
+    g[11] = 0xff;
+    g[12..].copy_from_slice(&ip);
+    g
+}
+
+/// A SET_ROCE_ADDRESS input as `mlx5_core_roce_gid_set` builds it.
+fn set_in(index: u16, gid: [u8; 16], mac: [u8; 6], vlan: Option<u16>, version: u64, l3: u64) -> Vec<u8> {
+    let mut i = cmd(ifc::MLX5_CMD_OP_SET_ROCE_ADDRESS, 0, ai::SET_SIZE);
+    ai::roce_address_index.set(&mut i, index as u64);
+    i[0x10..0x20].copy_from_slice(&gid);
+    if let Some(v) = vlan {
+        a::vlan_valid.set(&mut i, 1);
+        a::vlan_id.set(&mut i, v as u64);
+    }
+    i[0x22..0x28].copy_from_slice(&mac);
+    a::roce_version.set(&mut i, version);
+    a::roce_l3_type.set(&mut i, l3);
+    i
+}
+
+fn query(t: &mut Bench, index: u16) -> Vec<u8> {
+    let mut i = cmd(ifc::MLX5_CMD_OP_QUERY_ROCE_ADDRESS, 0, ai::QUERY_SIZE);
+    ai::roce_address_index.set(&mut i, index as u64);
+    t.ok(&i, a::QUERY_OUT_SIZE)
+}
+
+#[test]
+fn the_roce_page_answers_max_and_cur_with_the_table_size() {
+    let mut t = Bench::eth();
+    t.up();
+    for op_mod in [(ifc::MLX5_CAP_ROCE as u16) << 1, ((ifc::MLX5_CAP_ROCE as u16) << 1) | 1] {
+        let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_HCA_CAP, op_mod, 16), ifc::query_hca_cap_out::SIZE);
+        let p = &o[16..16 + 0x1000];
+        assert_eq!(roce_cap::sw_r_roce_src_udp_port.get(p), 1, "MAX and CUR: no SET_HCA_CAP");
+        assert_eq!(roce_cap::l3_type.get(p), 6);
+        assert_eq!(roce_cap::roce_version.get(p), 4);
+        assert_eq!(roce_cap::r_roce_dest_udp_port.get(p), 4791);
+        assert_eq!(
+            (roce_cap::r_roce_min_src_udp_port.get(p), roce_cap::r_roce_max_src_udp_port.get(p)),
+            (0xc000, 0xffff)
+        );
+        assert_eq!(roce_cap::roce_address_table_size.get(p), ROCE_ADDRESS_TABLE_SIZE as u64);
+    }
+    assert_eq!(t.fw.roce.gids.len(), ROCE_ADDRESS_TABLE_SIZE, "one constant for the page and the table");
+    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_HCA_CAP, 1, 16), ifc::query_hca_cap_out::SIZE);
+    assert_eq!(ifc::cmd_hca_cap::roce.get(&o[16..]), 1);
+    // An InfiniBand port has no ROCE page.
+    let mut ib = Bench::new();
+    ib.up();
+    let (st, _) = ib.fails(&cmd(ifc::MLX5_CMD_OP_QUERY_HCA_CAP, 9, 16), ifc::query_hca_cap_out::SIZE);
+    assert_eq!(st, status::BAD_PARAM);
+}
+
+#[test]
+fn set_roce_address_programs_the_shared_table_and_query_reads_it_back() {
+    let mut t = Bench::eth();
+    let shared = Arc::new(RoceGids::new(ROCE_ADDRESS_TABLE_SIZE));
+    t.fw.roce = RoceState::new(Some((shared.clone(), Arc::default())));
+    t.up();
+    // Index 1: the first IPv4 address as a RoCEv2 GID (l3 type 0).
+    let v4 = set_in(1, v4_gid([10, 0, 0, 1]), MAC, None, 2, 0);
+    t.ok(&v4, 16);
+    let want = GidEntry { gid: v4_gid([10, 0, 0, 1]), mac: MAC, vlan: None, version: RoceVersion::V2, ipv4: true };
+    assert_eq!(shared.get(1), Some(want), "the RoCE port's table, not a copy");
+    assert_eq!(&query(&mut t, 1)[0x10..0x30], &v4[0x10..0x30], "the layout reads back byte for byte");
+    // Index 2: an IPv6 address of a VLAN upper device (VID 100).
+    let g6 = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xfe, 0, 0, 7];
+    let v6 = set_in(2, g6, MAC, Some(100), 2, 1);
+    t.ok(&v6, 16);
+    let e = shared.get(2).unwrap();
+    assert_eq!((e.vlan, e.ipv4, e.version), (Some(100), false, RoceVersion::V2));
+    assert_eq!(&query(&mut t, 2)[0x10..0x30], &v6[0x10..0x30]);
+    // A RoCEv1 entry is kept as v1.
+    t.ok(&set_in(3, g6, MAC, None, 0, 1), 16);
+    assert_eq!(shared.get(3).unwrap().version, RoceVersion::V1);
+    // Deletion: the same index with an all-zero address and MAC (type still filled in).
+    t.ok(&set_in(1, [0; 16], [0; 6], None, 2, 0), 16);
+    assert_eq!(shared.get(1), None);
+    assert!(query(&mut t, 1)[0x10..0x30].iter().all(|&b| b == 0), "an empty entry reads as zeros");
+    // Function reset clears the table.
+    t.fw.reset();
+    assert!(shared.snapshot().is_empty());
+}
+
+#[test]
+fn bad_roce_addresses_fail_with_their_own_syndromes() {
+    let mut t = Bench::eth();
+    t.up();
+    let g = v4_gid([10, 0, 0, 1]);
+    let last = (ROCE_ADDRESS_TABLE_SIZE - 1) as u16;
+    t.ok(&set_in(last, g, MAC, None, 2, 0), 16);
+    let cases = [
+        (set_in(last + 1, g, MAC, None, 2, 0), syndrome::ROCE_ADDRESS_BAD_INDEX),
+        (set_in(0xffff, g, MAC, None, 2, 0), syndrome::ROCE_ADDRESS_BAD_INDEX),
+        (set_in(1, g, MAC, None, 1, 0), syndrome::SET_ROCE_ADDRESS_BAD_VERSION),
+        (set_in(1, g, MAC, None, 3, 0), syndrome::SET_ROCE_ADDRESS_BAD_VERSION),
+        (set_in(1, g, MAC, None, 2, 2), syndrome::SET_ROCE_ADDRESS_BAD_L3_TYPE),
+        (
+            {
+                let mut i = set_in(1, g, MAC, None, 2, 0);
+                ai::vhca_port_num.set(&mut i, 2);
+                i
+            },
+            syndrome::ROCE_ADDRESS_BAD_PORT,
+        ),
+    ];
+    for (i, syn) in cases {
+        assert_eq!(t.fails(&i, 16), (status::BAD_PARAM, syn));
+    }
+    assert!(t.fw.roce.gids.get(1).is_none(), "nothing written by a failed command");
+    let mut q = cmd(ifc::MLX5_CMD_OP_QUERY_ROCE_ADDRESS, 0, ai::QUERY_SIZE);
+    ai::roce_address_index.set(&mut q, ROCE_ADDRESS_TABLE_SIZE as u64);
+    assert_eq!(t.fails(&q, a::QUERY_OUT_SIZE), (status::BAD_PARAM, syndrome::ROCE_ADDRESS_BAD_INDEX));
+    // A truncated input.
+    let short = &set_in(1, g, MAC, None, 2, 0)[..0x20];
+    assert_eq!(t.fails(short, 16).0, status::BAD_INP_LEN);
+    // An InfiniBand port has no such command.
+    let mut ib = Bench::new();
+    ib.up();
+    assert_eq!(ib.fails(&set_in(1, g, MAC, None, 2, 0), 16), (status::BAD_OP, syndrome::DISPATCH_UNKNOWN_OPCODE));
+}
+
+/// Captures what the engine sends (the RoCE port's place).
+#[derive(Default)]
+struct Capture {
+    sent: Mutex<Vec<(Dest, Vec<u8>)>>,
+}
+
+impl PacketSink for Capture {
+    fn send(&self, dest: &Dest, pkt: &mut [u8]) {
+        self.sent.lock().unwrap().push((*dest, pkt.to_vec()));
+    }
+    fn gid(&self, index: u8) -> Option<[u8; 16]> {
+        (index == 1).then(|| v4_gid([10, 0, 0, 1]))
+    }
+    fn all_global(&self) -> bool {
+        true
+    }
+}
+
+const QP_BUF: u64 = 0x200000;
+const QP_DBR: u64 = 0x280000;
+const DATA: u64 = 0x300000;
+
+/// An Ethernet bench with a QP of type `st` in RTS (Q_Key `qkey`) whose engine sends into a [`Capture`].
+fn eth_qp(st: u64, qkey: u32, table: usize) -> (Bench, Arc<Capture>, u32, u32) {
+    use ifc::create_mkey_in::memory_key_mkey_entry as m;
+    use ifc::rst2init_qp_in::qpc as q;
+    let mut t = Bench::eth();
+    t.fw.roce = RoceState::new(Some((Arc::new(RoceGids::new(table)), Arc::default())));
+    let cap = Arc::new(Capture::default());
+    let io = Io { mem: t.mem.clone(), packets: cap.clone(), completions: t.fw.pending.clone(), ..Default::default() };
+    t.fw.engine.attach(io);
+    let uar = t.up();
+    let eqn = t.eq(uar, 1, 0, 0x100000);
+    let pd = t.pd();
+    let key = t.mkey(pd, &[m::lr, m::lw], 0x33);
+    let cqn = t.cq(uar, eqn, 0x120000);
+    let qpn = t.qp_with(st, pd, uar, cqn, QP_BUF, |i| ifc::create_qp_in::qpc::dbr_addr.set(i, QP_DBR));
+    let mut i = transition_in(ifc::MLX5_CMD_OP_RST2INIT_QP, qpn);
+    q::q_key.set(&mut i, qkey as u64);
+    q::primary_address_path::vhca_port_num.set(&mut i, 1);
+    t.ok(&i, 16);
+    t.ok(&transition_in(ifc::MLX5_CMD_OP_INIT2RTR_QP, qpn), 16);
+    t.ok(&transition_in(ifc::MLX5_CMD_OP_RTR2RTS_QP, qpn), 16);
+    (t, cap, qpn, key)
+}
+
+#[test]
+fn qp1_sends_leave_through_the_engine_on_an_ethernet_port() {
+    let (t, cap, qpn, key) = eth_qp(crate::mlx5::rdma::qp::ST_QP1 as u64, 0x8001_0000, ROCE_ADDRESS_TABLE_SIZE);
+    let mut t = t;
+    // A CM MAD as ib_mad posts it: ctrl + datagram segment (the kernel AH) + one data segment.
+    let sq = QP_BUF + 16 * 16;
+    let mut w = vec![0u8; 128];
+    w[..16].copy_from_slice(&super::ctrl_seg(crate::mlx5::datapath::wqe::opcode::SEND, 0, qpn, 5));
+    let av = &mut w[16..64];
+    av[0..4].copy_from_slice(&0x8001_0000u32.to_be_bytes());
+    av[8..12].copy_from_slice(&1u32.to_be_bytes());
+    av[0x0c] = 3 << 1; // SL (PCP) 3
+    av[0x0e..0x10].copy_from_slice(&0xc000u16.to_be_bytes());
+    av[0x14..0x1a].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 9]);
+    av[0x1a] = 0x02;
+    av[0x1b] = 64;
+    av[0x1c..0x20].copy_from_slice(&((1u32 << 30) | (1 << 20)).to_be_bytes());
+    av[0x20..0x30].copy_from_slice(&v4_gid([10, 0, 0, 2]));
+    w[64..80].copy_from_slice(&data_seg(256, key, DATA));
+    t.mem.put(sq, &w);
+    t.mem.put(DATA, &[0x5a; 256]);
+    t.mem.put(QP_DBR + 4, &2u32.to_be_bytes());
+    t.fw.send_doorbell(qpn);
+    let sent = cap.sent.lock().unwrap();
+    assert_eq!(sent.len(), 1, "QP1 is on the wire, not answered by the firmware");
+    let (d, pkt) = &sent[0];
+    assert_eq!(d.eth.sgid_index, 1);
+    assert_eq!(d.eth.dmac, [0x52, 0x54, 0, 0, 0, 9]);
+    assert_eq!((d.eth.udp_sport, d.eth.pcp), (0xc000, 3));
+    let g = d.grh.expect("RoCE: the GRH (IP header) is always built");
+    assert_eq!((g.sgid, g.dgid, g.hop_limit), (v4_gid([10, 0, 0, 1]), v4_gid([10, 0, 0, 2]), 64));
+    // BTH: UD SEND only (0x64) to QP 1; DETH: Q_Key 0x80010000, source QP 1.
+    assert_eq!(pkt[0], 0x64);
+    assert_eq!(&pkt[5..8], &[0, 0, 1]);
+    assert_eq!(&pkt[12..16], &0x8001_0000u32.to_be_bytes());
+    assert_eq!(&pkt[17..20], &[0, 0, 1]);
+    assert_eq!(pkt.len(), 12 + 8 + 256 + 4);
+    assert!(pkt[20..276].iter().all(|&b| b == 0x5a));
+}
+
+#[test]
+fn a_path_source_gid_index_past_the_table_is_refused() {
+    use ifc::rst2init_qp_in::qpc as q;
+    let (mut t, _, qpn, _) = eth_qp(crate::mlx5::rdma::qp::ST_RC as u64, 0, 4);
+    t.ok(&transition_in(ifc::MLX5_CMD_OP_2RST_QP, qpn), 16);
+    let mut i = transition_in(ifc::MLX5_CMD_OP_RST2INIT_QP, qpn);
+    q::primary_address_path::vhca_port_num.set(&mut i, 1);
+    t.ok(&i, 16);
+    let mut i = transition_in(ifc::MLX5_CMD_OP_INIT2RTR_QP, qpn);
+    q::mtu.set(&mut i, 3);
+    q::primary_address_path::src_addr_index.set(&mut i, 4);
+    q::primary_address_path::rmac_47_32.set(&mut i, 0x5254);
+    assert_eq!(t.fails(&i, 16), (status::BAD_PARAM, syndrome::MODIFY_QP_BAD_SRC_ADDR_INDEX));
+    q::primary_address_path::src_addr_index.set(&mut i, 3);
+    t.ok(&i, 16);
+    let av = t.fw.engine.qps.get(qpn).unwrap().attrs.av;
+    assert_eq!((av.sgid_index, av.dmac[..2].to_vec()), (3, vec![0x52, 0x54]));
+}
