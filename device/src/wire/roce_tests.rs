@@ -404,7 +404,9 @@ fn malformed_roce_is_refused() {
 fn verify_icrc_checks_ranges() {
     let f = frame_of(&repr(NetHdr::RoceV2Ipv4, None), &bth_pkt(b"x"));
     let mut p = parse(&f).unwrap().unwrap();
-    for r in [0..f.len(), 10..f.len(), 42..f.len() + 1, 42..50, 50..42] {
+    #[allow(clippy::reversed_empty_ranges)]
+    let ranges = [0..f.len(), 10..f.len(), 42..f.len() + 1, 42..50, 50..42];
+    for r in ranges {
         p.roce = r.clone();
         assert!(verify_icrc(&f, &p).is_err(), "{r:?}");
     }
