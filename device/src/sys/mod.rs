@@ -2,7 +2,7 @@
 //! socket's SCM_RIGHTS receive and the vm-memory mappings):
 //! memfds, the shared mapping and the volatile copies of guest-writable
 //! memory, the fabric's socket options with GSO/GRO, the Ethernet link's TAP and
-//! multicast sockets, and the process
+//! multicast sockets, the link worker's eventfd wake-up, and the process
 //! syscalls of the privilege drop and the clock. The rest of the crate is
 //! `deny(unsafe_code)` (see `lib.rs`); each unsafe block here keeps its
 //! `// SAFETY:` comment, and each function offers a safe interface.
@@ -14,6 +14,7 @@ pub mod proc;
 pub mod shm;
 pub mod tap;
 pub mod volatile;
+pub mod wake;
 
 pub use memfd::{memfd, punch_hole};
 pub use shm::SharedMem;

@@ -32,7 +32,10 @@ pub trait FrameHandler: Send + Sync {
     /// out now).
     fn flush(&self) {}
     /// Runs on every pass of the link's worker: work queued for it (RoCE
-    /// loopback) and timers due at `now_ns`; returns the next deadline.
+    /// loopback) and timers due at `now_ns`; returns the next deadline. Both
+    /// are on the link's clock (`EtherLink::clock`); the worker waits at most
+    /// until the deadline, and `EtherLink::waker` ends a wait early (work
+    /// queued from another thread, a timer armed sooner).
     fn poll(&self, _now_ns: u64) -> Option<u64> {
         None
     }

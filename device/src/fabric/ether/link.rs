@@ -18,10 +18,12 @@ use crate::fabric::fault::Shape;
 use crate::fabric::middleware::{Capture, Faults};
 use crate::fabric::route::Route;
 use crate::fabric::Link;
+use crate::sys::wake::{wait_readable_or_woken, EventFd};
 use crate::wire::clock::{Clock, MonotonicClock};
 
-/// How long the worker waits for a frame before it looks at the stop flag.
-const IDLE_WAIT: Duration = Duration::from_millis(20);
+/// The longest the worker waits for a frame (a wake, a fault release or the
+/// handler's deadline end it sooner).
+const IDLE_WAIT: Duration = Duration::from_millis(200);
 /// Frames taken per receive pass.
 const BURST: usize = 64;
 
@@ -50,6 +52,8 @@ struct Shared {
     capture: Capture,
     counters: Arc<EtherCounters>,
     stop: AtomicBool,
+    /// Ends the worker's wait at once ([`EtherLink::waker`], stop).
+    wake: Arc<EventFd>,
     /// UDP media: the receiving socket's address.
     local: Option<SocketAddr>,
 }
@@ -118,7 +122,7 @@ impl Shared {
 /// worker stops (and the capture is flushed) when the link is dropped.
 pub struct EtherLink {
     shared: Arc<Shared>,
-    clock: Arc<MonotonicClock>,
+    clock: Arc<dyn Clock>,
     worker: Option<JoinHandle<()>>,
 }
 
@@ -126,6 +130,13 @@ impl EtherLink {
     /// Opens the configured medium (a TAP is created or attached and
     /// brought up here, before privileges are dropped) and the capture file.
     pub fn open(cfg: &EtherConfig) -> io::Result<EtherLink> {
+        EtherLink::open_with_clock(cfg, Arc::new(MonotonicClock::default()))
+    }
+
+    /// [`open`](Self::open) on `clock`: the worker's time, the faults'
+    /// delays and the `now_ns`/deadlines of [`FrameHandler::poll`] (share it
+    /// with an engine whose timers the handler runs).
+    pub fn open_with_clock(cfg: &EtherConfig, clock: Arc<dyn Clock>) -> io::Result<EtherLink> {
         let backend = cfg.backend().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let counters = Arc::new(EtherCounters::default());
         let mut local = None;
@@ -143,16 +154,21 @@ impl EtherLink {
             }
             Backend::Tap { name } => Box::new(TapMedium::open(&name, counters.clone())?),
         };
-        let clock = Arc::new(MonotonicClock::default());
         let shared = Arc::new(Shared {
             medium,
             faults: Faults::with_shape(Shape::Ethernet, &cfg.faults, clock.clone()),
             capture: Capture::open(cfg.pcap.as_deref().map(|p| (p, cfg.pcap_max_bytes)))?,
             counters,
             stop: AtomicBool::new(false),
+            wake: Arc::new(EventFd::new()?),
             local,
         });
         Ok(EtherLink { shared, clock, worker: None })
+    }
+
+    /// The link's clock (see [`open_with_clock`](Self::open_with_clock)).
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        self.clock.clone()
     }
 
     /// Where the device sends frames.
@@ -167,6 +183,15 @@ impl EtherLink {
     /// See [`FrameSink::carrier`].
     pub fn carrier(&self) -> bool {
         self.shared.medium.carrier()
+    }
+
+    /// Wakes the worker from its wait at once, so that its next pass runs
+    /// the handler's [`poll`](FrameHandler::poll) (RoCE loopback queued,
+    /// an engine timer armed earlier than the current wait). A wake while
+    /// the worker is busy is kept for its next wait.
+    pub fn waker(&self) -> Arc<dyn Fn() + Send + Sync> {
+        let w = self.shared.wake.clone();
+        Arc::new(move || w.wake())
     }
 
     /// A UDP link's receiving socket address.
@@ -189,6 +214,7 @@ impl EtherLink {
 impl Drop for EtherLink {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.wake.wake();
         if let Some(t) = self.worker.take() {
             let _ = t.join();
         }
@@ -196,28 +222,50 @@ impl Drop for EtherLink {
     }
 }
 
+/// How long a pass may wait: until the faults' next release, the handler's
+/// deadline or [`IDLE_WAIT`], whichever is first.
+fn wait_for(now: u64, faults_due: Option<u64>, handler_due: Option<u64>) -> Duration {
+    [faults_due, handler_due]
+        .into_iter()
+        .flatten()
+        .map(|due| Duration::from_nanos(due.saturating_sub(now)))
+        .fold(IDLE_WAIT, Duration::min)
+}
+
+/// The link's thread: each pass runs the handler's `poll` (loopback,
+/// timers), waits for the medium, a wake or the next deadline, receives a
+/// burst (then `flush`), and releases frames the faults hold.
 fn worker(s: &Shared, clock: &dyn Clock, handler: &dyn FrameHandler) {
     let mut buf = vec![0u8; 65536];
     while !s.stop.load(Ordering::SeqCst) {
-        let wait = match s.faults.next_due() {
-            Some(due) => Duration::from_nanos(due.saturating_sub(clock.now_ns())).min(IDLE_WAIT),
-            None => IDLE_WAIT,
-        };
-        let ready = match s.medium.fd() {
-            Some(fd) => crate::sys::dgram::wait_readable(fd, wait).unwrap_or_else(|_| {
-                std::thread::sleep(wait);
-                true
-            }),
-            None => {
-                std::thread::sleep(wait);
-                false
-            }
-        };
+        let now = clock.now_ns();
+        let handler_due = handler.poll(now);
+        let wait = wait_for(clock.now_ns(), s.faults.next_due(), handler_due);
+        let (ready, woken) = wait_readable_or_woken(s.medium.fd(), &s.wake, wait).unwrap_or_else(|_| {
+            std::thread::sleep(wait);
+            (s.medium.fd().is_some(), false)
+        });
+        if woken {
+            // Cleared before the next poll: a wake after this point is kept.
+            s.wake.drain();
+        }
         if ready {
             s.medium.receive(&mut buf, BURST, &mut |_, f| s.arrive(f, handler));
+            handler.flush();
         } else {
             s.capture.flush();
         }
-        s.faults.release(&Out(s), &mut |_, f| s.deliver(f, handler));
+        let mut released = false;
+        s.faults.release(&Out(s), &mut |_, f| {
+            released = true;
+            s.deliver(f, handler);
+        });
+        if released {
+            handler.flush();
+        }
     }
 }
+
+#[cfg(test)]
+#[path = "link_tests.rs"]
+mod tests;

@@ -15,6 +15,8 @@ pub struct RoceCounters {
     pub tx_errors: AtomicU64,
     /// Packets to one of the port's own GIDs, delivered without the link.
     pub loopback_packets: AtomicU64,
+    /// Packets to the port's own GIDs dropped: the loopback queue was full.
+    pub loopback_dropped: AtomicU64,
     /// RoCE frames taken (ICRC good, destination one of the port's GIDs).
     pub rx_packets: AtomicU64,
     pub rx_bytes: AtomicU64,

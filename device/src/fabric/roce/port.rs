@@ -1,12 +1,30 @@
 //! The RoCE port's send and receive path (see the module doc).
 
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::counters::RoceCounters;
-use super::gids::RoceGids;
-use crate::fabric::ether::FrameSink;
-use crate::fabric::types::{Dest, PacketSink, RxMeta};
+use super::gids::{GidEntry, RoceGids, RoceVersion};
+use crate::fabric::counters::bump;
+use crate::fabric::ether::{FrameSink, MAX_FRAME};
+use crate::fabric::types::{Dest, Endpoint, PacketSink, RxMeta};
+use crate::wire::roce::{self, FrameRepr, NetHdr};
+use crate::wire::{bth, grh, icrc};
+
+/// Packets to the port's own GIDs waiting for [`RocePort::drain_loopback`];
+/// more are dropped (`loopback_dropped`).
+pub const LOOPBACK_QUEUE: usize = 4096;
+/// BTH opcode of a CNP.
+const OPCODE_CNP: u8 = 0x81;
+/// Hop limit of a packet whose GRH says 0 (ib_core fills the route's).
+const DEFAULT_HOP_LIMIT: u8 = 64;
+
+thread_local! {
+    /// The frame being built on this thread (no allocation per packet).
+    static SCRATCH: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(MAX_FRAME));
+}
 
 /// The RoCE packet path of one Ethernet port.
 pub struct RocePort {
@@ -16,11 +34,19 @@ pub struct RocePort {
     /// Wakes the thread that calls [`RocePort::drain_loopback`] (the
     /// Ethernet link's worker).
     wake: Arc<dyn Fn() + Send + Sync>,
+    /// Packets (BTH..ICRC) sent to one of the port's own GIDs.
+    loopback: Mutex<VecDeque<(RxMeta, Vec<u8>)>>,
 }
 
 impl RocePort {
     pub fn new(gids: Arc<RoceGids>, frames: Arc<dyn FrameSink>, wake: Arc<dyn Fn() + Send + Sync>) -> RocePort {
-        RocePort { gids, frames, counters: Arc::new(RoceCounters::default()), wake }
+        RocePort {
+            gids,
+            frames,
+            counters: Arc::new(RoceCounters::default()),
+            wake,
+            loopback: Mutex::new(VecDeque::new()),
+        }
     }
 
     pub fn gids(&self) -> &Arc<RoceGids> {
@@ -37,16 +63,112 @@ impl RocePort {
     /// in `frame`. `None`: not for the RDMA engine (not RoCE, or not one of
     /// ours: the NIC path takes it) or dropped (counted).
     pub fn accept(&self, frame: &[u8]) -> Option<(RxMeta, Range<usize>)> {
-        let _ = frame;
-        todo!("fabric/roce: accept")
+        let c = &self.counters;
+        let p = match roce::parse(frame) {
+            Ok(Some(p)) => p,
+            Ok(None) => return None,
+            Err(_) => {
+                bump(&c.rx_malformed, 1);
+                return None;
+            }
+        };
+        let version = if p.repr.net == NetHdr::RoceV1 { RoceVersion::V1 } else { RoceVersion::V2 };
+        if self.gids.find(&p.repr.grh.dgid, version, vlan_id(p.repr.vlan)).is_none() {
+            bump(&c.rx_not_ours, 1);
+            return None;
+        }
+        if roce::verify_icrc(frame, &p).is_err() {
+            bump(&c.rx_icrc_errors, 1);
+            return None;
+        }
+        bump(&c.rx_packets, 1);
+        bump(&c.rx_bytes, frame.len() as u64);
+        if frame[p.roce.start] == OPCODE_CNP {
+            bump(&c.cnp_received, 1);
+        }
+        Some((meta_of(&p.repr, false), p.roce))
     }
 
     /// Hands the packets this port sent to its own GIDs to `deliver`
     /// (called on the Ethernet worker's pass, with the engine reachable).
-    /// Returns how many.
+    /// Returns how many. Packets queued while it runs (replies `deliver`
+    /// sends to the port itself) wait for the next call, which the queueing
+    /// wakes.
     pub fn drain_loopback(&self, deliver: &mut dyn FnMut(&RxMeta, &[u8])) -> usize {
-        let _ = deliver;
-        todo!("fabric/roce: drain_loopback")
+        let n = self.queue().len();
+        for i in 0..n {
+            // The lock is not held while the engine runs (it may loop more back).
+            let Some((meta, pkt)) = self.queue().pop_front() else { return i };
+            deliver(&meta, &pkt);
+        }
+        n
+    }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<(RxMeta, Vec<u8>)>> {
+        self.loopback.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The frame's headers for `pkt` from GID entry `e` to `dest`.
+    fn repr_for(e: &GidEntry, dest: &Dest, g: &grh::Repr, pkt: &[u8]) -> FrameRepr {
+        let net = match (e.version, e.ipv4) {
+            (RoceVersion::V1, _) => NetHdr::RoceV1,
+            (RoceVersion::V2, true) => NetHdr::RoceV2Ipv4,
+            (RoceVersion::V2, false) => NetHdr::RoceV2Ipv6,
+        };
+        let udp_sport = match (dest.eth.udp_sport, g.flow_label & 0xf_ffff) {
+            (0, 0) => hashed_sport(&e.gid, &g.dgid, pkt),
+            (0, fl) => roce::flow_label_to_udp_sport(fl),
+            (sp, _) => sp,
+        };
+        let grh = grh::Repr {
+            sgid: e.gid,
+            hop_limit: if g.hop_limit == 0 { DEFAULT_HOP_LIMIT } else { g.hop_limit },
+            // IPv4 has no flow label: what the receiver sees is 0.
+            flow_label: if net == NetHdr::RoceV2Ipv4 { 0 } else { g.flow_label & 0xf_ffff },
+            payload_len: pkt.len().min(u16::MAX as usize) as u16,
+            next_header: grh::NXTHDR_IBA,
+            ..*g
+        };
+        FrameRepr {
+            dmac: dest.eth.dmac,
+            smac: e.mac,
+            vlan: e.vlan.map(|vid| (dest.eth.pcp as u16 & 7) << 13 | (vid & 0xfff)),
+            net,
+            grh,
+            udp_sport: if net == NetHdr::RoceV1 { 0 } else { udp_sport },
+        }
+    }
+
+    /// Builds and sends (or loops back) one frame; `Err` = not sent.
+    fn send_frame(&self, r: &FrameRepr, pkt: &mut [u8], out: &mut Vec<u8>) -> Result<(), ()> {
+        let c = &self.counters;
+        if roce::emit(r, pkt, out).is_err() || out.len() > MAX_FRAME {
+            return Err(());
+        }
+        // The caller's packet gets its ICRC too (PacketSink's contract).
+        let n = pkt.len() - icrc::LEN;
+        pkt[n..].copy_from_slice(&out[out.len() - icrc::LEN..]);
+        if self.gids.contains(&r.grh.dgid) {
+            let meta = meta_of(r, true);
+            let hl = roce::header_len(r);
+            let mut q = self.queue();
+            if q.len() >= LOOPBACK_QUEUE {
+                bump(&c.loopback_dropped, 1);
+                return Ok(());
+            }
+            q.push_back((meta, out[hl..].to_vec()));
+            drop(q);
+            bump(&c.loopback_packets, 1);
+            (self.wake)();
+            return Ok(());
+        }
+        self.frames.send_frame(out);
+        bump(&c.tx_packets, 1);
+        bump(&c.tx_bytes, out.len() as u64);
+        if pkt[0] == OPCODE_CNP {
+            bump(&c.cnp_sent, 1);
+        }
+        Ok(())
     }
 }
 
@@ -56,8 +178,28 @@ impl PacketSink for RocePort {
     /// it onto the link, or queues it for [`RocePort::drain_loopback`] when
     /// its DGID is one of this port's GIDs.
     fn send(&self, dest: &Dest, pkt: &mut [u8]) {
-        let _ = (dest, pkt, &self.frames, &self.wake);
-        todo!("fabric/roce: send")
+        let c = &self.counters;
+        let Some(e) = self.gids.get(dest.eth.sgid_index as usize) else {
+            bump(&c.tx_no_gid, 1);
+            return;
+        };
+        let Some(g) = dest.grh else {
+            bump(&c.tx_errors, 1);
+            return;
+        };
+        if pkt.len() < bth::field::HEADER_LEN + icrc::LEN {
+            bump(&c.tx_errors, 1);
+            return;
+        }
+        let r = Self::repr_for(&e, dest, &g, pkt);
+        let sent = SCRATCH.with(|s| match s.try_borrow_mut() {
+            Ok(mut out) => self.send_frame(&r, pkt, &mut out),
+            // Re-entered on this thread (a sink that delivers synchronously).
+            Err(_) => self.send_frame(&r, pkt, &mut Vec::new()),
+        });
+        if sent.is_err() {
+            bump(&c.tx_errors, 1);
+        }
     }
 
     fn gid(&self, index: u8) -> Option<[u8; 16]> {
@@ -68,3 +210,35 @@ impl PacketSink for RocePort {
         true
     }
 }
+
+/// The VLAN ID a GID entry must have for a frame with this TCI (a
+/// priority-tagged frame, VID 0, is untagged).
+fn vlan_id(tci: Option<u16>) -> Option<u16> {
+    tci.map(|t| t & 0xfff).filter(|&v| v != 0)
+}
+
+/// What the engine learns of a packet with these headers.
+fn meta_of(r: &FrameRepr, local: bool) -> RxMeta {
+    RxMeta {
+        src: Endpoint { lid: 0, gid: r.grh.sgid },
+        local,
+        grh: Some(grh::Repr { next_header: grh::NXTHDR_IBA, ..r.grh }),
+        net: r.net,
+        vlan: r.vlan,
+    }
+}
+
+/// A stable UDP source port in 0xC000..=0xFFFF for a flow without one
+/// (FNV-1a over SGID, DGID and the BTH's destination QP).
+fn hashed_sport(sgid: &[u8; 16], dgid: &[u8; 16], pkt: &[u8]) -> u16 {
+    let dqp = pkt.get(5..8).unwrap_or(&[0; 3]);
+    let mut h: u32 = 0x811c_9dc5;
+    for b in sgid.iter().chain(dgid).chain(dqp) {
+        h = (h ^ *b as u32).wrapping_mul(0x0100_0193);
+    }
+    0xc000 | ((h ^ (h >> 16)) & 0x3fff) as u16
+}
+
+#[cfg(test)]
+#[path = "port_tests.rs"]
+mod tests;
