@@ -259,8 +259,10 @@ impl Vrnic {
             .trace(config.logging.trace);
         // An Ethernet port's link: the firmware sends frames into it, its
         // worker (started below) hands received frames to the RX path.
+        // One clock for the engine's timers and the link worker's deadlines.
+        let clock = Arc::new(MonotonicClock::default());
         let mut ether = match link_layer {
-            LinkLayer::Eth => Some(EtherLink::open(&config.eth)?),
+            LinkLayer::Eth => Some(EtherLink::open_with_clock(&config.eth, clock.clone())?),
             LinkLayer::Ib => None,
         };
         if let Some(l) = &ether {
@@ -285,7 +287,6 @@ impl Vrnic {
                 }
             }));
         }
-        let clock = Arc::new(MonotonicClock::default());
         // The engine's packet path. InfiniBand: the RoCEv2-over-UDP fabric,
         // whose worker delivers received packets and runs the engine's
         // timers. Ethernet: the link's RoCE port (frames from the GID table
@@ -297,8 +298,7 @@ impl Vrnic {
                     info!("[fabric] ignored on an Ethernet port: RoCE travels on the Ethernet link");
                 }
                 let gids = Arc::new(RoceGids::new(ROCE_ADDRESS_TABLE_SIZE));
-                // Until the link has a waker (rport): the worker finds loopback on its next pass.
-                let waker: Arc<dyn Fn() + Send + Sync> = Arc::new(|| {});
+                let waker = l.waker();
                 let port = Arc::new(RocePort::new(gids.clone(), l.sink(), waker.clone()));
                 builder = builder.roce(gids, port.counters());
                 let io = crate::engine::Io { mem: memory.clone(), packets: port.clone(), clock, ..Default::default() };

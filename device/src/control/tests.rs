@@ -229,6 +229,7 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
         &r.tx_no_gid,
         &r.tx_errors,
         &r.loopback_packets,
+        &r.loopback_dropped,
         &r.rx_packets,
         &r.rx_bytes,
         &r.rx_icrc_errors,

@@ -245,3 +245,50 @@ fn a_path_source_gid_index_past_the_table_is_refused() {
     let av = t.fw.engine.qps.get(qpn).unwrap().attrs.av;
     assert_eq!((av.sgid_index, av.dmac[..2].to_vec()), (3, vec![0x52, 0x54]));
 }
+
+/// A CM MAD arriving on RoCEv2/IPv4 with a VLAN tag reaches QP1 through the
+/// engine: the GRH area holds the IPv4 header at bytes 20..40, the CQE has
+/// the §4.7 fields.
+#[test]
+fn qp1_receives_a_roce_mad_with_the_roce_cqe_and_grh_area() {
+    use crate::fabric::{Endpoint, RxMeta};
+    use crate::wire::roce::NetHdr;
+    let (mut t, _, qpn, key) = eth_qp(crate::mlx5::rdma::qp::ST_QP1 as u64, 0x8001_0000, ROCE_ADDRESS_TABLE_SIZE);
+    // One receive WQE (16-byte stride: one data segment) of 40 + 256 bytes, doorbell record 1.
+    t.mem.put(QP_BUF, &data_seg(296, key, DATA));
+    t.mem.put(QP_DBR, &1u32.to_be_bytes());
+    let mut pkt = vec![0x64, 0, 0xff, 0xff, 0, 0, 0, 1, 0, 0, 0, 9];
+    pkt.extend_from_slice(&0x8001_0000u32.to_be_bytes());
+    pkt.extend_from_slice(&[0, 0, 0, 1]);
+    pkt.extend_from_slice(&[0xa5; 256]);
+    pkt.extend_from_slice(&[0; 4]);
+    let g = crate::wire::grh::Repr {
+        traffic_class: 0,
+        flow_label: 0,
+        payload_len: pkt.len() as u16,
+        next_header: 0x1b,
+        hop_limit: 64,
+        sgid: v4_gid([10, 0, 0, 2]),
+        dgid: v4_gid([10, 0, 0, 1]),
+    };
+    let meta = RxMeta {
+        src: Endpoint { lid: 0, gid: g.sgid },
+        local: false,
+        grh: Some(g),
+        net: NetHdr::RoceV2Ipv4,
+        vlan: Some(0x6064),
+    };
+    t.fw.datapath().rdma_receive(&meta, &pkt);
+    let area = t.mem.get(DATA, 40);
+    assert!(area[..20].iter().all(|&b| b == 0), "RoCEv2/IPv4: bytes 0..20 zero");
+    assert_eq!(area[20], 0x45);
+    assert_eq!((&area[32..36], &area[36..40]), (&[10, 0, 0, 2][..], &[10, 0, 0, 1][..]));
+    assert_eq!(t.mem.get(DATA + 40, 256), vec![0xa5; 256]);
+    let cqe = t.mem.get(0x120000, 64);
+    assert_eq!(cqe[0x3f] >> 4, crate::mlx5::datapath::cqe::op::RESP_SEND, "{cqe:02x?}");
+    assert_eq!(&cqe[0x18..0x1c], &[0x12, 0, 0, 1], "g, RoCEv2/IPv4, source QP 1");
+    assert_eq!(&cqe[0x1c..0x20], &[0, 1, 0x60, 0x64], "VLAN present, TCI");
+    assert_eq!(&cqe[0x24..0x28], &[0, 0, 0xff, 0xff], "QP1 P_Key");
+    assert_eq!(&cqe[0x2c..0x30], &296u32.to_be_bytes(), "payload + 40");
+    assert_eq!(&cqe[0x38..0x3c], &qpn.to_be_bytes());
+}
