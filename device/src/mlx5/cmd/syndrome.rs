@@ -349,6 +349,12 @@ syndromes! {
     SET_ROCE_ADDRESS_BAD_L3_TYPE = 0x7e09_0004;
     /// INIT2RTR/RTR2RTS/...: the address path's `src_addr_index` past the GID table (BAD_PARAM).
     MODIFY_QP_BAD_SRC_ADDR_INDEX = 0x7e09_0005;
+    /// MAD_IFC on a RoCE port: port other than 1 (BAD_PARAM).
+    ROCE_MAD_IFC_BAD_PORT = 0x7e09_0006;
+    /// MAD_IFC on a RoCE port: the MAD is not in the input (BAD_INP_LEN).
+    ROCE_MAD_IFC_BAD_INP_LEN = 0x7e09_0007;
+    /// MAD_IFC on a RoCE port: not a PerfMgt MAD (RoCE has no SMA) (BAD_PARAM).
+    ROCE_MAD_IFC_NOT_PMA = 0x7e09_0008;
 }
 
 #[cfg(test)]

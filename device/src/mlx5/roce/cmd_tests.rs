@@ -292,3 +292,54 @@ fn qp1_receives_a_roce_mad_with_the_roce_cqe_and_grh_area() {
     assert_eq!(&cqe[0x2c..0x30], &296u32.to_be_bytes(), "payload + 40");
     assert_eq!(&cqe[0x38..0x3c], &qpn.to_be_bytes());
 }
+
+/// A PerfMgt MAD through MAD_IFC (what ib_core's port `counters/` read).
+fn pma_in(class: u8, method: u8, attr: u16) -> Vec<u8> {
+    let mut i = cmd(ifc::MLX5_CMD_OP_MAD_IFC, 3, ifc::mad_ifc_in::SIZE);
+    ifc::mad_ifc_in::port.set(&mut i, 1);
+    let m = ifc::mad_ifc_in::mad.byte_off();
+    i[m..m + 4].copy_from_slice(&[1, class, 1, method]);
+    i[m + 16..m + 18].copy_from_slice(&attr.to_be_bytes());
+    i
+}
+
+#[test]
+fn mad_ifc_on_roce_is_the_pma_over_the_roce_port_counters() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut t = Bench::eth();
+    let c = Arc::new(crate::fabric::roce::RoceCounters::default());
+    t.fw.roce = RoceState::new(Some((Arc::new(RoceGids::new(4)), c.clone())));
+    t.up();
+    c.tx_packets.store(7, Relaxed);
+    c.rx_packets.store(5, Relaxed);
+    c.tx_bytes.store(400, Relaxed);
+    c.rx_icrc_errors.store(2, Relaxed);
+    let r = ifc::mad_ifc_out::response_mad_packet.byte_off();
+    let o = t.ok(&pma_in(4, 1, 0x0012), ifc::mad_ifc_out::SIZE);
+    let d = &o[r + 64..];
+    assert_eq!(u16::from_be_bytes([d[8], d[9]]), 2, "SymbolErrors.. PortRcvErrors");
+    assert_eq!(u32::from_be_bytes(d[24..28].try_into().unwrap()), 100, "PortXmitData in words");
+    assert_eq!(u32::from_be_bytes(d[32..36].try_into().unwrap()), 7);
+    assert_eq!(u32::from_be_bytes(d[36..40].try_into().unwrap()), 5);
+    // ClassPortInfo says PortCountersExt exist; the extended counters are 64-bit.
+    let o = t.ok(&pma_in(4, 1, 0x0001), ifc::mad_ifc_out::SIZE);
+    assert_eq!(u16::from_be_bytes([o[r + 66], o[r + 67]]) & (1 << 9), 1 << 9);
+    let o = t.ok(&pma_in(4, 1, 0x001d), ifc::mad_ifc_out::SIZE);
+    assert_eq!(u64::from_be_bytes(o[r + 64 + 24..r + 64 + 32].try_into().unwrap()), 7);
+    // A clear (Set with a CounterSelect) starts them from zero; the port's own counters keep counting.
+    let mut clr = pma_in(4, 2, 0x0012);
+    let m = ifc::mad_ifc_in::mad.byte_off();
+    clr[m + 66..m + 68].copy_from_slice(&[0xff, 0xff]);
+    t.ok(&clr, ifc::mad_ifc_out::SIZE);
+    c.tx_packets.store(9, Relaxed);
+    let o = t.ok(&pma_in(4, 1, 0x0012), ifc::mad_ifc_out::SIZE);
+    assert_eq!(u32::from_be_bytes(o[r + 64 + 32..r + 64 + 36].try_into().unwrap()), 2);
+    // No SMA on RoCE.
+    assert_eq!(
+        t.fails(&pma_in(1, 1, 0x0011), ifc::mad_ifc_out::SIZE),
+        (status::BAD_PARAM, syndrome::ROCE_MAD_IFC_NOT_PMA)
+    );
+    let mut p2 = pma_in(4, 1, 0x0012);
+    ifc::mad_ifc_in::port.set(&mut p2, 2);
+    assert_eq!(t.fails(&p2, ifc::mad_ifc_out::SIZE), (status::BAD_PARAM, syndrome::ROCE_MAD_IFC_BAD_PORT));
+}

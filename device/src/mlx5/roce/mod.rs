@@ -1,10 +1,12 @@
 //! The RoCE domain of an Ethernet port: the GID table the driver programs
 //! from the netdev's addresses (SET_ROCE_ADDRESS, read back with
 //! QUERY_ROCE_ADDRESS, [`address`]) into the table the RoCE port frames and
-//! accepts by ([`state`]: the shared `fabric::roce::RoceGids`). Selected by
+//! accepts by ([`state`]: the shared `fabric::roce::RoceGids`), and the
+//! PMA behind MAD_IFC that ib_core's port `counters/` read ([`pma`]). Selected by
 //! `LinkLayer::Eth`; the capability pages are `hca/caps/roce.rs`.
 
 pub mod address;
+pub mod pma;
 pub mod state;
 
 use crate::mlx5::cmd::dispatch::{command, Command};
@@ -14,4 +16,5 @@ use crate::mlx5::firmware::Firmware;
 pub static COMMANDS: &[Command<Firmware>] = &[
     command!(MLX5_CMD_OP_QUERY_ROCE_ADDRESS, Enabled, address::query_roce_address),
     command!(MLX5_CMD_OP_SET_ROCE_ADDRESS, Enabled, address::set_roce_address),
+    command!(MLX5_CMD_OP_MAD_IFC, Enabled, pma::mad_ifc),
 ];

@@ -11,6 +11,8 @@ pub struct RoceState {
     pub gids: Arc<RoceGids>,
     /// The RoCE port's packet counters (`stats` → `firmware.roce`), when one is attached.
     pub counters: Option<Arc<RoceCounters>>,
+    /// PortCounters clear: the totals at the last clear (`pma.rs`).
+    pub pma_base: [u64; 6],
 }
 
 impl RoceState {
@@ -18,13 +20,16 @@ impl RoceState {
     /// `roce_address_table_size` entries).
     pub fn new(port: Option<(Arc<RoceGids>, Arc<RoceCounters>)>) -> RoceState {
         match port {
-            Some((gids, counters)) => RoceState { gids, counters: Some(counters) },
-            None => RoceState { gids: Arc::new(RoceGids::new(ROCE_ADDRESS_TABLE_SIZE)), counters: None },
+            Some((gids, counters)) => RoceState { gids, counters: Some(counters), pma_base: [0; 6] },
+            None => {
+                RoceState { gids: Arc::new(RoceGids::new(ROCE_ADDRESS_TABLE_SIZE)), counters: None, pma_base: [0; 6] }
+            }
         }
     }
 
     /// Function reset / teardown: no GID is programmed.
     pub fn reset(&mut self) {
         self.gids.clear();
+        self.pma_base = [0; 6];
     }
 }
