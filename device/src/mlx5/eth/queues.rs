@@ -18,6 +18,7 @@ use crate::mlx5::firmware::Firmware;
 use crate::mlx5::ifc::{self, wq};
 use crate::mlx5::queue_buf::{page_offset_bytes, pages_for};
 use crate::mlx5::rdma::state::QpCtx;
+use crate::mlx5::roce::qcounters;
 
 fn state_of(s: u64) -> Option<QpState> {
     match s {
@@ -73,6 +74,7 @@ pub fn alloc_q_counter(fw: &mut Firmware, _r: &Req<'_>) -> CmdResult {
     let id = id.ok_or(fail!(status::LIM, ALLOC_Q_COUNTER_LIM))?;
     let mut o = out(ifc::alloc_q_counter_out::SIZE);
     ifc::alloc_q_counter_out::counter_set_id.set(&mut o, id as u64);
+    qcounters::forget(fw, id as u8);
     Ok(o)
 }
 
@@ -92,9 +94,17 @@ pub fn query_q_counter(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     }
     let id = r.get(i::counter_set_id) as u32;
     let clear = r.get(i::clear) != 0;
+    fw.eth.queues.q_counters.get(id).ok_or(fail!(status::BAD_RES, QUERY_Q_COUNTER_BAD_RES))?;
+    // The RDMA QPs' counts of this set (RoCE), then the Ethernet RQs' out_of_buffer on top.
+    let rdma = qcounters::query(fw, id as u8, clear);
     let c = fw.eth.queues.q_counters.get_mut(id).ok_or(fail!(status::BAD_RES, QUERY_Q_COUNTER_BAD_RES))?;
     let mut o = out(ifc::query_q_counter_out::SIZE);
-    ifc::query_q_counter_out::out_of_buffer.set(&mut o, c.out_of_buffer as u64);
+    for ((f, _), v) in qcounters::FIELDS.iter().zip(rdma) {
+        f.set(&mut o, v.min(u32::MAX as u64));
+    }
+    let oob = ifc::query_q_counter_out::out_of_buffer;
+    let total = (oob.get(&o) + c.out_of_buffer as u64).min(u32::MAX as u64);
+    oob.set(&mut o, total);
     if clear {
         *c = QCounter::default();
     }

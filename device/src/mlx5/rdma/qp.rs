@@ -120,7 +120,11 @@ pub fn create_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 
 pub fn destroy_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let qpn = r.get(ifc::destroy_qp_in::qpn) as u32;
+    let counters = fw.engine.qp_counters(qpn);
     eng!(fw.engine.destroy_qp(qpn), DESTROY_QP_ENGINE)?;
+    if counters.is_some() {
+        crate::mlx5::roce::qcounters::retire_counts(fw, qpn, counters);
+    }
     fw.rdma.qps.remove(&qpn);
     Ok(out(ifc::destroy_qp_out::SIZE))
 }
@@ -354,6 +358,10 @@ pub fn modify_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         if pap::src_addr_index.get(&next) as usize >= fw.roce.gids.len() {
             return Err(fail!(status::BAD_PARAM, MODIFY_QP_BAD_SRC_ADDR_INDEX));
         }
+    }
+    if t == QpTransition::ToRst {
+        // The engine's counters of the QP start again: its Q counter set keeps them.
+        crate::mlx5::roce::qcounters::retire(fw, qpn);
     }
     let update = if t == QpTransition::ToRst { QpAttrUpdate::default() } else { attrs_of(&next) };
     let state = eng!(fw.engine.modify_qp(qpn, t, &update), MODIFY_QP_ENGINE)?;

@@ -343,3 +343,50 @@ fn mad_ifc_on_roce_is_the_pma_over_the_roce_port_counters() {
     ifc::mad_ifc_in::port.set(&mut p2, 2);
     assert_eq!(t.fails(&p2, ifc::mad_ifc_out::SIZE), (status::BAD_PARAM, syndrome::ROCE_MAD_IFC_BAD_PORT));
 }
+
+/// QUERY_Q_COUNTER of a set: its QPs' engine counters (kept across 2RST and DESTROY_QP), since the last clear.
+#[test]
+fn q_counters_sum_the_engine_counters_of_their_qps() {
+    use ifc::rst2init_qp_in::qpc as q;
+    let (mut t, _, qpn, _) = eth_qp(crate::mlx5::rdma::qp::ST_RC as u64, 0, 4);
+    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_ALLOC_Q_COUNTER, 0, 16), 16);
+    let id = ifc::alloc_q_counter_out::counter_set_id.get(&o);
+    let query = |t: &mut Bench, clear: bool| {
+        let mut i = cmd(ifc::MLX5_CMD_OP_QUERY_Q_COUNTER, 0, ifc::query_q_counter_in::SIZE);
+        ifc::query_q_counter_in::counter_set_id.set(&mut i, id);
+        ifc::query_q_counter_in::clear.set(&mut i, clear as u64);
+        let o = t.ok(&i, ifc::query_q_counter_out::SIZE);
+        use ifc::query_q_counter_out as c;
+        [
+            c::out_of_buffer,
+            c::out_of_sequence,
+            c::duplicate_request,
+            c::rnr_nak_retry_err,
+            c::packet_seq_err,
+            c::local_ack_timeout_err,
+        ]
+        .map(|f| f.get(&o))
+    };
+    // The QP joins the set at RST2INIT.
+    t.ok(&transition_in(ifc::MLX5_CMD_OP_2RST_QP, qpn), 16);
+    let mut i = transition_in(ifc::MLX5_CMD_OP_RST2INIT_QP, qpn);
+    q::primary_address_path::vhca_port_num.set(&mut i, 1);
+    q::counter_set_id.set(&mut i, id);
+    t.ok(&i, 16);
+    {
+        let c = &mut t.fw.engine.qps.get_mut(qpn).unwrap().rt.counters;
+        (c.rnr_nak_sent, c.out_of_sequence, c.duplicates, c.rnr_nak_received, c.nak_seq_received, c.timeouts) =
+            (1, 2, 3, 4, 5, 6);
+    }
+    assert_eq!(query(&mut t, false), [1, 2, 3, 4, 5, 6]);
+    // 2RST zeroes the engine's per-QP counters; the set keeps what the QP counted.
+    t.ok(&transition_in(ifc::MLX5_CMD_OP_2RST_QP, qpn), 16);
+    assert_eq!(query(&mut t, true), [1, 2, 3, 4, 5, 6], "read, then cleared");
+    assert_eq!(query(&mut t, false), [0; 6]);
+    t.ok(&i, 16);
+    t.fw.engine.qps.get_mut(qpn).unwrap().rt.counters.duplicates = 7;
+    let mut d = cmd(ifc::MLX5_CMD_OP_DESTROY_QP, 0, ifc::destroy_qp_in::SIZE);
+    ifc::destroy_qp_in::qpn.set(&mut d, qpn as u64);
+    t.ok(&d, 16);
+    assert_eq!(query(&mut t, false), [0, 0, 7, 0, 0, 0], "a destroyed QP's counts stay in its set");
+}

@@ -2,11 +2,13 @@
 //! from the netdev's addresses (SET_ROCE_ADDRESS, read back with
 //! QUERY_ROCE_ADDRESS, [`address`]) into the table the RoCE port frames and
 //! accepts by ([`state`]: the shared `fabric::roce::RoceGids`), and the
-//! PMA behind MAD_IFC that ib_core's port `counters/` read ([`pma`]). Selected by
+//! PMA behind MAD_IFC that ib_core's port `counters/` read ([`pma`]), the RDMA
+//! half of the Q counter sets (`hw_counters/`, [`qcounters`]). Selected by
 //! `LinkLayer::Eth`; the capability pages are `hca/caps/roce.rs`.
 
 pub mod address;
 pub mod pma;
+pub mod qcounters;
 pub mod state;
 
 use crate::mlx5::cmd::dispatch::{command, Command};

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::qcounters::QCounterSets;
 use crate::fabric::roce::{RoceCounters, RoceGids};
 use crate::mlx5::hca::caps::roce::ROCE_ADDRESS_TABLE_SIZE;
 
@@ -13,6 +14,8 @@ pub struct RoceState {
     pub counters: Option<Arc<RoceCounters>>,
     /// PortCounters clear: the totals at the last clear (`pma.rs`).
     pub pma_base: [u64; 6],
+    /// Q counter sets: retired QPs' counts and clear baselines (`qcounters.rs`).
+    pub q_sets: QCounterSets,
 }
 
 impl RoceState {
@@ -20,10 +23,15 @@ impl RoceState {
     /// `roce_address_table_size` entries).
     pub fn new(port: Option<(Arc<RoceGids>, Arc<RoceCounters>)>) -> RoceState {
         match port {
-            Some((gids, counters)) => RoceState { gids, counters: Some(counters), pma_base: [0; 6] },
-            None => {
-                RoceState { gids: Arc::new(RoceGids::new(ROCE_ADDRESS_TABLE_SIZE)), counters: None, pma_base: [0; 6] }
+            Some((gids, counters)) => {
+                RoceState { gids, counters: Some(counters), pma_base: [0; 6], q_sets: QCounterSets::default() }
             }
+            None => RoceState {
+                gids: Arc::new(RoceGids::new(ROCE_ADDRESS_TABLE_SIZE)),
+                counters: None,
+                pma_base: [0; 6],
+                q_sets: QCounterSets::default(),
+            },
         }
     }
 
@@ -31,5 +39,6 @@ impl RoceState {
     pub fn reset(&mut self) {
         self.gids.clear();
         self.pma_base = [0; 6];
+        self.q_sets.reset();
     }
 }
