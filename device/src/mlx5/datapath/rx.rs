@@ -43,6 +43,9 @@ impl Firmware {
     /// is dropped.
     pub(in crate::mlx5) fn rdma_receive(&mut self, meta: &RxMeta, pkt: &[u8]) {
         let Ok(bth) = bth::Packet::new_checked(pkt) else { return };
+        if bth.dest_qp() == MULTICAST_QPN {
+            return self.multicast_receive(meta, pkt);
+        }
         let target = match bth.dest_qp() {
             // QP0 never travels; QP1 does only where it is on the wire (RoCE).
             1 if self.gsi_on_wire => self.engine.qps.iter().find(|(_, q)| q.qp_type == QpType::Gsi).map(|(n, _)| n),
@@ -56,4 +59,36 @@ impl Firmware {
         }
         self.engine.receive(meta, pkt);
     }
+
+    /// Whether a UD QP of this port is attached to group `gid` (ATTACH_TO_MCG).
+    pub(in crate::mlx5) fn mcast_member(&self, gid: &[u8; 16]) -> bool {
+        self.rdma.qps.values().any(|c| c.mcast.contains(gid))
+    }
+
+    /// A packet to the multicast QPN: one copy to every UD QP attached to its
+    /// destination GID, addressed to that QP.
+    fn multicast_receive(&mut self, meta: &RxMeta, pkt: &[u8]) {
+        let Some(dgid) = meta.grh.map(|g| g.dgid) else { return };
+        let members: Vec<u32> = self
+            .rdma
+            .qps
+            .iter()
+            .filter(|(n, c)| {
+                c.mcast.contains(&dgid) && self.engine.qps.get(**n).is_some_and(|q| q.qp_type == QpType::Ud)
+            })
+            .map(|(n, _)| *n)
+            .collect();
+        for qpn in members {
+            let mut copy = pkt.to_vec();
+            if copy.len() < 8 {
+                return;
+            }
+            copy[5..8].copy_from_slice(&qpn.to_be_bytes()[1..]);
+            self.sync_recv(qpn);
+            self.engine.receive(meta, &copy);
+        }
+    }
 }
+
+/// BTH destination QP of multicast packets.
+const MULTICAST_QPN: u32 = 0x00ff_ffff;

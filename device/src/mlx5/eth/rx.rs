@@ -24,6 +24,7 @@ use crate::mlx5::datapath::cqe::{op, syndrome, Cqe};
 use crate::mlx5::datapath::wqe;
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::queue_buf::buf_addr;
+use crate::mlx5::roce::mcast::accept_multicast;
 use crate::mlx5::uar::PollerKick;
 use crate::wire::bth;
 use crate::wire::ether::{self, FrameInfo, L3, L4, TPID_CTAG};
@@ -128,7 +129,9 @@ impl FrameHandler for EthRx {
         let mut guard = self.fw();
         let mut dp = guard.datapath();
         if let Some(port) = self.roce.as_ref().filter(|_| dp.eth.vport.roce_en) {
-            if let Some((meta, range)) = port.accept(frame) {
+            let member = |g: &[u8; 16]| dp.mcast_member(g);
+            let taken = accept_multicast(port, frame, &member).or_else(|| port.accept(frame));
+            if let Some((meta, range)) = taken {
                 if let Some(pkt) = frame.get(range) {
                     self.note(pkt, false);
                     dp.rdma_receive(&meta, pkt);

@@ -390,3 +390,49 @@ fn q_counters_sum_the_engine_counters_of_their_qps() {
     t.ok(&d, 16);
     assert_eq!(query(&mut t, false), [0, 0, 7, 0, 0, 0], "a destroyed QP's counts stay in its set");
 }
+
+/// A RoCE packet to the multicast QPN reaches the UD QPs attached to its destination group, as that QP.
+#[test]
+fn multicast_packets_reach_the_attached_ud_qps() {
+    use crate::fabric::{Endpoint, RxMeta};
+    use crate::wire::roce::NetHdr;
+    let (mut t, _, qpn, key) = eth_qp(crate::mlx5::rdma::qp::ST_UD as u64, 0x1234, ROCE_ADDRESS_TABLE_SIZE);
+    let group = v4_gid([239, 1, 1, 20]);
+    let mut a = cmd(ifc::MLX5_CMD_OP_ATTACH_TO_MCG, 0, ifc::attach_to_mcg_in::SIZE);
+    ifc::attach_to_mcg_in::qpn.set(&mut a, qpn as u64);
+    let g = ifc::attach_to_mcg_in::multicast_gid.byte_off();
+    a[g..g + 16].copy_from_slice(&group);
+    t.ok(&a, 16);
+    assert!(t.fw.mcast_member(&group) && !t.fw.mcast_member(&v4_gid([239, 1, 1, 21])));
+    t.mem.put(QP_BUF, &data_seg(40 + 64, key, DATA));
+    t.mem.put(QP_BUF + 16, &data_seg(40 + 64, key, DATA + 0x1000));
+    t.mem.put(QP_DBR, &2u32.to_be_bytes());
+    let mut pkt = vec![0x64, 0, 0xff, 0xff, 0, 0xff, 0xff, 0xff, 0, 0, 0, 1];
+    pkt.extend_from_slice(&0x1234u32.to_be_bytes());
+    pkt.extend_from_slice(&[0, 0, 0, 0x99]);
+    pkt.extend_from_slice(&[0x3c; 64]);
+    pkt.extend_from_slice(&[0; 4]);
+    let meta = |dgid| RxMeta {
+        src: Endpoint { lid: 0, gid: v4_gid([10, 0, 0, 2]) },
+        local: false,
+        grh: Some(crate::wire::grh::Repr {
+            payload_len: 92,
+            next_header: 0x1b,
+            hop_limit: 1,
+            sgid: v4_gid([10, 0, 0, 2]),
+            dgid,
+            ..Default::default()
+        }),
+        net: NetHdr::RoceV2Ipv4,
+        vlan: None,
+    };
+    // A group nobody here joined: nothing.
+    t.fw.datapath().rdma_receive(&meta(v4_gid([239, 1, 1, 21])), &pkt);
+    assert_eq!(t.mem.get(0x120000 + 63, 1)[0] >> 4, 0xf, "no CQE");
+    t.fw.datapath().rdma_receive(&meta(group), &pkt);
+    let cqe = t.mem.get(0x120000, 64);
+    assert_eq!(cqe[0x3f] >> 4, crate::mlx5::datapath::cqe::op::RESP_SEND, "{cqe:02x?}");
+    assert_eq!(&cqe[0x38..0x3c], &qpn.to_be_bytes(), "delivered as the member QP");
+    assert_eq!(&cqe[0x18..0x1c], &[0x12, 0, 0, 0x99]);
+    assert_eq!(t.mem.get(DATA + 40, 64), vec![0x3c; 64]);
+}

@@ -3,10 +3,12 @@
 //! QUERY_ROCE_ADDRESS, [`address`]) into the table the RoCE port frames and
 //! accepts by ([`state`]: the shared `fabric::roce::RoceGids`), and the
 //! PMA behind MAD_IFC that ib_core's port `counters/` read ([`pma`]), the RDMA
-//! half of the Q counter sets (`hw_counters/`, [`qcounters`]). Selected by
+//! half of the Q counter sets (`hw_counters/`, [`qcounters`]), multicast
+//! frames for attached groups ([`mcast`]). Selected by
 //! `LinkLayer::Eth`; the capability pages are `hca/caps/roce.rs`.
 
 pub mod address;
+pub mod mcast;
 pub mod pma;
 pub mod qcounters;
 pub mod state;

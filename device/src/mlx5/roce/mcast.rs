@@ -1,0 +1,72 @@
+//! RoCE multicast receive: a RoCE frame to a multicast address (`::ffff:224.0.0.0/4`
+//! v4-mapped, or `ff00::/8`) is for the RDMA engine when a QP of this port is
+//! attached to that group (ATTACH_TO_MCG, what rdma_cm's join does with the
+//! group's MGID); the RoCE port's `accept` only knows the port's own GIDs.
+//! Checked before `accept` for multicast destination MACs only.
+
+use std::ops::Range;
+use std::sync::atomic::Ordering::Relaxed;
+
+use crate::fabric::roce::RocePort;
+use crate::fabric::{Endpoint, RxMeta};
+use crate::wire::grh;
+use crate::wire::roce;
+
+/// Whether `gid` is a multicast group address (IPv6 `ff00::/8`, or IPv4 224.0.0.0/4 v4-mapped).
+pub fn is_multicast(gid: &[u8; 16]) -> bool {
+    let v4_mapped = gid[..10] == [0; 10] && gid[10..12] == [0xff, 0xff];
+    gid[0] == 0xff || (v4_mapped && gid[12] & 0xf0 == 0xe0)
+}
+
+/// The engine's view of `frame` when it is RoCE to a group `member` says this port joined, ICRC good.
+pub fn accept_multicast(
+    port: &RocePort,
+    frame: &[u8],
+    member: &dyn Fn(&[u8; 16]) -> bool,
+) -> Option<(RxMeta, Range<usize>)> {
+    if frame.first().is_none_or(|b| b & 1 == 0) {
+        return None;
+    }
+    let p = roce::parse(frame).ok().flatten()?;
+    let dgid = p.repr.grh.dgid;
+    if !is_multicast(&dgid) || !member(&dgid) {
+        return None;
+    }
+    let c = port.counters();
+    if roce::verify_icrc(frame, &p).is_err() {
+        c.rx_icrc_errors.fetch_add(1, Relaxed);
+        return None;
+    }
+    c.rx_packets.fetch_add(1, Relaxed);
+    c.rx_bytes.fetch_add(frame.len() as u64, Relaxed);
+    let meta = RxMeta {
+        src: Endpoint { lid: 0, gid: p.repr.grh.sgid },
+        local: false,
+        grh: Some(grh::Repr { next_header: grh::NXTHDR_IBA, ..p.repr.grh }),
+        net: p.repr.net,
+        vlan: p.repr.vlan,
+    };
+    Some((meta, p.roce))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multicast_gids() {
+        let mut g = [0u8; 16];
+        g[10] = 0xff;
+        g[11] = 0xff;
+        g[12..].copy_from_slice(&[239, 1, 1, 20]);
+        assert!(is_multicast(&g));
+        g[12] = 10;
+        assert!(!is_multicast(&g));
+        let mut g6 = [0u8; 16];
+        g6[0] = 0xff;
+        g6[1] = 0x0e;
+        assert!(is_multicast(&g6));
+        g6[0] = 0xfe;
+        assert!(!is_multicast(&g6));
+    }
+}
