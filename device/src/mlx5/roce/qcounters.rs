@@ -16,8 +16,11 @@ use crate::mlx5::ifc::{self, qpc};
 /// Counters per set, in [`FIELDS`] order.
 pub type Counts = [u64; 6];
 
+/// One Q counter field and how the engine's counters of a QP make it.
+pub type Source = (Field, fn(&QpCounters) -> u64);
+
 /// The Q counter fields the engine has counters for (the rest read 0).
-pub const FIELDS: [(Field, fn(&QpCounters) -> u64); 6] = {
+pub const FIELDS: [Source; 6] = {
     use ifc::query_q_counter_out as o;
     [
         (o::out_of_buffer, |c| c.rnr_nak_sent + c.no_recv_drops),
