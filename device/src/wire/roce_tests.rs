@@ -506,7 +506,7 @@ fn udp_sport_from_flow_label() {
 /// tshark decodes every format as InfiniBand (BTH opcode, destination QP,
 /// PSN) without malformed-packet or expert errors. Skipped without tshark.
 #[test]
-#[cfg_attr(miri, ignore)]
+#[cfg_attr(miri, ignore = "runs tshark (a subprocess)")]
 fn frames_decode_in_tshark() {
     let roce = bth_pkt(b"tshark");
     let mut pcap = Vec::new();

@@ -328,7 +328,8 @@ fn loopback_queue_is_bounded_and_drains_in_order() {
 #[test]
 fn reentrant_send_uses_its_own_buffer() {
     struct Reenter {
-        port: OnceLock<Arc<RocePort>>,
+        // Weak: the port holds the sink (no cycle, nothing leaks).
+        port: OnceLock<std::sync::Weak<RocePort>>,
         d: Dest,
         frames: Mutex<Vec<Vec<u8>>>,
     }
@@ -337,7 +338,7 @@ fn reentrant_send_uses_its_own_buffer() {
             let first = self.frames.lock().unwrap().is_empty();
             self.frames.lock().unwrap().push(frame.to_vec());
             if first {
-                self.port.get().unwrap().send(&self.d, &mut pkt(0x04, 2, b"inner"));
+                self.port.get().unwrap().upgrade().unwrap().send(&self.d, &mut pkt(0x04, 2, b"inner"));
             }
         }
     }
@@ -346,7 +347,7 @@ fn reentrant_send_uses_its_own_buffer() {
     let gids = Arc::new(RoceGids::new(4));
     gids.set(1, Some(ea)).unwrap();
     let port = Arc::new(RocePort::new(gids, sink.clone(), Arc::new(|| {})));
-    let _ = sink.port.set(port.clone());
+    let _ = sink.port.set(Arc::downgrade(&port));
     port.send(&sink.d, &mut pkt(0x04, 1, b"outer"));
     let b = end();
     b.port.gids().set(1, Some(eb)).unwrap();
