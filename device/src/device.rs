@@ -550,6 +550,7 @@ mod tests {
     #[cfg_attr(miri, ignore = "Vrnic::new needs memfd_create and mmap of an fd, which Miri does not support")]
     fn ethernet_port_gets_its_link() {
         assert!(dev(DoorbellMode::Trap).ether_counters().is_none());
+        assert!(dev(DoorbellMode::Trap).roce_port().is_none());
         let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let mut c = Config::default();
         c.port.link_layer = "eth".into();
@@ -565,6 +566,11 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         assert_eq!(counters.rx_frames.load(Ordering::Relaxed), 1, "handed to the firmware");
+        // RoCE rides the link: a RoCE port, no UDP fabric; the firmware's GID table is the port's.
+        let port = d.roce_port().expect("an Ethernet port is a RoCE port");
+        assert!(d.fabric_addr().is_none(), "no RoCEv2 fabric socket on an Ethernet port");
+        assert_eq!(port.gids().len(), crate::mlx5::hca::caps::roce::ROCE_ADDRESS_TABLE_SIZE);
+        assert!(lock(&d.fw).roce_counters().is_some_and(|c| Arc::ptr_eq(c, &port.counters())));
         drop(d); // stops the link's worker (else the join hangs)
     }
 
