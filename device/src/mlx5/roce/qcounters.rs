@@ -6,15 +6,12 @@
 //! last clear. `out_of_buffer` adds the RNR NAKs sent and the UD datagrams
 //! dropped for want of a receive WQE to the Ethernet RQs' count.
 
-use std::collections::BTreeMap;
-
 use crate::engine::QpCounters;
 use crate::mlx5::fields::Field;
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::ifc::{self, qpc};
 
-/// Counters per set, in [`FIELDS`] order.
-pub type Counts = [u64; 6];
+pub use super::state::Counts;
 
 /// One Q counter field and how the engine's counters of a QP make it.
 pub type Source = (Field, fn(&QpCounters) -> u64);
@@ -31,20 +28,6 @@ pub const FIELDS: [Source; 6] = {
         (o::local_ack_timeout_err, |c| c.timeouts),
     ]
 };
-
-/// Per set: what retired QPs counted, and the sum at the last clear.
-#[derive(Debug, Default)]
-pub struct QCounterSets {
-    retired: BTreeMap<u8, Counts>,
-    base: BTreeMap<u8, Counts>,
-}
-
-impl QCounterSets {
-    pub fn reset(&mut self) {
-        self.retired.clear();
-        self.base.clear();
-    }
-}
 
 fn counts(c: &QpCounters) -> Counts {
     FIELDS.map(|(_, f)| f(c))

@@ -2,9 +2,9 @@
 //! `Arc<RoceGids>` the RoCE port reads for every packet) and its counters;
 //! a firmware without a RoCE port (unit tests) has a private table.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::qcounters::QCounterSets;
 use crate::fabric::roce::{RoceCounters, RoceGids};
 use crate::mlx5::hca::caps::roce::ROCE_ADDRESS_TABLE_SIZE;
 
@@ -40,5 +40,22 @@ impl RoceState {
         self.gids.clear();
         self.pma_base = [0; 6];
         self.q_sets.reset();
+    }
+}
+
+/// Q counter values of one set, in `qcounters::FIELDS` order.
+pub type Counts = [u64; 6];
+
+/// Per Q counter set: what retired QPs counted, and the sum at the last clear (`qcounters.rs`).
+#[derive(Debug, Default)]
+pub struct QCounterSets {
+    pub retired: BTreeMap<u8, Counts>,
+    pub base: BTreeMap<u8, Counts>,
+}
+
+impl QCounterSets {
+    pub fn reset(&mut self) {
+        self.retired.clear();
+        self.base.clear();
     }
 }
