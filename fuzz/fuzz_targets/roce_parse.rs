@@ -49,6 +49,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(q.repr, p.repr, "round trip");
         roce::verify_icrc(&out, &q).expect("re-emitted ICRC");
     }
-    let _ = roce::grh_area(roce::NetHdr::RoceV2Ipv4, &grh::Repr { payload_len: data.len() as u16, ..Default::default() });
+    let _ =
+        roce::grh_area(roce::NetHdr::RoceV2Ipv4, &grh::Repr { payload_len: data.len() as u16, ..Default::default() });
     each!(data, reth, aeth, deth, immdt, ieth, atomic_eth, atomic_ack_eth, cnp);
 });
