@@ -10,7 +10,7 @@ use vrnic::mlx5::ifc;
 use vrnic::vfio::protocol::{self, Command, Header};
 use vrnic::fabric::{Dest, PacketSink};
 use vrnic::wire::ip::PseudoHeader;
-use vrnic::wire::{icrc, RocePacket};
+use vrnic::wire::{icrc, roce, RocePacket};
 use vrnic_fuzz::*;
 
 #[derive(Default)]
@@ -92,6 +92,30 @@ fn main() {
         let mut dg = d.to_vec();
         dg.extend_from_slice(&roce);
         write("roce_parse", &format!("udp{i}"), &dg);
+    }
+    // RoCE Ethernet frames (wire::roce): v2 over IPv4 and IPv6, v1, tagged and not.
+    for (i, p) in pkts.iter().take(4).enumerate() {
+        for (j, net) in
+            [roce::NetHdr::RoceV2Ipv4, roce::NetHdr::RoceV2Ipv6, roce::NetHdr::RoceV1].into_iter().enumerate()
+        {
+            let r = roce::FrameRepr {
+                dmac: [2, 0, 0, 0, 0, 2],
+                smac: [2, 0, 0, 0, 0, 1],
+                vlan: (i % 2 == 1).then_some(0x2005),
+                net,
+                grh: vrnic::wire::grh::Repr {
+                    traffic_class: 2,
+                    hop_limit: 64,
+                    sgid: roce::v4_mapped([10, 0, 0, 1]),
+                    dgid: roce::v4_mapped([10, 0, 0, 2]),
+                    ..Default::default()
+                },
+                udp_sport: 0xc000 | i as u16,
+            };
+            let mut f = Vec::new();
+            roce::emit(&r, p, &mut f).expect("engine packets frame");
+            write("roce_parse", &format!("frame{i}-{j}"), &f);
+        }
     }
 
     // WQEs: ctrl + data segment, RDMA with raddr, UD with an AV, inline, recv.

@@ -1,5 +1,6 @@
 //! Every RoCEv2 parser: IPv4/UDP, BTH, each extension header, the whole
-//! packet and the ICRC check, over the same arbitrary bytes.
+//! packet and the ICRC check, and the RoCE port's Ethernet frame parser
+//! (`wire::roce`), over the same arbitrary bytes.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use vrnic::wire::ip::{ipv4, udp, PseudoHeader};
@@ -37,5 +38,18 @@ fuzz_target!(|data: &[u8]| {
         let q = RocePacket::parse(&out).expect("re-emitted packet parses");
         assert_eq!((q.headers, q.payload), (p.headers, p.payload), "round trip");
     }
+    // The bytes as an Ethernet frame (RoCEv2 over IPv4/IPv6, RoCEv1).
+    if let Ok(Some(p)) = roce::parse(data) {
+        assert!(p.roce.end <= data.len() && p.roce.len() >= 16, "BTH..ICRC inside the frame");
+        let _ = roce::verify_icrc(data, &p);
+        // What parses re-emits (ICRC recomputed) and parses the same.
+        let mut out = Vec::new();
+        roce::emit(&p.repr, &data[p.roce.clone()], &mut out).expect("a parsed frame re-emits");
+        let q = roce::parse(&out).expect("re-emitted frame parses").expect("as RoCE");
+        assert_eq!(q.repr, p.repr, "round trip");
+        roce::verify_icrc(&out, &q).expect("re-emitted ICRC");
+    }
+    let _ =
+        roce::grh_area(roce::NetHdr::RoceV2Ipv4, &grh::Repr { payload_len: data.len() as u16, ..Default::default() });
     each!(data, reth, aeth, deth, immdt, ieth, atomic_eth, atomic_ack_eth, cnp);
 });

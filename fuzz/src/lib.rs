@@ -126,7 +126,7 @@ impl Responder {
 
     /// One packet from the peer (LID 2), then whatever timers are due.
     pub fn feed(&mut self, pkt: &[u8]) {
-        self.eng.receive(&RxMeta { src: endpoint(2), local: false, grh: None }, pkt);
+        self.eng.receive(&RxMeta::ib(endpoint(2), false), pkt);
         self.eng.flush_acks();
         self.clock.advance(1_000_000);
         self.eng.poll_timers();

@@ -430,11 +430,19 @@ fn fuzz_never_panics() {
             valid.push(frame_of(&repr(net, vlan), &bth_pkt(b"fuzzing payload")));
         }
     }
-    let check = |f: &[u8]| {
+    let mut parsed = 0;
+    let mut check = |f: &[u8]| {
         if let Ok(Some(p)) = parse(f) {
+            parsed += 1;
             assert!(p.roce.start <= p.roce.end && p.roce.end <= f.len());
             assert!(p.roce.len() >= 16);
             let _ = verify_icrc(f, &p);
+            // What parses re-emits (ICRC recomputed) and parses the same.
+            let mut out = Vec::new();
+            emit(&p.repr, &f[p.roce.clone()], &mut out).expect("a parsed frame re-emits");
+            let q = parse(&out).expect("re-emitted frame parses").expect("as RoCE");
+            assert_eq!(q.repr, p.repr);
+            verify_icrc(&out, &q).expect("re-emitted ICRC");
         }
     };
     let iters = if cfg!(miri) { 50 } else { 20_000 };
@@ -459,6 +467,7 @@ fn fuzz_never_panics() {
         }
         check(&f);
     }
+    assert!(parsed >= iters / 10, "only {parsed} of {iters} parsed: the fuzz misses the valid paths");
 }
 
 #[test]

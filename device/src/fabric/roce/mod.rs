@@ -12,6 +12,9 @@ pub mod counters;
 pub mod gids;
 mod port;
 
+#[cfg(test)]
+mod link_tests;
+
 pub use counters::RoceCounters;
 pub use gids::{GidEntry, GidError, RoceGids, RoceVersion};
 pub use port::RocePort;

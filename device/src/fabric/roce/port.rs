@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use super::counters::RoceCounters;
 use super::gids::{GidEntry, RoceGids, RoceVersion};
 use crate::fabric::counters::bump;
-use crate::fabric::ether::{FrameSink, MAX_FRAME};
+use crate::fabric::ether::{FrameSink, MAX_FRAME, MIN_FRAME};
 use crate::fabric::types::{Dest, Endpoint, PacketSink, RxMeta};
 use crate::wire::roce::{self, FrameRepr, NetHdr};
 use crate::wire::{bth, grh, icrc};
@@ -161,6 +161,10 @@ impl RocePort {
             bump(&c.loopback_packets, 1);
             (self.wake)();
             return Ok(());
+        }
+        if out.len() < MIN_FRAME {
+            // As a NIC pads on the wire; receivers go by the IP lengths.
+            out.resize(MIN_FRAME, 0);
         }
         self.frames.send_frame(out);
         bump(&c.tx_packets, 1);

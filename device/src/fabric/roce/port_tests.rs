@@ -246,6 +246,24 @@ fn drops_are_counted() {
     assert_eq!(n(&ca.tx_packets), 1);
 }
 
+/// A frame shorter than Ethernet's minimum leaves padded to 60 bytes and
+/// is still taken whole (the IP length, not the frame, bounds the packet).
+#[test]
+fn short_frames_are_padded() {
+    let (a, b) = (end(), end());
+    let (ea, eb) = (v4_entry(1, MAC_A, None), v4_entry(2, MAC_B, None));
+    a.port.gids().set(1, Some(ea)).unwrap();
+    b.port.gids().set(1, Some(eb)).unwrap();
+    let mut p = pkt(0x04, 3, b"");
+    assert_eq!(p.len(), 16);
+    let (f, got) = across(&a, &b, &dest(&ea, &eb, MAC_B), &mut p);
+    assert_eq!(f.len(), MIN_FRAME);
+    assert_eq!(&f[58..], &[0, 0]);
+    let (_, r) = got.expect("accepted");
+    assert_eq!((r.clone(), &f[r]), (42..58, &p[..]));
+    assert_eq!(n(&a.port.counters().tx_bytes), MIN_FRAME as u64);
+}
+
 #[test]
 fn cnps_are_counted_both_ways() {
     let (a, b) = (end(), end());
