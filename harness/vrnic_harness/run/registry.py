@@ -14,6 +14,7 @@ from .checks_mlx5 import (DEVINFO_FW, DEVINFO_LID, DEVINFO_TOML, check_devinfo, 
 from .checks_eth import (check_eth_iperf, check_eth_mtu, check_eth_offloads, check_eth_ping, check_eth_probe,
                          check_eth_vlan, check_eth_host, check_eth_reload, check_eth_ethtool, interact_eth_offloads,
                          interact_eth_host, interact_eth_reload, interact_eth_ethtool)
+from .checks_roce import check_roce_devinfo
 from .checks_pairs import check_events, check_grh, check_net2, check_perftest, check_pingpong
 from .checks_pci import (check_barbench, check_lspci, check_msix, check_probe, check_reboot, check_rxe, interact_msix,
                          interact_reboot)
@@ -140,6 +141,14 @@ SCENARIOS = {
                         doc="g0: ethtool -G/-L with traffic before and after, -N drop and steer-to-queue-1 rules "
                             "that take effect, -t, -S moving, -K gro, -A pause; control-socket link flap seen as "
                             "carrier events; foreign-MAC frames filtered unless promiscuous"),
+    # ---- RoCE on the Ethernet port (issue 20): roce_up (scenarios/roce-lib.sh) finds the RDMA device over each
+    # guest's port: mlx5_ib's on a vrnic port, rxe0 on a virtio-net NIC (`--eth-nic virtio` runs every scenario
+    # rxe <-> rxe: the scripts and checks validated without vrnic)
+    "roce-devinfo": dict(default=False, device=True, timeout=180, eth=dict(nics=["vrnic"], link="udp"),
+                         check=check_roce_devinfo,
+                         doc="eth mode, RoCE: ibv_devinfo -v link_layer Ethernet, PORT_ACTIVE; the sysfs GID table has "
+                             "RoCE v2 entries for the IPv4 and IPv6 addresses on the netdev, an added IPv4/IPv6 "
+                             "address appears and goes with ip addr del; port counters present; no mlx5 errors"),
     "barbench": dict(device=True, timeout=240, runs=[["--doorbell", "trap"], ["--doorbell", "poll"]],
                      check=check_barbench, doc="BAR0 access cost, server --doorbell trap vs poll"),
     "bench-loopback": dict(device=True, fabric=True, timeout=900, check=check_bench, runs=DOORBELL_RUNS,

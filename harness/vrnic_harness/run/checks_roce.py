@@ -1,0 +1,188 @@
+"""Checks of the RoCE scenarios (roce-*): what the guests printed through scenarios/roce-lib.sh (ROCE-UP, ROCE-GID,
+ROCE-COUNTERS blocks, TOOL blocks of roce_pair) against the topology (ethtopo: which guest is a vrnic port, which
+a virtio-net NIC turned into rxe). Each check says what it verified (ROCE ... lines) and returns None or the
+reasons it failed."""
+import re
+
+from ..common import say
+from ..ethtopo import guest_ip
+from .checks_eth import texts
+from .checks_pairs import PP_BYTES, PP_ITERS, PERF_ROW, tool_brief, tool_runs
+from .console import bad_lines_reason
+
+ROCE_UP = re.compile(r"^ROCE-UP g(\d+) dev=(\S+) nic=(\S+) netdev=(\S+) state=(\S*) link_layer=(\S+) gid4=(\d+) "
+                     r"gid6=(\d+) after=(\S+)$", re.M)
+ROCE_GID = re.compile(r"^ROCE-GID (\S+) g(\d+) idx=(\d+) gid=(\S+) type=(\S+) ndev=(\S*)$", re.M)
+ROCE_COUNTERS = re.compile(r"^=== ROCE-COUNTERS (\S+) g(\d+) ===\n(.*?)^=== ROCE-COUNTERS-END \1 g\2 ===$", re.S | re.M)
+
+
+def gid4(ip):
+    """The sysfs form of the v4-mapped GID of an IPv4 address."""
+    a = [int(x) for x in ip.split(".")]
+    return "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x" % tuple(a)
+
+
+def gid6(ip6):
+    """The sysfs form (8 groups of 4 hex digits) of an IPv6 address."""
+    head, _, tail = ip6.partition("::")
+    h = [x for x in head.split(":") if x]
+    t = [x for x in tail.split(":") if x]
+    return ":".join("%04x" % int(x, 16) for x in h + ["0"] * (8 - len(h) - len(t)) + t)
+
+
+def up_lines(ctx, errs):
+    """{guest: match} of every guest's ROCE-UP line: ACTIVE (4), link layer Ethernet, the device kind its NIC
+    implies (mlx5_* for a vrnic port, rxe for virtio-net)."""
+    eth = ctx.get("eth")
+    ups = {}
+    for gi, t in enumerate(texts(ctx)):
+        m = ROCE_UP.search(t)
+        if not m:
+            errs.append("g%d: no ROCE-UP line (no RDMA device over the port)" % gi)
+            continue
+        ups[gi] = m
+        nic = eth.nics[gi] if eth else m.group(3)
+        say("ROCE g%d %s: device %s over %s, port state %s, link layer %s, RoCE v2 GID index IPv4 %s IPv6 %s (%s s)"
+            % (gi, nic, m.group(2), m.group(4), m.group(5), m.group(6), m.group(7), m.group(8), m.group(9)))
+        want = "mlx5_" if nic == "vrnic" else "rxe"
+        if not m.group(2).startswith(want):
+            errs.append("g%d: RDMA device %s, want %s*" % (gi, m.group(2), want))
+        if m.group(5) != "4":
+            errs.append("g%d: port state %s, not 4 (ACTIVE)" % (gi, m.group(5)))
+        if m.group(6) != "Ethernet":
+            errs.append("g%d: link layer %s, not Ethernet" % (gi, m.group(6)))
+    return ups
+
+
+def gid_tables(ctx):
+    """{(label, guest): {idx: (gid, type, ndev)}} of every roce_gids listing."""
+    res = {}
+    for m in ROCE_GID.finditer("\n".join(texts(ctx))):
+        res.setdefault((m.group(1), int(m.group(2))), {})[int(m.group(3))] = (m.group(4), m.group(5), m.group(6))
+    return res
+
+
+def counters(ctx):
+    """{(label, guest): {name: value}} of every ROCE-COUNTERS block."""
+    res = {}
+    for m in ROCE_COUNTERS.finditer("\n".join(texts(ctx))):
+        res[(m.group(1), int(m.group(2)))] = {k: int(v) for k, v in re.findall(r"^(\S+) (\d+)$", m.group(3), re.M)}
+    return res
+
+
+def finish(ctx, errs):
+    r = bad_lines_reason(ctx["text"])
+    if r:
+        errs.append(r)
+    return "; ".join(errs) or None
+
+
+# ---- roce-devinfo ------------------------------------------------------------------------------------------
+def check_roce_devinfo(ctx):
+    errs = []
+    ups = up_lines(ctx, errs)
+    t = texts(ctx)[0]
+    dev = ups[0].group(2) if 0 in ups else "?"
+    netdev = ups[0].group(4) if 0 in ups else "?"
+    m = re.search(r"^=== ROCE-DEVINFO g0 ===\n(.*?)^=== ROCE-DEVINFO-END g0 ===$", t, re.S | re.M)
+    info = m.group(1) if m else ""
+    for rx, what in ((r"^\s*link_layer:\s+Ethernet$", "link_layer: Ethernet"),
+                     (r"^\s*state:\s+PORT_ACTIVE \(4\)$", "state: PORT_ACTIVE (4)"),
+                     (r"^\s*hca_id:\s+%s$" % re.escape(dev), "hca_id: %s" % dev)):
+        ok = re.search(rx, info, re.M)
+        say("ROCE ibv_devinfo -v: %s %s" % (what, "yes" if ok else "MISSING"))
+        if not ok:
+            errs.append("ibv_devinfo -v shows no %r" % what)
+    dgids = re.findall(r"GID\[\s*(\d+)\]:\s+(\S+), RoCE v2", info)
+    say("ROCE ibv_devinfo -v RoCE v2 GIDs: %s" % (", ".join("%s=%s" % g for g in dgids) or "none"))
+    if not any(g == "::ffff:" + guest_ip(0) for _, g in dgids):
+        errs.append("ibv_devinfo -v lists no RoCE v2 GID ::ffff:%s" % guest_ip(0))
+    tabs = gid_tables(ctx)
+    init = tabs.get(("initial", 0), {})
+    for idx, (g, ty, nd) in sorted(init.items()):
+        say("ROCE GID[%d] %s %s %s" % (idx, g, ty, nd))
+    want = {gid4(guest_ip(0)): "IPv4 10.1.0.1", gid6("fd00:1::1"): "IPv6 fd00:1::1"}
+    for g, what in want.items():
+        hits = [(i, ty, nd) for i, (gg, ty, nd) in init.items() if gg == g]
+        if not any(ty == "RoCE_v2" and nd == netdev for _, ty, nd in hits):
+            errs.append("GID table: no RoCE v2 entry on %s for %s (%s): %s" % (netdev, what, g, hits))
+    if not any(gg.startswith("fe80:") for gg, _, _ in init.values()):
+        errs.append("GID table: no link-local (fe80::) GID")
+    # the table follows ip addr add/del
+    follow = re.findall(r"^ROCE-GID-FOLLOW (add|del) (\S+) (.*)$", t, re.M)
+    for op, addr, res in follow:
+        say("ROCE ip addr %s %s: GID %s" % (op, addr, res))
+    for op, addr in (("add", "10.1.0.101"), ("add", "fd00:2::1"), ("del", "10.1.0.101"), ("del", "fd00:2::1")):
+        res = [r for o, a, r in follow if o == op and a == addr]
+        if not res or not res[0].startswith("idx=" if op == "add" else "gone"):
+            errs.append("ip addr %s %s: GID %s" % (op, addr, res[0] if res else "not reported"))
+    added = tabs.get(("added", 0), {})
+    deleted = tabs.get(("deleted", 0), {})
+    for addr, g in (("10.1.0.101", gid4("10.1.0.101")), ("fd00:2::1", gid6("fd00:2::1"))):
+        if not any(gg == g and ty == "RoCE_v2" for gg, ty, _ in added.values()):
+            errs.append("after ip addr add %s the table has no RoCE v2 entry %s" % (addr, g))
+        if any(gg == g for gg, _, _ in deleted.values()):
+            errs.append("after ip addr del %s the table still has %s" % (addr, g))
+    if {v[0] for v in deleted.values()} != {v[0] for v in init.values()}:
+        errs.append("after add+del the GID table differs from the initial one: %s vs %s" % (
+            sorted(v[0] for v in deleted.values()), sorted(v[0] for v in init.values())))
+    c = counters(ctx).get(("devinfo", 0))
+    say("ROCE port counters: %d (%s)" % (len(c or {}), " ".join(sorted(c or {})[:12])))
+    if not c:
+        errs.append("no port counters in sysfs (hw_counters/counters)")
+    return finish(ctx, errs)
+
+
+# ---- tool pairs ----------------------------------------------------------------------------------------------
+def judge_pingpong(expect_bytes):
+    """A pingpong pair's judge: both sides print their byte count and iteration lines; the client's bytes equal
+    2 * size * iterations (pingpong counts both directions)."""
+    def judge(lab, role, r):
+        b, i = PP_BYTES.search(r["out"]), PP_ITERS.search(r["out"])
+        if not (b and i):
+            return "no result lines"
+        want = expect_bytes(lab, r["cmd"])
+        got = int(b.group(0).split()[0])
+        if want is not None and got != want:
+            return "%d bytes, want %d" % (got, want)
+        if role == "client":
+            say("ROCE PINGPONG %-18s %s; %s (g%d, %s s)" % (lab, b.group(0), i.group(0), r["guest"], r["seconds"]))
+        return None
+    return judge
+
+
+def pingpong_bytes(lab, cmd):
+    s, n = re.search(r"-s (\d+)", cmd), re.search(r"-n (\d+)", cmd)
+    return 2 * int(s.group(1)) * int(n.group(1)) if s and n else None
+
+
+def judge_perftest(lab, role, r):
+    if role == "server":
+        return None
+    rows = PERF_ROW.findall(r["out"])
+    if not rows:
+        return "no result table row"
+    f = rows[0].split()
+    if "_bw" in lab and not (len(f) >= 4 and float(f[3]) > 0):
+        return "bandwidth row with no bandwidth: %s" % rows[0]
+    say("ROCE PERFTEST %-18s %s" % (lab, re.sub(r"\s+", " ", rows[0]).strip()))
+    return None
+
+
+def check_labels(ctx, labels, judge, what, errs):
+    """Every label's server and client ran, exited 0 and satisfy judge(label, role, run) (None: fine)."""
+    runs = tool_runs(ctx)
+    bad = set()
+    for lab in labels:
+        for role in ("server", "client"):
+            r = runs.get((lab, role))
+            if r is None:
+                errs.append("%s %s: did not run" % (lab, role))
+                bad.add(lab)
+                continue
+            why = judge(lab, role, r)
+            if r["rc"] != 0 or why:
+                errs.append("%s %s: %s%s" % (lab, role, why + "; " if why else "", tool_brief(r)))
+                bad.add(lab)
+    say("ROCE %s: %d of %d pairs passed" % (what, len(labels) - len(bad), len(labels)))
+    return bad
