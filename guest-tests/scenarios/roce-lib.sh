@@ -125,7 +125,7 @@ roce_counters() {
 # "=== TOOL <label> g<i> <role>: <cmd> ===" and "=== TOOL-END <label> g<i> <role> rc=<rc> seconds=<s> tries=<n> ==="
 # (scenarios/lib.sh's format). When perftest's clock calibration failed (vr_calib_failed) the pair runs again.
 roce_subst() {
-  echo "$1" | sed -e "s|@PORT@|$_rport|g" -e "s|@SIP@|$(eth_ip $_rsrv)|g" -e "s|@SIP6@|$(eth_ip6 $_rsrv)|g" \
+  printf "%s\n" "$1" | sed -e "s|@PORT@|$_rport|g" -e "s|@SIP@|$(eth_ip $_rsrv)|g" -e "s|@SIP6@|$(eth_ip6 $_rsrv)|g" \
     -e "s|@SOOB@|$(roce_oob $_rsrv)|g" -e "s|@DEV@|$ROCE_DEV|g" -e "s|@GID4@|$ROCE_GID4|g" -e "s|@GID6@|$ROCE_GID6|g"
 }
 _roce_refused() {

@@ -186,3 +186,35 @@ def check_labels(ctx, labels, judge, what, errs):
                 bad.add(lab)
     say("ROCE %s: %d of %d pairs passed" % (what, len(labels) - len(bad), len(labels)))
     return bad
+
+
+# ---- roce-pingpong -------------------------------------------------------------------------------------------
+def pingpong_labels(mtu):
+    labs = ["v%d-%s" % (f, x) for f in (4, 6) for x in ("rc-s1", "rc-s4096-c", "uc-s4096-c", "ud-s%d-c" % mtu,
+                                                        "srq-s4096-c")]
+    return labs + ["v4-rc-s65536-c", "v4-rc-s1048576-c", "v4-rc-e-s1", "v4-rc-e-s4096-c", "v6-rc-e-s65536-c",
+                   "v4-ud-e-s%d-c" % mtu]
+
+
+def srq_bytes(lab, cmd):
+    """ibv_srq_pingpong runs -q (16) QPs: its byte line counts every QP's traffic; 2 * size * iters each."""
+    if "srq_pingpong" in cmd:
+        return None
+    return pingpong_bytes(lab, cmd)
+
+
+def check_roce_pingpong(ctx):
+    errs = []
+    up_lines(ctx, errs)
+    m = re.search(r"^ROCE-PINGPONG-START g0 mtu=(\d+)$", texts(ctx)[0], re.M)
+    if not m:
+        errs.append("g0: no ROCE-PINGPONG-START line")
+        return finish(ctx, errs)
+    say("ROCE active MTU %s: UD messages of %s bytes" % (m.group(1), m.group(1)))
+    runs = tool_runs(ctx)
+    for lab in pingpong_labels(int(m.group(1))):
+        r = runs.get((lab, "client"))
+        if r and ("-g " not in r["cmd"]):
+            errs.append("%s ran without -g: %s" % (lab, r["cmd"]))
+    check_labels(ctx, pingpong_labels(int(m.group(1))), judge_pingpong(srq_bytes), "PINGPONG", errs)
+    return finish(ctx, errs)
