@@ -218,3 +218,22 @@ def check_roce_pingpong(ctx):
             errs.append("%s ran without -g: %s" % (lab, r["cmd"]))
     check_labels(ctx, pingpong_labels(int(m.group(1))), judge_pingpong(srq_bytes), "PINGPONG", errs)
     return finish(ctx, errs)
+
+
+# ---- roce-perftest -------------------------------------------------------------------------------------------
+PERFTEST_X = ["x-ib_%s_%s" % (t, k) for k in ("lat", "bw") for t in ("write", "send", "read", "atomic")]
+PERFTEST_LABELS = PERFTEST_X + ["x6-ib_send_bw"] + ["R-ib_%s_%s" % (t, k) for t in ("write", "send", "read")
+                                                    for k in ("lat", "bw")]
+
+
+def check_roce_perftest(ctx):
+    errs = []
+    up_lines(ctx, errs)
+    runs = tool_runs(ctx)
+    for lab in PERFTEST_LABELS:
+        r = runs.get((lab, "client"))
+        want = " -R " if lab.startswith("R-") else " -x "
+        if r and want not in r["cmd"] + " ":
+            errs.append("%s ran without%s: %s" % (lab, want.rstrip(), r["cmd"]))
+    check_labels(ctx, PERFTEST_LABELS, judge_perftest, "PERFTEST", errs)
+    return finish(ctx, errs)
