@@ -120,13 +120,22 @@ roce_counters() {
 # roce_pair SRV LABEL LIMIT SERVER-CMD... -- CLIENT-CMD...: guest SRV runs the server command, the other guest the
 # client command (two guests). In both, these words are replaced: @PORT@ (the pair's own port, ROCE_PORT0+n),
 # @SIP@ / @SIP6@ (the server guest's IPv4 / IPv6 address on the segment), @SOOB@ (its out-of-band address, for
-# the tools' own TCP exchange), @DEV@ @GID4@ @GID6@ (this guest's RDMA device and GID indexes). The server starts,
+# the tools' own TCP exchange), @MYIP@ (this guest's IPv4 address on the segment), @DEV@ @GID4@ @GID6@ (this guest's RDMA device and GID indexes). The server starts,
 # a barrier, then the client runs (again while it could not connect, within LIMIT s); each side's output between
 # "=== TOOL <label> g<i> <role>: <cmd> ===" and "=== TOOL-END <label> g<i> <role> rc=<rc> seconds=<s> tries=<n> ==="
 # (scenarios/lib.sh's format). When perftest's clock calibration failed (vr_calib_failed) the pair runs again.
 roce_subst() {
   printf "%s\n" "$1" | sed -e "s|@PORT@|$_rport|g" -e "s|@SIP@|$(eth_ip $_rsrv)|g" -e "s|@SIP6@|$(eth_ip6 $_rsrv)|g" \
-    -e "s|@SOOB@|$(roce_oob $_rsrv)|g" -e "s|@DEV@|$ROCE_DEV|g" -e "s|@GID4@|$ROCE_GID4|g" -e "s|@GID6@|$ROCE_GID6|g"
+    -e "s|@SOOB@|$(roce_oob $_rsrv)|g" -e "s|@MYIP@|$ETH_IP|g" -e "s|@DEV@|$ROCE_DEV|g" -e "s|@GID4@|$ROCE_GID4|g" -e "s|@GID6@|$ROCE_GID6|g"
+}
+# a tool's output; a long one (rping -v) as its first and last 20 lines, with its line count and the count of
+# rping's "ping data: rdma-ping-" lines ("ROCE-ELIDED lines=<n> ping_data=<n>")
+roce_show() {
+  _nl=$(wc -l < "$1")
+  if [ "$_nl" -le 80 ]; then cat "$1"; return; fi
+  head -20 "$1"
+  echo "ROCE-ELIDED lines=$_nl ping_data=$(grep -c 'ping data: rdma-ping-' "$1")"
+  tail -20 "$1"
 }
 _roce_refused() {
   grep -qiE "Couldn't connect to|Unable to open file descriptor for socket|Unable to init the socket connection|REJECTED|Connection refused|unreachable" "$1"
@@ -152,7 +161,7 @@ roce_pair() {
       eth_barrier "$_rlab-$_ratt"
       wait $_sp
       echo "=== TOOL $_rlab g$G server: $_scmd ==="
-      cat /tmp/roce.server
+      roce_show /tmp/roce.server
       echo "=== TOOL-END $_rlab g$G server rc=$(cat /tmp/roce.server.rc) seconds=$(vr_since $_t) tries=1 ==="
       _again=$(echo ok | timeout $_rlim nc -l -p $((_rport + 1000)) 2>/dev/null)
     else
@@ -168,12 +177,12 @@ roce_pair() {
         sleep 0.5
       done
       echo "=== TOOL $_rlab g$G client: $_ccmd ==="
-      cat /tmp/roce.client
+      roce_show /tmp/roce.client
       echo "=== TOOL-END $_rlab g$G client rc=$_crc seconds=$(vr_since $_t) tries=$_tries ==="
       vr_calib_failed /tmp/roce.client && [ $_ratt -lt ${VR_CALIB_TRIES:-3} ] && _again=again
       _n=0
       until echo $_again | nc $(roce_oob $_rsrv) $((_rport + 1000)) 2>/dev/null | grep -q ok; do
-        _n=$((_n + 1)); [ $_n -lt 100 ] || break; sleep 0.2
+        _n=$((_n + 1)); [ $_n -lt $((_rlim * 5 + 50)) ] || break; sleep 0.2
       done
     fi
     [ "$_again" = again ] || break

@@ -6,7 +6,7 @@ import re
 
 from ..common import say
 from ..ethtopo import guest_ip
-from .checks_eth import texts
+from .checks_eth import texts, tools
 from .checks_pairs import PP_BYTES, PP_ITERS, PERF_ROW, tool_brief, tool_runs
 from .console import bad_lines_reason
 
@@ -236,4 +236,71 @@ def check_roce_perftest(ctx):
         if r and want not in r["cmd"] + " ":
             errs.append("%s ran without%s: %s" % (lab, want.rstrip(), r["cmd"]))
     check_labels(ctx, PERFTEST_LABELS, judge_perftest, "PERFTEST", errs)
+    return finish(ctx, errs)
+
+
+# ---- rdma_cm tools (roce-cm, roce-rxe) ------------------------------------------------------------------------
+def cm_count(cmd, flag, default):
+    m = re.search(r" %s (\d+)" % flag, " " + cmd)
+    return int(m.group(1)) if m else default
+
+
+def judge_cm(lab, role, r):
+    """What an rdma_cm tool prints when it completed: rping (verbose: its ping data lines, as many as -C),
+    ucmatose/udaddy/mckey "test complete" + "return status 0", rdma_*server/client "end 0"."""
+    out, cmd = r["out"], r["cmd"]
+    tool = cmd.split()[0]
+    if tool == "rping":
+        if " -v" in cmd:
+            el = re.search(r"^ROCE-ELIDED lines=\d+ ping_data=(\d+)$", out, re.M)
+            n = int(el.group(1)) if el else len(re.findall(r"ping data: rdma-ping-", out))
+            want = cm_count(cmd, "-C", 0)
+            if n != want:
+                return "%d ping data lines, want %d" % (n, want)
+            if role == "client":
+                say("ROCE CM %-22s %d verbose ping data lines each side (g%d, %s s)" % (lab, n, r["guest"], r["seconds"]))
+        elif role == "client":
+            say("ROCE CM %-22s rping -C %d -S %d -V completed (g%d, %s s)" % (
+                lab, cm_count(cmd, "-C", 0), cm_count(cmd, "-S", 100), r["guest"], r["seconds"]))
+        if re.search(r"(?i)error|failed|miscompare", out):
+            return "rping reported an error"
+        return None
+    if tool in ("ucmatose", "udaddy", "mckey"):
+        if "test complete" not in out or not re.search(r"return status 0\b", out):
+            return "no 'test complete' / 'return status 0'"
+        if role == "client":
+            say("ROCE CM %-22s %s: test complete, return status 0 (g%d, %s s)" % (lab, tool, r["guest"], r["seconds"]))
+        return None
+    if tool.startswith("rdma_"):
+        if not re.search(r"%s: end 0\b" % tool, out):
+            return "no '%s: end 0'" % tool
+        if role == "client":
+            say("ROCE CM %-22s %s: end 0 (g%d, %s s)" % (lab, tool, r["guest"], r["seconds"]))
+        return None
+    return "unknown tool %s" % tool
+
+
+CM_LABELS = ["cm-rping", "cm-rping-v", "cm-ucmatose", "cm-udaddy", "cm-mckey", "cm-rdma-server", "cm-rdma-xserver"]
+
+
+def check_refused(ctx, errs):
+    """cm-refused: an rping to a port nobody listens on ends with an error (not a timeout) within 30 s."""
+    r = tools(ctx).get(("cm-refused", 1))
+    if r is None:
+        errs.append("cm-refused did not run")
+        return
+    secs = float(r["seconds"])
+    say("ROCE CM rping to a port nobody listens on: rc %d after %.1f s: %s" % (
+        r["rc"], secs, " | ".join(l.strip() for l in r["out"].strip().splitlines()[-2:])))
+    if r["rc"] in (0, 124) or secs > 30:
+        errs.append("rping to a closed port: rc %d after %.1f s (want a clean failure)" % (r["rc"], secs))
+    elif not re.search(r"(?i)REJECTED|refused|unreachable|connect error|error", r["out"]):
+        errs.append("rping to a closed port failed without saying why: %s" % r["out"].strip()[-200:])
+
+
+def check_roce_cm(ctx):
+    errs = []
+    up_lines(ctx, errs)
+    check_labels(ctx, CM_LABELS, judge_cm, "CM", errs)
+    check_refused(ctx, errs)
     return finish(ctx, errs)
