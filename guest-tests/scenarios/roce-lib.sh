@@ -129,12 +129,12 @@ roce_subst() {
     -e "s|@SOOB@|$(roce_oob $_rsrv)|g" -e "s|@MYIP@|$ETH_IP|g" -e "s|@DEV@|$ROCE_DEV|g" -e "s|@GID4@|$ROCE_GID4|g" -e "s|@GID6@|$ROCE_GID6|g"
 }
 # a tool's output; a long one (rping -v) as its first and last 20 lines, with its line count and the count of
-# rping's "ping data: rdma-ping-" lines ("ROCE-ELIDED lines=<n> ping_data=<n>")
+# distinct ping numbers of rping's "ping data: rdma-ping-<n>:" lines ("ROCE-ELIDED lines=<n> ping_data=<n>")
 roce_show() {
   _nl=$(wc -l < "$1")
   if [ "$_nl" -le 80 ]; then cat "$1"; return; fi
   head -20 "$1"
-  echo "ROCE-ELIDED lines=$_nl ping_data=$(grep -c 'ping data: rdma-ping-' "$1")"
+  echo "ROCE-ELIDED lines=$_nl ping_data=$(grep -a -o 'ping data: rdma-ping-[0-9]*:' "$1" | sort -u | wc -l)"
   tail -20 "$1"
 }
 _roce_refused() {

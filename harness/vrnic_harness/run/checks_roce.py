@@ -304,3 +304,33 @@ def check_roce_cm(ctx):
     check_labels(ctx, CM_LABELS, judge_cm, "CM", errs)
     check_refused(ctx, errs)
     return finish(ctx, errs)
+
+
+# ---- roce-rxe ------------------------------------------------------------------------------------------------
+RXE_TOOLS = ["rc-pingpong", "ud-pingpong", "ib_write_bw", "ib_read_lat", "ib_send_bw", "ib_atomic_lat", "rping",
+             "ucmatose", "udaddy", "rdma-server"]
+
+
+def judge_rxe(lab, role, r):
+    tool = lab.split("-", 1)[1]
+    if tool.endswith("pingpong"):
+        return judge_pingpong(pingpong_bytes)(lab, role, r)
+    if tool.startswith("ib_"):
+        return judge_perftest(lab, role, r)
+    return judge_cm(lab, role, r)
+
+
+def check_roce_rxe(ctx):
+    """Every pair in both roles; the interop matrix printed: for each tool, which NIC served and which was the
+    client, and whether the pair passed."""
+    errs = []
+    up_lines(ctx, errs)
+    eth = ctx["eth"]
+    kind = lambda gi: "vrnic" if eth.nics[gi] == "vrnic" else "rxe"
+    labels = ["s%d-%s" % (s, t) for s in (0, 1) for t in RXE_TOOLS]
+    bad = check_labels(ctx, labels, judge_rxe, "RXE interop", errs)
+    for t in RXE_TOOLS:
+        say("ROCE INTEROP %-14s %s server / %s client: %s; %s server / %s client: %s" % (
+            t, kind(0), kind(1), "FAIL" if "s0-" + t in bad else "ok",
+            kind(1), kind(0), "FAIL" if "s1-" + t in bad else "ok"))
+    return finish(ctx, errs)

@@ -14,7 +14,7 @@ from .checks_mlx5 import (DEVINFO_FW, DEVINFO_LID, DEVINFO_TOML, check_devinfo, 
 from .checks_eth import (check_eth_iperf, check_eth_mtu, check_eth_offloads, check_eth_ping, check_eth_probe,
                          check_eth_vlan, check_eth_host, check_eth_reload, check_eth_ethtool, interact_eth_offloads,
                          interact_eth_host, interact_eth_reload, interact_eth_ethtool)
-from .checks_roce import check_roce_devinfo, check_roce_pingpong, check_roce_perftest, check_roce_cm
+from .checks_roce import check_roce_devinfo, check_roce_pingpong, check_roce_perftest, check_roce_cm, check_roce_rxe
 from .checks_pairs import check_events, check_grh, check_net2, check_perftest, check_pingpong
 from .checks_pci import (check_barbench, check_lspci, check_msix, check_probe, check_reboot, check_rxe, interact_msix,
                          interact_reboot)
@@ -162,6 +162,11 @@ SCENARIOS = {
                     doc="two guests over udp, rdma_cm (CM MADs on QP1 over RoCE): rping -C 10000 -S 65535 -V, rping -v "
                         "(100 ping data lines), ucmatose -c 10, udaddy, mckey (multicast), rdma_server/client, "
                         "rdma_xserver/xclient; rping to a port nobody listens on fails cleanly within 30 s"),
+    "roce-rxe": dict(default=False, device=True, guests=2, timeout=900, eth=dict(nics=["vrnic", "virtio"], link="bridge"),
+                     check=check_roce_rxe,
+                     doc="bridge: a vrnic guest and a virtio-net guest running rxe, both roles: ibv_rc/ud_pingpong -g, "
+                         "ib_write_bw, ib_read_lat, ib_send_bw, ib_atomic_lat -x, rping -v -C 1000, ucmatose, udaddy, "
+                         "rdma_server/client; counts checked, interop matrix printed"),
     "barbench": dict(device=True, timeout=240, runs=[["--doorbell", "trap"], ["--doorbell", "poll"]],
                      check=check_barbench, doc="BAR0 access cost, server --doorbell trap vs poll"),
     "bench-loopback": dict(device=True, fabric=True, timeout=900, check=check_bench, runs=DOORBELL_RUNS,
