@@ -2,8 +2,11 @@
 ROCE-COUNTERS blocks, TOOL blocks of roce_pair) against the topology (ethtopo: which guest is a vrnic port, which
 a virtio-net NIC turned into rxe). Each check says what it verified (ROCE ... lines) and returns None or the
 reasons it failed."""
+import math
+import os
 import re
 
+from .. import roce_pcap
 from ..common import say
 from ..ethtopo import guest_ip
 from .checks_eth import texts, tools
@@ -334,3 +337,96 @@ def check_roce_rxe(ctx):
             t, kind(0), kind(1), "FAIL" if "s0-" + t in bad else "ok",
             kind(1), kind(0), "FAIL" if "s1-" + t in bad else "ok"))
     return finish(ctx, errs)
+
+
+# ---- roce-pcap -----------------------------------------------------------------------------------------------
+WRITE_OPS = {6: "first", 7: "middle", 8: "last", 10: "only"}
+TSHARK_ERROR = ("8388608", "Error", "error")
+
+
+def perftest_shape(out):
+    """(size, iterations, MTU) from a perftest client's output (its result row and its 'Mtu' line)."""
+    row = PERF_ROW.search(out)
+    mtu = re.search(r"^\s*Mtu\s*:\s*(\d+)\[B\]", out, re.M)
+    if not (row and mtu):
+        return None
+    f = row.group(1).split()
+    return int(f[0]), int(f[1]), int(mtu.group(1))
+
+
+def check_roce_pcap(ctx):
+    errs = []
+    up_lines(ctx, errs)
+    check_labels(ctx, ["pcap-ib_write_bw", "pcap-ib_send_lat"], judge_perftest, "PCAP perftest", errs)
+    eth = ctx["eth"]
+    path = os.path.join(eth.pcap_dir or "", "eth0.pcap")
+    if not eth.pcap_dir or not os.path.exists(path):
+        errs.append("no capture %s" % path)
+        return finish(ctx, errs)
+    fr = list(roce_pcap.frames(path))
+    say("ROCE pcap %s: %d RoCEv2 frames (UDP 4791)" % (path, len(fr)))
+    if not fr:
+        errs.append("the capture has no RoCEv2 frame")
+        return finish(ctx, errs)
+    # our own ICRC verifier over every frame
+    bad = [(f.num, g, w) for f in fr for g, w in [roce_pcap.icrc(f)] if g != w]
+    say("ROCE pcap ICRC: %d of %d frames verified, %d bad%s" % (len(fr) - len(bad), len(fr), len(bad), (
+        " (first: frame %d carries %s, want %08x)" % (bad[0][0], "%08x" % bad[0][1] if bad[0][1] is not None
+                                                      else "none", bad[0][2])) if bad else ""))
+    if bad:
+        errs.append("%d frames with a bad ICRC, first frame %d" % (len(bad), bad[0][0]))
+    # tshark decodes every frame as InfiniBand, nothing malformed or in error
+    try:
+        rows = roce_pcap.tshark_fields(path)
+    except (OSError, RuntimeError, subprocess_error()) as e:
+        errs.append("tshark: %s" % e)
+        rows = []
+    undecoded = [r["frame.number"] for r in rows if not r["infiniband.bth.opcode"]]
+    malformed = [r["frame.number"] for r in rows if r["_ws.malformed"] or
+                 any(x in TSHARK_ERROR for x in r["_ws.expert.severity"].split(","))]
+    say("ROCE pcap tshark: %d frames, %d decoded as infiniband (BTH opcode), %d malformed/expert errors" % (
+        len(rows), len(rows) - len(undecoded), len(malformed)))
+    if len(rows) != len(fr):
+        errs.append("tshark saw %d UDP 4791 frames, our walk %d" % (len(rows), len(fr)))
+    if undecoded:
+        errs.append("%d frames not decoded as infiniband, first %s" % (len(undecoded), undecoded[0]))
+    if malformed:
+        errs.append("%d frames malformed or with expert errors, first %s" % (len(malformed), malformed[0]))
+    # the RDMA WRITE frames from guest 1 match perftest's message count x size / MTU
+    r = tool_runs(ctx).get(("pcap-ib_write_bw", "client"))
+    shape = perftest_shape(r["out"]) if r else None
+    if not shape:
+        errs.append("no perftest size/iterations/MTU for ib_write_bw")
+        return finish(ctx, errs)
+    size, iters, mtu = shape
+    per = math.ceil(size / mtu)
+    want = {"first": iters, "middle": iters * (per - 2), "last": iters, "only": 0} if per > 1 else \
+        {"first": 0, "middle": 0, "last": 0, "only": iters}
+    g1 = bytes(int(x) for x in "10.1.0.2".split("."))
+    got = {k: 0 for k in WRITE_OPS.values()}
+    seen, again = set(), 0
+    for f in fr:
+        if f.src == g1 and f.opcode in WRITE_OPS:
+            if (f.dqpn, f.psn) in seen:   # a retransmission (same PSN again): counted once
+                again += 1
+                continue
+            seen.add((f.dqpn, f.psn))
+            got[WRITE_OPS[f.opcode]] += 1
+    say("ROCE pcap RDMA WRITE retransmitted frames (a PSN seen again): %d" % again)
+    say("ROCE pcap RDMA WRITE frames g1->g0: %s; perftest %d x %d B at MTU %d = %d packets a message: want %s" % (
+        " ".join("%s=%d" % kv for kv in got.items()), iters, size, mtu, per,
+        " ".join("%s=%d" % kv for kv in want.items())))
+    if got != want:
+        errs.append("RDMA WRITE frames %s, want %s" % (got, want))
+    sends = len([f for f in fr if f.src == g1 and f.opcode == 4])
+    r = tool_runs(ctx).get(("pcap-ib_send_lat", "client"))
+    shape = perftest_shape(r["out"]) if r else None
+    say("ROCE pcap SEND Only frames g1->g0: %d (ib_send_lat %s iterations)" % (sends, shape[1] if shape else "?"))
+    if shape and sends < shape[1]:
+        errs.append("%d SEND Only frames from g1, ib_send_lat ran %d iterations" % (sends, shape[1]))
+    return finish(ctx, errs)
+
+
+def subprocess_error():
+    import subprocess
+    return subprocess.SubprocessError
