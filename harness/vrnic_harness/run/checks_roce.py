@@ -430,3 +430,56 @@ def check_roce_pcap(ctx):
 def subprocess_error():
     import subprocess
     return subprocess.SubprocessError
+
+
+# ---- roce-faults ---------------------------------------------------------------------------------------------
+NETEM = ["netem", "loss", "3%", "reorder", "5%", "50%", "duplicate", "1%", "delay", "1ms"]
+PORT_FAULTS = "tx:drop=0.03,tx:reorder=0.05,tx:duplicate=0.01,seed=%d"
+# counters that move when packets are lost, reordered or duplicated: mlx5_ib's hw_counters and rxe's
+RETRANS_COUNTERS = ("out_of_sequence", "duplicate_request", "local_ack_timeout_err", "packet_seq_err",
+                    "implied_nak_seq_err", "completer_retry_err", "out_of_seq_request", "rcvd_seq_err")
+
+
+def interact_roce_faults(ctx):
+    """netem on every TAP of the bridge (the host's qdisc; absent where the kernel has no sch_netem)."""
+    eth = ctx["eth"]
+    ok = []
+    for i in range(eth.n):
+        rc, out = eth.ns_run(["tc", "qdisc", "add", "dev", eth.tap(i), "root"] + NETEM)
+        say("[roce-faults] tc qdisc add dev %s root %s: rc %d %s" % (eth.tap(i), " ".join(NETEM), rc, out.strip()))
+        ok.append(rc == 0)
+    ctx["netem"] = all(ok)
+    return None
+
+
+def check_roce_faults(ctx):
+    errs = []
+    up_lines(ctx, errs)
+    eth = ctx["eth"]
+    port_faults = any(n == "vrnic" for n in eth.nics)
+    say("ROCE faults: netem on the TAPs %s; vrnic link faults %s" % (
+        "applied" if ctx.get("netem") else "not available on this host (no sch_netem)",
+        "on (%s)" % PORT_FAULTS % 0 if port_faults else "none (no vrnic port)"))
+    check_labels(ctx, ["f-ib_write_bw", "f-ib_read_bw"], judge_perftest, "FAULTS perftest", errs)
+    check_labels(ctx, ["f-rping"], judge_cm, "FAULTS rping -V", errs)
+    cs = counters(ctx)
+    moved = {}
+    for gi in range(eth.n):
+        a, b = cs.get(("before", gi), {}), cs.get(("after", gi), {})
+        d = {k: b.get(k, 0) - a.get(k, 0) for k in RETRANS_COUNTERS if k in b}
+        say("ROCE faults g%d retransmission counters moved: %s" % (gi, " ".join("%s+%d" % kv for kv in d.items())
+                                                               or "(none exposed)"))
+        moved[gi] = sum(d.values())
+    for i, sv in enumerate(ctx.get("servers", [])):
+        try:
+            st = sv.command("stats")
+        except OSError as e:
+            errs.append("vrnic %d: no stats (%s)" % (i, e))
+            continue
+        f = dict(re.findall(r'"(fault_\w+|\w*retrans\w*|\w*timeout\w*|\w*dup\w*)":\s*(\d+)', st))
+        say("ROCE faults vrnic %d stats: %s" % (i, " ".join("%s=%s" % kv for kv in sorted(f.items())) or "none"))
+        if port_faults and not int(f.get("fault_dropped", 0)):
+            errs.append("vrnic %d: its link dropped no frame (faults not applied?)" % i)
+    if (ctx.get("netem") or port_faults) and not any(moved.values()):
+        errs.append("faults applied but no retransmission counter moved on any guest")
+    return finish(ctx, errs)

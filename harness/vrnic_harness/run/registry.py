@@ -14,7 +14,7 @@ from .checks_mlx5 import (DEVINFO_FW, DEVINFO_LID, DEVINFO_TOML, check_devinfo, 
 from .checks_eth import (check_eth_iperf, check_eth_mtu, check_eth_offloads, check_eth_ping, check_eth_probe,
                          check_eth_vlan, check_eth_host, check_eth_reload, check_eth_ethtool, interact_eth_offloads,
                          interact_eth_host, interact_eth_reload, interact_eth_ethtool)
-from .checks_roce import check_roce_devinfo, check_roce_pingpong, check_roce_perftest, check_roce_cm, check_roce_rxe, check_roce_pcap
+from .checks_roce import (PORT_FAULTS, check_roce_devinfo, check_roce_faults, interact_roce_faults, check_roce_pingpong, check_roce_perftest, check_roce_cm, check_roce_rxe, check_roce_pcap)
 from .checks_pairs import check_events, check_grh, check_net2, check_perftest, check_pingpong
 from .checks_pci import (check_barbench, check_lspci, check_msix, check_probe, check_reboot, check_rxe, interact_msix,
                          interact_reboot)
@@ -173,6 +173,12 @@ SCENARIOS = {
                           "ib_send_lat; on the host tshark decodes every UDP 4791 frame as infiniband (none "
                           "malformed), our ICRC verifier passes every frame, RDMA WRITE First/Middle/Last counts = "
                           "perftest's messages x size / MTU"),
+    "roce-faults": dict(default=False, device=True, guests=2, timeout=900, eth=dict(nics=["vrnic", "vrnic"], link="bridge"),
+                        guest_server_args=lambda gi: ["--faults", PORT_FAULTS % (7 + gi)],
+                        interact=interact_roce_faults, check=check_roce_faults,
+                        doc="bridge, the link impaired (tc netem loss 3% reorder 5% duplicate 1% delay 1ms on the TAPs "
+                            "where the host has sch_netem; the ports' --faults drop/reorder/duplicate): ib_write_bw, "
+                            "ib_read_bw, rping -C 2000 -V complete; retransmission counters move"),
     "barbench": dict(device=True, timeout=240, runs=[["--doorbell", "trap"], ["--doorbell", "poll"]],
                      check=check_barbench, doc="BAR0 access cost, server --doorbell trap vs poll"),
     "bench-loopback": dict(device=True, fabric=True, timeout=900, check=check_bench, runs=DOORBELL_RUNS,
