@@ -9,6 +9,7 @@ kernel_allow (a regex of kernel lines the scenario provokes on purpose).
 """
 from .bench import check_bench
 from .bench_eth import check_bench_eth
+from .bench_roce import check_bench_roce
 from .checks_mlx5 import (DEVINFO_FW, DEVINFO_LID, DEVINFO_TOML, check_devinfo, check_mlx5_probe, check_reload,
                           interact_reload)
 from .checks_eth import (check_eth_iperf, check_eth_mtu, check_eth_offloads, check_eth_ping, check_eth_probe,
@@ -190,6 +191,10 @@ SCENARIOS = {
                       eth_runs=["vrnic", "virtio"], check=check_bench_eth,
                       doc="two vrnic guests over udp, then two virtio-net guests on the same link: iperf3 TCP 1 and "
                           "4 streams, ping RTT and tcp_rr 64 B medians of 3 (BENCH lines; vrnic=NA if its run failed)"),
+    "bench-roce": dict(device=True, guests=2, timeout=1200, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                       eth_runs=["vrnic", "virtio"], check=check_bench_roce,
+                       doc="perftest set over RoCE v2 (-x): two vrnic guests over udp, then two rxe guests (virtio-net) "
+                           "on the same link; medians of 3 (BENCH lines; vrnic=NA if its run failed)"),
 }
 ALIASES = {"bench": ["bench-loopback", "bench-2vm"]}
 DEFAULT = [n for n, sc in SCENARIOS.items() if sc.get("default")]
