@@ -123,7 +123,8 @@ roce_counters() {
 # the tools' own TCP exchange), @MYIP@ (this guest's IPv4 address on the segment), @DEV@ @GID4@ @GID6@ (this guest's RDMA device and GID indexes). The server starts,
 # a barrier, then the client runs (again while it could not connect, within LIMIT s); each side's output between
 # "=== TOOL <label> g<i> <role>: <cmd> ===" and "=== TOOL-END <label> g<i> <role> rc=<rc> seconds=<s> tries=<n> ==="
-# (scenarios/lib.sh's format). When perftest's clock calibration failed (vr_calib_failed) the pair runs again.
+# (scenarios/lib.sh's format); ROCE_RC is this side's exit status. When perftest's clock calibration failed
+# (vr_calib_failed) the pair runs again.
 roce_subst() {
   printf "%s\n" "$1" | sed -e "s|@PORT@|$_rport|g" -e "s|@SIP@|$(eth_ip $_rsrv)|g" -e "s|@SIP6@|$(eth_ip6 $_rsrv)|g" \
     -e "s|@SOOB@|$(roce_oob $_rsrv)|g" -e "s|@MYIP@|$ETH_IP|g" -e "s|@DEV@|$ROCE_DEV|g" -e "s|@GID4@|$ROCE_GID4|g" -e "s|@GID6@|$ROCE_GID6|g"
@@ -155,14 +156,17 @@ roce_pair() {
     _ratt=$((_ratt + 1)); _again=done
     if [ "$G" = "$_rsrv" ]; then
       _t=$(vr_now)
-      ( timeout $_rlim $_scmd > /tmp/roce.server 2>&1; echo $? > /tmp/roce.server.rc ) &
+      # stderr apart, then appended: rping writes its progress to stderr, its ping data lines to stdout
+      ( timeout $_rlim $_scmd > /tmp/roce.server 2> /tmp/roce.server.err; echo $? > /tmp/roce.server.rc
+        cat /tmp/roce.server.err >> /tmp/roce.server ) &
       _sp=$!
       sleep ${ROCE_SERVER_WAIT:-1}
       eth_barrier "$_rlab-$_ratt"
       wait $_sp
       echo "=== TOOL $_rlab g$G server: $_scmd ==="
       roce_show /tmp/roce.server
-      echo "=== TOOL-END $_rlab g$G server rc=$(cat /tmp/roce.server.rc) seconds=$(vr_since $_t) tries=1 ==="
+      ROCE_RC=$(cat /tmp/roce.server.rc)
+      echo "=== TOOL-END $_rlab g$G server rc=$ROCE_RC seconds=$(vr_since $_t) tries=1 ==="
       _again=$(echo ok | timeout $_rlim nc -l -p $((_rport + 1000)) 2>/dev/null)
     else
       eth_barrier "$_rlab-$_ratt"
@@ -171,13 +175,15 @@ roce_pair() {
         _tries=$((_tries + 1))
         _left=$(awk -v t0="$_t" -v l="$_rlim" '{printf "%d", l - ($1 - t0)}' /proc/uptime)
         [ "$_left" -ge 1 ] || { _crc=124; break; }
-        timeout $_left $_ccmd > /tmp/roce.client 2>&1
+        timeout $_left $_ccmd > /tmp/roce.client 2> /tmp/roce.client.err
         _crc=$?
+        cat /tmp/roce.client.err >> /tmp/roce.client
         [ $_crc -ne 0 ] && _roce_refused /tmp/roce.client && [ $_tries -lt 20 ] || break
         sleep 0.5
       done
       echo "=== TOOL $_rlab g$G client: $_ccmd ==="
       roce_show /tmp/roce.client
+      ROCE_RC=$_crc
       echo "=== TOOL-END $_rlab g$G client rc=$_crc seconds=$(vr_since $_t) tries=$_tries ==="
       vr_calib_failed /tmp/roce.client && [ $_ratt -lt ${VR_CALIB_TRIES:-3} ] && _again=again
       _n=0
