@@ -216,6 +216,8 @@ def topology_words(sc):
     """One cell of the README table: guests, devices, fabric."""
     n = guests(sc)
     w = "%d guest%s" % (n, "s" if n > 1 else "")
+    if sc.get("eth"):  # an Ethernet segment: its link and each guest's NIC
+        return w + ", eth %s: %s" % (sc["eth"].get("link", "udp"), ", ".join(sc["eth"]["nics"]))
     if sc.get("device"):
         w += ", %s" % ("a vrnic each" if n > 1 else "1 vrnic")
         if sc.get("fabric"):
