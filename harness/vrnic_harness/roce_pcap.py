@@ -105,3 +105,55 @@ def tshark_fields(path, fields=("frame.number", "udp.dstport", "infiniband.bth.o
         vals = line.split("\t")
         rows.append(dict(zip(fields, vals + [""] * (len(fields) - len(vals)))))
     return rows
+
+
+# Frames rdma_rxe sent (captured by roce-pcap's virtio-net filter-dump): an RC ACKNOWLEDGE and an RC SEND Only with
+# a 2-byte payload (pad 2), IPv4; their ICRCs are rxe's (the reference implementation).
+KNOWN_FRAMES = [
+    "525400e70002525400e700010800450000309e444000401188740a0100010a010002c12112b7001c00001100ffff00000011006a1c3a1f"
+    "000001587c5bc6",
+    "525400e70001525400e70002080045000030b19e40004011751a0a0100020a010001c14412b7001c00000420ffff0000001280b8575f"
+    "5812000000f2545f",
+]
+
+
+def _one(raw):
+    import os
+    import tempfile
+    fd, path = tempfile.mkstemp(suffix=".pcap")
+    with os.fdopen(fd, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        f.write(struct.pack("<IIII", 0, 0, len(raw), len(raw)) + raw)
+    try:
+        return list(frames(path))
+    finally:
+        os.unlink(path)
+
+
+def self_test():
+    """Failures (strings) of the ICRC verifier against rxe's frames: each verifies; a flipped payload bit, a
+    flipped ICRC bit do not; the masked fields (TTL, ToS, UDP checksum, BTH byte 4) may change freely."""
+    fails = []
+    for k, h in enumerate(KNOWN_FRAMES):
+        raw = bytes.fromhex(h)
+        fr = _one(raw)
+        if len(fr) != 1 or fr[0].opcode not in (17, 4):
+            fails.append("known frame %d: not walked as one RoCEv2 frame" % k)
+            continue
+        got, want = icrc(fr[0])
+        if got != want:
+            fails.append("known frame %d: ICRC %s, computed %08x" % (k, got, want))
+        for what, off in (("payload/BTH bit", fr[0].udp + 8 + 11), ("ICRC bit", len(raw) - 1)):
+            bad = bytearray(raw)
+            bad[off] ^= 0x01
+            g, w = icrc(_one(bytes(bad))[0])
+            if g == w:
+                fails.append("known frame %d: a flipped %s still verifies" % (k, what))
+        masked = bytearray(raw)
+        masked[fr[0].l3 + 1] ^= 0xB8      # ToS (DSCP/ECN rewritten on the way)
+        masked[fr[0].l3 + 8] -= 1         # TTL
+        masked[fr[0].udp + 8 + 4] ^= 0xC0  # BTH byte 4: FECN/BECN
+        g, w = icrc(_one(bytes(masked))[0])
+        if g != w:
+            fails.append("known frame %d: a change of masked fields broke the ICRC" % k)
+    return fails

@@ -5,6 +5,7 @@ reasons it failed."""
 import math
 import os
 import re
+import subprocess
 
 from .. import roce_pcap
 from ..common import say
@@ -378,7 +379,7 @@ def check_roce_pcap(ctx):
     # tshark decodes every frame as InfiniBand, nothing malformed or in error
     try:
         rows = roce_pcap.tshark_fields(path)
-    except (OSError, RuntimeError, subprocess_error()) as e:
+    except (OSError, RuntimeError, subprocess.SubprocessError) as e:
         errs.append("tshark: %s" % e)
         rows = []
     undecoded = [r["frame.number"] for r in rows if not r["infiniband.bth.opcode"]]
@@ -425,11 +426,6 @@ def check_roce_pcap(ctx):
     if shape and sends < shape[1]:
         errs.append("%d SEND Only frames from g1, ib_send_lat ran %d iterations" % (sends, shape[1]))
     return finish(ctx, errs)
-
-
-def subprocess_error():
-    import subprocess
-    return subprocess.SubprocessError
 
 
 # ---- roce-faults ---------------------------------------------------------------------------------------------
