@@ -455,7 +455,7 @@ def check_roce_faults(ctx):
     port_faults = any(n == "vrnic" for n in eth.nics)
     say("ROCE faults: netem on the TAPs %s; vrnic link faults %s" % (
         "applied" if ctx.get("netem") else "not available on this host (no sch_netem)",
-        "on (%s)" % PORT_FAULTS % 0 if port_faults else "none (no vrnic port)"))
+        "on (%s, seed 7 + guest)" % PORT_FAULTS.replace(",seed=%d", "") if port_faults else "none (no vrnic port)"))
     check_labels(ctx, ["f-ib_write_bw", "f-ib_read_bw"], judge_perftest, "FAULTS perftest", errs)
     check_labels(ctx, ["f-rping"], judge_cm, "FAULTS rping -V", errs)
     cs = counters(ctx)
