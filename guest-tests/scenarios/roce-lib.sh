@@ -120,14 +120,16 @@ roce_counters() {
 # roce_pair SRV LABEL LIMIT SERVER-CMD... -- CLIENT-CMD...: guest SRV runs the server command, the other guest the
 # client command (two guests). In both, these words are replaced: @PORT@ (the pair's own port, ROCE_PORT0+n),
 # @SIP@ / @SIP6@ (the server guest's IPv4 / IPv6 address on the segment), @SOOB@ (its out-of-band address, for
-# the tools' own TCP exchange), @MYIP@ (this guest's IPv4 address on the segment), @DEV@ @GID4@ @GID6@ (this guest's RDMA device and GID indexes). The server starts,
-# a barrier, then the client runs (again while it could not connect, within LIMIT s); each side's output between
+# the tools' own TCP exchange), @MYIP@ (this guest's IPv4 address on the segment), @DEV@ @GID4@ @GID6@ (this
+# guest's RDMA device and GID indexes). The server starts, a barrier, then the client runs (again while it could
+# not connect, within LIMIT s); each side's output between
 # "=== TOOL <label> g<i> <role>: <cmd> ===" and "=== TOOL-END <label> g<i> <role> rc=<rc> seconds=<s> tries=<n> ==="
 # (scenarios/lib.sh's format); ROCE_RC is this side's exit status. When perftest's clock calibration failed
 # (vr_calib_failed) the pair runs again.
 roce_subst() {
-  printf "%s\n" "$1" | sed -e "s|@PORT@|$_rport|g" -e "s|@SIP@|$(eth_ip $_rsrv)|g" -e "s|@SIP6@|$(eth_ip6 $_rsrv)|g" \
-    -e "s|@SOOB@|$(roce_oob $_rsrv)|g" -e "s|@MYIP@|$ETH_IP|g" -e "s|@DEV@|$ROCE_DEV|g" -e "s|@GID4@|$ROCE_GID4|g" -e "s|@GID6@|$ROCE_GID6|g"
+  printf "%s\n" "$1" | sed -e "s|@PORT@|$_rport|g" -e "s|@SIP@|$(eth_ip $_rsrv)|g" \
+    -e "s|@SIP6@|$(eth_ip6 $_rsrv)|g" -e "s|@SOOB@|$(roce_oob $_rsrv)|g" -e "s|@MYIP@|$ETH_IP|g" \
+    -e "s|@DEV@|$ROCE_DEV|g" -e "s|@GID4@|$ROCE_GID4|g" -e "s|@GID6@|$ROCE_GID6|g"
 }
 # a tool's output; a long one (rping -v) as its first and last 20 lines, with its line count and the count of
 # distinct ping numbers of rping's "ping data: rdma-ping-<n>:" lines ("ROCE-ELIDED lines=<n> ping_data=<n>")

@@ -94,7 +94,8 @@ def tshark_fields(path, fields=("frame.number", "udp.dstport", "infiniband.bth.o
                                 "_ws.expert.severity")):
     """tshark -T fields over the capture's UDP 4791 frames: a list of {field: value}. The RPC-over-RDMA heuristic
     is off: it claims perftest's 2-byte SEND payloads and reports them malformed (not a RoCE matter)."""
-    argv = ["tshark", "-n", "-r", path, "--disable-protocol", "rpcordma", "-Y", "udp.dstport == %d" % ROCE_PORT, "-T", "fields", "-E", "separator=\t"]
+    argv = ["tshark", "-n", "-r", path, "--disable-protocol", "rpcordma", "-Y", "udp.dstport == %d" % ROCE_PORT,
+            "-T", "fields", "-E", "separator=\t"]
     for f in fields:
         argv += ["-e", f]
     r = subprocess.run(argv, capture_output=True, text=True, timeout=300)

@@ -37,10 +37,10 @@ def check_bench_roce(ctx):
         size = (figs["vrnic"].get(t) or figs["virtio"].get(t) or ("?", []))[0]
         v, x = (statistics.median(figs[n][t][1]) if figs[n].get(t) else None for n in ("vrnic", "virtio"))
         better = ((x / v) if lat else (v / x)) if v and x else None
+        goal = TARGET["lat" if lat else "bw"]
         say("BENCH %s %s roce vrnic=%s rxe=%s unit=%s better=%s%s" % (
             t, size, fmt(v), fmt(x), "usec" if lat else "MBps", fmt(better),
-            "" if better is None else " target=%gx %s" % (TARGET["lat" if lat else "bw"],
-                                                         "met" if better >= TARGET["lat" if lat else "bw"] else "missed")))
+            "" if better is None else " target=%gx %s" % (goal, "met" if better >= goal else "missed")))
         say("  each run: vrnic %s | rxe %s" % (" ".join(fmt(y) for y in (figs["vrnic"].get(t) or ("", []))[1]) or "-",
                                                " ".join(fmt(y) for y in (figs["virtio"].get(t) or ("", []))[1]) or "-"))
     errs = list(ctx.get("failed_runs", []))

@@ -262,7 +262,8 @@ def judge_cm(lab, role, r):
             if n != want:
                 return "%d ping data lines, want %d" % (n, want)
             if role == "client":
-                say("ROCE CM %-22s %d verbose ping data lines each side (g%d, %s s)" % (lab, n, r["guest"], r["seconds"]))
+                say("ROCE CM %-22s %d verbose ping data lines each side (g%d, %s s)" % (
+                    lab, n, r["guest"], r["seconds"]))
         elif role == "client":
             say("ROCE CM %-22s rping -C %d -S %d -V completed (g%d, %s s)" % (
                 lab, cm_count(cmd, "-C", 0), cm_count(cmd, "-S", 100), r["guest"], r["seconds"]))
