@@ -60,6 +60,9 @@ def scenario_files(cache, script_path, extra=None):
     ethlib = os.path.join(REPO, "guest-tests", "scenarios", "eth-lib.sh")
     if os.path.exists(ethlib):
         files["usr/local/lib/vrnic-eth-lib.sh"] = (open(ethlib, "rb").read(), 0o644)
+    rocelib = os.path.join(REPO, "guest-tests", "scenarios", "roce-lib.sh")
+    if os.path.exists(rocelib):
+        files["usr/local/lib/vrnic-roce-lib.sh"] = (open(rocelib, "rb").read(), 0o644)
     bindir = os.path.join(cache, "guest-bin")
     if os.path.isdir(bindir):
         for b in sorted(os.listdir(bindir)):

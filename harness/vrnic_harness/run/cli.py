@@ -20,7 +20,7 @@ import os
 import signal
 import time
 
-from .. import qemu
+from .. import qemu, roce_pcap
 from ..common import GUEST_TESTS, default_cache, say
 from . import runner
 from .console import kernel_health_reason
@@ -69,6 +69,9 @@ def self_test():
         fails.append("the registry marks no scenario default (CI would run none)")
     if readme_table() != markdown_table():
         fails.append("guest-tests/README.md's scenario table differs from the registry: run guest-tests/run --write-md")
+    # the RoCE pcap checker's ICRC verifier against frames rxe sent (vrnic_harness/roce_pcap.py)
+    nchecks += 1
+    fails += ["roce_pcap: %s" % f for f in roce_pcap.self_test()]
     for f in fails:
         say("SELF-TEST FAIL: %s" % f)
     say("%d passed, %d failed" % (nchecks - len(fails), len(fails)))

@@ -9,11 +9,13 @@ kernel_allow (a regex of kernel lines the scenario provokes on purpose).
 """
 from .bench import check_bench
 from .bench_eth import check_bench_eth
+from .bench_roce import check_bench_roce
 from .checks_mlx5 import (DEVINFO_FW, DEVINFO_LID, DEVINFO_TOML, check_devinfo, check_mlx5_probe, check_reload,
                           interact_reload)
 from .checks_eth import (check_eth_iperf, check_eth_mtu, check_eth_offloads, check_eth_ping, check_eth_probe,
                          check_eth_vlan, check_eth_host, check_eth_reload, check_eth_ethtool, interact_eth_offloads,
                          interact_eth_host, interact_eth_reload, interact_eth_ethtool)
+from .checks_roce import (PORT_FAULTS, check_roce_devinfo, check_roce_faults, interact_roce_faults, check_roce_pingpong, check_roce_perftest, check_roce_cm, check_roce_rxe, check_roce_pcap)
 from .checks_pairs import check_events, check_grh, check_net2, check_perftest, check_pingpong
 from .checks_pci import (check_barbench, check_lspci, check_msix, check_probe, check_reboot, check_rxe, interact_msix,
                          interact_reboot)
@@ -140,6 +142,45 @@ SCENARIOS = {
                         doc="g0: ethtool -G/-L with traffic before and after, -N drop and steer-to-queue-1 rules "
                             "that take effect, -t, -S moving, -K gro, -A pause; control-socket link flap seen as "
                             "carrier events; foreign-MAC frames filtered unless promiscuous"),
+    # ---- RoCE on the Ethernet port (issue 20): roce_up (scenarios/roce-lib.sh) finds the RDMA device over each
+    # guest's port: mlx5_ib's on a vrnic port, rxe0 on a virtio-net NIC (`--eth-nic virtio` runs every scenario
+    # rxe <-> rxe: the scripts and checks validated without vrnic); all pass on vrnic ports (validated against the
+    # device branch's server before the merge) and rxe <-> rxe
+    "roce-devinfo": dict(default=True, device=True, timeout=180, eth=dict(nics=["vrnic"], link="udp"),
+                         check=check_roce_devinfo,
+                         doc="eth mode, RoCE: ibv_devinfo -v link_layer Ethernet, PORT_ACTIVE; the sysfs GID table has "
+                             "RoCE v2 entries for the IPv4 and IPv6 addresses on the netdev, an added IPv4/IPv6 "
+                             "address appears and goes with ip addr del; port counters present; no mlx5 errors"),
+    "roce-pingpong": dict(default=True, device=True, guests=2, timeout=600, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                          check=check_roce_pingpong,
+                          doc="two guests over udp, RoCE v2 with -g: ibv_rc/uc/ud/srq_pingpong over the IPv4 GID and "
+                              "the IPv6 GID, rc 1 B..1 MiB, -c, -e, ud at the active MTU; byte counts asserted"),
+    "roce-perftest": dict(default=True, device=True, guests=2, timeout=600, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                          check=check_roce_perftest,
+                          doc="two guests over udp: ib_{write,send,read,atomic}_{lat,bw} -x <IPv4 GID>, ib_send_bw over "
+                              "the IPv6 GID, write/send/read lat+bw with -R (rdma_cm); result rows, bandwidth > 0"),
+    "roce-cm": dict(default=True, device=True, guests=2, timeout=900, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                    check=check_roce_cm,
+                    doc="two guests over udp, rdma_cm (CM MADs on QP1 over RoCE): rping -C 10000 -S 65535 -V, rping -v "
+                        "(100 ping data lines), ucmatose -c 10, udaddy, mckey (multicast), rdma_server/client, "
+                        "rdma_xserver/xclient; rping to a port nobody listens on fails cleanly within 30 s"),
+    "roce-rxe": dict(default=True, device=True, guests=2, timeout=900, eth=dict(nics=["vrnic", "virtio"], link="bridge"),
+                     check=check_roce_rxe,
+                     doc="bridge: a vrnic guest and a virtio-net guest running rxe, both roles: ibv_rc/ud_pingpong -g, "
+                         "ib_write_bw, ib_read_lat, ib_send_bw, ib_atomic_lat -x, rping -v -C 1000, ucmatose, udaddy, "
+                         "rdma_server/client; counts checked, interop matrix printed"),
+    "roce-pcap": dict(default=True, device=True, guests=2, timeout=400,
+                      eth=dict(nics=["vrnic", "vrnic"], link="udp", pcap=True), check=check_roce_pcap,
+                      doc="two guests over udp, guest 0's port captured: ib_write_bw -x -s 65536 -n 100 and "
+                          "ib_send_lat; on the host tshark decodes every UDP 4791 frame as infiniband (none "
+                          "malformed), our ICRC verifier passes every frame, RDMA WRITE First/Middle/Last counts = "
+                          "perftest's messages x size / MTU"),
+    "roce-faults": dict(default=True, device=True, guests=2, timeout=900, eth=dict(nics=["vrnic", "vrnic"], link="bridge"),
+                        guest_server_args=lambda gi: ["--faults", PORT_FAULTS % (7 + gi)],
+                        interact=interact_roce_faults, check=check_roce_faults,
+                        doc="bridge, the link impaired (tc netem loss 3% reorder 5% duplicate 1% delay 1ms on the TAPs "
+                            "where the host has sch_netem; the ports' --faults drop/reorder/duplicate): ib_write_bw, "
+                            "ib_read_bw, rping -C 500 -V complete; retransmission counters and the ports' fault counters move"),
     "barbench": dict(device=True, timeout=240, runs=[["--doorbell", "trap"], ["--doorbell", "poll"]],
                      check=check_barbench, doc="BAR0 access cost, server --doorbell trap vs poll"),
     "bench-loopback": dict(device=True, fabric=True, timeout=900, check=check_bench, runs=DOORBELL_RUNS,
@@ -151,6 +192,10 @@ SCENARIOS = {
                       eth_runs=["vrnic", "virtio"], check=check_bench_eth,
                       doc="two vrnic guests over udp, then two virtio-net guests on the same link: iperf3 TCP 1 and "
                           "4 streams, ping RTT and tcp_rr 64 B medians of 3 (BENCH lines; vrnic=NA if its run failed)"),
+    "bench-roce": dict(device=True, guests=2, timeout=1200, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                       eth_runs=["vrnic", "virtio"], check=check_bench_roce,
+                       doc="perftest set over RoCE v2 (-x): two vrnic guests over udp, then two rxe guests (virtio-net) "
+                           "on the same link; medians of 3 (BENCH lines; vrnic=NA if its run failed)"),
 }
 ALIASES = {"bench": ["bench-loopback", "bench-2vm"]}
 DEFAULT = [n for n, sc in SCENARIOS.items() if sc.get("default")]
@@ -172,6 +217,8 @@ def topology_words(sc):
     """One cell of the README table: guests, devices, fabric."""
     n = guests(sc)
     w = "%d guest%s" % (n, "s" if n > 1 else "")
+    if sc.get("eth"):  # an Ethernet segment: its link and each guest's NIC
+        return w + ", eth %s: %s" % (sc["eth"].get("link", "udp"), ", ".join(sc["eth"]["nics"]))
     if sc.get("device"):
         w += ", %s" % ("a vrnic each" if n > 1 else "1 vrnic")
         if sc.get("fabric"):

@@ -101,7 +101,7 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
             e = sc["eth"]
             override = run_nic[0] if run_nic else ETH_NIC[0] if ETH_NIC else None
             eth = ethtopo.EthTopology(e["nics"], link=e.get("link", "udp"), host=e.get("host", False),
-                                      pcap_dir=outdir if ETH_PCAP else None,
+                                      pcap_dir=outdir if ETH_PCAP or e.get("pcap") else None,
                                       nic_override=None if override == "vrnic" else override)
         ctx["eth"] = eth
         try:

@@ -1,0 +1,26 @@
+#!/bin/sh
+# roce-perftest (two guests on an Ethernet segment): ib_{write,send,read,atomic}_{lat,bw} over RoCE v2 with
+# -x <IPv4 GID index> (perftest's own TCP exchange on the out-of-band link), ib_send_bw over the IPv6 GID, and
+# write/send/read lat and bw with -R (rdma_cm resolves the peer's IPv4 address on the segment). Guest 0 serves.
+. /usr/local/lib/vrnic-roce-lib.sh
+roce_all_up
+ibv_devinfo -d $ROCE_DEV | grep -E "hca_id|state|active_mtu|link_layer"
+echo "ROCE-PERFTEST-START g$G"
+L=${LAT_ITERS:-200}; B=${BW_ITERS:-200}
+D="-d @DEV@ -i 1 -F"
+for t in write send read; do
+  roce_perf 0 x-ib_${t}_lat 60 ib_${t}_lat $D -x @GID4@ -s 2 -n $L
+done
+roce_perf 0 x-ib_atomic_lat 60 ib_atomic_lat $D -x @GID4@ -n $L
+for t in write send read; do
+  roce_perf 0 x-ib_${t}_bw 60 ib_${t}_bw $D -x @GID4@ -s 65536 -n $B
+done
+roce_perf 0 x-ib_atomic_bw 60 ib_atomic_bw $D -x @GID4@ -n $B
+roce_perf 0 x6-ib_send_bw 60 ib_send_bw $D -x @GID6@ -s 65536 -n $B
+for t in write send read; do
+  roce_perf_cm 0 R-ib_${t}_lat 60 ib_${t}_lat $D -s 2 -n $L
+  roce_perf_cm 0 R-ib_${t}_bw 60 ib_${t}_bw $D -s 65536 -n $B
+done
+echo "ROCE-PERFTEST-DONE g$G"
+roce_counters perftest
+vr_dmesg "roce-perftest"
