@@ -29,6 +29,13 @@ use crate::fabric::counters::bump;
 use crate::fabric::route::Route;
 use crate::fabric::Link;
 use crate::sys::dgram::{bind_reuse_v4, set_multicast_if_v4};
+use crate::sys::net::set_socket_buffers;
+
+/// SO_RCVBUF/SO_SNDBUF of the medium's sockets (as the RoCE fabric's
+/// `socket_buffer`): the kernel's default (~208 KiB) holds fewer frames
+/// than one RoCE congestion window of MTU-sized packets, and every frame
+/// it drops costs a go-back-N retransmission.
+const SOCKET_BUFFER: usize = 4 << 20;
 
 /// A UDP socket carrying frames to a peer or a multicast hub.
 pub(crate) struct UdpMedium {
@@ -53,6 +60,7 @@ impl UdpMedium {
     ) -> io::Result<UdpMedium> {
         let sock = UdpSocket::bind(local)?;
         sock.set_nonblocking(true)?;
+        set_socket_buffers(&sock, SOCKET_BUFFER);
         Ok(UdpMedium { sock, sender: None, dest: remote, peer: Some(remote), own: None, counters })
     }
 
@@ -64,10 +72,12 @@ impl UdpMedium {
         counters: Arc<EtherCounters>,
     ) -> io::Result<UdpMedium> {
         let sock = bind_reuse_v4(group)?;
+        set_socket_buffers(&sock, SOCKET_BUFFER);
         sock.join_multicast_v4(group.ip(), &local.unwrap_or(Ipv4Addr::UNSPECIFIED))?;
         sock.set_multicast_loop_v4(true)?;
         let sender = UdpSocket::bind(SocketAddrV4::new(local.unwrap_or(Ipv4Addr::UNSPECIFIED), 0))?;
         sender.set_nonblocking(true)?;
+        set_socket_buffers(&sender, SOCKET_BUFFER);
         sender.set_multicast_loop_v4(true)?;
         if let Some(ip) = local {
             set_multicast_if_v4(&sender, ip)?;
