@@ -16,19 +16,7 @@ pub fn mad_ifc(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let req: [u8; mad::MAD_SIZE] = mad_in.try_into().map_err(|_| fail!(status::BAD_INP_LEN, MAD_IFC_BAD_INP_LEN_2))?;
     // PerfMgt answers from the port's real totals (fabric + local MADs).
     let now = fw.ib.totals();
-    let view = super::port::PortCounters::default();
-    {
-        use std::sync::atomic::Ordering::Relaxed;
-        let d = |i: usize| now[i].saturating_sub(fw.ib.pma_base[i]);
-        view.xmit_data_words.store(d(0), Relaxed);
-        view.rcv_data_words.store(d(1), Relaxed);
-        view.xmit_pkts.store(d(2), Relaxed);
-        view.rcv_pkts.store(d(3), Relaxed);
-        view.rcv_errors.store(d(4), Relaxed);
-        view.xmit_discards.store(d(5), Relaxed);
-        view.unicast_xmit.store(d(2), Relaxed);
-        view.unicast_rcv.store(d(3), Relaxed);
-    }
+    let view = super::port::PortCounters::pma_view(&now, &fw.ib.pma_base);
     let reply = mad::process(&req, port, &fw.ib.port, &view);
     let is_clear = req[1] == mad::MGMT_CLASS_PERF_MGMT && req[3] == mad::METHOD_SET && req[66..68] != [0, 0];
     if is_clear && reply.status == 0 {

@@ -27,6 +27,23 @@ pub struct PortCounters {
 }
 
 impl PortCounters {
+    /// What PerfMgt reports: `now - base` per counter, both in the order of
+    /// [`IbPort::totals`] (xmit words, rcv words, xmit pkts, rcv pkts, rcv
+    /// errors, xmit discards); every packet counts as unicast.
+    pub fn pma_view(now: &[u64; 6], base: &[u64; 6]) -> PortCounters {
+        let view = PortCounters::default();
+        let d = |i: usize| now[i].saturating_sub(base[i]);
+        view.xmit_data_words.store(d(0), Ordering::Relaxed);
+        view.rcv_data_words.store(d(1), Ordering::Relaxed);
+        view.xmit_pkts.store(d(2), Ordering::Relaxed);
+        view.rcv_pkts.store(d(3), Ordering::Relaxed);
+        view.rcv_errors.store(d(4), Ordering::Relaxed);
+        view.xmit_discards.store(d(5), Ordering::Relaxed);
+        view.unicast_xmit.store(d(2), Ordering::Relaxed);
+        view.unicast_rcv.store(d(3), Ordering::Relaxed);
+        view
+    }
+
     pub(super) fn reset(&self) {
         for c in [
             &self.xmit_data_words,

@@ -41,16 +41,7 @@ pub fn mad_ifc(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         return Err(fail!(status::BAD_PARAM, ROCE_MAD_IFC_NOT_PMA));
     }
     let now = totals(fw);
-    let view = PortCounters::default();
-    let d = |i: usize| now[i].saturating_sub(fw.roce.pma_base[i]);
-    view.xmit_data_words.store(d(0), Relaxed);
-    view.rcv_data_words.store(d(1), Relaxed);
-    view.xmit_pkts.store(d(2), Relaxed);
-    view.rcv_pkts.store(d(3), Relaxed);
-    view.rcv_errors.store(d(4), Relaxed);
-    view.xmit_discards.store(d(5), Relaxed);
-    view.unicast_xmit.store(d(2), Relaxed);
-    view.unicast_rcv.store(d(3), Relaxed);
+    let view = PortCounters::pma_view(&now, &fw.roce.pma_base);
     let reply = mad::process(&req, 1, &fw.ib.port, &view);
     let is_clear = req[3] == mad::METHOD_SET && req[66..68] != [0, 0];
     if is_clear && reply.status == 0 {
