@@ -64,6 +64,16 @@ impl Req<'_> {
         f.get(self.input)
     }
 
+    /// Fails with `err` when the command names another vport (`other`, its
+    /// `other_vport` bit): only the function's own vport (0) exists.
+    pub fn own_vport(&self, other: Field, err: CmdErr) -> Result<(), CmdErr> {
+        if self.get(other) != 0 {
+            Err(err)
+        } else {
+            Ok(())
+        }
+    }
+
     /// Fails with BAD_INP_LEN unless the input holds `n` bytes.
     pub fn need(&self, n: usize) -> Result<(), CmdErr> {
         if self.input.len() < n {

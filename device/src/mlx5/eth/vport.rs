@@ -54,18 +54,6 @@ impl Firmware {
     }
 }
 
-/// Only the function's own vport (0) exists.
-fn own_vport(
-    r: &Req<'_>,
-    other: Field,
-    err: crate::mlx5::cmd::req::CmdErr,
-) -> Result<(), crate::mlx5::cmd::req::CmdErr> {
-    if r.get(other) != 0 {
-        return Err(err);
-    }
-    Ok(())
-}
-
 fn mac_u64(m: &[u8; 6]) -> u64 {
     m.iter().fold(0u64, |a, &b| a << 8 | b as u64)
 }
@@ -78,7 +66,7 @@ fn mac_of(v: u64) -> [u8; 6] {
 pub fn query_nic_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     use ifc::query_nic_vport_context_in as i;
     use ifc::query_nic_vport_context_out::nic_vport_context as c;
-    own_vport(r, i::other_vport, fail!(status::BAD_PARAM, QUERY_NIC_VPORT_CONTEXT_BAD_PARAM))?;
+    r.own_vport(i::other_vport, fail!(status::BAD_PARAM, QUERY_NIC_VPORT_CONTEXT_BAD_PARAM))?;
     let list_type = r.get(i::allowed_list_type);
     let v = &fw.eth.vport;
     let p = &fw.ib.port;
@@ -114,7 +102,7 @@ pub fn query_nic_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 
 pub fn modify_nic_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     use ifc::nic_vport_context as c;
-    own_vport(r, mi::other_vport, fail!(status::BAD_PARAM, MODIFY_NIC_VPORT_CONTEXT_BAD_PARAM))?;
+    r.own_vport(mi::other_vport, fail!(status::BAD_PARAM, MODIFY_NIC_VPORT_CONTEXT_BAD_PARAM))?;
     r.need(mi::SIZE)?;
     let ctx = |f: Field| r.get(Field::new(mi::CTX_BIT, 0).inner(f));
     let unsupported =
@@ -174,7 +162,7 @@ pub fn modify_nic_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 pub fn query_vport_state(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     use ifc::query_vport_state_in as i;
     use ifc::query_vport_state_out as o_;
-    own_vport(r, i::other_vport, fail!(status::BAD_PARAM, ETH_QUERY_VPORT_STATE_BAD_PARAM))?;
+    r.own_vport(i::other_vport, fail!(status::BAD_PARAM, ETH_QUERY_VPORT_STATE_BAD_PARAM))?;
     if r.get(i::op_mod) != 0 {
         // Only the NIC vport (op_mod 0 VNIC_VPORT) exists: no e-switch, no uplink.
         return Err(fail!(status::BAD_PARAM, ETH_QUERY_VPORT_STATE_BAD_PARAM_2));
@@ -186,7 +174,7 @@ pub fn query_vport_state(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 }
 
 pub fn modify_vport_state(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
-    own_vport(r, modify_vport_state_in::other_vport, fail!(status::BAD_PARAM, MODIFY_VPORT_STATE_BAD_PARAM))?;
+    r.own_vport(modify_vport_state_in::other_vport, fail!(status::BAD_PARAM, MODIFY_VPORT_STATE_BAD_PARAM))?;
     let s = r.get(modify_vport_state_in::admin_state);
     if !(1..=3).contains(&s) {
         return Err(fail!(status::BAD_PARAM, MODIFY_VPORT_STATE_BAD_PARAM_2));
@@ -196,7 +184,7 @@ pub fn modify_vport_state(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 }
 
 pub fn query_vport_counter(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
-    own_vport(r, vc::in_other_vport, fail!(status::BAD_PARAM, QUERY_VPORT_COUNTER_BAD_PARAM))?;
+    r.own_vport(vc::in_other_vport, fail!(status::BAD_PARAM, QUERY_VPORT_COUNTER_BAD_PARAM))?;
     let c = &fw.eth.vport.counters;
     let mut o = out(vc::OUT_SIZE);
     let mut put = |at: usize, p: &AtomicU64, b: &AtomicU64| {
@@ -221,7 +209,7 @@ pub const PKEY_TABLE_LEN: usize = 128;
 
 pub fn query_hca_vport_pkey(_fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     use ifc::query_hca_vport_pkey_in as i;
-    own_vport(r, i::other_vport, fail!(status::BAD_PARAM, QUERY_HCA_VPORT_PKEY_BAD_PARAM))?;
+    r.own_vport(i::other_vport, fail!(status::BAD_PARAM, QUERY_HCA_VPORT_PKEY_BAD_PARAM))?;
     if r.get(i::port_num) > 1 {
         return Err(fail!(status::BAD_PARAM, QUERY_HCA_VPORT_PKEY_BAD_PARAM_2));
     }

@@ -34,9 +34,7 @@ pub fn query_hca_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 }
 
 pub fn query_vport_state(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
-    if r.get(ifc::query_vport_state_in::other_vport) != 0 {
-        return Err(fail!(status::BAD_PARAM, QUERY_VPORT_STATE_BAD_PARAM));
-    }
+    r.own_vport(ifc::query_vport_state_in::other_vport, fail!(status::BAD_PARAM, QUERY_VPORT_STATE_BAD_PARAM))?;
     let up = if fw.ib.port.port_state == 4 { 1 } else { 0 };
     let mut o = out(ifc::query_vport_state_out::SIZE);
     ifc::query_vport_state_out::admin_state.set(&mut o, 1);
