@@ -65,6 +65,14 @@ eth_wait_peer() {
     _n=$((_n + 1)); [ $_n -lt ${2:-60} ] || return 1
   done
 }
+# wait (at most $1 s each, default 90) until every other guest answers a ping over the segment
+eth_wait_all_peers() {
+  _j=0
+  while [ $_j -lt $ETH_N ]; do
+    [ $_j = $G ] || eth_wait_peer $_j ${1:-90} || vr_fail "guest $_j ($(eth_ip $_j)) never answered"
+    _j=$((_j + 1))
+  done
+}
 # ---- barriers between the guests over the out-of-band virtio-net link (independent of the port under test) ----
 # eth_barrier NAME: every guest calls the same barriers in the same order. Guest k (k > 0) connects to guest 0
 # on port 20000+16n+k (the n-th barrier; one port per guest: a connection never lands in another's backlog), then

@@ -5,11 +5,7 @@
 . /usr/local/lib/vrnic-eth-lib.sh
 COUNT=${COUNT:-1000}
 eth_up
-j=0
-while [ $j -lt $ETH_N ]; do
-  [ $j = $G ] || eth_wait_peer $j 90 || vr_fail "guest $j ($(eth_ip $j)) never answered"
-  j=$((j + 1))
-done
+eth_wait_all_peers 90
 eth_barrier all-up
 j=0
 while [ $j -lt $ETH_N ]; do

@@ -101,11 +101,7 @@ roce_up() {
 # all guests up and answering pings on the segment, then a barrier
 roce_all_up() {
   roce_up "$@"
-  _j=0
-  while [ $_j -lt $ETH_N ]; do
-    [ $_j = $G ] || eth_wait_peer $_j 90 || vr_fail "guest $_j ($(eth_ip $_j)) never answered"
-    _j=$((_j + 1))
-  done
+  eth_wait_all_peers 90
   eth_barrier roce-up
 }
 # the port's counters (hw_counters and counters) as "name value" lines between markers

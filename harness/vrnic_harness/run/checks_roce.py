@@ -10,9 +10,8 @@ import subprocess
 from .. import roce_pcap
 from ..common import say
 from ..ethtopo import guest_ip
-from .checks_eth import texts, tools
+from .checks_eth import finish, texts, tools
 from .checks_pairs import PP_BYTES, PP_ITERS, PERF_ROW, tool_brief, tool_runs
-from .console import bad_lines_reason
 
 ROCE_UP = re.compile(r"^ROCE-UP g(\d+) dev=(\S+) nic=(\S+) netdev=(\S+) state=(\S*) link_layer=(\S+) gid4=(\d+) "
                      r"gid6=(\d+) after=(\S+)$", re.M)
@@ -72,13 +71,6 @@ def counters(ctx):
     for m in ROCE_COUNTERS.finditer("\n".join(texts(ctx))):
         res[(m.group(1), int(m.group(2)))] = {k: int(v) for k, v in re.findall(r"^(\S+) (\d+)$", m.group(3), re.M)}
     return res
-
-
-def finish(ctx, errs):
-    r = bad_lines_reason(ctx["text"])
-    if r:
-        errs.append(r)
-    return "; ".join(errs) or None
 
 
 # ---- roce-devinfo ------------------------------------------------------------------------------------------
