@@ -10,7 +10,7 @@
 
 use std::io;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tracing::info;
@@ -27,13 +27,12 @@ use crate::mlx5::firmware::Firmware;
 use crate::mlx5::hca::caps::roce::ROCE_ADDRESS_TABLE_SIZE;
 use crate::mlx5::ib::port::PortConfig;
 use crate::mlx5::link::LinkLayer;
-use crate::mlx5::uar::PollerKick;
+use crate::mlx5::uar::BurstKick;
 use crate::mlx5::uar::{arm_page, Doorbell, UAR_PAGE};
 use crate::mlx5::{DoorbellSink, DoorbellStats, InitSegment, UarPoller};
 use crate::pci::*;
 use crate::sys::{memfd, SharedMem};
 use crate::vfio::{DmaSpace, Interrupts};
-use crate::wire::bth;
 use crate::wire::clock::MonotonicClock;
 
 /// Counters exported to the control socket.
@@ -181,39 +180,25 @@ fn pumped(pump: Option<&LoopbackPump>, body: impl FnOnce()) {
 }
 
 /// Poll mode: the fabric's handler kicks the UAR poller into a spin window
-/// after a burst that changed what the guest sees (data, a completion):
-/// the guest usually answers with a doorbell. RDMA READ and atomic requests
-/// are answered by the device alone and kick nothing. A burst that came
-/// from this device itself (loopback) kicks as local, whichever thread
-/// delivered it (the doorbell's own pump, or the fabric worker when the pump
-/// found it busy): the answering doorbell follows within microseconds.
+/// after a burst that changed what the guest sees ([`BurstKick`]): the
+/// guest usually answers with a doorbell. A burst that came from this
+/// device itself (loopback) kicks as local, whichever thread delivered it
+/// (the doorbell's own pump, or the fabric worker when the pump found it
+/// busy): the answering doorbell follows within microseconds.
 struct Kicking {
     handler: FwHandler,
-    kick: PollerKick,
-    pending: AtomicBool,
-    pending_local: AtomicBool,
+    kick: BurstKick,
 }
 
 impl PacketHandler for Kicking {
     fn receive(&self, meta: &RxMeta, pkt: &[u8]) {
-        if let Ok(b) = bth::Packet::new_checked(pkt) {
-            let op = b.opcode();
-            // RDMA READ request (0x0c) or an atomic request.
-            if !(op.op() == 0x0c || op.is_atomic()) {
-                if meta.local {
-                    self.pending_local.store(true, Ordering::Relaxed);
-                }
-                self.pending.store(true, Ordering::Relaxed);
-            }
-        }
+        self.kick.note(pkt, meta.local);
         self.handler.receive(meta, pkt);
     }
 
     fn flush(&self) {
         self.handler.flush();
-        if self.pending.swap(false, Ordering::Relaxed) {
-            self.kick.kick(self.pending_local.swap(false, Ordering::Relaxed));
-        }
+        self.kick.flush();
     }
 
     fn poll(&self, now_ns: u64) -> Option<u64> {
@@ -342,12 +327,7 @@ impl Vrnic {
         if let Some(f) = &mut fabric {
             let handler = FwHandler(fw.clone());
             match kick {
-                Some(kick) => f.start(Arc::new(Kicking {
-                    handler,
-                    kick,
-                    pending: AtomicBool::new(false),
-                    pending_local: AtomicBool::new(false),
-                }))?,
+                Some(kick) => f.start(Arc::new(Kicking { handler, kick: BurstKick::new(kick) }))?,
                 None => f.start(Arc::new(handler))?,
             }
         }
@@ -463,6 +443,7 @@ mod tests {
     use super::*;
     use crate::vfio::uapi::VFIO_PCI_CONFIG_REGION_INDEX as CFG;
     use crate::vfio::{SparseArea, VfioDevice};
+    use std::sync::atomic::Ordering;
 
     fn dev(mode: DoorbellMode) -> Vrnic {
         let mut c = Config::default();

@@ -183,6 +183,44 @@ impl PollerKick {
     }
 }
 
+/// A poller kick that waits for the end of a burst of received packets:
+/// it kicks once if one of them changed what the guest sees (data, a
+/// completion). RDMA READ and atomic requests are answered by the device
+/// alone and kick nothing. A packet from this device itself (loopback)
+/// makes the kick local.
+pub struct BurstKick {
+    kick: PollerKick,
+    pending: AtomicBool,
+    pending_local: AtomicBool,
+}
+
+impl BurstKick {
+    pub fn new(kick: PollerKick) -> BurstKick {
+        BurstKick { kick, pending: AtomicBool::new(false), pending_local: AtomicBool::new(false) }
+    }
+
+    /// Notes one received packet (BTH onward).
+    pub fn note(&self, pkt: &[u8], local: bool) {
+        if let Ok(b) = crate::wire::bth::Packet::new_checked(pkt) {
+            let op = b.opcode();
+            // RDMA READ request (0x0c) or an atomic request.
+            if !(op.op() == 0x0c || op.is_atomic()) {
+                if local {
+                    self.pending_local.store(true, Ordering::Relaxed);
+                }
+                self.pending.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// End of the burst: kicks if a noted packet asked for it.
+    pub fn flush(&self) {
+        if self.pending.swap(false, Ordering::Relaxed) {
+            self.kick.kick(self.pending_local.swap(false, Ordering::Relaxed));
+        }
+    }
+}
+
 impl UarPoller {
     /// `mem` holds BAR0 at offset 0; `sink` gets every doorbell.
     pub fn start(mem: Arc<SharedMem>, sink: Arc<dyn DoorbellSink>) -> UarPoller {

@@ -7,7 +7,6 @@
 //! and moves the RQ to ERR (the driver's RX reporter recovers it).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
@@ -25,8 +24,7 @@ use crate::mlx5::datapath::wqe;
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::queue_buf::buf_addr;
 use crate::mlx5::roce::mcast::accept_multicast;
-use crate::mlx5::uar::PollerKick;
-use crate::wire::bth;
+use crate::mlx5::uar::{BurstKick, PollerKick};
 use crate::wire::ether::{self, FrameInfo, L3, L4, TPID_CTAG};
 use crate::wire::offload::rx_checksum;
 
@@ -84,42 +82,27 @@ pub struct EthRx {
     roce: Option<Arc<RocePort>>,
     /// Poll doorbell mode: wake the UAR poller after a burst that put
     /// something in front of the guest (it usually answers with a doorbell).
-    kick: Option<PollerKick>,
-    pending: AtomicBool,
-    pending_local: AtomicBool,
+    kick: Option<BurstKick>,
 }
 
 impl EthRx {
     pub fn new(fw: Arc<Mutex<Firmware>>, roce: Option<Arc<RocePort>>, kick: Option<PollerKick>) -> EthRx {
-        EthRx { fw, roce, kick, pending: AtomicBool::new(false), pending_local: AtomicBool::new(false) }
+        EthRx { fw, roce, kick: kick.map(BurstKick::new) }
     }
 
     fn fw(&self) -> std::sync::MutexGuard<'_, Firmware> {
         self.fw.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Notes a packet for the poller kick: RDMA READ requests and atomics
-    /// are answered by the device alone and kick nothing.
     fn note(&self, pkt: &[u8], local: bool) {
-        if self.kick.is_none() {
-            return;
-        }
-        if let Ok(b) = bth::Packet::new_checked(pkt) {
-            let op = b.opcode();
-            if !(op.op() == 0x0c || op.is_atomic()) {
-                if local {
-                    self.pending_local.store(true, Ordering::Relaxed);
-                }
-                self.pending.store(true, Ordering::Relaxed);
-            }
+        if let Some(k) = &self.kick {
+            k.note(pkt, local);
         }
     }
 
     fn kick_pending(&self) {
         if let Some(k) = &self.kick {
-            if self.pending.swap(false, Ordering::Relaxed) {
-                k.kick(self.pending_local.swap(false, Ordering::Relaxed));
-            }
+            k.flush();
         }
     }
 }
