@@ -29,7 +29,10 @@ GUEST_MODULES = ["ib_core", "ib_uverbs", "ib_umad", "rdma_ucm", "rdma_cm", "ib_c
                  # the out-of-band link between guests (qemu/launch --guests N: a second virtio-net NIC)
                  "virtio_net", "net_failover", "failover",
                  # the Ethernet scenarios: 802.1Q subinterfaces, tcpdump's packet sockets
-                 "8021q", "af_packet", "ipv6"]
+                 "8021q", "af_packet", "ipv6",
+                 # the kernel ULP scenarios (issue 22): NVMe-oF over RDMA (host, target, null_blk namespace),
+                 # NFS over RDMA (nfsd, the NFSv4 client, the RPC-over-RDMA transport)
+                 "nvme_rdma", "nvmet_rdma", "null_blk", "nfsd", "nfsv4", "rpcrdma"]
 
 
 class Tree:
