@@ -1,7 +1,8 @@
 #!/bin/sh
 # roce-perftest (two guests on an Ethernet segment): ib_{write,send,read,atomic}_{lat,bw} over RoCE v2 with
 # -x <IPv4 GID index> (perftest's own TCP exchange on the out-of-band link), ib_send_bw over the IPv6 GID, and
-# write/send/read lat and bw with -R (rdma_cm resolves the peer's IPv4 address on the segment). Guest 0 serves.
+# write/send/read lat and bw with -R (rdma_cm resolves the peer's IPv4 address on the segment), and the send tests
+# in event mode (-e). Guest 0 serves.
 . /usr/local/lib/vrnic-roce-lib.sh
 roce_all_up
 ibv_devinfo -d $ROCE_DEV | grep -E "hca_id|state|active_mtu|link_layer"
@@ -21,6 +22,12 @@ for t in write send read; do
   roce_perf_cm 0 R-ib_${t}_lat 60 ib_${t}_lat $D -s 2 -n $L
   roce_perf_cm 0 R-ib_${t}_bw 60 ib_${t}_bw $D -s 65536 -n $B
 done
+# completion events (-e: CQ arm -> EQE -> MSI-X -> ibv_get_cq_event) over RoCE: send lat RC/UD, a long send bw, bidir
+E="$D -x @GID4@ -e"
+roce_perf 0 e-ib_send_lat     60 ib_send_lat $E -s 2 -n $L
+roce_perf 0 e-ib_send_lat_ud  60 ib_send_lat $E -c UD -s 2 -n $L
+roce_perf 0 e-ib_send_bw      90 ib_send_bw $E -N -s 65536 -n ${EV_BW_ITERS:-5000}
+roce_perf 0 e-ib_send_bw_bidir 60 ib_send_bw $E -N -b -s 65536 -n $B
 echo "ROCE-PERFTEST-DONE g$G"
 roce_counters perftest
 vr_dmesg "roce-perftest"

@@ -220,6 +220,7 @@ def check_roce_pingpong(ctx):
 PERFTEST_X = ["x-ib_%s_%s" % (t, k) for k in ("lat", "bw") for t in ("write", "send", "read", "atomic")]
 PERFTEST_LABELS = PERFTEST_X + ["x6-ib_send_bw"] + ["R-ib_%s_%s" % (t, k) for t in ("write", "send", "read")
                                                     for k in ("lat", "bw")]
+PERFTEST_EVENTS = ["e-ib_send_lat", "e-ib_send_lat_ud", "e-ib_send_bw", "e-ib_send_bw_bidir"]
 
 
 def check_roce_perftest(ctx):
@@ -232,6 +233,11 @@ def check_roce_perftest(ctx):
         if r and want not in r["cmd"] + " ":
             errs.append("%s ran without%s: %s" % (lab, want.rstrip(), r["cmd"]))
     check_labels(ctx, PERFTEST_LABELS, judge_perftest, "PERFTEST", errs)
+    for lab in PERFTEST_EVENTS:
+        r = runs.get((lab, "client"))
+        if r and " -e " not in r["cmd"] + " ":
+            errs.append("%s ran without -e: %s" % (lab, r["cmd"]))
+    check_labels(ctx, PERFTEST_EVENTS, judge_perftest, "PERFTEST -e", errs)
     return finish(ctx, errs)
 
 
