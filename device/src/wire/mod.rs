@@ -62,5 +62,5 @@ pub mod roce;
 
 pub use bth::Opcode;
 pub use codec::{Error, Result};
-pub use ext::{aeth, atomic_ack_eth, atomic_eth, cnp, deth, ieth, immdt, reth};
+pub use ext::{aeth, atomic_ack_eth, atomic_eth, cnp, deth, ieth, immdt, reth, xrceth};
 pub use packet::{Headers, RocePacket};

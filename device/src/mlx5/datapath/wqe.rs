@@ -286,6 +286,8 @@ pub struct SendWqe {
     pub ctrl: CtrlSeg,
     /// UD: the address vector.
     pub av: Option<DatagramSeg>,
+    /// XRC initiator: `mlx5_wqe_xrc_seg.xrc_srqn`, the remote XRC SRQ.
+    pub xrc_srqn: Option<u32>,
     /// RDMA and atomics: the remote address.
     pub raddr: Option<RaddrSeg>,
     pub atomic: Option<AtomicSeg>,
@@ -295,6 +297,17 @@ pub struct SendWqe {
 /// Decodes a send WQE (`ds * 16` bytes, ctrl included) for a datagram
 /// (`ud` = true) or connected QP. Unknown opcodes are the caller's to refuse.
 pub fn parse_send(w: &[u8], ud: bool) -> Result<SendWqe, WqeError> {
+    parse_send_of(w, ud, false)
+}
+
+/// [`parse_send`] for an XRC initiator: a `mlx5_wqe_xrc_seg` (16 bytes, the
+/// XRC SRQ number in its first big-endian word, 24 bits) follows the control
+/// segment, then the segments of an RC WQE.
+pub fn parse_send_xrc(w: &[u8]) -> Result<SendWqe, WqeError> {
+    parse_send_of(w, false, true)
+}
+
+fn parse_send_of(w: &[u8], ud: bool, xrc: bool) -> Result<SendWqe, WqeError> {
     let ctrl = CtrlSeg::parse(w.get(..16).ok_or(WqeError::Truncated)?.try_into().map_err(|_| WqeError::Truncated)?);
     let n = ctrl.ds as usize * DS;
     if ctrl.ds == 0 || n > w.len() {
@@ -308,6 +321,7 @@ pub fn parse_send(w: &[u8], ud: bool) -> Result<SendWqe, WqeError> {
         Ok(s)
     };
     let av = if ud { Some(DatagramSeg::parse(take(DatagramSeg::SIZE)?)?) } else { None };
+    let xrc_srqn = if xrc { Some(be32(take(DS)?, 0) & 0x00ff_ffff) } else { None };
     let mut raddr = None;
     let mut atomic = None;
     match ctrl.opcode {
@@ -324,7 +338,7 @@ pub fn parse_send(w: &[u8], ud: bool) -> Result<SendWqe, WqeError> {
         _ => {}
     }
     let payload = parse_payload(&body[at..])?;
-    Ok(SendWqe { ctrl, av, raddr, atomic, payload })
+    Ok(SendWqe { ctrl, av, xrc_srqn, raddr, atomic, payload })
 }
 
 #[cfg(test)]
