@@ -59,6 +59,8 @@ pub mod offload;
 pub mod packet;
 pub mod psn;
 pub mod roce;
+#[cfg(test)]
+mod xrc_tests;
 
 pub use bth::Opcode;
 pub use codec::{Error, Result};
