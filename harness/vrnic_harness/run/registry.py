@@ -202,9 +202,9 @@ SCENARIOS = {
                 doc="two guests on the UDP fabric: ibv_xsrq_pingpong (XRC INI -> XRC TGT -> XRC SRQ, both ways) 64 B x "
                     "500, -e 16 KiB x 100 (multi-packet), one server for 2 client processes; doorbell trap, then poll"),
     "roce-xrc": dict(default=True, device=True, guests=2, timeout=400, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
-                     check=check_roce_xrc,
+                     check=check_roce_xrc, runs=DOORBELL_RUNS,
                      doc="two guests over udp, RoCE v2 with -g: ibv_xsrq_pingpong 64 B x 200 over the IPv4 GID, -e "
-                         "16 KiB x 100 over the IPv6 GID"),
+                         "16 KiB x 100 over the IPv6 GID; doorbell trap, then poll"),
 }
 ALIASES = {"bench": ["bench-loopback", "bench-2vm"]}
 DEFAULT = [n for n, sc in SCENARIOS.items() if sc.get("default")]
