@@ -176,3 +176,25 @@ fn requests_to_an_initiator_and_responses_to_a_target_are_dropped() {
     x.p.run(|p| p.a.eng.lock().rt.drops.bad_transport > 0);
     assert_eq!(a.eng.lock().rt.drops.bad_transport, 1);
 }
+
+#[test]
+fn a_target_in_error_flushes_its_message_to_the_srq_cq() {
+    let x = setup(256);
+    let (a, b) = (&x.p.a, &x.p.b);
+    b.eng.lock().post_srq_recv(x.srq, RecvWr { wr_id: 9, sgl: vec![b.sge(BASE + 0x8000, 4096)] }).unwrap();
+    a.eng.lock().post_send(x.ini, to_srq(1, WrOpcode::Send, vec![a.sge(BASE, 1024)], x.srq)).unwrap();
+    // One packet at a time until the first has taken the SRQ's WQE, then move the target to ERR.
+    for _ in 0..8 {
+        if b.eng.lock().srqs.get(x.srq).unwrap().wqes.is_empty() {
+            break;
+        }
+        x.p.net.pump(&[&a.eng as &dyn crate::fabric::PacketHandler, &b.eng], 1);
+    }
+    assert!(b.eng.lock().srqs.get(x.srq).unwrap().wqes.is_empty());
+    assert!(b.rec.take(x.srq_cq).is_empty(), "the message is not complete yet");
+    b.eng.lock().modify_qp(x.tgt, QpTransition::ToErr, &QpAttrUpdate::default()).unwrap();
+    let got = b.rec.take(x.srq_cq);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!((got[0].wr_id, got[0].status, got[0].srqn, got[0].qpn), (9, WcStatus::WrFlushErr, Some(x.srq), x.tgt));
+    assert!(b.cqes().is_empty());
+}

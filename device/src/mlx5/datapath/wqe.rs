@@ -361,6 +361,29 @@ mod tests {
         assert!(c.signaled() && c.solicited());
     }
 
+    /// An XRC initiator's RDMA WRITE as libmlx5 builds it: ctrl, `mlx5_wqe_xrc_seg`
+    /// (XRC SRQ number in its first word; the top byte is not part of it), raddr, data.
+    #[test]
+    fn xrc_segment_follows_the_ctrl_segment() {
+        let mut w = vec![0u8; 64];
+        w[..16].copy_from_slice(&ctrl(opcode::RDMA_WRITE, 1, 0x102, 4, CTRL_CQ_UPDATE));
+        w[16..20].copy_from_slice(&0xff00_0042u32.to_be_bytes());
+        w[32..40].copy_from_slice(&0x2000u64.to_be_bytes());
+        w[40..44].copy_from_slice(&0x77u32.to_be_bytes());
+        w[48..52].copy_from_slice(&8u32.to_be_bytes());
+        w[52..56].copy_from_slice(&0x5a00u32.to_be_bytes());
+        w[56..64].copy_from_slice(&0x1000u64.to_be_bytes());
+        let s = parse_send_xrc(&w).unwrap();
+        assert_eq!(s.xrc_srqn, Some(0x42));
+        assert_eq!(s.raddr, Some(RaddrSeg { raddr: 0x2000, rkey: 0x77 }));
+        assert_eq!(s.payload, Payload::Gather(vec![Sge { len: 8, lkey: 0x5a00, addr: 0x1000 }]));
+        // The same bytes as an RC WQE read the XRC segment as the remote address: not the same WQE.
+        assert_ne!(parse_send(&w, false).unwrap().raddr, s.raddr);
+        // ds 1: no room for the XRC segment.
+        w[7] = 1;
+        assert!(parse_send_xrc(&w).is_err());
+    }
+
     #[test]
     fn ud_send_with_gather_and_inline() {
         let mut w = vec![0u8; 128];
