@@ -1,4 +1,5 @@
-//! The RC/UC/UD transports on top of the object model: requester (PSNs,
+//! The RC/UC/UD/XRC transports on top of the object model (XRC: RC with an XRC SRQ
+//! named per request, `xrc.rs`): requester (PSNs,
 //! segmentation, window, READ/atomic limits, fences, retransmission on ACK
 //! timeout, RNR back-off, go-back-N), responder (PSN checks, duplicates,
 //! receive consumption, RDMA WRITE/READ/atomics with key checks, atomic

@@ -1,4 +1,4 @@
-//! The responder of RC and UC request packets, as an explicit sequence of
+//! The responder of RC, XRC and UC request packets, as an explicit sequence of
 //! steps (after Linux rxe's `enum resp_states`) driven by one loop: check
 //! the PSN (duplicates, gaps), the opcode against the message in progress,
 //! the resources (a receive WQE, the length), the R_Key, then execute
