@@ -90,6 +90,11 @@ STRUCTS = [
     # SRQ
     "create_srq_in", "create_srq_out", "destroy_srq_in", "destroy_srq_out", "query_srq_in", "query_srq_out",
     "srqc", "arm_rq_in", "arm_rq_out", "wq", "rmpc",
+    # ISSI 1 SRQs: basic ones as RMPs, XRC SRQs with their user index
+    "create_rmp_in", "create_rmp_out", "modify_rmp_in", "modify_rmp_out", "rmp_bitmask", "query_rmp_in",
+    "query_rmp_out", "destroy_rmp_in", "destroy_rmp_out", "create_xrc_srq_in", "create_xrc_srq_out", "xrc_srqc",
+    "destroy_xrc_srq_in", "destroy_xrc_srq_out", "query_xrc_srq_in", "query_xrc_srq_out", "arm_xrc_srq_in",
+    "arm_xrc_srq_out",
     # QP
     "create_qp_in", "create_qp_out", "destroy_qp_in", "destroy_qp_out", "query_qp_in", "query_qp_out",
     "qpc", "ads",

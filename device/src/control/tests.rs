@@ -278,6 +278,7 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
         &mut t.ecn_marked,
         &mut t.qkey_violations,
         &mut t.no_recv_drops,
+        &mut t.xrc_bad_srq,
     ] {
         *c = next();
     }

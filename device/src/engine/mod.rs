@@ -31,6 +31,8 @@ mod tests_rc;
 mod tests_responder;
 #[cfg(test)]
 mod tests_ud_uc;
+#[cfg(test)]
+mod tests_xrc;
 
 pub use instance::{Engine, Limits, QpCreate};
 pub use objects::*;

@@ -209,6 +209,13 @@ pub enum QpType {
     RawPacket,
 }
 
+impl QpType {
+    /// RC and both ends of XRC: PSN-sequenced and acknowledged, with reads and atomics.
+    pub fn is_reliable(self) -> bool {
+        matches!(self, QpType::Rc | QpType::XrcInitiator | QpType::XrcTarget)
+    }
+}
+
 /// IBTA QP states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum QpState {

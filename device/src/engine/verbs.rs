@@ -69,6 +69,8 @@ pub struct SendWr {
     /// Wait for every earlier RDMA READ / atomic to complete first.
     pub fence: bool,
     pub ud: Option<UdDest>,
+    /// XRC initiator: the remote XRC SRQ the message is for (its XRCETH).
+    pub xrc_srqn: u32,
     /// The WQE could not be decoded: complete in order with this status.
     pub local_error: Option<WcStatus>,
 }
@@ -91,6 +93,7 @@ impl SendWr {
             solicited: false,
             fence: false,
             ud: None,
+            xrc_srqn: 0,
             local_error: None,
         }
     }
@@ -179,6 +182,8 @@ pub struct Completion {
     pub net: NetHdr,
     /// UD on RoCE: the 802.1Q TCI of a tagged frame (CQE `vlan_info`).
     pub vlan: Option<u16>,
+    /// XRC target: the XRC SRQ whose receive WQE this completes (the CQE names it).
+    pub srqn: Option<u32>,
 }
 
 impl Completion {
@@ -197,6 +202,7 @@ impl Completion {
             solicited: false,
             net: NetHdr::Ib,
             vlan: None,
+            srqn: None,
         }
     }
 }

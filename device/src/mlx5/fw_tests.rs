@@ -359,3 +359,5 @@ mod qp_cmds;
 mod roce_cmds;
 #[path = "fw_tests_wqe.rs"]
 mod wqe_paths;
+#[path = "fw_tests_xrc.rs"]
+mod xrc;

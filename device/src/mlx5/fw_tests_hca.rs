@@ -11,7 +11,16 @@ fn bring_up_and_capabilities() {
     assert_eq!(t.status(&cmd(ifc::MLX5_CMD_OP_ALLOC_PD, 0, 16), 16), status::BAD_SYS_STATE);
     t.ok(&cmd(ifc::MLX5_CMD_OP_ENABLE_HCA, 0, 16), 12);
     let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_ISSI, 0, 16), ifc::query_issi_out::SIZE);
-    assert_eq!(ifc::query_issi_out::supported_issi_dw0.get(&o), 1);
+    assert_eq!(ifc::query_issi_out::supported_issi_dw0.get(&o), 0b11, "ISSI 0 and 1");
+    assert_eq!(ifc::query_issi_out::current_issi.get(&o), 0);
+    // mlx5_core's choice: SET_ISSI 1 (2 does not exist).
+    let mut set = cmd(ifc::MLX5_CMD_OP_SET_ISSI, 0, 16);
+    ifc::set_issi_in::current_issi.set(&mut set, 2);
+    assert_eq!(t.status(&set, 16), status::BAD_PARAM);
+    ifc::set_issi_in::current_issi.set(&mut set, 1);
+    t.ok(&set, 16);
+    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_ISSI, 0, 16), ifc::query_issi_out::SIZE);
+    assert_eq!(ifc::query_issi_out::current_issi.get(&o), 1);
     let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_PAGES, 1, 16), 16);
     assert_eq!(ifc::query_pages_out::num_pages.get(&o), 0);
     // QUERY_HCA_CAP general, CUR (op_mod 1) and MAX (0): 0x1000 bytes through mailboxes.

@@ -4984,6 +4984,751 @@ pub mod rmpc {
     ];
 }
 
+/// `struct mlx5_ifc_create_rmp_in_bits`: 272 bytes.
+pub mod create_rmp_in {
+    #[allow(unused_imports)]
+    use crate::mlx5::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x110;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `struct mlx5_ifc_rmpc_bits ctx` @ byte 0x20, DW8, 1920 bits
+    pub const ctx: Field = Field::new(0x100, 0x780);
+    /// Fields of `ctx`, offsets from the start of the enclosing top-level struct.
+    pub mod ctx {
+        #[allow(unused_imports)]
+        use crate::mlx5::fields::{Array, Field};
+        /// `u8 state[0x4]` @ byte 0x21, DW8 bits[23:20]
+        pub const state: Field = Field::new(0x108, 0x4);
+        /// `u8 basic_cyclic_rcv_wqe[0x1]` @ byte 0x24, DW9 bit 31
+        pub const basic_cyclic_rcv_wqe: Field = Field::new(0x120, 0x1);
+        /// `struct mlx5_ifc_wq_bits wq` @ byte 0x50, DW20, 1536 bits
+        pub const wq: Field = Field::new(0x280, 0x600);
+        /// Fields of `wq`, offsets from the start of the enclosing top-level struct.
+        pub mod wq {
+            #[allow(unused_imports)]
+            use crate::mlx5::fields::{Array, Field};
+            /// `u8 wq_type[0x4]` @ byte 0x50, DW20 bits[31:28]
+            pub const wq_type: Field = Field::new(0x280, 0x4);
+            /// `u8 wq_signature[0x1]` @ byte 0x50, DW20 bit 27
+            pub const wq_signature: Field = Field::new(0x284, 0x1);
+            /// `u8 end_padding_mode[0x2]` @ byte 0x50, DW20 bits[26:25]
+            pub const end_padding_mode: Field = Field::new(0x285, 0x2);
+            /// `u8 cd_slave[0x1]` @ byte 0x50, DW20 bit 24
+            pub const cd_slave: Field = Field::new(0x287, 0x1);
+            /// `u8 hds_skip_first_sge[0x1]` @ byte 0x54, DW21 bit 31
+            pub const hds_skip_first_sge: Field = Field::new(0x2a0, 0x1);
+            /// `u8 log2_hds_buf_size[0x3]` @ byte 0x54, DW21 bits[30:28]
+            pub const log2_hds_buf_size: Field = Field::new(0x2a1, 0x3);
+            /// `u8 page_offset[0x5]` @ byte 0x55, DW21 bits[20:16]
+            pub const page_offset: Field = Field::new(0x2ab, 0x5);
+            /// `u8 lwm[0x10]` @ byte 0x56, DW21 bits[15:0]
+            pub const lwm: Field = Field::new(0x2b0, 0x10);
+            /// `u8 pd[0x18]` @ byte 0x59, DW22 bits[23:0]
+            pub const pd: Field = Field::new(0x2c8, 0x18);
+            /// `u8 uar_page[0x18]` @ byte 0x5d, DW23 bits[23:0]
+            pub const uar_page: Field = Field::new(0x2e8, 0x18);
+            /// `u8 dbr_addr[0x40]` @ byte 0x60, DW24, 64 bits
+            pub const dbr_addr: Field = Field::new(0x300, 0x40);
+            /// `u8 hw_counter[0x20]` @ byte 0x68, DW26, 32 bits
+            pub const hw_counter: Field = Field::new(0x340, 0x20);
+            /// `u8 sw_counter[0x20]` @ byte 0x6c, DW27, 32 bits
+            pub const sw_counter: Field = Field::new(0x360, 0x20);
+            /// `u8 log_wq_stride[0x4]` @ byte 0x71, DW28 bits[19:16]
+            pub const log_wq_stride: Field = Field::new(0x38c, 0x4);
+            /// `u8 log_wq_pg_sz[0x5]` @ byte 0x72, DW28 bits[12:8]
+            pub const log_wq_pg_sz: Field = Field::new(0x393, 0x5);
+            /// `u8 log_wq_sz[0x5]` @ byte 0x73, DW28 bits[4:0]
+            pub const log_wq_sz: Field = Field::new(0x39b, 0x5);
+            /// `u8 dbr_umem_valid[0x1]` @ byte 0x74, DW29 bit 31
+            pub const dbr_umem_valid: Field = Field::new(0x3a0, 0x1);
+            /// `u8 wq_umem_valid[0x1]` @ byte 0x74, DW29 bit 30
+            pub const wq_umem_valid: Field = Field::new(0x3a1, 0x1);
+            /// `u8 log_hairpin_num_packets[0x5]` @ byte 0x74, DW29 bits[28:24]
+            pub const log_hairpin_num_packets: Field = Field::new(0x3a3, 0x5);
+            /// `u8 log_hairpin_data_sz[0x5]` @ byte 0x75, DW29 bits[20:16]
+            pub const log_hairpin_data_sz: Field = Field::new(0x3ab, 0x5);
+            /// `u8 log_wqe_num_of_strides[0x4]` @ byte 0x76, DW29 bits[11:8]
+            pub const log_wqe_num_of_strides: Field = Field::new(0x3b4, 0x4);
+            /// `u8 two_byte_shift_en[0x1]` @ byte 0x77, DW29 bit 7
+            pub const two_byte_shift_en: Field = Field::new(0x3b8, 0x1);
+            /// `u8 log_wqe_stride_size[0x3]` @ byte 0x77, DW29 bits[2:0]
+            pub const log_wqe_stride_size: Field = Field::new(0x3bd, 0x3);
+            /// `u8 dbr_umem_id[0x20]` @ byte 0x78, DW30, 32 bits
+            pub const dbr_umem_id: Field = Field::new(0x3c0, 0x20);
+            /// `u8 wq_umem_id[0x20]` @ byte 0x7c, DW31, 32 bits
+            pub const wq_umem_id: Field = Field::new(0x3e0, 0x20);
+            /// `u8 wq_umem_offset[0x40]` @ byte 0x80, DW32, 64 bits
+            pub const wq_umem_offset: Field = Field::new(0x400, 0x40);
+            /// `u8 headers_mkey[0x20]` @ byte 0x88, DW34, 32 bits
+            pub const headers_mkey: Field = Field::new(0x440, 0x20);
+            /// `u8 shampo_enable[0x1]` @ byte 0x8c, DW35 bit 31
+            pub const shampo_enable: Field = Field::new(0x460, 0x1);
+            /// `u8 log_reservation_size[0x3]` @ byte 0x8c, DW35 bits[26:24]
+            pub const log_reservation_size: Field = Field::new(0x465, 0x3);
+            /// `u8 log_max_num_of_packets_per_reservation[0x3]` @ byte 0x8d, DW35 bits[18:16]
+            pub const log_max_num_of_packets_per_reservation: Field = Field::new(0x46d, 0x3);
+            /// `u8 log_headers_entry_size[0x2]` @ byte 0x8e, DW35 bits[9:8]
+            pub const log_headers_entry_size: Field = Field::new(0x476, 0x2);
+            /// `u8 log_headers_buffer_entry_num[0x4]` @ byte 0x8f, DW35 bits[3:0]
+            pub const log_headers_buffer_entry_num: Field = Field::new(0x47c, 0x4);
+            /// `struct mlx5_ifc_cmd_pas_bits pas[]` @ byte 0x110, flexible
+            pub const pas: Array = Array::new(0x880, 0x40, 0);
+        }
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("ctx", ctx),
+    ];
+}
+
+/// `struct mlx5_ifc_create_rmp_out_bits`: 16 bytes.
+pub mod create_rmp_out {
+    #[allow(unused_imports)]
+    use crate::mlx5::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// `u8 rmpn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const rmpn: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] =
+        &[("status", status), ("syndrome", syndrome), ("rmpn", rmpn)];
+}
+
+/// `struct mlx5_ifc_modify_rmp_in_bits`: 272 bytes.
+pub mod modify_rmp_in {
+    #[allow(unused_imports)]
+    use crate::mlx5::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x110;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 rmp_state[0x4]` @ byte 0x8, DW2 bits[31:28]
+    pub const rmp_state: Field = Field::new(0x40, 0x4);
+    /// `u8 rmpn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const rmpn: Field = Field::new(0x48, 0x18);
+    /// `struct mlx5_ifc_rmp_bitmask_bits bitmask` @ byte 0x10, DW4, 64 bits
+    pub const bitmask: Field = Field::new(0x80, 0x40);
+    /// Fields of `bitmask`, offsets from the start of the enclosing top-level struct.
+    pub mod bitmask {
+        #[allow(unused_imports)]
+        use crate::mlx5::fields::{Array, Field};
+        /// `u8 lwm[0x1]` @ byte 0x17, DW5 bit 0
+        pub const lwm: Field = Field::new(0xbf, 0x1);
+    }
+    /// `struct mlx5_ifc_rmpc_bits ctx` @ byte 0x20, DW8, 1920 bits
+    pub const ctx: Field = Field::new(0x100, 0x780);
+    /// Fields of `ctx`, offsets from the start of the enclosing top-level struct.
+    pub mod ctx {
+        #[allow(unused_imports)]
+        use crate::mlx5::fields::{Array, Field};
+        /// `u8 state[0x4]` @ byte 0x21, DW8 bits[23:20]
+        pub const state: Field = Field::new(0x108, 0x4);
+        /// `u8 basic_cyclic_rcv_wqe[0x1]` @ byte 0x24, DW9 bit 31
+        pub const basic_cyclic_rcv_wqe: Field = Field::new(0x120, 0x1);
+        /// `struct mlx5_ifc_wq_bits wq` @ byte 0x50, DW20, 1536 bits
+        pub const wq: Field = Field::new(0x280, 0x600);
+        /// Fields of `wq`, offsets from the start of the enclosing top-level struct.
+        pub mod wq {
+            #[allow(unused_imports)]
+            use crate::mlx5::fields::{Array, Field};
+            /// `u8 wq_type[0x4]` @ byte 0x50, DW20 bits[31:28]
+            pub const wq_type: Field = Field::new(0x280, 0x4);
+            /// `u8 wq_signature[0x1]` @ byte 0x50, DW20 bit 27
+            pub const wq_signature: Field = Field::new(0x284, 0x1);
+            /// `u8 end_padding_mode[0x2]` @ byte 0x50, DW20 bits[26:25]
+            pub const end_padding_mode: Field = Field::new(0x285, 0x2);
+            /// `u8 cd_slave[0x1]` @ byte 0x50, DW20 bit 24
+            pub const cd_slave: Field = Field::new(0x287, 0x1);
+            /// `u8 hds_skip_first_sge[0x1]` @ byte 0x54, DW21 bit 31
+            pub const hds_skip_first_sge: Field = Field::new(0x2a0, 0x1);
+            /// `u8 log2_hds_buf_size[0x3]` @ byte 0x54, DW21 bits[30:28]
+            pub const log2_hds_buf_size: Field = Field::new(0x2a1, 0x3);
+            /// `u8 page_offset[0x5]` @ byte 0x55, DW21 bits[20:16]
+            pub const page_offset: Field = Field::new(0x2ab, 0x5);
+            /// `u8 lwm[0x10]` @ byte 0x56, DW21 bits[15:0]
+            pub const lwm: Field = Field::new(0x2b0, 0x10);
+            /// `u8 pd[0x18]` @ byte 0x59, DW22 bits[23:0]
+            pub const pd: Field = Field::new(0x2c8, 0x18);
+            /// `u8 uar_page[0x18]` @ byte 0x5d, DW23 bits[23:0]
+            pub const uar_page: Field = Field::new(0x2e8, 0x18);
+            /// `u8 dbr_addr[0x40]` @ byte 0x60, DW24, 64 bits
+            pub const dbr_addr: Field = Field::new(0x300, 0x40);
+            /// `u8 hw_counter[0x20]` @ byte 0x68, DW26, 32 bits
+            pub const hw_counter: Field = Field::new(0x340, 0x20);
+            /// `u8 sw_counter[0x20]` @ byte 0x6c, DW27, 32 bits
+            pub const sw_counter: Field = Field::new(0x360, 0x20);
+            /// `u8 log_wq_stride[0x4]` @ byte 0x71, DW28 bits[19:16]
+            pub const log_wq_stride: Field = Field::new(0x38c, 0x4);
+            /// `u8 log_wq_pg_sz[0x5]` @ byte 0x72, DW28 bits[12:8]
+            pub const log_wq_pg_sz: Field = Field::new(0x393, 0x5);
+            /// `u8 log_wq_sz[0x5]` @ byte 0x73, DW28 bits[4:0]
+            pub const log_wq_sz: Field = Field::new(0x39b, 0x5);
+            /// `u8 dbr_umem_valid[0x1]` @ byte 0x74, DW29 bit 31
+            pub const dbr_umem_valid: Field = Field::new(0x3a0, 0x1);
+            /// `u8 wq_umem_valid[0x1]` @ byte 0x74, DW29 bit 30
+            pub const wq_umem_valid: Field = Field::new(0x3a1, 0x1);
+            /// `u8 log_hairpin_num_packets[0x5]` @ byte 0x74, DW29 bits[28:24]
+            pub const log_hairpin_num_packets: Field = Field::new(0x3a3, 0x5);
+            /// `u8 log_hairpin_data_sz[0x5]` @ byte 0x75, DW29 bits[20:16]
+            pub const log_hairpin_data_sz: Field = Field::new(0x3ab, 0x5);
+            /// `u8 log_wqe_num_of_strides[0x4]` @ byte 0x76, DW29 bits[11:8]
+            pub const log_wqe_num_of_strides: Field = Field::new(0x3b4, 0x4);
+            /// `u8 two_byte_shift_en[0x1]` @ byte 0x77, DW29 bit 7
+            pub const two_byte_shift_en: Field = Field::new(0x3b8, 0x1);
+            /// `u8 log_wqe_stride_size[0x3]` @ byte 0x77, DW29 bits[2:0]
+            pub const log_wqe_stride_size: Field = Field::new(0x3bd, 0x3);
+            /// `u8 dbr_umem_id[0x20]` @ byte 0x78, DW30, 32 bits
+            pub const dbr_umem_id: Field = Field::new(0x3c0, 0x20);
+            /// `u8 wq_umem_id[0x20]` @ byte 0x7c, DW31, 32 bits
+            pub const wq_umem_id: Field = Field::new(0x3e0, 0x20);
+            /// `u8 wq_umem_offset[0x40]` @ byte 0x80, DW32, 64 bits
+            pub const wq_umem_offset: Field = Field::new(0x400, 0x40);
+            /// `u8 headers_mkey[0x20]` @ byte 0x88, DW34, 32 bits
+            pub const headers_mkey: Field = Field::new(0x440, 0x20);
+            /// `u8 shampo_enable[0x1]` @ byte 0x8c, DW35 bit 31
+            pub const shampo_enable: Field = Field::new(0x460, 0x1);
+            /// `u8 log_reservation_size[0x3]` @ byte 0x8c, DW35 bits[26:24]
+            pub const log_reservation_size: Field = Field::new(0x465, 0x3);
+            /// `u8 log_max_num_of_packets_per_reservation[0x3]` @ byte 0x8d, DW35 bits[18:16]
+            pub const log_max_num_of_packets_per_reservation: Field = Field::new(0x46d, 0x3);
+            /// `u8 log_headers_entry_size[0x2]` @ byte 0x8e, DW35 bits[9:8]
+            pub const log_headers_entry_size: Field = Field::new(0x476, 0x2);
+            /// `u8 log_headers_buffer_entry_num[0x4]` @ byte 0x8f, DW35 bits[3:0]
+            pub const log_headers_buffer_entry_num: Field = Field::new(0x47c, 0x4);
+            /// `struct mlx5_ifc_cmd_pas_bits pas[]` @ byte 0x110, flexible
+            pub const pas: Array = Array::new(0x880, 0x40, 0);
+        }
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("rmp_state", rmp_state),
+        ("rmpn", rmpn),
+        ("bitmask", bitmask),
+        ("ctx", ctx),
+    ];
+}
+
+/// `struct mlx5_ifc_modify_rmp_out_bits`: 16 bytes.
+pub mod modify_rmp_out {
+    #[allow(unused_imports)]
+    use crate::mlx5::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_rmp_bitmask_bits`: 8 bytes.
+pub mod rmp_bitmask {
+    #[allow(unused_imports)]
+    use crate::mlx5::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x8;
+    /// `u8 lwm[0x1]` @ byte 0x7, DW1 bit 0
+    pub const lwm: Field = Field::new(0x3f, 0x1);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("lwm", lwm)];
+}
+
+/// `struct mlx5_ifc_query_rmp_in_bits`: 16 bytes.
+pub mod query_rmp_in {
+    #[allow(unused_imports)]
+    use crate::mlx5::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 rmpn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const rmpn: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("opcode", opcode), ("op_mod", op_mod), ("rmpn", rmpn)];
+}
+
+/// `struct mlx5_ifc_query_rmp_out_bits`: 272 bytes.
+pub mod query_rmp_out {
+    #[allow(unused_imports)]
+    use crate::mlx5::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x110;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// `struct mlx5_ifc_rmpc_bits rmp_context` @ byte 0x20, DW8, 1920 bits
+    pub const rmp_context: Field = Field::new(0x100, 0x780);
+    /// Fields of `rmp_context`, offsets from the start of the enclosing top-level struct.
+    pub mod rmp_context {
+        #[allow(unused_imports)]
+        use crate::mlx5::fields::{Array, Field};
+        /// `u8 state[0x4]` @ byte 0x21, DW8 bits[23:20]
+        pub const state: Field = Field::new(0x108, 0x4);
+        /// `u8 basic_cyclic_rcv_wqe[0x1]` @ byte 0x24, DW9 bit 31
+        pub const basic_cyclic_rcv_wqe: Field = Field::new(0x120, 0x1);
+        /// `struct mlx5_ifc_wq_bits wq` @ byte 0x50, DW20, 1536 bits
+        pub const wq: Field = Field::new(0x280, 0x600);
+        /// Fields of `wq`, offsets from the start of the enclosing top-level struct.
+        pub mod wq {
+            #[allow(unused_imports)]
+            use crate::mlx5::fields::{Array, Field};
+            /// `u8 wq_type[0x4]` @ byte 0x50, DW20 bits[31:28]
+            pub const wq_type: Field = Field::new(0x280, 0x4);
+            /// `u8 wq_signature[0x1]` @ byte 0x50, DW20 bit 27
+            pub const wq_signature: Field = Field::new(0x284, 0x1);
+            /// `u8 end_padding_mode[0x2]` @ byte 0x50, DW20 bits[26:25]
+            pub const end_padding_mode: Field = Field::new(0x285, 0x2);
+            /// `u8 cd_slave[0x1]` @ byte 0x50, DW20 bit 24
+            pub const cd_slave: Field = Field::new(0x287, 0x1);
+            /// `u8 hds_skip_first_sge[0x1]` @ byte 0x54, DW21 bit 31
+            pub const hds_skip_first_sge: Field = Field::new(0x2a0, 0x1);
+            /// `u8 log2_hds_buf_size[0x3]` @ byte 0x54, DW21 bits[30:28]
+            pub const log2_hds_buf_size: Field = Field::new(0x2a1, 0x3);
+            /// `u8 page_offset[0x5]` @ byte 0x55, DW21 bits[20:16]
+            pub const page_offset: Field = Field::new(0x2ab, 0x5);
+            /// `u8 lwm[0x10]` @ byte 0x56, DW21 bits[15:0]
+            pub const lwm: Field = Field::new(0x2b0, 0x10);
+            /// `u8 pd[0x18]` @ byte 0x59, DW22 bits[23:0]
+            pub const pd: Field = Field::new(0x2c8, 0x18);
+            /// `u8 uar_page[0x18]` @ byte 0x5d, DW23 bits[23:0]
+            pub const uar_page: Field = Field::new(0x2e8, 0x18);
+            /// `u8 dbr_addr[0x40]` @ byte 0x60, DW24, 64 bits
+            pub const dbr_addr: Field = Field::new(0x300, 0x40);
+            /// `u8 hw_counter[0x20]` @ byte 0x68, DW26, 32 bits
+            pub const hw_counter: Field = Field::new(0x340, 0x20);
+            /// `u8 sw_counter[0x20]` @ byte 0x6c, DW27, 32 bits
+            pub const sw_counter: Field = Field::new(0x360, 0x20);
+            /// `u8 log_wq_stride[0x4]` @ byte 0x71, DW28 bits[19:16]
+            pub const log_wq_stride: Field = Field::new(0x38c, 0x4);
+            /// `u8 log_wq_pg_sz[0x5]` @ byte 0x72, DW28 bits[12:8]
+            pub const log_wq_pg_sz: Field = Field::new(0x393, 0x5);
+            /// `u8 log_wq_sz[0x5]` @ byte 0x73, DW28 bits[4:0]
+            pub const log_wq_sz: Field = Field::new(0x39b, 0x5);
+            /// `u8 dbr_umem_valid[0x1]` @ byte 0x74, DW29 bit 31
+            pub const dbr_umem_valid: Field = Field::new(0x3a0, 0x1);
+            /// `u8 wq_umem_valid[0x1]` @ byte 0x74, DW29 bit 30
+            pub const wq_umem_valid: Field = Field::new(0x3a1, 0x1);
+            /// `u8 log_hairpin_num_packets[0x5]` @ byte 0x74, DW29 bits[28:24]
+            pub const log_hairpin_num_packets: Field = Field::new(0x3a3, 0x5);
+            /// `u8 log_hairpin_data_sz[0x5]` @ byte 0x75, DW29 bits[20:16]
+            pub const log_hairpin_data_sz: Field = Field::new(0x3ab, 0x5);
+            /// `u8 log_wqe_num_of_strides[0x4]` @ byte 0x76, DW29 bits[11:8]
+            pub const log_wqe_num_of_strides: Field = Field::new(0x3b4, 0x4);
+            /// `u8 two_byte_shift_en[0x1]` @ byte 0x77, DW29 bit 7
+            pub const two_byte_shift_en: Field = Field::new(0x3b8, 0x1);
+            /// `u8 log_wqe_stride_size[0x3]` @ byte 0x77, DW29 bits[2:0]
+            pub const log_wqe_stride_size: Field = Field::new(0x3bd, 0x3);
+            /// `u8 dbr_umem_id[0x20]` @ byte 0x78, DW30, 32 bits
+            pub const dbr_umem_id: Field = Field::new(0x3c0, 0x20);
+            /// `u8 wq_umem_id[0x20]` @ byte 0x7c, DW31, 32 bits
+            pub const wq_umem_id: Field = Field::new(0x3e0, 0x20);
+            /// `u8 wq_umem_offset[0x40]` @ byte 0x80, DW32, 64 bits
+            pub const wq_umem_offset: Field = Field::new(0x400, 0x40);
+            /// `u8 headers_mkey[0x20]` @ byte 0x88, DW34, 32 bits
+            pub const headers_mkey: Field = Field::new(0x440, 0x20);
+            /// `u8 shampo_enable[0x1]` @ byte 0x8c, DW35 bit 31
+            pub const shampo_enable: Field = Field::new(0x460, 0x1);
+            /// `u8 log_reservation_size[0x3]` @ byte 0x8c, DW35 bits[26:24]
+            pub const log_reservation_size: Field = Field::new(0x465, 0x3);
+            /// `u8 log_max_num_of_packets_per_reservation[0x3]` @ byte 0x8d, DW35 bits[18:16]
+            pub const log_max_num_of_packets_per_reservation: Field = Field::new(0x46d, 0x3);
+            /// `u8 log_headers_entry_size[0x2]` @ byte 0x8e, DW35 bits[9:8]
+            pub const log_headers_entry_size: Field = Field::new(0x476, 0x2);
+            /// `u8 log_headers_buffer_entry_num[0x4]` @ byte 0x8f, DW35 bits[3:0]
+            pub const log_headers_buffer_entry_num: Field = Field::new(0x47c, 0x4);
+            /// `struct mlx5_ifc_cmd_pas_bits pas[]` @ byte 0x110, flexible
+            pub const pas: Array = Array::new(0x880, 0x40, 0);
+        }
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("status", status),
+        ("syndrome", syndrome),
+        ("rmp_context", rmp_context),
+    ];
+}
+
+/// `struct mlx5_ifc_destroy_rmp_in_bits`: 16 bytes.
+pub mod destroy_rmp_in {
+    #[allow(unused_imports)]
+    use crate::mlx5::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 rmpn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const rmpn: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("rmpn", rmpn),
+    ];
+}
+
+/// `struct mlx5_ifc_destroy_rmp_out_bits`: 16 bytes.
+pub mod destroy_rmp_out {
+    #[allow(unused_imports)]
+    use crate::mlx5::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_create_xrc_srq_in_bits`: 272 bytes.
+pub mod create_xrc_srq_in {
+    #[allow(unused_imports)]
+    use crate::mlx5::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x110;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `struct mlx5_ifc_xrc_srqc_bits xrc_srq_context_entry` @ byte 0x10, DW4, 512 bits
+    pub const xrc_srq_context_entry: Field = Field::new(0x80, 0x200);
+    /// Fields of `xrc_srq_context_entry`, offsets from the start of the enclosing top-level struct.
+    pub mod xrc_srq_context_entry {
+        #[allow(unused_imports)]
+        use crate::mlx5::fields::{Array, Field};
+        /// `u8 state[0x4]` @ byte 0x10, DW4 bits[31:28]
+        pub const state: Field = Field::new(0x80, 0x4);
+        /// `u8 log_xrc_srq_size[0x4]` @ byte 0x10, DW4 bits[27:24]
+        pub const log_xrc_srq_size: Field = Field::new(0x84, 0x4);
+        /// `u8 wq_signature[0x1]` @ byte 0x14, DW5 bit 31
+        pub const wq_signature: Field = Field::new(0xa0, 0x1);
+        /// `u8 cont_srq[0x1]` @ byte 0x14, DW5 bit 30
+        pub const cont_srq: Field = Field::new(0xa1, 0x1);
+        /// `u8 rlky[0x1]` @ byte 0x14, DW5 bit 28
+        pub const rlky: Field = Field::new(0xa3, 0x1);
+        /// `u8 basic_cyclic_rcv_wqe[0x1]` @ byte 0x14, DW5 bit 27
+        pub const basic_cyclic_rcv_wqe: Field = Field::new(0xa4, 0x1);
+        /// `u8 log_rq_stride[0x3]` @ byte 0x14, DW5 bits[26:24]
+        pub const log_rq_stride: Field = Field::new(0xa5, 0x3);
+        /// `u8 xrcd[0x18]` @ byte 0x15, DW5 bits[23:0]
+        pub const xrcd: Field = Field::new(0xa8, 0x18);
+        /// `u8 page_offset[0x6]` @ byte 0x18, DW6 bits[31:26]
+        pub const page_offset: Field = Field::new(0xc0, 0x6);
+        /// `u8 dbr_umem_valid[0x1]` @ byte 0x18, DW6 bit 24
+        pub const dbr_umem_valid: Field = Field::new(0xc7, 0x1);
+        /// `u8 cqn[0x18]` @ byte 0x19, DW6 bits[23:0]
+        pub const cqn: Field = Field::new(0xc8, 0x18);
+        /// `u8 user_index_equal_xrc_srqn[0x1]` @ byte 0x20, DW8 bit 31
+        pub const user_index_equal_xrc_srqn: Field = Field::new(0x100, 0x1);
+        /// `u8 log_page_size[0x6]` @ byte 0x20, DW8 bits[29:24]
+        pub const log_page_size: Field = Field::new(0x102, 0x6);
+        /// `u8 user_index[0x18]` @ byte 0x21, DW8 bits[23:0]
+        pub const user_index: Field = Field::new(0x108, 0x18);
+        /// `u8 pd[0x18]` @ byte 0x29, DW10 bits[23:0]
+        pub const pd: Field = Field::new(0x148, 0x18);
+        /// `u8 lwm[0x10]` @ byte 0x2c, DW11 bits[31:16]
+        pub const lwm: Field = Field::new(0x160, 0x10);
+        /// `u8 wqe_cnt[0x10]` @ byte 0x2e, DW11 bits[15:0]
+        pub const wqe_cnt: Field = Field::new(0x170, 0x10);
+        /// `u8 db_record_addr_h[0x20]` @ byte 0x38, DW14, 32 bits
+        pub const db_record_addr_h: Field = Field::new(0x1c0, 0x20);
+        /// `u8 db_record_addr_l[0x1e]` @ byte 0x3c, DW15 bits[31:2]
+        pub const db_record_addr_l: Field = Field::new(0x1e0, 0x1e);
+    }
+    /// `u8 xrc_srq_umem_valid[0x1]` @ byte 0x5c, DW23 bit 31
+    pub const xrc_srq_umem_valid: Field = Field::new(0x2e0, 0x1);
+    /// `u8 pas[][0x40]` @ byte 0x110, flexible
+    pub const pas: Array = Array::new(0x880, 0x40, 0);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("xrc_srq_context_entry", xrc_srq_context_entry),
+        ("xrc_srq_umem_valid", xrc_srq_umem_valid),
+    ];
+}
+
+/// `struct mlx5_ifc_create_xrc_srq_out_bits`: 16 bytes.
+pub mod create_xrc_srq_out {
+    #[allow(unused_imports)]
+    use crate::mlx5::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// `u8 xrc_srqn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const xrc_srqn: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("status", status),
+        ("syndrome", syndrome),
+        ("xrc_srqn", xrc_srqn),
+    ];
+}
+
+/// `struct mlx5_ifc_xrc_srqc_bits`: 64 bytes.
+pub mod xrc_srqc {
+    #[allow(unused_imports)]
+    use crate::mlx5::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x40;
+    /// `u8 state[0x4]` @ byte 0x0, DW0 bits[31:28]
+    pub const state: Field = Field::new(0x0, 0x4);
+    /// `u8 log_xrc_srq_size[0x4]` @ byte 0x0, DW0 bits[27:24]
+    pub const log_xrc_srq_size: Field = Field::new(0x4, 0x4);
+    /// `u8 wq_signature[0x1]` @ byte 0x4, DW1 bit 31
+    pub const wq_signature: Field = Field::new(0x20, 0x1);
+    /// `u8 cont_srq[0x1]` @ byte 0x4, DW1 bit 30
+    pub const cont_srq: Field = Field::new(0x21, 0x1);
+    /// `u8 rlky[0x1]` @ byte 0x4, DW1 bit 28
+    pub const rlky: Field = Field::new(0x23, 0x1);
+    /// `u8 basic_cyclic_rcv_wqe[0x1]` @ byte 0x4, DW1 bit 27
+    pub const basic_cyclic_rcv_wqe: Field = Field::new(0x24, 0x1);
+    /// `u8 log_rq_stride[0x3]` @ byte 0x4, DW1 bits[26:24]
+    pub const log_rq_stride: Field = Field::new(0x25, 0x3);
+    /// `u8 xrcd[0x18]` @ byte 0x5, DW1 bits[23:0]
+    pub const xrcd: Field = Field::new(0x28, 0x18);
+    /// `u8 page_offset[0x6]` @ byte 0x8, DW2 bits[31:26]
+    pub const page_offset: Field = Field::new(0x40, 0x6);
+    /// `u8 dbr_umem_valid[0x1]` @ byte 0x8, DW2 bit 24
+    pub const dbr_umem_valid: Field = Field::new(0x47, 0x1);
+    /// `u8 cqn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const cqn: Field = Field::new(0x48, 0x18);
+    /// `u8 user_index_equal_xrc_srqn[0x1]` @ byte 0x10, DW4 bit 31
+    pub const user_index_equal_xrc_srqn: Field = Field::new(0x80, 0x1);
+    /// `u8 log_page_size[0x6]` @ byte 0x10, DW4 bits[29:24]
+    pub const log_page_size: Field = Field::new(0x82, 0x6);
+    /// `u8 user_index[0x18]` @ byte 0x11, DW4 bits[23:0]
+    pub const user_index: Field = Field::new(0x88, 0x18);
+    /// `u8 pd[0x18]` @ byte 0x19, DW6 bits[23:0]
+    pub const pd: Field = Field::new(0xc8, 0x18);
+    /// `u8 lwm[0x10]` @ byte 0x1c, DW7 bits[31:16]
+    pub const lwm: Field = Field::new(0xe0, 0x10);
+    /// `u8 wqe_cnt[0x10]` @ byte 0x1e, DW7 bits[15:0]
+    pub const wqe_cnt: Field = Field::new(0xf0, 0x10);
+    /// `u8 db_record_addr_h[0x20]` @ byte 0x28, DW10, 32 bits
+    pub const db_record_addr_h: Field = Field::new(0x140, 0x20);
+    /// `u8 db_record_addr_l[0x1e]` @ byte 0x2c, DW11 bits[31:2]
+    pub const db_record_addr_l: Field = Field::new(0x160, 0x1e);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("state", state),
+        ("log_xrc_srq_size", log_xrc_srq_size),
+        ("wq_signature", wq_signature),
+        ("cont_srq", cont_srq),
+        ("rlky", rlky),
+        ("basic_cyclic_rcv_wqe", basic_cyclic_rcv_wqe),
+        ("log_rq_stride", log_rq_stride),
+        ("xrcd", xrcd),
+        ("page_offset", page_offset),
+        ("dbr_umem_valid", dbr_umem_valid),
+        ("cqn", cqn),
+        ("user_index_equal_xrc_srqn", user_index_equal_xrc_srqn),
+        ("log_page_size", log_page_size),
+        ("user_index", user_index),
+        ("pd", pd),
+        ("lwm", lwm),
+        ("wqe_cnt", wqe_cnt),
+        ("db_record_addr_h", db_record_addr_h),
+        ("db_record_addr_l", db_record_addr_l),
+    ];
+}
+
+/// `struct mlx5_ifc_destroy_xrc_srq_in_bits`: 16 bytes.
+pub mod destroy_xrc_srq_in {
+    #[allow(unused_imports)]
+    use crate::mlx5::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 xrc_srqn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const xrc_srqn: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("xrc_srqn", xrc_srqn),
+    ];
+}
+
+/// `struct mlx5_ifc_destroy_xrc_srq_out_bits`: 16 bytes.
+pub mod destroy_xrc_srq_out {
+    #[allow(unused_imports)]
+    use crate::mlx5::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_query_xrc_srq_in_bits`: 16 bytes.
+pub mod query_xrc_srq_in {
+    #[allow(unused_imports)]
+    use crate::mlx5::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 xrc_srqn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const xrc_srqn: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("op_mod", op_mod),
+        ("xrc_srqn", xrc_srqn),
+    ];
+}
+
+/// `struct mlx5_ifc_query_xrc_srq_out_bits`: 272 bytes.
+pub mod query_xrc_srq_out {
+    #[allow(unused_imports)]
+    use crate::mlx5::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x110;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// `struct mlx5_ifc_xrc_srqc_bits xrc_srq_context_entry` @ byte 0x10, DW4, 512 bits
+    pub const xrc_srq_context_entry: Field = Field::new(0x80, 0x200);
+    /// Fields of `xrc_srq_context_entry`, offsets from the start of the enclosing top-level struct.
+    pub mod xrc_srq_context_entry {
+        #[allow(unused_imports)]
+        use crate::mlx5::fields::{Array, Field};
+        /// `u8 state[0x4]` @ byte 0x10, DW4 bits[31:28]
+        pub const state: Field = Field::new(0x80, 0x4);
+        /// `u8 log_xrc_srq_size[0x4]` @ byte 0x10, DW4 bits[27:24]
+        pub const log_xrc_srq_size: Field = Field::new(0x84, 0x4);
+        /// `u8 wq_signature[0x1]` @ byte 0x14, DW5 bit 31
+        pub const wq_signature: Field = Field::new(0xa0, 0x1);
+        /// `u8 cont_srq[0x1]` @ byte 0x14, DW5 bit 30
+        pub const cont_srq: Field = Field::new(0xa1, 0x1);
+        /// `u8 rlky[0x1]` @ byte 0x14, DW5 bit 28
+        pub const rlky: Field = Field::new(0xa3, 0x1);
+        /// `u8 basic_cyclic_rcv_wqe[0x1]` @ byte 0x14, DW5 bit 27
+        pub const basic_cyclic_rcv_wqe: Field = Field::new(0xa4, 0x1);
+        /// `u8 log_rq_stride[0x3]` @ byte 0x14, DW5 bits[26:24]
+        pub const log_rq_stride: Field = Field::new(0xa5, 0x3);
+        /// `u8 xrcd[0x18]` @ byte 0x15, DW5 bits[23:0]
+        pub const xrcd: Field = Field::new(0xa8, 0x18);
+        /// `u8 page_offset[0x6]` @ byte 0x18, DW6 bits[31:26]
+        pub const page_offset: Field = Field::new(0xc0, 0x6);
+        /// `u8 dbr_umem_valid[0x1]` @ byte 0x18, DW6 bit 24
+        pub const dbr_umem_valid: Field = Field::new(0xc7, 0x1);
+        /// `u8 cqn[0x18]` @ byte 0x19, DW6 bits[23:0]
+        pub const cqn: Field = Field::new(0xc8, 0x18);
+        /// `u8 user_index_equal_xrc_srqn[0x1]` @ byte 0x20, DW8 bit 31
+        pub const user_index_equal_xrc_srqn: Field = Field::new(0x100, 0x1);
+        /// `u8 log_page_size[0x6]` @ byte 0x20, DW8 bits[29:24]
+        pub const log_page_size: Field = Field::new(0x102, 0x6);
+        /// `u8 user_index[0x18]` @ byte 0x21, DW8 bits[23:0]
+        pub const user_index: Field = Field::new(0x108, 0x18);
+        /// `u8 pd[0x18]` @ byte 0x29, DW10 bits[23:0]
+        pub const pd: Field = Field::new(0x148, 0x18);
+        /// `u8 lwm[0x10]` @ byte 0x2c, DW11 bits[31:16]
+        pub const lwm: Field = Field::new(0x160, 0x10);
+        /// `u8 wqe_cnt[0x10]` @ byte 0x2e, DW11 bits[15:0]
+        pub const wqe_cnt: Field = Field::new(0x170, 0x10);
+        /// `u8 db_record_addr_h[0x20]` @ byte 0x38, DW14, 32 bits
+        pub const db_record_addr_h: Field = Field::new(0x1c0, 0x20);
+        /// `u8 db_record_addr_l[0x1e]` @ byte 0x3c, DW15 bits[31:2]
+        pub const db_record_addr_l: Field = Field::new(0x1e0, 0x1e);
+    }
+    /// `u8 pas[][0x40]` @ byte 0x110, flexible
+    pub const pas: Array = Array::new(0x880, 0x40, 0);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("status", status),
+        ("syndrome", syndrome),
+        ("xrc_srq_context_entry", xrc_srq_context_entry),
+    ];
+}
+
+/// `struct mlx5_ifc_arm_xrc_srq_in_bits`: 16 bytes.
+pub mod arm_xrc_srq_in {
+    #[allow(unused_imports)]
+    use crate::mlx5::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 xrc_srqn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const xrc_srqn: Field = Field::new(0x48, 0x18);
+    /// `u8 lwm[0x10]` @ byte 0xe, DW3 bits[15:0]
+    pub const lwm: Field = Field::new(0x70, 0x10);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("xrc_srqn", xrc_srqn),
+        ("lwm", lwm),
+    ];
+}
+
+/// `struct mlx5_ifc_arm_xrc_srq_out_bits`: 16 bytes.
+pub mod arm_xrc_srq_out {
+    #[allow(unused_imports)]
+    use crate::mlx5::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
 /// `struct mlx5_ifc_create_qp_in_bits`: 272 bytes.
 pub mod create_qp_in {
     #[allow(unused_imports)]

@@ -290,54 +290,6 @@ fn bad_flags_and_ds_and_recovery() {
     }
 }
 
-/// An XRC initiator QP is accepted at CREATE_QP but the device has no XRC
-/// send path: its WQEs complete with LOCAL_QP_OP_ERR (QP to ERR, the rest
-/// flush) instead of being left unanswered.
-#[test]
-fn xrc_initiator_sends_error_complete() {
-    use ifc::create_mkey_in::memory_key_mkey_entry as m;
-    use ifc::rst2init_qp_in::qpc as q;
-    let mut t = Bench::new();
-    let uar = t.up();
-    let eqn = t.eq(uar, 1, 0, 0x100000);
-    let pd = t.pd();
-    let key = t.mkey(pd, &[m::lr, m::lw], 0x22);
-    let cqn = t.cq(uar, eqn, 0x120000);
-    let o = t.ok(&super::fw_tests::cmd(ifc::MLX5_CMD_OP_ALLOC_XRCD, 0, 16), 16);
-    let xrcd = ifc::alloc_xrcd_out::xrcd.get(&o);
-    let qpn = t.qp_with(3, pd, uar, cqn, QP_BUF, |i| {
-        ifc::create_qp_in::qpc::dbr_addr.set(i, QP_DBR);
-        ifc::create_qp_in::qpc::xrcd.set(i, xrcd);
-        ifc::create_qp_in::qpc::rq_type.set(i, 3);
-    });
-    let mut i = transition_in(ifc::MLX5_CMD_OP_RST2INIT_QP, qpn);
-    q::primary_address_path::vhca_port_num.set(&mut i, 1);
-    t.ok(&i, 16);
-    let mut i = transition_in(ifc::MLX5_CMD_OP_INIT2RTR_QP, qpn);
-    q::mtu.set(&mut i, 3);
-    q::primary_address_path::rlid.set(&mut i, 3);
-    t.ok(&i, 16);
-    t.ok(&transition_in(ifc::MLX5_CMD_OP_RTR2RTS_QP, qpn), 16);
-    // An RQ of zero size: the SQ starts at the buffer.
-    for k in 0..2u16 {
-        let mut c = ctrl_seg(opcode::SEND, k, qpn, 3);
-        c[11] = if k == 0 { 0 } else { CTRL_CQ_UPDATE };
-        t.mem.put(QP_BUF + k as u64 * 64, &c);
-        t.mem.put(QP_BUF + k as u64 * 64 + 32, &data_seg(8, key, DATA));
-    }
-    t.mem.put(QP_DBR + 4, &2u32.to_be_bytes());
-    t.fw.send_doorbell(qpn);
-    let c0 = cqe_at(&t, 0x120000, 0).expect("error CQE");
-    assert_eq!(
-        (c0.opcode, c0.syndrome, c0.wqe_counter, c0.wqe_opcode, c0.qpn),
-        (op::REQ_ERR, syndrome::LOCAL_QP_OP_ERR, 0, opcode::SEND, qpn)
-    );
-    let c1 = cqe_at(&t, 0x120000, 1).expect("flush CQE");
-    assert_eq!((c1.opcode, c1.syndrome, c1.wqe_counter), (op::REQ_ERR, syndrome::WR_FLUSH_ERR, 1));
-    assert_eq!(t.fw.engine.qps.get(qpn).unwrap().state, QpState::Err);
-    assert_eq!(cqe_at(&t, 0x120000, 2), None);
-}
-
 /// A NOP behind a refused WQE flushes like any other WQE (its own opcode,
 /// its own wqe_counter); so does a NOP posted to a QP already in ERR.
 #[test]

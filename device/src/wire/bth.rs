@@ -32,11 +32,12 @@ pub mod field {
 pub struct Opcode(pub u8);
 
 /// Which headers follow the BTH for an opcode, in wire order
-/// (DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH), and whether a
+/// (DETH, XRCETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH), and whether a
 /// payload may follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Layout {
     pub deth: bool,
+    pub xrceth: bool,
     pub reth: bool,
     pub atomic_eth: bool,
     pub aeth: bool,
@@ -53,6 +54,7 @@ impl Layout {
     pub fn ext_len(&self) -> usize {
         let mut n = 0;
         n += if self.deth { 8 } else { 0 };
+        n += if self.xrceth { 4 } else { 0 };
         n += if self.reth { 16 } else { 0 };
         n += if self.atomic_eth { 28 } else { 0 };
         n += if self.aeth { 4 } else { 0 };
@@ -72,6 +74,8 @@ pub enum Transport {
     Rd,
     Ud,
     Cnp,
+    /// Extended reliable connection (IBTA 9.8): RC with an XRCETH on requests.
+    Xrc,
     Other,
 }
 
@@ -79,6 +83,7 @@ impl Opcode {
     pub const RC: u8 = 0x00;
     pub const UC: u8 = 0x20;
     pub const UD: u8 = 0x60;
+    pub const XRC: u8 = 0xa0;
 
     // Operation codes (low 5 bits), IBTA table 38.
     pub const SEND_FIRST: u8 = 0x00;
@@ -120,6 +125,7 @@ impl Opcode {
             0x40 => Transport::Rd,
             0x60 => Transport::Ud,
             0x80 => Transport::Cnp,
+            0xa0 => Transport::Xrc,
             _ => Transport::Other,
         }
     }
@@ -146,8 +152,8 @@ impl Opcode {
                 _ => return None,
             })
         };
-        match self.transport() {
-            Transport::Rc => match op {
+        let rc = |op: u8| -> Option<Layout> {
+            match op {
                 0x00..=0x0b => common(op),
                 Self::READ_REQUEST => Some(Layout { reth: true, ..l }),
                 Self::READ_RESPONSE_FIRST | Self::READ_RESPONSE_LAST | Self::READ_RESPONSE_ONLY => {
@@ -159,7 +165,12 @@ impl Opcode {
                 Self::CMP_SWAP | Self::FETCH_ADD => Some(Layout { atomic_eth: true, ..l }),
                 Self::SEND_LAST_INV | Self::SEND_ONLY_INV => Some(Layout { ieth: true, ..p }),
                 _ => None,
-            },
+            }
+        };
+        match self.transport() {
+            Transport::Rc => rc(op),
+            // XRC: the RC opcodes; every request carries an XRCETH, responses and ACKs none.
+            Transport::Xrc => rc(op).map(|l| Layout { xrceth: self.is_request(), ..l }),
             Transport::Uc => match op {
                 0x00..=0x0b => common(op),
                 _ => None,
@@ -192,10 +203,14 @@ impl Opcode {
         matches!(self.op(), 0x06..=0x0b)
     }
     pub fn is_read_response(self) -> bool {
-        matches!(self.op(), 0x0d..=0x10) && self.transport() == Transport::Rc
+        matches!(self.op(), 0x0d..=0x10) && self.is_reliable()
     }
     pub fn is_atomic(self) -> bool {
-        matches!(self.op(), 0x13 | 0x14) && self.transport() == Transport::Rc
+        matches!(self.op(), 0x13 | 0x14) && self.is_reliable()
+    }
+    /// RC or XRC: the transports with reads, atomics and acknowledgements.
+    pub fn is_reliable(self) -> bool {
+        matches!(self.transport(), Transport::Rc | Transport::Xrc)
     }
     /// First packet of a multi-packet message (or only packet).
     pub fn is_first(self) -> bool {

@@ -280,6 +280,41 @@ pub mod ieth {
     }
 }
 
+/// XRC Extended Transport Header (IBTA 9.3.6): the XRC SRQ a request of an
+/// XRC initiator is for (24 bits; the top byte is reserved).
+pub mod xrceth {
+    use crate::wire::codec::{rd32, wr32, Result};
+    pub mod field {
+        pub const XRC_SRQ: core::ops::Range<usize> = 0..4;
+        pub const HEADER_LEN: usize = 4;
+    }
+    fixed_view!("XRCETH");
+    impl<T: AsRef<[u8]>> Packet<T> {
+        pub fn xrc_srq(&self) -> u32 {
+            rd32(self.buffer.as_ref(), field::XRC_SRQ.start) & 0x00ff_ffff
+        }
+    }
+    impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+        pub fn set_xrc_srq(&mut self, v: u32) {
+            wr32(self.buffer.as_mut(), field::XRC_SRQ.start, v & 0x00ff_ffff)
+        }
+    }
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct Repr {
+        pub xrc_srq: u32,
+    }
+    impl Repr {
+        pub const LEN: usize = field::HEADER_LEN;
+        pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Result<Repr> {
+            p.check_len()?;
+            Ok(Repr { xrc_srq: p.xrc_srq() })
+        }
+        pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, p: &mut Packet<T>) {
+            p.set_xrc_srq(self.xrc_srq)
+        }
+    }
+}
+
 /// Atomic Extended Transport Header: VA, R_Key, swap (or add) and compare data.
 pub mod atomic_eth {
     use crate::wire::codec::{rd32, rd64, wr32, wr64, Result};

@@ -59,8 +59,10 @@ pub mod offload;
 pub mod packet;
 pub mod psn;
 pub mod roce;
+#[cfg(test)]
+mod xrc_tests;
 
 pub use bth::Opcode;
 pub use codec::{Error, Result};
-pub use ext::{aeth, atomic_ack_eth, atomic_eth, cnp, deth, ieth, immdt, reth};
+pub use ext::{aeth, atomic_ack_eth, atomic_eth, cnp, deth, ieth, immdt, reth, xrceth};
 pub use packet::{Headers, RocePacket};

@@ -5,7 +5,7 @@ use core::ops::Range;
 
 use super::bth::{self, Layout, Opcode};
 use super::codec::{Error, Result};
-use super::ext::{aeth, atomic_ack_eth, atomic_eth, cnp, deth, ieth, immdt, reth};
+use super::ext::{aeth, atomic_ack_eth, atomic_eth, cnp, deth, ieth, immdt, reth, xrceth};
 use super::icrc;
 
 /// The headers of one packet. Which extension headers are present is fixed
@@ -14,6 +14,7 @@ use super::icrc;
 pub struct Headers {
     pub bth: bth::Repr,
     pub deth: Option<deth::Repr>,
+    pub xrceth: Option<xrceth::Repr>,
     pub reth: Option<reth::Repr>,
     pub atomic_eth: Option<atomic_eth::Repr>,
     pub aeth: Option<aeth::Repr>,
@@ -28,6 +29,7 @@ impl Headers {
         Headers {
             bth,
             deth: None,
+            xrceth: None,
             reth: None,
             atomic_eth: None,
             aeth: None,
@@ -41,6 +43,7 @@ impl Headers {
     pub fn check(&self) -> Result<Layout> {
         let l = self.bth.opcode.layout().ok_or(Error::Opcode(self.bth.opcode.0))?;
         let ok = l.deth == self.deth.is_some()
+            && l.xrceth == self.xrceth.is_some()
             && l.reth == self.reth.is_some()
             && l.atomic_eth == self.atomic_eth.is_some()
             && l.aeth == self.aeth.is_some()
@@ -105,6 +108,7 @@ impl<'a> RocePacket<'a> {
             };
         }
         take!(layout.deth, deth, deth);
+        take!(layout.xrceth, xrceth, xrceth);
         take!(layout.reth, reth, reth);
         take!(layout.atomic_eth, atomic_eth, atomic_eth);
         take!(layout.aeth, aeth, aeth);
@@ -159,6 +163,7 @@ pub fn build(h: &Headers, payload_len: usize, out: &mut Vec<u8>) -> Result<Range
         };
     }
     put!(deth, deth);
+    put!(xrceth, xrceth);
     put!(reth, reth);
     put!(atomic_eth, atomic_eth);
     put!(aeth, aeth);

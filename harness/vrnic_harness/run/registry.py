@@ -19,6 +19,7 @@ from .checks_roce import (PORT_FAULTS, check_roce_devinfo, check_roce_faults, in
 from .checks_pairs import check_events, check_grh, check_net2, check_perftest, check_pingpong
 from .checks_pci import (check_barbench, check_lspci, check_msix, check_probe, check_reboot, check_rxe, interact_msix,
                          interact_reboot)
+from .checks_xrc import check_roce_xrc, check_xrc
 from .checks_verbs import (check_bad_opcode, check_churn, check_device_memory, check_errors, check_hostile,
                            check_peer_loss, check_resize_cq, check_rereg, check_timestamp, check_ulp,
                            check_verbs_objects, interact_churn, interact_peer_loss, interact_rereg)
@@ -196,6 +197,14 @@ SCENARIOS = {
                        eth_runs=["vrnic", "virtio"], check=check_bench_roce,
                        doc="perftest set over RoCE v2 (-x): two vrnic guests over udp, then two rxe guests (virtio-net) "
                            "on the same link; medians of 3 (BENCH lines; vrnic=NA if its run failed)"),
+    # ---- issue 22: xrc
+    "xrc": dict(default=True, device=True, guests=2, fabric=True, timeout=300, check=check_xrc, runs=DOORBELL_RUNS,
+                doc="two guests on the UDP fabric: ibv_xsrq_pingpong (XRC INI -> XRC TGT -> XRC SRQ, both ways) 64 B x "
+                    "500, -e 16 KiB x 100 (multi-packet), one server for 2 client processes; doorbell trap, then poll"),
+    "roce-xrc": dict(default=True, device=True, guests=2, timeout=400, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                     check=check_roce_xrc, runs=DOORBELL_RUNS,
+                     doc="two guests over udp, RoCE v2 with -g: ibv_xsrq_pingpong 64 B x 200 over the IPv4 GID, -e "
+                         "16 KiB x 100 over the IPv6 GID; doorbell trap, then poll"),
 }
 ALIASES = {"bench": ["bench-loopback", "bench-2vm"]}
 DEFAULT = [n for n, sc in SCENARIOS.items() if sc.get("default")]

@@ -10,6 +10,15 @@ use crate::wire::bth::{self, Opcode};
 use crate::wire::packet::{self, Headers};
 use crate::wire::{atomic_ack_eth, psn};
 
+/// The transport bits of a responder's responses: XRC for an XRC target, RC otherwise.
+pub(super) fn response_bits(t: QpType) -> u8 {
+    if t == QpType::XrcTarget {
+        Opcode::XRC
+    } else {
+        Opcode::RC
+    }
+}
+
 /// Builds and sends a packet without payload (ACK, NAK, atomic ACK),
 /// counting it for the QP and the engine.
 pub(super) fn send_header_only(rt: &mut Runtime, qc: &mut QpCounters, h: &Headers, dest: &Dest) {
@@ -27,7 +36,7 @@ impl Engine {
     pub(super) fn send_ack(&mut self, qpn: u32, syndrome: Syndrome, p: u32) {
         let Some(qp) = self.qps.get_mut(qpn) else { return };
         let mut h = Headers::new(bth::Repr {
-            opcode: Opcode::new(Opcode::RC, Opcode::ACKNOWLEDGE),
+            opcode: Opcode::new(response_bits(qp.qp_type), Opcode::ACKNOWLEDGE),
             dest_qp: qp.attrs.dest_qpn,
             psn: p,
             ..Default::default()
@@ -50,7 +59,7 @@ impl Engine {
         let q = std::mem::take(&mut self.rt.ack_queue);
         for qpn in &q {
             let Some(qp) = self.qps.get_mut(*qpn) else { continue };
-            if !qp.rt.ack_pending || qp.qp_type != QpType::Rc {
+            if !qp.rt.ack_pending || !qp.qp_type.is_reliable() {
                 continue;
             }
             qp.rt.ack_pending = false;
@@ -76,7 +85,7 @@ impl Engine {
     pub(super) fn send_atomic_ack(&mut self, qpn: u32, ps: u32, orig: u64) {
         let Some(qp) = self.qps.get_mut(qpn) else { return };
         let mut h = Headers::new(bth::Repr {
-            opcode: Opcode::new(Opcode::RC, Opcode::ATOMIC_ACKNOWLEDGE),
+            opcode: Opcode::new(response_bits(qp.qp_type), Opcode::ATOMIC_ACKNOWLEDGE),
             dest_qp: qp.attrs.dest_qpn,
             psn: ps,
             ..Default::default()

@@ -2,7 +2,7 @@
 //! at the requester, and send completions.
 
 use super::super::instance::Engine;
-use super::super::objects::{Access, QpState, QpType};
+use super::super::objects::{Access, QpState};
 use super::super::verbs::*;
 use super::demux::count_drop;
 use super::state::{deliver, MIN_CWND, WINDOW_PSNS};
@@ -109,7 +109,7 @@ impl Engine {
     /// A packet of the requester's responses (ACK/NAK, read response, atomic ACK).
     pub(super) fn requester_rx(&mut self, qpn: u32, p: &RocePacket) {
         let Some(qp) = self.qps.get_mut(qpn) else { return };
-        if qp.qp_type != QpType::Rc || !matches!(qp.state, QpState::Rts | QpState::Sqd) {
+        if !qp.qp_type.is_reliable() || !matches!(qp.state, QpState::Rts | QpState::Sqd) {
             count_drop(&mut self.rt.drops.bad_state);
             return;
         }

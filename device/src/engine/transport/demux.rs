@@ -51,7 +51,13 @@ impl Engine {
             count!(self.rt, qp, cnp_received);
             return;
         }
-        if transport_bits(qp.qp_type) != Some(h.bth.opcode.0 & 0xe0) {
+        // An XRC initiator only sends requests, an XRC target only answers them.
+        let wrong_end = match qp.qp_type {
+            QpType::XrcInitiator => h.bth.opcode.is_request(),
+            QpType::XrcTarget => !h.bth.opcode.is_request(),
+            _ => false,
+        };
+        if transport_bits(qp.qp_type) != Some(h.bth.opcode.0 & 0xe0) || wrong_end {
             count_drop(&mut self.rt.drops.bad_transport);
             return;
         }

@@ -7,8 +7,9 @@
 use super::super::instance::Engine;
 use super::super::objects::Access;
 use super::super::verbs::*;
+use super::ack::response_bits;
 use super::responder::{Req, RespStep};
-use super::rq::take_recv;
+use super::rq::{take_from_srq, take_recv};
 use super::state::{deliver, resp_dest, Runtime, WriteInProgress, ATOMIC_REPLAY};
 use super::xfer::{key_xfer, sgl_xfer, Xfer};
 use crate::wire::aeth::{self, NakCode, Syndrome};
@@ -29,7 +30,7 @@ impl Engine {
         if !op.is_last() && p.payload.len() != mtu {
             return INVALID;
         }
-        let pd = qp.pd;
+        let pd = req.pd;
         let Some(r) = qp.rt.recv.as_mut() else { return RespStep::Drop };
         if r.off as u64 + p.payload.len() as u64 > r.capacity {
             return RespStep::Nak(NakCode::InvalidRequest, Some(WcStatus::LocLenErr));
@@ -62,14 +63,16 @@ impl Engine {
             let Some(qp) = self.qps.get_mut(qpn) else { return RespStep::Drop };
             let Some(r) = qp.rt.recv.take() else { return RespStep::Drop };
             qp.rt.msn = qp.rt.msn.wrapping_add(1);
-            self.complete_recv(req, Completion::new(r.wr.wr_id, qpn, WcOpcode::Recv, WcStatus::Success), r.off, inv);
+            let c =
+                Completion { srqn: r.xrc_srq, ..Completion::new(r.wr.wr_id, qpn, WcOpcode::Recv, WcStatus::Success) };
+            self.complete_recv(req, c, r.off, inv);
         }
         RespStep::Acknowledge { psns: 1 }
     }
 
     /// Fills in a connected QP's receive completion `c` (length, immediate,
     /// invalidated key, the peer QP and LID, solicited) from the last packet's
-    /// headers and delivers it to the QP's receive CQ.
+    /// headers and delivers it to the QP's receive CQ (XRC: the XRC SRQ's CQ).
     fn complete_recv(&mut self, req: &Req, mut c: Completion, byte_len: u32, inv: Option<u32>) {
         let Some(qp) = self.qps.get(req.qpn) else { return };
         let h = &req.p.headers;
@@ -79,7 +82,10 @@ impl Engine {
         c.src_qp = qp.attrs.dest_qpn;
         c.slid = req.meta.src.lid;
         c.solicited = h.bth.solicited;
-        let cq = qp.recv_cq;
+        let cq = match c.srqn {
+            Some(s) => self.srqs.get(s).and_then(|s| s.cqn),
+            None => qp.recv_cq,
+        };
         deliver(&mut self.cqs, &*self.rt.io.completions, cq, c);
     }
 
@@ -90,7 +96,7 @@ impl Engine {
         let op = req.op;
         let Some(qp) = self.qps.get_mut(qpn) else { return RespStep::Drop };
         let mtu = qp.attrs.path_mtu.0 as usize;
-        let pd = qp.pd;
+        let pd = req.pd;
         if op.is_first() {
             let Some(rh) = h.reth else { return INVALID };
             qp.rt.write = Some(WriteInProgress { va: rh.va, rkey: rh.rkey, len: rh.dma_len, off: 0 });
@@ -123,29 +129,31 @@ impl Engine {
             qp.rt.write = None;
             qp.rt.msn = qp.rt.msn.wrapping_add(1);
             if h.immdt.is_some() {
-                let Some((wr, _)) = take_recv(qp, &mut self.srqs, &*self.rt.io.completions) else {
-                    return RespStep::Rnr;
+                let sink = &*self.rt.io.completions;
+                let taken = match req.xrc_srq {
+                    Some(s) => take_from_srq(&mut self.srqs, s, sink),
+                    None => take_recv(qp, &mut self.srqs, sink).map(|(w, _)| w),
                 };
-                self.complete_recv(
-                    req,
-                    Completion::new(wr.wr_id, qpn, WcOpcode::RecvRdmaWithImm, WcStatus::Success),
-                    w.len,
-                    None,
-                );
+                let Some(wr) = taken else { return RespStep::Rnr };
+                let c = Completion {
+                    srqn: req.xrc_srq,
+                    ..Completion::new(wr.wr_id, qpn, WcOpcode::RecvRdmaWithImm, WcStatus::Success)
+                };
+                self.complete_recv(req, c, w.len, None);
             }
         }
         RespStep::Acknowledge { psns: 1 }
     }
 
     /// Answers an RDMA READ request (fresh or duplicate) from PSN `ps`.
-    pub(super) fn exec_read(&mut self, qpn: u32, ps: u32, rh: reth::Repr) -> RespStep {
+    pub(super) fn exec_read(&mut self, qpn: u32, ps: u32, rh: reth::Repr, pd: u32) -> RespStep {
         let Some(qp) = self.qps.get_mut(qpn) else { return RespStep::Drop };
-        let pd = qp.pd;
         let mtu = qp.attrs.path_mtu.0 as u32;
         let n = rh.dma_len.div_ceil(mtu).max(1);
         let msn = qp.rt.msn.wrapping_add(1);
         let dest = resp_dest(&qp.attrs.av, &*self.rt.io.packets);
         let dqpn = qp.attrs.dest_qpn;
+        let tb = response_bits(qp.qp_type);
         for i in 0..n {
             let off = i * mtu;
             let plen = (rh.dma_len - off.min(rh.dma_len)).min(mtu);
@@ -156,7 +164,7 @@ impl Engine {
                 _ => Opcode::READ_RESPONSE_MIDDLE,
             };
             let mut h = Headers::new(bth::Repr {
-                opcode: Opcode::new(Opcode::RC, code),
+                opcode: Opcode::new(tb, code),
                 dest_qp: dqpn,
                 psn: psn::add(ps, i),
                 ..Default::default()

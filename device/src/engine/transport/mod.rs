@@ -1,4 +1,5 @@
-//! The RC/UC/UD transports on top of the object model: requester (PSNs,
+//! The RC/UC/UD/XRC transports on top of the object model (XRC: RC with an XRC SRQ
+//! named per request, `xrc.rs`): requester (PSNs,
 //! segmentation, window, READ/atomic limits, fences, retransmission on ACK
 //! timeout, RNR back-off, go-back-N), responder (PSN checks, duplicates,
 //! receive consumption, RDMA WRITE/READ/atomics with key checks, atomic
@@ -32,6 +33,7 @@ pub(super) mod state;
 mod timers;
 mod ud;
 mod xfer;
+mod xrc;
 
 use std::sync::{Arc, Mutex};
 
@@ -116,9 +118,12 @@ impl Engine {
         let op = wr.opcode;
         let valid_op = match qp.qp_type {
             _ if op == WrOpcode::Nop => {
-                matches!(qp.qp_type, QpType::Rc | QpType::Uc | QpType::Ud | QpType::Gsi | QpType::Smi)
+                matches!(
+                    qp.qp_type,
+                    QpType::Rc | QpType::XrcInitiator | QpType::Uc | QpType::Ud | QpType::Gsi | QpType::Smi
+                )
             }
-            QpType::Rc => true,
+            QpType::Rc | QpType::XrcInitiator => true,
             QpType::Uc => matches!(op, WrOpcode::Send | WrOpcode::SendImm | WrOpcode::Write | WrOpcode::WriteImm),
             QpType::Ud | QpType::Gsi | QpType::Smi => {
                 matches!(op, WrOpcode::Send | WrOpcode::SendImm) && wr.ud.is_some()
@@ -230,7 +235,13 @@ impl Engine {
         rt.write = None;
         if let Some(r) = rt.recv.take() {
             if r.from_srq {
-                flushed.push((qp.recv_cq, Completion::new(r.wr.wr_id, qpn, WcOpcode::Recv, WcStatus::WrFlushErr)));
+                // An XRC target's WQE came from (and completes on the CQ of) the XRC SRQ its message named.
+                let cq = match r.xrc_srq {
+                    Some(s) => self.srqs.get(s).and_then(|s| s.cqn),
+                    None => qp.recv_cq,
+                };
+                let c = Completion::new(r.wr.wr_id, qpn, WcOpcode::Recv, WcStatus::WrFlushErr);
+                flushed.push((cq, Completion { srqn: r.xrc_srq, ..c }));
             } else {
                 rt.rq.push_front(r.wr);
             }

@@ -2,13 +2,13 @@
 //! fences, and building request packets.
 
 use super::super::instance::Engine;
-use super::super::objects::{Access, QpState, QpType};
+use super::super::objects::{Access, QpState};
 use super::super::verbs::*;
 use super::state::{av_dest, transport_bits, wire_qpn, Runtime, ACK_EVERY, MIN_CWND, WINDOW_PSNS};
 use super::xfer::{sgl_xfer, Xfer};
 use crate::wire::bth::{self, Opcode};
 use crate::wire::packet::{self, Headers};
-use crate::wire::{atomic_eth, deth, ieth, immdt, psn, reth};
+use crate::wire::{atomic_eth, deth, ieth, immdt, psn, reth, xrceth};
 
 impl Engine {
     // -------------------------------------------------------------- requester
@@ -56,7 +56,7 @@ impl Engine {
                 self.complete_front(qpn, WcStatus::Success, None);
                 continue;
             }
-            if qp.qp_type == QpType::Rc {
+            if qp.qp_type.is_reliable() {
                 let p = if e.wr.opcode.is_read_or_atomic() {
                     psn::add(e.first_psn, e.resp_pkts)
                 } else {
@@ -88,6 +88,7 @@ impl Engine {
         let mtu = qp.attrs.path_mtu.0 as u32;
         let pd = qp.pd;
         let qp_type = qp.qp_type;
+        let reliable = qp_type.is_reliable();
         let my_qpn = wire_qpn(qpn, qp_type);
         let cur = qp.rt.cur;
         let cur_pkt = qp.rt.cur_pkt;
@@ -180,7 +181,7 @@ impl Engine {
             bth.psn = psn_sent;
             bth.opcode = Opcode::new(tb, code);
             bth.solicited = last && e.wr.solicited;
-            bth.ack_req = tb == Opcode::RC && (last || (i + 1) % ACK_EVERY == 0);
+            bth.ack_req = reliable && (last || (i + 1) % ACK_EVERY == 0);
             h = Headers::new(bth);
             if !is_send && first {
                 h.reth = Some(reth::Repr { va: e.wr.remote_addr, rkey: e.wr.rkey, dma_len: e.len });
@@ -200,6 +201,10 @@ impl Engine {
             plen = (e.len - off).min(mtu);
             last_pkt = last;
             psn_end = psn::add(psn_sent, 1);
+        }
+        if tb == Opcode::XRC {
+            // Every XRC request names the remote XRC SRQ (IBTA 9.3.6).
+            h.xrceth = Some(xrceth::Repr { xrc_srq: e.wr.xrc_srqn });
         }
         let Runtime { io, buf, totals, .. } = &mut self.rt;
         let range = match packet::build(&h, plen as usize, buf) {
@@ -235,7 +240,7 @@ impl Engine {
         totals.tx_packets += 1;
         totals.tx_bytes += buf.len() as u64;
         let rt = &mut qp.rt;
-        if tb == Opcode::RC {
+        if reliable {
             if psn::lt(psn_sent, rt.max_sent) {
                 rt.counters.retransmissions += 1;
                 totals.retransmissions += 1;
@@ -250,7 +255,7 @@ impl Engine {
         } else {
             rt.cur_pkt += 1;
         }
-        if tb == Opcode::RC {
+        if reliable {
             self.arm_ack_timer(qpn, false);
         } else if last_pkt {
             // UC/UD: complete once the last packet is out.

@@ -14,7 +14,7 @@ pub enum RespStep {
     /// RC, a PSN beyond the expected one: one sequence NAK per gap.
     OutOfSequence,
     /// The opcode: a request this QP executes, in order with the message in
-    /// progress, with the headers it needs.
+    /// progress, with the headers it needs (an XRC target: an XRC SRQ of its domain).
     CheckOp,
     /// A receive WQE for what consumes one; a READ's length.
     CheckResources,

@@ -1,4 +1,4 @@
-//! The responder of RC and UC request packets, as an explicit sequence of
+//! The responder of RC, XRC and UC request packets, as an explicit sequence of
 //! steps (after Linux rxe's `enum resp_states`) driven by one loop: check
 //! the PSN (duplicates, gaps), the opcode against the message in progress,
 //! the resources (a receive WQE, the length), the R_Key, then execute
@@ -6,12 +6,13 @@
 //! QP cannot survive, take the one fatal-error path.
 
 use super::super::instance::Engine;
-use super::super::objects::{Access, QpType};
+use super::super::objects::Access;
 use super::super::verbs::*;
 pub use super::resp_step::RespStep;
-use super::rq::{take_recv, untake};
+use super::rq::{take_from_srq, take_recv, untake};
 use super::state::{RecvInProgress, MAX_MSG};
 use super::xfer::{check_rkey, sgl_capacity};
+use super::xrc::XrcSrq;
 use crate::fabric::RxMeta;
 use crate::wire::aeth::{NakCode, Syndrome};
 use crate::wire::bth::Opcode;
@@ -40,6 +41,12 @@ pub(super) struct Req<'a, 'p> {
     pub kind: Option<ReqKind>,
     /// An atomic's target, translated by [`RespStep::CheckRkey`].
     pub atomic_pa: u64,
+    /// The PD memory accesses are checked against: the QP's, or an XRC target's SRQ's.
+    pub pd: u32,
+    /// XRC target: the XRC SRQ the request names.
+    pub xrc_srq: Option<u32>,
+    /// XRC target: the XRCETH names no SRQ of the target's XRC domain.
+    pub xrc_invalid: bool,
 }
 
 impl Req<'_, '_> {
@@ -59,18 +66,26 @@ impl Engine {
     /// RC/UC request packets: runs the steps from [`RespStep::CheckPsn`] to
     /// [`RespStep::Done`].
     pub(super) fn responder(&mut self, qpn: u32, meta: &RxMeta, p: &RocePacket) {
+        let xrc = self.xrc_srq(qpn, &p.headers);
         let Some(qp) = self.qps.get(qpn) else { return };
         let h = &p.headers;
+        let (pd, xrc_srq) = match xrc {
+            XrcSrq::Srq { srqn, pd } => (pd, Some(srqn)),
+            _ => (qp.pd, None),
+        };
         let mut req = Req {
             qpn,
             meta,
             p,
             ps: h.bth.psn,
             op: h.bth.opcode,
-            rc: qp.qp_type == QpType::Rc,
+            rc: qp.qp_type.is_reliable(),
             dup: false,
             kind: None,
             atomic_pa: 0,
+            pd,
+            xrc_srq,
+            xrc_invalid: xrc == XrcSrq::Invalid,
         };
         let mut step = RespStep::CheckPsn;
         #[cfg(test)]
@@ -186,6 +201,12 @@ impl Engine {
     }
 
     fn resp_check_op(&mut self, req: &mut Req) -> RespStep {
+        if req.xrc_invalid {
+            if let Some(qp) = self.qps.get_mut(req.qpn) {
+                count!(self.rt, qp, xrc_bad_srq);
+            }
+            return INVALID;
+        }
         let Some(qp) = self.qps.get(req.qpn) else { return RespStep::Done };
         let h = &req.p.headers;
         let op = req.op;
@@ -219,14 +240,17 @@ impl Engine {
         match req.kind {
             Some(ReqKind::Send) if req.op.is_first() => {
                 let Some(qp) = self.qps.get_mut(req.qpn) else { return RespStep::Done };
-                let Some((wr, from_srq)) = take_recv(qp, &mut self.srqs, &*self.rt.io.completions) else {
-                    return RespStep::Rnr;
+                let sink = &*self.rt.io.completions;
+                let taken = match req.xrc_srq {
+                    Some(s) => take_from_srq(&mut self.srqs, s, sink).map(|w| (w, true)),
+                    None => take_recv(qp, &mut self.srqs, sink),
                 };
+                let Some((wr, from_srq)) = taken else { return RespStep::Rnr };
                 let capacity = sgl_capacity(&wr.sgl);
-                qp.rt.recv = Some(RecvInProgress { wr, from_srq, off: 0, capacity });
+                qp.rt.recv = Some(RecvInProgress { wr, from_srq, xrc_srq: req.xrc_srq, off: 0, capacity });
             }
             // A WRITE with immediate needs a receive WQE: checked before anything is written.
-            Some(ReqKind::Write) if req.p.headers.immdt.is_some() && !self.has_recv(req.qpn) => return RespStep::Rnr,
+            Some(ReqKind::Write) if req.p.headers.immdt.is_some() && !self.req_has_recv(req) => return RespStep::Rnr,
             Some(ReqKind::Read(rh)) if rh.dma_len as u64 > MAX_MSG => return req.fail(INVALID),
             _ => {}
         }
@@ -239,7 +263,7 @@ impl Engine {
         // A zero-length READ or WRITE names no memory: nothing to check.
         let range_ok = |rh: reth::Repr, need| {
             rh.dma_len == 0
-                || check_rkey(&self.mkeys, qp.attrs.access, qp.pd, rh.rkey, rh.va, rh.dma_len as u64, need).is_ok()
+                || check_rkey(&self.mkeys, qp.attrs.access, req.pd, rh.rkey, rh.va, rh.dma_len as u64, need).is_ok()
         };
         match req.kind {
             Some(ReqKind::Write) if req.op.is_first() => {
@@ -254,7 +278,7 @@ impl Engine {
                     return INVALID;
                 }
                 let Ok(chunks) =
-                    check_rkey(&self.mkeys, qp.attrs.access, qp.pd, a.rkey, a.va, 8, Access::REMOTE_ATOMIC)
+                    check_rkey(&self.mkeys, qp.attrs.access, req.pd, a.rkey, a.va, 8, Access::REMOTE_ATOMIC)
                 else {
                     return access_error;
                 };
@@ -271,7 +295,7 @@ impl Engine {
         let next = match req.kind {
             Some(ReqKind::Send) => self.exec_send(req),
             Some(ReqKind::Write) => self.exec_write(req),
-            Some(ReqKind::Read(rh)) => self.exec_read(req.qpn, req.ps, rh),
+            Some(ReqKind::Read(rh)) => self.exec_read(req.qpn, req.ps, rh, req.pd),
             Some(ReqKind::Atomic(a)) => self.exec_atomic(req, a),
             None => INVALID,
         };
@@ -310,7 +334,12 @@ impl Engine {
             (Some(st), Some(rp)) => {
                 let mut c = Completion::new(rp.wr.wr_id, qpn, WcOpcode::Recv, st);
                 c.src_qp = qp.attrs.dest_qpn;
-                Some((qp.recv_cq, c))
+                c.srqn = rp.xrc_srq;
+                let cq = match rp.xrc_srq {
+                    Some(s) => self.srqs.get(s).and_then(|s| s.cqn),
+                    None => qp.recv_cq,
+                };
+                Some((cq, c))
             }
             (None, rp) => {
                 qp.rt.recv = rp;

@@ -13,22 +13,26 @@ use super::state::RecvInProgress;
 pub(super) fn take_recv(qp: &mut Qp, srqs: &mut Table<Srq>, sink: &dyn CompletionSink) -> Option<(RecvWr, bool)> {
     match qp.srq {
         None => qp.rt.rq.pop_front().map(|w| (w, false)),
-        Some(s) => {
-            let srq = srqs.get_mut(s)?;
-            let w = srq.wqes.pop_front()?;
-            if srq.limit > 0 && srq.wqes.len() < srq.limit as usize {
-                srq.limit = 0;
-                sink.event(Event::SrqLimit { srqn: s });
-            }
-            Some((w, true))
-        }
+        Some(s) => take_from_srq(srqs, s, sink).map(|w| (w, true)),
     }
+}
+
+/// Takes a receive WQE from SRQ `s`; the SRQ limit event fires when it falls
+/// below the armed limit.
+pub(super) fn take_from_srq(srqs: &mut Table<Srq>, s: u32, sink: &dyn CompletionSink) -> Option<RecvWr> {
+    let srq = srqs.get_mut(s)?;
+    let w = srq.wqes.pop_front()?;
+    if srq.limit > 0 && srq.wqes.len() < srq.limit as usize {
+        srq.limit = 0;
+        sink.event(Event::SrqLimit { srqn: s });
+    }
+    Some(w)
 }
 
 /// Puts a taken receive WQE back (UC message abandoned).
 pub(super) fn untake(qp: &mut Qp, srqs: &mut Table<Srq>, r: RecvInProgress) {
     if r.from_srq {
-        if let Some(srq) = qp.srq.and_then(|s| srqs.get_mut(s)) {
+        if let Some(srq) = r.xrc_srq.or(qp.srq).and_then(|s| srqs.get_mut(s)) {
             srq.wqes.push_front(r.wr);
         }
     } else {

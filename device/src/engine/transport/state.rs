@@ -59,6 +59,8 @@ pub struct QpCounters {
     pub qkey_violations: u64,
     /// UD/UC messages dropped for want of a receive WQE.
     pub no_recv_drops: u64,
+    /// XRC target: requests naming no XRC SRQ of the target's XRC domain (NAKed, invalid request).
+    pub xrc_bad_srq: u64,
 }
 
 /// Packets the engine could not hand to any QP.
@@ -99,6 +101,8 @@ impl SqEntry {
 pub(super) struct RecvInProgress {
     pub(super) wr: RecvWr,
     pub(super) from_srq: bool,
+    /// XRC target: the XRC SRQ the WQE came from (its CQ and PD apply).
+    pub(super) xrc_srq: Option<u32>,
     pub(super) off: u32,
     pub(super) capacity: u64,
 }
@@ -255,6 +259,7 @@ pub(super) fn transport_bits(t: QpType) -> Option<u8> {
         QpType::Rc => Some(Opcode::RC),
         QpType::Uc => Some(Opcode::UC),
         QpType::Ud | QpType::Gsi | QpType::Smi => Some(Opcode::UD),
+        QpType::XrcInitiator | QpType::XrcTarget => Some(Opcode::XRC),
         _ => None,
     }
 }

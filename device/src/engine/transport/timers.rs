@@ -4,7 +4,7 @@
 use std::cmp::Reverse;
 
 use super::super::instance::Engine;
-use super::super::objects::{QpState, QpType};
+use super::super::objects::QpState;
 use super::super::verbs::WcStatus;
 use super::state::MIN_CWND;
 use crate::wire::psn;
@@ -40,7 +40,7 @@ impl Engine {
 
     pub(super) fn arm_ack_timer(&mut self, qpn: u32, restart: bool) {
         let Some(qp) = self.qps.get(qpn) else { return };
-        if qp.qp_type != QpType::Rc || qp.rt.rnr_wait {
+        if !qp.qp_type.is_reliable() || qp.rt.rnr_wait {
             return;
         }
         let outstanding = psn::lt(qp.rt.unacked, qp.rt.max_sent);

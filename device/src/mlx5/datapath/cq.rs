@@ -50,6 +50,13 @@ fn roce_packet_type(net: NetHdr) -> Option<u8> {
     }
 }
 
+/// `srqn_uidx` of an XRC receive is the XRC SRQ's user index (`xrc_srqc.user_index`,
+/// which only CREATE_XRC_SRQ carries: ISSI 1). An XRC SRQ made with ISSI 0's
+/// CREATE_SRQ has none: 0xffffff, the "no user index" value (mlx5_ib's
+/// MLX5_IB_DEFAULT_UIDX), which libmlx5's cqe-version-1 lookup finds no
+/// resource for (its poll fails; nothing lands on another resource).
+pub(super) const XRC_SRQ_NO_USER_INDEX: u32 = 0x00ff_ffff;
+
 /// An engine completion as the CQE libmlx5 / mlx5_ib expect; `gsi`: the
 /// completion is QP1's. A RoCE receive (`/work/shared/mlx5-ethernet-roce.md`
 /// §4.7, `ib/cq.c:handle_responder`) carries the packet type where IB has
@@ -110,7 +117,12 @@ impl Firmware {
             for p in items {
                 match p {
                     Pending::Complete { cqn, index, c } => {
-                        let user_index = self.rdma.qps.get(&c.qpn).map(|q| q.user_index).unwrap_or(0);
+                        let user_index = match c.srqn {
+                            Some(s) => {
+                                self.rdma.srqs.get(&s).and_then(|x| x.user_index).unwrap_or(XRC_SRQ_NO_USER_INDEX)
+                            }
+                            None => self.rdma.qps.get(&c.qpn).map(|q| q.user_index).unwrap_or(0),
+                        };
                         let gsi = self.engine.qps.get(c.qpn).is_some_and(|q| q.qp_type == QpType::Gsi);
                         let e = completion_cqe(&c, user_index, gsi);
                         self.put_cqe(cqn, index, &e, c.solicited || c.status != WcStatus::Success);

@@ -55,9 +55,24 @@ impl Firmware {
         // Only a packet that may take a receive WQE needs the RQ's new ones
         // (ACKs, read and atomic traffic do not: skip the doorbell record read).
         if let Some(q) = target.filter(|_| bth.opcode().consumes_recv()) {
-            self.sync_recv(q);
+            match self.xrc_target_srq(q, pkt) {
+                // An XRC target receives into the XRC SRQ its request names.
+                Some(srqn) => self.sync_srq(srqn),
+                None => self.sync_recv(q),
+            }
         }
         self.engine.receive(meta, pkt);
+    }
+
+    /// The XRC SRQ a request to XRC target `qpn` names (its XRCETH), if it
+    /// exists; the engine checks it belongs to the target's XRC domain.
+    fn xrc_target_srq(&self, qpn: u32, pkt: &[u8]) -> Option<u32> {
+        if self.engine.qps.get(qpn)?.qp_type != QpType::XrcTarget {
+            return None;
+        }
+        let at = crate::wire::bth::field::HEADER_LEN;
+        let x = crate::wire::xrceth::Packet::new_checked(pkt.get(at..)?).ok()?;
+        Some(x.xrc_srq()).filter(|s| self.rdma.srqs.contains_key(s))
     }
 
     /// Whether a UD QP of this port is attached to group `gid` (ATTACH_TO_MCG).

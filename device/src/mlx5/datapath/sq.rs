@@ -18,7 +18,7 @@ use crate::mlx5::rdma::state::QpCtx;
 
 /// QP types whose traffic runs through the engine (QP0/QP1 stay local).
 pub fn engine_qp(t: QpType) -> bool {
-    matches!(t, QpType::Rc | QpType::Uc | QpType::Ud)
+    matches!(t, QpType::Rc | QpType::Uc | QpType::Ud | QpType::XrcInitiator | QpType::XrcTarget)
 }
 
 impl Firmware {
@@ -76,7 +76,7 @@ impl Firmware {
     }
 
     /// A send doorbell on a QP type the device accepts at CREATE_QP but does
-    /// not execute sends for (XRC initiator, ...): through the same SQ loop
+    /// not execute sends for: through the same SQ loop
     /// as the firmware's own QPs, the WQE at the head completes with
     /// LOCAL_QP_OP_ERR and the QP moves to ERR (the rest flush), as for any
     /// WQE the device does not execute.
@@ -224,7 +224,8 @@ impl Firmware {
                 return bad();
             }
         };
-        let Ok(s) = wqe::parse_send(w, ud) else {
+        let parsed = if qp_type == QpType::XrcInitiator { wqe::parse_send_xrc(w) } else { wqe::parse_send(w, ud) };
+        let Ok(s) = parsed else {
             warn!(qpn, opcode = ctrl.opcode, wqe = ctrl.wqe_index, ds = ctrl.ds, "malformed send WQE");
             return bad();
         };
@@ -246,6 +247,7 @@ impl Firmware {
             wr.remote_addr = r.raddr;
             wr.rkey = r.rkey;
         }
+        wr.xrc_srqn = s.xrc_srqn.unwrap_or(0);
         if let Some(a) = s.atomic {
             wr.swap_add = a.swap_add;
             wr.compare = a.compare;

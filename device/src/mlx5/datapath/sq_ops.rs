@@ -11,10 +11,10 @@
 //!
 //! | QP type      | opcodes                                                                 |
 //! |--------------|-------------------------------------------------------------------------|
-//! | RC           | NOP, SEND, SEND_IMM, SEND_INVAL, RDMA_WRITE(_IMM), RDMA_READ, ATOMIC_CS/FA |
+//! | RC, XRC INI  | NOP, SEND, SEND_IMM, SEND_INVAL, RDMA_WRITE(_IMM), RDMA_READ, ATOMIC_CS/FA |
 //! | UC           | NOP, SEND, SEND_IMM, RDMA_WRITE(_IMM)                                   |
 //! | UD, QP0, QP1 | NOP, SEND, SEND_IMM                                                     |
-//! | XRC, others  | none: the device has no send path for them                              |
+//! | XRC TGT, others | none: the device has no send path for them                           |
 //!
 //! `UMR` (0x25) on a REG_UMR QP is the UMR engine's (`send_doorbell`'s own
 //! arm); on any other QP it is refused here. `LOCAL_INVAL` (0x1b), `FMR`
@@ -74,14 +74,12 @@ pub fn classify(t: QpType, c: &CtrlSeg) -> Result<WrOpcode, Refused> {
         o => return Err(if has_send_path(t) { Refused::Opcode(o) } else { Refused::NoSendPath }),
     };
     let allowed = match t {
-        QpType::Rc => true,
+        QpType::Rc | QpType::XrcInitiator => true,
         QpType::Uc => {
             matches!(op, WrOpcode::Nop | WrOpcode::Send | WrOpcode::SendImm | WrOpcode::Write | WrOpcode::WriteImm)
         }
         QpType::Ud | QpType::Smi | QpType::Gsi => matches!(op, WrOpcode::Nop | WrOpcode::Send | WrOpcode::SendImm),
-        QpType::XrcInitiator | QpType::XrcTarget | QpType::RegUmr | QpType::RawPacket => {
-            return Err(Refused::NoSendPath)
-        }
+        QpType::XrcTarget | QpType::RegUmr | QpType::RawPacket => return Err(Refused::NoSendPath),
     };
     if !allowed {
         return Err(Refused::Opcode(c.opcode));
@@ -97,7 +95,7 @@ pub fn classify(t: QpType, c: &CtrlSeg) -> Result<WrOpcode, Refused> {
 
 /// QP types whose send WQEs the device executes (the rest error-complete every WQE).
 pub fn has_send_path(t: QpType) -> bool {
-    matches!(t, QpType::Rc | QpType::Uc | QpType::Ud | QpType::Smi | QpType::Gsi)
+    matches!(t, QpType::Rc | QpType::XrcInitiator | QpType::Uc | QpType::Ud | QpType::Smi | QpType::Gsi)
 }
 
 #[cfg(test)]
@@ -122,7 +120,7 @@ mod tests {
             (QpType::Ud, &ud),
             (QpType::Smi, &ud),
             (QpType::Gsi, &ud),
-            (QpType::XrcInitiator, &[]),
+            (QpType::XrcInitiator, &rc),
             (QpType::XrcTarget, &[]),
             (QpType::RegUmr, &[]),
         ];

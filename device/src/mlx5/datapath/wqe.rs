@@ -286,6 +286,8 @@ pub struct SendWqe {
     pub ctrl: CtrlSeg,
     /// UD: the address vector.
     pub av: Option<DatagramSeg>,
+    /// XRC initiator: `mlx5_wqe_xrc_seg.xrc_srqn`, the remote XRC SRQ.
+    pub xrc_srqn: Option<u32>,
     /// RDMA and atomics: the remote address.
     pub raddr: Option<RaddrSeg>,
     pub atomic: Option<AtomicSeg>,
@@ -295,6 +297,17 @@ pub struct SendWqe {
 /// Decodes a send WQE (`ds * 16` bytes, ctrl included) for a datagram
 /// (`ud` = true) or connected QP. Unknown opcodes are the caller's to refuse.
 pub fn parse_send(w: &[u8], ud: bool) -> Result<SendWqe, WqeError> {
+    parse_send_of(w, ud, false)
+}
+
+/// [`parse_send`] for an XRC initiator: a `mlx5_wqe_xrc_seg` (16 bytes, the
+/// XRC SRQ number in its first big-endian word, 24 bits) follows the control
+/// segment, then the segments of an RC WQE.
+pub fn parse_send_xrc(w: &[u8]) -> Result<SendWqe, WqeError> {
+    parse_send_of(w, false, true)
+}
+
+fn parse_send_of(w: &[u8], ud: bool, xrc: bool) -> Result<SendWqe, WqeError> {
     let ctrl = CtrlSeg::parse(w.get(..16).ok_or(WqeError::Truncated)?.try_into().map_err(|_| WqeError::Truncated)?);
     let n = ctrl.ds as usize * DS;
     if ctrl.ds == 0 || n > w.len() {
@@ -308,6 +321,7 @@ pub fn parse_send(w: &[u8], ud: bool) -> Result<SendWqe, WqeError> {
         Ok(s)
     };
     let av = if ud { Some(DatagramSeg::parse(take(DatagramSeg::SIZE)?)?) } else { None };
+    let xrc_srqn = if xrc { Some(be32(take(DS)?, 0) & 0x00ff_ffff) } else { None };
     let mut raddr = None;
     let mut atomic = None;
     match ctrl.opcode {
@@ -324,7 +338,7 @@ pub fn parse_send(w: &[u8], ud: bool) -> Result<SendWqe, WqeError> {
         _ => {}
     }
     let payload = parse_payload(&body[at..])?;
-    Ok(SendWqe { ctrl, av, raddr, atomic, payload })
+    Ok(SendWqe { ctrl, av, xrc_srqn, raddr, atomic, payload })
 }
 
 #[cfg(test)]
@@ -345,6 +359,29 @@ mod tests {
         assert_eq!((c.opcode, c.wqe_index, c.qpn, c.ds), (opcode::SEND, 0x1234, 0x456, 7));
         assert_eq!(c.wqebbs(), 2);
         assert!(c.signaled() && c.solicited());
+    }
+
+    /// An XRC initiator's RDMA WRITE as libmlx5 builds it: ctrl, `mlx5_wqe_xrc_seg`
+    /// (XRC SRQ number in its first word; the top byte is not part of it), raddr, data.
+    #[test]
+    fn xrc_segment_follows_the_ctrl_segment() {
+        let mut w = vec![0u8; 64];
+        w[..16].copy_from_slice(&ctrl(opcode::RDMA_WRITE, 1, 0x102, 4, CTRL_CQ_UPDATE));
+        w[16..20].copy_from_slice(&0xff00_0042u32.to_be_bytes());
+        w[32..40].copy_from_slice(&0x2000u64.to_be_bytes());
+        w[40..44].copy_from_slice(&0x77u32.to_be_bytes());
+        w[48..52].copy_from_slice(&8u32.to_be_bytes());
+        w[52..56].copy_from_slice(&0x5a00u32.to_be_bytes());
+        w[56..64].copy_from_slice(&0x1000u64.to_be_bytes());
+        let s = parse_send_xrc(&w).unwrap();
+        assert_eq!(s.xrc_srqn, Some(0x42));
+        assert_eq!(s.raddr, Some(RaddrSeg { raddr: 0x2000, rkey: 0x77 }));
+        assert_eq!(s.payload, Payload::Gather(vec![Sge { len: 8, lkey: 0x5a00, addr: 0x1000 }]));
+        // The same bytes as an RC WQE read the XRC segment as the remote address: not the same WQE.
+        assert_ne!(parse_send(&w, false).unwrap().raddr, s.raddr);
+        // ds 1: no room for the XRC segment.
+        w[7] = 1;
+        assert!(parse_send_xrc(&w).is_err());
     }
 
     #[test]

@@ -23,18 +23,21 @@ pub fn disable_hca(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     Ok(out(ifc::disable_hca_out::SIZE))
 }
 
-pub fn query_issi(_fw: &mut Firmware, _r: &Req<'_>) -> CmdResult {
+pub fn query_issi(fw: &mut Firmware, _r: &Req<'_>) -> CmdResult {
     let mut o = out(ifc::query_issi_out::SIZE);
-    ifc::query_issi_out::current_issi.set(&mut o, 0);
-    // Only ISSI 0: SRQs through CREATE_SRQ, no SET_ISSI.
-    ifc::query_issi_out::supported_issi_dw0.set(&mut o, 1);
+    ifc::query_issi_out::current_issi.set(&mut o, fw.hca.issi as u64);
+    // ISSI 0 and 1: mlx5_core sets 1, and mlx5_ib then creates SRQs as RMPs and XRC SRQs with
+    // CREATE_XRC_SRQ (which carries the user index XRC receive CQEs name). Both command sets stay open.
+    ifc::query_issi_out::supported_issi_dw0.set(&mut o, 0b11);
     Ok(o)
 }
 
-pub fn set_issi(_fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
-    if r.get(ifc::set_issi_in::current_issi) != 0 {
+pub fn set_issi(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    let issi = r.get(ifc::set_issi_in::current_issi);
+    if issi > 1 {
         return Err(fail!(status::BAD_PARAM, SET_ISSI_BAD_PARAM));
     }
+    fw.hca.issi = issi as u8;
     Ok(out(ifc::set_issi_out::SIZE))
 }
 

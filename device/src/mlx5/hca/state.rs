@@ -33,6 +33,8 @@ pub struct Hca {
     pub uars: Table<u16>,
     /// The port's link layer: which capability pages the function offers.
     pub link: LinkLayer,
+    /// The interface step SET_ISSI chose (0 until it runs; QUERY_ISSI's `current_issi`).
+    pub issi: u8,
 }
 
 impl Hca {
@@ -49,6 +51,7 @@ impl Hca {
             memic,
             uars: Table::new(limits.uar_first, limits.uar_last, (limits.uar_last - limits.uar_first + 1) as usize),
             link,
+            issi: 0,
         };
         h.reset(limits);
         h
@@ -69,6 +72,7 @@ impl Hca {
         self.uars.clear();
         self.enabled = false;
         self.initialized = false;
+        self.issi = 0;
         let mut general = general_caps(limits);
         let atomic = atomic_caps_image();
         let mut pages = vec![(CAP_ATOMIC, atomic)];

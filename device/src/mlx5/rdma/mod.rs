@@ -9,6 +9,7 @@ pub mod mkey;
 pub mod pd;
 pub mod qp;
 pub mod srq;
+pub mod srq_issi1;
 pub mod state;
 
 use crate::mlx5::cmd::dispatch::{command, Command};
@@ -31,6 +32,14 @@ pub static COMMANDS: &[Command<Firmware>] = &[
     command!(MLX5_CMD_OP_DESTROY_SRQ, Enabled, srq::destroy_srq),
     command!(MLX5_CMD_OP_QUERY_SRQ, Enabled, srq::query_srq),
     command!(MLX5_CMD_OP_ARM_RQ, Enabled, srq::arm_rq),
+    command!(MLX5_CMD_OP_CREATE_RMP, Enabled, srq_issi1::create_rmp),
+    command!(MLX5_CMD_OP_MODIFY_RMP, Enabled, srq_issi1::modify_rmp),
+    command!(MLX5_CMD_OP_QUERY_RMP, Enabled, srq_issi1::query_rmp),
+    command!(MLX5_CMD_OP_DESTROY_RMP, Enabled, srq_issi1::destroy_rmp),
+    command!(MLX5_CMD_OP_CREATE_XRC_SRQ, Enabled, srq_issi1::create_xrc_srq),
+    command!(MLX5_CMD_OP_DESTROY_XRC_SRQ, Enabled, srq_issi1::destroy_xrc_srq),
+    command!(MLX5_CMD_OP_QUERY_XRC_SRQ, Enabled, srq_issi1::query_xrc_srq),
+    command!(MLX5_CMD_OP_ARM_XRC_SRQ, Enabled, srq_issi1::arm_xrc_srq),
     command!(MLX5_CMD_OP_CREATE_QP, Enabled, qp::create_qp),
     command!(MLX5_CMD_OP_DESTROY_QP, Enabled, qp::destroy_qp),
     command!(MLX5_CMD_OP_RST2INIT_QP, Enabled, qp::modify_qp),

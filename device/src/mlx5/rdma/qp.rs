@@ -55,10 +55,15 @@ pub fn create_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     }
     let c = input_qpc(r)?;
     let st = qpc::st.get(&c) as u8;
-    let qp_type = qp_type(st).ok_or(fail!(status::BAD_PARAM, CREATE_QP_BAD_PARAM_2))?;
     let log_rq_size = qpc::log_rq_size.get(&c) as u8;
     let rq_stride = 16usize << qpc::log_rq_stride.get(&c);
     let no_sq = qpc::no_sq.get_bool(&c);
+    // Both ends of XRC are `st` XRC: the target is the one without a send queue (mlx5_ib's
+    // create_xrc_tgt_qp sets no_sq, no UAR, and its own PD, CQ and SRQ, none of which it uses).
+    let qp_type = match qp_type(st).ok_or(fail!(status::BAD_PARAM, CREATE_QP_BAD_PARAM_2))? {
+        QpType::XrcInitiator if no_sq => QpType::XrcTarget,
+        t => t,
+    };
     let log_sq_size = qpc::log_sq_size.get(&c) as u8;
     let rq_type = qpc::rq_type.get(&c);
     let log_page_size = qpc::log_page_size.get(&c) as u8;
@@ -67,7 +72,7 @@ pub fn create_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     }
     let page_offset = page_offset_bytes(qpc::page_offset.get(&c), log_page_size);
     let uar = qpc::uar_page.get(&c) as u32;
-    if !fw.hca.uars.contains(uar) && qp_type != QpType::RegUmr {
+    if !fw.hca.uars.contains(uar) && !matches!(qp_type, QpType::RegUmr | QpType::XrcTarget) {
         return Err(fail!(status::BAD_RES, CREATE_QP_BAD_RES));
     }
     let rq_entries = if rq_type == RQ_REGULAR { 1u32 << log_rq_size } else { 0 };
@@ -76,7 +81,9 @@ pub fn create_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let npages = if bytes == 0 { 0 } else { pages_for(bytes, log_page_size, page_offset) };
     let pas = r.pas(ifc::create_qp_in::pas, npages)?;
     let srq = (rq_type == RQ_SRQ).then(|| qpc::srqn_rmpn_xrqn.get(&c) as u32);
-    let xrcd = (st == ST_XRC).then(|| qpc::xrcd.get(&c) as u32);
+    // Only a target belongs to its XRC domain (mlx5_ib gives initiators and every other QP a
+    // domain of its own, xrcdn0/1, that nothing uses).
+    let xrcd = (qp_type == QpType::XrcTarget).then(|| qpc::xrcd.get(&c) as u32);
     let cq = |v: u64| (v != 0).then_some(v as u32);
     let create = QpCreate {
         qp_type,

@@ -6,7 +6,13 @@ use std::collections::{BTreeMap, BTreeSet};
 /// mlx5 context of a shared receive queue.
 #[derive(Debug, Clone)]
 pub struct SrqCtx {
+    /// The command family that created it; only that family queries, arms and destroys it.
+    pub kind: SrqKind,
+    /// The context as created (`srqc`, `xrc_srqc` or `rmpc`, by `kind`).
     pub srqc: Vec<u8>,
+    /// XRC SRQ created by CREATE_XRC_SRQ: `xrc_srqc.user_index`, the CQE's
+    /// `srqn_uidx` for its receives (cqe_version 1).
+    pub user_index: Option<u32>,
     pub pas: Vec<u64>,
     pub stride: usize,
     pub dbr_addr: u64,
@@ -16,6 +22,15 @@ pub struct SrqCtx {
     /// count of WQEs handed to the engine.
     pub head: u16,
     pub posted: u16,
+}
+
+/// The commands an SRQ was created with: ISSI 0's CREATE_SRQ (basic and XRC),
+/// or at ISSI 1 CREATE_RMP (basic) and CREATE_XRC_SRQ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SrqKind {
+    Srq,
+    Rmp,
+    XrcSrq,
 }
 
 /// mlx5 context of a queue pair.

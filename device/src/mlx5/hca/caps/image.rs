@@ -1,8 +1,8 @@
 //! The capability pages QUERY_HCA_CAP returns, as data.
 //!
 //! [`GENERAL_CAPS`] is the `cmd_hca_cap` personality of the model doc's Appendix B: an InfiniBand-only
-//! HCA (`port_type` IB, one port), RC/UC/UD/XRC, ISSI 0 (no `supported_issi` beyond 0 is reported by
-//! QUERY_ISSI, so nothing here), BlueFlame off (`bf` = 0, `log_bf_reg_size` 9), no page requests
+//! HCA (`port_type` IB, one port), RC/UC/UD/XRC (ISSI is QUERY_ISSI's/SET_ISSI's, not a capability:
+//! `hca/lifecycle.rs`), BlueFlame off (`bf` = 0, `log_bf_reg_size` 9), no page requests
 //! (`page_request_disable`), UMR as a ConnectX-5 offers it (translation, page size and atomic access
 //! modifiable, extended translation offsets: `mlx5_ib`'s MR cache is used; [`crate::mlx5::datapath::umr`] executes the
 //! WQEs) except indirect (KLM) mkeys (`umr_indirect_mkey_disabled`), CQE version 1, one UAR per page.
