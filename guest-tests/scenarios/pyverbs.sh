@@ -23,15 +23,16 @@ PYV_CI="test_device test_pd test_mr test_cq test_cq_events test_cqex test_qp tes
 # the *-full scenarios only
 PYV_CI_LEAVE_OUT="test_timestamp_free_running_recv_raw_traffic test_timestamp_free_running_send_raw_traffic
  test_timestamp_real_time_raw_traffic test_rdmacm_async_multicast_traffic test_rdmacm_async_ex_multicast_traffic"
-# modules rxe0 (on lo) does not run in the CI subset: its rdma_cm unicast tests fail there after 15 s each
-# (107 s); vrnic's are judged on their own (no FAIL/ERROR), the *-full scenarios run them on rxe too
-PYV_RXE_CI_EXCLUDE="test_rdmacm"
+# modules rxe0 (on lo) does not run in the CI subset (module name patterns): test_rdmacm, whose unicast tests
+# fail there after 15 s each (107 s), and the mlx5 modules, which all skip on rxe ("non MLX5 device") except one
+# where python segfaults (a restart); vrnic's are judged on their own (no FAIL/ERROR), *-full runs them on rxe
+PYV_RXE_CI_EXCLUDE="test_rdmacm test_mlx5_*"
 TESTS=/usr/lib/rdma-core-tests/tests
 
 cat > /tmp/pyv_run.py <<'EOF'
 # per-test runner around the suite's own loader (run_tests.py's: SourceFileLoader('tests', __init__.py) + its
 # args_parser), with a SIGALRM bound per test and one result line per test
-import os, signal, sys, time, unittest
+import fnmatch, os, signal, sys, time, unittest
 sys.path.insert(0, os.environ["PYV_TESTS"])
 from args_parser import parser
 from importlib.machinery import SourceFileLoader
@@ -57,10 +58,10 @@ if after:
     todo = todo[ids.index(after) + 1:] if after in ids else []
 excl = os.environ.get("PYV_EXCLUDE", "").split()
 for m in excl:
-    n = sum(1 for t in todo if t.id().split(".")[1] == m)
+    n = sum(1 for t in todo if fnmatch.fnmatch(t.id().split(".")[1], m))
     if not after:
         print("PYV-EXCLUDED %s %s %d" % (label, m, n), flush=True)
-todo = [t for t in todo if t.id().split(".")[1] not in excl]
+todo = [t for t in todo if not any(fnmatch.fnmatch(t.id().split(".")[1], m) for m in excl)]
 leave = os.environ.get("PYV_LEAVE_OUT", "").split()
 for t in [t for t in todo if t.id().rsplit(".", 1)[1] in leave]:
     if not after:
