@@ -17,6 +17,7 @@ from .checks_eth import (check_eth_iperf, check_eth_mtu, check_eth_offloads, che
                          interact_eth_host, interact_eth_reload, interact_eth_ethtool)
 from .checks_roce import (PORT_FAULTS, check_roce_devinfo, check_roce_faults, interact_roce_faults, check_roce_pingpong, check_roce_perftest, check_roce_cm, check_roce_rxe, check_roce_pcap)
 from .checks_pairs import check_events, check_grh, check_net2, check_perftest, check_pingpong
+from .checks_pyverbs import check_pyverbs
 from .checks_pci import (check_barbench, check_lspci, check_msix, check_probe, check_reboot, check_rxe, interact_msix,
                          interact_reboot)
 from .checks_xrc import check_roce_xrc, check_xrc
@@ -205,6 +206,21 @@ SCENARIOS = {
                      check=check_roce_xrc, runs=DOORBELL_RUNS,
                      doc="two guests over udp, RoCE v2 with -g: ibv_xsrq_pingpong 64 B x 200 over the IPv4 GID, -e "
                          "16 KiB x 100 over the IPv6 GID; doorbell trap, then poll"),
+    # ---- issue 22: pyverbs
+    # rdma-core's own test suite (scenarios/pyverbs.sh, checks_pyverbs.py, docs/conformance.md): the vrnic port and
+    # rxe0 (Soft-RoCE on lo) in the same boot; the CI subset in pyverbs/pyverbs-roce, every test in *-full
+    "pyverbs": dict(default=True, device=True, fabric=True, timeout=900, check=check_pyverbs, script="pyverbs",
+                    doc="rdma-core 56's pyverbs tests (CI subset, docs/conformance.md) on mlx5_0's IB port and on rxe0 "
+                        "(lo) in the same boot: every test rxe passes passes on vrnic, no vrnic FAIL/ERROR"),
+    "pyverbs-roce": dict(default=True, device=True, timeout=900, eth=dict(nics=["vrnic"], link="udp"),
+                         check=check_pyverbs, script="pyverbs",
+                         doc="the pyverbs CI subset on the RoCE port (its IPv4 RoCE v2 GID) and on rxe0 (lo), same rule"),
+    "pyverbs-full": dict(default=False, device=True, fabric=True, timeout=2400, check=check_pyverbs, script="pyverbs",
+                         doc="every test of rdma-core 56's suite on mlx5_0's IB port and on rxe0: the figures of "
+                             "docs/conformance.md"),
+    "pyverbs-roce-full": dict(default=False, device=True, timeout=2400, eth=dict(nics=["vrnic"], link="udp"),
+                              check=check_pyverbs, script="pyverbs",
+                              doc="every test of the suite on the RoCE port and on rxe0"),
 }
 ALIASES = {"bench": ["bench-loopback", "bench-2vm"]}
 DEFAULT = [n for n, sc in SCENARIOS.items() if sc.get("default")]

@@ -29,6 +29,8 @@ pub const GENERAL_ETH: &[CapValue] = caps!(cmd_hca_cap:
     cq_moderation = 1,
     cq_period_mode_modify = 0,
     log_max_rq = 10,
+    // the largest user RQ WQ (ibv_create_wq; mlx5_ib refuses max_wr > 1 << log_max_wq_sz), as for QPs
+    log_max_wq_sz = 15,
     log_max_sq = 10,
     log_max_tir = 10,
     log_max_tis = 8,
