@@ -15,7 +15,7 @@ from .common import QEMU_DIR
 from .debian import deb_name, extract
 from .kernel import check_closure, extract_vmlinux, has_pvh_note, module_depends, read_module
 from .ulpimage import (ULP_BINARIES, ULP_USER_PKGS, add_ulp_userspace, follow_guest_dep, ulp_closure_starts,
-                       ulp_exclude, ulp_key)
+                       ulp_exclude)
 
 INIT_FILE = os.path.join(QEMU_DIR, "guest", "init")
 # what the initramfs is made by: a change to one of them rebuilds it
@@ -155,7 +155,7 @@ def build_guest(cache, apt, debs_dir, force, manifest, log):
         log("kernel %s=%s" % (opt, m.group(1) if m else "(not set)"))
 
     initrd = os.path.join(gdir, "initramfs.cpio")
-    key = hashlib.sha256((kver + "|" + "|".join(deb_name(r) for r in recs) + "|" + ulp_key(cache) + "|" +
+    key = hashlib.sha256((kver + "|" + "|".join(deb_name(r) for r in recs) + "|" +
                           "".join(open(f, "rb").read().decode(errors="replace") for f in BUILD_INPUTS)).encode()).hexdigest()
     stamp = initrd + ".key"
     if not force and os.path.exists(initrd) and os.path.exists(stamp) and open(stamp).read() == key:

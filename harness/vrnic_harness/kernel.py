@@ -14,12 +14,19 @@ import shutil
 import subprocess
 
 
-def elf_needed(path):
+def elf_dynamic(path):
+    """(NEEDED sonames, RUNPATH/RPATH directories) of an ELF file."""
     try:
         out = subprocess.run(["readelf", "-dW", path], capture_output=True, text=True).stdout
     except OSError:
-        return []
-    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+        return [], []
+    paths = [d for p in re.findall(r"\((?:RUNPATH|RPATH)\)\s+Library (?:runpath|rpath): \[([^\]]+)\]", out)
+             for d in p.split(":") if d.startswith("/")]
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out), paths
+
+
+def elf_needed(path):
+    return elf_dynamic(path)[0]
 
 
 def is_elf(path):
@@ -40,8 +47,9 @@ def check_closure(root, start_files, libdirs):
         if rf in seen:
             continue
         seen.add(rf)
-        for so in elf_needed(rf):
-            for d in libdirs:
+        needed, runpath = elf_dynamic(rf)
+        for so in needed:
+            for d in [r.strip("/") for r in runpath] + list(libdirs):
                 p = os.path.join(root, d, so)
                 if os.path.exists(p):
                     todo.append(p)

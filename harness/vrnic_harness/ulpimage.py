@@ -1,5 +1,6 @@
 """The guest image's userspace for issue 22's scenarios (the kernel ULP modules are in initramfs.GUEST_MODULES):
-python3 + pyverbs and rdma-core's own tests, nvme-cli, fio (fiobuild: built lean from source), the kernel NFS
+python3 + pyverbs and rdma-core's own tests, nvme-cli, fio (Debian's binary: its NEEDED closure includes the
+Ceph/Gluster client libraries of its rbd/rados/gfapi engines; the archive serves no sources to build a leaner one), the kernel NFS
 server/client tools, UCX and libfabric. Trixie's packages, unpacked into the same user root as the base userspace;
 what no scenario uses is left out: the ROCm/HIP/LLVM/X11/MPI libraries libucx0 and libhwloc pull (for UCX's rocm
 modules, which are not shipped), Python's idle stdlib parts.
@@ -8,7 +9,7 @@ import glob
 import gzip
 import os
 
-ULP_USER_PKGS = ["python3-pyverbs", "nvme-cli", "nfs-kernel-server", "nfs-common", "ucx-utils", "libucx0",
+ULP_USER_PKGS = ["python3-pyverbs", "nvme-cli", "fio", "nfs-kernel-server", "nfs-common", "ucx-utils", "libucx0",
                  "libfabric-bin", "libfabric1"]
 # dependencies never followed for the guest: GPU (ROCm/HIP, LLVM, Level Zero, DRM), X11, hwloc's GPU/X plugins.
 # The closure check (ulp_closure_starts) proves the shipped binaries and modules do not need them. (OpenMPI stays:
@@ -17,7 +18,7 @@ ULP_SKIP = ("libamd", "libhsa", "libllvm", "libz3", "libdrm", "libze1", "libx11"
             "libxext", "libxnvctrl", "libhwloc-plugins", "libpciaccess")
 # the guest binaries the library closure check starts from (with initramfs' base list)
 # (trixie has no fabtests package: no fi_rdm_pingpong; libfabric-bin's fi_pingpong runs RDM endpoints with -e rdm)
-ULP_BINARIES = ("python3.13", "nvme", "rpc.nfsd", "exportfs", "rpc.mountd", "mount.nfs", "ucx_perftest", "ucx_info",
+ULP_BINARIES = ("python3.13", "nvme", "fio", "rpc.nfsd", "exportfs", "rpc.mountd", "mount.nfs", "ucx_perftest", "ucx_info",
                 "fi_pingpong", "fi_info")
 PY = "lib/python3.13"
 # Python stdlib parts no test imports (relative to usr/)
@@ -59,22 +60,12 @@ def add_ulp_userspace(t, cache, uroot, log):
         n += 1
     if not n:
         raise SystemExit("python3-pyverbs has no %s" % TESTS_SRC)
-    fio = os.path.join(cache, "guest-bin", "fio")
-    if not os.path.exists(fio):
-        raise SystemExit("%s missing (fiobuild.build_fio runs before the initramfs)" % fio)
-    t.add("usr/bin/fio", "file", fio, 0o755)
     # the kernel NFS server's state (exportfs/rpc.mountd/nfsdcld) and client config; exports written by the scenario
     for d in ("var/lib/nfs/rpc_pipefs", "var/lib/nfs/v4recovery", "var/lib/nfs/nfsdcld", "etc/exports.d", "run"):
         t.mkdirs(d)
     for f in ("var/lib/nfs/etab", "var/lib/nfs/rmtab", "etc/exports"):
         t.add(f, "data", b"")
-    log("ULP userspace: %d rdma-core test files in /%s, fio, NFS state dirs" % (n, TESTS_DST))
-
-
-def ulp_key(cache):
-    """What of the ULP userspace is not a .deb (for the initramfs key)."""
-    st = os.path.join(cache, "guest-bin", "fio.version")
-    return open(st).read() if os.path.exists(st) else ""
+    log("ULP userspace: %d rdma-core test files in /%s, NFS state dirs" % (n, TESTS_DST))
 
 
 def ulp_closure_starts(uroot):
