@@ -17,8 +17,6 @@ PYV_SUMMARY = re.compile(r"^PYV-SUMMARY (\S+) run=(\d+) failures=(\d+) errors=(\
 # tests vrnic may not pass where rxe does, or fail where rxe does not, with the reason: (vrnic label regex, test
 # id regex, reason). Keep it short and honest; docs/conformance.md shows the same list.
 KNOWN = [
-    # XRC is another branch's work (issue 22's xrc part): its tests are judged there
-    (r".", r"\.test_\w*xrc\w*$", "XRC: other branch (engine XRC transport, mlx5 XRCD/XRC SRQ/XRC QP)"),
     # rxe implements these; mlx5 (provider and mlx5_ib) offers none of them, real ConnectX included
     (r".", r"\.test_qp_ex_rc_atomic_write$", "RDMA atomic write (IBV_QP_EX_WITH_ATOMIC_WRITE): rxe only, not mlx5"),
     (r".", r"\.test_qp_ex_rc_flush(_type_violate)?$", "RDMA FLUSH (IBV_ACCESS_FLUSH_*): rxe only, not mlx5"),
@@ -49,9 +47,6 @@ KNOWN = [
 PROVOKED = [
     # test_cq.test_resize_cq: shrinking a CQ below its unpolled CQEs must fail (the test expects EINVAL)
     r"MODIFY_CQ\(0x403\) op_mod\(0x1\) failed, status bad resource state\(0x9\), syndrome \(0x7e050006\)",
-    # XRC QPs (other branch): creating XRC INI/TGT QPs fails until the XRC transport is merged
-    r"CREATE_QP\(0x500\) op_mod\(0x0\) failed, status bad resource\(0x5\), syndrome \(0x7e03002c\)",
-    r"create_qp:\d+:\(pid \d+\): Create QP type (9|10) failed",
 ]
 
 
