@@ -16,6 +16,7 @@ from .checks_eth import (check_eth_iperf, check_eth_mtu, check_eth_offloads, che
                          check_eth_vlan, check_eth_host, check_eth_reload, check_eth_ethtool, interact_eth_offloads,
                          interact_eth_host, interact_eth_reload, interact_eth_ethtool)
 from .checks_roce import (PORT_FAULTS, check_roce_devinfo, check_roce_faults, interact_roce_faults, check_roce_pingpong, check_roce_perftest, check_roce_cm, check_roce_rxe, check_roce_pcap)
+from .checks_ulp import check_nvmeof
 from .checks_pairs import check_events, check_grh, check_net2, check_perftest, check_pingpong
 from .checks_pci import (check_barbench, check_lspci, check_msix, check_probe, check_reboot, check_rxe, interact_msix,
                          interact_reboot)
@@ -196,6 +197,15 @@ SCENARIOS = {
                        eth_runs=["vrnic", "virtio"], check=check_bench_roce,
                        doc="perftest set over RoCE v2 (-x): two vrnic guests over udp, then two rxe guests (virtio-net) "
                            "on the same link; medians of 3 (BENCH lines; vrnic=NA if its run failed)"),
+    # ---- issue 22: kernel ULPs, UCX, libfabric (scenarios/ulp-lib.sh; run/checks_ulp.py): RoCE v2 between two
+    # guests (rdma_cm; the IB personality has no SM/SA to resolve paths); each validated rxe <-> rxe first
+    # (`guest-tests/run --eth-nic virtio <name>`)
+    "nvmeof": dict(default=True, device=True, guests=2, timeout=600, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                   check=check_nvmeof,
+                   doc="nvmet target (configfs, memory-backed null_blk, RDMA port :4420) on g0, nvme connect -t rdma "
+                       "on g1: fio --verify=crc32c 4 KiB randwrite/randread QD16, 128 KiB seq write/read; "
+                       "disconnect; then g0's RDMA device restarted (unbind, FLR, bind) under a fio load: the "
+                       "host reconnects, fio ends, data verified"),
 }
 ALIASES = {"bench": ["bench-loopback", "bench-2vm"]}
 DEFAULT = [n for n, sc in SCENARIOS.items() if sc.get("default")]
