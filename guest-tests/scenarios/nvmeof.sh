@@ -7,6 +7,7 @@
 # port), the target's port is enabled again; the host reconnects or fails cleanly, fio ends either way.
 . /usr/local/lib/vrnic-ulp-lib.sh
 LOAD_S=${LOAD_S:-40}
+ulp_hang_watch
 roce_all_up
 echo "ULP-NVMEOF-START g$G nic=$ETH_NIC dev=$ROCE_DEV fio=$(ulp_have fio && fio --version)" \
   "nvme=$(ulp_have nvme && nvme version | head -1 | tr ' ' _)"

@@ -101,7 +101,7 @@ ulp_fio() {
 # its address and the RDMA device back (roce_up). On virtio-net + rxe, the rxe device deleted and added again
 # (the same device removal seen by the ULPs). Prints "ULP-RESTART g<i> nic= how= seconds=".
 ulp_device_restart() {
-  _t0=$(vr_now)
+  _t0u=$(vr_now)
   if [ "$ETH_NIC" = vrnic ]; then
     _b=$(vr_bdf)
     echo $_b > /sys/bus/pci/drivers/mlx5_core/unbind || vr_fail "unbind $_b from mlx5_core rc=$?"
@@ -113,11 +113,21 @@ ulp_device_restart() {
     sleep 2
     _how="rxe-delete+add"
   fi
-  echo "ULP-RESTART-DOWN g$G nic=$ETH_NIC how=$_how seconds=$(vr_since $_t0)"
+  echo "ULP-RESTART-DOWN g$G nic=$ETH_NIC how=$_how seconds=$(vr_since $_t0u)"
   roce_up
-  echo "ULP-RESTART g$G nic=$ETH_NIC how=$_how seconds=$(vr_since $_t0)"
+  echo "ULP-RESTART g$G nic=$ETH_NIC how=$_how seconds=$(vr_since $_t0u)"
 }
 # ulp_ktrouble LABEL: the hung-task/WARNING lines of dmesg so far, counted ("ULP-KERNEL <label> g<i> bad=<n>")
 ulp_ktrouble() {
   echo "ULP-KERNEL $1 g$G bad=$(dmesg | grep -cE 'blocked for more than|soft lockup|WARNING:|BUG:|Oops')"
+}
+# ulp_hang_watch: in the background, once a hung-task report appears in dmesg, its stack traces go to the console
+# as "ULP-HUNG ..." lines (the console shows only KERN_ERR: the traces are KERN_INFO); evidence for the report
+ulp_hang_watch() {
+  ( while sleep 5; do
+      dmesg | grep -q "blocked for more than" || continue
+      sleep 2
+      dmesg | sed -n '/blocked for more than/,$p' | head -400 | sed 's/^/ULP-HUNG /'
+      break
+    done ) &
 }
