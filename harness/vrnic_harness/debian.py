@@ -87,16 +87,17 @@ def vcmp(a, b):
 
 
 class Apt:
-    def __init__(self, cache, log):
+    def __init__(self, cache, log, types="deb", name="apt"):
+        """types "deb-src" (in its own directory, name): a source-package configuration (Apt.source)."""
         self.log = log
-        self.dir = os.path.join(cache, "apt")
+        self.dir = os.path.join(cache, name)
         for d in ("lists/partial", "cache/archives/partial", "state"):
             os.makedirs(os.path.join(self.dir, d), exist_ok=True)
         self.sources = os.path.join(self.dir, "trixie.sources")
         empty = os.path.join(self.dir, "empty")
         os.makedirs(empty, exist_ok=True)
-        want = ("Types: deb\nURIs: %s\nSuites: %s\nComponents: main\n"
-                "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n" % (system_debian_uri(), SUITES))
+        want = ("Types: %s\nURIs: %s\nSuites: %s\nComponents: main\n"
+                "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n" % (types, system_debian_uri(), SUITES))
         if not os.path.exists(self.sources) or open(self.sources).read() != want:
             open(self.sources, "w").write(want)
         self.status = os.path.join(self.dir, "state", "status")
@@ -116,7 +117,24 @@ class Apt:
             self.resolved = {}
 
     def lists_files(self):
-        return glob.glob(os.path.join(self.dir, "lists", "*_Packages*"))
+        return glob.glob(os.path.join(self.dir, "lists", "*_Packages*")) + \
+            glob.glob(os.path.join(self.dir, "lists", "*_Sources*"))
+
+    def source(self, spec, dest):
+        """apt-get source --download-only NAME=VERSION into dest (signature and checksums checked by apt), then
+        dpkg-source -x; returns the unpacked source directory."""
+        os.makedirs(dest, exist_ok=True)
+        name, _, ver = spec.partition("=")
+        upver = re.sub(r"^\d+:", "", ver).rsplit("-", 1)[0]
+        tree = os.path.join(dest, "%s-%s" % (name, upver))
+        if os.path.isdir(tree):
+            return tree
+        run(["apt-get"] + self.opts + ["source", "--download-only", spec], cwd=dest, stdout=subprocess.DEVNULL)
+        dsc = glob.glob(os.path.join(dest, "%s_%s.dsc" % (name, re.sub(r"^\d+:", "", ver))))
+        if not dsc:
+            raise SystemExit("apt-get source %s produced no .dsc in %s" % (spec, dest))
+        run(["dpkg-source", "--no-check", "-x", dsc[0], tree], stdout=subprocess.DEVNULL)
+        return tree
 
     def update(self, force=False, max_age=12 * 3600):
         fl = self.lists_files()

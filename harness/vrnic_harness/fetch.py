@@ -8,6 +8,8 @@ Downloads, into CACHE (default ~/.cache/vrnic, env VRNIC_CACHE, flag --cache DIR
     packed into CACHE/guest/initramfs.cpio (newc) with a busybox /init;
   * host-side build inputs for guest programs that use libibverbs: trixie's libibverbs-dev (headers,
     libibverbs.so) + the libraries it links against, unpacked (never installed) into CACHE/guest/dev-root;
+  * fio built from trixie's fio source (fiobuild.py: static, sync/psync/libaio/io_uring only) into
+    CACHE/guest-bin/fio, shipped in the initramfs (ulpimage.py: the issue-22 ULP userspace);
   * guest test programs compiled from guest-tests/src/*.c into CACHE/guest-bin/: static, except the
     VERBS_PROGRAMS, which are linked dynamically against trixie's libibverbs from dev-root (glibc 2.36
     host build, runs on trixie's 2.41).
@@ -26,6 +28,7 @@ import time
 
 from .common import Log, default_cache
 from .debian import Apt, DownloadError, extract, vcmp
+from .fiobuild import build_fio
 from .guestbin import build_guest_bins, dev_root
 from .initramfs import build_guest
 from .kernel import check_closure
@@ -124,6 +127,7 @@ def main():
     manifest = []
     try:
         build_qemu(cache, apt, debs_dir, manifest)
+        build_fio(cache, apt, debs_dir, manifest, log, a.force)
         build_guest(cache, apt, debs_dir, a.force, manifest, log)
         build_dev_root(cache, apt, debs_dir, manifest)
     except DownloadError as e:
@@ -132,6 +136,7 @@ def main():
         apt.update(force=True)
         manifest = []
         build_qemu(cache, apt, debs_dir, manifest)
+        build_fio(cache, apt, debs_dir, manifest, log, a.force)
         build_guest(cache, apt, debs_dir, a.force, manifest, log)
         build_dev_root(cache, apt, debs_dir, manifest)
     build_guest_bins(cache, log, a.force)

@@ -14,15 +14,18 @@ from . import cpio
 from .common import QEMU_DIR
 from .debian import deb_name, extract
 from .kernel import check_closure, extract_vmlinux, has_pvh_note, module_depends, read_module
+from .ulpimage import (ULP_BINARIES, ULP_USER_PKGS, add_ulp_userspace, follow_guest_dep, ulp_closure_starts,
+                       ulp_exclude, ulp_key)
 
 INIT_FILE = os.path.join(QEMU_DIR, "guest", "init")
 # what the initramfs is made by: a change to one of them rebuilds it
-BUILD_INPUTS = [INIT_FILE, os.path.abspath(__file__), os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel.py")]
+BUILD_INPUTS = [INIT_FILE, os.path.abspath(__file__)] + [os.path.join(os.path.dirname(os.path.abspath(__file__)), f)
+                                                         for f in ("kernel.py", "ulpimage.py")]
 GUEST_USER_PKGS = ["libibverbs1", "ibverbs-providers", "librdmacm1t64", "libibumad3", "ibverbs-utils",
                    "rdmacm-utils", "perftest", "libnl-3-200", "libnl-route-3-200", "pciutils", "pci.ids",
                    "libpci3", "iproute2", "busybox-static",
                    # the Ethernet scenarios (eth-*): ethtool, iperf3, tcpdump, iputils ping (-M do, -f, -6)
-                   "ethtool", "iperf3", "tcpdump", "iputils-ping"]
+                   "ethtool", "iperf3", "tcpdump", "iputils-ping"] + ULP_USER_PKGS
 GUEST_MODULES = ["ib_core", "ib_uverbs", "ib_umad", "rdma_ucm", "rdma_cm", "ib_cm", "iw_cm", "configfs",
                  "mlx5_core", "mlx5_ib", "ib_ipoib", "rdma_rxe", "crc32_generic", "vfio", "vfio_pci",
                  "vfio_iommu_type1", "vfio_pci_core",
@@ -118,7 +121,7 @@ def build_guest(cache, apt, debs_dir, force, manifest, log):
     dep = re.match(r"\s*([^\s(,|:]+)", meta["Depends"]).group(1)   # linux-image-6.12.NNN+deb13-amd64
     kpkg = dep + "-unsigned" if not dep.endswith("-unsigned") else dep
     krec = apt.candidate(kpkg)
-    user = apt.resolve(GUEST_USER_PKGS, follow=lambda n: n.startswith(("lib", "zlib")))
+    user = apt.resolve(GUEST_USER_PKGS, follow=follow_guest_dep, tag="ulp3")
     recs = [krec] + sorted(user.values(), key=lambda r: r["Package"])
     apt.download(recs, debs_dir)
     for r in recs:
@@ -152,7 +155,7 @@ def build_guest(cache, apt, debs_dir, force, manifest, log):
         log("kernel %s=%s" % (opt, m.group(1) if m else "(not set)"))
 
     initrd = os.path.join(gdir, "initramfs.cpio")
-    key = hashlib.sha256((kver + "|" + "|".join(deb_name(r) for r in recs) + "|" +
+    key = hashlib.sha256((kver + "|" + "|".join(deb_name(r) for r in recs) + "|" + ulp_key(cache) + "|" +
                           "".join(open(f, "rb").read().decode(errors="replace") for f in BUILD_INPUTS)).encode()).hexdigest()
     stamp = initrd + ".key"
     if not force and os.path.exists(initrd) and os.path.exists(stamp) and open(stamp).read() == key:
@@ -169,7 +172,8 @@ def build_guest(cache, apt, debs_dir, force, manifest, log):
         src = os.path.join(uroot, top)
         if os.path.isdir(src):
             t.add_tree(src, top, exclude=("share/doc", "share/man", "share/locale", "share/lintian",
-                                           "share/bug", "share/info", "share/bash-completion", "share/zsh"))
+                                           "share/bug", "share/info", "share/bash-completion", "share/zsh") +
+                       ulp_exclude(top))
     for top, dst in (("bin", "usr/bin"), ("sbin", "usr/sbin"), ("lib", "usr/lib"), ("lib64", "usr/lib64")):
         src = os.path.join(uroot, top)
         if os.path.isdir(src) and not os.path.islink(src):
@@ -188,6 +192,7 @@ def build_guest(cache, apt, debs_dir, force, manifest, log):
         if ("usr/bin/" + name) in t.e or ("usr/sbin/" + name) in t.e:
             continue
         t.add(dest, "link", "/usr/bin/busybox")
+    add_ulp_userspace(t, cache, uroot, log)
     t.add("init", "data", open(INIT_FILE, "rb").read(), 0o755)
     t.add("etc/passwd", "data", b"root:x:0:0:root:/root:/bin/sh\n")
     t.add("etc/group", "data", b"root:x:0:\n")
@@ -260,17 +265,18 @@ def build_guest(cache, apt, debs_dir, force, manifest, log):
     t.add("etc/vrnic-modules", "data", ("\n".join(order) + "\n").encode())
     log("modules: %d (%s)" % (len(order), " ".join(order)))
     # library closure check for the important binaries and the verbs providers
-    libdirs = ["usr/lib/x86_64-linux-gnu", "usr/lib64", "lib/x86_64-linux-gnu", "usr/lib"]
+    # (UCX's modules find each other through their RUNPATH, usr/lib/x86_64-linux-gnu/ucx)
+    libdirs = ["usr/lib/x86_64-linux-gnu", "usr/lib64", "lib/x86_64-linux-gnu", "usr/lib", "usr/lib/x86_64-linux-gnu/ucx"]
     starts = []
     for b in ("ibv_devinfo", "ib_write_lat", "ib_send_bw", "rping", "lspci", "ip", "rdma", "ibv_rc_pingpong",
-              "ethtool", "iperf3", "tcpdump", "ping"):
+              "ethtool", "iperf3", "tcpdump", "ping") + ULP_BINARIES:
         for d in ("usr/bin", "usr/sbin", "bin", "sbin"):
             if os.path.exists(os.path.join(uroot, d, b)):
                 starts.append(os.path.join(uroot, d, b))
                 break
         else:
             log("WARNING: guest binary %s not found" % b)
-    starts += glob.glob(os.path.join(uroot, "usr/lib/x86_64-linux-gnu/libibverbs/*.so"))
+    starts += glob.glob(os.path.join(uroot, "usr/lib/x86_64-linux-gnu/libibverbs/*.so")) + ulp_closure_starts(uroot)
     miss = check_closure(uroot, starts, libdirs)
     if miss:
         raise SystemExit("guest library closure incomplete: %s" % miss)
