@@ -17,10 +17,10 @@ if [ "$G" = 1 ]; then
   ulp_nvme_connect
   if ulp_have fio; then
     V="--filename=$ULP_BDEV --verify=crc32c"
-    ulp_fio rand4k-write 120 $V --rw=randwrite --bs=4k --iodepth=16 --size=16M
-    ulp_fio rand4k-read 120 $V --rw=randread --bs=4k --iodepth=16 --size=16M
-    ulp_fio seq128k-write 120 $V --rw=write --bs=128k --iodepth=8 --offset=64M --size=64M
-    ulp_fio seq128k-read 120 $V --rw=read --bs=128k --iodepth=8 --offset=64M --size=64M
+    ulp_fio rand4k-write 120 $V --rw=randwrite --bs=4k --iodepth=16 --size=${R4K:-8M}
+    ulp_fio rand4k-read 120 $V --rw=randread --bs=4k --iodepth=16 --size=${R4K:-8M}
+    ulp_fio seq128k-write 120 $V --rw=write --bs=128k --iodepth=8 --offset=64M --size=${S128K:-16M}
+    ulp_fio seq128k-read 120 $V --rw=read --bs=128k --iodepth=8 --offset=64M --size=${S128K:-16M}
   else  # fio not in the image yet: a byte check with dd (the check fails the scenario without fio)
     dd if=/dev/urandom of=/tmp/pat bs=1M count=8 2> /dev/null
     dd if=/tmp/pat of=$ULP_BDEV bs=1M conv=fsync 2> /dev/null

@@ -131,3 +131,34 @@ ulp_hang_watch() {
       break
     done ) &
 }
+# ---- NFS over RDMA (RPC-over-RDMA, RFC 8166/8267) ---------------------------------------------------------------
+# ulp_nfs_server_up DIR: a tmpfs on DIR exported (fsid=0: the NFSv4 pseudo root) by the kernel NFS server, NFSv4
+# only (no rpcbind in the image), listening on RDMA port 20049 (and TCP 2049); rpc.mountd answers the kernel's
+# export upcalls. Grace period 10 s (the minimum: first opens wait for it). Prints "ULP-NFSD-UP ...".
+ulp_nfs_server_up() {
+  modprobe nfsd || vr_fail "modprobe nfsd rc=$?"
+  modprobe rpcrdma || vr_fail "modprobe rpcrdma rc=$?"
+  grep -q " /proc/fs/nfsd " /proc/mounts || mount -t nfsd nfsd /proc/fs/nfsd || vr_fail "mount nfsd rc=$?"
+  mkdir -p $1 /var/lib/nfs/v4recovery && mount -t tmpfs -o size=256M tmpfs $1 || vr_fail "tmpfs on $1"
+  echo "$1 *(rw,no_root_squash,insecure,no_subtree_check,fsid=0)" > /etc/exports
+  exportfs -ra || vr_fail "exportfs -ra rc=$?"
+  rpc.mountd -N 3 -F > /tmp/mountd.log 2>&1 &
+  echo 10 > /proc/fs/nfsd/nfsv4leasetime
+  echo 10 > /proc/fs/nfsd/nfsv4gracetime
+  echo "-3 +4 +4.1 +4.2" > /proc/fs/nfsd/versions || vr_fail "nfsd versions rc=$?"
+  echo "rdma 20049" > /proc/fs/nfsd/portlist || vr_fail "nfsd: no RDMA listener on 20049"
+  echo 8 > /proc/fs/nfsd/threads || vr_fail "nfsd threads rc=$?"
+  echo "ULP-NFSD-UP g$G export=$1 versions=$(cat /proc/fs/nfsd/versions | tr ' ' ,)" \
+    "ports=$(cat /proc/fs/nfsd/portlist | tr '\n' , ) threads=$(cat /proc/fs/nfsd/threads)" \
+    "exports=$(exportfs -v | tr -s ' \n\t' ' ')"
+}
+# ulp_nfs_mount DIR: guest 0's export mounted on DIR over RDMA (NFSv4.2, port 20049); prints "ULP-NFS-MOUNT ..."
+ulp_nfs_mount() {
+  modprobe nfsv4 || vr_fail "modprobe nfsv4 rc=$?"
+  modprobe rpcrdma || vr_fail "modprobe rpcrdma rc=$?"
+  mkdir -p $1
+  _t0m=$(vr_now)
+  ulp_tool nfs-mount 90 mount.nfs4 $(eth_ip 0):/ $1 -o rdma,port=20049,vers=4.2 ||
+    { vr_dmesg "nfs mount"; vr_fail "mount -o rdma,port=20049,vers=4.2 $(eth_ip 0):/ failed"; }
+  echo "ULP-NFS-MOUNT g$G $(grep " $1 " /proc/mounts | tr ' ' ' ') after=$(vr_since $_t0m)"
+}

@@ -7,6 +7,7 @@ import re
 from ..common import say
 from . import checks_roce
 from .checks_eth import texts, tools
+from .checks_pairs import tool_runs
 from .console import bad_lines_reason, mlx5_bad_lines
 
 FIO_JOB = re.compile(r"^(\S+): \(groupid=\d+, jobs=\d+\): err=\s*(\d+)", re.M)
@@ -142,4 +143,166 @@ def check_nvmeof(ctx):
             say("MLX5 BAD DMESG LINE (after the restart): %s" % l)
         if bad:
             errs.append("g%d after the restart: %d mlx5/ib error line(s), first: %s" % (gi, len(bad), bad[0]))
+    return "; ".join(errs) or None
+
+
+FIO_LAT = re.compile(r"^\s+lat \((nsec|usec|msec)\):.*?avg=\s*([\d.]+)", re.M)
+LAT_SCALE = {"nsec": 1e-3, "usec": 1.0, "msec": 1e3}
+
+
+def fio_lat_usec(out):
+    """The mean total latency (fio's `lat (..): avg=`) of one fio run in usec, or None."""
+    m = FIO_LAT.search(out)
+    return float(m.group(2)) * LAT_SCALE[m.group(1)] if m else None
+
+
+# ---- nfs-rdma -----------------------------------------------------------------------------------------------
+NFS_SIZES = ["1024", "65536", "1048576", "16777216"]
+
+
+def check_nfs_rdma(ctx):
+    errs = []
+    checks_roce.up_lines(ctx, errs)
+    tx = texts(ctx)
+    if len(tx) < 2:
+        return "two guests expected"
+    tl = tools(ctx)
+    up = line(tx[0], "ULP-NFSD-UP")
+    say("ULP nfsd g0: %s" % (up or "none"))
+    if not up or "rdma 20049" not in up.replace(",", " ").replace("  ", " "):
+        errs.append("g0: the NFS server has no RDMA listener on 20049 (%s)" % up)
+    mnt = line(tx[1], "ULP-NFS-MOUNT")
+    say("ULP nfs mount g1: %s" % (mnt or "none"))
+    if not mnt:
+        errs.append("g1: the export was not mounted")
+    else:
+        for want in ("proto=rdma", "port=20049", "vers=4.2"):
+            if want not in mnt:
+                errs.append("g1: the mount has no %s (%s)" % (want, mnt))
+    sums = {}
+    for t in tx:
+        for who, name, s in re.findall(r"^ULP-NFS-SUM g\d (\w+) (\S+) (\w+)", t, re.M):
+            sums[(who, name)] = s
+    for size in NFS_SIZES:
+        f = "f." + size
+        got = {w: sums.get((w, f)) for w in ("src", "nfs", "export")}
+        ok = got["src"] and got["src"] == got["nfs"] == got["export"]
+        say("ULP nfs file %s (%s B): written %s, read back %s, on the server %s: %s" % (
+            f, size, (got["src"] or "-")[:16], (got["nfs"] or "-")[:16], (got["export"] or "-")[:16],
+            "equal" if ok else "DIFFER"))
+        if not ok:
+            errs.append("%s: sha256 written/read back/on the server differ or missing" % f)
+    for m in re.findall(r"^ULP-NFS-WRITE-FAIL (.*)$", tx[1], re.M):
+        errs.append("g1: write failed: %s" % m)
+    judge_fio(tl, ("fio-nfs-seq128k", 1), errs, ("write", "read"))
+    judge_fio(tl, ("fio-nfs-rand4k", 1), errs, ("write", "read"))
+    lat = judge_fio(tl, ("fio-nfs-lat4k", 1), errs, ("read",))
+    if lat is not None:
+        us = fio_lat_usec(tl[("fio-nfs-lat4k", 1)]["out"])
+        say("ULP NFS/RDMA small-operation round trip (fio 4 KiB O_DIRECT read, QD1, psync): %s usec mean, %.0f IOPS"
+            % ("%.1f" % us if us is not None else "NA", lat["read"][0]))
+    xprt = re.findall(r"^ULP-NFS-MOUNTSTATS g1 \s*xprt:\s*(\S+)", tx[1], re.M)
+    say("ULP nfs transport (mountstats): %s" % (xprt or "none"))
+    if xprt and xprt[0] != "rdma":
+        errs.append("g1: the mount's transport is %s, not rdma" % xprt[0])
+    um = fields(line(tx[1], "ULP-NFS-UMOUNT"))
+    if um.get("left") != "0":
+        errs.append("g1: umount left the mount (%s)" % um)
+    r = bad_lines_reason(ctx["text"])
+    if r:
+        errs.append(r)
+    return "; ".join(errs) or None
+
+
+def pair_runs(ctx):
+    """{(label, role): run} of the roce_pair TOOL blocks (scenarios/roce-lib.sh)."""
+    return tool_runs(ctx)
+
+
+# ---- ucx ----------------------------------------------------------------------------------------------------
+UCX_FINAL = re.compile(r"^Final:\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)",
+                       re.M)
+UCX_TESTS = ["tag_lat", "tag_bw", "put_lat", "put_bw"]
+
+
+def ucx_final(out):
+    """ucx_perftest's Final line: (iterations, 50%ile usec, avg usec, overall usec, MB/s avg, MB/s overall,
+    msg/s avg, msg/s overall), or None."""
+    m = UCX_FINAL.search(out)
+    return tuple(float(x) for x in m.groups()) if m else None
+
+
+def check_ucx(ctx):
+    errs = []
+    checks_roce.up_lines(ctx, errs)
+    tx = texts(ctx)
+    if len(tx) < 2:
+        return "two guests expected"
+    trans = line(tx[0], "ULP-UCX-TRANSPORTS") or ""
+    say("ULP ucx_info -d g0: transports %s; devices %s" % (trans or "none", line(tx[0], "ULP-UCX-DEVICES")))
+    if not re.search(r"\b(rc_verbs|rc_mlx5|ud_verbs|ud_mlx5|dc_mlx5)\b", trans):
+        errs.append("g0: UCX found no verbs transport on the RDMA device (%s)" % trans)
+    runs = pair_runs(ctx)
+    for t in UCX_TESTS:
+        lab = "ucx-" + t
+        c, s = runs.get((lab, "client")), runs.get((lab, "server"))
+        if not c or not s:
+            errs.append("%s: did not run" % lab)
+            continue
+        f = ucx_final(c["out"])
+        if c["rc"] != 0 or s["rc"] != 0 or f is None:
+            errs.append("%s: client rc %s server rc %s%s" % (lab, c["rc"], s["rc"], "" if f else ", no Final line"))
+            continue
+        if t.endswith("_lat"):
+            say("ULP ucx_perftest %s: %d iterations, latency %.2f usec median, %.2f usec average (one way)" % (
+                t, f[0], f[1], f[2]))
+            ok = f[2] > 0
+        else:
+            say("ULP ucx_perftest %s: %d iterations, %.1f MB/s, %.0f msg/s" % (t, f[0], f[5], f[7]))
+            ok = f[5] > 0
+        if not ok:
+            errs.append("%s: no figure in its Final line" % lab)
+    r = bad_lines_reason(ctx["text"])
+    if r:
+        errs.append(r)
+    return "; ".join(errs) or None
+
+
+# ---- libfabric ----------------------------------------------------------------------------------------------
+FI_ROW = re.compile(r"^(\d+)\s+(\d+)\s+=?(\d+)\s+(\S+)\s+([\d.]+)s\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", re.M)
+
+
+def fi_rows(out):
+    """fi_pingpong's result rows: [(bytes, iterations, MB/s, usec/xfer)]."""
+    return [(int(m.group(1)), int(m.group(2)), float(m.group(6)), float(m.group(7))) for m in FI_ROW.finditer(out)]
+
+
+def check_libfabric(ctx):
+    errs = []
+    checks_roce.up_lines(ctx, errs)
+    tx = texts(ctx)
+    if len(tx) < 2:
+        return "two guests expected"
+    for gi, t in enumerate(tx):
+        info = fields(line(t, "ULP-FI-INFO"))
+        say("ULP fi_info -p verbs g%d: %s" % (gi, line(t, "ULP-FI-INFO")))
+        if info.get("rc") != "0":
+            errs.append("g%d: fi_info -p verbs found no verbs provider" % gi)
+    runs = pair_runs(ctx)
+    for lab, what in (("fi-msg", "verbs MSG endpoint"), ("fi-rdm", "verbs;ofi_rxm RDM endpoint")):
+        c, s = runs.get((lab, "client")), runs.get((lab, "server"))
+        if not c or not s:
+            errs.append("%s: did not run" % lab)
+            continue
+        rows = fi_rows(c["out"])
+        say("ULP fi_pingpong %s: client rc %d server rc %d, %d sizes: %s" % (
+            what, c["rc"], s["rc"], len(rows),
+            ", ".join("%d B %.2f usec/xfer %.2f MB/s" % (b, u, mb) for b, _, mb, u in rows[:1] + rows[-1:])))
+        if c["rc"] != 0 or s["rc"] != 0:
+            errs.append("%s: client rc %d server rc %d" % (lab, c["rc"], s["rc"]))
+        elif not rows or any(r[3] <= 0 for r in rows):
+            errs.append("%s: no result rows" % lab)
+    r = bad_lines_reason(ctx["text"])
+    if r:
+        errs.append(r)
     return "; ".join(errs) or None

@@ -16,7 +16,7 @@ from .checks_eth import (check_eth_iperf, check_eth_mtu, check_eth_offloads, che
                          check_eth_vlan, check_eth_host, check_eth_reload, check_eth_ethtool, interact_eth_offloads,
                          interact_eth_host, interact_eth_reload, interact_eth_ethtool)
 from .checks_roce import (PORT_FAULTS, check_roce_devinfo, check_roce_faults, interact_roce_faults, check_roce_pingpong, check_roce_perftest, check_roce_cm, check_roce_rxe, check_roce_pcap)
-from .checks_ulp import check_nvmeof
+from .checks_ulp import check_libfabric, check_nfs_rdma, check_nvmeof, check_ucx
 from .checks_pairs import check_events, check_grh, check_net2, check_perftest, check_pingpong
 from .checks_pci import (check_barbench, check_lspci, check_msix, check_probe, check_reboot, check_rxe, interact_msix,
                          interact_reboot)
@@ -206,6 +206,20 @@ SCENARIOS = {
                        "on g1: fio --verify=crc32c 4 KiB randwrite/randread QD16, 128 KiB seq write/read; "
                        "disconnect; then g0's RDMA device restarted (unbind, FLR, bind) under a fio load: the "
                        "host reconnects, fio ends, data verified"),
+    "nfs-rdma": dict(default=True, device=True, guests=2, timeout=480, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                     check=check_nfs_rdma,
+                     doc="kernel NFS server (NFSv4, RDMA listener :20049) exporting a tmpfs on g0, mount -o "
+                         "rdma,port=20049,vers=4.2 on g1: files 1 KiB..16 MiB written and read back, sha256 equal "
+                         "on both sides; fio --verify=crc32c on the mount; 4 KiB QD1 read round trip printed"),
+    "ucx": dict(default=True, device=True, guests=2, timeout=420, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                check=check_ucx,
+                doc="ucx_info -d lists verbs transports on the RDMA device (rc_verbs/ud_verbs: rc_mlx5/dc_mlx5 need "
+                    "DEVX); ucx_perftest tag_lat, tag_bw, ucp_put_lat, ucp_put_bw between the guests: Final lines "
+                    "parsed"),
+    "libfabric": dict(default=True, device=True, guests=2, timeout=420, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                      check=check_libfabric,
+                      doc="fi_info -p verbs; fi_pingpong -p verbs -e msg (rdma_cm) and -p 'verbs;ofi_rxm' -e rdm "
+                          "between the guests, every size: result rows parsed"),
 }
 ALIASES = {"bench": ["bench-loopback", "bench-2vm"]}
 DEFAULT = [n for n, sc in SCENARIOS.items() if sc.get("default")]
