@@ -116,6 +116,12 @@ def check_nvmeof(ctx):
     if not rs:
         errs.append("g0: the RDMA device did not come back after its restart")
     load = judge_fio(tl, ("fio-load", 1), errs, want=(), limit_ok=True)
+    _, after_restart = split_at(tx[1], "ULP-RESTART-BEGIN")
+    recov = re.findall(r"nvme nvme\d+: (starting error recovery|Successfully reconnected \(\d+ attempts?\)|"
+                       r"Reconnecting in \d+ seconds)", after_restart)
+    say("ULP host's view of the restart (nvme-rdma, dmesg): %s" % (", ".join(dict.fromkeys(recov)) or "nothing"))
+    if not any(r.startswith("starting error recovery") for r in recov):
+        errs.append("the host never saw the target's restart (no nvme error recovery): nothing was tested")
     st = fields(line(tx[1], "ULP-NVME-STATE"))
     after = tl.get(("fio-after-restart", 1))
     if st.get("state") == "live":

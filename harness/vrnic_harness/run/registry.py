@@ -10,6 +10,7 @@ kernel_allow (a regex of kernel lines the scenario provokes on purpose).
 from .bench import check_bench
 from .bench_eth import check_bench_eth
 from .bench_roce import check_bench_roce
+from .bench_ulp import check_bench_ulp
 from .checks_mlx5 import (DEVINFO_FW, DEVINFO_LID, DEVINFO_TOML, check_devinfo, check_mlx5_probe, check_reload,
                           interact_reload)
 from .checks_eth import (check_eth_iperf, check_eth_mtu, check_eth_offloads, check_eth_ping, check_eth_probe,
@@ -220,6 +221,11 @@ SCENARIOS = {
                       check=check_libfabric,
                       doc="fi_info -p verbs; fi_pingpong -p verbs -e msg (rdma_cm) and -p 'verbs;ofi_rxm' -e rdm "
                           "between the guests, every size: result rows parsed"),
+    "bench-ulp": dict(device=True, guests=2, timeout=1200, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                      eth_runs=["vrnic", "virtio"], check=check_bench_ulp,
+                      doc="NVMe-oF fio 4 KiB randread QD16 IOPS and 128 KiB seq read MB/s, NFS/RDMA 128 KiB read "
+                          "MB/s, ucx_perftest tag latency: two vrnic guests, then two rxe guests (virtio-net) on the "
+                          "same link; medians of 3 (BENCH lines; vrnic=NA if its run failed)"),
 }
 ALIASES = {"bench": ["bench-loopback", "bench-2vm"]}
 DEFAULT = [n for n, sc in SCENARIOS.items() if sc.get("default")]
