@@ -40,7 +40,7 @@ eth_barrier block-done
 export UCX_NET_DEVICES=$ROCE_DEV:1
 r=1
 while [ $r -le $REPS ]; do
-  roce_pair 0 bench-ucx-tag_lat-r$r 90 ucx_perftest -p @PORT@ -- ucx_perftest @SOOB@ -p @PORT@ -t tag_lat -s 8 -n 2000
+  roce_pair 0 bench-ucx-tag_lat-r$r 90 ucx_perftest -P 0 -p @PORT@ -- ucx_perftest @SOOB@ -P 0 -p @PORT@ -t tag_lat -s 8 -n 2000
   r=$((r + 1))
 done
 eth_barrier done

@@ -15,10 +15,10 @@ if [ "$G" = 0 ]; then
   ucx_info -e -u t -D net 2>&1 | grep -E "^#.*(rc|ud|dc|tcp)" | head -20 | sed "s/^/ULP-UCX-EP g$G /"
 fi
 ITERS=${UCX_ITERS:-2000}
-roce_pair 0 ucx-tag_lat 90 ucx_perftest -p @PORT@ -- ucx_perftest @SOOB@ -p @PORT@ -t tag_lat -s 8 -n $ITERS
-roce_pair 0 ucx-tag_bw 90 ucx_perftest -p @PORT@ -- ucx_perftest @SOOB@ -p @PORT@ -t tag_bw -s 65536 -n 500
-roce_pair 0 ucx-put_lat 90 ucx_perftest -p @PORT@ -- ucx_perftest @SOOB@ -p @PORT@ -t ucp_put_lat -s 8 -n $ITERS
-roce_pair 0 ucx-put_bw 90 ucx_perftest -p @PORT@ -- ucx_perftest @SOOB@ -p @PORT@ -t ucp_put_bw -s 65536 -n 500
+roce_pair 0 ucx-tag_lat 90 ucx_perftest -P 0 -p @PORT@ -- ucx_perftest @SOOB@ -P 0 -p @PORT@ -t tag_lat -s 8 -n $ITERS
+roce_pair 0 ucx-tag_bw 90 ucx_perftest -P 0 -p @PORT@ -- ucx_perftest @SOOB@ -P 0 -p @PORT@ -t tag_bw -s 65536 -n 500
+roce_pair 0 ucx-put_lat 90 ucx_perftest -P 0 -p @PORT@ -- ucx_perftest @SOOB@ -P 0 -p @PORT@ -t ucp_put_lat -s 8 -n $ITERS
+roce_pair 0 ucx-put_bw 90 ucx_perftest -P 0 -p @PORT@ -- ucx_perftest @SOOB@ -P 0 -p @PORT@ -t ucp_put_bw -s 65536 -n 500
 eth_barrier done
 ulp_ktrouble end
 vr_dmesg "ucx g$G"
