@@ -275,12 +275,16 @@ def check_ucx(ctx):
 
 
 # ---- libfabric ----------------------------------------------------------------------------------------------
-FI_ROW = re.compile(r"^(\d+)\s+(\d+)\s+=?(\d+)\s+(\S+)\s+([\d.]+)s\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", re.M)
+FI_ROW = re.compile(r"^(\d+)([kmg]?)\s+(\d+)\s+=?(\d+)\s+(\S+)\s+([\d.]+)s\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$",
+                    re.M)
+FI_UNIT = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}
 
 
 def fi_rows(out):
-    """fi_pingpong's result rows: [(bytes, iterations, MB/s, usec/xfer)]."""
-    return [(int(m.group(1)), int(m.group(2)), float(m.group(6)), float(m.group(7))) for m in FI_ROW.finditer(out)]
+    """fi_pingpong's result rows ("64k  200  =200  25m  1.16s  22.63  2895.53  0.00"):
+    [(bytes, iterations, MB/s, usec/xfer)]."""
+    return [(int(m.group(1)) * FI_UNIT[m.group(2)], int(m.group(3)), float(m.group(7)), float(m.group(8)))
+            for m in FI_ROW.finditer(out)]
 
 
 def check_libfabric(ctx):
@@ -295,19 +299,21 @@ def check_libfabric(ctx):
         if info.get("rc") != "0":
             errs.append("g%d: fi_info -p verbs found no verbs provider" % gi)
     runs = pair_runs(ctx)
-    for lab, what in (("fi-msg", "verbs MSG endpoint"), ("fi-rdm", "verbs;ofi_rxm RDM endpoint")):
+    for lab, what in [("fi-%s-s%d" % (e, size), "%s, %d B" % (w, size)) for e, w in
+                      (("msg", "verbs MSG endpoint"), ("rdm", "verbs;ofi_rxm RDM endpoint")) for size in (64, 65536)]:
         c, s = runs.get((lab, "client")), runs.get((lab, "server"))
         if not c or not s:
             errs.append("%s: did not run" % lab)
             continue
         rows = fi_rows(c["out"])
-        say("ULP fi_pingpong %s: client rc %d server rc %d, %d sizes: %s" % (
-            what, c["rc"], s["rc"], len(rows),
-            ", ".join("%d B %.2f usec/xfer %.2f MB/s" % (b, u, mb) for b, _, mb, u in rows[:1] + rows[-1:])))
+        say("ULP fi_pingpong %s: client rc %d server rc %d: %s" % (
+            what, c["rc"], s["rc"], ", ".join("%d B x %d: %.2f usec/xfer %.2f MB/s" % (b, n, u, mb)
+                                              for b, n, mb, u in rows) or "no rows"))
+        want = int(lab.rsplit("-s", 1)[1])
         if c["rc"] != 0 or s["rc"] != 0:
             errs.append("%s: client rc %d server rc %d" % (lab, c["rc"], s["rc"]))
-        elif not rows or any(r[3] <= 0 for r in rows):
-            errs.append("%s: no result rows" % lab)
+        elif not any(r[0] == want and r[3] > 0 for r in rows):
+            errs.append("%s: no result row for %d B" % (lab, want))
     r = bad_lines_reason(ctx["text"])
     if r:
         errs.append(r)
