@@ -27,6 +27,7 @@ impl Firmware {
         let until = self.engine.rt.io.clock.now_ns() + ERR_RQ_WATCH_NS;
         if let Some(ctx) = self.rdma.qps.get_mut(&qpn).filter(|c| c.rq_entries > 0) {
             ctx.rq_flush_until = until;
+            self.rdma.err_rq_watch.insert(qpn);
         }
     }
 
@@ -36,13 +37,20 @@ impl Firmware {
     /// that is dropped).
     pub(in crate::mlx5) fn flush_err_rqs(&mut self) -> Option<u64> {
         let now = self.engine.rt.io.clock.now_ns();
-        let watched: Vec<u32> = self.rdma.qps.iter().filter(|(_, c)| c.rq_flush_until != 0).map(|(n, _)| *n).collect();
+        if self.rdma.err_rq_watch.is_empty() {
+            return None;
+        }
+        let watched: Vec<u32> = self.rdma.err_rq_watch.iter().copied().collect();
         let mut any = false;
         for qpn in watched {
             let in_err = self.engine.qps.get(qpn).is_some_and(|q| q.state == QpState::Err && q.srq.is_none());
-            let Some(ctx) = self.rdma.qps.get_mut(&qpn) else { continue };
+            let Some(ctx) = self.rdma.qps.get_mut(&qpn).filter(|c| c.rq_flush_until != 0) else {
+                self.rdma.err_rq_watch.remove(&qpn);
+                continue;
+            };
             if !in_err || ctx.rq_flush_until <= now {
                 ctx.rq_flush_until = 0;
+                self.rdma.err_rq_watch.remove(&qpn);
                 continue;
             }
             any = true;

@@ -57,6 +57,8 @@ pub struct RdmaObjects {
     pub mkcs: BTreeMap<u32, Vec<u8>>,
     /// MEMIC allocations: BAR0 offset -> bytes.
     pub memic_allocs: BTreeMap<u64, u64>,
+    /// QPs whose `rq_flush_until` is set (the poll pass looks at these only).
+    pub err_rq_watch: BTreeSet<u32>,
 }
 
 impl RdmaObjects {
