@@ -63,6 +63,9 @@ def scenario_files(cache, script_path, extra=None):
     rocelib = os.path.join(REPO, "guest-tests", "scenarios", "roce-lib.sh")
     if os.path.exists(rocelib):
         files["usr/local/lib/vrnic-roce-lib.sh"] = (open(rocelib, "rb").read(), 0o644)
+    ulplib = os.path.join(REPO, "guest-tests", "scenarios", "ulp-lib.sh")
+    if os.path.exists(ulplib):
+        files["usr/local/lib/vrnic-ulp-lib.sh"] = (open(ulplib, "rb").read(), 0o644)
     bindir = os.path.join(cache, "guest-bin")
     if os.path.isdir(bindir):
         for b in sorted(os.listdir(bindir)):

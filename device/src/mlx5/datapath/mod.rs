@@ -103,6 +103,7 @@ impl Firmware {
         let mut dp = self.datapath();
         dp.sync_sq(qpn);
         dp.sync_recv(qpn);
+        dp.watch_err_rq(qpn);
     }
 
     /// Poll mode: a store landed somewhere on UAR page `uar`. Doorbells that

@@ -1,7 +1,10 @@
 //! Receive queues: WQEs have no doorbell, only a doorbell record; the
 //! receive WQEs of a QP (or its SRQ) are pulled into the engine when a
 //! packet that consumes one arrives ([`super::rx`]) and when a QP's queues
-//! flush.
+//! flush. A receive WQE posted to a QP already in ERR (the marker of
+//! `ib_drain_rq`, which then waits for its flush) has nothing to pull it in:
+//! for [`ERR_RQ_WATCH_NS`] after a QP enters ERR the workers' poll passes
+//! look at its doorbell record ([`Firmware::flush_err_rqs`]).
 
 use tracing::warn;
 
@@ -13,7 +16,51 @@ use crate::mlx5::firmware::Firmware;
 use crate::mlx5::queue_buf::buf_addr;
 use crate::mlx5::rdma::state::QpCtx;
 
+/// How long after entering ERR a QP's receive doorbell record is watched.
+pub const ERR_RQ_WATCH_NS: u64 = 30_000_000_000;
+/// How often a watched doorbell record is read.
+pub const ERR_RQ_POLL_NS: u64 = 1_000_000;
+
 impl Firmware {
+    /// QP `qpn` entered ERR: watch its receive doorbell record for a while.
+    pub(super) fn watch_err_rq(&mut self, qpn: u32) {
+        let until = self.engine.rt.io.clock.now_ns() + ERR_RQ_WATCH_NS;
+        if let Some(ctx) = self.rdma.qps.get_mut(&qpn).filter(|c| c.rq_entries > 0) {
+            ctx.rq_flush_until = until;
+            self.rdma.err_rq_watch.insert(qpn);
+        }
+    }
+
+    /// Flushes receive WQEs posted to watched QPs in ERR since the last
+    /// look; the time of the next look, if any QP is still watched. Call it
+    /// on a [`super::DataPath`] (the flush completions are written when
+    /// that is dropped).
+    pub(in crate::mlx5) fn flush_err_rqs(&mut self) -> Option<u64> {
+        let now = self.engine.rt.io.clock.now_ns();
+        if self.rdma.err_rq_watch.is_empty() {
+            return None;
+        }
+        let watched: Vec<u32> = self.rdma.err_rq_watch.iter().copied().collect();
+        let mut any = false;
+        for qpn in watched {
+            let in_err = self.engine.qps.get(qpn).is_some_and(|q| q.state == QpState::Err && q.srq.is_none());
+            let Some(ctx) = self.rdma.qps.get_mut(&qpn).filter(|c| c.rq_flush_until != 0) else {
+                self.rdma.err_rq_watch.remove(&qpn);
+                continue;
+            };
+            if !in_err || ctx.rq_flush_until <= now {
+                ctx.rq_flush_until = 0;
+                self.rdma.err_rq_watch.remove(&qpn);
+                continue;
+            }
+            any = true;
+            if be32_at(&*self.mem, ctx.dbr_addr).is_some_and(|pc| pc as u16 != ctx.rq_ci) {
+                self.sync_recv(qpn);
+            }
+        }
+        any.then_some(now + ERR_RQ_POLL_NS)
+    }
+
     pub(super) fn rq_addr(ctx: &QpCtx, idx: u16) -> Option<u64> {
         if ctx.rq_entries == 0 {
             return None;

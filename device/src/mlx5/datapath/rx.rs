@@ -30,10 +30,14 @@ impl PacketHandler for FwHandler {
         self.fw().datapath().engine.flush_acks();
     }
 
-    /// Runs on every pass of the fabric worker: only the timers (a CQ's
-    /// consumer index is read when the CQ looks full, see QueueSink).
+    /// Runs on every pass of the fabric worker: the timers and the receive
+    /// queues of QPs in ERR (a CQ's consumer index is read when the CQ looks
+    /// full, see QueueSink).
     fn poll(&self, _now_ns: u64) -> Option<u64> {
-        self.fw().datapath().engine.poll_timers()
+        let mut fw = self.fw();
+        let mut dp = fw.datapath();
+        let rq = dp.flush_err_rqs();
+        [dp.engine.poll_timers(), rq].into_iter().flatten().min()
     }
 }
 

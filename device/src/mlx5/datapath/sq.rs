@@ -9,6 +9,7 @@ use tracing::{debug, warn};
 use super::cqe::syndrome;
 use super::dbr::be32_at;
 use super::sq_ops;
+use super::umr;
 use super::wqe::{self, CtrlSeg, Payload, WQEBB};
 use crate::engine::verbs::{SendWr, Sge, UdDest, WcStatus, WrOpcode};
 use crate::engine::{AddressVector, QpState, QpType};
@@ -186,6 +187,8 @@ impl Firmware {
             let nbb = ctrl.wqebbs();
             let w = (nbb <= wqe::MAX_WQEBBS && ctrl.ds > 0).then(|| self.sq_wqe(ctx, ci, nbb, first)).flatten();
             let wr = match w {
+                // fast registration (REG_MR, LOCAL_INV): UMR on an RC QP
+                Some(w) if ctrl.opcode == umr::OPCODE_UMR && qp_type == QpType::Rc => self.umr_on_qp(qpn, &w, &ctrl),
                 Some(w) => self.decode_send(qpn, qp_type, &w, &ctrl, ud),
                 None => {
                     warn!(

@@ -17,7 +17,10 @@
 //! | XRC TGT, others | none: the device has no send path for them                           |
 //!
 //! `UMR` (0x25) on a REG_UMR QP is the UMR engine's (`send_doorbell`'s own
-//! arm); on any other QP it is refused here. `LOCAL_INVAL` (0x1b), `FMR`
+//! arm); on an RC QP it is a fast registration (`IB_WR_REG_MR`,
+//! `IB_WR_LOCAL_INV`) that `sync_sq` hands to the UMR engine
+//! (`umr_on_qp`) before this table is consulted; on any other QP it is
+//! refused here. `LOCAL_INVAL` (0x1b), `FMR`
 //! (0x19) and `BIND_MW` (0x18) are refused: they are ConnectX-3 (mlx4)
 //! opcodes that rdma-core's mlx5dv.h still lists; a ConnectX-4/5 invalidates
 //! and binds through UMR (mlx5_ib and libmlx5 post IB_WR_LOCAL_INV,

@@ -13,6 +13,12 @@
 //! violations: LOCAL_PROT_ERR; translation outside the key:
 //! LOCAL_LENGTH_ERR), after which the QP is in ERR and the driver's
 //! `mlx5r_umr_recover` resets it.
+//!
+//! The same WQE on an RC QP is a fast registration (the kernel ULPs'
+//! `IB_WR_REG_MR` and `IB_WR_LOCAL_INV`, which mlx5_ib posts as UMR):
+//! [`Firmware::umr_on_qp`] executes it when the SQ fetches it, on keys of the
+//! QP's own PD only and without moving a key to another PD, and its
+//! completion goes through the engine in SQ order.
 
 use std::sync::atomic::Ordering;
 
@@ -21,6 +27,7 @@ use tracing::warn;
 
 use super::cqe::syndrome;
 use super::wqe::{self, be16, be32, be64, opcode, CtrlSeg, DS};
+use crate::engine::verbs::{SendWr, WcStatus, WrOpcode};
 use crate::engine::{Access, Mkey, Translation};
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::ifc::mkc;
@@ -62,10 +69,10 @@ pub mod mask {
     pub const RELAXED_ORDERING_WRITE: u64 = 1 << 25;
     pub const FREE: u64 = 1 << 29;
     pub const RELAXED_ORDERING_READ: u64 = 1 << 47;
-    /// The fields this device updates (relaxed ordering, signature and
-    /// remote-invalidate fields are not offered).
+    /// The fields this device updates (relaxed ordering and signature
+    /// fields are not offered).
     pub const SUPPORTED: u64 =
-        LEN | PAGE_SIZE | START_ADDR | PD | KEY | QPN | LR | LW | RR | RW | A | SMALL_FENCE | FREE;
+        LEN | PAGE_SIZE | START_ADDR | PD | EN_RINVAL | KEY | QPN | LR | LW | RR | RW | A | SMALL_FENCE | FREE;
 }
 
 /// Bytes of `struct mlx5_wqe_umr_ctrl_seg`.
@@ -302,6 +309,9 @@ pub fn apply(
     if m & mask::LR != 0 {
         copy(&mut c, mkc::lr);
     }
+    if m & mask::EN_RINVAL != 0 {
+        copy(&mut c, mkc::en_rinval);
+    }
     let translation_mask = mask::START_ADDR | mask::LEN | mask::PAGE_SIZE;
     if (m & translation_mask != 0 || !xlt.is_empty()) && !matches!(k.translation, Translation::Mtt { .. }) {
         return Err(UmrError::NotMtt);
@@ -366,7 +376,7 @@ impl Firmware {
     /// doorbell record, in order; an ERR QP flushes them. `umr_wqes` counts
     /// the WQEs executed, `umr_errors` those fetched and refused.
     pub(super) fn drain_umr_sq(&mut self, qpn: u32) {
-        self.drain_fw_sq(qpn, |fw, qpn, w, ctrl| match fw.execute_umr(w, ctrl) {
+        self.drain_fw_sq(qpn, |fw, qpn, w, ctrl| match fw.execute_umr(w, ctrl, None) {
             Ok(()) => {
                 fw.stats.umr_wqes.fetch_add(1, Ordering::Relaxed);
                 Ok(())
@@ -379,8 +389,39 @@ impl Firmware {
         });
     }
 
-    /// Executes one WQE of the REG_UMR QP.
-    fn execute_umr(&mut self, w: &[u8], ctrl: &CtrlSeg) -> Result<(), UmrError> {
+    /// A UMR WQE fetched from RC QP `qpn`'s send queue (fast registration):
+    /// executed now, in SQ order; the returned work request completes it in
+    /// order through the engine (a NOP carrying the UMR opcode, or an error
+    /// completion with the UMR's syndrome, which moves the QP to ERR).
+    pub(super) fn umr_on_qp(&mut self, qpn: u32, w: &[u8], ctrl: &CtrlSeg) -> SendWr {
+        let pd = self.engine.qps.get(qpn).map(|q| q.pd);
+        let mut wr = SendWr::new(((ctrl.opcode as u64) << 32) | ctrl.wqe_index as u64, WrOpcode::Nop, Vec::new());
+        wr.signaled = ctrl.signaled();
+        let r = match pd {
+            Some(pd) => self.execute_umr(w, ctrl, Some(pd)),
+            None => Err(UmrError::Opcode(ctrl.opcode)),
+        };
+        match r {
+            Ok(()) => {
+                self.stats.umr_wqes.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                warn!(qpn, mkey = ctrl.imm, error = %e, "UMR WQE on an RC QP not executed");
+                self.stats.umr_errors.fetch_add(1, Ordering::Relaxed);
+                wr.signaled = true;
+                wr.local_error = Some(match e.syndrome() {
+                    syndrome::LOCAL_PROT_ERR => WcStatus::LocProtErr,
+                    syndrome::LOCAL_LENGTH_ERR => WcStatus::LocLenErr,
+                    _ => WcStatus::LocQpOpErr,
+                });
+            }
+        }
+        wr
+    }
+
+    /// Executes one UMR WQE: on the REG_UMR QP (`qp_pd` None: any key), or
+    /// on a QP of PD `qp_pd` (only that PD's keys, and the PD stays).
+    fn execute_umr(&mut self, w: &[u8], ctrl: &CtrlSeg, qp_pd: Option<u32>) -> Result<(), UmrError> {
         match ctrl.opcode {
             opcode::NOP => return Ok(()),
             OPCODE_UMR => {}
@@ -389,6 +430,14 @@ impl Firmware {
         let u = parse_umr(w, ctrl)?;
         let index = u.mkey >> 8;
         let old = self.engine.mkeys.get(index).ok_or(UmrError::BadKey(u.mkey))?;
+        if let Some(pd) = qp_pd {
+            if old.pd != pd {
+                return Err(UmrError::BadKey(u.mkey));
+            }
+            if u.ctrl.mkey_mask & mask::PD != 0 {
+                return Err(UmrError::Mask(mask::PD));
+            }
+        }
         if u.ctrl.mkey_mask & mask::KEY == 0 && old.variant != u.mkey as u8 {
             return Err(UmrError::BadKey(u.mkey));
         }

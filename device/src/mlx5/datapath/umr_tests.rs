@@ -277,6 +277,11 @@ struct Umr {
 
 impl Umr {
     fn new() -> Umr {
+        Umr::with_st(0xc)
+    }
+
+    /// A QP of service type `st` (0xc: REG_UMR, 0: RC) in the PD of the keys.
+    fn with_st(st: u64) -> Umr {
         use ifc::create_mkey_in::memory_key_mkey_entry as m;
         let mut t = Bench::new();
         let uar = t.up();
@@ -284,7 +289,8 @@ impl Umr {
         let pd = t.pd();
         let lkey = t.mkey(pd, &[m::lr, m::lw], 0x11);
         let cqn = t.cq(uar, eqn, CQ_BUF);
-        let qpn = t.qp_with(0xc, 0, uar, cqn, 0x200000, |i| ifc::create_qp_in::qpc::dbr_addr.set(i, DBR));
+        let qp_pd = if st == 0xc { 0 } else { pd };
+        let qpn = t.qp_with(st, qp_pd, uar, cqn, 0x200000, |i| ifc::create_qp_in::qpc::dbr_addr.set(i, DBR));
         let mut u = Umr { t, qpn, lkey, pd, pc: 0, cqes: 0 };
         u.bring_up();
         u
@@ -528,3 +534,6 @@ fn random_umr_wqes_are_refused_or_applied_whole() {
         }
     }
 }
+
+#[path = "umr_qp_tests.rs"]
+mod qp_tests;

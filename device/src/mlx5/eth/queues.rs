@@ -177,6 +177,7 @@ fn create_wq(fw: &mut Firmware, r: &Req<'_>, send: bool, cqn: u32) -> Result<Wor
             mcast: Default::default(),
             sq_ci: 0,
             rq_ci: 0,
+            rq_flush_until: 0,
         },
     );
     Ok(WorkQueue { qpn, ctx })

@@ -143,7 +143,8 @@ impl FrameHandler for EthRx {
         if looped > 0 {
             dp.engine.flush_acks();
         }
-        let next = dp.engine.poll_timers();
+        let rq = dp.flush_err_rqs();
+        let next = [dp.engine.poll_timers(), rq].into_iter().flatten().min();
         drop(dp);
         drop(guard);
         self.kick_pending();

@@ -150,6 +150,7 @@ impl EthBench {
                 mcast: BTreeSet::new(),
                 sq_ci: 0,
                 rq_ci: 0,
+                rq_flush_until: 0,
             },
         );
         self.fw.engine.qps.get_mut(rqn).expect("qp").state = QpState::Rts;

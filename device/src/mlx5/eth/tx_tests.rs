@@ -84,6 +84,7 @@ impl Tx {
                 mcast: Default::default(),
                 sq_ci: 0,
                 rq_ci: 0,
+                rq_flush_until: 0,
             },
         );
         let link = Arc::new(Capture::default());

@@ -118,6 +118,7 @@ pub fn create_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             mcast: Default::default(),
             sq_ci: 0,
             rq_ci: 0,
+            rq_flush_until: 0,
         },
     );
     let mut o = out(ifc::create_qp_out::SIZE);
@@ -378,6 +379,7 @@ pub fn modify_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         if t == QpTransition::ToRst {
             ctx.sq_ci = 0;
             ctx.rq_ci = 0;
+            ctx.rq_flush_until = 0;
         }
     }
     let via_engine = fw.engine.qps.get(qpn).is_some_and(|q| fw.via_engine(q.qp_type));

@@ -56,6 +56,11 @@ pub struct QpCtx {
     /// SQ consumer counter (WQEBBs) and RQ consumer counter.
     pub sq_ci: u16,
     pub rq_ci: u16,
+    /// Until this engine-clock time (ns; 0: not) receive WQEs posted while
+    /// the QP is in ERR are looked for and flushed ([`Firmware::flush_err_rqs`]).
+    ///
+    /// [`Firmware::flush_err_rqs`]: crate::mlx5::firmware::Firmware::flush_err_rqs
+    pub rq_flush_until: u64,
 }
 
 /// The `rdma/` domain's state.
@@ -67,6 +72,8 @@ pub struct RdmaObjects {
     pub mkcs: BTreeMap<u32, Vec<u8>>,
     /// MEMIC allocations: BAR0 offset -> bytes.
     pub memic_allocs: BTreeMap<u64, u64>,
+    /// QPs whose `rq_flush_until` is set (the poll pass looks at these only).
+    pub err_rq_watch: BTreeSet<u32>,
 }
 
 impl RdmaObjects {

@@ -1,0 +1,117 @@
+//! UMR WQEs on an RC QP (fast registration: the kernel ULPs' IB_WR_REG_MR and
+//! IB_WR_LOCAL_INV), and receive WQEs posted to a QP already in ERR (the
+//! marker of `ib_drain_rq`).
+
+use super::*;
+
+/// `frwr_mkey_mask` of mlx5_ib's `set_reg_umr_seg` (no atomic).
+fn reg_mr(len: u64) -> W {
+    let mut w = W::new(
+        mask::LEN
+            | mask::PAGE_SIZE
+            | mask::START_ADDR
+            | mask::EN_RINVAL
+            | mask::KEY
+            | mask::LR
+            | mask::LW
+            | mask::RR
+            | mask::RW
+            | mask::SMALL_FENCE
+            | mask::FREE,
+    );
+    w.flags = flag::CHECK_NOT_FREE | flag::INLINE;
+    mkc::lr.set(&mut w.seg, 1);
+    mkc::lw.set(&mut w.seg, 1);
+    mkc::rw.set(&mut w.seg, 1);
+    mkc::rr.set(&mut w.seg, 1);
+    mkc::en_rinval.set(&mut w.seg, 1);
+    mkc::start_addr.set(&mut w.seg, 0x10000);
+    mkc::len.set(&mut w.seg, len);
+    mkc::log_page_size.set(&mut w.seg, 12);
+    mkc::mkey_7_0.set(&mut w.seg, 0x23);
+    w.tail = mtt_bytes(&[0x340000, 0x350000, 0, 0]);
+    w.octowords = 2;
+    w
+}
+
+/// `set_linv_wr`: the key back to free.
+fn local_inv() -> W {
+    let mut w = W::new(mask::FREE);
+    w.flags = flag::INLINE;
+    mkc::free.set(&mut w.seg, 1);
+    w
+}
+
+#[test]
+fn rc_qp_fast_registration_and_invalidation() {
+    let mut u = Umr::with_st(0);
+    let key = u.free_key(0x22);
+    let pd = u.pd;
+    // REG_MR: the key, its new variant, enabled with the entries inline; the CQE carries the UMR opcode.
+    assert_eq!(u.post(OPCODE_UMR, key, &reg_mr(0x2000)), (op::REQ, 0, OPCODE_UMR, 0));
+    let new = (key & !0xff) | 0x23;
+    let k = u.t.fw.engine.lookup_key(new).unwrap();
+    assert!(!k.free);
+    assert_eq!(k.translate(0x10ff0, 0x20, pd, Access::REMOTE_WRITE).unwrap(), vec![(0x340ff0, 0x10), (0x350000, 0x10)]);
+    assert_eq!(u.t.fw.rdma.mkcs.get(&(key >> 8)).map(|c| mkc::en_rinval.get(c)), Some(1));
+    // LOCAL_INV: free again, access refused; a second REG_MR of the free key works.
+    assert_eq!(u.post(OPCODE_UMR, new, &local_inv()), (op::REQ, 0, OPCODE_UMR, 3));
+    let k = u.t.fw.engine.lookup_key(new).unwrap();
+    assert_eq!(k.translate(0x10000, 1, pd, Access::LOCAL_READ), Err(KeyFault::BadKey));
+    assert_eq!(u.post(OPCODE_UMR, new, &reg_mr(0x1000)), (op::REQ, 0, OPCODE_UMR, 5));
+    // REG_MR of a key in use (CHECK_NOT_FREE): LOCAL_PROT_ERR, the QP in ERR, nothing applied.
+    assert_eq!(u.post(OPCODE_UMR, new, &reg_mr(0x2000)), (op::REQ_ERR, syndrome::LOCAL_PROT_ERR, OPCODE_UMR, 8));
+    assert_eq!(u.state(), QpState::Err);
+    assert_eq!(u.t.fw.engine.lookup_key(new).unwrap().length, 0x1000);
+    assert_eq!(u.t.fw.stats.umr_wqes.load(Ordering::Relaxed), 3);
+    assert_eq!(u.t.fw.stats.umr_errors.load(Ordering::Relaxed), 1);
+}
+
+/// An RC QP reaches only the keys of its own PD and cannot move a key to
+/// another PD.
+#[test]
+fn rc_qp_umr_stays_in_its_pd() {
+    use ifc::create_mkey_in::memory_key_mkey_entry as m;
+    let mut u = Umr::with_st(0);
+    let other = u.t.pd();
+    let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_MKEY, 0, ifc::create_mkey_in::SIZE);
+    m::free.set(&mut i, 1);
+    m::umr_en.set(&mut i, 1);
+    m::access_mode_1_0.set(&mut i, 1);
+    m::log_page_size.set(&mut i, 12);
+    m::translations_octword_size.set(&mut i, 8);
+    m::pd.set(&mut i, other as u64);
+    m::mkey_7_0.set(&mut i, 0x22);
+    let o = u.t.ok(&i, 16);
+    let foreign = ((ifc::create_mkey_out::mkey_index.get(&o) as u32) << 8) | 0x22;
+    assert_eq!(u.post(OPCODE_UMR, foreign, &reg_mr(0x1000)), (op::REQ_ERR, syndrome::LOCAL_PROT_ERR, OPCODE_UMR, 0));
+    assert!(u.t.fw.engine.lookup_key(foreign).unwrap().free, "nothing applied");
+    let mut u = Umr::with_st(0);
+    let key = u.free_key(0x22);
+    let mut w = reg_mr(0x1000);
+    w.mask |= mask::PD;
+    assert_eq!(u.post(OPCODE_UMR, key, &w), (op::REQ_ERR, syndrome::LOCAL_QP_OP_ERR, OPCODE_UMR, 0));
+}
+
+/// ib_drain_rq: the QP moved to ERR, then a receive WQE posted (no doorbell
+/// but the record): the workers' poll pass flushes it.
+#[test]
+fn receive_posted_in_err_is_flushed_by_the_poll_pass() {
+    let mut u = Umr::with_st(0);
+    assert_eq!(u.t.fw.datapath().flush_err_rqs(), None, "nothing watched before ERR");
+    u.t.ok(&transition_in(ifc::MLX5_CMD_OP_2ERR_QP, u.qpn), 16);
+    assert!(u.t.fw.datapath().flush_err_rqs().is_some(), "an ERR QP's RQ is watched");
+    // One receive WQE (a data segment through the PD's key) at RQ index 0, the record says 1.
+    let mut d = [0u8; 16];
+    d[0..4].copy_from_slice(&64u32.to_be_bytes());
+    d[4..8].copy_from_slice(&u.lkey.to_be_bytes());
+    d[8..16].copy_from_slice(&0x360000u64.to_be_bytes());
+    u.t.mem.put(0x200000, &d);
+    u.t.mem.put(DBR, &1u32.to_be_bytes());
+    let _ = u.t.fw.datapath().flush_err_rqs();
+    let (opcode, syn, _, counter) = u.cqe();
+    assert_eq!((opcode, syn, counter), (op::RESP_ERR, syndrome::WR_FLUSH_ERR, 0));
+    // Back to RESET: no longer watched.
+    u.t.ok(&transition_in(ifc::MLX5_CMD_OP_2RST_QP, u.qpn), 16);
+    assert_eq!(u.t.fw.datapath().flush_err_rqs(), None);
+}

@@ -1,0 +1,24 @@
+#!/bin/sh
+# ucx (two guests on an Ethernet segment, RoCE v2): ucx_info -d (the transports UCX finds on the RDMA device), then
+# ucx_perftest between the guests (guest 0 serves, the client bootstraps over the out-of-band link): UCP tag
+# latency and bandwidth, UCP put latency and bandwidth, UCX_NET_DEVICES=<dev>:1 (the transports UCX picks itself;
+# on mlx5 without DEVX that is rc_verbs/ud_verbs, the accelerated rc_mlx5/dc_mlx5/ud_mlx5 need DEVX).
+. /usr/local/lib/vrnic-ulp-lib.sh
+ulp_hang_watch
+roce_all_up
+export UCX_NET_DEVICES=$ROCE_DEV:1
+echo "ULP-UCX-START g$G nic=$ETH_NIC dev=$ROCE_DEV $(ucx_info -v | grep -o 'Library version: [0-9.]*' | tr ' ' _)"
+if [ "$G" = 0 ]; then
+  ucx_info -d > /tmp/ucx-d.txt 2>&1
+  echo "ULP-UCX-TRANSPORTS g$G $(sed -n 's/^#\s*Transport: *//p' /tmp/ucx-d.txt | sort -u | tr '\n' ' ')"
+  echo "ULP-UCX-DEVICES g$G $(sed -n 's/^#\s*Device: *//p' /tmp/ucx-d.txt | sort -u | tr '\n' ' ')"
+  ucx_info -e -u t -D net 2>&1 | grep -E "^#.*(rc|ud|dc|tcp)" | head -20 | sed "s/^/ULP-UCX-EP g$G /"
+fi
+ITERS=${UCX_ITERS:-2000}
+roce_pair 0 ucx-tag_lat 90 ucx_perftest -P 0 -p @PORT@ -- ucx_perftest @SOOB@ -P 0 -p @PORT@ -t tag_lat -s 8 -n $ITERS
+roce_pair 0 ucx-tag_bw 90 ucx_perftest -P 0 -p @PORT@ -- ucx_perftest @SOOB@ -P 0 -p @PORT@ -t tag_bw -s 65536 -n 500
+roce_pair 0 ucx-put_lat 90 ucx_perftest -P 0 -p @PORT@ -- ucx_perftest @SOOB@ -P 0 -p @PORT@ -t ucp_put_lat -s 8 -n $ITERS
+roce_pair 0 ucx-put_bw 90 ucx_perftest -P 0 -p @PORT@ -- ucx_perftest @SOOB@ -P 0 -p @PORT@ -t ucp_put_bw -s 65536 -n 500
+eth_barrier done
+ulp_ktrouble end
+vr_dmesg "ucx g$G"
