@@ -250,7 +250,9 @@ impl Engine {
                 qp.rt.recv = Some(RecvInProgress { wr, from_srq, xrc_srq: req.xrc_srq, off: 0, capacity });
             }
             // A WRITE with immediate needs a receive WQE: checked before anything is written.
-            Some(ReqKind::Write) if req.p.headers.immdt.is_some() && !self.req_has_recv(req) => return RespStep::Rnr,
+            Some(ReqKind::Write) if req.p.headers.immdt.is_some() && !self.req_has_recv(req.qpn, req.xrc_srq) => {
+                return RespStep::Rnr
+            }
             Some(ReqKind::Read(rh)) if rh.dma_len as u64 > MAX_MSG => return req.fail(INVALID),
             _ => {}
         }

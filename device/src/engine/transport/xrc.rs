@@ -6,7 +6,6 @@
 
 use super::super::instance::Engine;
 use super::super::objects::QpType;
-use super::responder::Req;
 use crate::wire::packet::Headers;
 
 /// What the XRCETH of a request to an XRC target resolves to.
@@ -34,11 +33,12 @@ impl Engine {
         }
     }
 
-    /// Whether a receive WQE waits for `req`: in the XRC SRQ it names, or the QP's RQ or SRQ.
-    pub(super) fn req_has_recv(&self, req: &Req) -> bool {
-        match req.xrc_srq {
+    /// Whether a receive WQE waits for a request to `qpn`: in the XRC SRQ it names (`xrc_srq`), or the QP's RQ
+    /// or SRQ.
+    pub(super) fn req_has_recv(&self, qpn: u32, xrc_srq: Option<u32>) -> bool {
+        match xrc_srq {
             Some(s) => self.srqs.get(s).is_some_and(|s| !s.wqes.is_empty()),
-            None => self.has_recv(req.qpn),
+            None => self.has_recv(qpn),
         }
     }
 }
