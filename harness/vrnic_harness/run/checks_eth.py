@@ -256,7 +256,7 @@ def check_eth_iperf(ctx):
     st = stats(ctx)
     for c in range(1, eth.n):
         pair = "g%d-%s-to-g0-%s" % (c, eth.nics[c], eth.nics[0])
-        for kind in ("tcp-p4", "tcp-p1", "tcp-p1-R", "tcp-p4-R", "udp"):
+        for kind in ("tcp-p4", "tcp-p16", "tcp-p1", "tcp-p1-R", "tcp-p4-R", "udp"):
             lab = "%s-%s" % (kind, pair)
             r = runs.get((lab, c))
             if not r:
@@ -271,7 +271,8 @@ def check_eth_iperf(ctx):
             say("ETH iperf3 %-34s %8.1f Mbit/s%s%s" % (lab, bps / 1e6, "" if retr is None else ", %d retransmits" % retr,
                                                       "" if loss is None else ", %.2f%% lost" % loss))
             segs = max(sbytes / 1448, 1)
-            if retr is not None and retr > 0.05 * segs + 20:
+            # the 1 s 16-stream RSS probe: its slow-start burst may retransmit; only completion counts
+            if kind != "tcp-p16" and retr is not None and retr > 0.05 * segs + 20:
                 errs.append("%s: retransmit storm (%d retransmits for %d segments)" % (lab, retr, segs))
             if loss is not None and loss > 10:
                 errs.append("%s: %.1f%% of the UDP datagrams lost" % (lab, loss))
@@ -280,9 +281,9 @@ def check_eth_iperf(ctx):
         b, a = st.get(("before-p4-" + pair, 0)), st.get(("after-p4-" + pair, 0))
         if b is not None and a is not None:
             q = rx_queues_moved(b, a)
-            say("ETH g0 (%s) RX queues that moved with 4 streams from g%d: %s" % (eth.nics[0], c, q or "none counted"))
+            say("ETH g0 (%s) RX queues that moved with 4+16 streams from g%d: %s" % (eth.nics[0], c, q or "none counted"))
             if eth.nics[0] == "vrnic" and len(q) < 2:
-                errs.append("g0's ethtool -S shows traffic on %d RX queue(s) with 4 streams from g%d (RSS: want > 1)"
+                errs.append("g0's ethtool -S shows traffic on %d RX queue(s) with 4+16 streams from g%d (RSS: want > 1)"
                             % (len(q), c))
         elif eth.nics[0] == "vrnic":
             errs.append("no ethtool -S snapshots around the 4-stream run of g%d" % c)

@@ -127,7 +127,7 @@ SCENARIOS = {
                       check=check_eth_iperf,
                       doc="bridge: vrnic<-vrnic and vrnic<-virtio-net iperf3 TCP 1 and 4 streams both directions, "
                           "UDP: all complete, no retransmit storm, < 10% UDP loss; g0's ethtool -S: > 1 RX queue "
-                          "moved with 4 streams"),
+                          "moved with 4 then 16 streams"),
     "eth-offloads": dict(default=True, device=True, guests=2, timeout=300, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
                          interact=interact_eth_offloads, check=check_eth_offloads,
                          doc="two vrnic guests over udp: every ethtool -K tso/tx/rx combination, a 2 MiB file both "
