@@ -7,6 +7,8 @@
 ulp_hang_watch
 roce_all_up
 export UCX_NET_DEVICES=$ROCE_DEV:1
+# vrnic.ucx_env=K=V[,K=V]: more UCX environment, e.g. UCX_UD_TIMER_TICK=1ms (UD connection requests resent)
+for _kv in $(vr_karg vrnic.ucx_env | tr , ' '); do export "$_kv"; echo "ULP-UCX-ENV g$G $_kv"; done
 echo "ULP-UCX-START g$G nic=$ETH_NIC dev=$ROCE_DEV $(ucx_info -v | grep -o 'Library version: [0-9.]*' | tr ' ' _)"
 if [ "$G" = 0 ]; then
   ucx_info -d > /tmp/ucx-d.txt 2>&1

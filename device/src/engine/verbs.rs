@@ -54,9 +54,16 @@ pub struct SendWr {
     /// Opaque to the engine (the mlx5 layer puts its WQE counter here).
     pub wr_id: u64,
     pub opcode: WrOpcode,
+    /// The local data read through lkeys (or, for READ and atomics, written).
     pub sgl: Vec<Sge>,
-    /// Inline data sent instead of the SGL (copied out of the WQE).
+    /// Data carried in the WR itself (copied out of the WQE): it comes
+    /// before the SGL's data unless `order` says otherwise.
     pub inline: Option<Vec<u8>>,
+    /// Where `inline` and `sgl` interleave (a WQE may mix inline and data
+    /// segments in any order): the message is these runs, in order. Empty:
+    /// all of `inline`, then all of `sgl` (pure inline, pure SGL, or an
+    /// inline header before pointers).
+    pub order: Vec<Run>,
     pub remote_addr: u64,
     pub rkey: u32,
     /// Immediate data (host value; travels big-endian).
@@ -83,6 +90,7 @@ impl SendWr {
             opcode,
             sgl,
             inline: None,
+            order: Vec::new(),
             remote_addr: 0,
             rkey: 0,
             imm: 0,
@@ -100,11 +108,18 @@ impl SendWr {
 
     /// Bytes the message carries (the read length for READ, 8 for atomics).
     pub fn length(&self) -> u64 {
-        match &self.inline {
-            Some(d) => d.len() as u64,
-            None => self.sgl.iter().map(|s| s.length as u64).sum(),
-        }
+        let inline = self.inline.as_ref().map_or(0, |d| d.len() as u64);
+        self.sgl.iter().fold(inline, |n, s| n + s.length as u64)
     }
+}
+
+/// One run of a [`SendWr`]'s data when inline bytes and SGL entries interleave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Run {
+    /// The next this many bytes of `inline`.
+    Inline(u32),
+    /// The next this many entries of `sgl`.
+    Sges(u32),
 }
 
 /// A receive work request.

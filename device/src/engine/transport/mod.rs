@@ -25,6 +25,7 @@ mod ack;
 mod completer;
 mod demux;
 mod execute;
+mod gather;
 mod requester;
 mod resp_step;
 mod responder;
@@ -137,7 +138,10 @@ impl Engine {
             err = Some(WcStatus::LocQpOpErr);
         } else if len > MAX_MSG || (ud && len > mtu) || (op.is_atomic() && len != 8) {
             err = Some(WcStatus::LocLenErr);
-        } else if wr.inline.is_none() {
+        } else if op.is_read_or_atomic() && wr.inline.is_some() {
+            // Inline data has nowhere to receive a response.
+            err = Some(WcStatus::LocQpOpErr);
+        } else {
             let need = if op.is_read_or_atomic() { Access::LOCAL_WRITE } else { Access::LOCAL_READ };
             err = xfer::check_sgl(&self.mkeys, qp.pd, &wr.sgl, need).err().map(XferError::local_status);
         }

@@ -2,10 +2,10 @@
 //! fences, and building request packets.
 
 use super::super::instance::Engine;
-use super::super::objects::{Access, QpState};
+use super::super::objects::QpState;
 use super::super::verbs::*;
+use super::gather::gather;
 use super::state::{av_dest, transport_bits, wire_qpn, Runtime, ACK_EVERY, MIN_CWND, WINDOW_PSNS};
-use super::xfer::{sgl_xfer, Xfer};
 use crate::wire::bth::{self, Opcode};
 use crate::wire::packet::{self, Headers};
 use crate::wire::{atomic_eth, deth, ieth, immdt, psn, reth, xrceth};
@@ -211,21 +211,7 @@ impl Engine {
             Ok(r) => r,
             Err(_) => return false,
         };
-        let gathered = match &e.wr.inline {
-            Some(d) => {
-                buf[range.clone()].copy_from_slice(&d[off as usize..(off + plen) as usize]);
-                Ok(())
-            }
-            None => sgl_xfer(
-                &self.mkeys,
-                &*io.mem,
-                pd,
-                &e.wr.sgl,
-                off as u64,
-                Xfer::Read(&mut buf[range]),
-                Access::LOCAL_READ,
-            ),
-        };
+        let gathered = gather(&self.mkeys, &*io.mem, pd, &e.wr, off as u64, &mut buf[range]);
         if let Err(err) = gathered {
             let st = err.local_status();
             qp.rt.sq[cur].err = Some(st);

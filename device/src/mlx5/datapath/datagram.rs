@@ -11,7 +11,7 @@ use tracing::{debug, warn};
 use super::cqe::{op, syndrome, Cqe};
 use super::dbr::be32_at;
 use super::sq_ops;
-use super::wqe::{self, opcode, CtrlSeg, Payload};
+use super::wqe::{self, opcode, CtrlSeg, Payload, Piece};
 use crate::engine::verbs::WrOpcode;
 use crate::engine::{Access, QpState, QpType};
 use crate::mlx5::firmware::Firmware;
@@ -88,29 +88,30 @@ impl Firmware {
         }
     }
 
-    /// Reads a send's local data through its lkeys.
+    /// Reads a send's local data, inline segments and data segments (through
+    /// their lkeys) in WQE order.
     pub(super) fn gather(&self, p: &Payload, pd: u32) -> Result<Vec<u8>, u8> {
-        match p {
-            Payload::Inline(d) => Ok(d.clone()),
-            Payload::Gather(sges) => {
-                let mut out = Vec::new();
-                for sge in sges {
-                    if sge.len == 0 {
-                        continue;
-                    }
-                    let key = self.engine.lookup_key(sge.lkey).ok_or(syndrome::LOCAL_PROT_ERR)?;
-                    let chunks = key
-                        .translate(sge.addr, sge.len as u64, pd, Access::LOCAL_READ)
-                        .map_err(|_| syndrome::LOCAL_PROT_ERR)?;
-                    for (pa, n) in chunks {
-                        let start = out.len();
-                        out.resize(start + n as usize, 0);
-                        self.mem.read(pa, &mut out[start..]).map_err(|_| syndrome::LOCAL_PROT_ERR)?;
-                    }
+        let mut out = Vec::with_capacity(p.len() as usize);
+        for piece in &p.0 {
+            let sge = match piece {
+                Piece::Inline(d) => {
+                    out.extend_from_slice(d);
+                    continue;
                 }
-                Ok(out)
+                Piece::Sge(sge) if sge.len == 0 => continue,
+                Piece::Sge(sge) => sge,
+            };
+            let key = self.engine.lookup_key(sge.lkey).ok_or(syndrome::LOCAL_PROT_ERR)?;
+            let chunks = key
+                .translate(sge.addr, sge.len as u64, pd, Access::LOCAL_READ)
+                .map_err(|_| syndrome::LOCAL_PROT_ERR)?;
+            for (pa, n) in chunks {
+                let start = out.len();
+                out.resize(start + n as usize, 0);
+                self.mem.read(pa, &mut out[start..]).map_err(|_| syndrome::LOCAL_PROT_ERR)?;
             }
         }
+        Ok(out)
     }
 
     /// Delivers a datagram addressed to this port: QPN 0/1 are the special QPs.

@@ -10,8 +10,8 @@ use super::cqe::syndrome;
 use super::dbr::be32_at;
 use super::sq_ops;
 use super::umr;
-use super::wqe::{self, CtrlSeg, Payload, WQEBB};
-use crate::engine::verbs::{SendWr, Sge, UdDest, WcStatus, WrOpcode};
+use super::wqe::{self, CtrlSeg, Payload, Piece, WQEBB};
+use crate::engine::verbs::{Run, SendWr, Sge, UdDest, WcStatus, WrOpcode};
 use crate::engine::{AddressVector, QpState, QpType};
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::queue_buf::buf_addr;
@@ -232,12 +232,8 @@ impl Firmware {
             warn!(qpn, opcode = ctrl.opcode, wqe = ctrl.wqe_index, ds = ctrl.ds, "malformed send WQE");
             return bad();
         };
-        let (sgl, inline) = match s.payload {
-            Payload::Gather(v) => (v.iter().map(|g| Sge { addr: g.addr, length: g.len, lkey: g.lkey }).collect(), None),
-            Payload::Inline(d) => (Vec::new(), Some(d)),
-        };
-        let mut wr = SendWr::new(send_wr_id(ctrl), op, sgl);
-        wr.inline = inline;
+        let mut wr = SendWr::new(send_wr_id(ctrl), op, Vec::new());
+        send_data(s.payload, &mut wr);
         wr.signaled = ctrl.signaled();
         wr.solicited = ctrl.solicited();
         wr.fence = ctrl.fm_ce_se & 0xe0 != 0;
@@ -279,4 +275,47 @@ impl Firmware {
         }
         wr
     }
+}
+
+/// Puts a WQE's data and inline segments into `wr` (`sgl`, `inline` and,
+/// only where they interleave beyond an inline header, `order`).
+fn send_data(p: Payload, wr: &mut SendWr) {
+    let sge = |g: wqe::Sge| Sge { addr: g.addr, length: g.len, lkey: g.lkey };
+    let mut pieces = p.0;
+    if let [Piece::Inline(_)] = pieces.as_slice() {
+        if let Some(Piece::Inline(d)) = pieces.pop() {
+            wr.inline = Some(d);
+        }
+        return;
+    }
+    if !pieces.iter().any(|p| matches!(p, Piece::Inline(_))) {
+        wr.sgl = pieces.into_iter().filter_map(|p| if let Piece::Sge(g) = p { Some(sge(g)) } else { None }).collect();
+        return;
+    }
+    wr.sgl.reserve(pieces.len());
+    let mut order: Vec<Run> = Vec::new();
+    let mut inline: Option<Vec<u8>> = None;
+    for piece in pieces {
+        match piece {
+            Piece::Sge(g) => {
+                wr.sgl.push(sge(g));
+                match order.last_mut() {
+                    Some(Run::Sges(n)) => *n += 1,
+                    _ => order.push(Run::Sges(1)),
+                }
+            }
+            Piece::Inline(d) => {
+                inline.get_or_insert_with(Vec::new).extend_from_slice(&d);
+                match order.last_mut() {
+                    Some(Run::Inline(n)) => *n += d.len() as u32,
+                    _ => order.push(Run::Inline(d.len() as u32)),
+                }
+            }
+        }
+    }
+    // Inline data first, then the SGL (or no inline at all): the default order.
+    if inline.is_some() && !matches!(order.as_slice(), [Run::Inline(_)] | [Run::Inline(_), Run::Sges(_)]) {
+        wr.order = order;
+    }
+    wr.inline = inline;
 }

@@ -197,19 +197,39 @@ pub struct Sge {
     pub lkey: u32,
 }
 
-/// The local data of a send WQE.
+/// One data or inline segment of a send WQE.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Payload {
-    Gather(Vec<Sge>),
+pub enum Piece {
+    /// `mlx5_wqe_data_seg`: bytes read through an lkey.
+    Sge(Sge),
+    /// `mlx5_wqe_inline_seg`: bytes carried in the WQE itself.
     Inline(Vec<u8>),
 }
 
+/// The local data of a send WQE: its data and inline segments in WQE order
+/// (mlx5 lets a WQE mix them: UCX sends an inline header, then pointers).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Payload(pub Vec<Piece>);
+
 impl Payload {
+    /// Only data segments.
+    pub fn gather(sges: Vec<Sge>) -> Payload {
+        Payload(sges.into_iter().map(Piece::Sge).collect())
+    }
+
+    /// One inline segment.
+    pub fn inline(d: Vec<u8>) -> Payload {
+        Payload(vec![Piece::Inline(d)])
+    }
+
     pub fn len(&self) -> u64 {
-        match self {
-            Payload::Gather(v) => v.iter().map(|s| s.len as u64).sum(),
-            Payload::Inline(d) => d.len() as u64,
-        }
+        self.0
+            .iter()
+            .map(|p| match p {
+                Piece::Sge(s) => s.len as u64,
+                Piece::Inline(d) => d.len() as u64,
+            })
+            .sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -217,20 +237,32 @@ impl Payload {
     }
 }
 
-/// Parses data and inline segments from `b` (whole DS units).
+/// Parses the data and inline segments that fill `b` (whole DS units), in
+/// order. An inline segment (`byte_count` with [`INLINE_SEG`], then the
+/// bytes) takes `align16(4 + n)` bytes; a data segment takes 16. An inline
+/// count that runs past the WQE is refused.
 pub fn parse_payload(b: &[u8]) -> Result<Payload, WqeError> {
-    if b.len() >= 4 && be32(b, 0) & INLINE_SEG != 0 {
-        let n = (be32(b, 0) & !INLINE_SEG) as usize;
-        if 4 + n > b.len() {
-            return Err(WqeError::InlineTooLong);
+    let mut pieces = Vec::with_capacity(b.len() / DS);
+    let mut at = 0usize;
+    while at < b.len() {
+        let seg = &b[at..];
+        if seg.len() < DS {
+            return Err(WqeError::Truncated);
         }
-        return Ok(Payload::Inline(b[4..4 + n].to_vec()));
+        let word = be32(seg, 0);
+        if word & INLINE_SEG != 0 {
+            let n = (word & !INLINE_SEG) as usize;
+            if n > seg.len() - 4 {
+                return Err(WqeError::InlineTooLong);
+            }
+            pieces.push(Piece::Inline(seg[4..4 + n].to_vec()));
+            at += (4 + n).next_multiple_of(DS);
+        } else {
+            pieces.push(Piece::Sge(Sge { len: word, lkey: be32(seg, 4), addr: be64(seg, 8) }));
+            at += DS;
+        }
     }
-    let mut sges = Vec::new();
-    for seg in b.chunks_exact(DS) {
-        sges.push(Sge { len: be32(seg, 0) & !INLINE_SEG, lkey: be32(seg, 4), addr: be64(seg, 8) });
-    }
-    Ok(Payload::Gather(sges))
+    Ok(Payload(pieces))
 }
 
 /// Parses a receive WQE's scatter list (stops at the `INVALID_LKEY` terminator).
@@ -342,119 +374,5 @@ fn parse_send_of(w: &[u8], ud: bool, xrc: bool) -> Result<SendWqe, WqeError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ctrl(op: u8, idx: u16, qpn: u32, ds: u8, ce: u8) -> [u8; 16] {
-        let mut b = [0u8; 16];
-        b[0..4].copy_from_slice(&(((idx as u32) << 8) | op as u32).to_be_bytes());
-        b[4..8].copy_from_slice(&((qpn << 8) | ds as u32).to_be_bytes());
-        b[11] = ce;
-        b
-    }
-
-    #[test]
-    fn ctrl_fields() {
-        let c = CtrlSeg::parse(&ctrl(opcode::SEND, 0x1234, 0x456, 7, CTRL_CQ_UPDATE | CTRL_SOLICITED));
-        assert_eq!((c.opcode, c.wqe_index, c.qpn, c.ds), (opcode::SEND, 0x1234, 0x456, 7));
-        assert_eq!(c.wqebbs(), 2);
-        assert!(c.signaled() && c.solicited());
-    }
-
-    /// An XRC initiator's RDMA WRITE as libmlx5 builds it: ctrl, `mlx5_wqe_xrc_seg`
-    /// (XRC SRQ number in its first word; the top byte is not part of it), raddr, data.
-    #[test]
-    fn xrc_segment_follows_the_ctrl_segment() {
-        let mut w = vec![0u8; 64];
-        w[..16].copy_from_slice(&ctrl(opcode::RDMA_WRITE, 1, 0x102, 4, CTRL_CQ_UPDATE));
-        w[16..20].copy_from_slice(&0xff00_0042u32.to_be_bytes());
-        w[32..40].copy_from_slice(&0x2000u64.to_be_bytes());
-        w[40..44].copy_from_slice(&0x77u32.to_be_bytes());
-        w[48..52].copy_from_slice(&8u32.to_be_bytes());
-        w[52..56].copy_from_slice(&0x5a00u32.to_be_bytes());
-        w[56..64].copy_from_slice(&0x1000u64.to_be_bytes());
-        let s = parse_send_xrc(&w).unwrap();
-        assert_eq!(s.xrc_srqn, Some(0x42));
-        assert_eq!(s.raddr, Some(RaddrSeg { raddr: 0x2000, rkey: 0x77 }));
-        assert_eq!(s.payload, Payload::Gather(vec![Sge { len: 8, lkey: 0x5a00, addr: 0x1000 }]));
-        // The same bytes as an RC WQE read the XRC segment as the remote address: not the same WQE.
-        assert_ne!(parse_send(&w, false).unwrap().raddr, s.raddr);
-        // ds 1: no room for the XRC segment.
-        w[7] = 1;
-        assert!(parse_send_xrc(&w).is_err());
-    }
-
-    #[test]
-    fn ud_send_with_gather_and_inline() {
-        let mut w = vec![0u8; 128];
-        w[..16].copy_from_slice(&ctrl(opcode::SEND, 3, 0x101, 5, CTRL_CQ_UPDATE));
-        let av = &mut w[16..64];
-        av[0..4].copy_from_slice(&0x8001_0000u32.to_be_bytes());
-        av[8..12].copy_from_slice(&1u32.to_be_bytes());
-        av[0x0c] = 0x03;
-        av[0x0e..0x10].copy_from_slice(&7u16.to_be_bytes());
-        w[64..68].copy_from_slice(&256u32.to_be_bytes());
-        w[68..72].copy_from_slice(&0x5a00u32.to_be_bytes());
-        w[72..80].copy_from_slice(&0x1000u64.to_be_bytes());
-        let s = parse_ud_send(&w).unwrap();
-        assert_eq!(
-            (s.av.qkey, s.av.dqpn, s.av.sl, s.av.rlid, s.av.use_qp_qkey),
-            (0x8001_0000, 1, 3, 7, true),
-            "bit 31: the QP's Q_Key"
-        );
-        assert_eq!(s.payload, Payload::Gather(vec![Sge { addr: 0x1000, len: 256, lkey: 0x5a00 }]));
-        // Inline.
-        w[64..68].copy_from_slice(&(INLINE_SEG | 5).to_be_bytes());
-        w[68..73].copy_from_slice(b"hello");
-        assert_eq!(parse_ud_send(&w).unwrap().payload, Payload::Inline(b"hello".to_vec()));
-        w[64..68].copy_from_slice(&(INLINE_SEG | 500).to_be_bytes());
-        assert_eq!(parse_ud_send(&w), Err(WqeError::InlineTooLong));
-        // ds past the buffer / too small for the datagram segment.
-        w[4..8].copy_from_slice(&((0x101u32 << 8) | 12).to_be_bytes());
-        assert_eq!(parse_ud_send(&w), Err(WqeError::BadDs(12)));
-        w[4..8].copy_from_slice(&((0x101u32 << 8) | 2).to_be_bytes());
-        assert_eq!(parse_ud_send(&w), Err(WqeError::BadDs(2)));
-    }
-
-    #[test]
-    fn rdma_and_atomic_segments() {
-        let mut w = vec![0u8; 64];
-        w[..16].copy_from_slice(&ctrl(opcode::ATOMIC_FA, 9, 0x200, 4, CTRL_CQ_UPDATE));
-        w[16..24].copy_from_slice(&0xdead_0000u64.to_be_bytes());
-        w[24..28].copy_from_slice(&0x1234u32.to_be_bytes());
-        w[32..40].copy_from_slice(&5u64.to_be_bytes());
-        w[48..52].copy_from_slice(&8u32.to_be_bytes());
-        w[52..56].copy_from_slice(&0x77u32.to_be_bytes());
-        w[56..64].copy_from_slice(&0x9000u64.to_be_bytes());
-        let s = parse_send(&w, false).unwrap();
-        assert_eq!(s.raddr, Some(RaddrSeg { raddr: 0xdead_0000, rkey: 0x1234 }));
-        assert_eq!(s.atomic, Some(AtomicSeg { swap_add: 5, compare: 0 }));
-        assert_eq!(s.payload, Payload::Gather(vec![Sge { addr: 0x9000, len: 8, lkey: 0x77 }]));
-        // An atomic whose ds leaves no room for its segments.
-        w[4..8].copy_from_slice(&((0x200u32 << 8) | 2).to_be_bytes());
-        assert_eq!(parse_send(&w, false), Err(WqeError::Truncated));
-        w[4..8].copy_from_slice(&(0x200u32 << 8).to_be_bytes());
-        assert_eq!(parse_send(&w, false), Err(WqeError::BadDs(0)));
-        assert!(parse_send(&w[..8], false).is_err());
-    }
-
-    /// Fuzz finding (wqe_decode): a WQE shorter than its control segment
-    /// panicked on the slice instead of being refused.
-    #[test]
-    fn short_wqe_is_an_error_not_a_panic() {
-        for n in 0..16 {
-            assert_eq!(parse_ud_send(&vec![0xff; n]), Err(WqeError::Truncated));
-            assert_eq!(parse_send(&vec![0xff; n], true), Err(WqeError::Truncated));
-        }
-    }
-
-    #[test]
-    fn recv_list_terminator() {
-        let mut b = vec![0u8; 64];
-        b[0..4].copy_from_slice(&296u32.to_be_bytes());
-        b[4..8].copy_from_slice(&0x77u32.to_be_bytes());
-        b[20..24].copy_from_slice(&INVALID_LKEY.to_be_bytes());
-        b[32..36].copy_from_slice(&999u32.to_be_bytes());
-        assert_eq!(parse_recv(&b), vec![Sge { addr: 0, len: 296, lkey: 0x77 }]);
-    }
-}
+#[path = "wqe_tests.rs"]
+mod tests;
