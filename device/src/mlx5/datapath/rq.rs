@@ -36,10 +36,10 @@ impl Firmware {
     /// on a [`super::DataPath`] (the flush completions are written when
     /// that is dropped).
     pub(in crate::mlx5) fn flush_err_rqs(&mut self) -> Option<u64> {
-        let now = self.engine.rt.io.clock.now_ns();
         if self.rdma.err_rq_watch.is_empty() {
             return None;
         }
+        let now = self.engine.rt.io.clock.now_ns();
         let watched: Vec<u32> = self.rdma.err_rq_watch.iter().copied().collect();
         let mut any = false;
         for qpn in watched {

@@ -30,11 +30,6 @@ impl Firmware {
     }
 }
 
-/// `wr_id` layout of send WRs: WQE opcode and the WQE's index.
-fn send_wr_id(c: &CtrlSeg) -> u64 {
-    ((c.opcode as u64) << 32) | c.wqe_index as u64
-}
-
 /// A work request that completes, in order, with LOCAL_QP_OP_ERR (a WQE
 /// that cannot be fetched or decoded); the engine moves the QP to ERR.
 fn local_qp_op_err(wr_id: u64) -> SendWr {
@@ -198,7 +193,7 @@ impl Firmware {
                         ds = ctrl.ds,
                         "send WQE of a bad size or unreadable"
                     );
-                    local_qp_op_err(send_wr_id(&ctrl))
+                    local_qp_op_err(ctrl.send_wr_id())
                 }
             };
             if let Some(ctx) = self.rdma.qps.get_mut(&qpn) {
@@ -214,10 +209,10 @@ impl Firmware {
     /// execute (opcode, opmod, fence mode: [`sq_ops::classify`]) or cannot
     /// decode becomes a WR that fails in order with LOCAL_QP_OP_ERR.
     fn decode_send(&self, qpn: u32, qp_type: QpType, w: &[u8], ctrl: &CtrlSeg, ud: bool) -> SendWr {
-        let bad = || local_qp_op_err(send_wr_id(ctrl));
+        let bad = || local_qp_op_err(ctrl.send_wr_id());
         let op = match sq_ops::classify(qp_type, ctrl) {
             Ok(WrOpcode::Nop) => {
-                let mut wr = SendWr::new(send_wr_id(ctrl), WrOpcode::Nop, Vec::new());
+                let mut wr = SendWr::new(ctrl.send_wr_id(), WrOpcode::Nop, Vec::new());
                 wr.signaled = ctrl.signaled();
                 return wr;
             }
@@ -232,7 +227,7 @@ impl Firmware {
             warn!(qpn, opcode = ctrl.opcode, wqe = ctrl.wqe_index, ds = ctrl.ds, "malformed send WQE");
             return bad();
         };
-        let mut wr = SendWr::new(send_wr_id(ctrl), op, Vec::new());
+        let mut wr = SendWr::new(ctrl.send_wr_id(), op, Vec::new());
         send_data(s.payload, &mut wr);
         wr.signaled = ctrl.signaled();
         wr.solicited = ctrl.solicited();

@@ -395,7 +395,7 @@ impl Firmware {
     /// completion with the UMR's syndrome, which moves the QP to ERR).
     pub(super) fn umr_on_qp(&mut self, qpn: u32, w: &[u8], ctrl: &CtrlSeg) -> SendWr {
         let pd = self.engine.qps.get(qpn).map(|q| q.pd);
-        let mut wr = SendWr::new(((ctrl.opcode as u64) << 32) | ctrl.wqe_index as u64, WrOpcode::Nop, Vec::new());
+        let mut wr = SendWr::new(ctrl.send_wr_id(), WrOpcode::Nop, Vec::new());
         wr.signaled = ctrl.signaled();
         let r = match pd {
             Some(pd) => self.execute_umr(w, ctrl, Some(pd)),

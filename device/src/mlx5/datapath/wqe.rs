@@ -99,6 +99,11 @@ pub struct CtrlSeg {
 }
 
 impl CtrlSeg {
+    /// `wr_id` layout of the engine's send WRs: WQE opcode and the WQE's index.
+    pub fn send_wr_id(&self) -> u64 {
+        ((self.opcode as u64) << 32) | self.wqe_index as u64
+    }
+
     pub fn parse(b: &[u8; 16]) -> CtrlSeg {
         let a = be32(b, 0);
         let q = be32(b, 4);
