@@ -257,13 +257,13 @@ def ucx_known_no_flush_key(f, msg):
     return any(f == kf and rx.match(msg) for kf, rx in UCX_NO_FLUSH_KEY)
 
 
-def judge_ucx_log(tx, errs):
+def judge_ucx_log(tx, errs, say=say):
     """Every UCX ERROR/FATAL line fails the scenario, except the strong fence's refused flush(remote) (above) in
     ucp_put_bw's client when both guests' UCX reported its md without DEVX and the fence is the strong one (UCX's
     default). WARN lines are shown, not judged."""
     no_devx = all("DEVX is not supported" in (line(t, "ULP-UCX-DEVX") or "") for t in tx)
-    conf = " ".join(line(t, "ULP-UCX-CONFIG") or "" for t in tx)
-    strong = "UCX_FENCE_MODE=strong" in conf or ("UCX_FENCE_MODE=auto" in conf and "UCX_PROTO_ENABLE=y" in conf)
+    confs = [set((line(t, "ULP-UCX-CONFIG") or "").split()) for t in tx]
+    strong = all("UCX_FENCE_MODE=strong" in c or {"UCX_FENCE_MODE=auto", "UCX_PROTO_ENABLE=y"} <= c for c in confs)
     for gi, t in enumerate(tx):
         say("ULP UCX md %s; %s" % (line(t, "ULP-UCX-DEVX") or "g%d: no DEVX line" % gi, line(t, "ULP-UCX-CONFIG")))
     known = bad = 0
@@ -287,6 +287,33 @@ def judge_ucx_log(tx, errs):
     say("ULP UCX log: %d ERROR/FATAL line(s) judged, %d of them the strong fence's flush(remote) without a flush "
         "key (md without DEVX: %s, strong fence: %s)" % (bad + known, known, no_devx, strong))
 
+
+def ucx_log_self_test():
+    """judge_ucx_log on made-up consoles: the failures (empty when the rule holds)."""
+    ref = "ULP-UCX-DEVX g%d DEVX is not supported;\nULP-UCX-CONFIG g%d UCX_FENCE_MODE=auto UCX_PROTO_ENABLE=y\n"
+    e1 = "[1796453584.399815] [vrnic-guest:997  :0]      rc_mlx5_ep.c:586  UCX  ERROR rcx endpoint 0x55fa on " \
+         "mlx5_0: flush(remote) is not supported\n"
+    e2 = "[1796453584.400199] [vrnic-guest:997  :0]           flush.c:58   UCX  ERROR req 0x55fb: error during " \
+         "flush: Unsupported operation\n"
+
+    def block(lab, body):
+        return "=== TOOL %s g1 client: x ===\n%s=== TOOL-END %s g1 client rc=0 seconds=1 tries=1 ===\n" % (
+            lab, body, lab)
+    g0 = ref % (0, 0)
+    cases = [("fence in put_bw", [g0, ref % (1, 1) + block("ucx-put_bw", e1 + e2)], False),
+             ("fence in tag_bw", [g0, ref % (1, 1) + block("ucx-tag_bw", e1)], True),
+             ("DEVX md", [g0, ref.replace("DEVX is not supported", "") % (1, 1) + block("ucx-put_bw", e1)], True),
+             ("weak fence", [g0.replace("auto", "weak"), ref % (1, 1) + block("ucx-put_bw", e2)], True),
+             ("other error", [g0, ref % (1, 1) + block("ucx-put_bw", e1.replace("flush(remote)", "x"))], True),
+             ("assertion", [g0 + "[1.5] [h:1:0]  ud_ep.c:798 Fatal: Assertion 'ctl->type' failed\n", ref % (1, 1)],
+              True)]
+    fails = []
+    for name, tx, bad in cases:
+        errs = []
+        judge_ucx_log(tx, errs, say=lambda _m: None)
+        if bool(errs) != bad:
+            fails.append("%s: %s" % (name, errs or "accepted"))
+    return fails
 
 def check_ucx(ctx):
     errs = []

@@ -22,7 +22,7 @@ import time
 
 from .. import qemu, roce_pcap
 from ..common import GUEST_TESTS, default_cache, say
-from . import runner
+from . import checks_ulp, runner
 from .console import kernel_health_reason
 from .registry import DEFAULT, MD_BEGIN, MD_END, SCENARIOS, expand, markdown_table
 
@@ -72,6 +72,9 @@ def self_test():
     # the RoCE pcap checker's ICRC verifier against frames rxe sent (vrnic_harness/roce_pcap.py)
     nchecks += 1
     fails += ["roce_pcap: %s" % f for f in roce_pcap.self_test()]
+    # check_ucx: UCX's ERROR lines fail ucx, but for the strong fence's flush(remote) where UCX has no flush key
+    nchecks += 1
+    fails += ["check_ucx: %s" % f for f in checks_ulp.ucx_log_self_test()]
     for f in fails:
         say("SELF-TEST FAIL: %s" % f)
     say("%d passed, %d failed" % (nchecks - len(fails), len(fails)))
