@@ -26,7 +26,16 @@ fn polyline(pts: impl Iterator<Item = (f64, f64)>, sx: f64, sy: f64, x0: f64, y0
     format!("<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"1\" points=\"{s}\"/>\n")
 }
 
-fn axis(x0: f64, y0: f64, w: f64, h: f64, ymax: f64, unit: &str, tmax_ms: f64, title: &str) -> String {
+/// A plot box: left edge, bottom edge, width, height.
+struct Frame {
+    x0: f64,
+    y0: f64,
+    w: f64,
+    h: f64,
+}
+
+fn axis(f: &Frame, ymax: f64, unit: &str, tmax_ms: f64, title: &str) -> String {
+    let Frame { x0, y0, w, h } = *f;
     let mut s = format!(
         "<rect x=\"{x0}\" y=\"{}\" width=\"{w}\" height=\"{h}\" fill=\"none\" stroke=\"#888\"/>\n\
          <text x=\"{x0}\" y=\"{}\" font-size=\"13\">{title}</text>\n",
@@ -60,18 +69,20 @@ fn svg(cfg: &SimConfig, r: &SimResult, title: &str) -> String {
     let sx = w / tmax;
     let gmax = cfg.nic_bps as f64 / 1e9;
     let qmax = (r.queue_max as f64 / 1e3).max(cfg.red.kmax as f64 / 1e3).max(1.0);
-    let mut s = format!(
+    // At most ~800 points per line.
+    let step = (r.samples.len() / 800).max(1);
+    let mut s = String::from(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"860\" height=\"560\" font-family=\"sans-serif\">\n\
-         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
     );
     let y1 = 40.0 + h;
-    s += &axis(x0, y1, w, h, gmax, "G", tmax, &format!("{title}: RP rate per flow (Gb/s)"));
+    s += &axis(&Frame { x0, y0: y1, w, h }, gmax, "G", tmax, &format!("{title}: RP rate per flow (Gb/s)"));
     for i in 0..cfg.flows {
-        let pts = r.samples.iter().map(|p| (p.t_ns as f64 / 1e6, p.rate_bps[i] as f64 / 1e9));
+        let pts = r.samples.iter().step_by(step).map(|p| (p.t_ns as f64 / 1e6, p.rate_bps[i] as f64 / 1e9));
         s += &polyline(pts, sx, h / gmax, x0, y1, COLORS[i % COLORS.len()]);
     }
     let y2 = y1 + 60.0 + h;
-    s += &axis(x0, y2, w, h, qmax, "K", tmax, "bottleneck queue (KB); dashed: RED Kmin, Kmax");
+    s += &axis(&Frame { x0, y0: y2, w, h }, qmax, "K", tmax, "bottleneck queue (KB); dashed: RED Kmin, Kmax");
     for k in [cfg.red.kmin, cfg.red.kmax] {
         let y = y2 - k as f64 / 1e3 * h / qmax;
         let _ = writeln!(
@@ -80,7 +91,7 @@ fn svg(cfg: &SimConfig, r: &SimResult, title: &str) -> String {
             x0 + w
         );
     }
-    let pts = r.samples.iter().map(|p| (p.t_ns as f64 / 1e6, p.queue_bytes as f64 / 1e3));
+    let pts = r.samples.iter().step_by(step).map(|p| (p.t_ns as f64 / 1e6, p.queue_bytes as f64 / 1e3));
     s += &polyline(pts, sx, h / qmax, x0, y2, "#333");
     s += "</svg>\n";
     s
@@ -92,7 +103,8 @@ fn main() {
         eprintln!("ccbench: {}: {e}", dir.display());
         std::process::exit(1);
     }
-    let runs: [(&str, fn(usize, bool) -> SimConfig, bool); 3] = [
+    type Make = fn(usize, bool) -> SimConfig;
+    let runs: [(&str, Make, bool); 3] = [
         ("paper", SimConfig::standard, true),
         ("paper", SimConfig::standard, false),
         ("fw-defaults", SimConfig::firmware_defaults, true),
