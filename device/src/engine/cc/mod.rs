@@ -21,9 +21,12 @@ pub use pacer::Pacer;
 pub use params::{NpParams, RpParams};
 pub use rp::{CnpOutcome, Rp};
 
-/// The port's congestion counters (QUERY_CONG_STATISTICS, `hw_counters`).
+/// The congestion counters of QUERY_CONG_STATISTICS (`hw_counters`) as
+/// values. Nothing live holds one yet (the NP and RP add into the caller's,
+/// the simulation keeps its own); the port's live counters, when the path is
+/// wired, join `stats` (`control/tests.rs::counter_structs`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CcCounters {
+pub struct CongStatistics {
     /// RoCEv2 packets received with ECN = CE.
     pub np_ecn_marked_roce_packets: u64,
     /// CNPs sent by the notification point.

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use super::params::{us, NpParams};
-use super::CcCounters;
+use super::CongStatistics;
 use crate::wire::congestion::Ecn;
 
 /// Notification-point state of one port.
@@ -41,7 +41,7 @@ impl Np {
         src_qp: u32,
         ecn: Ecn,
         prio: u8,
-        c: &mut CcCounters,
+        c: &mut CongStatistics,
     ) -> Option<CnpToSend> {
         if ecn != Ecn::Ce {
             return None;

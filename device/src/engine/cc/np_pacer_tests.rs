@@ -7,7 +7,7 @@ use crate::wire::congestion::Ecn;
 #[test]
 fn np_one_cnp_per_qp_per_interval() {
     let mut np = Np::new(NpParams::default(), true);
-    let mut c = CcCounters::default();
+    let mut c = CongStatistics::default();
     let cnp = np.on_packet(0, 5, 0x118, Ecn::Ce, 3, &mut c).unwrap();
     assert_eq!(cnp, CnpToSend { dest_qp: 0x118, dscp: 48, prio: 6 });
     assert_eq!(np.on_packet(3_999, 5, 0x118, Ecn::Ce, 3, &mut c), None, "within 4 µs");
@@ -15,7 +15,7 @@ fn np_one_cnp_per_qp_per_interval() {
     assert!(np.on_packet(4_000, 5, 0x118, Ecn::Ce, 3, &mut c).is_some());
     assert_eq!(np.on_packet(5_000, 5, 0x118, Ecn::Ect0, 3, &mut c), None, "not marked");
     assert_eq!(np.on_packet(5_000, 5, 0x118, Ecn::NotEct, 3, &mut c), None);
-    assert_eq!(c, CcCounters { np_ecn_marked_roce_packets: 4, np_cnp_sent: 3, ..Default::default() });
+    assert_eq!(c, CongStatistics { np_ecn_marked_roce_packets: 4, np_cnp_sent: 3, ..Default::default() });
     np.forget(5);
     assert!(np.on_packet(5_001, 5, 0x118, Ecn::Ce, 3, &mut c).is_some(), "a reset QP starts afresh");
 }
@@ -23,7 +23,7 @@ fn np_one_cnp_per_qp_per_interval() {
 #[test]
 fn np_disabled_counts_marks_but_sends_nothing() {
     let mut np = Np::new(NpParams::default(), false);
-    let mut c = CcCounters::default();
+    let mut c = CongStatistics::default();
     for t in 0..10 {
         assert_eq!(np.on_packet(t * 10_000, 1, 2, Ecn::Ce, 0, &mut c), None);
     }
@@ -34,7 +34,7 @@ fn np_disabled_counts_marks_but_sends_nothing() {
 fn np_prio_mode_and_zero_interval() {
     let p = NpParams { min_time_between_cnps: 0, cnp_prio_mode: true, cnp_dscp: 0xff, ..Default::default() };
     let mut np = Np::new(p, true);
-    let mut c = CcCounters::default();
+    let mut c = CongStatistics::default();
     let a = np.on_packet(7, 1, 0xffff_ffff, Ecn::Ce, 3, &mut c).unwrap();
     assert_eq!(a, CnpToSend { dest_qp: 0xff_ffff, dscp: 0x3f, prio: 3 });
     assert!(np.on_packet(7, 1, 2, Ecn::Ce, 3, &mut c).is_some(), "interval 0: every CE packet");

@@ -13,7 +13,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use super::{CcCounters, Np, NpParams, Pacer, Rp, RpParams};
+use super::{CongStatistics, Np, NpParams, Pacer, Rp, RpParams};
 use crate::wire::congestion::Ecn;
 
 /// RED with ECN on the instantaneous queue (bytes); the marking
@@ -125,7 +125,7 @@ pub struct SimResult {
     pub dropped: u64,
     pub marked: u64,
     pub queue_max: u64,
-    pub counters: CcCounters,
+    pub counters: CongStatistics,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -166,7 +166,7 @@ pub fn run(cfg: &SimConfig) -> SimResult {
     let mut senders: Vec<Sender> =
         (0..n).map(|_| Sender { rp: Rp::new(cfg.nic_bps), pacer: Pacer::new(0, cfg.nic_bps, cfg.mtu) }).collect();
     let mut np = Np::new(cfg.np, true);
-    let mut c = CcCounters::default();
+    let mut c = CongStatistics::default();
     let mut rng = Rng(cfg.seed | 1);
     let mut heap: BinaryHeap<Reverse<(u64, u64, Ev)>> = BinaryHeap::new();
     let mut seq = 0u64;
@@ -186,7 +186,7 @@ pub fn run(cfg: &SimConfig) -> SimResult {
         dropped: 0,
         marked: 0,
         queue_max: 0,
-        counters: CcCounters::default(),
+        counters: CongStatistics::default(),
     };
     let mut last_delivered = vec![0u64; n];
     let mut next_sample = cfg.sample_ns.max(1);
