@@ -4,6 +4,7 @@
 //! through this API and keeps only mlx5-specific data (buffer addresses,
 //! page lists, doorbell records) next to the engine's object numbers.
 
+pub mod cc;
 pub mod instance;
 pub mod mem;
 pub mod objects;

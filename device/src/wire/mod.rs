@@ -49,6 +49,7 @@ macro_rules! fixed_view {
 pub mod bth;
 pub mod clock;
 pub mod codec;
+pub mod congestion;
 pub mod ether;
 pub mod ether_build;
 pub mod ext;

@@ -1,0 +1,38 @@
+//! Congestion control on RoCE (issue 21): the ECN notification point
+//! ([`np`]), the DCQCN reaction point ([`rp`]), the per-QP rate limiter
+//! ([`pacer`]), the ConnectX parameter set ([`params`]) and a deterministic
+//! simulation of flows through one ECN-marking bottleneck ([`sim`]).
+//! Everything takes the time as an argument (ns): no clock, no threads.
+//! `docs/congestion.md` describes the design and the bench.
+
+pub mod np;
+pub mod pacer;
+pub mod params;
+pub mod rp;
+pub mod sim;
+
+#[cfg(test)]
+mod np_pacer_tests;
+#[cfg(test)]
+mod sim_tests;
+
+pub use np::{CnpToSend, Np};
+pub use pacer::Pacer;
+pub use params::{NpParams, RpParams};
+pub use rp::{CnpOutcome, Rp};
+
+/// The congestion counters of QUERY_CONG_STATISTICS (`hw_counters`) as
+/// values. Nothing live holds one yet (the NP and RP add into the caller's,
+/// the simulation keeps its own); the port's live counters, when the path is
+/// wired, join `stats` (`control/tests.rs::counter_structs`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CongStatistics {
+    /// RoCEv2 packets received with ECN = CE.
+    pub np_ecn_marked_roce_packets: u64,
+    /// CNPs sent by the notification point.
+    pub np_cnp_sent: u64,
+    /// CNPs the reaction point acted upon.
+    pub rp_cnp_handled: u64,
+    /// CNPs received with the RP disabled or for an unknown QP.
+    pub rp_cnp_ignored: u64,
+}
