@@ -135,7 +135,7 @@ impl FrameHandler for EthRx {
     fn poll(&self, _now_ns: u64) -> Option<u64> {
         let mut guard = self.fw();
         let mut dp = guard.datapath();
-        // The netdev's CQs are moderated too (mlx5e's DIM).
+        // Held completion events of any CQ (a port without RoCE included).
         let moder = dp.expire_cq_moderation();
         let Some(port) = self.roce.as_ref() else { return moder };
         let looped = port.drain_loopback(&mut |meta, pkt| {
