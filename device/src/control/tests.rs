@@ -200,7 +200,16 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
     let snap = serde_json::to_value(wire.snapshot()).unwrap();
     let mut fw = h.fw.as_ref().unwrap().lock().unwrap();
     let f = fw.stats();
-    for c in [&f.commands, &f.failed, &f.eqes, &f.interrupts, &f.umr_wqes, &f.umr_errors] {
+    for c in [
+        &f.commands,
+        &f.failed,
+        &f.eqes,
+        &f.interrupts,
+        &f.umr_wqes,
+        &f.umr_errors,
+        &f.cq_moder_holds,
+        &f.cq_moder_changes,
+    ] {
         c.store(next(), Relaxed);
     }
     let v = fw.vport_counters();

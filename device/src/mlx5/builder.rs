@@ -144,6 +144,7 @@ impl FirmwareBuilder {
             gsi_on_wire: self.link.gsi_on_wire(),
             eqs: Table::new(0, EQN_LAST, self.limits.eqs),
             cqs: BTreeMap::new(),
+            cq_due: Default::default(),
             on_uar: self.on_uar,
             trace: self.trace,
             pending,

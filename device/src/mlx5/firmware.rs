@@ -8,7 +8,7 @@
 //! module and are not imported by it. Each failure site answers with its own
 //! stable syndrome ([`super::cmd::syndrome`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -41,6 +41,10 @@ pub struct FwStats {
     /// UMR WQEs executed / completed with an error on the REG_UMR QP.
     pub umr_wqes: AtomicU64,
     pub umr_errors: AtomicU64,
+    /// Completion events CQ moderation held back (raised later, each
+    /// covering more CQEs), and MODIFY_CQ moderation changes.
+    pub cq_moder_holds: AtomicU64,
+    pub cq_moder_changes: AtomicU64,
 }
 
 /// See [`Firmware::on_uar`].
@@ -71,6 +75,8 @@ pub struct Firmware {
     /// Event queues, numbered by CREATE_EQ (0xff reserved, [`super::datapath::ctx::EQN_LAST`]).
     pub(in crate::mlx5) eqs: Table<EqCtx>,
     pub(in crate::mlx5) cqs: BTreeMap<u32, CqCtx>,
+    /// CQs whose completion event moderation holds (`cq_arm`'s `due`).
+    pub(in crate::mlx5) cq_due: BTreeSet<u32>,
     /// Called with (UAR index, allocated?) before ALLOC_UAR / DEALLOC_UAR
     /// complete, so the doorbell page is being watched before the driver
     /// can know its number (poll mode).

@@ -352,6 +352,8 @@ mod eth_queues;
 mod events;
 #[path = "fw_tests_hca.rs"]
 mod hca_cmds;
+#[path = "datapath/fw_moder_tests.rs"]
+mod moder;
 #[path = "fw_tests_qp.rs"]
 mod qp_cmds;
 #[cfg(not(miri))]

@@ -12,6 +12,7 @@
 
 use tracing::{debug, warn};
 
+use super::cq_arm::Moderation;
 use super::cqe::{op, syndrome, Cqe};
 use super::ctx::expand_ci;
 use super::sink::Pending;
@@ -195,19 +196,72 @@ impl Firmware {
         }
         ctx.arming.last_arm = Some(word);
         let consumer = expand_ci(producer, ci);
-        let fire = ctx.arming.request_notify(producer, consumer, solicited, sn);
+        let (m, now) = self.moderation(cqn);
+        let Some(ctx) = self.cqs.get_mut(&cqn) else { return };
+        let fire = ctx.arming.request_notify(producer, consumer, solicited, sn, m, now);
         self.engine.cq_consumed(cqn, consumer);
-        if fire {
-            self.comp_event(cqn);
-        }
+        self.after_arming(cqn, fire);
     }
 
     /// CQE number `producer - 1` of CQ `cqn` was written: raise a
-    /// completion event if the CQ is armed for it.
+    /// completion event if the CQ is armed for it (now, or when its
+    /// moderation lets it: [`Self::expire_cq_moderation`]).
     fn cq_event(&mut self, cqn: u32, producer: u32, solicited: bool) {
-        if self.cqs.get_mut(&cqn).is_some_and(|ctx| ctx.arming.on_cqe(producer, solicited)) {
+        let (m, now) = self.moderation(cqn);
+        let Some(ctx) = self.cqs.get_mut(&cqn) else { return };
+        let fire = ctx.arming.on_cqe(producer, solicited, m, now);
+        self.after_arming(cqn, fire);
+    }
+
+    /// CQ `cqn`'s moderation and the clock for it (0 when it is off). Off
+    /// where no worker runs the timer (no waker: a device without a packet
+    /// path, unit tests).
+    fn moderation(&self, cqn: u32) -> (Moderation, u64) {
+        let m = match self.engine.cqs.get(cqn) {
+            Some(cq) if self.engine.rt.waker.is_some() => Moderation::new(cq.period, cq.max_count),
+            _ => Moderation::default(),
+        };
+        (m, if m.off() { 0 } else { self.engine.rt.io.clock.now_ns() })
+    }
+
+    /// Raise the event the arming decided on, or have the worker's pass
+    /// look at a held one (woken, so that its wait ends by the due time).
+    fn after_arming(&mut self, cqn: u32, fire: bool) {
+        if fire {
+            self.cq_due.remove(&cqn);
             self.comp_event(cqn);
+        } else if self.cqs.get(&cqn).is_some_and(|c| c.arming.due.is_some()) && self.cq_due.insert(cqn) {
+            self.stats.cq_moder_holds.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if let Some(w) = &self.engine.rt.waker {
+                w();
+            }
         }
+    }
+
+    /// The moderation timer, on every pass of the packet worker: raises the
+    /// held events that are due; the time of the next one, if any.
+    pub(in crate::mlx5) fn expire_cq_moderation(&mut self) -> Option<u64> {
+        if self.cq_due.is_empty() {
+            return None;
+        }
+        let now = self.engine.rt.io.clock.now_ns();
+        let mut next: Option<u64> = None;
+        for cqn in self.cq_due.clone() {
+            let producer = self.engine.cqs.get(cqn).map(|cq| cq.producer);
+            let (Some(producer), Some(ctx)) = (producer, self.cqs.get_mut(&cqn)) else {
+                self.cq_due.remove(&cqn);
+                continue;
+            };
+            if ctx.arming.expire(producer, now) {
+                self.cq_due.remove(&cqn);
+                self.comp_event(cqn);
+            } else if let Some(d) = ctx.arming.due {
+                next = Some(next.map_or(d, |n| n.min(d)));
+            } else {
+                self.cq_due.remove(&cqn);
+            }
+        }
+        next
     }
 
     /// Posts the completion EQE of CQ `cqn` to the CQ's EQ.

@@ -13,6 +13,16 @@
 //! verbs consumers such as perftest `-e` and `ibv_rc_pingpong -e` take the
 //! event, re-arm, and only then poll the CQE that raised it; a second event for
 //! that same CQE would wake their next wait with nothing to poll.
+//!
+//! Moderation (`cq_period` µs and `cq_max_count` CQEs, set by CREATE_CQ and
+//! MODIFY_CQ; the kernel's `rdma_dim` and mlx5e's DIM change them at run
+//! time): period mode START_FROM_EQE, the only one advertised. An event the
+//! arm asks for waits until `cq_max_count` CQEs were written since the CQ's
+//! last event, or until `cq_period` has passed since that event, whichever
+//! comes first: a CQE after a quiet spell raises its event at once, a burst
+//! raises one event per period or per count. Solicited and error CQEs are not
+//! held. A held event is raised by [`CqArming::expire`], which the worker's
+//! pass runs at the time [`CqArming::due`] names.
 
 /// How a CQ is armed for its next completion event (`MLX5_CQ_DB_REQ_NOT`,
 /// `MLX5_CQ_DB_REQ_NOT_SOL`).
@@ -40,6 +50,31 @@ pub struct CqArming {
     /// The last arm word (`sn<<28 | cmd | ci`) acted on: the same arm seen
     /// twice (trapped write and a later page scan) counts once.
     pub last_arm: Option<u32>,
+    /// CQEs written since the last event (moderation's count).
+    pub since_event: u32,
+    /// Clock time of the last event (moderation's period starts there).
+    pub last_event_ns: u64,
+    /// An event held by moderation is due at this time.
+    pub due: Option<u64>,
+}
+
+/// A CQ's event moderation. Off (every event at once) when the period is 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Moderation {
+    pub period_ns: u64,
+    /// 0: no count limit (the period alone).
+    pub max_count: u32,
+}
+
+impl Moderation {
+    /// From the CQ context's `cq_period` (µs) and `cq_max_count`.
+    pub fn new(period_us: u16, max_count: u16) -> Moderation {
+        Moderation { period_ns: period_us as u64 * 1000, max_count: max_count as u32 }
+    }
+
+    pub fn off(&self) -> bool {
+        self.period_ns == 0 || self.max_count == 1
+    }
 }
 
 /// `a` is later than `b` (both at or behind `producer`).
@@ -53,47 +88,81 @@ fn later(producer: u32, a: u32, b: u32) -> u32 {
 
 impl CqArming {
     /// A CQE was just written; `producer` counts it. `solicited` is true for
-    /// a solicited or error completion. True: raise the event.
-    pub fn on_cqe(&mut self, producer: u32, solicited: bool) -> bool {
+    /// a solicited or error completion; `now` is the clock (read only when
+    /// `m` is on). True: raise the event now; else [`Self::due`] may hold it.
+    pub fn on_cqe(&mut self, producer: u32, solicited: bool, m: Moderation, now: u64) -> bool {
         if solicited {
             self.solicited_end = producer;
         }
-        let fire = match self.arm {
+        self.since_event = self.since_event.saturating_add(1);
+        let want = match self.arm {
             CqArm::None => false,
             CqArm::Next => true,
             CqArm::Solicited => solicited,
         };
-        if fire {
-            self.fired(producer);
+        want && self.fire_or_hold(producer, solicited, m, now)
+    }
+
+    /// The arm wants an event: raise it now (true) unless moderation holds
+    /// it (`due` set). `urgent`: a solicited or error CQE, never held.
+    fn fire_or_hold(&mut self, producer: u32, urgent: bool, m: Moderation, now: u64) -> bool {
+        let due = self.last_event_ns.saturating_add(m.period_ns);
+        if urgent || m.off() || (m.max_count != 0 && self.since_event >= m.max_count) || now >= due {
+            self.fired(producer, now);
+            return true;
         }
-        fire
+        self.due = Some(due);
+        false
+    }
+
+    /// The moderation timer at `now`: true when a held event is due and was
+    /// raised (it reports every CQE so far). A hold whose arm is gone (a
+    /// reset) is dropped.
+    pub fn expire(&mut self, producer: u32, now: u64) -> bool {
+        match self.due {
+            Some(d) if d > now => false,
+            Some(_) if self.arm != CqArm::None => {
+                self.fired(producer, now);
+                true
+            }
+            _ => {
+                self.due = None;
+                false
+            }
+        }
     }
 
     /// An arm request; `consumer` is the driver's consumer count (widened,
     /// at or behind `producer`). True: CQEs the driver has not consumed and
-    /// no event reported are waiting, raise the event now.
-    pub fn request_notify(&mut self, producer: u32, consumer: u32, solicited: bool, sn: u8) -> bool {
+    /// no event reported are waiting, raise the event now (or, under
+    /// moderation, [`Self::due`] holds it).
+    pub fn request_notify(
+        &mut self,
+        producer: u32,
+        consumer: u32,
+        solicited: bool,
+        sn: u8,
+        m: Moderation,
+        now: u64,
+    ) -> bool {
         self.sn = sn;
         self.arm = if solicited { CqArm::Solicited } else { CqArm::Next };
         // CQEs from `base` on are neither consumed nor reported.
         let base = later(producer, consumer, self.reported);
         let waiting = producer.wrapping_sub(base);
-        let fire = if solicited {
-            // The last solicited CQE lies in [base, producer).
-            waiting != 0 && producer.wrapping_sub(self.solicited_end) < waiting
-        } else {
-            waiting != 0
-        };
-        if fire {
-            self.fired(producer);
-        }
-        fire
+        // The last solicited (or error) CQE lies in [base, producer).
+        let urgent = waiting != 0 && producer.wrapping_sub(self.solicited_end) < waiting;
+        let want = if solicited { urgent } else { waiting != 0 };
+        want && self.fire_or_hold(producer, urgent, m, now)
     }
 
     /// An event is raised: every CQE so far is reported, the arm is spent.
-    fn fired(&mut self, producer: u32) {
+    fn fired(&mut self, producer: u32, now: u64) {
         self.arm = CqArm::None;
         self.reported = producer;
+        self.since_event = 0;
+        self.last_event_ns = now;
+        self.due = None;
     }
 }
 
@@ -113,7 +182,7 @@ mod tests {
     impl Cq {
         fn request_notify(&mut self, solicited: bool, sn: u8, ci24: u32) -> bool {
             self.consumer = expand_ci(self.producer, ci24);
-            self.a.request_notify(self.producer, self.consumer, solicited, sn)
+            self.a.request_notify(self.producer, self.consumer, solicited, sn, Moderation::default(), 0)
         }
     }
 
@@ -123,7 +192,7 @@ mod tests {
 
     fn produce(c: &mut Cq, solicited: bool) -> bool {
         c.producer = c.producer.wrapping_add(1);
-        c.a.on_cqe(c.producer, solicited)
+        c.a.on_cqe(c.producer, solicited, Moderation::default(), 0)
     }
 
     #[test]
@@ -191,3 +260,7 @@ mod tests {
         assert_eq!(c.consumer, 0x00ff_fffe);
     }
 }
+
+#[cfg(test)]
+#[path = "cq_arm_moder_tests.rs"]
+mod moder_tests;

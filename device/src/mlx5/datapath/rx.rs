@@ -37,7 +37,8 @@ impl PacketHandler for FwHandler {
         let mut fw = self.fw();
         let mut dp = fw.datapath();
         let rq = dp.flush_err_rqs();
-        [dp.engine.poll_timers(), rq].into_iter().flatten().min()
+        let moder = dp.expire_cq_moderation();
+        [dp.engine.poll_timers(), rq, moder].into_iter().flatten().min()
     }
 }
 

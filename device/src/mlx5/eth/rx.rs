@@ -133,9 +133,11 @@ impl FrameHandler for EthRx {
     }
 
     fn poll(&self, _now_ns: u64) -> Option<u64> {
-        let port = self.roce.as_ref()?;
         let mut guard = self.fw();
         let mut dp = guard.datapath();
+        // Held completion events of any CQ (a port without RoCE included).
+        let moder = dp.expire_cq_moderation();
+        let Some(port) = self.roce.as_ref() else { return moder };
         let looped = port.drain_loopback(&mut |meta, pkt| {
             self.note(pkt, true);
             dp.rdma_receive(meta, pkt);
@@ -144,7 +146,7 @@ impl FrameHandler for EthRx {
             dp.engine.flush_acks();
         }
         let rq = dp.flush_err_rqs();
-        let next = [dp.engine.poll_timers(), rq].into_iter().flatten().min();
+        let next = [dp.engine.poll_timers(), rq, moder].into_iter().flatten().min();
         drop(dp);
         drop(guard);
         self.kick_pending();

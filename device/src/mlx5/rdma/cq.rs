@@ -106,6 +106,7 @@ pub fn modify_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             if select & MODIFY_COUNT != 0 {
                 cq.max_count = c::cq_max_count.get(r.input) as u16;
             }
+            fw.stats.cq_moder_changes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         // MLX5_CQ_OPMOD_RESIZE: new size and buffer.
         1 => return crate::mlx5::datapath::cq_resize::resize_cq(fw, r, cqn),
