@@ -15,7 +15,7 @@ use tracing::debug;
 use super::match_image::MatchImage;
 pub use super::rx_counters::{RqCounters, RxCounters};
 use super::steering::{SteeringDrops, Verdict};
-use super::tir::RqChoice;
+use super::tir::{RqChoice, Tir};
 use crate::engine::{Access, QpState, QpType};
 use crate::fabric::ether::FrameHandler;
 use crate::fabric::roce::RocePort;
@@ -205,29 +205,41 @@ impl Firmware {
 
     /// One received frame: steering, RQ, CQE.
     pub(in crate::mlx5) fn eth_receive(&mut self, frame: &[u8]) {
+        self.eth_receive_if(frame, &|_| true);
+    }
+
+    /// A frame through steering to the RQs of the TIRs `admit` lets take it
+    /// (the local loopback's filter, `loopback.rs`). Returns how many TIRs it
+    /// admitted and whether an RQ took the frame.
+    pub(super) fn eth_receive_if(&mut self, frame: &[u8], admit: &dyn Fn(&Tir) -> bool) -> (usize, bool) {
         let counters = &mut self.eth.dispatch.counters;
         if frame.len() < ETH_HLEN {
             counters.runts += 1;
-            return;
+            return (0, false);
         }
         if frame.len() > max_frame(self.eth.vport.mtu) {
             counters.giants += 1;
-            return;
+            return (0, false);
         }
         let Ok(info) = ether::parse(frame) else {
             counters.runts += 1;
-            return;
+            return (0, false);
         };
         let img = MatchImage::of(&info);
         let (tirs, flow_tag) = match self.eth.steering.classify(&img) {
             Verdict::Deliver { tirs, flow_tag } => (tirs, flow_tag),
             Verdict::Drop(why) => {
                 debug!(?why, "frame dropped by steering");
-                return;
+                return (0, false);
             }
         };
+        let mut admitted = 0;
         let mut rqs: Vec<RqChoice> = Vec::with_capacity(tirs.len());
         for tirn in tirs {
+            if self.eth.dispatch.tirs.get(&tirn).is_some_and(|t| !admit(t)) {
+                continue;
+            }
+            admitted += 1;
             match self.eth.dispatch.choose_rq(tirn, &info) {
                 // Two TIRs choosing one RQ deliver one copy.
                 Some(c) if rqs.iter().any(|d| d.rqn == c.rqn) => {}
@@ -242,6 +254,7 @@ impl Firmware {
         if delivered {
             self.eth.vport.counters.count_rx(frame);
         }
+        (admitted, delivered)
     }
 
     /// Places a frame into RQ `c.rqn`'s next WQE and completes it; false: dropped (counted).
