@@ -8,6 +8,9 @@
 # between "PYV-BEGIN <label> dev=<dev> gid=<idx>" and "PYV-END <label> rc=<rc> seconds=<s>".
 . /usr/local/lib/vrnic-lib.sh
 case "$(vr_karg vrnic.scenario)" in *-full) PYV_SET=full;; *) PYV_SET=ci;; esac
+# vrnic.pyv_tests=NAME[,NAME]: only these tests (module, module.Class or module.Class.test; no leave-outs), to rerun
+# a few while working on them (guest-tests/run pyverbs-roce --guest-arg vrnic.pyv_tests=test_flow)
+PYV_ONLY=$(vr_karg vrnic.pyv_tests | tr , ' ')
 PYV_TEST_LIMIT=60
 PYV_RUN_LIMIT=900
 # the CI subset (docs/conformance.md): the suite's generic verbs modules plus the mlx5 modules that need only
@@ -123,6 +126,7 @@ pyv_run() {
   _t0=$(vr_now)
   echo "PYV-BEGIN $1 dev=$2 gid=$3 set=$PYV_SET"
   _names=; _leave=; [ "$PYV_SET" = full ] || { _names=$PYV_CI; _leave=$PYV_CI_LEAVE_OUT; }
+  [ -z "$PYV_ONLY" ] || { _names=$PYV_ONLY; _leave=; }
   _after=; _n=0; : > /tmp/pyv-$1.err
   while :; do
     rm -f /tmp/pyv-cur

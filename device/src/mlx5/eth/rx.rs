@@ -25,7 +25,7 @@ use crate::mlx5::firmware::Firmware;
 use crate::mlx5::queue_buf::buf_addr;
 use crate::mlx5::roce::mcast::accept_multicast;
 use crate::mlx5::uar::{BurstKick, PollerKick};
-use crate::wire::ether::{self, FrameInfo, L3, L4, TPID_CTAG};
+use crate::wire::ether::{self, FrameInfo, Lengths, L3, L4, TPID_CTAG};
 use crate::wire::offload::rx_checksum;
 
 /// Ethernet header bytes (a shorter frame is a runt).
@@ -225,7 +225,11 @@ impl Firmware {
             counters.runts += 1;
             return (0, false);
         };
-        let img = MatchImage::of(&info);
+        // Steering and RSS read the header fields as a ConnectX's parser does, whatever the IP length fields say
+        // (rdma-core's raw IPv6 test frames claim 40 bytes more than they carry); the checksum report and the
+        // CQE's header types go by the checked walk.
+        let fields = ether::walk(frame, Lengths::FromFrame).unwrap_or(info);
+        let img = MatchImage::of(&fields);
         let (tirs, flow_tag) = match self.eth.steering.classify(&img) {
             Verdict::Deliver { tirs, flow_tag } => (tirs, flow_tag),
             Verdict::Drop(why) => {
@@ -240,7 +244,7 @@ impl Firmware {
                 continue;
             }
             admitted += 1;
-            match self.eth.dispatch.choose_rq(tirn, &info) {
+            match self.eth.dispatch.choose_rq(tirn, &fields) {
                 // Two TIRs choosing one RQ deliver one copy.
                 Some(c) if rqs.iter().any(|d| d.rqn == c.rqn) => {}
                 Some(c) => rqs.push(c),
