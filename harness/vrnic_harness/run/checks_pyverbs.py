@@ -30,14 +30,6 @@ KNOWN = [
     (r"vrnic-ib", r"\.test_rdmacm_async(_ex)?_multicast_traffic$",
      "rdma_cm on the IB port needs an IPoIB netdev with an address (none in this scenario; no SM for IPoIB's "
      "broadcast group): pyverbs-roce runs them"),
-    # device defects the suite found on the RoCE port, not fixed yet (docs/conformance.md: diagnosis)
-    (r"vrnic-roce", r"\.test_flow\.FlowTest\.test_\w+_flow_traffic$|\.test_smac_matcher_to_qp_flow$|"
-     r"\.test_timestamp_\w+_raw_traffic$|\.test_rss_traffic$",
-     "DEFECT: a raw packet QP's frames are not looped back into the port's own receive steering (the NIC's "
-     "local loopback between transport domains): the flow rule on the other context's raw QP never sees them"),
-    (r"vrnic-roce", r"\.test_rdmacm_async(_ex)?_multicast_traffic$",
-     "DEFECT: RoCE multicast sent by this port is not looped back to this port's own attached UD QPs "
-     "(mlx5/roce/mcast.rs accepts group frames from the link only)"),
     (r"vrnic-ib", r"\.test_create_ah_roce$", "a RoCE test; the IB port skips it (link layer InfiniBand), pyverbs-roce runs it"),
     (r"vrnic-ib", r"\.test_query_gid_ex_bad_flow$",
      "IB port: every GID table index reads back a GID (mlx5_ib builds IB GIDs from the subnet prefix and the "

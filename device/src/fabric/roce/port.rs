@@ -148,19 +148,15 @@ impl RocePort {
         // The caller's packet gets its ICRC too (PacketSink's contract).
         let n = pkt.len() - icrc::LEN;
         pkt[n..].copy_from_slice(&out[out.len() - icrc::LEN..]);
-        if self.gids.contains(&r.grh.dgid) {
-            let meta = meta_of(r, true);
-            let hl = roce::header_len(r);
-            let mut q = self.queue();
-            if q.len() >= LOOPBACK_QUEUE {
-                bump(&c.loopback_dropped, 1);
-                return Ok(());
-            }
-            q.push_back((meta, out[hl..].to_vec()));
-            drop(q);
-            bump(&c.loopback_packets, 1);
-            (self.wake)();
+        let dgid = r.grh.dgid;
+        if self.gids.contains(&dgid) {
+            self.loop_back(r, out);
             return Ok(());
+        }
+        // A group this port may have joined itself: its own members get a
+        // copy (the engine decides which, `mlx5/datapath/rx.rs`), the link the frame.
+        if is_multicast_gid(&dgid) {
+            self.loop_back(r, out);
         }
         if out.len() < MIN_FRAME {
             // As a NIC pads on the wire; receivers go by the IP lengths.
@@ -176,11 +172,29 @@ impl RocePort {
     }
 }
 
+impl RocePort {
+    /// Queues the packet of frame `out` (headers `r`) for [`RocePort::drain_loopback`].
+    fn loop_back(&self, r: &FrameRepr, out: &[u8]) {
+        let c = &self.counters;
+        let hl = roce::header_len(r);
+        let mut q = self.queue();
+        if q.len() >= LOOPBACK_QUEUE {
+            bump(&c.loopback_dropped, 1);
+            return;
+        }
+        q.push_back((meta_of(r, true), out[hl..].to_vec()));
+        drop(q);
+        bump(&c.loopback_packets, 1);
+        (self.wake)();
+    }
+}
+
 impl PacketSink for RocePort {
     /// Frames `pkt` from the GID table entry at `dest.eth.sgid_index` and
     /// the GRH `dest` carries (always, on RoCE), fills the ICRC and sends
     /// it onto the link, or queues it for [`RocePort::drain_loopback`] when
-    /// its DGID is one of this port's GIDs.
+    /// its DGID is one of this port's GIDs; a multicast DGID is both queued
+    /// and sent.
     fn send(&self, dest: &Dest, pkt: &mut [u8]) {
         let c = &self.counters;
         let Some(e) = self.gids.get(dest.eth.sgid_index as usize) else {
@@ -219,6 +233,13 @@ impl PacketSink for RocePort {
 /// priority-tagged frame, VID 0, is untagged).
 fn vlan_id(tci: Option<u16>) -> Option<u16> {
     tci.map(|t| t & 0xfff).filter(|&v| v != 0)
+}
+
+/// Whether `gid` is a multicast group address (IPv6 `ff00::/8`, or IPv4
+/// 224.0.0.0/4 v4-mapped).
+pub fn is_multicast_gid(gid: &[u8; 16]) -> bool {
+    let v4_mapped = gid[..10] == [0; 10] && gid[10..12] == [0xff, 0xff];
+    gid[0] == 0xff || (v4_mapped && gid[12] & 0xf0 == 0xe0)
 }
 
 /// What the engine learns of a packet with these headers.

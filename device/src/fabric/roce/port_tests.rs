@@ -313,6 +313,32 @@ fn loopback_to_own_gid_skips_the_wire() {
 }
 
 #[test]
+fn multicast_goes_out_and_back_to_the_port_itself() {
+    let a = end();
+    let e1 = v4_entry(1, MAC_A, None);
+    a.port.gids().set(1, Some(e1)).unwrap();
+    let group = GidEntry { gid: roce::v4_mapped([239, 1, 1, 20]), ..e1 };
+    let d = dest(&e1, &group, [0x01, 0x00, 0x5e, 0x01, 0x01, 0x14]);
+    let mut p = pkt(0x04, 0xff_ffff, b"to the group");
+    a.port.send(&d, &mut p);
+    let frames = a.wire.take();
+    assert_eq!(frames.len(), 1, "on the wire");
+    assert_eq!(&frames[0][..6], &[0x01, 0x00, 0x5e, 0x01, 0x01, 0x14]);
+    let mut got = Vec::new();
+    assert_eq!(a.port.drain_loopback(&mut |m, p| got.push((*m, p.to_vec()))), 1, "and looped back");
+    let (meta, bytes) = &got[0];
+    assert_eq!(bytes, &p);
+    assert_eq!((meta.local, meta.grh.unwrap().dgid, meta.src.gid), (true, group.gid, e1.gid));
+    let c = a.port.counters();
+    assert_eq!((n(&c.loopback_packets), n(&c.tx_packets)), (1, 1));
+    // Unicast to a foreign GID only goes out.
+    let e9 = v4_entry(9, MAC_B, None);
+    a.port.send(&dest(&e1, &e9, MAC_B), &mut pkt(0x04, 5, b"x"));
+    assert_eq!(a.wire.take().len(), 1);
+    assert_eq!(a.port.drain_loopback(&mut |_, _| panic!("not looped back")), 0);
+}
+
+#[test]
 #[cfg_attr(miri, ignore = "frames and ICRCs 4,106 packets: minutes under the interpreter")]
 fn loopback_queue_is_bounded_and_drains_in_order() {
     let a = end();

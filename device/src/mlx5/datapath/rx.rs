@@ -10,7 +10,9 @@ use super::sq::engine_qp;
 use crate::engine::QpType;
 use crate::fabric::{PacketHandler, RxMeta};
 use crate::mlx5::firmware::Firmware;
+use crate::mlx5::ifc::qpc;
 use crate::wire::bth;
+use crate::wire::ext::deth;
 
 /// The fabric's packet handler: the firmware (which owns the engine).
 pub struct FwHandler(pub Arc<Mutex<Firmware>>);
@@ -86,15 +88,31 @@ impl Firmware {
     }
 
     /// A packet to the multicast QPN: one copy to every UD QP attached to its
-    /// destination GID, addressed to that QP.
+    /// destination GID, addressed to that QP. One this port sent (`meta.local`,
+    /// the RoCE port's multicast loopback) reaches none while the NIC vport
+    /// context disables multicast local loopback, and not its sender when that
+    /// QP was created with `block_lb_mc` (IB_QP_CREATE_BLOCK_MULTICAST_LOOPBACK).
     fn multicast_receive(&mut self, meta: &RxMeta, pkt: &[u8]) {
         let Some(dgid) = meta.grh.map(|g| g.dgid) else { return };
+        let mut sender = None;
+        if meta.local {
+            if self.eth.vport.disable_mc_local_lb {
+                return;
+            }
+            sender = pkt
+                .get(bth::field::HEADER_LEN..)
+                .and_then(|d| deth::Packet::new_checked(d).ok())
+                .map(|d| d.src_qp())
+                .filter(|q| self.rdma.qps.get(q).is_some_and(|c| qpc::block_lb_mc.get_bool(&c.created)));
+        }
         let members: Vec<u32> = self
             .rdma
             .qps
             .iter()
             .filter(|(n, c)| {
-                c.mcast.contains(&dgid) && self.engine.qps.get(**n).is_some_and(|q| q.qp_type == QpType::Ud)
+                Some(**n) != sender
+                    && c.mcast.contains(&dgid)
+                    && self.engine.qps.get(**n).is_some_and(|q| q.qp_type == QpType::Ud)
             })
             .map(|(n, _)| *n)
             .collect();

@@ -15,11 +15,15 @@
 //! - [`steering_layout`]: the steering/TIR/RQT command layouts `ifc.rs` lacks.
 //! - [`rx`]: a frame from the link to an RQ's WQE and its CQE.
 //! - [`tx`]: an SQ's WQEs to frames on the link (checksum, LSO) and their CQEs;
-//!   [`eth_seg`]: the Ethernet send WQE's eth segment and data segments; [`tx_state`]: TX counters.
+//!   [`eth_seg`]: the Ethernet send WQE's eth segment and data segments; [`tx_state`]: TX counters;
+//!   [`loopback`]: which sent frames the port's own RQs receive.
 
 pub mod eth_seg;
 pub mod flow_table;
 pub mod layout;
+pub mod loopback;
+#[cfg(all(test, not(miri)))]
+mod loopback_tests;
 pub mod match_image;
 pub mod port_regs;
 pub mod queue_state;

@@ -15,7 +15,7 @@ use tracing::debug;
 use super::match_image::MatchImage;
 pub use super::rx_counters::{RqCounters, RxCounters};
 use super::steering::{SteeringDrops, Verdict};
-use super::tir::RqChoice;
+use super::tir::{RqChoice, Tir};
 use crate::engine::{Access, QpState, QpType};
 use crate::fabric::ether::FrameHandler;
 use crate::fabric::roce::RocePort;
@@ -25,7 +25,7 @@ use crate::mlx5::firmware::Firmware;
 use crate::mlx5::queue_buf::buf_addr;
 use crate::mlx5::roce::mcast::accept_multicast;
 use crate::mlx5::uar::{BurstKick, PollerKick};
-use crate::wire::ether::{self, FrameInfo, L3, L4, TPID_CTAG};
+use crate::wire::ether::{self, FrameInfo, Lengths, L3, L4, TPID_CTAG};
 use crate::wire::offload::rx_checksum;
 
 /// Ethernet header bytes (a shorter frame is a runt).
@@ -207,30 +207,46 @@ impl Firmware {
 
     /// One received frame: steering, RQ, CQE.
     pub(in crate::mlx5) fn eth_receive(&mut self, frame: &[u8]) {
+        self.eth_receive_if(frame, &|_| true);
+    }
+
+    /// A frame through steering to the RQs of the TIRs `admit` lets take it
+    /// (the local loopback's filter, `loopback.rs`). Returns how many TIRs it
+    /// admitted and whether an RQ took the frame.
+    pub(super) fn eth_receive_if(&mut self, frame: &[u8], admit: &dyn Fn(&Tir) -> bool) -> (usize, bool) {
         let counters = &mut self.eth.dispatch.counters;
         if frame.len() < ETH_HLEN {
             counters.runts += 1;
-            return;
+            return (0, false);
         }
         if frame.len() > max_frame(self.eth.vport.mtu) {
             counters.giants += 1;
-            return;
+            return (0, false);
         }
         let Ok(info) = ether::parse(frame) else {
             counters.runts += 1;
-            return;
+            return (0, false);
         };
-        let img = MatchImage::of(&info);
+        // Steering and RSS read the header fields as a ConnectX's parser does, whatever the IP length fields say
+        // (rdma-core's raw IPv6 test frames claim 40 bytes more than they carry); the checksum report and the
+        // CQE's header types go by the checked walk.
+        let fields = ether::walk(frame, Lengths::FromFrame).unwrap_or(info);
+        let img = MatchImage::of(&fields);
         let (tirs, flow_tag) = match self.eth.steering.classify(&img) {
             Verdict::Deliver { tirs, flow_tag } => (tirs, flow_tag),
             Verdict::Drop(why) => {
                 debug!(?why, "frame dropped by steering");
-                return;
+                return (0, false);
             }
         };
+        let mut admitted = 0;
         let mut rqs: Vec<RqChoice> = Vec::with_capacity(tirs.len());
         for tirn in tirs {
-            match self.eth.dispatch.choose_rq(tirn, &info) {
+            if self.eth.dispatch.tirs.get(&tirn).is_some_and(|t| !admit(t)) {
+                continue;
+            }
+            admitted += 1;
+            match self.eth.dispatch.choose_rq(tirn, &fields) {
                 // Two TIRs choosing one RQ deliver one copy.
                 Some(c) if rqs.iter().any(|d| d.rqn == c.rqn) => {}
                 Some(c) => rqs.push(c),
@@ -244,6 +260,7 @@ impl Firmware {
         if delivered {
             self.eth.vport.counters.count_rx(frame);
         }
+        (admitted, delivered)
     }
 
     /// Places a frame into RQ `c.rqn`'s next WQE and completes it; false: dropped (counted).

@@ -326,3 +326,32 @@ fn two_tirs_on_one_rq_deliver_one_copy_two_rqs_two() {
         (2, 1)
     );
 }
+
+/// Steering matches the IP header's fields even when its length field is wrong (rdma-core's raw IPv6 frames give
+/// the IPv6 payload length 40 bytes too long): a rule on the IP version takes the frame; the checksum report does
+/// not call it good.
+#[test]
+fn steering_matches_ipv6_fields_whatever_the_payload_length_says() {
+    let mut b = EthBench::new();
+    let rq = b.rq(4, 32);
+    let tir = build::id(&b.ok(&build::tir_direct(rq)));
+    let t = build::id(&b.ok(&build::flow_table(0, 4, None)));
+    let g = build::id(&b.ok(&build::group(t, 0, 0, 1, |m| m[outer::TAGS_VERSION] = 0x1e)));
+    b.ok(&build::fte(t, g, 0, &[To::Tir(tir)], |v| v[outer::TAGS_VERSION] = 6 << 1));
+    b.ok(&build::table_cmd(ifc::MLX5_CMD_OP_SET_FLOW_TABLE_ROOT, 0, t));
+    b.post_buf(rq, 0);
+    let mut f = Vec::new();
+    f.extend_from_slice(&OWN);
+    f.extend_from_slice(&PEER);
+    f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0]);
+    let udp_len = 8 + 20;
+    f.extend_from_slice(&((udp_len + 40) as u16).to_be_bytes());
+    f.extend_from_slice(&[17, 64]);
+    f.extend_from_slice(&[0xa0; 16]);
+    f.extend_from_slice(&[0xb0; 16]);
+    f.extend_from_slice(&[0x12, 0x34, 0x56, 0x78, 0, udp_len as u8, 0, 0]);
+    f.extend_from_slice(&[7; 20]);
+    b.fw.datapath().eth_receive(&f);
+    assert_eq!(b.cqes(), 1, "delivered by the IPv6 rule");
+    assert_eq!(b.cqe(0)[0x1c] & 0x06, 0, "no checksum reported good");
+}

@@ -16,10 +16,9 @@
 //! A frame whose headers the offloads cannot process, a plain SEND longer
 //! than the MTU allows, a runt (< 14 bytes) or no link: the frame is dropped and counted, the
 //! WQE completes normally (hardware does not fail a WQE on header content).
-//! Frames go out on the link. The one exception is self-loopback, which
-//! mlx5e's `ethtool -t` loopback test asks for by setting `self_lb_block`'s
-//! unicast bit on its TIRs: while any TIR has it, a unicast frame to the
-//! port's own MAC goes back into this port's receive path instead of out.
+//! Frames go out on the link, and through the vport's local loopback
+//! (`loopback.rs`: broadcast/multicast also, unicast to the port's own MAC
+//! instead, to the TIRs the transport-domain and `self_lb_block` rules allow).
 
 use tracing::{debug, warn};
 
@@ -177,14 +176,16 @@ impl Firmware {
         if frame.len() < MIN_FRAME {
             frame.resize(MIN_FRAME, 0);
         }
-        if self.eth_self_loopback(&frame) {
+        let route = self.eth_loopback(sqn, &frame);
+        if route.looped {
+            self.eth.tx.bump(sqn, |c| c.loopback += 1);
+        }
+        if !route.wire {
             self.eth.tx.bump(sqn, |c| {
                 c.packets += 1;
                 c.bytes += frame.len() as u64;
-                c.loopback += 1;
             });
             self.eth.vport.counters.count_tx(&frame);
-            self.eth_receive(&frame);
             return true;
         }
         let Some(link) = self.eth.link.clone() else {
@@ -205,13 +206,6 @@ impl Firmware {
 }
 
 impl Firmware {
-    /// A unicast frame to the port's own MAC while a TIR asks for unicast
-    /// self-loopback (`self_lb_block` bit 0, set by the driver's loopback test).
-    fn eth_self_loopback(&self, frame: &[u8]) -> bool {
-        frame.get(..6) == Some(&self.eth.vport.mac[..])
-            && self.eth.dispatch.tirs.values().any(|t| t.self_lb_block & 1 != 0)
-    }
-
     /// The Ethernet transmit counters (the control socket's `stats`).
     pub fn eth_tx(&self) -> &EthTx {
         &self.eth.tx

@@ -391,11 +391,8 @@ fn q_counters_sum_the_engine_counters_of_their_qps() {
     assert_eq!(query(&mut t, false), [0, 0, 7, 0, 0, 0], "a destroyed QP's counts stay in its set");
 }
 
-/// A RoCE packet to the multicast QPN reaches the UD QPs attached to its destination group, as that QP.
-#[test]
-fn multicast_packets_reach_the_attached_ud_qps() {
-    use crate::fabric::{Endpoint, RxMeta};
-    use crate::wire::roce::NetHdr;
+/// A UD QP in RTS attached to 239.1.1.20 with two receive WQEs posted: (bench, QPN, group).
+fn ud_member() -> (Bench, u32, [u8; 16]) {
     let (mut t, _, qpn, key) = eth_qp(crate::mlx5::rdma::qp::ST_UD as u64, 0x1234, ROCE_ADDRESS_TABLE_SIZE);
     let group = v4_gid([239, 1, 1, 20]);
     let mut a = cmd(ifc::MLX5_CMD_OP_ATTACH_TO_MCG, 0, ifc::attach_to_mcg_in::SIZE);
@@ -403,18 +400,27 @@ fn multicast_packets_reach_the_attached_ud_qps() {
     let g = ifc::attach_to_mcg_in::multicast_gid.byte_off();
     a[g..g + 16].copy_from_slice(&group);
     t.ok(&a, 16);
-    assert!(t.fw.mcast_member(&group) && !t.fw.mcast_member(&v4_gid([239, 1, 1, 21])));
     t.mem.put(QP_BUF, &data_seg(40 + 64, key, DATA));
     t.mem.put(QP_BUF + 16, &data_seg(40 + 64, key, DATA + 0x1000));
     t.mem.put(QP_DBR, &2u32.to_be_bytes());
+    (t, qpn, group)
+}
+
+/// A UD SEND to the multicast QPN from QP `src_qp` (Q_Key 0x1234, 64 bytes of 0x3c).
+fn mc_pkt(src_qp: u32) -> Vec<u8> {
     let mut pkt = vec![0x64, 0, 0xff, 0xff, 0, 0xff, 0xff, 0xff, 0, 0, 0, 1];
     pkt.extend_from_slice(&0x1234u32.to_be_bytes());
-    pkt.extend_from_slice(&[0, 0, 0, 0x99]);
+    pkt.extend_from_slice(&src_qp.to_be_bytes());
     pkt.extend_from_slice(&[0x3c; 64]);
     pkt.extend_from_slice(&[0; 4]);
-    let meta = |dgid| RxMeta {
-        src: Endpoint { lid: 0, gid: v4_gid([10, 0, 0, 2]) },
-        local: false,
+    pkt
+}
+
+/// The meta of a packet to group `dgid`, from the link or (`local`) this port's loopback.
+fn mc_meta(dgid: [u8; 16], local: bool) -> crate::fabric::RxMeta {
+    crate::fabric::RxMeta {
+        src: crate::fabric::Endpoint { lid: 0, gid: v4_gid([10, 0, 0, 2]) },
+        local,
         grh: Some(crate::wire::grh::Repr {
             payload_len: 92,
             next_header: 0x1b,
@@ -423,16 +429,53 @@ fn multicast_packets_reach_the_attached_ud_qps() {
             dgid,
             ..Default::default()
         }),
-        net: NetHdr::RoceV2Ipv4,
+        net: crate::wire::roce::NetHdr::RoceV2Ipv4,
         vlan: None,
-    };
+    }
+}
+
+/// A RoCE packet to the multicast QPN reaches the UD QPs attached to its destination group, as that QP.
+#[test]
+fn multicast_packets_reach_the_attached_ud_qps() {
+    let (mut t, qpn, group) = ud_member();
+    assert!(t.fw.mcast_member(&group) && !t.fw.mcast_member(&v4_gid([239, 1, 1, 21])));
+    let pkt = mc_pkt(0x99);
     // A group nobody here joined: nothing.
-    t.fw.datapath().rdma_receive(&meta(v4_gid([239, 1, 1, 21])), &pkt);
+    t.fw.datapath().rdma_receive(&mc_meta(v4_gid([239, 1, 1, 21]), false), &pkt);
     assert_eq!(t.mem.get(0x120000 + 63, 1)[0] >> 4, 0xf, "no CQE");
-    t.fw.datapath().rdma_receive(&meta(group), &pkt);
+    t.fw.datapath().rdma_receive(&mc_meta(group, false), &pkt);
     let cqe = t.mem.get(0x120000, 64);
     assert_eq!(cqe[0x3f] >> 4, crate::mlx5::datapath::cqe::op::RESP_SEND, "{cqe:02x?}");
     assert_eq!(&cqe[0x38..0x3c], &qpn.to_be_bytes(), "delivered as the member QP");
     assert_eq!(&cqe[0x18..0x1c], &[0x12, 0, 0, 0x99]);
     assert_eq!(t.mem.get(DATA + 40, 64), vec![0x3c; 64]);
+}
+
+/// This port's own multicast (the RoCE port's loopback, `meta.local`) reaches
+/// its members, the sender included, unless the vport disables multicast
+/// local loopback or the sender was created with `block_lb_mc`.
+#[test]
+fn own_multicast_loops_back_to_members_as_the_block_bits_allow() {
+    let no_cqe = |t: &Bench| t.mem.get(0x120000 + 63, 1)[0] >> 4 == 0xf;
+    // Sent by the member itself.
+    let (mut t, qpn, group) = ud_member();
+    t.fw.datapath().rdma_receive(&mc_meta(group, true), &mc_pkt(qpn));
+    let cqe = t.mem.get(0x120000, 64);
+    assert_eq!(cqe[0x3f] >> 4, crate::mlx5::datapath::cqe::op::RESP_SEND, "{cqe:02x?}");
+    assert_eq!(&cqe[0x19..0x1c], &qpn.to_be_bytes()[1..], "source QP: the sender");
+    // The vport's disable_mc_local_lb: no member gets it.
+    let (mut t, qpn, group) = ud_member();
+    t.fw.eth.vport.disable_mc_local_lb = true;
+    t.fw.datapath().rdma_receive(&mc_meta(group, true), &mc_pkt(qpn + 1));
+    assert!(no_cqe(&t));
+    // ... which does not concern multicast from the link.
+    t.fw.datapath().rdma_receive(&mc_meta(group, false), &mc_pkt(qpn + 1));
+    assert!(!no_cqe(&t));
+    // block_lb_mc: not back to the sender, still to another member.
+    let (mut t, qpn, group) = ud_member();
+    ifc::qpc::block_lb_mc.set(&mut t.fw.rdma.qps.get_mut(&qpn).unwrap().created, 1);
+    t.fw.datapath().rdma_receive(&mc_meta(group, true), &mc_pkt(qpn));
+    assert!(no_cqe(&t));
+    t.fw.datapath().rdma_receive(&mc_meta(group, true), &mc_pkt(qpn + 1));
+    assert!(!no_cqe(&t));
 }

@@ -2,7 +2,12 @@
 //! v4-mapped, or `ff00::/8`) is for the RDMA engine when a QP of this port is
 //! attached to that group (ATTACH_TO_MCG, what rdma_cm's join does with the
 //! group's MGID); the RoCE port's `accept` only knows the port's own GIDs.
-//! Checked before `accept` for multicast destination MACs only.
+//! Checked before `accept` for multicast destination MACs only. What this
+//! port sends to a group also comes back through the RoCE port's loopback
+//! queue (`fabric/roce/port.rs`) to the port's own members, as a ConnectX's
+//! local loopback does: `Firmware::multicast_receive` leaves out the sender
+//! when its qpc has `block_lb_mc`, and all of them while the NIC vport
+//! context has `disable_mc_local_lb`.
 
 use std::ops::Range;
 use std::sync::atomic::Ordering::Relaxed;
@@ -12,11 +17,7 @@ use crate::fabric::{Endpoint, RxMeta};
 use crate::wire::grh;
 use crate::wire::roce;
 
-/// Whether `gid` is a multicast group address (IPv6 `ff00::/8`, or IPv4 224.0.0.0/4 v4-mapped).
-pub fn is_multicast(gid: &[u8; 16]) -> bool {
-    let v4_mapped = gid[..10] == [0; 10] && gid[10..12] == [0xff, 0xff];
-    gid[0] == 0xff || (v4_mapped && gid[12] & 0xf0 == 0xe0)
-}
+pub use crate::fabric::roce::is_multicast_gid as is_multicast;
 
 /// The engine's view of `frame` when it is RoCE to a group `member` says this port joined, ICRC good.
 pub fn accept_multicast(
