@@ -10,6 +10,7 @@ pub mod pacer;
 pub mod params;
 pub mod rp;
 pub mod sim;
+pub mod stats;
 
 #[cfg(test)]
 mod np_pacer_tests;
@@ -20,19 +21,4 @@ pub use np::{CnpToSend, Np};
 pub use pacer::Pacer;
 pub use params::{NpParams, RpParams};
 pub use rp::{CnpOutcome, Rp};
-
-/// The congestion counters of QUERY_CONG_STATISTICS (`hw_counters`) as
-/// values. Nothing live holds one yet (the NP and RP add into the caller's,
-/// the simulation keeps its own); the port's live counters, when the path is
-/// wired, join `stats` (`control/tests.rs::counter_structs`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CongStatistics {
-    /// RoCEv2 packets received with ECN = CE.
-    pub np_ecn_marked_roce_packets: u64,
-    /// CNPs sent by the notification point.
-    pub np_cnp_sent: u64,
-    /// CNPs the reaction point acted upon.
-    pub rp_cnp_handled: u64,
-    /// CNPs received with the RP disabled or for an unknown QP.
-    pub rp_cnp_ignored: u64,
-}
+pub use stats::CongStatistics;

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use super::params::{us, NpParams};
-use super::CongStatistics;
+use super::stats::CongStatistics;
 use crate::wire::congestion::Ecn;
 
 /// Notification-point state of one port.
