@@ -87,6 +87,14 @@ fn port1(port: u64) -> Result<(), CmdErr> {
     Ok(())
 }
 
+/// Port 1, or 0 where the driver leaves the field unset (QTCT writes, QETCR).
+fn port0or1(port: u64) -> Result<(), CmdErr> {
+    if port > 1 {
+        return Err(fail!(status::BAD_PARAM, ETH_REG_BAD_LOCAL_PORT));
+    }
+    Ok(())
+}
+
 /// QCAM: the QoS access-register mask (group 0, feature group 0 only); no feature bits.
 pub fn qcam_access(_fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
     let img = image(data, qcam::SIZE)?;
@@ -141,10 +149,11 @@ pub fn qpdpm_access(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u
     Ok(img)
 }
 
-/// QTCT: the traffic class of one priority.
+/// QTCT: the traffic class of one priority. `mlx5_set_port_prio_tc` leaves `port_number` 0 (the
+/// query sets 1): both name the one port.
 pub fn qtct_access(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
     let mut img = image(data, qtct::SIZE)?;
-    port1(qtct::port_number.get(&img))?;
+    port0or1(qtct::port_number.get(&img))?;
     let prio = qtct::prio.get(&img) as usize;
     if write {
         // tclass is 3 bits: every value names one of the 8 TCs.
@@ -160,9 +169,7 @@ pub fn qtct_access(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8
 /// QETCR: per-TC group / bandwidth / rate limit, merged by valid bit; mlx5e leaves `port_number` 0.
 pub fn qetcr_access(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
     let mut img = image(data, qetcr::SIZE)?;
-    if !matches!(qetcr::port_number.get(&img), 0 | 1) {
-        return Err(fail!(status::BAD_PARAM, ETH_REG_BAD_LOCAL_PORT));
-    }
+    port0or1(qetcr::port_number.get(&img))?;
     if write {
         let mut next = fw.eth.qos.clone();
         for (i, tc) in next.tc.iter_mut().enumerate() {

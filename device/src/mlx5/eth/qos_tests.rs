@@ -99,9 +99,10 @@ fn qpdpm_read_modify_write_of_one_codepoint_as_mlx5_set_dscp2prio() {
 #[test]
 fn qtct_and_qetcr_as_mlx5e_ets_init_then_read_back() {
     let mut t = bench();
-    // mlx5_set_port_prio_tc: one write per priority, {0→1, 1→0, i→i} reversed here to see a change.
+    // mlx5_set_port_prio_tc: one write per priority with port_number left 0 (the query sets 1),
+    // {0→1, 1→0, i→i} reversed here to see a change.
     for p in 0..8u8 {
-        let i = [0, 1, 0, p, 0, 0, 0, 7 - p];
+        let i = [0, 0, 0, p, 0, 0, 0, 7 - p];
         reg(&mut t, ifc::MLX5_REG_QTCT, true, &i).unwrap();
     }
     for p in 0..8u8 {
