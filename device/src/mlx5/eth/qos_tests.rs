@@ -133,7 +133,7 @@ fn qtct_and_qetcr_as_mlx5e_ets_init_then_read_back() {
     qetcr::max_bw_units(2).set(&mut r, 4);
     qetcr::max_bw_value(2).set(&mut r, 25);
     reg(&mut t, ifc::MLX5_REG_QETCR, true, &r).unwrap();
-    let o = reg(&mut t, ifc::MLX5_REG_QETCR, false, &vec![0u8; qetcr::SIZE]).unwrap();
+    let o = reg(&mut t, ifc::MLX5_REG_QETCR, false, &[0u8; qetcr::SIZE]).unwrap();
     let got: Vec<(u64, u64, u64, u64)> = (0..8)
         .map(|i| {
             (
