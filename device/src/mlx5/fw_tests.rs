@@ -346,6 +346,9 @@ mod cq;
 #[path = "eth/cmd_tests.rs"]
 mod eth_cmds;
 #[cfg(not(miri))]
+#[path = "eth/qos_tests.rs"]
+mod eth_qos;
+#[cfg(not(miri))]
 #[path = "eth/queue_tests.rs"]
 mod eth_queues;
 #[path = "datapath/fw_event_tests.rs"]

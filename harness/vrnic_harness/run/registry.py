@@ -17,6 +17,7 @@ from .checks_eth import (check_eth_iperf, check_eth_mtu, check_eth_offloads, che
                          check_eth_vlan, check_eth_host, check_eth_reload, check_eth_ethtool, interact_eth_offloads,
                          interact_eth_host, interact_eth_reload, interact_eth_ethtool)
 from .checks_roce import (PORT_FAULTS, check_roce_devinfo, check_roce_faults, interact_roce_faults, check_roce_pingpong, check_roce_perftest, check_roce_cm, check_roce_rxe, check_roce_pcap)
+from .checks_qos import check_roce_dscp
 from .checks_ulp import check_libfabric, check_nfs_rdma, check_nvmeof, check_ucx
 from .checks_pairs import check_events, check_grh, check_net2, check_perftest, check_pingpong
 from .checks_pyverbs import check_pyverbs
@@ -179,6 +180,13 @@ SCENARIOS = {
                           "ib_send_lat; on the host tshark decodes every UDP 4791 frame as infiniband (none "
                           "malformed), our ICRC verifier passes every frame, RDMA WRITE First/Middle/Last counts = "
                           "perftest's messages x size / MTU"),
+    "roce-dscp": dict(default=True, device=True, guests=2, timeout=300,
+                      eth=dict(nics=["vrnic", "vrnic"], link="udp", pcap=True), check=check_roce_dscp,
+                      doc="two guests over udp, guest 0's port captured: dcb app dscp-prio 26:3, ets show/set prio-tc, "
+                          "pfc 3:on read back (mlx5e dcbnl -> QPTS/QPDPM/QTCT/QETCR/PFCC); ib_write_bw --tclass=104 "
+                          "and ib_write_bw -R -T 104 (rdma_cm ToS) frames carry DSCP 26, plain rping DSCP 0; on a "
+                          "VLAN netdev (egress-qos-map 0:3 2:5) ib_write_bw -R -T 104 frames PCP 5, plain rping "
+                          "and ping PCP 3"),
     "roce-faults": dict(default=True, device=True, guests=2, timeout=900, eth=dict(nics=["vrnic", "vrnic"], link="bridge"),
                         guest_server_args=lambda gi: ["--faults", PORT_FAULTS % (7 + gi)],
                         interact=interact_roce_faults, check=check_roce_faults,

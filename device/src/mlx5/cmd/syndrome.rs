@@ -238,6 +238,14 @@ syndromes! {
     QUERY_HCA_VPORT_PKEY_BAD_PARAM_2 = 0x7e06_0039;
     QUERY_HCA_VPORT_PKEY_BAD_PARAM_3 = 0x7e06_003a;
     ETH_REG_PPCNT_WRITE = 0x7e06_003b;
+    /// ACCESS_REG QCAM: a write, or a group other than 0 (BAD_PARAM).
+    ETH_REG_QCAM_BAD_GROUP = 0x7e06_0050;
+    /// ACCESS_REG QPTS: a trust state other than PCP (1) or DSCP (2) (BAD_PARAM).
+    ETH_REG_QPTS_BAD_TRUST = 0x7e06_0051;
+    /// ACCESS_REG QPDPM: an entry to update with a priority past 7 (BAD_PARAM).
+    ETH_REG_QPDPM_BAD_PRIO = 0x7e06_0052;
+    /// ACCESS_REG QETCR: an ETS group past 7 or a bandwidth share past 100% (BAD_PARAM).
+    ETH_REG_QETCR_BAD_TC = 0x7e06_0053;
     // 08: eth/ steering, TIRs, RQTs (eth-rx).
     /// flow table bad miss id (BAD_PARAM).
     FLOW_TABLE_BAD_MISS_ID = 0x7e08_0001;

@@ -137,5 +137,83 @@ pub mod pfcc_reg {
     pub const pfcrx: Field = Field::new(0x68, 0x8);
 }
 
+/// QCAM (0x4019, 72 bytes): groups in DW0; `qos_access_reg_cap_mask` (128 bits at byte 0x08), bit n
+/// (from the mask's least significant bit) = register 0x4000 + n.
+pub mod qcam {
+    use super::Field;
+    pub const SIZE: usize = 0x48;
+    pub const feature_group: Field = Field::new(0x8, 0x8);
+    pub const access_reg_group: Field = Field::new(0x18, 0x8);
+    /// The mask bit of register 0x4000 + `n` (n < 128).
+    pub const fn reg_bit(n: u32) -> Field {
+        Field::new(0x40 + 0x7f - n, 1)
+    }
+}
+
+/// QPTS (0x4002, 8 bytes).
+pub mod qpts {
+    use super::Field;
+    pub const SIZE: usize = 0x8;
+    pub const local_port: Field = Field::new(0x8, 0x8);
+    pub const trust_state: Field = Field::new(0x3d, 0x3);
+}
+
+/// QPDPM (0x4013, 132 bytes): 64 16-bit entries `qpdpm_dscp_reg` from byte 0x04.
+pub mod qpdpm {
+    use super::Field;
+    pub const SIZE: usize = 0x84;
+    pub const local_port: Field = Field::new(0x8, 0x8);
+    pub const fn e(dscp: usize) -> Field {
+        Field::new(0x20 + 0x10 * dscp as u32, 1)
+    }
+    pub const fn prio(dscp: usize) -> Field {
+        Field::new(0x20 + 0x10 * dscp as u32 + 0xc, 4)
+    }
+}
+
+/// QTCT (0x400a, 8 bytes).
+pub mod qtct {
+    use super::Field;
+    pub const SIZE: usize = 0x8;
+    pub const port_number: Field = Field::new(0x8, 0x8);
+    pub const prio: Field = Field::new(0x1d, 0x3);
+    pub const tclass: Field = Field::new(0x3d, 0x3);
+}
+
+/// QETCR (0x4005, 80 bytes): `ets_tcn_config_reg tc_configuration[8]` (8 bytes each) from byte 0x08,
+/// `ets_global_config_reg` at byte 0x48.
+pub mod qetcr {
+    use super::Field;
+    pub const SIZE: usize = 0x50;
+    pub const port_number: Field = Field::new(0x8, 0x8);
+    const fn tc(i: usize, off: u32, bits: u32) -> Field {
+        Field::new(0x40 + 0x40 * i as u32 + off, bits)
+    }
+    pub const fn g(i: usize) -> Field {
+        tc(i, 0, 1)
+    }
+    pub const fn b(i: usize) -> Field {
+        tc(i, 1, 1)
+    }
+    pub const fn r(i: usize) -> Field {
+        tc(i, 2, 1)
+    }
+    pub const fn group(i: usize) -> Field {
+        tc(i, 0xc, 4)
+    }
+    pub const fn bw_allocation(i: usize) -> Field {
+        tc(i, 0x19, 7)
+    }
+    pub const fn max_bw_units(i: usize) -> Field {
+        tc(i, 0x2c, 4)
+    }
+    pub const fn max_bw_value(i: usize) -> Field {
+        tc(i, 0x38, 8)
+    }
+    pub const global_r: Field = Field::new(0x240 + 2, 1);
+    pub const global_max_bw_units: Field = Field::new(0x240 + 0x2c, 4);
+    pub const global_max_bw_value: Field = Field::new(0x240 + 0x38, 8);
+}
+
 /// NODE_DESC (0x6001): a 64-byte string.
 pub const NODE_DESC_SIZE: usize = 0x40;

@@ -5,7 +5,8 @@
 //!
 //! - [`state`]: the port's state ([`state::EthPort`]), one sub-state per file below.
 //! - [`vport`]: NIC vport context, vport state and counters, carrier (PAOS) and port events.
-//! - [`regs`]: the port registers of an Ethernet port (PAOS, PMTU, PTYS, PPCNT, PFCC, NODE_DESC).
+//! - [`regs`]: the port registers of an Ethernet port (PAOS, PMTU, PTYS, PPCNT, PFCC, NODE_DESC);
+//!   [`qos`]: the QoS registers (QCAM, QPTS, QPDPM, QTCT, QETCR) behind mlx5e's dcbnl ops.
 //! - [`layout`]: command and register layouts `ifc.rs` does not carry yet.
 //! - [`queues`]: transport domains, TISes, Q counters, SQ and RQ objects. An SQ or RQ is an
 //!   engine QP of type `RawPacket` (one number space with QPs) with its `rdma::QpCtx`.
@@ -26,6 +27,7 @@ pub mod loopback;
 mod loopback_tests;
 pub mod match_image;
 pub mod port_regs;
+pub mod qos;
 pub mod queue_state;
 pub mod queues;
 pub mod regs;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::flow_table::Steering;
 use super::port_regs::PortRegs;
+use super::qos::QosRegs;
 use super::queue_state::EthQueues;
 use super::rx_dispatch::RxDispatch;
 use super::tx_state::EthTx;
@@ -18,6 +19,8 @@ pub struct EthPort {
     pub vport: Vport,
     /// PAOS, PMTU, PFCC settings.
     pub regs: PortRegs,
+    /// Trust state, DSCP → priority, priority → TC, ETS (the QoS registers).
+    pub qos: QosRegs,
     /// Transport domains, TISes, Q counters, SQ/RQ contexts.
     pub queues: EthQueues,
     /// NIC RX flow tables.
@@ -43,6 +46,7 @@ impl EthPort {
     pub fn reset(&mut self) {
         self.vport.reset();
         self.regs = PortRegs::default();
+        self.qos = QosRegs::default();
         // Power-on: what the port is now is what the driver will first read (no event owed).
         self.vport.announced_up = self.vport.cable && self.regs.admin_up();
         self.queues = EthQueues::default();

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use super::caps::eth::{eth_offloads_image, flow_table_image, general_eth, CAP_ETHERNET_OFFLOADS, CAP_FLOW_TABLE};
+use super::caps::eth::{
+    eth_offloads_image, flow_table_image, general_eth, qos_image, CAP_ETHERNET_OFFLOADS, CAP_FLOW_TABLE, CAP_QOS,
+};
 use super::caps::image::{atomic_caps_image, general_caps, CAP_AREA, CAP_ATOMIC, CAP_DEV_MEM, CAP_GENERAL};
 use super::caps::roce::{roce_caps_image, CAP_ROCE};
 use crate::engine::table::Table;
@@ -77,10 +79,11 @@ impl Hca {
         let atomic = atomic_caps_image();
         let mut pages = vec![(CAP_ATOMIC, atomic)];
         if self.link == LinkLayer::Eth {
-            // An Ethernet port: the §1.2 deltas, the ETHERNET_OFFLOADS, FLOW_TABLE and ROCE pages.
+            // An Ethernet port: the §1.2 deltas, the ETHERNET_OFFLOADS, FLOW_TABLE, QOS and ROCE pages.
             general = general_eth(&general);
             pages.push((CAP_ETHERNET_OFFLOADS, eth_offloads_image()));
             pages.push((CAP_FLOW_TABLE, flow_table_image()));
+            pages.push((CAP_QOS, qos_image()));
             // RoCE on the port (§1.5).
             pages.push((CAP_ROCE, roce_caps_image()));
         }

@@ -2,8 +2,11 @@
 //! the general page's deltas from the InfiniBand image, the ETHERNET_OFFLOADS page and the FLOW_TABLE
 //! page. RoCE is on (`roce = 1`: `mlx5_ib` binds with its RoCE profile and queries the ROCE page,
 //! [`super::roce`]); `roce_rw_supported = 0` keeps the bit read-only. Everything not listed stays 0: no striding RQ, no CQE compression,
-//! no LRO, no tunnels, no e-switch manager, no QoS, no PCAM/MCAM/QCAM, no DIM (`cq_period_mode_modify = 0`).
+//! no LRO, no tunnels, no e-switch manager, no PCAM/MCAM, no DIM (`cq_period_mode_modify = 0`).
 //! `vport_group_manager = 1` as a PF has it: mlx5e accepts `ethtool -A` (PFCC pause) only then.
+//! QoS (§1.6): `qos` + `vport_group_manager` give the netdev its dcbnl ops, `ets` the ETS registers,
+//! `qcam_reg` the QCAM mask that names QPTS/QPDPM (DSCP trust); the QOS page is all zero (no packet
+//! pacing, no SQ scheduling); `dcbx = 0` (host-managed DCBX, no DCBX_PARAM).
 
 use super::image::{build, CapValue};
 use crate::mlx5::ifc::{
@@ -13,6 +16,7 @@ use crate::mlx5::ifc::{
 /// Capability types beyond GENERAL that an Ethernet port answers.
 pub const CAP_ETHERNET_OFFLOADS: u16 = ifc::MLX5_CAP_ETHERNET_OFFLOADS as u16;
 pub const CAP_FLOW_TABLE: u16 = ifc::MLX5_CAP_FLOW_TABLE as u16;
+pub const CAP_QOS: u16 = ifc::MLX5_CAP_QOS as u16;
 
 macro_rules! caps {
     ($m:ident: $($f:ident = $v:expr),* $(,)?) => {
@@ -48,6 +52,11 @@ pub const GENERAL_ETH: &[CapValue] = caps!(cmd_hca_cap:
     cqe_compression = 0,
     roce = 1,
     roce_rw_supported = 0,
+    qos = 1,
+    ets = 1,
+    max_tc = 8,
+    dcbx = 0,
+    qcam_reg = 1,
 );
 
 /// §1.3: the ETHERNET_OFFLOADS page (checksums, VLAN stripping, LSO; inline mode NOT_REQUIRED).
@@ -118,6 +127,11 @@ pub fn eth_offloads_image() -> Vec<u8> {
     build(ETH_OFFLOADS)
 }
 
+/// The QOS page: all zero (§1.6).
+pub fn qos_image() -> Vec<u8> {
+    build(&[])
+}
+
 /// The FLOW_TABLE page: only NIC receive has tables (the other namespaces stay absent).
 pub fn flow_table_image() -> Vec<u8> {
     let mut page = build(&[]);
@@ -147,7 +161,7 @@ mod tests {
         keys.sort();
         assert_eq!(
             keys,
-            vec![CAP_GENERAL, CAP_ETHERNET_OFFLOADS, CAP_ATOMIC, super::super::roce::CAP_ROCE, CAP_FLOW_TABLE]
+            vec![CAP_GENERAL, CAP_ETHERNET_OFFLOADS, CAP_ATOMIC, super::super::roce::CAP_ROCE, CAP_FLOW_TABLE, CAP_QOS]
         );
         // Every field that differs between the two general pages is one of the §1.2 deltas.
         for &(name, f) in cmd_hca_cap::FIELDS {
