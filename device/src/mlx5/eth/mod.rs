@@ -28,6 +28,7 @@ mod loopback_tests;
 pub mod match_image;
 pub mod port_regs;
 pub mod qos;
+pub mod qos_access;
 pub mod queue_state;
 pub mod queues;
 pub mod regs;

@@ -4,7 +4,7 @@
 
 use super::layout::{pfcc_reg, NODE_DESC_SIZE};
 pub use super::port_regs::{PortRegs, DEFAULT_MTU, MAX_MTU, STATUS_DOWN, STATUS_UP};
-use super::qos;
+use super::qos_access;
 use super::vport::VportCounters;
 use crate::mlx5::cmd::req::{fail, CmdErr};
 use crate::mlx5::cmd::status;
@@ -29,11 +29,11 @@ pub static REGISTERS: &[Register] = &[
     Register { id: ifc::MLX5_REG_PPCNT, access: ppcnt },
     Register { id: ifc::MLX5_REG_PFCC, access: pfcc },
     Register { id: ifc::MLX5_REG_NODE_DESC, access: node_desc },
-    Register { id: ifc::MLX5_REG_QCAM, access: qos::qcam_access },
-    Register { id: ifc::MLX5_REG_QPTS, access: qos::qpts_access },
-    Register { id: ifc::MLX5_REG_QPDPM, access: qos::qpdpm_access },
-    Register { id: ifc::MLX5_REG_QTCT, access: qos::qtct_access },
-    Register { id: ifc::MLX5_REG_QETCR, access: qos::qetcr_access },
+    Register { id: ifc::MLX5_REG_QCAM, access: qos_access::qcam_access },
+    Register { id: ifc::MLX5_REG_QPTS, access: qos_access::qpts_access },
+    Register { id: ifc::MLX5_REG_QPDPM, access: qos_access::qpdpm_access },
+    Register { id: ifc::MLX5_REG_QTCT, access: qos_access::qtct_access },
+    Register { id: ifc::MLX5_REG_QETCR, access: qos_access::qetcr_access },
 ];
 
 /// The register image of `size` bytes (BAD_INP_LEN when shorter), for local port 1 only.
