@@ -177,7 +177,7 @@ fn nic_vport_context_round_trip() {
 }
 
 /// ACCESS_REG of `id` with `img` (write or read); Ok(image) or Err(status).
-fn reg(t: &mut Bench, id: u32, write: bool, img: &[u8]) -> Result<Vec<u8>, u8> {
+pub(super) fn reg(t: &mut Bench, id: u32, write: bool, img: &[u8]) -> Result<Vec<u8>, u8> {
     let mut i = cmd(ifc::MLX5_CMD_OP_ACCESS_REG, if write { 0 } else { 1 }, 16 + img.len());
     ifc::access_register_in::register_id.set(&mut i, id as u64);
     i[16..].copy_from_slice(img);

@@ -1,23 +1,11 @@
 //! The QoS registers (QCAM, QPTS, QPDPM, QTCT, QETCR) through ACCESS_REG, as mlx5e's dcbnl code
 //! drives them (`en_dcbnl.c`, `port.c`); images checked byte for byte against the `mlx5_ifc.h` layout.
 
-use super::{cmd, Bench};
+use super::eth_cmds::reg;
+use super::Bench;
 use crate::mlx5::cmd::status;
 use crate::mlx5::eth::layout::{qcam, qetcr, qpdpm, qpts, qtct};
 use crate::mlx5::ifc::{self, qcam_access_reg_cap_mask as qm};
-
-/// ACCESS_REG of `id` with `img` (write or read); Ok(image) or Err(status).
-fn reg(t: &mut Bench, id: u32, write: bool, img: &[u8]) -> Result<Vec<u8>, u8> {
-    let mut i = cmd(ifc::MLX5_CMD_OP_ACCESS_REG, if write { 0 } else { 1 }, 16 + img.len());
-    ifc::access_register_in::register_id.set(&mut i, id as u64);
-    i[16..].copy_from_slice(img);
-    let o = t.run_raw(&i, 16 + img.len());
-    if o.0 != 0 {
-        assert!(o.1[16..].iter().all(|&b| b == 0), "a failed register access returns a zero image");
-        return Err(o.0);
-    }
-    Ok(o.1[16..16 + img.len()].to_vec())
-}
 
 fn bench() -> Bench {
     let mut t = Bench::eth();
