@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench-ulp (two guests over udp; the harness runs it with vrnic ports, then with virtio-net + rxe): REPS
 # repetitions of fio 4 KiB random read QD16 and 128 KiB sequential read QD16 over NVMe-oF (8 s each, a 64 MiB
-# region written first), fio 128 KiB sequential read QD16 of a 64 MiB file over NFS/RDMA (page cache dropped), and
+# region written first), fio 128 KiB sequential read QD16 of a 64 MiB file over NFS/RDMA (page cache dropped) and
+# 4 KiB random read QD1 of it with O_DIRECT (one READ RPC per I/O: the RPC-over-RDMA round trip), and
 # ucx_perftest tag latency (8 B). Output: ETH-TOOL blocks bench-<test>-r<k> (fio) and TOOL blocks (ucx); the
 # harness prints BENCH lines (run/bench_ulp.py). A barrier after each repetition keeps every wait of guest 0 under
 # eth_barrier's 120 s on rxe too. Kernel arguments: vrnic.bench_ulp=nvme[,nvmeqd1][,nfs][,ucx] (the parts run;
@@ -66,6 +67,8 @@ while [ $r -le $REPS ]; do
   if [ "$G" = 1 ]; then
     echo 3 > /proc/sys/vm/drop_caches
     ulp_fio bench-nfs-read128k-r$r 90 --filename=$MNT/bench.dat --rw=read --bs=128k --iodepth=16 --size=64M \
+      --time_based --runtime=$RT
+    ulp_fio bench-nfs-randread4kqd1-r$r 90 --filename=$MNT/bench.dat --rw=randread --bs=4k --iodepth=1 --size=64M \
       --time_based --runtime=$RT
   fi
   eth_barrier nfs-r$r

@@ -1,7 +1,9 @@
 """bench-ulp: NVMe-oF, NFS/RDMA and UCX between two vrnic guests against two rxe guests (virtio-net) on the same
 Ethernet link (udp point to point), in bench-roce's format: BENCH <test> <size> roce vrnic=<v> rxe=<x> unit=<u>
 better=<ratio>: fio IOPS (4 KiB random read QD16) and MB/s (128 KiB sequential read QD16; MiB/s as fio prints
-them) over NVMe-oF, NFS/RDMA read MB/s, ucx_perftest tag latency (one way, usec, its average); each figure the
+them) over NVMe-oF, NFS/RDMA read MB/s, the mean round trip of a 4 KiB read at QD1 (usec = 1e6 / IOPS) over
+NFS/RDMA (one READ RPC each) and over NVMe-oF (with vrnic.bench_ulp=...,nvmeqd1), ucx_perftest tag latency (one
+way, usec, its average); each figure the
 median over the repetitions (bench-ulp.sh REPS); better > 1: vrnic wins (targets: throughput >= 10x, latency
 >= 5x)."""
 import re
@@ -15,7 +17,8 @@ from .console import console_lines
 
 # test: (size, unit, what a figure is)
 TESTS = {"nvme-randread4k": ("4096", "IOPS"), "nvme-seqread128k": ("131072", "MiBps"),
-         "nfs-read128k": ("131072", "MiBps"), "ucx-tag_lat": ("8", "usec")}
+         "nfs-read128k": ("131072", "MiBps"), "nvme-randread4kqd1": ("4096", "usec"),
+         "nfs-randread4kqd1": ("4096", "usec"), "ucx-tag_lat": ("8", "usec")}
 TARGET = {"IOPS": 10.0, "MiBps": 10.0, "usec": 5.0}
 
 
@@ -30,7 +33,11 @@ def figures(text):
         r = fio_result(m.group(4))
         if r and not r["err"] and "read" in r:
             iops, mib = r["read"]
-            res.setdefault(t.group(1), []).append(iops if TESTS[t.group(1)][1] == "IOPS" else mib)
+            unit = TESTS[t.group(1)][1]
+            # QD1: one I/O at a time, so the mean round trip is 1 / IOPS
+            fig = iops if unit == "IOPS" else mib if unit == "MiBps" else (1e6 / iops if iops else None)
+            if fig is not None:
+                res.setdefault(t.group(1), []).append(fig)
     for (lab, role), r in tool_runs({"text": text}).items():
         t = re.match(r"bench-(ucx-tag_lat)-r\d+$", lab)
         if role != "client" or not t or r["rc"] != 0:
