@@ -40,19 +40,28 @@ fn in_flight(cfg: &SimConfig, r: &super::sim::SimResult) -> u64 {
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "a discrete-event simulation of tens of thousands of packets: minutes to hours under the interpreter")]
+#[cfg_attr(
+    miri,
+    ignore = "a discrete-event simulation of tens of thousands of packets: minutes to hours under the interpreter"
+)]
 fn dcqcn_two_flows_fair_bounded_no_loss() {
     check_on(2);
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "a discrete-event simulation of tens of thousands of packets: minutes to hours under the interpreter")]
+#[cfg_attr(
+    miri,
+    ignore = "a discrete-event simulation of tens of thousands of packets: minutes to hours under the interpreter"
+)]
 fn dcqcn_four_flows_fair_bounded_no_loss() {
     check_on(4);
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "a discrete-event simulation of tens of thousands of packets: minutes to hours under the interpreter")]
+#[cfg_attr(
+    miri,
+    ignore = "a discrete-event simulation of tens of thousands of packets: minutes to hours under the interpreter"
+)]
 fn without_dcqcn_the_buffer_overflows() {
     for flows in [2, 4] {
         let cfg = SimConfig::standard(flows, false);
@@ -66,7 +75,10 @@ fn without_dcqcn_the_buffer_overflows() {
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "a discrete-event simulation of tens of thousands of packets: minutes to hours under the interpreter")]
+#[cfg_attr(
+    miri,
+    ignore = "a discrete-event simulation of tens of thousands of packets: minutes to hours under the interpreter"
+)]
 fn a_single_flow_is_never_throttled() {
     let mut cfg = SimConfig::standard(1, true);
     cfg.duration_ns = 5_000_000;
@@ -76,7 +88,10 @@ fn a_single_flow_is_never_throttled() {
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "a discrete-event simulation of tens of thousands of packets: minutes to hours under the interpreter")]
+#[cfg_attr(
+    miri,
+    ignore = "a discrete-event simulation of tens of thousands of packets: minutes to hours under the interpreter"
+)]
 fn runs_are_deterministic() {
     let cfg = SimConfig::standard(2, true);
     let (a, b) = (run(&cfg), run(&cfg));
@@ -86,7 +101,10 @@ fn runs_are_deterministic() {
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "a discrete-event simulation of tens of thousands of packets: minutes to hours under the interpreter")]
+#[cfg_attr(
+    miri,
+    ignore = "a discrete-event simulation of tens of thousands of packets: minutes to hours under the interpreter"
+)]
 fn jain_index_known_values() {
     assert_eq!(jain(&[1.0, 1.0, 1.0, 1.0]), 1.0);
     assert_eq!(jain(&[1.0, 0.0]), 0.5);
