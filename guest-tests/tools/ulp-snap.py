@@ -15,7 +15,6 @@ import glob
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "harness"))
 from vrnic_harness.run.checks_eth import ETH_TOOL  # noqa: E402
 from vrnic_harness.run.checks_ulp import fio_result  # noqa: E402
+from vrnic_harness.qemu import control_command  # noqa: E402
 from vrnic_harness.run.console import console_lines  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -67,17 +67,7 @@ def stats(argv):
     if "--control" not in argv:
         return None
     try:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(5)
-        s.connect(argv[argv.index("--control") + 1])
-        s.sendall(b"stats\n")
-        buf = b""
-        while not buf.endswith(b"\n"):
-            d = s.recv(65536)
-            if not d:
-                break
-            buf += d
-        return json.loads(buf.decode())
+        return json.loads(control_command(argv[argv.index("--control") + 1], "stats", 5))
     except (OSError, ValueError):
         return None
 

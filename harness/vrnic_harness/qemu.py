@@ -75,6 +75,24 @@ def scenario_files(cache, script_path, extra=None):
 
 
 # --------------------------------------------------------------------------------------------
+def control_command(path, line, timeout=10):
+    """One line to a vrnic server's control socket at `path`; its one-line answer (stripped)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.settimeout(timeout)
+        s.connect(path)
+        s.sendall(line.encode() + b"\n")
+        buf = b""
+        while not buf.endswith(b"\n"):
+            d = s.recv(4096)
+            if not d:
+                break
+            buf += d
+    finally:
+        s.close()
+    return buf.decode(errors="replace").strip()
+
+
 class Server:
     """A vrnic vfio-user server process."""
 
@@ -105,18 +123,7 @@ class Server:
         return self.p.poll() is None
 
     def command(self, line, timeout=10):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(timeout)
-        s.connect(self.control)
-        s.sendall(line.encode() + b"\n")
-        buf = b""
-        while not buf.endswith(b"\n"):
-            d = s.recv(4096)
-            if not d:
-                break
-            buf += d
-        s.close()
-        return buf.decode(errors="replace").strip()
+        return control_command(self.control, line, timeout)
 
     def stop(self):
         if self.p.poll() is None:
