@@ -5,6 +5,7 @@
 //! Everything takes the time as an argument (ns): no clock, no threads.
 //! `docs/congestion.md` describes the design and the bench.
 
+pub mod control;
 pub mod np;
 pub mod pacer;
 pub mod params;
@@ -17,6 +18,7 @@ mod np_pacer_tests;
 #[cfg(test)]
 mod sim_tests;
 
+pub use control::{CcConfig, CcControl, CcCounter};
 pub use np::{CnpToSend, Np};
 pub use pacer::Pacer;
 pub use params::{NpParams, RpParams};

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use super::counters::RoceCounters;
 use super::gids::{GidEntry, RoceGids, RoceVersion};
+use crate::engine::cc::control::{CcConfig, CcControl};
 use crate::fabric::counters::bump;
 use crate::fabric::ether::{FrameSink, MAX_FRAME, MIN_FRAME};
 use crate::fabric::types::{Dest, Endpoint, PacketSink, RxMeta};
@@ -36,6 +37,9 @@ pub struct RocePort {
     wake: Arc<dyn Fn() + Send + Sync>,
     /// Packets (BTH..ICRC) sent to one of the port's own GIDs.
     loopback: Mutex<VecDeque<(RxMeta, Vec<u8>)>>,
+    /// Congestion control (ECN/CNP/DCQCN): the settings the mlx5
+    /// congestion commands write and the counters the data path adds to.
+    cc: Arc<CcControl>,
 }
 
 impl RocePort {
@@ -46,7 +50,13 @@ impl RocePort {
             counters: Arc::new(RoceCounters::default()),
             wake,
             loopback: Mutex::new(VecDeque::new()),
+            cc: CcControl::new(CcConfig::connectx_default()),
         }
+    }
+
+    /// The port's congestion-control settings and counters.
+    pub fn cc(&self) -> &Arc<CcControl> {
+        &self.cc
     }
 
     pub fn gids(&self) -> &Arc<RoceGids> {
