@@ -100,7 +100,7 @@ SCENARIOS = {
                            "flushed, QP in ERR, recovery through RESET; a NOP succeeds; doorbell trap, then poll"),
     "events": dict(default=True, device=True, guests=2, fabric=True, timeout=900, check=check_events, runs=DOORBELL_RUNS,
                    doc="two guests: completion events: ib_send_lat (RC, UD) and ib_send_bw (-b too) -e, ibv_rc_pingpong -e "
-                       "-n 100000, ibv_ud_pingpong -e; then loopback pairs on each guest's device; doorbell trap, "
+                       "-n 20000, ibv_ud_pingpong -e; then loopback pairs on each guest's device; doorbell trap, "
                        "then poll"),
     "rereg": dict(default=True, device=True, fabric=True, timeout=600, interact=interact_rereg, check=check_rereg,
                   doc="rereg.c: ibv_rereg_mr with every TRANSLATION/PD/ACCESS combination (UMR), data checked after "
@@ -192,7 +192,7 @@ SCENARIOS = {
                         interact=interact_roce_faults, check=check_roce_faults,
                         doc="bridge, the link impaired (tc netem loss 3% reorder 5% duplicate 1% delay 1ms on the TAPs "
                             "where the host has sch_netem; the ports' --faults drop/reorder/duplicate): ib_write_bw, "
-                            "ib_read_bw, rping -C 500 -V complete; retransmission counters and the ports' fault counters move"),
+                            "ib_read_bw, rping -C 200 -V complete; retransmission counters and the ports' fault counters move"),
     "barbench": dict(device=True, timeout=240, runs=[["--doorbell", "trap"], ["--doorbell", "poll"]],
                      check=check_barbench, doc="BAR0 access cost, server --doorbell trap vs poll"),
     "bench-loopback": dict(device=True, fabric=True, timeout=900, check=check_bench, runs=DOORBELL_RUNS,
