@@ -285,7 +285,8 @@ impl Vrnic {
                 let gids = Arc::new(RoceGids::new(ROCE_ADDRESS_TABLE_SIZE));
                 let waker = l.waker();
                 let port = Arc::new(RocePort::new(gids.clone(), l.sink(), waker.clone()));
-                builder = builder.roce(gids, port.counters());
+                port.cc().set_config(config.port.congestion.cc_config());
+                builder = builder.roce(gids, port.counters()).cc(port.cc().clone());
                 let io = crate::engine::Io { mem: memory.clone(), packets: port.clone(), clock, ..Default::default() };
                 (None, Some(port), FabricIo { io, waker: Some(waker), counters: None })
             }
