@@ -362,6 +362,7 @@ mod qp_cmds;
 #[cfg(not(miri))]
 #[path = "roce/cmd_tests.rs"]
 mod roce_cmds;
+#[cfg(not(miri))]
 #[path = "roce/cong_tests.rs"]
 mod roce_cong;
 #[path = "fw_tests_wqe.rs"]
