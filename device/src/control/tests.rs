@@ -102,6 +102,13 @@ fn cc_on_off_flips_both_nodes_on_every_priority_and_keeps_the_parameters() {
     assert_eq!(cc.config(), c);
     assert!(h.execute("cc maybe").starts_with("err unknown command"));
     assert!(h.execute("help").contains("cc [on|off]"));
+    // stats: firmware.roce.congestion, the masks and the counters QUERY_CONG_STATISTICS reads.
+    cc.count(crate::engine::cc::CcCounter::NpCnpSent, 3);
+    assert_eq!(h.execute("cc off"), "ok cc off");
+    let s: Value = serde_json::from_str(&h.execute("stats")).unwrap();
+    let t = &s["firmware"]["roce"]["congestion"];
+    assert_eq!((t["np_cnp_sent"].as_u64(), t["rp_cnp_handled"].as_u64()), (Some(3), Some(0)));
+    assert_eq!((t["rp_enabled"].as_u64(), t["np_enabled"].as_u64()), (Some(0), Some(0)));
 }
 
 /// Every counter struct of the crate: its name, where `stats` puts it, and
@@ -543,6 +550,9 @@ fn stats_paths_the_harness_reads_are_stable() {
         "server.spin_hits",
         "dma.mappings",
         "irq.raised",
+        "firmware.roce.congestion.np_cnp_sent",
+        "firmware.roce.congestion.rp_cnp_handled",
+        "firmware.roce.congestion.rp_enabled",
     ] {
         let v = at(&s, &p.split('.').collect::<Vec<_>>());
         assert!(v.is_u64() || v.is_boolean(), "stats has no {p}: {text}");
