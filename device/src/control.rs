@@ -72,6 +72,8 @@ impl ControlHandles {
             },
             (Some("cc"), arg @ (None | Some("on" | "off")), None) => match &self.cc {
                 Some(cc) => {
+                    // Under the firmware's lock: no congestion command runs between the read and the write.
+                    let _fw = self.fw.as_ref().map(|f| f.lock().unwrap_or_else(|e| e.into_inner()));
                     let mut c = cc.config();
                     if let Some(a) = arg {
                         let mask = if a == "on" { 0xff } else { 0 };
