@@ -31,6 +31,10 @@
 //! pcap = "/tmp/vrnic.pcap"
 //! pcap_max_bytes = 1073741824  # later packets are counted (pcap_dropped), not written
 //!
+//! [port]
+//! link_layer = "eth"     # "ib" (default) or "eth"
+//! congestion = "dcqcn"   # RoCE congestion control at start-up: "dcqcn" (default) or "off"
+//!
 //! [eth]                  # the Ethernet port's link (port.link_layer = "eth")
 //! backend = "udp"        # "none" (default), "udp" or "tap"; see fabric::ether::EtherConfig
 //! local = "127.0.0.1:5000"
@@ -159,7 +163,29 @@ impl Default for Logging {
     }
 }
 
-/// The port: its link layer and, on Ethernet, its MAC address.
+/// Congestion control on a RoCE port at start-up (`port.congestion`,
+/// `--congestion`; the control socket's `cc on|off` flips it at run time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Congestion {
+    /// ECN notification and DCQCN reaction points on every priority, ConnectX defaults.
+    #[default]
+    Dcqcn,
+    /// Both nodes disabled on every priority (the parameters keep their defaults).
+    Off,
+}
+
+impl Congestion {
+    /// The port's initial congestion-control settings.
+    pub fn cc_config(self) -> crate::engine::cc::CcConfig {
+        match self {
+            Congestion::Dcqcn => crate::engine::cc::CcConfig::connectx_default(),
+            Congestion::Off => crate::engine::cc::CcConfig::disabled(),
+        }
+    }
+}
+
+/// The port: its link layer and, on Ethernet, its MAC address and congestion control.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Port {
@@ -168,11 +194,13 @@ pub struct Port {
     /// Ethernet MAC address `aa:bb:cc:dd:ee:ff`; empty: derived from the
     /// port GUID (its bytes 0-2 and 5-7, the inverse of EUI-64).
     pub mac: String,
+    /// RoCE congestion control at start-up: `dcqcn` (default) or `off`.
+    pub congestion: Congestion,
 }
 
 impl Default for Port {
     fn default() -> Self {
-        Port { link_layer: "ib".into(), mac: String::new() }
+        Port { link_layer: "ib".into(), mac: String::new(), congestion: Congestion::default() }
     }
 }
 
@@ -358,6 +386,16 @@ mod tests {
         assert!(Config::parse("[identity]\nmax_rd_atomic = 0\n").is_err());
         assert_eq!(Config::parse("[identity]\nmax_rd_atomic = 16\n").unwrap().log_max_rd_atomic(), 4);
         assert_eq!(Config::default().log_max_rd_atomic(), 7);
+    }
+
+    #[test]
+    fn congestion_knob() {
+        use crate::engine::cc::CcConfig;
+        assert_eq!(Config::default().port.congestion, Congestion::Dcqcn);
+        assert_eq!(Congestion::Dcqcn.cc_config(), CcConfig::connectx_default());
+        let c = Config::parse("[port]\nlink_layer = \"eth\"\ncongestion = \"off\"\n").unwrap();
+        assert_eq!(c.port.congestion.cc_config(), CcConfig::disabled());
+        assert!(Config::parse("[port]\ncongestion = \"timely\"\n").is_err());
     }
 
     /// The fabric binds loopback unless told otherwise, in every path: no

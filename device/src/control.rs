@@ -5,6 +5,9 @@
 //! * `raise <vector>` – raise MSI-X vector → `ok delivered|pending` or `err <reason>`
 //! * `link up|down` – change the port's physical state (InfiniBand: PortState; Ethernet: the cable, carrier =
 //!   cable and PAOS admin up); the driver gets a PORT_CHANGE event when the operational state flips
+//! * `cc on|off` – RoCE congestion control (Ethernet port): enable or disable the ECN notification and
+//!   DCQCN reaction points on every priority, keeping their parameters → `ok cc on|off`; `cc` alone →
+//!   `ok cc rp=0x.. np=0x..` (the per-priority enable masks)
 //! * `stats` – one JSON object with every counter
 //! * `help`
 
@@ -38,6 +41,8 @@ pub struct ControlHandles {
     pub qos: Arc<crate::host::qos::QosStats>,
     /// An Ethernet port's link counters.
     pub eth_link: Option<Arc<crate::fabric::ether::EtherCounters>>,
+    /// The RoCE port's congestion control (Ethernet port).
+    pub cc: Option<Arc<crate::engine::cc::CcControl>>,
 }
 
 impl ControlHandles {
@@ -65,8 +70,25 @@ impl ControlHandles {
                 }
                 None => "err no firmware".into(),
             },
+            (Some("cc"), arg @ (None | Some("on" | "off")), None) => match &self.cc {
+                Some(cc) => {
+                    // Under the firmware's lock: no congestion command runs between the read and the write.
+                    let _fw = self.fw.as_ref().map(|f| f.lock().unwrap_or_else(|e| e.into_inner()));
+                    let mut c = cc.config();
+                    if let Some(a) = arg {
+                        let mask = if a == "on" { 0xff } else { 0 };
+                        c.rp_enabled = mask;
+                        c.np_enabled = mask;
+                        cc.set_config(c);
+                        format!("ok cc {a}")
+                    } else {
+                        format!("ok cc rp={:#04x} np={:#04x}", c.rp_enabled, c.np_enabled)
+                    }
+                }
+                None => "err no RoCE port".into(),
+            },
             (Some("stats"), None, None) => self.stats().to_string(),
-            (Some("help"), None, None) => "ok commands: raise <vector>, link up|down, stats, help".into(),
+            (Some("help"), None, None) => "ok commands: raise <vector>, link up|down, cc [on|off], stats, help".into(),
             _ => format!("err unknown command {:?}", line.trim()),
         }
     }

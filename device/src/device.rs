@@ -285,7 +285,8 @@ impl Vrnic {
                 let gids = Arc::new(RoceGids::new(ROCE_ADDRESS_TABLE_SIZE));
                 let waker = l.waker();
                 let port = Arc::new(RocePort::new(gids.clone(), l.sink(), waker.clone()));
-                builder = builder.roce(gids, port.counters());
+                port.cc().set_config(config.port.congestion.cc_config());
+                builder = builder.roce(gids, port.counters()).cc(port.cc().clone());
                 let io = crate::engine::Io { mem: memory.clone(), packets: port.clone(), clock, ..Default::default() };
                 (None, Some(port), FabricIo { io, waker: Some(waker), counters: None })
             }
@@ -535,6 +536,7 @@ mod tests {
         let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let mut c = Config::default();
         c.port.link_layer = "eth".into();
+        c.port.congestion = crate::config::Congestion::Off;
         c.eth.parse_cli(&format!("udp:local=127.0.0.1:0,remote={}", peer.local_addr().unwrap())).unwrap();
         let d = Vrnic::new(&c, Arc::new(Interrupts::new(MSIX_VECTORS)), Arc::new(DmaSpace::default())).unwrap();
         let counters = d.ether_counters().unwrap();
@@ -552,6 +554,9 @@ mod tests {
         assert!(d.fabric_addr().is_none(), "no RoCEv2 fabric socket on an Ethernet port");
         assert_eq!(port.gids().len(), crate::mlx5::hca::caps::roce::ROCE_ADDRESS_TABLE_SIZE);
         assert!(lock(&d.fw).roce_counters().is_some_and(|c| Arc::ptr_eq(c, &port.counters())));
+        // Congestion control: the knob's settings, on the one CcControl the commands and the data path share.
+        assert_eq!(port.cc().config(), crate::engine::cc::CcConfig::disabled());
+        assert!(Arc::ptr_eq(lock(&d.fw).roce_cc(), port.cc()));
         drop(d); // stops the link's worker (else the join hangs)
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use clap::Parser;
 use tracing::{error, info};
 
-use vrnic::config::{Config, DoorbellMode};
+use vrnic::config::{Config, Congestion, DoorbellMode};
 use vrnic::control::{self, ControlHandles};
 use vrnic::pci::MSIX_VECTORS;
 use vrnic::seccomp::SeccompMode;
@@ -89,6 +89,11 @@ struct Args {
     /// Ethernet MAC address (default: derived from the port GUID).
     #[arg(long, value_name = "MAC")]
     mac: Option<String>,
+
+    /// RoCE congestion control at start-up (Ethernet port): dcqcn (default,
+    /// ConnectX defaults) or off; the control socket's `cc on|off` flips it.
+    #[arg(long, value_enum)]
+    congestion: Option<Congestion>,
 
     /// UDP port of this instance's RoCEv2 socket (default: [fabric] port, else ephemeral).
     #[arg(long, value_name = "PORT")]
@@ -206,6 +211,9 @@ fn build_config(a: &Args) -> Result<Config, String> {
     if let Some(m) = &a.mac {
         c.port.mac = m.clone();
     }
+    if let Some(cc) = a.congestion {
+        c.port.congestion = cc;
+    }
     if let Some(p) = a.fabric_port {
         c.fabric.port = p;
     }
@@ -295,6 +303,7 @@ fn main() -> ExitCode {
     let doorbells = device.doorbell_stats();
     let poller = device.poller_stats();
     let eth_link = device.ether_counters();
+    let cc = device.roce_port().map(|p| p.cc().clone());
     // Opened before privileges are dropped; the thread is a long-lived one.
     let qos = Arc::new(vrnic::host::qos::QosStats::default());
     if config.doorbell.cpu_latency_qos {
@@ -330,6 +339,7 @@ fn main() -> ExitCode {
             fw: Some(fw),
             qos,
             eth_link,
+            cc,
         };
         if let Err(e) = control::spawn(p, h) {
             error!("control socket {}: {e}", p.display());

@@ -1,7 +1,9 @@
 #!/bin/sh
 # roce-devinfo (one guest on an Ethernet port): the RDMA device over the port's netdev: ibv_devinfo -v (link_layer
 # Ethernet, PORT_ACTIVE), rdma link, the GID table from sysfs (RoCE v2 entries for the IPv4 and IPv6 addresses),
-# and the table following `ip addr add/del` of a second IPv4 and a second IPv6 address.
+# and the table following `ip addr add/del` of a second IPv4 and a second IPv6 address; congestion control: debugfs
+# cc_params (QUERY/MODIFY_CONG_PARAMS: rp_ai_rate written and read back, then restored) and the four congestion
+# counters in hw_counters and `rdma statistic` (QUERY_CONG_STATISTICS).
 . /usr/local/lib/vrnic-roce-lib.sh
 roce_up
 echo "=== ROCE-DEVINFO g$G ==="
@@ -31,4 +33,22 @@ roce_wait_gid absent $ROCE_DEV ipv6 $G6 10 > /dev/null && echo "ROCE-GID-FOLLOW 
 roce_gids deleted
 # the port's counters exist (hw_counters on mlx5, rxe's own)
 roce_counters devinfo
+# congestion control (docs/congestion.md): mlx5_ib's debugfs cc_params exist because cc_query/modify_allowed are set
+grep -q ' /sys/kernel/debug ' /proc/mounts || mount -t debugfs debugfs /sys/kernel/debug
+CC=/sys/kernel/debug/mlx5/$(basename "$(readlink -f /sys/class/infiniband/$ROCE_DEV/device)")/cc_params
+if [ -d "$CC" ]; then
+  echo "ROCE-CC files $(ls $CC | tr '\n' ' ')"
+  v0=$(cat $CC/rp_ai_rate)
+  echo 42 > $CC/rp_ai_rate; rc=$?
+  v1=$(cat $CC/rp_ai_rate)
+  echo "$v0" > $CC/rp_ai_rate
+  echo "ROCE-CC rp_ai_rate before=$v0 write_rc=$rc after=$v1 restored=$(cat $CC/rp_ai_rate)"
+  echo "ROCE-CC np_cnp_dscp=$(cat $CC/np_cnp_dscp) np_cnp_prio=$(cat $CC/np_cnp_prio) rp_gd=$(cat $CC/rp_gd)"
+else
+  echo "ROCE-CC no-dir $CC"
+fi
+for c in rp_cnp_ignored rp_cnp_handled np_ecn_marked_roce_packets np_cnp_sent; do
+  echo "ROCE-CC-COUNTER $c $(cat /sys/class/infiniband/$ROCE_DEV/ports/1/hw_counters/$c 2>&1)"
+done
+rdma statistic show link $ROCE_DEV/1 2>&1 | sed 's/^/ROCE-CC-STAT /'
 vr_dmesg "roce-devinfo"

@@ -76,6 +76,34 @@ pub(super) struct RoceTree<'a> {
     #[serde(flatten)]
     pub counters: &'a RoceCounters,
     pub gids: Vec<GidRow>,
+    pub congestion: CongestionTree,
+}
+
+/// The RoCE port's congestion control: the per-priority enable masks (what
+/// `cc on|off` and MODIFY_CONG_STATUS set) and the QUERY_CONG_STATISTICS
+/// counters, as the guest's `hw_counters` show them.
+#[derive(Serialize)]
+pub(super) struct CongestionTree {
+    pub rp_enabled: u8,
+    pub np_enabled: u8,
+    pub rp_cnp_ignored: u64,
+    pub rp_cnp_handled: u64,
+    pub np_ecn_marked_roce_packets: u64,
+    pub np_cnp_sent: u64,
+}
+
+impl CongestionTree {
+    fn new(cc: &crate::engine::cc::CcControl) -> CongestionTree {
+        let (c, s) = (cc.config(), cc.statistics());
+        CongestionTree {
+            rp_enabled: c.rp_enabled,
+            np_enabled: c.np_enabled,
+            rp_cnp_ignored: s.rp_cnp_ignored,
+            rp_cnp_handled: s.rp_cnp_handled,
+            np_ecn_marked_roce_packets: s.np_ecn_marked_roce_packets,
+            np_cnp_sent: s.np_cnp_sent,
+        }
+    }
 }
 
 /// One programmed GID table entry, readable.
@@ -169,6 +197,7 @@ impl<'a> FirmwareStats<'a> {
             roce: f.roce_counters().map(|c| RoceTree {
                 counters: c,
                 gids: f.roce_gids().iter().map(|(i, e)| GidRow::new(*i, e)).collect(),
+                congestion: CongestionTree::new(f.roce_cc()),
             }),
         }
     }

@@ -17,6 +17,7 @@ fn raise_and_stats() {
         fw: None,
         qos: Arc::default(),
         eth_link: None,
+        cc: None,
     };
     assert_eq!(h.execute("raise 1"), "ok pending");
     let e = EventFd::new(libc::EFD_CLOEXEC | libc::EFD_NONBLOCK).unwrap();
@@ -36,6 +37,7 @@ fn raise_and_stats() {
     assert!(h.execute("raise x").starts_with("err"));
     assert!(h.execute("bogus").starts_with("err"));
     assert_eq!(h.execute("link down"), "err no firmware");
+    assert_eq!(h.execute("cc off"), "err no RoCE port");
     let s: serde_json::Value = serde_json::from_str(&h.execute("stats")).unwrap();
     assert_eq!(s["irq"]["raised"], 2);
     assert_eq!(s["irq"]["delivered"], 1, "vector 1 has no eventfd and stays pending");
@@ -55,6 +57,7 @@ use crate::mlx5::ib::port::PortConfig;
 fn full_handles() -> (ControlHandles, Arc<crate::fabric::PortCounters>) {
     let irqs = Arc::new(Interrupts::new(64));
     let wire = Arc::new(crate::fabric::PortCounters::default());
+    let cc = crate::engine::cc::CcControl::new(crate::engine::cc::CcConfig::connectx_default());
     let fw = crate::mlx5::builder::FirmwareBuilder::new(
         Arc::new(FlatMem::new(1 << 20)),
         irqs.clone(),
@@ -63,6 +66,7 @@ fn full_handles() -> (ControlHandles, Arc<crate::fabric::PortCounters>) {
     )
     .fabric(crate::mlx5::builder::FabricIo { io: Default::default(), waker: None, counters: Some(wire.clone()) })
     .roce(Arc::new(crate::fabric::roce::RoceGids::new(4)), Arc::default())
+    .cc(cc.clone())
     .build()
     .unwrap();
     let h = ControlHandles {
@@ -75,8 +79,36 @@ fn full_handles() -> (ControlHandles, Arc<crate::fabric::PortCounters>) {
         fw: Some(Arc::new(Mutex::new(fw))),
         qos: Arc::default(),
         eth_link: Some(Arc::default()),
+        cc: Some(cc),
     };
     (h, wire)
+}
+
+#[test]
+fn cc_on_off_flips_both_nodes_on_every_priority_and_keeps_the_parameters() {
+    use crate::engine::cc::CcConfig;
+    let (h, _) = full_handles();
+    let cc = h.cc.clone().unwrap();
+    assert_eq!(h.execute("cc"), "ok cc rp=0xff np=0xff");
+    let mut c = cc.config();
+    c.rp.rpg_ai_rate = 17;
+    cc.set_config(c);
+    let g = cc.generation();
+    assert_eq!(h.execute("cc off"), "ok cc off");
+    assert_eq!(cc.config(), CcConfig { rp_enabled: 0, np_enabled: 0, ..c });
+    assert_ne!(cc.generation(), g, "the data path sees the change");
+    assert_eq!(h.execute("cc"), "ok cc rp=0x00 np=0x00");
+    assert_eq!(h.execute("cc on"), "ok cc on");
+    assert_eq!(cc.config(), c);
+    assert!(h.execute("cc maybe").starts_with("err unknown command"));
+    assert!(h.execute("help").contains("cc [on|off]"));
+    // stats: firmware.roce.congestion, the masks and the counters QUERY_CONG_STATISTICS reads.
+    cc.count(crate::engine::cc::CcCounter::NpCnpSent, 3);
+    assert_eq!(h.execute("cc off"), "ok cc off");
+    let s: Value = serde_json::from_str(&h.execute("stats")).unwrap();
+    let t = &s["firmware"]["roce"]["congestion"];
+    assert_eq!((t["np_cnp_sent"].as_u64(), t["rp_cnp_handled"].as_u64()), (Some(3), Some(0)));
+    assert_eq!((t["rp_enabled"].as_u64(), t["np_enabled"].as_u64()), (Some(0), Some(0)));
 }
 
 /// Every counter struct of the crate: its name, where `stats` puts it, and
@@ -518,6 +550,9 @@ fn stats_paths_the_harness_reads_are_stable() {
         "server.spin_hits",
         "dma.mappings",
         "irq.raised",
+        "firmware.roce.congestion.np_cnp_sent",
+        "firmware.roce.congestion.rp_cnp_handled",
+        "firmware.roce.congestion.rp_enabled",
     ] {
         let v = at(&s, &p.split('.').collect::<Vec<_>>());
         assert!(v.is_u64() || v.is_boolean(), "stats has no {p}: {text}");

@@ -16,6 +16,7 @@ use super::ib::port::{IbPort, PortConfig};
 use super::link::LinkLayer;
 use super::rdma::state::RdmaObjects;
 use super::roce::state::RoceState;
+use crate::engine::cc::CcControl;
 use crate::engine::table::Table;
 use crate::engine::Io;
 use crate::engine::{Engine, GuestMemory, Limits};
@@ -48,6 +49,7 @@ pub struct FirmwareBuilder {
     frames: Option<Arc<dyn FrameSink>>,
     mac: [u8; 6],
     roce: Option<(Arc<RoceGids>, Arc<RoceCounters>)>,
+    cc: Option<Arc<CcControl>>,
 }
 
 impl FirmwareBuilder {
@@ -65,6 +67,7 @@ impl FirmwareBuilder {
             frames: None,
             mac: [0x02, 0, 0, 0, 0, 1],
             roce: None,
+            cc: None,
         }
     }
 
@@ -118,6 +121,13 @@ impl FirmwareBuilder {
         self
     }
 
+    /// The RoCE port's congestion control (the congestion commands write
+    /// it; none: a private one).
+    pub fn cc(mut self, cc: Arc<CcControl>) -> FirmwareBuilder {
+        self.cc = Some(cc);
+        self
+    }
+
     /// The firmware at power-on state.
     pub fn build(self) -> Result<Firmware, DuplicateOpcode> {
         let commands = self.link.commands()?;
@@ -130,6 +140,10 @@ impl FirmwareBuilder {
         engine.attach(io);
         engine.rt.waker = waker;
         let hca = Hca::new(&engine.limits, self.memic, self.link);
+        let mut roce = RoceState::new(self.roce);
+        if let Some(cc) = self.cc {
+            roce.cc = cc;
+        }
         let mut fw = Firmware {
             engine,
             mem: self.mem,
@@ -139,7 +153,7 @@ impl FirmwareBuilder {
             rdma: RdmaObjects::default(),
             ib: IbPort::new(self.port, wire_counters),
             eth: EthPort::new(self.mac, self.frames),
-            roce: RoceState::new(self.roce),
+            roce,
             link_layer: self.link,
             gsi_on_wire: self.link.gsi_on_wire(),
             eqs: Table::new(0, EQN_LAST, self.limits.eqs),

@@ -167,6 +167,12 @@ impl Firmware {
         self.roce.counters.as_ref()
     }
 
+    /// The congestion control the congestion commands act on (the RoCE
+    /// port's; a private one without a port).
+    pub fn roce_cc(&self) -> &Arc<crate::engine::cc::CcControl> {
+        &self.roce.cc
+    }
+
     /// The name of an opcode this instance executes, for logs.
     pub fn opcode_name(&self, opcode: u16) -> &'static str {
         self.commands.name(opcode)

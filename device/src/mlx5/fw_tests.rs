@@ -362,6 +362,9 @@ mod qp_cmds;
 #[cfg(not(miri))]
 #[path = "roce/cmd_tests.rs"]
 mod roce_cmds;
+#[cfg(not(miri))]
+#[path = "roce/cong_tests.rs"]
+mod roce_cong;
 #[path = "fw_tests_wqe.rs"]
 mod wqe_paths;
 #[path = "fw_tests_xrc.rs"]

@@ -10,7 +10,7 @@ import subprocess
 from .. import roce_pcap
 from ..common import say
 from ..ethtopo import guest_ip
-from .checks_eth import finish, texts, tools
+from .checks_eth import finish, nics, texts, tools
 from .checks_pairs import PP_BYTES, PP_ITERS, PERF_ROW, tool_brief, tool_runs
 
 ROCE_UP = re.compile(r"^ROCE-UP g(\d+) dev=(\S+) nic=(\S+) netdev=(\S+) state=(\S*) link_layer=(\S+) gid4=(\d+) "
@@ -126,7 +126,41 @@ def check_roce_devinfo(ctx):
     say("ROCE port counters: %d (%s)" % (len(c or {}), " ".join(sorted(c or {})[:12])))
     if not c:
         errs.append("no port counters in sysfs (hw_counters/counters)")
+    check_cc(ctx, t, errs)
     return finish(ctx, errs)
+
+
+CC_COUNTERS = ("rp_cnp_ignored", "rp_cnp_handled", "np_ecn_marked_roce_packets", "np_cnp_sent")
+
+
+def check_cc(ctx, t, errs):
+    """roce-devinfo's congestion-control part (a vrnic port: cc_query/modify_allowed): debugfs cc_params (a write of
+    rp_ai_rate reads back, the ConnectX defaults before it) and the four congestion counters at 0 in hw_counters and
+    in `rdma statistic show link`."""
+    if nics(ctx)[0] != "vrnic":
+        return
+    files = re.search(r"^ROCE-CC files (.*)$", t, re.M)
+    say("ROCE cc_params: %s" % (files.group(1).strip() if files else "no directory"))
+    if not files:
+        errs.append("no debugfs cc_params directory")
+        return
+    rw = re.search(r"^ROCE-CC rp_ai_rate before=(\S*) write_rc=(\S*) after=(\S*) restored=(\S*)$", t, re.M)
+    say("ROCE cc_params %s" % (rw.group(0)[len("ROCE-CC "):] if rw else "rp_ai_rate: not reported"))
+    if not rw or rw.groups() != ("5", "0", "42", "5"):
+        errs.append("cc_params/rp_ai_rate: want before=5 write_rc=0 after=42 restored=5, got %s" % (
+            rw.group(0) if rw else "nothing"))
+    d = re.search(r"^ROCE-CC np_cnp_dscp=(\S*) np_cnp_prio=(\S*) rp_gd=(\S*)$", t, re.M)
+    if not d or d.groups() != ("48", "6", "11"):
+        errs.append("cc_params defaults: want np_cnp_dscp=48 np_cnp_prio=6 rp_gd=11, got %s" % (
+            d.group(0) if d else "nothing"))
+    got = dict(re.findall(r"^ROCE-CC-COUNTER (\S+) (.*)$", t, re.M))
+    stat = " ".join(re.findall(r"^ROCE-CC-STAT (.*)$", t, re.M))
+    say("ROCE congestion counters: %s" % " ".join("%s=%s" % (k, got.get(k, "?")) for k in CC_COUNTERS))
+    for k in CC_COUNTERS:
+        if got.get(k) != "0":
+            errs.append("hw_counters/%s: %r, want 0" % (k, got.get(k)))
+        if not re.search(r"\b%s 0\b" % k, stat):
+            errs.append("rdma statistic show link: no '%s 0'" % k)
 
 
 # ---- tool pairs ----------------------------------------------------------------------------------------------

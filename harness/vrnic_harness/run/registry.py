@@ -155,7 +155,9 @@ SCENARIOS = {
                          check=check_roce_devinfo,
                          doc="eth mode, RoCE: ibv_devinfo -v link_layer Ethernet, PORT_ACTIVE; the sysfs GID table has "
                              "RoCE v2 entries for the IPv4 and IPv6 addresses on the netdev, an added IPv4/IPv6 "
-                             "address appears and goes with ip addr del; port counters present; no mlx5 errors"),
+                             "address appears and goes with ip addr del; port counters present; debugfs cc_params (rp_ai_rate "
+                             "written and read back; np_cnp_dscp 48, np_cnp_prio 6, rp_gd 11) and the four congestion "
+                             "counters at 0 in hw_counters and rdma statistic; no mlx5 errors"),
     "roce-pingpong": dict(default=True, device=True, guests=2, timeout=600, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
                           check=check_roce_pingpong,
                           doc="two guests over udp, RoCE v2 with -g: ibv_rc/uc/ud/srq_pingpong over the IPv4 GID and "

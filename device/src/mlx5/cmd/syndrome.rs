@@ -384,6 +384,17 @@ syndromes! {
     ROCE_MAD_IFC_BAD_INP_LEN = 0x7e09_0007;
     /// MAD_IFC on a RoCE port: not a PerfMgt MAD (RoCE has no SMA) (BAD_PARAM).
     ROCE_MAD_IFC_NOT_PMA = 0x7e09_0008;
+    // roce/ congestion control (indices from 0x20: other branches append after 0x08).
+    /// QUERY/MODIFY_CONG_STATUS: `cong_protocol` neither 1 (RP) nor 2 (NP) (BAD_PARAM).
+    CONG_STATUS_BAD_PROTOCOL = 0x7e09_0020;
+    /// QUERY/MODIFY_CONG_STATUS: `priority` above 7 (BAD_PARAM).
+    CONG_STATUS_BAD_PRIORITY = 0x7e09_0021;
+    /// QUERY/MODIFY_CONG_PARAMS: `cong_protocol` not 1 (RP), 2 (NP) or 3 (general) (BAD_PARAM).
+    CONG_PARAMS_BAD_PROTOCOL = 0x7e09_0022;
+    /// MODIFY_CONG_PARAMS: a `field_select` bit that names no field of the node (BAD_PARAM).
+    MODIFY_CONG_PARAMS_BAD_FIELD_SELECT = 0x7e09_0023;
+    /// MODIFY_CONG_PARAMS: a selected field's value out of its range (BAD_PARAM).
+    MODIFY_CONG_PARAMS_BAD_VALUE = 0x7e09_0024;
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //! `vport_group_manager = 1` as a PF has it: mlx5e accepts `ethtool -A` (PFCC pause) only then.
 //! QoS (§1.6): `qos` + `vport_group_manager` give the netdev its dcbnl ops, `ets` the ETS registers,
 //! `qcam_reg` the QCAM mask that names QPTS/QPDPM (DSCP trust); the QOS page is all zero (no packet
-//! pacing, no SQ scheduling); `dcbx = 0` (host-managed DCBX, no DCBX_PARAM).
+//! pacing, no SQ scheduling); `dcbx = 0` (host-managed DCBX, no DCBX_PARAM). Congestion control
+//! (§5.1): `cc_query_allowed` and `cc_modify_allowed` (the commands of `roce/cong.rs`).
 
 use super::image::{build, CapValue};
 use crate::mlx5::ifc::{
@@ -57,6 +58,10 @@ pub const GENERAL_ETH: &[CapValue] = caps!(cmd_hca_cap:
     max_tc = 8,
     dcbx = 0,
     qcam_reg = 1,
+    // §5.1: the congestion-control commands (roce/cong.rs); mlx5_ib creates debugfs `cc_params` and
+    // reads QUERY_CONG_STATISTICS into `hw_counters` only with both.
+    cc_query_allowed = 1,
+    cc_modify_allowed = 1,
 );
 
 /// §1.3: the ETHERNET_OFFLOADS page (checksums, VLAN stripping, LSO; inline mode NOT_REQUIRED).
