@@ -12,7 +12,7 @@ use super::config::{Backend, EtherConfig};
 use super::counters::EtherCounters;
 use super::counters::PrioSnapshot;
 use super::frame::{FrameHandler, FrameSink, Medium, HEADER_LEN, MAX_FRAME, MIN_FRAME};
-use super::pfc::{PauseGate, PausePolicy, PORT_SPEED_BPS};
+use super::pfc::{PauseGate, PausePolicy};
 use super::tap::TapMedium;
 use super::udp::UdpMedium;
 use crate::fabric::counters::bump;
@@ -186,7 +186,7 @@ impl EtherLink {
             stop: AtomicBool::new(false),
             wake: Arc::new(EventFd::new()?),
             local,
-            pause: PauseGate::new(counters_pause, PORT_SPEED_BPS),
+            pause: PauseGate::new(counters_pause, cfg.pause_speed_mbps.max(1).saturating_mul(1_000_000)),
             clock: clock.clone(),
         });
         Ok(EtherLink { shared, clock, worker: None })

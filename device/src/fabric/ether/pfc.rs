@@ -6,7 +6,8 @@
 //! - A frame's priority is its VLAN PCP (untagged: 0, `wire::pfc::frame_priority`).
 //! - A received 802.1Qbb PFC frame stops each priority whose class-enable bit
 //!   is set and whose PFC receive policy is on (PFCC `pfcrx`) for its quanta
-//!   (512 bit times each at [`PORT_SPEED_BPS`]); quanta 0 resumes it. An
+//!   (512 bit times each at [`PORT_SPEED_BPS`], or `[eth] pause_speed_mbps`);
+//!   quanta 0 resumes it. An
 //!   802.3x PAUSE frame stops all eight when global pause is on (PFCC
 //!   `pprx`). A new frame replaces a priority's timer.
 //! - Frames of a paused priority wait in its queue (at most
