@@ -3,7 +3,7 @@
 # received): PFC on priority 3. Guest 0: dcb pfc set prio-pfc 3:on (PFCC; the driver toggles the link). Both: VLAN 3
 # with egress-qos-map 0:3 (every frame PCP 3) and VLAN 4 (PCP 0). Guest 0 pings guest 1 over both VLANs (50/s
 # each, 10 s) and samples ethtool -S every ~0.25 s (ROCE-PFC-SAMPLE lines: tx_prio0/3_packets, rx_prio3_pause,
-# rx_prio3_pause_duration); ROCE-PFC-TRAFFIC tells the host to start its ~2 s burst of pause frames. The host
+# rx_prio3_pause_duration); ROCE-PFC-TRAFFIC tells the host to start its ~3 s burst of pause frames. The host
 # judges the samples: while the pause frames arrive tx_prio3_packets stands (nearly) still and tx_prio0_packets
 # advances; after, priority 3 goes on.
 . /usr/local/lib/vrnic-eth-lib.sh

@@ -1,5 +1,5 @@
 """roce-pfc (scenarios/roce-pfc.sh): the host writes 802.1Qbb PFC frames (priority 3, quanta 0xffff) into guest 0's
-TAP for ~2 s, which guest 0's vrnic reads as received; guest 0's ethtool -S samples show priority 3's transmit
+TAP for ~3 s, which guest 0's vrnic reads as received; guest 0's ethtool -S samples show priority 3's transmit
 counter standing while the frames arrive and priority 0's advancing.
 
 The servers time quanta at 1 Gb/s (PFC_TOML: 0xffff quanta = 33.6 ms; the port's own 100 Gb/s makes it 335 us): a
@@ -11,11 +11,11 @@ import time
 from ..common import say
 from .checks_eth import alltext, finish, texts, tools, up_lines
 
-BURST_S = 2.0
+BURST_S = 3.0
 GAP_S = 0.005
 PFC_TOML = "[eth]\npause_speed_mbps = 1000\n"
 # The injector, run in the bridge's namespace: first one PFC frame for priority 5 (PFC off there: ignored), then
-# priority-3 PAUSE frames every GAP for SECS, then one XON (quanta 0); prints how many priority-3 frames it sent.
+# priority-3 PFC frames (quanta 0xffff) every GAP for SECS, then one XON (quanta 0); prints how many priority-3 frames it sent.
 INJECT = r"""
 import socket, struct, sys, time
 dev, secs, gap = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
@@ -77,7 +77,7 @@ def judge(ss, sent, errs):
         return
     grew = [k for k in range(1, len(ss)) if key(k, "rx_prio3_pause") > key(k - 1, "rx_prio3_pause")]
     if len(grew) < 2:
-        errs.append("rx_prio3_pause grew in %d sample intervals (want the ~2 s burst)" % len(grew))
+        errs.append("rx_prio3_pause grew in %d sample intervals (want the ~3 s burst)" % len(grew))
         return
     a, b = grew[0], grew[-1] - 1
     dt = ss[b][0] - ss[a][0]
