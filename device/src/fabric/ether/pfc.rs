@@ -31,8 +31,9 @@ use crate::wire::pfc::{self, frame_priority, quanta_ns, Repr, PRIORITIES};
 
 /// The port's speed (PTYS reports 100GBASE-CR4): what a pause quantum is measured in.
 pub const PORT_SPEED_BPS: u64 = 100_000_000_000;
-/// Frames one paused priority holds before it drops.
-pub const QUEUE_FRAMES: usize = 1024;
+/// Frames one paused priority holds before it drops (at most 8 x 256 frames of up to 9 KiB: 18 MiB that a
+/// peer pausing every priority can make the port hold).
+pub const QUEUE_FRAMES: usize = 256;
 
 /// One priority's pause.
 #[derive(Debug, Default)]
