@@ -2,9 +2,10 @@
 TAP for ~3 s, which guest 0's vrnic reads as received; guest 0's ethtool -S samples show priority 3's transmit
 counter standing while the frames arrive and priority 0's advancing.
 
-The servers time quanta at 1 Gb/s (PFC_TOML: 0xffff quanta = 33.6 ms; the port's own 100 Gb/s makes it 335 us): a
+The servers time quanta at 100 Mb/s (PFC_TOML: 0xffff quanta = 335 ms; the port's own 100 Gb/s makes it 335 us): a
 Python injector on a shared host cannot refresh a pause every 300 us (the first version of this scenario, at
-100 Gb/s, saw the pause lapse 1220 times in 2 s and priority 3 pass as fast as priority 0); every 5 ms it can."""
+100 Gb/s, saw the pause lapse 1220 times in 2 s and priority 3 pass as fast as priority 0), and at 1 Gb/s (33.5 ms)
+one late refresh in a run let the pause lapse and the queued frames out; every 5 ms against 335 ms it can."""
 import re
 import time
 
@@ -13,7 +14,7 @@ from .checks_eth import alltext, finish, texts, tools, up_lines
 
 BURST_S = 3.0
 GAP_S = 0.005
-PFC_TOML = "[eth]\npause_speed_mbps = 1000\n"
+PFC_TOML = "[eth]\npause_speed_mbps = 100\n"
 # The injector, run in the bridge's namespace: first one PFC frame for priority 5 (PFC off there: ignored), then
 # priority-3 PFC frames (quanta 0xffff) every GAP for SECS, then one XON (quanta 0); prints how many priority-3 frames it sent.
 INJECT = r"""
@@ -69,7 +70,8 @@ def samples(text):
 
 def judge(ss, sent, errs):
     """The pause window is the samples between the first and the last one that saw rx_prio3_pause grow: frames
-    arrived on both sides of it, so priority 3 was paused throughout (less the injector's scheduling gaps)."""
+    arrived on both sides of it. Judged are its sample intervals in which the pause did not lapse (a refresh late
+    on the shared host ends it and lets the queued frames out: rx_prio3_pause_transition counts each)."""
     key = lambda k, n: ss[k][1].get(n, 0)
     if len(ss) < 10 or any("rx_prio3_pause" not in s[1] or "tx_prio3_packets" not in s[1] for s in ss):
         errs.append("%d samples, or no rx_prio3_pause/tx_prio3_packets in ethtool -S (PFC on prio 3 not seen "
@@ -80,22 +82,26 @@ def judge(ss, sent, errs):
         errs.append("rx_prio3_pause grew in %d sample intervals (want the ~3 s burst)" % len(grew))
         return
     a, b = grew[0], grew[-1] - 1
-    dt = ss[b][0] - ss[a][0]
-    d = {n: key(b, n) - key(a, n) for n in ("tx_prio0_packets", "tx_prio3_packets")}
+    # the sample intervals inside the window in which the pause did not lapse (no new transition)
+    held = [k for k in range(a + 1, b + 1)
+            if key(k, "rx_prio3_pause_transition") == key(k - 1, "rx_prio3_pause_transition")]
+    dt = sum(ss[k][0] - ss[k - 1][0] for k in held)
+    d = {n: sum(key(k, n) - key(k - 1, n) for k in held) for n in ("tx_prio0_packets", "tx_prio3_packets")}
     pre = {n: key(a - 1, n) - key(0, n) for n in d}
     post = {n: key(len(ss) - 1, n) - key(grew[-1], n) for n in d}
     final = ss[-1][1]
-    say("PFC pause window %.2f s (samples %d..%d of %d): tx_prio0_packets +%d, tx_prio3_packets +%d; before it "
-        "(%.2f s) +%d/+%d; after it (%.2f s) +%d/+%d" % (
-            dt, a, b, len(ss), d["tx_prio0_packets"], d["tx_prio3_packets"], ss[a - 1][0] - ss[0][0],
-            pre["tx_prio0_packets"], pre["tx_prio3_packets"], ss[-1][0] - ss[grew[-1]][0],
-            post["tx_prio0_packets"], post["tx_prio3_packets"]))
+    lapses = key(b, "rx_prio3_pause_transition") - key(a, "rx_prio3_pause_transition")
+    say("PFC pause window samples %d..%d of %d, %d lapse(s); in its %d interval(s) without one (%.2f s): "
+        "tx_prio0_packets +%d, tx_prio3_packets +%d; before it (%.2f s) +%d/+%d; after it (%.2f s) +%d/+%d" % (
+            a, b, len(ss), lapses, len(held), dt, d["tx_prio0_packets"], d["tx_prio3_packets"],
+            ss[a - 1][0] - ss[0][0], pre["tx_prio0_packets"], pre["tx_prio3_packets"],
+            ss[-1][0] - ss[grew[-1]][0], post["tx_prio0_packets"], post["tx_prio3_packets"]))
     say("PFC ethtool -S at the end: rx_prio3_pause %d (host sent %d), rx_prio3_pause_duration %d us, "
         "rx_prio3_pause_transition %d" % (final.get("rx_prio3_pause", 0), sent,
                                           final.get("rx_prio3_pause_duration", 0),
                                           final.get("rx_prio3_pause_transition", 0)))
     if dt < 1.0:
-        errs.append("pause window only %.2f s" % dt)
+        errs.append("the pause held only %.2f s between samples" % dt)
     if d["tx_prio0_packets"] < 10:
         errs.append("priority 0 did not keep going while priority 3 was paused (+%d)" % d["tx_prio0_packets"])
     if d["tx_prio3_packets"] * 4 > d["tx_prio0_packets"]:

@@ -192,8 +192,8 @@ SCENARIOS = {
                      eth=dict(nics=["vrnic", "vrnic"], link="bridge"), interact=interact_roce_pfc,
                      check=check_roce_pfc, config=PFC_TOML,
                      doc="bridge: dcb pfc set prio-pfc 3:on on g0 (PFCC), VLANs with PCP 3 and PCP 0, pings over both; "
-                         "the host writes 802.1Qbb PFC frames for priority 3 (quanta 0xffff, timed at 1 Gb/s) into g0's TAP for 3 s: "
-                         "ethtool -S tx_prio3_packets stands while tx_prio0_packets advances, rx_prio3_pause counts "
+                         "the host writes 802.1Qbb PFC frames for priority 3 (quanta 0xffff, timed at 100 Mb/s) into g0's TAP for 3 s: "
+                         "ethtool -S tx_prio3_packets stands (while the pause holds) as tx_prio0_packets advances, rx_prio3_pause counts "
                          "the frames, priority 3 resumes after; a PFC frame for priority 5 (off) is ignored"),
     "roce-faults": dict(default=True, device=True, guests=2, timeout=900, eth=dict(nics=["vrnic", "vrnic"], link="bridge"),
                         guest_server_args=lambda gi: ["--faults", PORT_FAULTS % (7 + gi)],

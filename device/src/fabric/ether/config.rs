@@ -51,7 +51,7 @@ pub struct EtherConfig {
     /// The link speed (Mb/s) a received PAUSE/PFC frame's quanta are timed
     /// at (512 bit times each): the port's 100 Gb/s by default. A slower
     /// one makes one frame hold longer (the `roce-pfc` scenario's
-    /// host-scheduled injector cannot refresh every 335 us; it uses 1000).
+    /// host-scheduled injector cannot refresh every 335 us; it uses 100).
     pub pause_speed_mbps: u64,
 }
 
