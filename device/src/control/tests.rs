@@ -143,7 +143,14 @@ fn counter_structs(
             &["firmware", "eth_rx", "queues", "256"],
             v(&fw.eth_rx_stats().queues.get(&256).copied().unwrap_or_default()),
         ),
-        ("EtherCounters", &["eth_link"], v(&**h.eth_link.as_ref().unwrap())),
+        ("EtherCounters", &["eth_link"], {
+            // its per-priority counters are listed on their own below
+            let mut e = v(&**h.eth_link.as_ref().unwrap());
+            e.as_object_mut().unwrap().remove("prio");
+            e
+        }),
+        ("PrioCounters", &["eth_link", "prio", "0"], v(&h.eth_link.as_ref().unwrap().prio[0])),
+        ("PrioCounters", &["eth_link", "prio", "7"], v(&h.eth_link.as_ref().unwrap().prio[7])),
         ("SqTxCounters", &["firmware", "eth_tx"], v(&fw.eth_tx().totals)),
         ("RoceCounters", &["firmware", "roce"], v(&**fw.roce_counters().unwrap())),
     ]
@@ -226,8 +233,25 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
         &e.fault_delayed,
         &e.fault_corrupted,
         &e.pcap_dropped,
+        &e.rx_mac_control_malformed,
+        &e.rx_pause_ignored,
     ] {
         c.store(next(), Relaxed);
+    }
+    for p in &e.prio {
+        for c in [
+            &p.rx_frames,
+            &p.rx_octets,
+            &p.tx_frames,
+            &p.tx_octets,
+            &p.rx_pause,
+            &p.rx_pause_duration_ns,
+            &p.rx_pause_transition,
+            &p.tx_pause,
+            &p.tx_pause_dropped,
+        ] {
+            c.store(next(), Relaxed);
+        }
     }
     let snap = serde_json::to_value(wire.snapshot()).unwrap();
     let mut fw = h.fw.as_ref().unwrap().lock().unwrap();

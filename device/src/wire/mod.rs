@@ -58,6 +58,7 @@ pub mod icrc;
 pub mod ip;
 pub mod offload;
 pub mod packet;
+pub mod pfc;
 pub mod psn;
 pub mod roce;
 #[cfg(test)]

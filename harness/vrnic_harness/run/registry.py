@@ -18,6 +18,7 @@ from .checks_eth import (check_eth_iperf, check_eth_mtu, check_eth_offloads, che
                          interact_eth_host, interact_eth_reload, interact_eth_ethtool)
 from .checks_roce import (PORT_FAULTS, check_roce_devinfo, check_roce_faults, interact_roce_faults, check_roce_pingpong, check_roce_perftest, check_roce_cm, check_roce_rxe, check_roce_pcap)
 from .checks_qos import check_roce_dscp
+from .checks_pfc import PFC_TOML, check_roce_pfc, interact_roce_pfc
 from .checks_ulp import check_libfabric, check_nfs_rdma, check_nvmeof, check_ucx
 from .checks_pairs import check_events, check_grh, check_net2, check_perftest, check_pingpong
 from .checks_pyverbs import check_pyverbs
@@ -189,6 +190,13 @@ SCENARIOS = {
                           "and ib_write_bw -R -T 104 (rdma_cm ToS) frames carry DSCP 26, plain rping DSCP 0; on a "
                           "VLAN netdev (egress-qos-map 0:3 2:5) ib_write_bw -R -T 104 frames PCP 5, plain rping "
                           "and ping PCP 3"),
+    "roce-pfc": dict(default=True, device=True, guests=2, timeout=300,
+                     eth=dict(nics=["vrnic", "vrnic"], link="bridge"), interact=interact_roce_pfc,
+                     check=check_roce_pfc, config=PFC_TOML,
+                     doc="bridge: dcb pfc set prio-pfc 3:on on g0 (PFCC), VLANs with PCP 3 and PCP 0, pings over both; "
+                         "the host writes 802.1Qbb PFC frames for priority 3 (quanta 0xffff, timed at 100 Mb/s) into g0's TAP for 3 s: "
+                         "ethtool -S tx_prio3_packets stands (while the pause holds) as tx_prio0_packets advances, rx_prio3_pause counts "
+                         "the frames, priority 3 resumes after; a PFC frame for priority 5 (off) is ignored"),
     "roce-faults": dict(default=True, device=True, guests=2, timeout=900, eth=dict(nics=["vrnic", "vrnic"], link="bridge"),
                         guest_server_args=lambda gi: ["--faults", PORT_FAULTS % (7 + gi)],
                         interact=interact_roce_faults, check=check_roce_faults,

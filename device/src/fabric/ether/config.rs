@@ -11,6 +11,7 @@
 //! pcap = "/tmp/eth.pcap"          # frames both ways, linktype 1 (Ethernet)
 //! pcap_max_bytes = 1073741824
 //! faults = { seed = 7, rx = { corrupt = 0.01 } }
+//! pause_speed_mbps = 100000       # the speed PAUSE/PFC quanta are timed at (pfc.rs)
 //! ```
 //!
 //! The command line's `--eth` takes the same in one word:
@@ -47,6 +48,11 @@ pub struct EtherConfig {
     /// Fault injection on the frames (drop, duplicate, reorder, delay,
     /// corrupt: a bit of the payload after the Ethernet header).
     pub faults: FaultConfig,
+    /// The link speed (Mb/s) a received PAUSE/PFC frame's quanta are timed
+    /// at (512 bit times each): the port's 100 Gb/s by default. A slower
+    /// one makes one frame hold longer (the `roce-pfc` scenario's
+    /// host-scheduled injector cannot refresh every 335 us; it uses 100).
+    pub pause_speed_mbps: u64,
 }
 
 impl Default for EtherConfig {
@@ -60,6 +66,7 @@ impl Default for EtherConfig {
             pcap: None,
             pcap_max_bytes: crate::fabric::pcap::DEFAULT_MAX_BYTES,
             faults: FaultConfig::default(),
+            pause_speed_mbps: super::pfc::PORT_SPEED_BPS / 1_000_000,
         }
     }
 }
@@ -159,6 +166,9 @@ impl EtherConfig {
                 return Err("eth faults: ecn_ce and classes apply to RoCE packets only".into());
             }
         }
+        if !(1..=1_000_000).contains(&self.pause_speed_mbps) {
+            return Err(format!("eth pause_speed_mbps {}: want 1..=1000000", self.pause_speed_mbps));
+        }
         Ok(())
     }
 }
@@ -218,5 +228,10 @@ mod tests {
             toml::from_str("backend = \"tap\"\ntap = \"x\"\nfaults = { tx = { ecn_ce = 0.5 } }").unwrap();
         assert!(c.validate().is_err(), "CE marking is for RoCE packets");
         assert_eq!(EtherConfig::default().backend(), Ok(Backend::None));
+        assert_eq!(EtherConfig::default().pause_speed_mbps, 100_000);
+        let c: EtherConfig = toml::from_str("pause_speed_mbps = 1000").unwrap();
+        assert!(c.validate().is_ok());
+        let c: EtherConfig = toml::from_str("pause_speed_mbps = 0").unwrap();
+        assert!(c.validate().is_err());
     }
 }

@@ -42,6 +42,76 @@ pub struct EtherCounters {
     pub fault_corrupted: AtomicU64,
     /// Frames not captured because the pcap file reached its size cap.
     pub pcap_dropped: AtomicU64,
+    /// MAC control frames (EtherType 0x8808) too short, with an unknown
+    /// opcode or a bad class-enable vector: dropped.
+    pub rx_mac_control_malformed: AtomicU64,
+    /// PFC frames for no priority whose PFC is on, PAUSE frames with global
+    /// pause off: dropped.
+    pub rx_pause_ignored: AtomicU64,
+    /// Per 802.1p priority (PPCNT's per-priority group); in `stats` an
+    /// object keyed "0".."7".
+    #[serde(serialize_with = "by_priority")]
+    pub prio: [PrioCounters; 8],
+}
+
+fn by_priority<S: serde::Serializer>(p: &[PrioCounters; 8], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(p.len()))?;
+    for (i, c) in p.iter().enumerate() {
+        m.serialize_entry(&i.to_string(), c)?;
+    }
+    m.end()
+}
+
+/// One priority's counters (`pfc.rs`).
+#[derive(Debug, Default, serde::Serialize)]
+pub struct PrioCounters {
+    /// Frames (not MAC control) received with this priority.
+    pub rx_frames: AtomicU64,
+    pub rx_octets: AtomicU64,
+    /// Frames that left with this priority.
+    pub tx_frames: AtomicU64,
+    pub tx_octets: AtomicU64,
+    /// PFC frames received for it while its PFC is on (PAUSE frames: priority 0's).
+    pub rx_pause: AtomicU64,
+    /// Nanoseconds it was paused (counted when a pause ends).
+    pub rx_pause_duration_ns: AtomicU64,
+    /// Pauses begun (not paused -> paused).
+    pub rx_pause_transition: AtomicU64,
+    /// PFC frames the port sent for it.
+    pub tx_pause: AtomicU64,
+    /// Frames it transmitted while paused beyond the queue's bound: lost.
+    pub tx_pause_dropped: AtomicU64,
+}
+
+/// A reading of [`PrioCounters`].
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PrioSnapshot {
+    pub rx_frames: u64,
+    pub rx_octets: u64,
+    pub tx_frames: u64,
+    pub tx_octets: u64,
+    pub rx_pause: u64,
+    /// Microseconds (PPCNT's unit).
+    pub rx_pause_duration_us: u64,
+    pub rx_pause_transition: u64,
+    pub tx_pause: u64,
+}
+
+impl PrioCounters {
+    pub fn snapshot(&self) -> PrioSnapshot {
+        let g = |a: &AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        PrioSnapshot {
+            rx_frames: g(&self.rx_frames),
+            rx_octets: g(&self.rx_octets),
+            tx_frames: g(&self.tx_frames),
+            tx_octets: g(&self.tx_octets),
+            rx_pause: g(&self.rx_pause),
+            rx_pause_duration_us: g(&self.rx_pause_duration_ns) / 1000,
+            rx_pause_transition: g(&self.rx_pause_transition),
+            tx_pause: g(&self.tx_pause),
+        }
+    }
 }
 
 impl FaultTally for EtherCounters {

@@ -3,6 +3,9 @@
 
 use std::os::fd::RawFd;
 
+use super::counters::PrioSnapshot;
+use super::pfc::PausePolicy;
+
 /// Bytes of an Ethernet header (destination, source, EtherType).
 pub const HEADER_LEN: usize = 14;
 /// The shortest frame on the wire without its FCS; shorter ones are
@@ -22,6 +25,14 @@ pub trait FrameSink: Send + Sync {
     /// its own administrative state on top).
     fn carrier(&self) -> bool {
         true
+    }
+    /// The port's pause receive policy (PFCC `pfcrx`/`pprx`, `pfc.rs`). A
+    /// sink without flow control ignores it.
+    fn set_pause_policy(&self, _policy: PausePolicy) {}
+    /// The counters of 802.1p priority `prio` (PPCNT's per-priority group);
+    /// none for a sink that keeps none.
+    fn prio_counters(&self, _prio: usize) -> Option<PrioSnapshot> {
+        None
     }
 }
 

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use super::config::{Backend, EtherConfig};
 use super::counters::EtherCounters;
+use super::counters::PrioSnapshot;
 use super::frame::{FrameHandler, FrameSink, Medium, HEADER_LEN, MAX_FRAME, MIN_FRAME};
+use super::pfc::{PauseGate, PausePolicy};
 use super::tap::TapMedium;
 use super::udp::UdpMedium;
 use crate::fabric::counters::bump;
@@ -56,6 +58,9 @@ struct Shared {
     wake: Arc<EventFd>,
     /// UDP media: the receiving socket's address.
     local: Option<SocketAddr>,
+    /// PAUSE/PFC: every transmitted frame passes it.
+    pause: PauseGate,
+    clock: Arc<dyn Clock>,
 }
 
 /// The one exit onto the medium: counts and captures what leaves.
@@ -77,6 +82,27 @@ impl FrameSink for Shared {
             bump(&self.counters.tx_bad_length, 1);
             return;
         }
+        self.pause.transmit(frame, self.clock.now_ns(), &mut |f| self.emit(f));
+    }
+
+    fn carrier(&self) -> bool {
+        self.medium.carrier()
+    }
+
+    fn set_pause_policy(&self, policy: PausePolicy) {
+        self.pause.set_policy(policy, self.clock.now_ns());
+        // Frames of pauses that ended leave on the worker's next pass.
+        self.wake.wake();
+    }
+
+    fn prio_counters(&self, prio: usize) -> Option<PrioSnapshot> {
+        self.counters.prio.get(prio).map(|c| c.snapshot())
+    }
+}
+
+impl Shared {
+    /// A frame past the pause gate: tx faults, then the medium.
+    fn emit(&self, frame: &[u8]) {
         if self.faults.is_on() {
             let mut f = frame.to_vec();
             self.faults.transmit(0, &mut f, &*self.counters, &Out(self));
@@ -85,12 +111,6 @@ impl FrameSink for Shared {
         }
     }
 
-    fn carrier(&self) -> bool {
-        self.medium.carrier()
-    }
-}
-
-impl Shared {
     /// A frame from the medium: size checks, capture, rx faults, the handler.
     fn arrive(&self, frame: &mut [u8], handler: &dyn FrameHandler) {
         let c = &self.counters;
@@ -112,6 +132,9 @@ impl Shared {
         bump(&c.rx_bytes, frame.len() as u64);
         if frame.len() < MIN_FRAME {
             bump(&c.rx_undersize, 1);
+        }
+        if self.pause.receive(frame, self.clock.now_ns()) {
+            return;
         }
         handler.receive_frame(frame);
     }
@@ -154,6 +177,7 @@ impl EtherLink {
             }
             Backend::Tap { name } => Box::new(TapMedium::open(&name, counters.clone())?),
         };
+        let counters_pause = counters.clone();
         let shared = Arc::new(Shared {
             medium,
             faults: Faults::with_shape(Shape::Ethernet, &cfg.faults, clock.clone()),
@@ -162,6 +186,8 @@ impl EtherLink {
             stop: AtomicBool::new(false),
             wake: Arc::new(EventFd::new()?),
             local,
+            pause: PauseGate::new(counters_pause, cfg.pause_speed_mbps.max(1).saturating_mul(1_000_000)),
+            clock: clock.clone(),
         });
         Ok(EtherLink { shared, clock, worker: None })
     }
@@ -223,10 +249,10 @@ impl Drop for EtherLink {
 }
 
 /// How long a pass may wait: until the faults' next release, the handler's
-/// deadline or [`IDLE_WAIT`], whichever is first.
-fn wait_for(now: u64, faults_due: Option<u64>, handler_due: Option<u64>) -> Duration {
-    [faults_due, handler_due]
-        .into_iter()
+/// deadline, the end of a pause or [`IDLE_WAIT`], whichever is first.
+fn wait_for(now: u64, dues: &[Option<u64>]) -> Duration {
+    dues.iter()
+        .copied()
         .flatten()
         .map(|due| Duration::from_nanos(due.saturating_sub(now)))
         .fold(IDLE_WAIT, Duration::min)
@@ -240,7 +266,7 @@ fn worker(s: &Shared, clock: &dyn Clock, handler: &dyn FrameHandler) {
     while !s.stop.load(Ordering::SeqCst) {
         let now = clock.now_ns();
         let handler_due = handler.poll(now);
-        let wait = wait_for(clock.now_ns(), s.faults.next_due(), handler_due);
+        let wait = wait_for(clock.now_ns(), &[s.faults.next_due(), handler_due, s.pause.next_due()]);
         let (ready, woken) = wait_readable_or_woken(s.medium.fd(), &s.wake, wait).unwrap_or_else(|_| {
             std::thread::sleep(wait);
             (s.medium.fd().is_some(), false)
@@ -263,6 +289,7 @@ fn worker(s: &Shared, clock: &dyn Clock, handler: &dyn FrameHandler) {
         if released {
             handler.flush();
         }
+        s.pause.release(clock.now_ns(), &mut |f| s.emit(f));
     }
 }
 

@@ -10,12 +10,14 @@
 //! middleware around it the same way a RoCE port does — on the way out
 //! faults, then capture and counters; on the way in size checks, capture,
 //! faults — and runs the receiving thread. Configuration: `config.rs`
-//! (`[eth]`, `--eth`); counters: `counters.rs`.
+//! (`[eth]`, `--eth`); counters: `counters.rs`; PAUSE/PFC: `pfc.rs` (the gate
+//! every transmitted frame passes, which received MAC control frames drive).
 
 mod config;
 mod counters;
 mod frame;
 mod link;
+mod pfc;
 mod tap;
 mod udp;
 
@@ -23,6 +25,7 @@ mod udp;
 mod tests;
 
 pub use config::{Backend, EtherConfig};
-pub use counters::EtherCounters;
+pub use counters::{EtherCounters, PrioCounters, PrioSnapshot};
 pub use frame::{FrameHandler, FrameSink, HEADER_LEN, MAX_FRAME, MIN_FRAME};
 pub use link::EtherLink;
+pub use pfc::{PauseGate, PausePolicy, DEFAULT_POLICY, PORT_SPEED_BPS, QUEUE_FRAMES};

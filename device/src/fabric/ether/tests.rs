@@ -405,3 +405,72 @@ fn tap_in_fresh_netns() {
         Err(e) => println!("skipping tap_in_fresh_netns: unshare: {e}"),
     }
 }
+
+/// A PFC frame from the peer holds this link's priority-3 frames (the gate at the sink) while priority 0's
+/// leave; the worker sends the held ones when the pause ends (quanta 0xffff at 10 Mb/s: 3.4 s; an XON ends it
+/// sooner here). The PFC frame never reaches the handler.
+#[test]
+#[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
+fn pfc_from_the_peer_holds_one_priority_and_the_worker_releases_it() {
+    use crate::wire::pfc::Repr;
+    let (l, h, qemu) = with_qemu(|c| c.pause_speed_mbps = 10);
+    l.sink().set_pause_policy(PausePolicy { pfc_rx: 1 << 3, pause_rx: true });
+    let to = l.local_addr().unwrap();
+    let tagged = |pcp: u8, seed: u8| {
+        let mut f = frame(BCAST, seed, 64);
+        f.splice(12..12, [0x81, 0x00, pcp << 5, 7]);
+        f
+    };
+    let mut quanta = [0u16; 8];
+    quanta[3] = 0xffff;
+    qemu.send_to(&Repr::Pfc { enable: 1 << 3, quanta }.to_frame([2, 0, 0, 0, 0, 9]), to).unwrap();
+    let t0 = Instant::now();
+    while l.counters().prio[3].rx_pause.load(Ordering::Relaxed) == 0 {
+        assert!(t0.elapsed() < Duration::from_secs(5), "PFC frame not taken");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    l.sink().send_frame(&tagged(3, 1));
+    l.sink().send_frame(&tagged(0, 2));
+    let mut buf = [0u8; 2048];
+    let n = qemu.recv(&mut buf).unwrap();
+    assert_eq!(&buf[..n], &tagged(0, 2)[..], "priority 0 goes on, priority 3 waits");
+    qemu.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    assert!(qemu.recv(&mut buf).is_err(), "priority 3 held");
+    // XON: the worker sends what waited
+    qemu.send_to(&Repr::Pfc { enable: 1 << 3, quanta: [0; 8] }.to_frame([2, 0, 0, 0, 0, 9]), to).unwrap();
+    qemu.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let n = qemu.recv(&mut buf).unwrap();
+    assert_eq!(&buf[..n], &tagged(3, 1)[..]);
+    let c = l.counters();
+    assert_eq!(c.prio[3].rx_pause.load(Ordering::Relaxed), 2);
+    assert_eq!((c.prio[3].tx_frames.load(Ordering::Relaxed), c.prio[0].tx_frames.load(Ordering::Relaxed)), (1, 1));
+    assert!(h.0.lock().unwrap().is_empty(), "MAC control frames are not delivered");
+}
+
+/// The pause ends by itself after its quanta (the worker wakes at the end, nothing else happening).
+#[test]
+#[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
+fn pfc_pause_expires_on_the_worker() {
+    use crate::wire::pfc::Repr;
+    // 2000 quanta at 10 Mb/s = 102.4 ms
+    let (l, _h, qemu) = with_qemu(|c| c.pause_speed_mbps = 10);
+    l.sink().set_pause_policy(PausePolicy { pfc_rx: 1 << 3, pause_rx: true });
+    let mut quanta = [0u16; 8];
+    quanta[3] = 2000;
+    qemu.send_to(&Repr::Pfc { enable: 1 << 3, quanta }.to_frame([2; 6]), l.local_addr().unwrap()).unwrap();
+    let t0 = Instant::now();
+    while l.counters().prio[3].rx_pause.load(Ordering::Relaxed) == 0 {
+        assert!(t0.elapsed() < Duration::from_secs(5), "PFC frame not taken");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let mut f = frame(BCAST, 5, 64);
+    f.splice(12..12, [0x81, 0x00, 3 << 5, 7]);
+    let sent = Instant::now();
+    l.sink().send_frame(&f);
+    let mut buf = [0u8; 2048];
+    let n = qemu.recv(&mut buf).unwrap();
+    assert_eq!(&buf[..n], &f[..]);
+    let waited = sent.elapsed();
+    assert!(waited < Duration::from_millis(103) + Duration::from_secs(2), "released by the worker: {waited:?}");
+    assert!(l.counters().prio[3].rx_pause_duration_ns.load(Ordering::Relaxed) >= 102_400_000);
+}

@@ -373,3 +373,57 @@ fn pkey_table_of_an_ethernet_port() {
     i::pkey_index.set(&mut q, 0);
     assert_eq!(t.fails(&q, 20).0, status::BAD_PARAM);
 }
+
+/// A link that records the pause policy it is given and reports fixed per-priority counters.
+#[derive(Default)]
+struct PauseLink(std::sync::Mutex<Vec<crate::fabric::ether::PausePolicy>>);
+
+impl crate::fabric::ether::FrameSink for PauseLink {
+    fn send_frame(&self, _frame: &[u8]) {}
+    fn set_pause_policy(&self, p: crate::fabric::ether::PausePolicy) {
+        self.0.lock().unwrap().push(p);
+    }
+    fn prio_counters(&self, prio: usize) -> Option<crate::fabric::ether::PrioSnapshot> {
+        let p = prio as u64;
+        Some(crate::fabric::ether::PrioSnapshot {
+            rx_octets: 100 + p,
+            rx_frames: 200 + p,
+            tx_octets: 300 + p,
+            tx_frames: 400 + p,
+            rx_pause: 500 + p,
+            rx_pause_duration_us: 600 + p,
+            rx_pause_transition: 700 + p,
+            tx_pause: 800 + p,
+        })
+    }
+}
+
+#[test]
+fn pfcc_policy_reaches_the_link_and_ppcnt_reads_its_priorities() {
+    use crate::fabric::ether::PausePolicy;
+    let mut t = Bench::eth();
+    t.up();
+    let link = std::sync::Arc::new(PauseLink::default());
+    t.fw.eth.link = Some(link.clone());
+    // dcb pfc set prio-pfc 3:on (mlx5_set_port_pfc: both masks 0xff, pfctx = pfcrx = 0x08)
+    let mut w = port1(pfcc_reg::SIZE, pfcc_reg::local_port);
+    pfcc_reg::pptx_mask_n.set(&mut w, 1);
+    pfcc_reg::pprx_mask_n.set(&mut w, 1);
+    pfcc_reg::prio_mask_tx.set(&mut w, 0xff);
+    pfcc_reg::prio_mask_rx.set(&mut w, 0xff);
+    pfcc_reg::pfctx.set(&mut w, 0x08);
+    pfcc_reg::pfcrx.set(&mut w, 0x08);
+    reg(&mut t, ifc::MLX5_REG_PFCC, true, &w).unwrap();
+    assert_eq!(link.0.lock().unwrap().last(), Some(&PausePolicy { pfc_rx: 0x08, pause_rx: true }));
+    // PPCNT per-priority group (0x10) of priority 3: the link's counters at the layout's offsets
+    let mut p = port1(ppcnt_reg::SIZE, ppcnt_reg::local_port);
+    ppcnt_reg::grp.set(&mut p, 0x10);
+    ppcnt_reg::prio_tc.set(&mut p, 3);
+    let o = reg(&mut t, ifc::MLX5_REG_PPCNT, false, &p).unwrap();
+    let c = |k: usize| u64::from_be_bytes(o[8 + 8 * k..16 + 8 * k].try_into().unwrap());
+    assert_eq!((c(0), c(4), c(5), c(9)), (103, 203, 303, 403), "rx/tx octets and frames");
+    assert_eq!((c(10), c(11), c(12), c(14)), (503, 603, 803, 703), "rx pause, duration, tx pause, transition");
+    assert_eq!((c(1), c(13), c(15)), (0, 0, 0));
+    ppcnt_reg::prio_tc.set(&mut p, 8);
+    assert_eq!(reg(&mut t, ifc::MLX5_REG_PPCNT, false, &p), Err(status::BAD_PARAM));
+}

@@ -6,6 +6,7 @@ use super::layout::{pfcc_reg, NODE_DESC_SIZE};
 pub use super::port_regs::{PortRegs, DEFAULT_MTU, MAX_MTU, STATUS_DOWN, STATUS_UP};
 use super::qos_access;
 use super::vport::VportCounters;
+use crate::fabric::ether::PrioSnapshot;
 use crate::mlx5::cmd::req::{fail, CmdErr};
 use crate::mlx5::cmd::status;
 use crate::mlx5::fields::Field;
@@ -156,6 +157,29 @@ pub fn ppcnt_counters(grp: u64, c: &VportCounters) -> Vec<u64> {
     }
 }
 
+/// eth_per_prio_grp_data_layout from byte 0x08: rx octets, 3 reserved, rx frames, tx octets, 3 reserved,
+/// tx frames, rx pause, rx pause duration (us), tx pause, tx pause duration, rx pause transition (what mlx5e
+/// shows as `rx_prio%d_bytes/packets`, `tx_prio%d_*`, `rx_prio%d_pause*`, `tx_prio%d_pause`).
+pub fn ppcnt_per_prio(s: &PrioSnapshot) -> Vec<u64> {
+    vec![
+        s.rx_octets,
+        0,
+        0,
+        0,
+        s.rx_frames,
+        s.tx_octets,
+        0,
+        0,
+        0,
+        s.tx_frames,
+        s.rx_pause,
+        s.rx_pause_duration_us,
+        s.tx_pause,
+        0,
+        s.rx_pause_transition,
+    ]
+}
+
 /// PPCNT: the groups mlx5e reads; other groups are not implemented (BAD_PARAM).
 fn ppcnt(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
     let mut img = image(data, ppcnt_reg::SIZE, Some(ppcnt_reg::local_port))?;
@@ -170,13 +194,20 @@ fn ppcnt(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr>
         _ => return Err(fail!(status::BAD_PARAM, ETH_REG_PPCNT_BAD_GROUP)),
     }
     img[8..].fill(0);
-    for (k, v) in ppcnt_counters(grp, &fw.eth.vport.counters).into_iter().enumerate() {
+    let values = if grp == PPCNT_PER_PRIO {
+        let prio = ppcnt_reg::prio_tc.get(&img) as usize;
+        fw.eth.link.as_ref().and_then(|l| l.prio_counters(prio)).map(|s| ppcnt_per_prio(&s)).unwrap_or_default()
+    } else {
+        ppcnt_counters(grp, &fw.eth.vport.counters)
+    };
+    for (k, v) in values.into_iter().enumerate() {
         img[8 + k * 8..16 + k * 8].copy_from_slice(&v.to_be_bytes());
     }
     Ok(img)
 }
 
-/// PFCC: global pause (`ethtool -a/-A`) and PFC enables, stored and read back.
+/// PFCC: global pause (`ethtool -a/-A`) and PFC enables, stored and read back; the receive policy
+/// (`pfcrx`, `pprx`) goes to the link's pause gate (`fabric/ether/pfc.rs`).
 fn pfcc(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
     use pfcc_reg as p;
     let mut img = image(data, p::SIZE, Some(p::local_port))?;
@@ -191,6 +222,7 @@ fn pfcc(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> 
         let (mtx, mrx) = (p::prio_mask_tx.get(&img) as u8, p::prio_mask_rx.get(&img) as u8);
         r.pfc_tx = (r.pfc_tx & !mtx) | (p::pfctx.get(&img) as u8 & mtx);
         r.pfc_rx = (r.pfc_rx & !mrx) | (p::pfcrx.get(&img) as u8 & mrx);
+        fw.eth.apply_pause_policy();
     }
     let r = &fw.eth.regs;
     let mut o = vec![0u8; p::SIZE];

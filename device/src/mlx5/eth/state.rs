@@ -10,7 +10,7 @@ use super::queue_state::EthQueues;
 use super::rx_dispatch::RxDispatch;
 use super::tx_state::EthTx;
 use super::vport_state::Vport;
-use crate::fabric::ether::FrameSink;
+use crate::fabric::ether::{FrameSink, PausePolicy};
 
 /// Everything the Ethernet personality keeps beyond the shared domains.
 #[derive(Default)]
@@ -53,6 +53,14 @@ impl EthPort {
         self.steering = Steering::default();
         self.dispatch = RxDispatch::default();
         self.tx = EthTx::default();
+        self.apply_pause_policy();
+    }
+
+    /// Hands PFCC's receive policy (`pfcrx`, `pprx`) to the link's pause gate.
+    pub fn apply_pause_policy(&self) {
+        if let Some(l) = &self.link {
+            l.set_pause_policy(PausePolicy { pfc_rx: self.regs.pfc_rx, pause_rx: self.regs.pause_rx });
+        }
     }
 }
 
