@@ -24,6 +24,13 @@ pub struct PortCounters {
     pub unicast_rcv: AtomicU64,
     pub multicast_xmit: AtomicU64,
     pub multicast_rcv: AtomicU64,
+    /// QP0/QP1 MADs sent to other ports over the fabric (counted in the
+    /// fabric's packets, not above) and received from it; QP0/QP1 packets
+    /// from the fabric dropped as malformed or refused (also PortRcvErrors).
+    /// Not PerfMgt counters: a PortCounters Set leaves them.
+    pub mad_wire_xmit: AtomicU64,
+    pub mad_wire_rcv: AtomicU64,
+    pub mad_wire_drops: AtomicU64,
 }
 
 impl PortCounters {
