@@ -34,6 +34,8 @@ use crate::wire::packet::RocePacket;
 /// are counted alike).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum MadDrop {
+    #[error("destination QP {0:#x} is not QP0 or QP1")]
+    NotSpecialQp(u32),
     #[error("not a UD SEND_ONLY packet")]
     NotUdSend,
     #[error("headers do not parse")]
@@ -58,6 +60,9 @@ pub fn parse_mad_packet(meta: &RxMeta, pkt: &[u8]) -> Result<(u32, Datagram), Ma
     };
     let d = h.deth.ok_or(MadDrop::Malformed)?;
     let dqpn = h.bth.dest_qp;
+    if dqpn > 1 {
+        return Err(MadDrop::NotSpecialQp(dqpn));
+    }
     if p.payload.len() != MAD_SIZE {
         return Err(MadDrop::BadLength(p.payload.len()));
     }

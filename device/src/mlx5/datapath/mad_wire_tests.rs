@@ -127,6 +127,7 @@ fn bad_mad_packets_are_refused() {
     assert_eq!((q, dg.src_qpn, dg.slid, dg.data.len(), dg.on_wire), (1, 1, 2, 256, true));
     assert_eq!(parse_mad_packet(&meta, &ud_packet(0, 0xdead_beef, &mad)).map(|(q, _)| q), Ok(0), "QP0: any Q_Key");
     assert_eq!(parse_mad_packet(&meta, &ud_packet(1, 7, &mad)).err(), Some(MadDrop::BadQkey(7)));
+    assert_eq!(parse_mad_packet(&meta, &ud_packet(5, 7, &mad)).err(), Some(MadDrop::NotSpecialQp(5)));
     assert_eq!(parse_mad_packet(&meta, &ud_packet(1, 0x8001_0000, &mad[..100])).err(), Some(MadDrop::BadLength(100)));
     let mut bad_pkey = ud_packet(1, 0x8001_0000, &mad);
     bad_pkey[2..4].copy_from_slice(&0x0001u16.to_be_bytes());
@@ -143,6 +144,21 @@ fn bad_mad_packets_are_refused() {
     assert_eq!(parse_mad_packet(&meta, &out).err(), Some(MadDrop::NotUdSend));
     for junk in [&[][..], &[0x64, 0, 0xff, 0xff, 0, 0, 0, 1][..], &[0xff; 300][..]] {
         assert!(parse_mad_packet(&meta, junk).is_err());
+    }
+    // Every single-byte change of a good packet parses to a MAD for QP0/QP1 or is refused; none panics.
+    let good = ud_packet(1, 0x8001_0000, &mad);
+    // (Under Miri every 17th byte: a few hundred parses rather than thousands.)
+    for i in (0..good.len()).step_by(if cfg!(miri) { 17 } else { 1 }) {
+        for v in [0u8, 0x01, 0x64, 0x80, 0xff] {
+            let mut p = good.clone();
+            p[i] = v;
+            if let Ok((q, dg)) = parse_mad_packet(&meta, &p) {
+                assert!(q <= 1 && dg.data.len() == 256, "byte {i} = {v:#x}");
+            }
+            for n in [i, i + 1] {
+                let _ = parse_mad_packet(&meta, &p[..n.min(p.len())]);
+            }
+        }
     }
 }
 
