@@ -14,6 +14,7 @@
 //! node_desc = "vrnic emulated ConnectX-5 lid 1"   # default: with the LID
 //! lid = 1
 //! sm_lid = 1             # PortInfo.MasterSMLID; default: the lowest LID of this port and its peers
+//! sm_sl = 0              # PortInfo.MasterSMSL
 //!
 //! [bars]
 //! bar0_size = 33554432   # 32 MiB register space
@@ -92,6 +93,8 @@ pub struct Identity {
     /// PortInfo.MasterSMLID (and the vport context's `sm_lid`); 0: the
     /// lowest LID among this port and its `[fabric]` peers.
     pub sm_lid: u16,
+    /// PortInfo.MasterSMSL, 0..=15.
+    pub sm_sl: u8,
     /// RDMA reads and atomics a QP may have outstanding (`max_qp_rd_atom`,
     /// reported as `log_max_ra_req_qp`/`log_max_ra_res_qp`): a power of two,
     /// 1..=128. 128 is what rxe offers and what perftest then uses; a
@@ -115,6 +118,7 @@ impl Default for Identity {
             node_desc: String::new(),
             lid: 1,
             sm_lid: 0,
+            sm_sl: 0,
             max_rd_atomic: 128,
         }
     }
@@ -255,6 +259,9 @@ impl Config {
             if !g.is_empty() {
                 parse_guid(g)?;
             }
+        }
+        if self.identity.sm_sl > 15 {
+            return Err(ConfigError::Invalid(format!("sm_sl {} is not an SL (0..=15)", self.identity.sm_sl)));
         }
         if self.identity.node_desc.len() > NODE_DESC_MAX {
             return Err(ConfigError::Invalid(format!("node_desc longer than {NODE_DESC_MAX} bytes")));
@@ -431,6 +438,8 @@ mod tests {
         assert_eq!(c.sm_lid(), 9);
         assert!(Config::parse(&format!("[identity]\nnode_desc = \"{}\"\n", "x".repeat(65))).is_err());
         assert!(Config::parse("[identity]\nsys_image_guid = \"zz\"\n").is_err());
+        assert!(Config::parse("[identity]\nsm_sl = 16\n").is_err());
+        assert_eq!(Config::parse("[identity]\nsm_sl = 15\n").unwrap().identity.sm_sl, 15);
     }
 
     #[test]

@@ -234,6 +234,7 @@ impl Vrnic {
         port.sys_image_guid = config.sys_image_guid();
         port.node_desc = config.node_desc();
         port.sm_lid = config.sm_lid();
+        port.sm_sl = config.identity.sm_sl;
         let memory =
             Arc::new(DeviceMemory { dma: dma.clone(), mem: mem.clone(), base: bars.memic_offset(), size: bars.bar4 });
         let first_mappable = MAPPABLE_START / UAR_PAGE;

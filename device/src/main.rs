@@ -94,6 +94,10 @@ struct Args {
     #[arg(long, value_name = "LID", value_parser = parse_u16)]
     sm_lid: Option<u16>,
 
+    /// PortInfo.MasterSMSL, 0..=15 (default 0).
+    #[arg(long, value_name = "SL", value_parser = parse_u8)]
+    sm_sl: Option<u8>,
+
     /// On-device memory (BAR4) size in bytes, power of two (default 1 MiB).
     #[arg(long, value_name = "BYTES", value_parser = parse_u64)]
     device_memory: Option<u64>,
@@ -212,6 +216,9 @@ fn build_config(a: &Args) -> Result<Config, String> {
     }
     if let Some(v) = a.sm_lid {
         c.identity.sm_lid = v;
+    }
+    if let Some(v) = a.sm_sl {
+        c.identity.sm_sl = v;
     }
     if let Some(v) = a.device_memory {
         c.bars.device_memory_size = v;

@@ -77,6 +77,8 @@ pub struct PortConfig {
     pub sys_image_guid: u64,
     pub lid: u16,
     pub sm_lid: u16,
+    /// PortInfo.MasterSMSL: the SL to reach the SM on.
+    pub sm_sl: u8,
     pub device_id: u16,
     pub revision: u32,
     pub vendor_id: u32,
@@ -99,6 +101,7 @@ impl PortConfig {
             sys_image_guid: node_guid,
             lid,
             sm_lid: lid,
+            sm_sl: 0,
             device_id,
             revision: 0,
             vendor_id: 0x0002c9,
