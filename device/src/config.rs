@@ -8,9 +8,13 @@
 //! subsystem_id = 0x0008
 //! revision = 0
 //! fw_version = "16.35.2000"
-//! node_guid = "0x0002c90300a0b0c0"
-//! port_guid = "0x0002c90300a0b0c1"
+//! node_guid = "0x0002c90300a0b0c0"   # default: derived from the LID (Config::node_guid)
+//! port_guid = "0x0002c90300a0b0c1"   # default: node GUID + 1
+//! sys_image_guid = "0x0002c90300a0b0c0"   # default: the node GUID
+//! node_desc = "vrnic emulated ConnectX-5 lid 1"   # default: with the LID
 //! lid = 1
+//! sm_lid = 1             # PortInfo.MasterSMLID; default: the lowest LID of this port and its peers
+//! sm_sl = 0              # PortInfo.MasterSMSL
 //!
 //! [bars]
 //! bar0_size = 33554432   # 32 MiB register space
@@ -80,12 +84,21 @@ pub struct Identity {
     pub subsystem_id: u16,
     pub revision: u8,
     pub fw_version: String,
-    /// Node GUID, hex string (used by the firmware personality).
+    /// Node GUID, hex string; empty: derived from the LID ([`Config::node_guid`]).
     pub node_guid: String,
-    /// Port GUID, hex string.
+    /// Port GUID, hex string; empty: the node GUID + 1.
     pub port_guid: String,
+    /// System image GUID, hex string; empty: the node GUID.
+    pub sys_image_guid: String,
+    /// NodeDescription the SMA answers (at most 64 bytes); empty: with the LID.
+    pub node_desc: String,
     /// Port LID.
     pub lid: u16,
+    /// PortInfo.MasterSMLID (and the vport context's `sm_lid`); 0: the
+    /// lowest LID among this port and its `[fabric]` peers.
+    pub sm_lid: u16,
+    /// PortInfo.MasterSMSL, 0..=15.
+    pub sm_sl: u8,
     /// RDMA reads and atomics a QP may have outstanding (`max_qp_rd_atom`,
     /// reported as `log_max_ra_req_qp`/`log_max_ra_res_qp`): a power of two,
     /// 1..=128. 128 is what rxe offers and what perftest then uses; a
@@ -103,9 +116,13 @@ impl Default for Identity {
             subsystem_id: id.subsystem_id,
             revision: id.revision,
             fw_version: FwVersion::default().to_string(),
-            node_guid: "0x0002c90300a0b0c0".into(),
-            port_guid: "0x0002c90300a0b0c1".into(),
+            node_guid: String::new(),
+            port_guid: String::new(),
+            sys_image_guid: String::new(),
+            node_desc: String::new(),
             lid: 1,
+            sm_lid: 0,
+            sm_sl: 0,
             max_rd_atomic: 128,
         }
     }
@@ -235,6 +252,16 @@ impl Default for Config {
     }
 }
 
+/// Bytes of a NodeDescription (IBTA 14.2.5.2).
+pub const NODE_DESC_MAX: usize = 64;
+
+/// The node GUID of a port whose configuration names none: the ConnectX
+/// OUI-based prefix 0x0002c903_00a0 with the LID in bits 8..24, so LID 1
+/// is 0x0002c90300a00100 (port GUID ...0101).
+pub fn derived_node_guid(lid: u16) -> u64 {
+    0x0002_c903_00a0_0000 | (lid as u64) << 8
+}
+
 fn parse_guid(s: &str) -> Result<u64, ConfigError> {
     let t = s.trim_start_matches("0x").replace(':', "");
     u64::from_str_radix(&t, 16).map_err(|_| ConfigError::Invalid(format!("bad GUID {s:?}")))
@@ -256,8 +283,17 @@ impl Config {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.fw_version()?;
         self.bar_layout().validate().map_err(ConfigError::Invalid)?;
-        parse_guid(&self.identity.node_guid)?;
-        parse_guid(&self.identity.port_guid)?;
+        for g in [&self.identity.node_guid, &self.identity.port_guid, &self.identity.sys_image_guid] {
+            if !g.is_empty() {
+                parse_guid(g)?;
+            }
+        }
+        if self.identity.sm_sl > 15 {
+            return Err(ConfigError::Invalid(format!("sm_sl {} is not an SL (0..=15)", self.identity.sm_sl)));
+        }
+        if self.identity.node_desc.len() > NODE_DESC_MAX {
+            return Err(ConfigError::Invalid(format!("node_desc longer than {NODE_DESC_MAX} bytes")));
+        }
         if !["error", "warn", "info", "debug", "trace"].contains(&self.logging.level.as_str()) {
             return Err(ConfigError::Invalid(format!("log level {:?}", self.logging.level)));
         }
@@ -309,12 +345,46 @@ impl Config {
         self.identity.fw_version.parse().map_err(ConfigError::Invalid)
     }
 
+    /// The node GUID: `identity.node_guid`, else [`derived_node_guid`] of
+    /// the LID, so servers that differ in LID differ in GUIDs too.
     pub fn node_guid(&self) -> u64 {
-        parse_guid(&self.identity.node_guid).unwrap_or(0)
+        match self.identity.node_guid.as_str() {
+            "" => derived_node_guid(self.identity.lid),
+            g => parse_guid(g).unwrap_or(0),
+        }
     }
 
+    /// The port GUID: `identity.port_guid`, else the node GUID + 1.
     pub fn port_guid(&self) -> u64 {
-        parse_guid(&self.identity.port_guid).unwrap_or(0)
+        match self.identity.port_guid.as_str() {
+            "" => self.node_guid().wrapping_add(1),
+            g => parse_guid(g).unwrap_or(0),
+        }
+    }
+
+    /// The system image GUID: `identity.sys_image_guid`, else the node GUID.
+    pub fn sys_image_guid(&self) -> u64 {
+        match self.identity.sys_image_guid.as_str() {
+            "" => self.node_guid(),
+            g => parse_guid(g).unwrap_or(0),
+        }
+    }
+
+    /// The NodeDescription: `identity.node_desc`, else one naming the LID.
+    pub fn node_desc(&self) -> String {
+        match self.identity.node_desc.as_str() {
+            "" => format!("vrnic emulated ConnectX-5 lid {}", self.identity.lid),
+            d => d.to_string(),
+        }
+    }
+
+    /// PortInfo.MasterSMLID: `identity.sm_lid`, else the lowest LID among
+    /// this port and its fabric peers (where the subnet's SM will run).
+    pub fn sm_lid(&self) -> u16 {
+        if self.identity.sm_lid != 0 {
+            return self.identity.sm_lid;
+        }
+        self.fabric.peers.iter().filter_map(|p| p.lid).chain([self.identity.lid]).filter(|&l| l != 0).min().unwrap_or(0)
     }
 
     pub fn pci_identity(&self) -> PciIdentity {
@@ -370,7 +440,44 @@ mod tests {
         assert_eq!(c.identity.lid, 7);
         assert_eq!(c.bars.device_memory_size, 0x200000);
         assert_eq!(c.doorbell.mode, DoorbellMode::Poll);
-        assert_eq!(c.node_guid(), 0x0002c90300a0b0c0);
+        assert_eq!(c.node_guid(), derived_node_guid(7));
+        assert_eq!(c.port_guid(), 0x0002c90300a00701);
+        assert_eq!(c.sys_image_guid(), c.node_guid());
+        assert_eq!(c.node_desc(), "vrnic emulated ConnectX-5 lid 7");
+        assert_eq!(c.sm_lid(), 7);
+    }
+
+    #[test]
+    fn identities_differ_by_lid_unless_given() {
+        let a = Config::parse("[identity]\nlid = 1\n").unwrap();
+        let b = Config::parse("[identity]\nlid = 2\n").unwrap();
+        assert_ne!(a.node_guid(), b.node_guid());
+        assert_ne!(a.port_guid(), b.port_guid());
+        assert_ne!(a.node_desc(), b.node_desc());
+        let c = Config::parse(
+            "[identity]\nlid = 3\nnode_guid = \"0x1122334455667788\"\nsys_image_guid = \"0x99\"\n\
+             node_desc = \"host-c mlx5_0\"\nsm_lid = 9\n",
+        )
+        .unwrap();
+        assert_eq!(c.node_guid(), 0x1122334455667788);
+        assert_eq!(c.port_guid(), 0x1122334455667789);
+        assert_eq!(c.sys_image_guid(), 0x99);
+        assert_eq!(c.node_desc(), "host-c mlx5_0");
+        assert_eq!(c.sm_lid(), 9);
+        assert!(Config::parse(&format!("[identity]\nnode_desc = \"{}\"\n", "x".repeat(65))).is_err());
+        assert!(Config::parse("[identity]\nsys_image_guid = \"zz\"\n").is_err());
+        assert!(Config::parse("[identity]\nsm_sl = 16\n").is_err());
+        assert_eq!(Config::parse("[identity]\nsm_sl = 15\n").unwrap().identity.sm_sl, 15);
+    }
+
+    #[test]
+    fn sm_lid_defaults_to_the_lowest_lid() {
+        let c = Config::parse(
+            "[identity]\nlid = 3\n[fabric]\npeers = [{ lid = 2, addr = \"127.0.0.1:1\" }, \
+             { lid = 5, addr = \"127.0.0.1:2\" }]\n",
+        )
+        .unwrap();
+        assert_eq!(c.sm_lid(), 2);
     }
 
     #[test]

@@ -231,6 +231,10 @@ impl Vrnic {
         let mut port =
             PortConfig::new(config.node_guid(), config.port_guid(), config.identity.lid, config.identity.device_id);
         port.revision = config.identity.revision as u32;
+        port.sys_image_guid = config.sys_image_guid();
+        port.node_desc = config.node_desc();
+        port.sm_lid = config.sm_lid();
+        port.sm_sl = config.identity.sm_sl;
         let memory =
             Arc::new(DeviceMemory { dma: dma.clone(), mem: mem.clone(), base: bars.memic_offset(), size: bars.bar4 });
         let first_mappable = MAPPABLE_START / UAR_PAGE;

@@ -74,9 +74,29 @@ struct Args {
     #[arg(long, value_name = "LID", value_parser = parse_u16)]
     lid: Option<u16>,
 
-    /// Port GUID (GID 0 is fe80::/64 + this GUID), hex, e.g. 0x0002c90300a0b0c1.
+    /// Port GUID (GID 0 is fe80::/64 + this GUID), hex, e.g. 0x0002c90300a0b0c1 (default: node GUID + 1).
     #[arg(long, value_name = "GUID")]
     port_guid: Option<String>,
+
+    /// Node GUID, hex (default: derived from the LID, 0x0002c90300a0LLLL00 with LLLL the LID).
+    #[arg(long, value_name = "GUID")]
+    node_guid: Option<String>,
+
+    /// System image GUID, hex (default: the node GUID).
+    #[arg(long, value_name = "GUID")]
+    sys_image_guid: Option<String>,
+
+    /// NodeDescription the SMA answers, up to 64 bytes (default: "vrnic emulated ConnectX-5 lid LID").
+    #[arg(long, value_name = "TEXT")]
+    node_desc: Option<String>,
+
+    /// PortInfo.MasterSMLID (default: the lowest LID among this port and its --peer LIDs).
+    #[arg(long, value_name = "LID", value_parser = parse_u16)]
+    sm_lid: Option<u16>,
+
+    /// PortInfo.MasterSMSL, 0..=15 (default 0).
+    #[arg(long, value_name = "SL", value_parser = parse_u8)]
+    sm_sl: Option<u8>,
 
     /// On-device memory (BAR4) size in bytes, power of two (default 1 MiB).
     #[arg(long, value_name = "BYTES", value_parser = parse_u64)]
@@ -189,6 +209,21 @@ fn build_config(a: &Args) -> Result<Config, String> {
     }
     if let Some(v) = &a.port_guid {
         c.identity.port_guid = v.clone();
+    }
+    if let Some(v) = &a.node_guid {
+        c.identity.node_guid = v.clone();
+    }
+    if let Some(v) = &a.sys_image_guid {
+        c.identity.sys_image_guid = v.clone();
+    }
+    if let Some(v) = &a.node_desc {
+        c.identity.node_desc = v.clone();
+    }
+    if let Some(v) = a.sm_lid {
+        c.identity.sm_lid = v;
+    }
+    if let Some(v) = a.sm_sl {
+        c.identity.sm_sl = v;
     }
     if let Some(v) = a.device_memory {
         c.bars.device_memory_size = v;
@@ -351,6 +386,9 @@ fn main() -> ExitCode {
         doorbell = ?config.doorbell.mode,
         fw = %config.identity.fw_version,
         device_id = format_args!("{:#06x}", config.identity.device_id),
+        lid = config.identity.lid,
+        node_guid = format_args!("{:#018x}", config.node_guid()),
+        sm_lid = config.sm_lid(),
         "vrnic listening"
     );
     if let Some(u) = &args.user {

@@ -1,6 +1,7 @@
 //! Every RoCEv2 parser: IPv4/UDP, BTH, each extension header, the whole
 //! packet and the ICRC check, and the RoCE port's Ethernet frame parser
-//! (`wire::roce`), over the same arbitrary bytes.
+//! (`wire::roce`), and the IB port's QP0/QP1 packet check
+//! (`mlx5::datapath::mad_wire`), over the same arbitrary bytes.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use vrnic::wire::ip::{ipv4, udp, PseudoHeader};
@@ -52,4 +53,9 @@ fuzz_target!(|data: &[u8]| {
     let _ =
         roce::grh_area(roce::NetHdr::RoceV2Ipv4, &grh::Repr { payload_len: data.len() as u16, ..Default::default() });
     each!(data, reth, aeth, deth, immdt, ieth, atomic_eth, atomic_ack_eth, cnp);
+    // BTH onwards as a QP0/QP1 packet from the IB fabric: a MAD or a refusal.
+    let meta = vrnic::fabric::RxMeta::ib(vrnic::fabric::Endpoint::v4(2, std::net::Ipv4Addr::LOCALHOST), false);
+    if let Ok((qpn, dg)) = vrnic::mlx5::datapath::mad_wire::parse_mad_packet(&meta, data) {
+        assert!(qpn <= 1 && dg.data.len() == 256, "only 256-byte MADs to QP0/QP1");
+    }
 });

@@ -25,7 +25,10 @@ GUEST_USER_PKGS = ["libibverbs1", "ibverbs-providers", "librdmacm1t64", "libibum
                    "rdmacm-utils", "perftest", "libnl-3-200", "libnl-route-3-200", "pciutils", "pci.ids",
                    "libpci3", "iproute2", "busybox-static",
                    # the Ethernet scenarios (eth-*): ethtool, iperf3, tcpdump, iputils ping (-M do, -f, -6)
-                   "ethtool", "iperf3", "tcpdump", "iputils-ping"] + ULP_USER_PKGS
+                   "ethtool", "iperf3", "tcpdump", "iputils-ping",
+                   # the IB fabric scenarios (ib-diag): ibstat, smpquery, perfquery, ibnetdiscover (binaries only:
+                   # perl is not followed, so its perl scripts do not run)
+                   "infiniband-diags", "libibmad5", "libibnetdisc5t64"] + ULP_USER_PKGS
 GUEST_MODULES = ["ib_core", "ib_uverbs", "ib_umad", "rdma_ucm", "rdma_cm", "ib_cm", "iw_cm", "configfs",
                  "mlx5_core", "mlx5_ib", "ib_ipoib", "rdma_rxe", "crc32_generic", "vfio", "vfio_pci",
                  "vfio_iommu_type1", "vfio_pci_core",
@@ -269,7 +272,7 @@ def build_guest(cache, apt, debs_dir, force, manifest, log):
     libdirs = ["usr/lib/x86_64-linux-gnu", "usr/lib64", "lib/x86_64-linux-gnu", "usr/lib", "usr/lib/x86_64-linux-gnu/ucx"]
     starts = []
     for b in ("ibv_devinfo", "ib_write_lat", "ib_send_bw", "rping", "lspci", "ip", "rdma", "ibv_rc_pingpong",
-              "ethtool", "iperf3", "tcpdump", "ping") + ULP_BINARIES:
+              "ethtool", "iperf3", "tcpdump", "ping", "ibstat", "smpquery", "perfquery", "ibnetdiscover") + ULP_BINARIES:
         for d in ("usr/bin", "usr/sbin", "bin", "sbin"):
             if os.path.exists(os.path.join(uroot, d, b)):
                 starts.append(os.path.join(uroot, d, b))

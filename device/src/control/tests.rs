@@ -317,6 +317,9 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
         &c.unicast_rcv,
         &c.multicast_xmit,
         &c.multicast_rcv,
+        &c.mad_wire_xmit,
+        &c.mad_wire_rcv,
+        &c.mad_wire_drops,
     ] {
         c.store(next(), Relaxed);
     }

@@ -48,6 +48,24 @@ pub struct UdDest {
     pub remote_qkey: u32,
 }
 
+/// One datagram of a QP whose send queue the engine does not run (QP0 and
+/// QP1 on an InfiniBand port, which the firmware executes): what goes on
+/// the wire as a UD SEND_ONLY(_IMM) with a DETH (`Engine::send_datagram`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutDatagram<'a> {
+    pub av: &'a AddressVector,
+    /// DETH source QP: 0 (SMI) or 1 (GSI) for the special QPs.
+    pub src_qp: u32,
+    pub dest_qp: u32,
+    /// DETH Q_Key as sent (the receiver's QP0 ignores it).
+    pub qkey: u32,
+    /// BTH P_Key.
+    pub pkey: u16,
+    pub solicited: bool,
+    pub imm: Option<u32>,
+    pub payload: &'a [u8],
+}
+
 /// A send work request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SendWr {

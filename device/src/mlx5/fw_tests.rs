@@ -355,6 +355,8 @@ mod eth_queues;
 mod events;
 #[path = "fw_tests_hca.rs"]
 mod hca_cmds;
+#[path = "datapath/mad_wire_tests.rs"]
+mod mad_wire;
 #[path = "datapath/fw_moder_tests.rs"]
 mod moder;
 #[path = "fw_tests_qp.rs"]

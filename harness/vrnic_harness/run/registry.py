@@ -19,6 +19,7 @@ from .checks_eth import (check_eth_iperf, check_eth_mtu, check_eth_offloads, che
 from .checks_roce import (PORT_FAULTS, check_roce_devinfo, check_roce_faults, interact_roce_faults, check_roce_pingpong, check_roce_perftest, check_roce_cm, check_roce_rxe, check_roce_pcap)
 from .checks_qos import check_roce_dscp
 from .checks_pfc import PFC_TOML, check_roce_pfc, interact_roce_pfc
+from .checks_ibfabric import check_ib_diag
 from .checks_ulp import check_libfabric, check_nfs_rdma, check_nvmeof, check_ucx
 from .checks_pairs import check_events, check_grh, check_net2, check_perftest, check_pingpong
 from .checks_pyverbs import check_pyverbs
@@ -95,6 +96,12 @@ SCENARIOS = {
                 doc="address vectors with a GRH on the IB port (routed by LID): ib_send_bw/ib_write_lat/ib_read_bw "
                     "-x 0 and ib_send_lat -c UD -x 0 between two guests and in loopback on guest 0, "
                     "ibv_rc/ud_pingpong -g 0 between the guests; tx_no_route and rx_dgid_mismatch 0; doorbell trap, then poll"),
+    # ---- issue 23: IB fabric services (run/checks_ibfabric.py)
+    "ib-diag": dict(default=True, device=True, guests=2, fabric=True, timeout=240, check=check_ib_diag,
+                    doc="infiniband-diags between two guests on the UDP fabric: ibstat shows distinct node/port/system "
+                        "image GUIDs and SM lid 1 on both; from g0, smpquery -L nodeinfo/nodedesc/portinfo 2 (SMPs "
+                        "on QP0 across the fabric) returns g1's GUIDs and LID, perfquery 2 1 (QP1) g1's counters, "
+                        "which move by >= 500 packets across 500 ibv_ud_pingpong round trips"),
     "bad-opcode": dict(default=True, device=True, fabric=True, timeout=240, check=check_bad_opcode, runs=DOORBELL_RUNS,
                        doc="bad_opcode.c: hand-built WQEs (unknown/unadvertised opcodes, ds 0, opmod, fence mode 7; "
                            "RC and UD) through mlx5dv and the UAR doorbell: LOC_QP_OP_ERR + CQ event, the next WQE "

@@ -1,20 +1,54 @@
-//! UD (and GSI/SMI) receive: Q_Key check, the GRH area, one message per packet.
+//! UD (and GSI/SMI) receive: Q_Key check, the GRH area, one message per
+//! packet; and the send of one datagram for a queue the engine does not run
+//! (QP0/QP1 on InfiniBand: `send_datagram`).
 
 use super::super::instance::Engine;
 use super::super::objects::{Access, QpType};
 use super::super::verbs::*;
 use super::rq::take_recv;
-use super::state::deliver;
+use super::state::{av_dest, deliver, Runtime};
 use super::xfer::{sgl_capacity, sgl_xfer, Xfer};
 use crate::fabric::RxMeta;
+use crate::wire::bth::{self, Opcode};
 use crate::wire::deth;
-use crate::wire::packet::RocePacket;
+use crate::wire::immdt;
+use crate::wire::packet::{self, Headers, RocePacket};
 use crate::wire::roce::{self, NetHdr};
 
 /// The GRH area at the start of a UD receive buffer.
 pub const GRH_LEN: u32 = 40;
 
+/// The largest datagram payload [`Engine::send_datagram`] sends (a 4096-byte MTU).
+pub const MAX_DATAGRAM: usize = 4096;
+
 impl Engine {
+    /// Sends one datagram on the same path a UD QP's sends take (address
+    /// vector → `Dest`, GRH when the AV is global, the port's `PacketSink`).
+    /// An AV whose `sgid_index` names no GID, or a datagram larger than a
+    /// packet can carry, is not sent: `LocQpOpErr` / `LocLenErr`.
+    pub fn send_datagram(&mut self, d: &OutDatagram<'_>) -> Result<(), WcStatus> {
+        if d.payload.len() > MAX_DATAGRAM {
+            return Err(WcStatus::LocLenErr);
+        }
+        let Runtime { io, buf, totals, .. } = &mut self.rt;
+        let dest = av_dest(d.av, &*io.packets).ok_or(WcStatus::LocQpOpErr)?;
+        let code = if d.imm.is_some() { Opcode::SEND_ONLY_IMM } else { Opcode::SEND_ONLY };
+        let mut h = Headers::new(bth::Repr {
+            opcode: Opcode::new(Opcode::UD, code),
+            solicited: d.solicited,
+            pkey: d.pkey,
+            dest_qp: d.dest_qp,
+            ..Default::default()
+        });
+        h.deth = Some(deth::Repr { qkey: d.qkey, src_qp: d.src_qp });
+        h.immdt = d.imm.map(|i| immdt::Repr { imm: i.to_be_bytes() });
+        packet::emit(&h, d.payload, buf).map_err(|_| WcStatus::LocQpOpErr)?;
+        io.packets.send(&dest, buf);
+        totals.tx_packets += 1;
+        totals.tx_bytes += buf.len() as u64;
+        Ok(())
+    }
+
     pub(super) fn ud_receive(&mut self, qpn: u32, meta: &RxMeta, p: &RocePacket) {
         let Engine { qps, srqs, cqs, mkeys, rt, .. } = self;
         let Some(qp) = qps.get_mut(qpn) else { return };

@@ -1,8 +1,9 @@
-//! Datagrams the firmware carries itself: QP0/QP1 (and UD) sends addressed
-//! to this port are delivered to the target QP's receive queue. Without a
-//! fabric peer, a datagram to another LID leaves the port and is gone (it
-//! completes successfully, as on a wire with nobody listening): MAD senders
-//! never stall.
+//! Datagrams the firmware carries itself: QP0/QP1 sends on an InfiniBand
+//! port. One addressed to this port (its LID, the permissive LID) is
+//! delivered to the target QP's receive queue; one to another LID goes over
+//! the fabric (`mad_wire.rs`). Without a route to that LID it is counted by
+//! the fabric and gone (it completes successfully, as on a wire with nobody
+//! listening): MAD senders never stall.
 
 use std::sync::atomic::Ordering;
 
@@ -10,6 +11,7 @@ use tracing::{debug, warn};
 
 use super::cqe::{op, syndrome, Cqe};
 use super::dbr::be32_at;
+use super::sq;
 use super::sq_ops;
 use super::wqe::{self, opcode, CtrlSeg, Payload, Piece};
 use crate::engine::verbs::WrOpcode;
@@ -33,6 +35,12 @@ pub struct Datagram {
     pub solicited: bool,
     pub imm: Option<u32>,
     pub data: Vec<u8>,
+    /// The GRH it travelled with (written into the receive buffer's GRH
+    /// area, the CQE's GRH flag set); `None` leaves the area zero.
+    pub grh: Option<[u8; GRH_LEN]>,
+    /// It came from the fabric, whose port counters already count it (the
+    /// firmware's PortCounters count only what it delivers locally).
+    pub on_wire: bool,
 }
 
 impl Firmware {
@@ -73,14 +81,24 @@ impl Firmware {
                     solicited: ctrl.solicited(),
                     imm: (ctrl.opcode == opcode::SEND_IMM).then_some(ctrl.imm),
                     data,
+                    grh: None,
+                    on_wire: false,
                 };
+                // Directed-route SMPs carry the permissive DLID (ib_mad
+                // answers hop count 0 itself; there is no switch to route
+                // more hops yet): this port's SMA. LID 0 is no port's.
+                let rlid = s.av.rlid;
+                let to_self = rlid == self.ib.port.lid || rlid == PERMISSIVE_LID || rlid == 0;
+                if self.ib.port.port_state != 4 {
+                    return Ok(());
+                }
+                if !to_self {
+                    return self.send_mad(&sq::ud_av(&s.av), s.av.dqpn, &dg);
+                }
                 let words = (dg.data.len() as u64).div_ceil(4);
                 self.ib.counters.xmit_pkts.fetch_add(1, Ordering::Relaxed);
                 self.ib.counters.xmit_data_words.fetch_add(words, Ordering::Relaxed);
-                let to_self = s.av.rlid == self.ib.port.lid || s.av.rlid == PERMISSIVE_LID || qp_type == QpType::Smi;
-                if to_self && self.ib.port.port_state == 4 {
-                    self.deliver_local(s.av.dqpn, dg);
-                }
+                self.deliver_local(s.av.dqpn, dg);
                 Ok(())
             }
             // classify() refuses every other operation on these QP types.
@@ -156,6 +174,9 @@ impl Firmware {
         let user_index = ctx.user_index;
         let sges = wqe::parse_recv(&w);
         let mut msg = vec![0u8; GRH_LEN];
+        if let Some(g) = &dg.grh {
+            msg.copy_from_slice(g);
+        }
         msg.extend_from_slice(&dg.data);
         // Scatter.
         let mut done = 0usize;
@@ -187,8 +208,10 @@ impl Firmware {
         if let Some(ctx) = self.rdma.qps.get_mut(&qpn) {
             ctx.rq_ci = ci.wrapping_add(1);
         }
-        self.ib.counters.rcv_pkts.fetch_add(1, Ordering::Relaxed);
-        self.ib.counters.rcv_data_words.fetch_add((dg.data.len() as u64).div_ceil(4), Ordering::Relaxed);
+        if !dg.on_wire {
+            self.ib.counters.rcv_pkts.fetch_add(1, Ordering::Relaxed);
+            self.ib.counters.rcv_data_words.fetch_add((dg.data.len() as u64).div_ceil(4), Ordering::Relaxed);
+        }
         if let Some(cqn) = recv_cq {
             let c = Cqe {
                 opcode: if dg.imm.is_some() { op::RESP_SEND_IMM } else { op::RESP_SEND },
@@ -200,6 +223,7 @@ impl Firmware {
                 src_qpn: dg.src_qpn,
                 sl: dg.sl,
                 slid: dg.slid,
+                grh: dg.grh.is_some(),
                 solicited: dg.solicited,
                 ..Default::default()
             };

@@ -32,6 +32,7 @@ mod datagram;
 mod dbr;
 pub mod eq;
 mod fw_sq;
+pub mod mad_wire;
 mod rq;
 pub mod rx;
 pub mod sink;

@@ -54,8 +54,10 @@ impl Firmware {
             return self.multicast_receive(meta, pkt);
         }
         let target = match bth.dest_qp() {
-            // QP0 never travels; QP1 does only where it is on the wire (RoCE).
+            // QP1 runs through the engine on RoCE; on InfiniBand QP0 and QP1
+            // are the firmware's (`mad_wire.rs`); RoCE has no QP0.
             1 if self.gsi_on_wire => self.engine.qps.iter().find(|(_, q)| q.qp_type == QpType::Gsi).map(|(n, _)| n),
+            0 | 1 if !self.gsi_on_wire => return self.receive_mad(meta, pkt),
             0 | 1 => None,
             n => self.engine.qps.get(n).filter(|q| engine_qp(q.qp_type)).map(|_| n),
         };

@@ -17,7 +17,8 @@ use crate::mlx5::firmware::Firmware;
 use crate::mlx5::queue_buf::buf_addr;
 use crate::mlx5::rdma::state::QpCtx;
 
-/// QP types whose traffic runs through the engine (QP0/QP1 stay local).
+/// QP types whose send and receive queues the engine runs (QP0/QP1 are the
+/// firmware's: `datagram.rs`, `mad_wire.rs`).
 pub fn engine_qp(t: QpType) -> bool {
     matches!(t, QpType::Rc | QpType::Uc | QpType::Ud | QpType::XrcInitiator | QpType::XrcTarget)
 }
@@ -247,28 +248,29 @@ impl Firmware {
             wr.compare = a.compare;
         }
         if let Some(av) = s.av {
-            wr.ud = Some(UdDest {
-                av: AddressVector {
-                    dlid: av.rlid,
-                    sl: av.sl,
-                    src_path_bits: av.src_path_bits,
-                    static_rate: av.stat_rate,
-                    grh: av.grh,
-                    sgid_index: av.sgid_index,
-                    hop_limit: av.hop_limit,
-                    traffic_class: av.tclass,
-                    flow_label: av.flow_label,
-                    dgid: av.rgid,
-                    port: 1,
-                    dmac: av.rmac,
-                    udp_sport: av.udp_sport,
-                    pcp: av.pcp,
-                },
-                remote_qpn: av.dqpn,
-                remote_qkey: av.qkey,
-            });
+            wr.ud = Some(UdDest { av: ud_av(&av), remote_qpn: av.dqpn, remote_qkey: av.qkey });
         }
         wr
+    }
+}
+
+/// The engine's address vector of a UD WQE's datagram segment.
+pub(super) fn ud_av(av: &wqe::DatagramSeg) -> AddressVector {
+    AddressVector {
+        dlid: av.rlid,
+        sl: av.sl,
+        src_path_bits: av.src_path_bits,
+        static_rate: av.stat_rate,
+        grh: av.grh,
+        sgid_index: av.sgid_index,
+        hop_limit: av.hop_limit,
+        traffic_class: av.tclass,
+        flow_label: av.flow_label,
+        dgid: av.rgid,
+        port: 1,
+        dmac: av.rmac,
+        udp_sport: av.udp_sport,
+        pcp: av.pcp,
     }
 }
 

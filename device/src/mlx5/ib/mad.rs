@@ -145,7 +145,7 @@ fn smp(d: &mut [u8], attr: u16, attr_mod: u32, port_num: u8, p: &PortConfig) -> 
             d[33] = (p.phys_state << 4) | 2; // PortPhysicalState, LinkDownDefaultState polling
             d[34] = 0; // M_KeyProtect, LMC 0
             d[35] = (4 << 4) | 7; // LinkSpeedActive QDR, LinkSpeedEnabled
-            d[36] = 5 << 4; // NeighborMTU 4096, MasterSMSL 0
+            d[36] = (5 << 4) | (p.sm_sl & 0xf); // NeighborMTU 4096, MasterSMSL
             d[37] = 1 << 4; // VLCap VL0
             d[41] = 5; // InitTypeReply 0, MTUCap 4096
             d[42] = 0x1f; // HOQLife
@@ -268,6 +268,7 @@ mod tests {
         assert_eq!(d[33] >> 4, 5, "LinkUp");
         assert_eq!(d[31] & 0xf, 2, "4x");
         assert_eq!(d[36] >> 4, 5, "MTU 4096");
+        assert_eq!(d[36] & 0xf, 0, "MasterSMSL");
         assert_eq!(d[41] & 0xf, 5, "MTUCap 4096");
         assert_eq!(get32(d, 20), DEFAULT_CAP_MASK);
         assert_eq!(get32(d, 20) & (1 << 1), 0, "never claims to be an SM");

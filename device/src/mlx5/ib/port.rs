@@ -24,6 +24,13 @@ pub struct PortCounters {
     pub unicast_rcv: AtomicU64,
     pub multicast_xmit: AtomicU64,
     pub multicast_rcv: AtomicU64,
+    /// QP0/QP1 MADs sent to other ports over the fabric (counted in the
+    /// fabric's packets, not above) and received from it; QP0/QP1 packets
+    /// from the fabric dropped as malformed or refused (also PortRcvErrors).
+    /// Not PerfMgt counters: a PortCounters Set leaves them.
+    pub mad_wire_xmit: AtomicU64,
+    pub mad_wire_rcv: AtomicU64,
+    pub mad_wire_drops: AtomicU64,
 }
 
 impl PortCounters {
@@ -70,6 +77,8 @@ pub struct PortConfig {
     pub sys_image_guid: u64,
     pub lid: u16,
     pub sm_lid: u16,
+    /// PortInfo.MasterSMSL: the SL to reach the SM on.
+    pub sm_sl: u8,
     pub device_id: u16,
     pub revision: u32,
     pub vendor_id: u32,
@@ -92,6 +101,7 @@ impl PortConfig {
             sys_image_guid: node_guid,
             lid,
             sm_lid: lid,
+            sm_sl: 0,
             device_id,
             revision: 0,
             vendor_id: 0x0002c9,

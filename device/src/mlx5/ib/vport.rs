@@ -29,6 +29,7 @@ pub fn query_hca_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     c::cap_mask1.set(&mut o, p.cap_mask as u64);
     c::lid.set(&mut o, p.lid as u64);
     c::sm_lid.set(&mut o, p.sm_lid as u64);
+    c::sm_sl.set(&mut o, (p.sm_sl & 0xf) as u64);
     c::subnet_timeout.set(&mut o, 18);
     Ok(o)
 }

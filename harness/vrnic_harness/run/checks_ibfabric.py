@@ -1,0 +1,97 @@
+"""Checks of the InfiniBand fabric service scenarios (issue 23): ib-diag (infiniband-diags between two guests:
+distinct identities, SMPs and PerfMgt MADs across the UDP fabric)."""
+import re
+
+from ..common import say
+from .checks_pairs import check_pairs, judge_pingpong
+from .console import console_lines
+
+IBSTAT_RX = re.compile(r"^IBSTAT g(\d+) (Node GUID|System image GUID|Port GUID|Base lid|SM lid|State): (\S+)", re.M)
+IBDIAG_TOOL_RX = re.compile(r"^=== IBDIAG-TOOL (\S+): (.*?) ===\n(.*?)^=== IBDIAG-TOOL-END \1 rc=(\d+) ===$",
+                            re.S | re.M)
+SMP_FIELD = re.compile(r"^(\w+):\.+(.*)$", re.M)
+IB_DIAG_PEER_LID = 2
+IB_DIAG_SM_LID = 1
+IB_DIAG_UD_ITERS = 500
+
+
+def ibstat_fields(text):
+    """{guest: {field: value}} from the scenario's IBSTAT lines."""
+    out = {}
+    for g, k, v in IBSTAT_RX.findall(text):
+        out.setdefault(int(g), {})[k] = v
+    return out
+
+
+def diag_tools(text):
+    """{name: (command, output, rc)} from guest 0's IBDIAG-TOOL blocks."""
+    return {m.group(1): (m.group(2), m.group(3), int(m.group(4))) for m in IBDIAG_TOOL_RX.finditer(text)}
+
+
+def smp_fields(out):
+    return {k: v.strip() for k, v in SMP_FIELD.findall(out)}
+
+
+def counter_moves(before, after, field):
+    a, b = smp_fields(before).get(field), smp_fields(after).get(field)
+    if a is None or b is None:
+        return None
+    return int(b, 0) - int(a, 0)
+
+
+def check_ib_diag(ctx):
+    texts = ctx.get("texts") or [ctx["text"]]
+    text = "\n".join("\n".join(console_lines(t)) for t in texts)
+    errs = []
+    ib = ibstat_fields(text)
+    for g in (0, 1):
+        f = ib.get(g, {})
+        for k in ("Node GUID", "Port GUID", "System image GUID", "Base lid", "SM lid"):
+            if k not in f:
+                errs.append("g%d ibstat has no %s" % (g, k))
+        if f.get("SM lid") not in (None, str(IB_DIAG_SM_LID)):
+            errs.append("g%d ibstat SM lid %s, want %d (the lowest LID)" % (g, f.get("SM lid"), IB_DIAG_SM_LID))
+    g0, g1 = ib.get(0, {}), ib.get(1, {})
+    for k in ("Node GUID", "Port GUID", "System image GUID"):
+        if k in g0 and k in g1 and g0[k] == g1[k]:
+            errs.append("both guests have %s %s" % (k, g0[k]))
+    say("IBDIAG ibstat g0 node %s port %s lid %s sm %s; g1 node %s port %s lid %s sm %s" % tuple(
+        d.get(k, "?") for d in (g0, g1) for k in ("Node GUID", "Port GUID", "Base lid", "SM lid")))
+    tools = diag_tools(text)
+    for name in ("nodeinfo", "nodedesc", "portinfo", "perf-before", "perf-after"):
+        if name not in tools:
+            errs.append("%s did not run" % name)
+        elif tools[name][2] != 0:
+            tail = " | ".join(l for l in tools[name][1].strip().split("\n")[-2:])
+            errs.append("%s rc %d: %s" % (name, tools[name][2], tail[-200:]))
+    if "nodeinfo" in tools:
+        ni = smp_fields(tools["nodeinfo"][1])
+        want = g1.get("Node GUID")
+        say("IBDIAG smpquery -L nodeinfo %d from g0: Guid %s PortGuid %s (g1's ibstat: node %s)" % (
+            IB_DIAG_PEER_LID, ni.get("Guid"), ni.get("PortGuid"), want))
+        if want and ni.get("Guid") and int(ni["Guid"], 16) != int(want, 16):
+            errs.append("smpquery nodeinfo Guid %s is not g1's node GUID %s" % (ni.get("Guid"), want))
+        if want and not ni.get("Guid"):
+            errs.append("smpquery nodeinfo printed no Guid")
+    if "nodedesc" in tools:
+        say("IBDIAG smpquery -L nodedesc %d: %s" % (IB_DIAG_PEER_LID, tools["nodedesc"][1].strip().split("\n")[-1]))
+    if "portinfo" in tools:
+        pi = smp_fields(tools["portinfo"][1])
+        say("IBDIAG smpquery -L portinfo %d: Lid %s SMLid %s LinkState %s" % (
+            IB_DIAG_PEER_LID, pi.get("Lid"), pi.get("SMLid"), pi.get("LinkState")))
+        if pi.get("Lid") not in (None, str(IB_DIAG_PEER_LID)):
+            errs.append("portinfo Lid %s, want %d" % (pi.get("Lid"), IB_DIAG_PEER_LID))
+    if "perf-before" in tools and "perf-after" in tools:
+        moves = {f: counter_moves(tools["perf-before"][1], tools["perf-after"][1], f)
+                 for f in ("PortXmitPkts", "PortRcvPkts", "PortXmitData", "PortRcvData")}
+        say("IBDIAG perfquery %d 1 across %d ibv_ud_pingpong round trips: %s" % (
+            IB_DIAG_PEER_LID, IB_DIAG_UD_ITERS, ", ".join("%s +%s" % kv for kv in moves.items())))
+        for f in ("PortXmitPkts", "PortRcvPkts"):
+            if moves[f] is None:
+                errs.append("perfquery printed no %s" % f)
+            elif moves[f] < IB_DIAG_UD_ITERS:
+                errs.append("g1's %s moved by %d across %d round trips" % (f, moves[f], IB_DIAG_UD_ITERS))
+    r = check_pairs(ctx, ["ud-500"], judge_pingpong, "IBDIAG")
+    if r:
+        errs.append(r)
+    return "; ".join(errs) if errs else None
