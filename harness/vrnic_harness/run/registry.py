@@ -18,6 +18,9 @@ from .checks_eth import (check_eth_iperf, check_eth_mtu, check_eth_offloads, che
                          interact_eth_host, interact_eth_reload, interact_eth_ethtool)
 from .checks_roce import (PORT_FAULTS, check_roce_devinfo, check_roce_faults, interact_roce_faults, check_roce_pingpong, check_roce_perftest, check_roce_cm, check_roce_rxe, check_roce_pcap)
 from .checks_qos import check_roce_dscp
+from .checks_switch import check_eth_switch
+from .checks_cc import check_roce_ecn, interact_cc
+from .bench_cc import check_bench_cc
 from .checks_ulp import check_libfabric, check_nfs_rdma, check_nvmeof, check_ucx
 from .checks_pairs import check_events, check_grh, check_net2, check_perftest, check_pingpong
 from .checks_pyverbs import check_pyverbs
@@ -193,6 +196,21 @@ SCENARIOS = {
                         doc="bridge, the link impaired (tc netem loss 3% reorder 5% duplicate 1% delay 1ms on the TAPs "
                             "where the host has sch_netem; the ports' --faults drop/reorder/duplicate): ib_write_bw, "
                             "ib_read_bw, rping -C 500 -V complete; retransmission counters and the ports' fault counters move"),
+    # ---- issue 21: the switch guest (a real ECN-marking qdisc, ethswitch.py)
+    "eth-switch": dict(default=True, device=True, guests=2, timeout=300,
+                       eth=dict(nics=["vrnic", "vrnic"], link="switch", pcap=True, switch=dict(egress=0)),
+                       check=check_eth_switch,
+                       doc="two guests cabled to a switch guest (Linux bridge; egress to g0 htb 100 Mbit/s + RED ecn): "
+                           "iperf3 -P 2 g1 -> g0 with tcp_ecn=1: the switch's RED marked > 0, g0's port capture holds "
+                           "CE frames, the sender's TcpExt TCPDeliveredCE > 0"),
+    "roce-ecn": dict(default=True, device=True, guests=3, timeout=420,
+                     eth=dict(nics=["vrnic", "vrnic", "vrnic"], link="switch", switch=dict(egress=0)),
+                     interact=interact_cc, check=check_roce_ecn,
+                     doc="three guests cabled to the switch guest (egress to g0: htb + RED ecn): g1 and g2 "
+                         "ib_write_bw -D 20 into g0 at once, CC on, then `cc off` on every server: both flows complete; "
+                         "with the CC data path and counters (else SKIP lines, checks_cc.STRICT): np_cnp_sent/"
+                         "rp_cnp_handled move with CC on and stay still with it off, shares 35-65%, no loss-caused "
+                         "retransmission (out_of_sequence, packet_seq_err, local_ack_timeout_err)"),
     "barbench": dict(device=True, timeout=240, runs=[["--doorbell", "trap"], ["--doorbell", "poll"]],
                      check=check_barbench, doc="BAR0 access cost, server --doorbell trap vs poll"),
     "bench-loopback": dict(device=True, fabric=True, timeout=900, check=check_bench, runs=DOORBELL_RUNS,
@@ -208,6 +226,12 @@ SCENARIOS = {
                        eth_runs=["vrnic", "virtio"], check=check_bench_roce,
                        doc="perftest set over RoCE v2 (-x): two vrnic guests over udp, then two rxe guests (virtio-net) "
                            "on the same link; medians of 3 (BENCH lines; vrnic=NA if its run failed)"),
+    "bench-cc": dict(device=True, guests=3, timeout=1500,
+                     eth=dict(nics=["vrnic", "vrnic", "vrnic"], link="switch", switch=dict(egress=0)),
+                     script="bench-cc", interact=interact_cc, check=check_bench_cc,
+                     doc="roce-ecn's topology, CC on then off (`cc on|off`): two ib_write_bw -D 15 flows into g0 "
+                         "through the marking switch, total goodput against the bottleneck rate and shares, "
+                         "ib_write_lat p99 of a probe flow idle and under the load; medians of 3 (BENCH lines)"),
     # ---- issue 22: xrc
     "xrc": dict(default=True, device=True, guests=2, fabric=True, timeout=300, check=check_xrc, runs=DOORBELL_RUNS,
                 doc="two guests on the UDP fabric: ibv_xsrq_pingpong (XRC INI -> XRC TGT -> XRC SRQ, both ways) 64 B x "

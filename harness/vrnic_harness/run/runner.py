@@ -63,6 +63,32 @@ def wait_guests(guests, tag, timeout):
             g.kill()
 
 
+def start_switch(cache, eth, topo, n, name, tag, outdir, accel, timeout):
+    """Boot the switch guest of an Ethernet "switch" topology (ethswitch.py): guest index n (after the scenario's
+    guests), one vCPU, no device, its out-of-band NIC first (eth0), then one NIC per scenario guest."""
+    script = os.path.join(GUEST_TESTS, "scenarios", "switch-guest.sh")
+    initrd = qemu.make_initrd(cache, os.path.join(outdir, "initrd-%s-sw" % tag),
+                              qemu.scenario_files(cache, script, eth.switch_files()))
+    append = "vrnic.scenario=%s-switch vrnic.guest=%d vrnic.guests=%d %s vrnic.ethnics=%s" % (
+        name, n, n, topo.append(n) if topo else "", ",".join(eth.nics))
+    g = qemu.Guest(cache, "sw", initrd, append=" ".join([append] + GUEST_EXTRA), accel=accel, timeout=timeout,
+                   log=os.path.join(outdir, "console-%s-sw.log" % tag), smp=1,
+                   extra=(topo.qemu_args(n) if topo else []) + eth.switch_qemu_args())
+    say("[run] %s-sw: qemu %s" % (tag, " ".join(g.argv)))
+    return g
+
+
+def stop_switch(ctx, tag):
+    """The scenario's guests are done: give the switch guest 20 s to end (a script's `sw_cmd end`), then stop it;
+    its console goes to ctx["switch_text"]."""
+    sw = ctx["switch"]
+    if not sw.wait_for(r"VRNIC-SCENARIO-END", timeout=20 if sw.p.poll() is None else 0):
+        say("[run] %s-sw: the switch guest got no end command; stopping QEMU" % tag)
+    sw.kill()
+    sw.wait_exit()
+    ctx["switch_text"] = sw.text()
+
+
 def run_scenario(name, sc, cache, accel, binary, outdir):
     script = os.path.join(GUEST_TESTS, "scenarios", sc.get("script", name) + ".sh")
     if not os.path.exists(script):
@@ -88,12 +114,7 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
     for ri, sargs in enumerate(runs):
         tag = "%s%s" % (name, ("-" + "-".join(a.strip("-") for a in sargs)) if sargs else "")
         servers, guests = [], []
-        ctx.update(guests=guests, servers=servers, killed_ok=False)
-        topo = None
-        if nguests > 1 or sc.get("fabric"):
-            topo = topology.Topology(nguests, fabric=bool(sc.get("fabric")) and sc.get("device", False), net=nguests > 1,
-                              pcap_dir=outdir if sc.get("pcap") else None)
-            ctx["topology"] = topo
+        ctx.update(guests=guests, servers=servers, killed_ok=False, switch=None, switch_text="")
         eth = None
         run_nic = [a.split("=", 1)[1] for a in sargs if a.startswith("--eth-nic=")]
         sargs = [a for a in sargs if not a.startswith("--eth-nic=")]
@@ -102,8 +123,15 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
             override = run_nic[0] if run_nic else ETH_NIC[0] if ETH_NIC else None
             eth = ethtopo.EthTopology(e["nics"], link=e.get("link", "udp"), host=e.get("host", False),
                                       pcap_dir=outdir if ETH_PCAP or e.get("pcap") else None,
-                                      nic_override=None if override == "vrnic" else override)
+                                      nic_override=None if override == "vrnic" else override, switch=e.get("switch"))
         ctx["eth"] = eth
+        # link "switch": one more guest, the switch (ethswitch.py), last on the out-of-band link
+        nsw = 1 if eth and eth.switch else 0
+        topo = None
+        if nguests > 1 or sc.get("fabric"):
+            topo = topology.Topology(nguests + nsw, fabric=bool(sc.get("fabric")) and sc.get("device", False),
+                                     net=nguests > 1, pcap_dir=outdir if sc.get("pcap") else None)
+            ctx["topology"] = topo
         try:
             if eth:
                 eth.start()
@@ -111,6 +139,8 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
             if topo:
                 topo.start(netns=eth.ns if eth else None)
                 say("[run] %s: topology: %s" % (tag, topo.describe()))
+            if nsw:
+                ctx["switch"] = start_switch(cache, eth, topo, nguests, name, tag, outdir, accel, sc["timeout"])
             for gi in range(nguests):
                 sfx = "" if nguests == 1 else "-g%d" % gi
                 sockets = []
@@ -166,6 +196,8 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
                     reason = sc["interact"](ctx)
                 if not ctx["killed_ok"]:
                     wait_guests(guests, tag, sc["timeout"])
+            if ctx["switch"]:
+                stop_switch(ctx, tag)
             for g in guests:
                 rc, timed_out = g.wait_exit()
                 gtag = tag if nguests == 1 else "%s/%s" % (tag, g.name)
@@ -207,7 +239,7 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
             elif reason is None and sc.get("check") and name != "barbench" and not sc.get("eth_runs"):
                 reason = sc["check"](ctx)
         finally:
-            for g in guests:
+            for g in guests + ([ctx["switch"]] if ctx["switch"] else []):
                 g.kill()
             for sv in servers:
                 sv.stop()
