@@ -13,7 +13,13 @@ prints the qdisc's and every port's counters on its console (`SWITCH-STATS ...` 
 run/checks_switch.py), `end` prints them once more and ends its script.
 """
 
+import os
+
+from . import qemu
+from .common import REPO
+
 SWITCH_CTL_PORT = 18590
+SWITCH_SCRIPT = os.path.join(REPO, "guest-tests", "scenarios", "switch-guest.sh")
 
 # The congestion point's defaults. RATE: well below what flows push through the switch guest under TCG on the
 # 2-CPU host (TCP, 2 streams, no limit: ~70 Mbit/s; docs/congestion.md), so the queue builds in the qdisc, not in
@@ -69,3 +75,14 @@ class EthSwitch:
              if c["aqm"] == "red" else "fq_codel ecn" if c["aqm"] == "fq_codel" else "fifo")
         return "switch guest: bridge of %d ports, egress to g%d htb rate %s + %s%s" % (
             self.n, int(c["egress"]), c["rate"], q, ", netem delay %d ms" % c["delay_ms"] if c["delay_ms"] else "")
+
+
+def boot_switch(cache, eth, topo, n, scenario, initrd, log, accel, timeout, append=""):
+    """Boot the switch guest of topology eth (link "switch") for n scenario guests: guest index n, one vCPU, no
+    device, its out-of-band NIC first (eth0; topo: the scenario's Topology built for n + 1 guests), then one NIC
+    per scenario guest. initrd: where its initramfs goes. Returns the qemu.Guest."""
+    qemu.make_initrd(cache, initrd, qemu.scenario_files(cache, SWITCH_SCRIPT, eth.switch_files()))
+    a = "vrnic.scenario=%s-switch vrnic.guest=%d vrnic.guests=%d %s vrnic.ethnics=%s %s" % (
+        scenario, n, n, topo.append(n) if topo else "", ",".join(eth.nics), append)
+    return qemu.Guest(cache, "sw", initrd, append=" ".join(a.split()), accel=accel, timeout=timeout, log=log, smp=1,
+                      extra=(topo.qemu_args(n) if topo else []) + eth.switch_qemu_args(), wrap=eth.wrap(n))

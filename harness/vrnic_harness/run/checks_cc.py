@@ -28,14 +28,16 @@ LOSS_TX = ("packet_seq_err", "local_ack_timeout_err")
 
 def interact_cc(ctx):
     """Guest 0 prints ROCE-ECN-CC-REQUEST on|off and waits a few seconds: send `cc on|off` to every vrnic server
-    (ctx["cc_answers"]: {server index: answer}; a server without the command answers an error)."""
+    (ctx["cc_answers"]: {server index: answer}; a server without the command answers an error), until guest 0's
+    script ends."""
     ctx["cc_answers"] = {}
     if not ctx["guests"]:
         return None
     start = 0
     while True:
-        m = ctx["guests"][0].wait_for(r"ROCE-ECN-CC-REQUEST (on|off)", timeout=ctx["timeout"], start=start)
-        if not m:
+        m = ctx["guests"][0].wait_for(r"ROCE-ECN-CC-REQUEST (on|off)|VRNIC-SCENARIO-END", timeout=ctx["timeout"],
+                                      start=start)
+        if not m or not m.group(1):  # the script ended: the runner takes over (power-off within 8 s)
             return None
         start = len(ctx["guests"][0].lines)
         for i, sv in enumerate(ctx["servers"]):

@@ -48,7 +48,7 @@ def aqm_delta(stats, a, b):
     """The AQM qdisc's counters between two SWITCH-STATS labels (b - a): {kind, marked, dropped, pkts, bytes}."""
     if a not in stats or b not in stats:
         return None
-    for kind in ("red", "fq_codel"):
+    for kind in ("red", "fq_codel", "htb", "pfifo"):  # the AQM; without one (aqm none) the shaper
         if kind in stats[b]["qdiscs"]:
             x, y = stats[a]["qdiscs"].get(kind, {}), stats[b]["qdiscs"][kind]
             marked = "ecn_mark" if kind == "fq_codel" else "marked"

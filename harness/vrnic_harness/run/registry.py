@@ -200,7 +200,7 @@ SCENARIOS = {
     "eth-switch": dict(default=True, device=True, guests=2, timeout=300,
                        eth=dict(nics=["vrnic", "vrnic"], link="switch", pcap=True, switch=dict(egress=0)),
                        check=check_eth_switch,
-                       doc="two guests cabled to a switch guest (Linux bridge; egress to g0 htb 100 Mbit/s + RED ecn): "
+                       doc="two guests cabled to the switch guest (Linux bridge; egress to g0 htb 30 Mbit/s + RED ecn): "
                            "iperf3 -P 2 g1 -> g0 with tcp_ecn=1: the switch's RED marked > 0, g0's port capture holds "
                            "CE frames, the sender's TcpExt TCPDeliveredCE > 0"),
     "roce-ecn": dict(default=True, device=True, guests=3, timeout=420,
@@ -309,7 +309,9 @@ def topology_words(sc):
     n = guests(sc)
     w = "%d guest%s" % (n, "s" if n > 1 else "")
     if sc.get("eth"):  # an Ethernet segment: its link and each guest's NIC
-        return w + ", eth %s: %s" % (sc["eth"].get("link", "udp"), ", ".join(sc["eth"]["nics"]))
+        w += ", eth %s: %s" % (sc["eth"].get("link", "udp"), ", ".join(sc["eth"]["nics"]))
+        return w + (" + the switch guest (egress to g%d)" % sc["eth"].get("switch", {}).get("egress", 0)
+                    if sc["eth"].get("link") == "switch" else "")
     if sc.get("device"):
         w += ", %s" % ("a vrnic each" if n > 1 else "1 vrnic")
         if sc.get("fabric"):

@@ -5,7 +5,7 @@ import shutil
 import subprocess
 import time
 
-from .. import ethtopo, qemu, topology
+from .. import ethswitch, ethtopo, qemu, topology
 from ..common import GUEST_TESTS, say
 from .checks_pci import DEFAULT_FW
 from .console import exit_text, kernel_health_reason
@@ -64,16 +64,9 @@ def wait_guests(guests, tag, timeout):
 
 
 def start_switch(cache, eth, topo, n, name, tag, outdir, accel, timeout):
-    """Boot the switch guest of an Ethernet "switch" topology (ethswitch.py): guest index n (after the scenario's
-    guests), one vCPU, no device, its out-of-band NIC first (eth0), then one NIC per scenario guest."""
-    script = os.path.join(GUEST_TESTS, "scenarios", "switch-guest.sh")
-    initrd = qemu.make_initrd(cache, os.path.join(outdir, "initrd-%s-sw" % tag),
-                              qemu.scenario_files(cache, script, eth.switch_files()))
-    append = "vrnic.scenario=%s-switch vrnic.guest=%d vrnic.guests=%d %s vrnic.ethnics=%s" % (
-        name, n, n, topo.append(n) if topo else "", ",".join(eth.nics))
-    g = qemu.Guest(cache, "sw", initrd, append=" ".join([append] + GUEST_EXTRA), accel=accel, timeout=timeout,
-                   log=os.path.join(outdir, "console-%s-sw.log" % tag), smp=1,
-                   extra=(topo.qemu_args(n) if topo else []) + eth.switch_qemu_args())
+    """Boot the switch guest of an Ethernet "switch" topology (ethswitch.py) after the scenario's n guests."""
+    g = ethswitch.boot_switch(cache, eth, topo, n, name, os.path.join(outdir, "initrd-%s-sw" % tag),
+                              os.path.join(outdir, "console-%s-sw.log" % tag), accel, timeout, " ".join(GUEST_EXTRA))
     say("[run] %s-sw: qemu %s" % (tag, " ".join(g.argv)))
     return g
 
@@ -128,9 +121,9 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
         # link "switch": one more guest, the switch (ethswitch.py), last on the out-of-band link
         nsw = 1 if eth and eth.switch else 0
         topo = None
-        if nguests > 1 or sc.get("fabric"):
+        if nguests + nsw > 1 or sc.get("fabric"):
             topo = topology.Topology(nguests + nsw, fabric=bool(sc.get("fabric")) and sc.get("device", False),
-                                     net=nguests > 1, pcap_dir=outdir if sc.get("pcap") else None)
+                                     net=nguests + nsw > 1, pcap_dir=outdir if sc.get("pcap") else None)
             ctx["topology"] = topo
         try:
             if eth:
