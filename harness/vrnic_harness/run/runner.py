@@ -216,6 +216,9 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
                 r = kernel_health_reason(gtext, sc.get("kernel_allow"))
                 if r:
                     reason = reason or (r if nguests == 1 else "%s: %s" % (g.name, r))
+            if ctx["switch"]:
+                r = kernel_health_reason(ctx["switch_text"], sc.get("kernel_allow"))
+                reason = reason or (("switch guest: " + r) if r else None)
             texts = [g.text() for g in guests]
             ctx["texts"] = texts
             if nguests == 1:
