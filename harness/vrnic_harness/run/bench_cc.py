@@ -18,6 +18,7 @@ from .checks_switch import aqm_delta, switch_stats
 from .console import console_lines
 
 UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}
+MIB_MBIT = 1048576 * 8 / 1e6  # perftest's MiB/sec in Mbit/s
 
 
 def rate_bps(text):
@@ -60,7 +61,7 @@ def check_bench_cc(ctx):
             b1, b2 = _bw(runs.get((p + "-flow1", "client"))), _bw(runs.get((p + "-flow2", "client")))
             if b1 and b2:
                 t = b1 + b2
-                tot.append(t * 8)
+                tot.append(t * MIB_MBIT)
                 sh1.append(b1 / t)
                 sh2.append(b2 / t)
                 jain.append(t * t / (2 * (b1 * b1 + b2 * b2)))
@@ -70,7 +71,7 @@ def check_bench_cc(ctx):
             if d:
                 marked.append(d["marked"])
                 dropped.append(d["dropped"])
-            say("  cc=%s rep %d: flows %s/%s MB/s, probe p99 idle %s load %s usec, switch marked %s dropped %s" % (
+            say("  cc=%s rep %d: flows %s/%s MiB/s, probe p99 idle %s load %s usec, switch marked %s dropped %s" % (
                 mode, r, fmt(b1, "%.1f"), fmt(b2, "%.1f"), fmt(idle[-1], "%.1f"), fmt(load[-1], "%.1f"),
                 d["marked"] if d else "NA", d["dropped"] if d else "NA"))
         total = _med(tot)

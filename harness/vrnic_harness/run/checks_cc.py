@@ -56,7 +56,7 @@ def cc_command_ok(ctx):
 
 
 def flow_bw(runs, label):
-    """The client's BW average (MB/s) of a flow, or None."""
+    """The client's BW average (MiB/s) of a flow, or None."""
     r = runs.get((label, "client"))
     if not r or r["rc"] != 0:
         return None
@@ -84,8 +84,8 @@ def phase_report(ctx, phase, errs):
             bws[s] = bw
     total = sum(bws.values())
     shares = {s: bw / total for s, bw in bws.items()} if len(bws) == 2 and total > 0 else None
-    say("ROCE-ECN %s: flows %s MB/s, total %.1f MB/s (%.1f Mbit/s), shares %s" % (
-        phase, " ".join("g%d=%.1f" % kv for kv in sorted(bws.items())), total, total * 8,
+    say("ROCE-ECN %s: flows %s MiB/s, total %.1f MiB/s (%.1f Mbit/s), shares %s" % (
+        phase, " ".join("g%d=%.1f" % kv for kv in sorted(bws.items())), total, total * 1048576 * 8 / 1e6,
         " ".join("g%d=%.0f%%" % (s, 100 * x) for s, x in sorted(shares.items())) if shares else "NA"))
     cs = counters(ctx)
     moved = {gi: deltas(cs, phase, gi, CNP_COUNTERS + LOSS_RX + LOSS_TX) for gi in range(3)}

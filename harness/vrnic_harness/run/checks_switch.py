@@ -149,3 +149,54 @@ def check_eth_switch(ctx):
     else:
         errs.append("no capture of g0's port (%s)" % pcap)
     return finish(ctx, errs)
+
+
+# ---- the parsers on captured text (guest-tests/run --self-test) --------------------------------------------
+SAMPLE = """=== SWITCH-STATS before uptime=20.42 ===
+qdisc htb 1: root refcnt 2 r2q 10 default 0x1 direct_packets_stat 0 direct_qlen 1000
+ Sent 784 bytes 9 pkt (dropped 0, overlimits 0 requeues 0) 
+ backlog 0b 0p requeues 0
+qdisc red 10: parent 1:1 limit 300000b min 15000b max 45000b ecn 
+ Sent 784 bytes 9 pkt (dropped 0, overlimits 0 requeues 0) 
+ backlog 0b 0p requeues 0
+  marked 0 early 0 pdrop 0 other 0 
+PORT g0 eth1
+3: eth1: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9000 qdisc htb master br0 state UP mode DEFAULT group default qlen 1000
+    link/ether 52:54:00:5e:00:01 brd ff:ff:ff:ff:ff:ff
+    RX:  bytes packets errors dropped  missed   mcast           
+           844      10      0       0       0       0 
+    TX:  bytes packets errors dropped carrier collsns           
+           784       9      0       0       0       0 
+=== SWITCH-STATS-END before ===
+=== SWITCH-STATS after uptime=31.63 ===
+qdisc htb 1: root refcnt 2 r2q 10 default 0x1 direct_packets_stat 0 direct_qlen 1000
+ Sent 45211820 bytes 29896 pkt (dropped 7, overlimits 3961 requeues 0) 
+ backlog 0b 0p requeues 0
+qdisc red 10: parent 1:1 limit 300000b min 15000b max 45000b ecn 
+ Sent 45211820 bytes 29896 pkt (dropped 7, overlimits 138 requeues 0) 
+ backlog 1514b 1p requeues 0
+  marked 138 early 7 pdrop 0 other 0 
+PORT g0 eth1
+3: eth1: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9000 qdisc htb master br0 state UP mode DEFAULT group default qlen 1000
+    link/ether 52:54:00:5e:00:01 brd ff:ff:ff:ff:ff:ff
+    RX:  bytes packets errors dropped  missed   mcast           
+        214196    3235      0       2       0       0 
+    TX:  bytes packets errors dropped carrier collsns           
+      45211820   29896      0       0       0       0 
+=== SWITCH-STATS-END after ===
+"""
+
+
+def self_test():
+    """switch_stats and aqm_delta on a captured SWITCH-STATS pair (the real layout of tc -s and ip -s)."""
+    fails = []
+    st = switch_stats(SAMPLE)
+    d = aqm_delta(st, "before", "after")
+    want = dict(kind="red", marked=138, dropped=7, pkts=29887)
+    if not d or any(d.get(k) != v for k, v in want.items()):
+        fails.append("aqm_delta %s, want %s" % (d, want))
+    if st.get("after", {}).get("ports", {}).get(0, {}).get("rx_dropped") != 2:
+        fails.append("port g0 rx_dropped %s, want 2" % st.get("after", {}).get("ports"))
+    if st.get("after", {}).get("qdiscs", {}).get("red", {}).get("backlog_pkts") != 1:
+        fails.append("red backlog %s, want 1 packet" % st.get("after", {}).get("qdiscs"))
+    return fails
