@@ -36,13 +36,17 @@ def guest_reason(g, text):
 
 
 def wait_guests(guests, tag, timeout):
-    """Wait for every guest's VRNIC-SCENARIO-END (then 8 s for its power-off). Once one guest has ended with
-    a non-zero rc, the others get 30 s more (their peer is gone)."""
+    """Wait for every guest's VRNIC-SCENARIO-END, then give each 8 s from its own end to power off (a driver still
+    tearing down, mlx5_core waiting on its command queue, blocks the kernel's power-off in device_shutdown) before
+    stopping its QEMU: the grace periods run side by side, so with several guests none waits behind another's (a
+    power-off blocked 20 s reads as a hung task). Once one guest has ended with a non-zero rc, the others get 30 s
+    more (their peer is gone)."""
     pending = list(guests)
+    ending = {}  # guest -> the time its QEMU is stopped if still running
     end = time.time() + timeout
-    while pending and time.time() < end:
+    while (pending or ending) and time.time() < end:
         for g in list(pending):
-            m = g.wait_for(r"VRNIC-SCENARIO-END \S+ rc=(\d+)", timeout=0.5 if len(guests) > 1 else end - time.time())
+            m = g.wait_for(r"VRNIC-SCENARIO-END \S+ rc=(\d+)", timeout=0.2 if len(guests) > 1 else end - time.time())
             if m is None and g.p.poll() is None:
                 continue
             pending.remove(g)
@@ -50,16 +54,19 @@ def wait_guests(guests, tag, timeout):
                 continue
             if m.group(1) != "0" and pending:
                 end = min(end, time.time() + 30)
-            # a driver still probing (mlx5_core waiting on its command queue) blocks the
-            # kernel's power-off in device_shutdown(): give it a few seconds, then stop QEMU
-            try:
-                g.p.wait(8)
-            except subprocess.TimeoutExpired:
+            ending[g] = time.time() + 8
+        for g, t in list(ending.items()):
+            if g.p.poll() is not None:
+                del ending[g]
+            elif time.time() >= t:
                 say("[run] %s/%s: guest did not power off within 8 s of the scenario end; stopping QEMU" % (tag, g.name))
                 g.kill()
-    for g in pending:
+                del ending[g]
+        if ending and not pending:
+            time.sleep(0.2)
+    for g in list(ending) + pending:
         if len(guests) > 1 and g.p.poll() is None:
-            say("[run] %s/%s: no scenario end; stopping QEMU" % (tag, g.name))
+            say("[run] %s/%s: no power-off; stopping QEMU" % (tag, g.name))
             g.kill()
 
 
