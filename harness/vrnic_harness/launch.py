@@ -142,7 +142,7 @@ def main():
         if nsw:
             sw = boot_switch(cache, eth, topo, a.guests, "launch", os.path.join(work, "initrd-sw"),
                              os.path.join(work, "console-sw.log"), accel, a.timeout, a.append)
-            print("[launch] switch guest: %s" % eth.switch.describe(), flush=True)
+            print("[launch] %s" % eth.switch.describe(), flush=True)
         if a.shell:
             guests[0].p.wait()
             return 0
