@@ -207,7 +207,7 @@ SCENARIOS = {
                      eth=dict(nics=["vrnic", "vrnic", "vrnic"], link="switch", switch=dict(egress=0)),
                      interact=interact_cc, check=check_roce_ecn,
                      doc="three guests cabled to the switch guest (egress to g0: htb + RED ecn): g1 and g2 "
-                         "ib_write_bw -D 20 into g0 at once, CC on, then `cc off` on every server: both flows complete; "
+                         "ib_write_bw -D 20 into g0 at once, `cc on` then `cc off` on every server: both flows complete; "
                          "with the CC data path and counters (else SKIP lines, checks_cc.STRICT): np_cnp_sent/"
                          "rp_cnp_handled move with CC on and stay still with it off, shares 35-65%, no loss-caused "
                          "retransmission (out_of_sequence, packet_seq_err, local_ack_timeout_err)"),
