@@ -206,16 +206,19 @@ roce_perf_cm() {
   roce_pair $_a $_b $_c "$@" -R -p @PORT@ -- "$@" -R -p @PORT@ @SIP@
 }
 # ---- incast through the switch guest (roce-ecn, bench-cc; ethswitch.py) ----------------------------------------
-# roce_incast LABEL D PORT0 [PROBE_N]: every guest but g0 runs `ib_write_bw -s 65536 -t 4 -D D` into g0 (g0 serves
+# roce_incast LABEL D PORT0 [PROBE_N]: every guest but g0 runs `ib_write_bw -s 65536 -t 2 -u 17 -D D` into g0 (g0 serves
 # one per sender on PORT0+<sender>) at once; with PROBE_N, g<last> also runs `ib_write_lat -s 2 -n PROBE_N` into g0
 # (port PORT0+9) from 3 s after the flows start: the latency probe through the same bottleneck. Blocks in
 # scenarios/lib.sh's TOOL format, labels LABEL-flow<sender> and LABEL-probe. Every guest calls it.
-# -t 4 (256 KiB in flight per flow, perftest's default is 128 x 64 KiB = 8 MiB): without a rate limiter on the
-# sender (no CC), RED drops Not-ECT frames and go-back-N resends the whole window at line rate; 8 MiB take 2 s to
-# drain at 30 Mbit/s, longer than the QP's ACK timeout, so the retries ran out (IBV_WC_RETRY_EXC_ERR) in bench-cc.
+# Without a rate limiter on the sender (no CC, or CC off), RED drops Not-ECT frames, all of them while its average
+# queue is above max, and go-back-N resends the window at line rate. With perftest's defaults (128 x 64 KiB = 8 MiB
+# in flight, ACK timeout 2^14 x 4.096 us = 67 ms) a resend took 2 s to drain at 30 Mbit/s and the 7 retries ran
+# out within 5 s (IBV_WC_RETRY_EXC_ERR); with -t 4 one flow of roce-ecn still did, in 1 of 4 runs. -t 2 (128 KiB in
+# flight) and -u 17 (ACK timeout 537 ms: the queue drains and RED's average decays between retries) keep both
+# flows alive; two flows still exceed the 30 Mbit/s bottleneck (64 KiB take 17 ms there).
 roce_incast() {
   _il=$1; _id=$2; _ip0=$3; _ipn=$4
-  _ibw="ib_write_bw -d $ROCE_DEV -F -x $ROCE_GID4 -s 65536 -t 4 -D $_id"
+  _ibw="ib_write_bw -d $ROCE_DEV -F -x $ROCE_GID4 -s 65536 -t 2 -u 17 -D $_id"
   _ilat="ib_write_lat -d $ROCE_DEV -F -x $ROCE_GID4 -s 2 -n $_ipn"
   if [ "$G" = 0 ]; then
     _s=1
