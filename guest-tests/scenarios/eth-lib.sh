@@ -155,3 +155,14 @@ eth_iperf() {
     _try=$((_try + 1)); sleep 1
   done
 }
+# ---- the switch guest (link "switch", harness/vrnic_harness/ethswitch.py) ----
+# sw_cmd "stats LABEL" | end: one command to the switch guest over the out-of-band link (it prints its qdisc's and
+# ports' counters on its console; end: once more, then its script ends). The switch is the guest after the last
+# scenario guest: 10.0.0.<ETH_N+1>, TCP 18590 (SWITCH_CTL_PORT).
+sw_cmd() {
+  _n=0
+  until echo "$1" | nc 10.0.0.$((ETH_N + 1)) 18590 > /dev/null 2>&1; do
+    _n=$((_n + 1)); [ $_n -lt 40 ] || { echo "SW-CMD-FAIL $1"; return 1; }; sleep 0.5
+  done
+  sleep 1
+}

@@ -205,3 +205,70 @@ roce_perf_cm() {
   _a=$1; _b=$2; _c=$3; shift 3
   roce_pair $_a $_b $_c "$@" -R -p @PORT@ -- "$@" -R -p @PORT@ @SIP@
 }
+# ---- incast through the switch guest (roce-ecn, bench-cc; ethswitch.py) ----------------------------------------
+# roce_incast LABEL D PORT0 [PROBE_N]: every guest but g0 runs `ib_write_bw -s 65536 -t 2 -u 17 -D D` into g0 (g0 serves
+# one per sender on PORT0+<sender>) at once; with PROBE_N, g<last> also runs `ib_write_lat -s 2 -n PROBE_N` into g0
+# (port PORT0+9) from 3 s after the flows start: the latency probe through the same bottleneck. Blocks in
+# scenarios/lib.sh's TOOL format, labels LABEL-flow<sender> and LABEL-probe. Every guest calls it.
+# Without a rate limiter on the sender (no CC, or CC off), RED drops Not-ECT frames, all of them while its average
+# queue is above max, and go-back-N resends the window at line rate. With perftest's defaults (128 x 64 KiB = 8 MiB
+# in flight, ACK timeout 2^14 x 4.096 us = 67 ms) a resend took 2 s to drain at 30 Mbit/s and the 7 retries ran
+# out within 5 s (IBV_WC_RETRY_EXC_ERR); with -t 4 one flow of roce-ecn still did, in 1 of 4 runs. -t 2 (128 KiB in
+# flight) and -u 17 (ACK timeout 537 ms: the queue drains and RED's average decays between retries) keep both
+# flows alive; two flows still exceed the 30 Mbit/s bottleneck (64 KiB take 17 ms there).
+roce_incast() {
+  _il=$1; _id=$2; _ip0=$3; _ipn=$4
+  _ibw="ib_write_bw -d $ROCE_DEV -F -x $ROCE_GID4 -s 65536 -t 2 -u 17 -D $_id"
+  _ilat="ib_write_lat -d $ROCE_DEV -F -x $ROCE_GID4 -s 2 -n $_ipn"
+  if [ "$G" = 0 ]; then
+    _s=1
+    while [ $_s -lt $ETH_N ]; do
+      ( timeout $((_id + 90)) $_ibw -p $((_ip0 + _s)) > /tmp/inc.s$_s 2>&1; echo $? > /tmp/inc.s$_s.rc ) &
+      _s=$((_s + 1))
+    done
+    [ -z "$_ipn" ] || ( timeout $((_id + 120)) $_ilat -p $((_ip0 + 9)) > /tmp/inc.s9 2>&1; echo $? > /tmp/inc.s9.rc ) &
+    sleep 1
+  fi
+  eth_barrier "$_il-servers"
+  if [ "$G" != 0 ]; then
+    if [ -n "$_ipn" ] && [ "$G" = $((ETH_N - 1)) ]; then
+      ( sleep 3; _incast_client "$_il-probe" $((_id + 90)) $_ilat -p $((_ip0 + 9)) $(roce_oob 0) > /tmp/inc.probe ) &
+    fi
+    _incast_client "$_il-flow$G" $((_id + 60)) $_ibw -p $((_ip0 + G)) $(roce_oob 0)
+    wait
+    [ ! -f /tmp/inc.probe ] || { cat /tmp/inc.probe; rm -f /tmp/inc.probe; }
+  else
+    wait
+    for _s in $(seq 1 $((ETH_N - 1))) ${_ipn:+9}; do
+      _lab="$_il-flow$_s"; [ $_s = 9 ] && _lab="$_il-probe"
+      echo "=== TOOL $_lab g0 server: port $((_ip0 + _s)) ==="
+      cat /tmp/inc.s$_s
+      echo "=== TOOL-END $_lab g0 server rc=$(cat /tmp/inc.s$_s.rc) seconds=0 tries=1 ==="
+    done
+  fi
+  eth_barrier "$_il-done"
+}
+# _incast_client LABEL LIMIT CMD...: the client, again while the server does not listen yet; one TOOL block
+_incast_client() {
+  _cl=$1; _cm=$2; shift 2
+  _ct=$(vr_now); _ctr=0
+  while :; do
+    _ctr=$((_ctr + 1))
+    timeout $_cm "$@" > /tmp/inc.c.$$.$_cl 2>&1
+    _crc=$?
+    [ $_crc -ne 0 ] && _roce_refused /tmp/inc.c.$$.$_cl && [ $_ctr -lt 20 ] || break
+    sleep 0.5
+  done
+  echo "=== TOOL $_cl g$G client: $* ==="
+  cat /tmp/inc.c.$$.$_cl
+  echo "=== TOOL-END $_cl g$G client rc=$_crc seconds=$(vr_since $_ct) tries=$_ctr ==="
+}
+# roce_cc_request on|off: g0 asks the harness to send `cc on|off` to every vrnic server (run/checks_cc.py
+# interact_cc watches g0's console), waits ECN_CC_WAIT s (default 6) for it; then every guest passes a barrier
+roce_cc_request() {
+  if [ "$G" = 0 ]; then
+    echo "ROCE-ECN-CC-REQUEST $1"
+    sleep ${ECN_CC_WAIT:-6}
+  fi
+  eth_barrier "cc-$1"
+}

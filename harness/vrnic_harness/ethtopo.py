@@ -11,6 +11,9 @@ Links:
           `ip netns exec NS` with `--eth tap:vrt<i>`; a virtio-net guest's QEMU runs there too with
           `-netdev tap,ifname=vrt<i>`. host=True: br0 gets 10.1.0.254/24 and fd00:1::fe/64 (the "host" that
           pings the guests, `ns_run`).
+  switch  N guests, each cabled point to point (a udp pair as above) to its own NIC of one more guest, the switch
+          guest (ethswitch.py): a Linux bridge with a rate limit and an ECN-marking qdisc on its egress towards
+          one guest, the congestion point of roce-ecn/bench-cc (this host's kernel has no sch_red).
 NICs: one per guest, "vrnic" (the emulated ConnectX port) or "virtio" (virtio-net on the same backend);
 `nic_override="virtio"` (guest-tests/run --eth-nic virtio) turns every vrnic port into virtio-net: the same
 scenario then runs with no vrnic at all, which validates the harness and the scripts.
@@ -25,6 +28,7 @@ import re
 import subprocess
 
 from .common import out
+from .ethswitch import EthSwitch
 from .topology import free_ports, server_flags
 
 NS_PREFIX = "vrnic-eth-"
@@ -59,18 +63,24 @@ def stale_namespaces():
 
 
 class EthTopology:
-    """One Ethernet segment: link "udp" (2 guests) or "bridge" (N guests), nics[i] in ("vrnic", "virtio")."""
+    """One Ethernet segment: link "udp" (2 guests), "bridge" or "switch" (N guests), nics[i] in ("vrnic", "virtio");
+    switch: the switch guest's settings (ethswitch.SWITCH_DEFAULTS)."""
 
-    def __init__(self, nics, link="udp", host=False, pcap_dir=None, nic_override=None, host_addr="127.0.0.1"):
+    def __init__(self, nics, link="udp", host=False, pcap_dir=None, nic_override=None, host_addr="127.0.0.1",
+                 switch=None):
         self.nics = [nic_override or n for n in nics] if nic_override else list(nics)
         self.n, self.link, self.host, self.pcap_dir, self.addr = len(self.nics), link, host, pcap_dir, host_addr
-        if link not in ("udp", "bridge"):
-            raise ValueError("eth link %r: udp or bridge" % link)
+        if link not in ("udp", "bridge", "switch"):
+            raise ValueError("eth link %r: udp, bridge or switch" % link)
         if link == "udp" and self.n not in (1, 2):
             raise ValueError("eth link udp joins two guests (one: its peer port is left unanswered; bridge for more)")
         if host and link != "bridge":
             raise ValueError("a host address needs the bridge link")
-        self.ports = free_ports(2) if link == "udp" else []
+        if switch is not None and link != "switch":
+            raise ValueError("switch settings need link switch")
+        # switch: guest i's end is ports[2i], the switch's NIC i ports[2i+1]
+        self.ports = free_ports(2) if link == "udp" else free_ports(2 * self.n) if link == "switch" else []
+        self.switch = EthSwitch(self.n, switch) if link == "switch" else None
         _SEQ[0] += 1
         self.ns = "%s%d-%d" % (NS_PREFIX, os.getpid(), _SEQ[0]) if link == "bridge" else None
         self.started = False
@@ -89,9 +99,15 @@ class EthTopology:
     def has_device(self, i):
         return self.nics[i] == "vrnic"
 
+    def udp_pair(self, i):
+        """guest i's (local, remote) UDP ports on a udp or switch link."""
+        if self.link == "switch":
+            return self.ports[2 * i], self.ports[2 * i + 1]
+        return self.ports[i], self.ports[1 - i]
+
     def backend(self, i):
-        if self.link == "udp":
-            return "udp:local=%s:%d,remote=%s:%d" % (self.addr, self.ports[i], self.addr, self.ports[1 - i])
+        if self.link in ("udp", "switch"):
+            return "udp:local=%s:%d,remote=%s:%d" % ((self.addr, self.udp_pair(i)[0], self.addr, self.udp_pair(i)[1]))
         return "tap:%s" % self.tap(i)
 
     def server_args(self, i, binary=None):
@@ -113,9 +129,9 @@ class EthTopology:
         """guest i's virtio-net NIC on the segment (none for a vrnic guest: its port is the device)."""
         if self.has_device(i):
             return []
-        if self.link == "udp":
+        if self.link in ("udp", "switch"):
             nd = ("dgram,id=eth,local.type=inet,local.host=%s,local.port=%d,remote.type=inet,remote.host=%s,"
-                  "remote.port=%d" % (self.addr, self.ports[i], self.addr, self.ports[1 - i]))
+                  "remote.port=%d" % (self.addr, self.udp_pair(i)[0], self.addr, self.udp_pair(i)[1]))
         else:
             nd = "tap,id=eth,ifname=%s,script=no,downscript=no" % self.tap(i)
         args = ["-netdev", nd, "-device", "virtio-net-pci,netdev=eth,mac=%s,romfile=" % self.mac(i)]
@@ -127,6 +143,18 @@ class EthTopology:
     def append(self, i):
         a = "vrnic.eth=%s/24 vrnic.ethmac=%s vrnic.ethnics=%s" % (guest_ip(i), self.mac(i), ",".join(self.nics))
         return a + (" vrnic.ethhost=1" if self.host else "")
+
+    # ---- the switch guest (link "switch") ----------------------------------------------------------------------
+    def switch_qemu_args(self):
+        """The switch guest's NICs, NIC i cabled to guest i (with a pcap directory and switch capture=True: the
+        switch's side of each cable, sw<i>.pcap)."""
+        pairs = [(self.ports[2 * i + 1], self.ports[2 * i]) for i in range(self.n)]
+        cap = self.pcap_dir and self.switch.cfg["capture"]
+        return self.switch.qemu_args(pairs, self.addr, os.path.join(self.pcap_dir, "sw%d.pcap") if cap else None)
+
+    def switch_files(self):
+        """The switch guest's initramfs additions: its settings."""
+        return {"etc/vrnic-switch.conf": (self.switch.conf(), 0o644)}
 
     # ---- the namespace ---------------------------------------------------------------------------------------
     def start(self):
@@ -179,6 +207,9 @@ class EthTopology:
 
     def describe(self):
         who = ", ".join("g%d %s %s %s" % (i, self.nics[i], self.mac(i), guest_ip(i)) for i in range(self.n))
+        if self.link == "switch":
+            return "eth switch (%s): %s; %s" % (", ".join("g%d %d<->%d" % (i, self.ports[2 * i], self.ports[2 * i + 1])
+                                                          for i in range(self.n)), who, self.switch.describe())
         if self.link == "udp":
             return "eth udp point-to-point (%s:%d <-> %s:%d): %s" % (self.addr, self.ports[0], self.addr,
                                                                     self.ports[1], who)

@@ -38,7 +38,10 @@ GUEST_MODULES = ["ib_core", "ib_uverbs", "ib_umad", "rdma_ucm", "rdma_cm", "ib_c
                  "8021q", "af_packet", "ipv6",
                  # the kernel ULP scenarios (issue 22): NVMe-oF over RDMA (host, target, null_blk namespace),
                  # NFS over RDMA (nfsd, the NFSv4 client, the RPC-over-RDMA transport)
-                 "nvme_rdma", "nvmet_rdma", "null_blk", "nfsd", "nfsv4", "rpcrdma"]
+                 "nvme_rdma", "nvmet_rdma", "null_blk", "nfsd", "nfsv4", "rpcrdma",
+                 # the switch guest (ethtopo.py link "switch"): a Linux bridge and the qdiscs of its congestion
+                 # point (rate limit htb/tbf, RED with ECN marking; netem for delay; fq_codel is built in)
+                 "bridge", "sch_htb", "sch_tbf", "sch_red", "sch_netem"]
 
 
 class Tree:

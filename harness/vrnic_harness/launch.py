@@ -25,6 +25,10 @@ two guests point to point (one: its peer port unanswered); bridge: a netns with 
 servers and QEMUs run inside it (--eth-host: br0 gets 10.1.0.254/24). --pcap also captures every Ethernet port.
   qemu/launch --guests 2 --eth udp --script guest-tests/scenarios/eth-ping.sh
   qemu/launch --guests 3 --eth bridge --eth-nics vrnic,vrnic,virtio --script my.sh
+switch: each guest cabled point to point to the switch guest (ethswitch.py: a Linux bridge, htb rate limit + RED ecn on
+its egress towards guest 0), booted after the guests with guest-tests/scenarios/switch-guest.sh; it ends on
+`sw_cmd end` (eth-lib.sh) or with the guests.
+  qemu/launch --guests 3 --eth switch --script guest-tests/scenarios/roce-ecn.sh --timeout 400
 
 Every QEMU runs under a hard timeout (QEMU pauses instead of exiting on some failures), with
 -no-reboot (unless --reboot), panic=-1 and the serial console on stdout (+ a log file).
@@ -40,6 +44,7 @@ import tempfile
 
 from .common import default_cache
 from .qemu import Guest, Server, accel_args, ensure_cache, make_initrd, scenario_files, server_binary
+from .ethswitch import boot_switch
 from .ethtopo import EthTopology
 from .topology import Topology
 
@@ -68,7 +73,7 @@ def main():
     ap.add_argument("--pcap", action="store_true", help="each server writes WORKDIR/fabric<i>.pcap")
     ap.add_argument("--faults", help="fault-injection spec passed to every server (--faults)")
     ap.add_argument("--smp", type=int, help="vCPUs per guest (default 2)")
-    ap.add_argument("--eth", choices=["udp", "bridge"], help="Ethernet segment between the guests' ports")
+    ap.add_argument("--eth", choices=["udp", "bridge", "switch"], help="Ethernet segment between the guests' ports")
     ap.add_argument("--eth-nics", help="per guest: vrnic or virtio, comma-separated (default vrnic for each)")
     ap.add_argument("--eth-host", action="store_true", help="--eth bridge: br0 in the netns gets 10.1.0.254/24")
     a = ap.parse_args()
@@ -84,8 +89,10 @@ def main():
     work = a.workdir or tempfile.mkdtemp(prefix="vrnic-launch-")
     os.makedirs(work, exist_ok=True)
     servers, guests = [], []
+    sw = None
     rc = 0
-    topo = Topology(a.guests, fabric=not a.no_fabric and not a.no_device and not a.eth and (a.guests > 1 or a.loopback),
+    nsw = 1 if a.eth == "switch" else 0  # the switch guest: last on the out-of-band link
+    topo = Topology(a.guests + nsw, fabric=not a.no_fabric and not a.no_device and not a.eth and (a.guests > 1 or a.loopback),
                     net=not a.no_net,
                     fabric_base=a.fabric_base, pcap_dir=work if a.pcap else None, faults=a.faults)
     smp = a.smp or 2
@@ -132,6 +139,10 @@ def main():
                       interactive=a.shell, smp=smp, extra=topo.qemu_args(i) + (eth.qemu_args(i) if eth else []),
                       wrap=eth.wrap(i) if eth else ())
             guests.append(g)
+        if nsw:
+            sw = boot_switch(cache, eth, topo, a.guests, "launch", os.path.join(work, "initrd-sw"),
+                             os.path.join(work, "console-sw.log"), accel, a.timeout, a.append)
+            print("[launch] %s" % eth.switch.describe(), flush=True)
         if a.shell:
             guests[0].p.wait()
             return 0
@@ -164,6 +175,9 @@ def main():
         print("[launch] FAILED: %s" % e, flush=True)
         rc = 1
     finally:
+        if sw:
+            sw.wait_for(r"VRNIC-SCENARIO-END", timeout=10)
+            sw.kill()
         for g in guests:
             g.kill()
         for s in servers:

@@ -22,7 +22,7 @@ import time
 
 from .. import qemu, roce_pcap
 from ..common import GUEST_TESTS, default_cache, say
-from . import checks_ulp, runner
+from . import checks_switch, checks_ulp, runner
 from .console import kernel_health_reason
 from .registry import DEFAULT, MD_BEGIN, MD_END, SCENARIOS, expand, markdown_table
 
@@ -75,6 +75,9 @@ def self_test():
     # check_ucx: UCX's ERROR lines fail ucx, but for the strong fence's flush(remote) where UCX has no flush key
     nchecks += 1
     fails += ["check_ucx: %s" % f for f in checks_ulp.ucx_log_self_test()]
+    # the switch guest's counter blocks (tc -s qdisc, ip -s link) and the RED delta between two of them
+    nchecks += 1
+    fails += ["switch_stats: %s" % f for f in checks_switch.self_test()]
     for f in fails:
         say("SELF-TEST FAIL: %s" % f)
     say("%d passed, %d failed" % (nchecks - len(fails), len(fails)))

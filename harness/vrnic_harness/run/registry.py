@@ -20,6 +20,9 @@ from .checks_roce import (PORT_FAULTS, check_roce_devinfo, check_roce_faults, in
 from .checks_qos import check_roce_dscp
 from .checks_pfc import PFC_TOML, check_roce_pfc, interact_roce_pfc
 from .checks_ibfabric import check_ib_diag
+from .checks_switch import check_eth_switch
+from .checks_cc import check_roce_ecn, interact_cc
+from .bench_cc import check_bench_cc
 from .checks_ulp import check_libfabric, check_nfs_rdma, check_nvmeof, check_ucx
 from .checks_pairs import check_events, check_grh, check_net2, check_perftest, check_pingpong
 from .checks_pyverbs import check_pyverbs
@@ -210,6 +213,21 @@ SCENARIOS = {
                         doc="bridge, the link impaired (tc netem loss 3% reorder 5% duplicate 1% delay 1ms on the TAPs "
                             "where the host has sch_netem; the ports' --faults drop/reorder/duplicate): ib_write_bw, "
                             "ib_read_bw, rping -C 200 -V complete; retransmission counters and the ports' fault counters move"),
+    # ---- issue 21: the switch guest (a real ECN-marking qdisc, ethswitch.py)
+    "eth-switch": dict(default=True, device=True, guests=2, timeout=300,
+                       eth=dict(nics=["vrnic", "vrnic"], link="switch", pcap=True, switch=dict(egress=0)),
+                       check=check_eth_switch,
+                       doc="two guests cabled to the switch guest (Linux bridge; egress to g0 htb 30 Mbit/s + RED ecn): "
+                           "iperf3 -P 2 g1 -> g0 with tcp_ecn=1: the switch's RED marked > 0, g0's port capture holds "
+                           "CE frames, the sender's TcpExt TCPDeliveredCE > 0"),
+    "roce-ecn": dict(default=True, device=True, guests=3, timeout=420,
+                     eth=dict(nics=["vrnic", "vrnic", "vrnic"], link="switch", switch=dict(egress=0)),
+                     interact=interact_cc, check=check_roce_ecn,
+                     doc="three guests cabled to the switch guest (egress to g0: htb + RED ecn): g1 and g2 "
+                         "ib_write_bw -D 20 into g0 at once, `cc on` then `cc off` on every server: both flows complete; "
+                         "with the CC data path and counters (else SKIP lines, checks_cc.STRICT): np_cnp_sent/"
+                         "rp_cnp_handled move with CC on and stay still with it off, shares 35-65%, no loss-caused "
+                         "retransmission (out_of_sequence, packet_seq_err, local_ack_timeout_err)"),
     "barbench": dict(device=True, timeout=240, runs=[["--doorbell", "trap"], ["--doorbell", "poll"]],
                      check=check_barbench, doc="BAR0 access cost, server --doorbell trap vs poll"),
     "bench-loopback": dict(device=True, fabric=True, timeout=900, check=check_bench, runs=DOORBELL_RUNS,
@@ -225,6 +243,12 @@ SCENARIOS = {
                        eth_runs=["vrnic", "virtio"], check=check_bench_roce,
                        doc="perftest set over RoCE v2 (-x): two vrnic guests over udp, then two rxe guests (virtio-net) "
                            "on the same link; medians of 3 (BENCH lines; vrnic=NA if its run failed)"),
+    "bench-cc": dict(device=True, guests=3, timeout=1500,
+                     eth=dict(nics=["vrnic", "vrnic", "vrnic"], link="switch", switch=dict(egress=0)),
+                     script="bench-cc", interact=interact_cc, check=check_bench_cc,
+                     doc="roce-ecn's topology, CC on then off (`cc on|off`): two ib_write_bw -D 15 flows into g0 "
+                         "through the marking switch, total goodput against the bottleneck rate and shares, "
+                         "ib_write_lat p99 of a probe flow idle and under the load; medians of 3 (BENCH lines)"),
     # ---- issue 22: xrc
     "xrc": dict(default=True, device=True, guests=2, fabric=True, timeout=300, check=check_xrc, runs=DOORBELL_RUNS,
                 doc="two guests on the UDP fabric: ibv_xsrq_pingpong (XRC INI -> XRC TGT -> XRC SRQ, both ways) 64 B x "
@@ -302,7 +326,9 @@ def topology_words(sc):
     n = guests(sc)
     w = "%d guest%s" % (n, "s" if n > 1 else "")
     if sc.get("eth"):  # an Ethernet segment: its link and each guest's NIC
-        return w + ", eth %s: %s" % (sc["eth"].get("link", "udp"), ", ".join(sc["eth"]["nics"]))
+        w += ", eth %s: %s" % (sc["eth"].get("link", "udp"), ", ".join(sc["eth"]["nics"]))
+        return w + (" + the switch guest (egress to g%d)" % sc["eth"].get("switch", {}).get("egress", 0)
+                    if sc["eth"].get("link") == "switch" else "")
     if sc.get("device"):
         w += ", %s" % ("a vrnic each" if n > 1 else "1 vrnic")
         if sc.get("fabric"):

@@ -5,7 +5,7 @@ import shutil
 import subprocess
 import time
 
-from .. import ethtopo, qemu, topology
+from .. import ethswitch, ethtopo, qemu, topology
 from ..common import GUEST_TESTS, say
 from .checks_pci import DEFAULT_FW
 from .console import exit_text, kernel_health_reason
@@ -36,13 +36,17 @@ def guest_reason(g, text):
 
 
 def wait_guests(guests, tag, timeout):
-    """Wait for every guest's VRNIC-SCENARIO-END (then 8 s for its power-off). Once one guest has ended with
-    a non-zero rc, the others get 30 s more (their peer is gone)."""
+    """Wait for every guest's VRNIC-SCENARIO-END, then give each 8 s from its own end to power off (a driver still
+    tearing down, mlx5_core waiting on its command queue, blocks the kernel's power-off in device_shutdown) before
+    stopping its QEMU: the grace periods run side by side, so with several guests none waits behind another's (a
+    power-off blocked 20 s reads as a hung task). Once one guest has ended with a non-zero rc, the others get 30 s
+    more (their peer is gone)."""
     pending = list(guests)
+    ending = {}  # guest -> the time its QEMU is stopped if still running
     end = time.time() + timeout
-    while pending and time.time() < end:
+    while (pending or ending) and time.time() < end:
         for g in list(pending):
-            m = g.wait_for(r"VRNIC-SCENARIO-END \S+ rc=(\d+)", timeout=0.5 if len(guests) > 1 else end - time.time())
+            m = g.wait_for(r"VRNIC-SCENARIO-END \S+ rc=(\d+)", timeout=0.2 if len(guests) > 1 else end - time.time())
             if m is None and g.p.poll() is None:
                 continue
             pending.remove(g)
@@ -50,17 +54,39 @@ def wait_guests(guests, tag, timeout):
                 continue
             if m.group(1) != "0" and pending:
                 end = min(end, time.time() + 30)
-            # a driver still probing (mlx5_core waiting on its command queue) blocks the
-            # kernel's power-off in device_shutdown(): give it a few seconds, then stop QEMU
-            try:
-                g.p.wait(8)
-            except subprocess.TimeoutExpired:
+            ending[g] = time.time() + 8
+        for g, t in list(ending.items()):
+            if g.p.poll() is not None:
+                del ending[g]
+            elif time.time() >= t:
                 say("[run] %s/%s: guest did not power off within 8 s of the scenario end; stopping QEMU" % (tag, g.name))
                 g.kill()
-    for g in pending:
+                del ending[g]
+        if ending and not pending:
+            time.sleep(0.2)
+    for g in list(ending) + pending:
         if len(guests) > 1 and g.p.poll() is None:
-            say("[run] %s/%s: no scenario end; stopping QEMU" % (tag, g.name))
+            say("[run] %s/%s: no power-off; stopping QEMU" % (tag, g.name))
             g.kill()
+
+
+def start_switch(cache, eth, topo, n, name, tag, outdir, accel, timeout):
+    """Boot the switch guest of an Ethernet "switch" topology (ethswitch.py) after the scenario's n guests."""
+    g = ethswitch.boot_switch(cache, eth, topo, n, name, os.path.join(outdir, "initrd-%s-sw" % tag),
+                              os.path.join(outdir, "console-%s-sw.log" % tag), accel, timeout, " ".join(GUEST_EXTRA))
+    say("[run] %s-sw: qemu %s" % (tag, " ".join(g.argv)))
+    return g
+
+
+def stop_switch(ctx, tag):
+    """The scenario's guests are done: give the switch guest 20 s to end (a script's `sw_cmd end`), then stop it;
+    its console goes to ctx["switch_text"]."""
+    sw = ctx["switch"]
+    if not sw.wait_for(r"VRNIC-SCENARIO-END", timeout=20 if sw.p.poll() is None else 0):
+        say("[run] %s-sw: the switch guest got no end command; stopping QEMU" % tag)
+    sw.kill()
+    sw.wait_exit()
+    ctx["switch_text"] = sw.text()
 
 
 def run_scenario(name, sc, cache, accel, binary, outdir):
@@ -88,12 +114,7 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
     for ri, sargs in enumerate(runs):
         tag = "%s%s" % (name, ("-" + "-".join(a.strip("-") for a in sargs)) if sargs else "")
         servers, guests = [], []
-        ctx.update(guests=guests, servers=servers, killed_ok=False)
-        topo = None
-        if nguests > 1 or sc.get("fabric"):
-            topo = topology.Topology(nguests, fabric=bool(sc.get("fabric")) and sc.get("device", False), net=nguests > 1,
-                              pcap_dir=outdir if sc.get("pcap") else None)
-            ctx["topology"] = topo
+        ctx.update(guests=guests, servers=servers, killed_ok=False, switch=None, switch_text="")
         eth = None
         run_nic = [a.split("=", 1)[1] for a in sargs if a.startswith("--eth-nic=")]
         sargs = [a for a in sargs if not a.startswith("--eth-nic=")]
@@ -102,8 +123,15 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
             override = run_nic[0] if run_nic else ETH_NIC[0] if ETH_NIC else None
             eth = ethtopo.EthTopology(e["nics"], link=e.get("link", "udp"), host=e.get("host", False),
                                       pcap_dir=outdir if ETH_PCAP or e.get("pcap") else None,
-                                      nic_override=None if override == "vrnic" else override)
+                                      nic_override=None if override == "vrnic" else override, switch=e.get("switch"))
         ctx["eth"] = eth
+        # link "switch": one more guest, the switch (ethswitch.py), last on the out-of-band link
+        nsw = 1 if eth and eth.switch else 0
+        topo = None
+        if nguests + nsw > 1 or sc.get("fabric"):
+            topo = topology.Topology(nguests + nsw, fabric=bool(sc.get("fabric")) and sc.get("device", False),
+                                     net=nguests + nsw > 1, pcap_dir=outdir if sc.get("pcap") else None)
+            ctx["topology"] = topo
         try:
             if eth:
                 eth.start()
@@ -111,6 +139,8 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
             if topo:
                 topo.start(netns=eth.ns if eth else None)
                 say("[run] %s: topology: %s" % (tag, topo.describe()))
+            if nsw:
+                ctx["switch"] = start_switch(cache, eth, topo, nguests, name, tag, outdir, accel, sc["timeout"])
             for gi in range(nguests):
                 sfx = "" if nguests == 1 else "-g%d" % gi
                 sockets = []
@@ -166,6 +196,8 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
                     reason = sc["interact"](ctx)
                 if not ctx["killed_ok"]:
                     wait_guests(guests, tag, sc["timeout"])
+            if ctx["switch"]:
+                stop_switch(ctx, tag)
             for g in guests:
                 rc, timed_out = g.wait_exit()
                 gtag = tag if nguests == 1 else "%s/%s" % (tag, g.name)
@@ -191,6 +223,9 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
                 r = kernel_health_reason(gtext, sc.get("kernel_allow"))
                 if r:
                     reason = reason or (r if nguests == 1 else "%s: %s" % (g.name, r))
+            if ctx["switch"]:
+                r = kernel_health_reason(ctx["switch_text"], sc.get("kernel_allow"))
+                reason = reason or (("switch guest: " + r) if r else None)
             texts = [g.text() for g in guests]
             ctx["texts"] = texts
             if nguests == 1:
@@ -207,7 +242,7 @@ def run_scenario(name, sc, cache, accel, binary, outdir):
             elif reason is None and sc.get("check") and name != "barbench" and not sc.get("eth_runs"):
                 reason = sc["check"](ctx)
         finally:
-            for g in guests:
+            for g in guests + ([ctx["switch"]] if ctx["switch"] else []):
                 g.kill()
             for sv in servers:
                 sv.stop()
