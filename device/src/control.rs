@@ -38,6 +38,8 @@ pub struct ControlHandles {
     pub qos: Arc<crate::host::qos::QosStats>,
     /// An Ethernet port's link counters.
     pub eth_link: Option<Arc<crate::fabric::ether::EtherCounters>>,
+    /// An Ethernet port's RoCE congestion control (its counters: `stats` → `congestion`).
+    pub congestion: Option<Arc<crate::engine::cc::CcControl>>,
 }
 
 impl ControlHandles {

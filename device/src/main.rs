@@ -295,6 +295,7 @@ fn main() -> ExitCode {
     let doorbells = device.doorbell_stats();
     let poller = device.poller_stats();
     let eth_link = device.ether_counters();
+    let congestion = device.roce_port().map(|p| p.cc().clone());
     // Opened before privileges are dropped; the thread is a long-lived one.
     let qos = Arc::new(vrnic::host::qos::QosStats::default());
     if config.doorbell.cpu_latency_qos {
@@ -330,6 +331,7 @@ fn main() -> ExitCode {
             fw: Some(fw),
             qos,
             eth_link,
+            congestion,
         };
         if let Err(e) = control::spawn(p, h) {
             error!("control socket {}: {e}", p.display());

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::ControlHandles;
 use crate::device::DeviceStats;
+use crate::engine::cc::CongStatistics;
 use crate::engine::transport::EngineDrops;
 use crate::engine::QpCounters;
 use crate::fabric::counters::PortSnapshot;
@@ -42,6 +43,9 @@ pub(super) struct Stats<'a> {
     pub cpu_latency_qos: &'a QosStats,
     /// An Ethernet port's link (`null` on InfiniBand).
     pub eth_link: Option<&'a EtherCounters>,
+    /// An Ethernet port's RoCE congestion counters, as QUERY_CONG_STATISTICS
+    /// reads them (`null` on InfiniBand).
+    pub congestion: Option<CongStatistics>,
 }
 
 /// The firmware's own counters and what it owns.
@@ -186,6 +190,7 @@ impl ControlHandles {
             doorbells: Doorbells { stats: &self.doorbells, poller: self.poller.as_deref() },
             cpu_latency_qos: &self.qos,
             eth_link: self.eth_link.as_deref(),
+            congestion: self.congestion.as_ref().map(|c| c.statistics()),
         };
         // Counter structs have string keys only; an error here is a bug, reported in the reply.
         serde_json::to_value(&tree).unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }))

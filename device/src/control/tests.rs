@@ -17,6 +17,7 @@ fn raise_and_stats() {
         fw: None,
         qos: Arc::default(),
         eth_link: None,
+        congestion: None,
     };
     assert_eq!(h.execute("raise 1"), "ok pending");
     let e = EventFd::new(libc::EFD_CLOEXEC | libc::EFD_NONBLOCK).unwrap();
@@ -75,6 +76,7 @@ fn full_handles() -> (ControlHandles, Arc<crate::fabric::PortCounters>) {
         fw: Some(Arc::new(Mutex::new(fw))),
         qos: Arc::default(),
         eth_link: Some(Arc::default()),
+        congestion: Some(crate::engine::cc::CcControl::new(crate::engine::cc::CcConfig::connectx_default())),
     };
     (h, wire)
 }
@@ -114,6 +116,7 @@ fn counter_structs(
         ("EtherCounters", &["eth_link"], v(&**h.eth_link.as_ref().unwrap())),
         ("SqTxCounters", &["firmware", "eth_tx"], v(&fw.eth_tx().totals)),
         ("RoceCounters", &["firmware", "roce"], v(&**fw.roce_counters().unwrap())),
+        ("CongStatistics", &["congestion"], v(&h.congestion.as_ref().unwrap().statistics())),
     ]
 }
 
@@ -193,9 +196,19 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
         &e.fault_reordered,
         &e.fault_delayed,
         &e.fault_corrupted,
+        &e.fault_ce_marked,
         &e.pcap_dropped,
     ] {
         c.store(next(), Relaxed);
+    }
+    let cc = h.congestion.as_ref().unwrap();
+    for c in [
+        crate::engine::cc::CcCounter::NpEcnMarkedRocePackets,
+        crate::engine::cc::CcCounter::NpCnpSent,
+        crate::engine::cc::CcCounter::RpCnpHandled,
+        crate::engine::cc::CcCounter::RpCnpIgnored,
+    ] {
+        cc.count(c, next());
     }
     let snap = serde_json::to_value(wire.snapshot()).unwrap();
     let mut fw = h.fw.as_ref().unwrap().lock().unwrap();
