@@ -493,6 +493,59 @@ mod tests {
     }
 
     #[test]
+    fn ce_every_marks_every_nth_ect_roce_v2_frame() {
+        use crate::wire::roce::{emit, v4_mapped, FrameRepr, NetHdr};
+        let frame = |ecn: Ecn| {
+            let g = crate::wire::grh::Repr {
+                traffic_class: ecn.apply(26 << 2),
+                hop_limit: 64,
+                sgid: v4_mapped([10, 0, 0, 1]),
+                dgid: v4_mapped([10, 0, 0, 2]),
+                ..Default::default()
+            };
+            let r = FrameRepr {
+                dmac: [2; 6],
+                smac: [4; 6],
+                vlan: None,
+                net: NetHdr::RoceV2Ipv4,
+                grh: g,
+                udp_sport: 0xc000,
+            };
+            let mut out = Vec::new();
+            emit(&r, &pkt(0), &mut out).unwrap();
+            out
+        };
+        let c = crate::fabric::ether::EtherCounters::default();
+        let rates = FaultRates { ce_every: 3, ..Default::default() };
+        let mut inj = Injector::with_shape(Shape::Ethernet, rates, 1);
+        let mut seen = Vec::new();
+        for i in 0..9 {
+            // Not-ECT frames are neither marked nor counted.
+            let mut f = frame(if i % 3 == 1 { Ecn::NotEct } else { Ecn::Ect0 });
+            inj.process(0, &mut f, 0, &c, &mut |_, b| seen.push(b.to_vec()));
+        }
+        let ecn: Vec<_> = seen
+            .iter()
+            .map(|f| {
+                let p = roce::parse(f).unwrap().unwrap();
+                assert!(roce::verify_icrc(f, &p).is_ok(), "the ICRC masks the ToS");
+                assert_eq!(crate::wire::ip::ipv4::checksum(&f[14..34]), 0, "header checksum fixed");
+                (congestion::frame_ecn(&p).unwrap(), p.repr.grh.traffic_class >> 2)
+            })
+            .collect();
+        let marked: Vec<_> = ecn.iter().enumerate().filter(|(_, e)| e.0 == Ecn::Ce).map(|(i, _)| i).collect();
+        assert_eq!(marked, vec![3, 8], "the 3rd and 6th ECT frames (of 0,2,3,5,6,8)");
+        assert!(ecn.iter().all(|e| e.1 == 26), "the DSCP stays");
+        assert_eq!(c.fault_ce_marked.load(std::sync::atomic::Ordering::Relaxed), 2);
+        // RoCE datagrams: FECN on every Nth packet.
+        let (out, pc) = run(FaultRates { ce_every: 4, ..Default::default() }, 1, 8);
+        assert_eq!(out.iter().filter(|p| p[4] & 0x80 != 0).count(), 2);
+        assert_eq!(pc.snapshot().fault_ce_marked, 2);
+        assert_eq!(FaultConfig::parse_cli("rx:ce_every=5").unwrap().rx.ce_every, 5);
+        assert!(FaultConfig::parse_cli("rx:ce_every=0.5").is_err());
+    }
+
+    #[test]
     fn cli_syntax() {
         let c = FaultConfig::parse_cli("tx:drop=0.05,rx:corrupt=0.01,seed=7,tx:delay_us=200,reorder=0.5").unwrap();
         assert_eq!((c.tx.drop, c.rx.corrupt, c.seed, c.tx.delay_us, c.tx.reorder), (0.05, 0.01, 7, 200, 0.5));

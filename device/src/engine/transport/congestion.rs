@@ -26,6 +26,12 @@ fn is_roce_v2(meta: &RxMeta) -> bool {
 }
 
 impl Engine {
+    /// The rate QP `qpn` is paced at (bits/s), `None` while it is not
+    /// rate-limited (no CNP yet, or back at line rate).
+    pub fn qp_rate(&self, qpn: u32) -> Option<u64> {
+        self.qps.get(qpn)?.rt.limiter.as_ref().map(|l| l.rate())
+    }
+
     /// A packet that passed the QP's checks arrived with `meta`: if it is
     /// RoCEv2 with ECN = CE, the notification point of QP `qpn` counts it
     /// and may send a CNP to `src_qp` (RC/UC: the remote QPN; UD: the DETH
