@@ -367,6 +367,13 @@ fn cnps_the_rp_cannot_take_are_ignored_and_bad_ones_dropped() {
     let meta = RxMeta::ib(crate::fabric::Endpoint { lid: 0, gid: entry(1).gid }, false);
     p.nodes[0].eng.lock().receive(&RxMeta { net: NetHdr::RoceV2Ipv4, ..meta }, &pkt[..10]);
     assert_eq!(p.nodes[0].eng.lock().rt.drops.malformed, 1);
+    // Cut short after the BTH, or with a nonzero reserved byte: malformed too.
+    p.nodes[0].eng.lock().receive(&RxMeta { net: NetHdr::RoceV2Ipv4, ..meta }, &pkt[..20]);
+    let mut odd = pkt.clone();
+    odd[12] = 1;
+    p.nodes[0].eng.lock().receive(&RxMeta { net: NetHdr::RoceV2Ipv4, ..meta }, &odd);
+    assert_eq!(p.nodes[0].eng.lock().rt.drops.malformed, 3);
+    assert_eq!(p.cc(0).statistics().rp_cnp_ignored, 2, "none of them reached the RP");
     assert!(p.nodes[0].cqes().is_empty(), "a CNP never completes anything");
     // A CNP frame with a bad ICRC: the port drops it.
     p.ce_every(1, 1);

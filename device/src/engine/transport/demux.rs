@@ -8,6 +8,7 @@ use super::super::verbs::*;
 use super::state::{transport_bits, Runtime};
 use crate::fabric::{Dest, NetHdr, RxMeta};
 use crate::wire::bth::Opcode;
+use crate::wire::congestion::CnpRepr;
 use crate::wire::packet::{self, RocePacket};
 
 /// The port's P_Key table: the single default partition, full membership
@@ -37,6 +38,10 @@ impl Engine {
         let dq = h.bth.dest_qp;
         if h.bth.opcode == Opcode::CNP {
             // Never completes anything: the reaction point's (`congestion.rs`).
+            if CnpRepr::parse(bytes).is_err() {
+                count_drop(&mut self.rt.drops.malformed);
+                return;
+            }
             self.cnp_receive(meta, dq, bytes.len());
             return;
         }
