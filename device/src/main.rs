@@ -144,7 +144,8 @@ struct Args {
     pcap_max_mib: Option<u64>,
 
     /// Fault injection, e.g. `tx:drop=0.05,rx:corrupt=0.01,seed=7` (on an
-    /// Ethernet port: on its link's frames; corrupt flips a payload bit).
+    /// Ethernet port: on its link's frames; corrupt flips a payload bit;
+    /// `rx:ce_every=N` marks every Nth ECN-capable RoCEv2 frame CE).
     #[arg(long, value_name = "SPEC")]
     faults: Option<String>,
 

@@ -2,6 +2,8 @@
 # roce-pingpong (two guests on an Ethernet segment): the rc-pingpong tool set over RoCE v2 with -g <GID index>,
 # over the IPv4 GID and the IPv6 GID: ibv_rc_pingpong (1 B .. 1 MiB, -c, -e), ibv_uc_pingpong, ibv_ud_pingpong (up
 # to the MTU), ibv_srq_pingpong. Guest 0 serves; the tools' own TCP exchange runs on the out-of-band link.
+# The ports run with --faults rx:ce_every=64 (every 64th ECN-capable frame CE-marked): the pingpongs pass through
+# live congestion control, and the host checks the servers' stats -> congestion counters moved (checks_roce.py).
 . /usr/local/lib/vrnic-roce-lib.sh
 roce_all_up
 ibv_devinfo -d $ROCE_DEV | grep -E "hca_id|state|active_mtu|link_layer"

@@ -153,6 +153,7 @@ fn counter_structs(
         ("PrioCounters", &["eth_link", "prio", "7"], v(&h.eth_link.as_ref().unwrap().prio[7])),
         ("SqTxCounters", &["firmware", "eth_tx"], v(&fw.eth_tx().totals)),
         ("RoceCounters", &["firmware", "roce"], v(&**fw.roce_counters().unwrap())),
+        ("CongStatistics", &["firmware", "roce", "congestion"], v(&h.cc.as_ref().unwrap().statistics())),
     ]
 }
 
@@ -232,6 +233,7 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
         &e.fault_reordered,
         &e.fault_delayed,
         &e.fault_corrupted,
+        &e.fault_ce_marked,
         &e.pcap_dropped,
         &e.rx_mac_control_malformed,
         &e.rx_pause_ignored,
@@ -252,6 +254,15 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
         ] {
             c.store(next(), Relaxed);
         }
+    }
+    let cc = h.cc.as_ref().unwrap();
+    for c in [
+        crate::engine::cc::CcCounter::NpEcnMarkedRocePackets,
+        crate::engine::cc::CcCounter::NpCnpSent,
+        crate::engine::cc::CcCounter::RpCnpHandled,
+        crate::engine::cc::CcCounter::RpCnpIgnored,
+    ] {
+        cc.count(c, next());
     }
     let snap = serde_json::to_value(wire.snapshot()).unwrap();
     let mut fw = h.fw.as_ref().unwrap().lock().unwrap();

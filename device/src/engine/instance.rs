@@ -259,7 +259,9 @@ impl Engine {
     }
 
     pub fn destroy_qp(&mut self, qpn: u32) -> Result<(), EngineError> {
-        self.qps.remove(qpn).map(|_| ()).ok_or(EngineError::NoSuch(Kind::Qp, qpn))
+        self.qps.remove(qpn).ok_or(EngineError::NoSuch(Kind::Qp, qpn))?;
+        self.rt.forget_qp(qpn);
+        Ok(())
     }
 
     /// Sets the state of a raw-packet QP (an Ethernet SQ or RQ) directly: such a queue has no transport

@@ -15,6 +15,8 @@ pub mod types;
 pub mod verbs;
 
 #[cfg(test)]
+mod tests_cc;
+#[cfg(test)]
 mod tests_errors;
 #[cfg(test)]
 mod tests_grh;

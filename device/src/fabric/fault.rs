@@ -2,7 +2,10 @@
 //! duplicate, reorder, delay, corrupt (the receiver's ICRC check then drops
 //! the packet) and ECN-CE marking (the BTH FECN bit, which the ICRC masks, so
 //! the responder sends a CNP). Rates are per direction and can be limited to
-//! opcode classes.
+//! opcode classes. One class is counted, not rolled: `ce_every = N` marks
+//! every Nth ECN-capable RoCEv2 frame CE in its IP header (an Ethernet
+//! link: what a congested switch does) or sets FECN on every Nth packet (a
+//! RoCE-datagram port).
 
 use std::collections::VecDeque;
 
@@ -12,6 +15,8 @@ use std::sync::atomic::AtomicU64;
 
 use super::counters::{bump, PortCounters};
 use crate::wire::bth::{self, Opcode, Transport};
+use crate::wire::congestion::{self, Ecn};
+use crate::wire::roce;
 
 /// Where an injector counts what it did: a port's counters, or an
 /// Ethernet link's ([`super::ether::EtherCounters`]).
@@ -21,7 +26,7 @@ pub trait FaultTally {
     fn fault_reordered(&self) -> &AtomicU64;
     fn fault_delayed(&self) -> &AtomicU64;
     fn fault_corrupted(&self) -> &AtomicU64;
-    /// Only RoCE packets are CE-marked.
+    /// Packets marked congestion-experienced (`None`: the link cannot mark).
     fn fault_ce_marked(&self) -> Option<&AtomicU64>;
 }
 
@@ -106,6 +111,10 @@ pub struct FaultRates {
     pub corrupt: f64,
     /// Set FECN (congestion experienced).
     pub ecn_ce: f64,
+    /// Congestion experienced on every Nth packet, deterministically (0:
+    /// never): Ethernet, ECN = CE on every Nth ECN-capable RoCEv2 frame;
+    /// RoCE datagrams, FECN on every Nth packet.
+    pub ce_every: u64,
     /// Opcode classes the faults apply to; empty means all.
     pub classes: Vec<OpClass>,
 }
@@ -118,6 +127,7 @@ impl FaultRates {
             && self.delay <= 0.0
             && self.corrupt <= 0.0
             && self.ecn_ce <= 0.0
+            && self.ce_every == 0
     }
     pub fn validate(&self) -> Result<(), String> {
         for (n, v) in [
@@ -164,6 +174,10 @@ impl FaultConfig {
             for r in dirs {
                 if kind == "delay_us" {
                     r.delay_us = v.parse().map_err(|_| format!("bad delay {v:?}"))?;
+                    continue;
+                }
+                if kind == "ce_every" {
+                    r.ce_every = v.parse().map_err(|_| format!("bad ce_every {v:?}"))?;
                     continue;
                 }
                 let x: f64 = v.parse().map_err(|_| format!("bad rate {v:?}"))?;
@@ -231,6 +245,8 @@ pub struct Injector {
     rates: FaultRates,
     rng: Rng,
     held: VecDeque<Held>,
+    /// Packets `ce_every` counted so far.
+    ce_seen: u64,
 }
 
 impl Injector {
@@ -239,7 +255,7 @@ impl Injector {
     }
 
     pub fn with_shape(shape: Shape, rates: FaultRates, seed: u64) -> Injector {
-        Injector { shape, rates, rng: Rng::new(seed), held: VecDeque::new() }
+        Injector { shape, rates, rng: Rng::new(seed), held: VecDeque::new(), ce_seen: 0 }
     }
 
     pub fn is_passthrough(&self) -> bool {
@@ -310,6 +326,10 @@ impl Injector {
                 bump(ce, 1);
             }
         }
+        if r.ce_every > 0 {
+            self.mark_every(pkt, at, c);
+        }
+        let r = &self.rates;
         let dup = self.rng.chance(r.duplicate);
         if self.rng.chance(r.delay) {
             bump(c.fault_delayed(), 1);
@@ -331,6 +351,30 @@ impl Injector {
             emit(tag, pkt);
         }
         self.after_one(now_ns, emit);
+    }
+
+    /// `ce_every`: counts the packet if it can be marked and marks every Nth.
+    fn mark_every(&mut self, pkt: &mut [u8], at: usize, c: &dyn FaultTally) {
+        let Some(ce) = c.fault_ce_marked() else { return };
+        match self.shape {
+            Shape::Roce => {
+                self.ce_seen += 1;
+                if self.ce_seen % self.rates.ce_every == 0 {
+                    pkt[at + bth::field::ECN] |= bth::field::FECN;
+                    bump(ce, 1);
+                }
+            }
+            Shape::Ethernet => {
+                let Ok(Some(mut p)) = roce::parse(pkt) else { return };
+                if !congestion::frame_ecn(&p).is_some_and(|e| e.is_capable() && e != Ecn::Ce) {
+                    return;
+                }
+                self.ce_seen += 1;
+                if self.ce_seen % self.rates.ce_every == 0 && congestion::mark_ce(pkt, &mut p).unwrap_or(false) {
+                    bump(ce, 1);
+                }
+            }
+        }
     }
 
     /// A packet passed: count it against reordered packets and release those due.
@@ -446,6 +490,59 @@ mod tests {
         inj.process(0, &mut pkt(0), 0, &c, &mut |_, _| n += 1);
         inj.process(0, &mut ack, 0, &c, &mut |_, _| n += 1);
         assert_eq!(n, 1, "the SEND passes, the ACK is dropped");
+    }
+
+    #[test]
+    fn ce_every_marks_every_nth_ect_roce_v2_frame() {
+        use crate::wire::roce::{emit, v4_mapped, FrameRepr, NetHdr};
+        let frame = |ecn: Ecn| {
+            let g = crate::wire::grh::Repr {
+                traffic_class: ecn.apply(26 << 2),
+                hop_limit: 64,
+                sgid: v4_mapped([10, 0, 0, 1]),
+                dgid: v4_mapped([10, 0, 0, 2]),
+                ..Default::default()
+            };
+            let r = FrameRepr {
+                dmac: [2; 6],
+                smac: [4; 6],
+                vlan: None,
+                net: NetHdr::RoceV2Ipv4,
+                grh: g,
+                udp_sport: 0xc000,
+            };
+            let mut out = Vec::new();
+            emit(&r, &pkt(0), &mut out).unwrap();
+            out
+        };
+        let c = crate::fabric::ether::EtherCounters::default();
+        let rates = FaultRates { ce_every: 3, ..Default::default() };
+        let mut inj = Injector::with_shape(Shape::Ethernet, rates, 1);
+        let mut seen = Vec::new();
+        for i in 0..9 {
+            // Not-ECT frames are neither marked nor counted.
+            let mut f = frame(if i % 3 == 1 { Ecn::NotEct } else { Ecn::Ect0 });
+            inj.process(0, &mut f, 0, &c, &mut |_, b| seen.push(b.to_vec()));
+        }
+        let ecn: Vec<_> = seen
+            .iter()
+            .map(|f| {
+                let p = roce::parse(f).unwrap().unwrap();
+                assert!(roce::verify_icrc(f, &p).is_ok(), "the ICRC masks the ToS");
+                assert_eq!(crate::wire::ip::ipv4::checksum(&f[14..34]), 0, "header checksum fixed");
+                (congestion::frame_ecn(&p).unwrap(), p.repr.grh.traffic_class >> 2)
+            })
+            .collect();
+        let marked: Vec<_> = ecn.iter().enumerate().filter(|(_, e)| e.0 == Ecn::Ce).map(|(i, _)| i).collect();
+        assert_eq!(marked, vec![3, 8], "the 3rd and 6th ECT frames (of 0,2,3,5,6,8)");
+        assert!(ecn.iter().all(|e| e.1 == 26), "the DSCP stays");
+        assert_eq!(c.fault_ce_marked.load(std::sync::atomic::Ordering::Relaxed), 2);
+        // RoCE datagrams: FECN on every Nth packet.
+        let (out, pc) = run(FaultRates { ce_every: 4, ..Default::default() }, 1, 8);
+        assert_eq!(out.iter().filter(|p| p[4] & 0x80 != 0).count(), 2);
+        assert_eq!(pc.snapshot().fault_ce_marked, 2);
+        assert_eq!(FaultConfig::parse_cli("rx:ce_every=5").unwrap().rx.ce_every, 5);
+        assert!(FaultConfig::parse_cli("rx:ce_every=0.5").is_err());
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! metadata, and the packet sink/handler traits.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 
+use crate::engine::cc::CcControl;
 use crate::wire::grh;
 pub use crate::wire::roce::NetHdr;
 
@@ -64,12 +66,20 @@ pub struct RxMeta {
     pub net: NetHdr,
     /// RoCE: the 802.1Q TCI of a tagged frame.
     pub vlan: Option<u16>,
+    /// RoCE: the frame's source MAC (where a CNP goes back); zero on InfiniBand.
+    pub smac: [u8; 6],
 }
 
 impl RxMeta {
+    /// The packet's 802.1p priority: the PCP of a tagged RoCE frame, 0
+    /// untagged (the port has no DSCP → priority map of its own).
+    pub fn prio(&self) -> u8 {
+        self.vlan.map_or(0, |tci| (tci >> 13) as u8 & 7)
+    }
+
     /// A packet without GRH from `src` on an InfiniBand port.
     pub fn ib(src: Endpoint, local: bool) -> RxMeta {
-        RxMeta { src, local, grh: None, net: NetHdr::Ib, vlan: None }
+        RxMeta { src, local, grh: None, net: NetHdr::Ib, vlan: None, smac: [0; 6] }
     }
 }
 
@@ -88,7 +98,26 @@ pub trait PacketSink: Send + Sync {
     fn all_global(&self) -> bool {
         false
     }
+    /// RoCE congestion control (ECN/CNP/DCQCN): the port's settings and
+    /// counters. `None`: the port has none (InfiniBand marks with FECN).
+    fn cc(&self) -> Option<&Arc<CcControl>> {
+        None
+    }
+    /// The port's line rate, bits/s (a reaction point's ceiling).
+    fn line_rate_bps(&self) -> u64 {
+        LINE_RATE_BPS
+    }
+    /// Sends a CNP (BTH opcode 0x81) to QP `dest_qp` back along the path
+    /// the packet of `meta` came in on, with DSCP `dscp` and 802.1p
+    /// priority `prio`. False: not sent (the port cannot, or no route).
+    fn send_cnp(&self, _meta: &RxMeta, _dest_qp: u32, _dscp: u8, _prio: u8) -> bool {
+        false
+    }
 }
+
+/// The line rate a port reports unless it says otherwise: 100 Gb/s (the
+/// Ethernet port's one link mode, 100GBASE-CR4, `mlx5/eth/regs.rs`).
+pub const LINE_RATE_BPS: u64 = 100_000_000_000;
 
 /// Who consumes a port's received packets (the engine).
 pub trait PacketHandler: Send + Sync {

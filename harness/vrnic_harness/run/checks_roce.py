@@ -2,6 +2,7 @@
 ROCE-COUNTERS blocks, TOOL blocks of roce_pair) against the topology (ethtopo: which guest is a vrnic port, which
 a virtio-net NIC turned into rxe). Each check says what it verified (ROCE ... lines) and returns None or the
 reasons it failed."""
+import json
 import math
 import os
 import re
@@ -247,7 +248,33 @@ def check_roce_pingpong(ctx):
         if r and ("-g " not in r["cmd"]):
             errs.append("%s ran without -g: %s" % (lab, r["cmd"]))
     check_labels(ctx, pingpong_labels(int(m.group(1))), judge_pingpong(srq_bytes), "PINGPONG", errs)
+    check_congestion(ctx, errs)
     return finish(ctx, errs)
+
+
+# Every vrnic port of roce-pingpong marks every 64th ECN-capable RoCEv2 frame it receives CE (as a congested switch
+# would): the pingpongs must still pass, and congestion control must have acted on both sides.
+PINGPONG_FAULTS = "rx:ce_every=64"
+CONGESTION_COUNTERS = ("np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled", "rp_cnp_ignored")
+
+
+def check_congestion(ctx, errs):
+    """The vrnic servers' congestion counters (stats -> firmware.roce.congestion: the port's CcControl, what
+    QUERY_CONG_STATISTICS reads) after the CE-marked run: each port marked frames, its notification point sent CNPs
+    and its reaction point handled the peer's."""
+    for i, sv in enumerate(ctx.get("servers", [])):
+        try:
+            st = json.loads(sv.command("stats"))
+        except (OSError, ValueError) as e:
+            errs.append("vrnic %d: no stats (%s)" % (i, e))
+            continue
+        cc = ((st.get("firmware") or {}).get("roce") or {}).get("congestion") or {}
+        marked = (st.get("eth_link") or {}).get("fault_ce_marked", 0)
+        say("ROCE congestion vrnic %d: link CE-marked %d; %s" % (
+            i, marked, " ".join("%s=%s" % (k, cc.get(k, "?")) for k in CONGESTION_COUNTERS)))
+        for k in ("np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled"):
+            if not cc.get(k):
+                errs.append("vrnic %d: firmware.roce.congestion.%s did not move (%s marked CE)" % (i, k, marked))
 
 
 # ---- roce-perftest -------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from .checks_mlx5 import (DEVINFO_FW, DEVINFO_LID, DEVINFO_TOML, check_devinfo, 
 from .checks_eth import (check_eth_iperf, check_eth_mtu, check_eth_offloads, check_eth_ping, check_eth_probe,
                          check_eth_vlan, check_eth_host, check_eth_reload, check_eth_ethtool, interact_eth_offloads,
                          interact_eth_host, interact_eth_reload, interact_eth_ethtool)
-from .checks_roce import (PORT_FAULTS, check_roce_devinfo, check_roce_faults, interact_roce_faults, check_roce_pingpong, check_roce_perftest, check_roce_cm, check_roce_rxe, check_roce_pcap)
+from .checks_roce import (PINGPONG_FAULTS, PORT_FAULTS, check_roce_devinfo, check_roce_faults, interact_roce_faults, check_roce_pingpong, check_roce_perftest, check_roce_cm, check_roce_rxe, check_roce_pcap)
 from .checks_qos import check_roce_dscp
 from .checks_pfc import PFC_TOML, check_roce_pfc, interact_roce_pfc
 from .checks_ibfabric import check_ib_diag
@@ -170,9 +170,12 @@ SCENARIOS = {
                              "written and read back; np_cnp_dscp 48, np_cnp_prio 6, rp_gd 11) and the four congestion "
                              "counters at 0 in hw_counters and rdma statistic; no mlx5 errors"),
     "roce-pingpong": dict(default=True, device=True, guests=2, timeout=600, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
+                          guest_server_args=lambda gi: ["--faults", PINGPONG_FAULTS],
                           check=check_roce_pingpong,
                           doc="two guests over udp, RoCE v2 with -g: ibv_rc/uc/ud/srq_pingpong over the IPv4 GID and "
-                              "the IPv6 GID, rc 1 B..1 MiB, -c, -e, ud at the active MTU; byte counts asserted"),
+                              "the IPv6 GID, rc 1 B..1 MiB, -c, -e, ud at the active MTU; byte counts asserted; the "
+                              "ports mark every 64th ECT frame CE (--faults rx:ce_every=64): CNPs flow both ways "
+                              "(stats -> congestion: np_ecn_marked_roce_packets, np_cnp_sent, rp_cnp_handled move)"),
     "roce-perftest": dict(default=True, device=True, guests=2, timeout=600, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
                           check=check_roce_perftest,
                           doc="two guests over udp: ib_{write,send,read,atomic}_{lat,bw} -x <IPv4 GID>, ib_send_bw over "

@@ -1,11 +1,13 @@
 //! Congestion control on RoCE (issue 21): the ECN notification point
-//! ([`np`]), the DCQCN reaction point ([`rp`]), the per-QP rate limiter
-//! ([`pacer`]), the ConnectX parameter set ([`params`]) and a deterministic
-//! simulation of flows through one ECN-marking bottleneck ([`sim`]).
+//! ([`np`]), the DCQCN reaction point ([`rp`]), the token bucket
+//! ([`pacer`]), the two joined as one QP's limiter ([`limiter`]), the
+//! port's settings and counters ([`control`]), the ConnectX parameter set
+//! ([`params`]) and a deterministic simulation of flows through one ECN-marking bottleneck ([`sim`]).
 //! Everything takes the time as an argument (ns): no clock, no threads.
 //! `docs/congestion.md` describes the design and the bench.
 
 pub mod control;
+pub mod limiter;
 pub mod np;
 pub mod pacer;
 pub mod params;
@@ -19,6 +21,7 @@ mod np_pacer_tests;
 mod sim_tests;
 
 pub use control::{CcConfig, CcControl, CcCounter};
+pub use limiter::Limiter;
 pub use np::{CnpToSend, Np};
 pub use pacer::Pacer;
 pub use params::{NpParams, RpParams};

@@ -97,6 +97,20 @@ impl Rp {
         self.limited
     }
 
+    /// When [`Rp::advance`] next changes the rate: the rate-increase timer,
+    /// or the end of the monitor period of a deferred cut. `None` when not
+    /// limited. (alpha's per-`dce_tcp_rtt` decay is caught up lazily.)
+    pub fn next_event(&self, p: &RpParams) -> Option<u64> {
+        if !self.limited {
+            return None;
+        }
+        let cut = match (self.cut_pending, self.last_cut) {
+            (true, Some(t)) => t.saturating_add(us(p.rate_reduce_monitor_period)),
+            _ => u64::MAX,
+        };
+        Some(self.next_timer.min(cut))
+    }
+
     /// A CNP for this QP arrived at `now`.
     pub fn on_cnp(&mut self, now: u64, p: &RpParams) -> CnpOutcome {
         self.advance(now, p);

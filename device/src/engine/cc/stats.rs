@@ -1,10 +1,10 @@
 //! The congestion counters, as QUERY_CONG_STATISTICS names them.
 
 /// The congestion counters of QUERY_CONG_STATISTICS (`hw_counters`) as
-/// values. Nothing live holds one yet (the NP and RP add into the caller's,
-/// the simulation keeps its own); the port's live counters, when the path is
-/// wired, join `stats` (`control/tests.rs::counter_structs`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// values: a snapshot of the port's live ones
+/// ([`super::CcControl::statistics`], the control socket's `stats` →
+/// `congestion`), or the simulation's own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CongStatistics {
     /// RoCEv2 packets received with ECN = CE.
     pub np_ecn_marked_roce_packets: u64,

@@ -1,13 +1,14 @@
 //! Receive demultiplexing: parse, find the QP, check transport, state and
-//! P_Key, answer congestion marks, and hand the packet to the requester
+//! P_Key, answer congestion marks (IB: FECN; RoCE: ECN, `congestion.rs`), and hand the packet to the requester
 //! side (responses) or the responder / UD receive (requests).
 
 use super::super::instance::Engine;
 use super::super::objects::{QpState, QpType};
 use super::super::verbs::*;
 use super::state::{transport_bits, Runtime};
-use crate::fabric::{Dest, RxMeta};
+use crate::fabric::{Dest, NetHdr, RxMeta};
 use crate::wire::bth::Opcode;
+use crate::wire::congestion::CnpRepr;
 use crate::wire::packet::{self, RocePacket};
 
 /// The port's P_Key table: the single default partition, full membership
@@ -35,6 +36,15 @@ impl Engine {
         };
         let h = p.headers;
         let dq = h.bth.dest_qp;
+        if h.bth.opcode == Opcode::CNP {
+            // Never completes anything: the reaction point's (`congestion.rs`).
+            if CnpRepr::parse(bytes).is_err() {
+                count_drop(&mut self.rt.drops.malformed);
+                return;
+            }
+            self.cnp_receive(meta, dq, bytes.len());
+            return;
+        }
         let qpn = match dq {
             1 => self.qps.iter().find(|(_, q)| q.qp_type == QpType::Gsi).map(|(n, _)| n),
             0 => self.qps.iter().find(|(_, q)| q.qp_type == QpType::Smi).map(|(n, _)| n),
@@ -47,10 +57,6 @@ impl Engine {
         let Some(qp) = self.qps.get_mut(qpn) else { return };
         count!(self.rt, qp, rx_packets);
         count!(self.rt, qp, rx_bytes, bytes.len() as u64);
-        if h.bth.opcode == Opcode::CNP {
-            count!(self.rt, qp, cnp_received);
-            return;
-        }
         // An XRC initiator only sends requests, an XRC target only answers them.
         let wrong_end = match qp.qp_type {
             QpType::XrcInitiator => h.bth.opcode.is_request(),
@@ -74,20 +80,25 @@ impl Engine {
             count_drop(&mut self.rt.drops.bad_pkey);
             return;
         }
-        if h.bth.fecn {
-            // Congestion experienced: notify the sender's QP.
+        // The flow's source QP, where a congestion notification goes.
+        let src_qp = match h.deth {
+            Some(d) => d.src_qp,
+            None => qp.attrs.dest_qpn,
+        };
+        if meta.net != NetHdr::Ib {
+            // RoCE: ECN = CE in the IP header (the notification point).
+            self.ecn_receive(qpn, meta, src_qp);
+        } else if h.bth.fecn {
+            // InfiniBand: FECN (congestion experienced): notify the sender's QP.
             count!(self.rt, qp, ecn_marked);
             count!(self.rt, qp, cnp_sent);
-            let src_qp = match h.deth {
-                Some(d) => d.src_qp,
-                None => qp.attrs.dest_qpn,
-            };
             let dest = Dest { lid: meta.src.lid, grh: meta.grh.map(|g| g.reply()), ..Default::default() };
             let Runtime { io, buf, .. } = &mut self.rt;
             if packet::build(&packet::cnp_headers(src_qp), 0, buf).is_ok() {
                 io.packets.send(&dest, buf);
             }
         }
+        let Some(qp) = self.qps.get_mut(qpn) else { return };
         if h.bth.opcode.is_request() {
             if qp.state == QpState::Rtr && !qp.rt.comm_est {
                 qp.rt.comm_est = true;

@@ -3,7 +3,8 @@
 //! segmentation, window, READ/atomic limits, fences, retransmission on ACK
 //! timeout, RNR back-off, go-back-N), responder (PSN checks, duplicates,
 //! receive consumption, RDMA WRITE/READ/atomics with key checks, atomic
-//! replay, coalesced ACKs, NAKs), errors and flushes, and timers kept in one
+//! replay, coalesced ACKs, NAKs), errors and flushes, RoCE congestion
+//! control (ECN → CNP → a paced, DCQCN-limited requester), and timers kept in one
 //! heap per engine (a QP costs memory, not a thread or a wake-up).
 //!
 //! Guest memory is reached only through [`GuestMemory`], by key and bounds
@@ -23,6 +24,7 @@ macro_rules! count {
 
 mod ack;
 mod completer;
+mod congestion;
 mod demux;
 mod execute;
 mod gather;
@@ -75,7 +77,10 @@ impl Engine {
     pub(crate) fn on_transition(&mut self, qpn: u32, to: QpState, from: QpState) {
         let Some(qp) = self.qps.get_mut(qpn) else { return };
         match to {
-            QpState::Reset => qp.rt = QpRt::default(),
+            QpState::Reset => {
+                qp.rt = QpRt::default();
+                self.rt.np.forget(qpn);
+            }
             QpState::Init if from == QpState::Reset => qp.rt = QpRt::default(),
             QpState::Rtr if from == QpState::Init => {
                 qp.rt.epsn = qp.attrs.rq_psn;

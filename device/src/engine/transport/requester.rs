@@ -211,6 +211,14 @@ impl Engine {
             Ok(r) => r,
             Err(_) => return false,
         };
+        // A rate-limited QP (RoCE congestion control) waits for its pacer:
+        // the limiter's timer sends the packet (one branch when unlimited).
+        if let Some(l) = qp.rt.limiter.as_deref_mut() {
+            if let Err(at) = l.admit(io.clock.now_ns(), buf.len() as u64 + super::congestion::FRAME_OVERHEAD) {
+                self.queue_timer(qpn, at);
+                return false;
+            }
+        }
         let gathered = gather(&self.mkeys, &*io.mem, pd, &e.wr, off as u64, &mut buf[range]);
         if let Err(err) = gathered {
             let st = err.local_status();

@@ -13,6 +13,7 @@ use super::super::table::Table;
 use super::super::types::{GuestMemory, MemFault};
 use super::super::verbs::AddressVector;
 use super::super::verbs::*;
+use crate::engine::cc::{CcConfig, Limiter, Np};
 use crate::fabric::{Dest, Endpoint, EthDest, PacketSink};
 use crate::wire::bth::Opcode;
 use crate::wire::clock::{Clock, MonotonicClock};
@@ -152,6 +153,9 @@ pub struct QpRt {
     pub(super) replay: VecDeque<(u32, u64)>,
     pub(super) ack_pending: bool,
     pub(super) comm_est: bool,
+    /// RoCE congestion control: the send-rate limiter, from the QP's first
+    /// CNP until its rate is back at line rate (`None`: unlimited).
+    pub(super) limiter: Option<Box<Limiter>>,
     pub counters: QpCounters,
 }
 
@@ -216,6 +220,11 @@ pub struct Runtime {
     pub(super) buf: Vec<u8>,
     pub totals: QpCounters,
     pub drops: EngineDrops,
+    /// The ECN notification point (when each QP last sent a CNP).
+    pub(super) np: Np,
+    /// The port's congestion-control settings as last read, with their
+    /// generation (re-read only when it changes).
+    pub(super) cc_seen: Option<(u64, CcConfig)>,
     /// Called when a timer earlier than any queued one is armed.
     pub waker: Option<Arc<dyn Fn() + Send + Sync>>,
     /// The responder steps the last request packet went through.
@@ -230,6 +239,27 @@ impl Runtime {
         self.ack_queue.clear();
         self.totals = QpCounters::default();
         self.drops = EngineDrops::default();
+        self.np = Np::default();
+        self.cc_seen = None;
+    }
+
+    /// QP `qpn` is gone: the notification point forgets it.
+    pub fn forget_qp(&mut self, qpn: u32) {
+        self.np.forget(qpn);
+    }
+
+    /// The port's congestion-control settings (`None`: the port has none).
+    pub(super) fn cc_config(&mut self) -> Option<CcConfig> {
+        let cc = self.io.packets.cc()?;
+        let g = cc.generation();
+        match self.cc_seen {
+            Some((seen, c)) if seen == g => Some(c),
+            _ => {
+                let c = cc.config();
+                self.cc_seen = Some((g, c));
+                Some(c)
+            }
+        }
     }
 }
 

@@ -1,4 +1,5 @@
-//! Timers: the ACK timeout and the RNR back-off, kept in one heap per
+//! Timers: the ACK timeout, the RNR back-off and the rate limiter's
+//! wake-ups (`congestion.rs`), kept in one heap per
 //! engine (a QP costs memory, not a thread or a wake-up).
 
 use std::cmp::Reverse;
@@ -26,6 +27,13 @@ impl Engine {
     pub(super) fn arm_timer(&mut self, qpn: u32, at: u64) {
         let Some(qp) = self.qps.get_mut(qpn) else { return };
         qp.rt.deadline = Some(at);
+        self.queue_timer(qpn, at);
+    }
+
+    /// Makes sure the QP's entry in the heap fires no later than `at` (the
+    /// ACK/RNR deadline and the rate limiter share it).
+    pub(super) fn queue_timer(&mut self, qpn: u32, at: u64) {
+        let Some(qp) = self.qps.get_mut(qpn) else { return };
         if qp.rt.queued_at.is_none_or(|q| q > at) {
             qp.rt.queued_at = Some(at);
             let earliest = self.rt.timers.peek().map(|r| r.0 .0);
@@ -76,15 +84,23 @@ impl Engine {
             self.rt.timers.pop();
             let Some(qp) = self.qps.get_mut(qpn) else { continue };
             qp.rt.queued_at = None;
-            match qp.rt.deadline {
-                None => {}
-                Some(d) if d > now => {
+            let limiter_due = qp.rt.limiter.as_ref().and_then(|l| l.next_wake()).is_some_and(|t| t <= now);
+            if qp.rt.deadline.is_some_and(|d| d <= now) {
+                qp.rt.deadline = None;
+                self.on_timer(qpn);
+            }
+            if limiter_due {
+                self.on_limiter_timer(qpn, now);
+            }
+            // What is still ahead (a deadline moved later, the limiter's next event).
+            let Some(qp) = self.qps.get_mut(qpn) else { continue };
+            // (never at `now` again: the limiter has run up to it)
+            let wake = qp.rt.limiter.as_ref().and_then(|l| l.next_wake()).map(|t| t.max(now + 1));
+            let next = [qp.rt.deadline, wake].into_iter().flatten().min();
+            if let Some(d) = next {
+                if qp.rt.queued_at.is_none_or(|q| q > d) {
                     qp.rt.queued_at = Some(d);
                     self.rt.timers.push(Reverse((d, qpn)));
-                }
-                Some(_) => {
-                    qp.rt.deadline = None;
-                    self.on_timer(qpn);
                 }
             }
         }

@@ -40,6 +40,8 @@ pub struct EtherCounters {
     pub fault_reordered: AtomicU64,
     pub fault_delayed: AtomicU64,
     pub fault_corrupted: AtomicU64,
+    /// RoCEv2 frames marked ECN = CE (`ce_every`).
+    pub fault_ce_marked: AtomicU64,
     /// Frames not captured because the pcap file reached its size cap.
     pub pcap_dropped: AtomicU64,
     /// MAC control frames (EtherType 0x8808) too short, with an unknown
@@ -131,6 +133,6 @@ impl FaultTally for EtherCounters {
         &self.fault_corrupted
     }
     fn fault_ce_marked(&self) -> Option<&AtomicU64> {
-        None
+        Some(&self.fault_ce_marked)
     }
 }

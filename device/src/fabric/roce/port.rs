@@ -11,6 +11,7 @@ use crate::engine::cc::control::{CcConfig, CcControl};
 use crate::fabric::counters::bump;
 use crate::fabric::ether::{FrameSink, MAX_FRAME, MIN_FRAME};
 use crate::fabric::types::{Dest, Endpoint, PacketSink, RxMeta};
+use crate::wire::congestion::{CnpRepr, Ecn};
 use crate::wire::roce::{self, FrameRepr, NetHdr};
 use crate::wire::{bth, grh, icrc};
 
@@ -219,7 +220,15 @@ impl PacketSink for RocePort {
             bump(&c.tx_errors, 1);
             return;
         }
-        let r = Self::repr_for(&e, dest, &g, pkt);
+        let mut r = Self::repr_for(&e, dest, &g, pkt);
+        if matches!(r.net, NetHdr::RoceV2Ipv4 | NetHdr::RoceV2Ipv6) {
+            // The reaction point of the frame's priority (the PCP it is
+            // tagged with; 0 untagged) makes it ECN-capable.
+            let prio = if r.vlan.is_some() { dest.eth.pcp & 7 } else { 0 };
+            if self.cc.config().rp_on(prio) {
+                r.grh.traffic_class = Ecn::Ect0.apply(r.grh.traffic_class);
+            }
+        }
         let sent = SCRATCH.with(|s| match s.try_borrow_mut() {
             Ok(mut out) => self.send_frame(&r, pkt, &mut out),
             // Re-entered on this thread (a sink that delivers synchronously).
@@ -236,6 +245,44 @@ impl PacketSink for RocePort {
 
     fn all_global(&self) -> bool {
         true
+    }
+
+    fn cc(&self) -> Option<&Arc<CcControl>> {
+        Some(&self.cc)
+    }
+
+    /// Answers the packet of `meta` with a CNP as a ConnectX does
+    /// ([`CnpRepr::reply_frame`]: addresses swapped, ToS `dscp` + ECT(0),
+    /// the VLAN with PCP `prio`), from the GID entry the packet was sent to.
+    fn send_cnp(&self, meta: &RxMeta, dest_qp: u32, dscp: u8, prio: u8) -> bool {
+        let c = &self.counters;
+        let Some(g) = meta.grh else { return false };
+        let version = match meta.net {
+            NetHdr::Ib => return false,
+            NetHdr::RoceV1 => RoceVersion::V1,
+            NetHdr::RoceV2Ipv4 | NetHdr::RoceV2Ipv6 => RoceVersion::V2,
+        };
+        let Some(e) = self.gids.find(&g.dgid, version, vlan_id(meta.vlan)).and_then(|i| self.gids.get(i)) else {
+            bump(&c.tx_no_gid, 1);
+            return false;
+        };
+        let data = FrameRepr { dmac: e.mac, smac: meta.smac, vlan: meta.vlan, net: meta.net, grh: g, udp_sport: 0 };
+        let mut r = CnpRepr::reply_frame(&data, dscp, prio);
+        let mut pkt = Vec::with_capacity(crate::wire::congestion::CNP_LEN);
+        if CnpRepr::to_qp(dest_qp).emit(&mut pkt).is_err() {
+            bump(&c.tx_errors, 1);
+            return false;
+        }
+        r.grh.payload_len = pkt.len() as u16;
+        r.grh.next_header = grh::NXTHDR_IBA;
+        let sent = SCRATCH.with(|s| match s.try_borrow_mut() {
+            Ok(mut out) => self.send_frame(&r, &mut pkt, &mut out),
+            Err(_) => self.send_frame(&r, &mut pkt, &mut Vec::new()),
+        });
+        if sent.is_err() {
+            bump(&c.tx_errors, 1);
+        }
+        sent.is_ok()
     }
 }
 
@@ -260,6 +307,7 @@ fn meta_of(r: &FrameRepr, local: bool) -> RxMeta {
         grh: Some(grh::Repr { next_header: grh::NXTHDR_IBA, ..r.grh }),
         net: r.net,
         vlan: r.vlan,
+        smac: r.smac,
     }
 }
 

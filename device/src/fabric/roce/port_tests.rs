@@ -149,6 +149,36 @@ fn vlan_tag_carries_pcp_and_must_match_the_entry() {
 }
 
 #[test]
+fn ect0_follows_the_rp_enable_bit_of_the_frames_priority() {
+    use crate::wire::congestion::{frame_ecn, Ecn};
+    let (a, b) = (end(), end());
+    let ea = v4_entry(1, MAC_A, Some(100));
+    let eb = v4_entry(2, MAC_B, Some(100));
+    a.port.gids().set(1, Some(ea)).unwrap();
+    b.port.gids().set(0, Some(eb)).unwrap();
+    // The RP on priority 3 only; the traffic class's own ECN bits are 00.
+    a.port.cc().set_config(CcConfig { rp_enabled: 1 << 3, ..CcConfig::connectx_default() });
+    let mut d = dest(&ea, &eb, MAC_B);
+    d.grh.as_mut().unwrap().traffic_class = 26 << 2;
+    let ecn_at = |pcp: u8| {
+        let mut d = d;
+        d.eth.pcp = pcp;
+        let (f, got) = across(&a, &b, &d, &mut pkt(0x04, 7, b"x"));
+        assert!(got.is_some(), "ICRC good whatever the ECN bits");
+        let p = roce::parse(&f).unwrap().unwrap();
+        (frame_ecn(&p).unwrap(), p.repr.grh.traffic_class >> 2)
+    };
+    assert_eq!(ecn_at(3), (Ecn::Ect0, 26), "tagged PCP 3: ECT(0), the DSCP kept");
+    assert_eq!(ecn_at(2), (Ecn::NotEct, 26), "PCP 2: the RP is off");
+    // Untagged frames are priority 0.
+    a.port.gids().set(1, Some(v4_entry(1, MAC_A, None))).unwrap();
+    b.port.gids().set(0, Some(v4_entry(2, MAC_B, None))).unwrap();
+    assert_eq!(ecn_at(3).0, Ecn::NotEct);
+    a.port.cc().set_config(CcConfig { rp_enabled: 1, ..CcConfig::connectx_default() });
+    assert_eq!(ecn_at(3).0, Ecn::Ect0);
+}
+
+#[test]
 fn ipv6_and_v1_frames_with_flow_label_ports() {
     for version in [RoceVersion::V2, RoceVersion::V1] {
         let (a, b) = (end(), end());

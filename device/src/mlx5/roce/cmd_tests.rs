@@ -277,6 +277,7 @@ fn qp1_receives_a_roce_mad_with_the_roce_cqe_and_grh_area() {
         grh: Some(g),
         net: NetHdr::RoceV2Ipv4,
         vlan: Some(0x6064),
+        smac: [0; 6],
     };
     t.fw.datapath().rdma_receive(&meta, &pkt);
     let area = t.mem.get(DATA, 40);
@@ -430,6 +431,7 @@ fn mc_meta(dgid: [u8; 16], local: bool) -> crate::fabric::RxMeta {
             ..Default::default()
         }),
         net: crate::wire::roce::NetHdr::RoceV2Ipv4,
+        smac: [0; 6],
         vlan: None,
     }
 }

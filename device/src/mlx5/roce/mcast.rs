@@ -46,6 +46,7 @@ pub fn accept_multicast(
         grh: Some(grh::Repr { next_header: grh::NXTHDR_IBA, ..p.repr.grh }),
         net: p.repr.net,
         vlan: p.repr.vlan,
+        smac: p.repr.smac,
     };
     Some((meta, p.roce))
 }
