@@ -16,6 +16,7 @@ pub mod rmpp;
 pub mod sa;
 pub mod select;
 pub mod service;
+pub mod source;
 
 #[cfg(test)]
 mod test_support;
@@ -32,11 +33,4 @@ pub use db::Subnet;
 pub use error::{SaError, SubnetError};
 pub use port::PortRecord;
 pub use sa::{Sa, SaConfig};
-
-/// Where a MAD came from (the UD completion's SLID and source QP): the
-/// requester, and the destination of the answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct MadSource {
-    pub lid: u16,
-    pub qpn: u32,
-}
+pub use source::MadSource;

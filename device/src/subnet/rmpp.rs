@@ -7,7 +7,7 @@
 //! segment. STOP/ABORT end a transfer; [`RmppSender::tick`] resends an
 //! unacknowledged window and gives a silent receiver up.
 
-use super::MadSource;
+use super::source::MadSource;
 use crate::wire::mad::{self, MAD_SIZE};
 use crate::wire::rmpp::{self, Repr as RmppHeader};
 use crate::wire::sa;

@@ -14,7 +14,7 @@ use super::path::{self, PathPolicy};
 use super::port::{PortRecord, DEFAULT_PKEY};
 use super::rmpp::{self, RmppSender};
 use super::select::MTU_2048;
-use super::MadSource;
+use super::source::MadSource;
 use crate::wire::mad::{self, MAD_SIZE};
 use crate::wire::rmpp::{self as rmpp_hdr, Repr as RmppHeader};
 use crate::wire::sa::{self, attr_offset_of};
