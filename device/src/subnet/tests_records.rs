@@ -57,6 +57,12 @@ fn rdma_cm_route_resolution_gets_one_path() {
     assert_eq!(p.sl, 0);
     assert!(p.reversible);
     assert_eq!(p.hop_limit, 0, "no GRH inside the subnet");
+    // The IPv4 variant (rping over IPoIB): QOS_CLASS from the ToS instead of
+    // TRAFFIC_CLASS; the SA echoes it and does not filter on it.
+    let m4 = m & !pm::TRAFFIC_CLASS | pm::QOS_CLASS;
+    r.qos_class = 0x10;
+    let out = one(sa.handle(&request(mad::METHOD_GET, sa::ATTR_PATH_RECORD, m4, &bytes_of(&r)), from(1)));
+    assert_eq!((hdr(&out).status, path_of(&out).qos_class, path_of(&out).dlid), (0, 0x10, 3));
 }
 
 #[test]
