@@ -333,8 +333,9 @@ impl McGroups {
     }
 
     /// SubnAdmGet/GetTable(MCMemberRecord): one record per matching member,
-    /// or per group when the query names no member and the group has none.
-    pub fn query(&self, r: &McMemberRecord, m: u64) -> Vec<McMemberRecord> {
+    /// or per group when the query names no member and the group has none;
+    /// more than `limit`: ERR_NO_RESOURCES.
+    pub fn query(&self, r: &McMemberRecord, m: u64, limit: usize) -> Result<Vec<McMemberRecord>, SaError> {
         let mut out = Vec::new();
         for g in self.groups.values().filter(|g| g.matches(r, m)) {
             let by_member = m & (mask::PORT_GID | mask::JOIN_STATE) != 0;
@@ -348,7 +349,10 @@ impl McGroups {
                     out.push(g.record(*gid, st));
                 }
             }
+            if out.len() > limit {
+                return Err(SaError::NoResources);
+            }
         }
-        out
+        Ok(out)
     }
 }

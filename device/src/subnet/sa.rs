@@ -275,7 +275,9 @@ impl Sa {
         src: MadSource,
     ) -> Result<Answer, SaError> {
         match method {
-            mad::METHOD_GET | mad::METHOD_GET_TABLE => Ok(Answer::new(resp, &self.subnet.groups.query(r, m))),
+            mad::METHOD_GET | mad::METHOD_GET_TABLE => {
+                Ok(Answer::new(resp, &self.subnet.groups.query(r, m, MAX_TABLE_RECORDS)?))
+            }
             mad::METHOD_SET => {
                 if m & sa_mcmember::mask::PORT_GID == 0 {
                     return Err(SaError::InsufficientComponents);

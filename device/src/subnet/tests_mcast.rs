@@ -185,3 +185,15 @@ fn sa_assigned_mgid_and_member_queries() {
     sa.subnet.remove_port(1);
     assert!(sa.subnet.groups.get(&g.mgid).is_none());
 }
+
+#[test]
+fn member_queries_are_bounded() {
+    let mut sa = sa_with(3);
+    for lid in 1..=3 {
+        let (b, m) = broadcast_join(lid);
+        one(sa.handle(&request(mad::METHOD_SET, sa::ATTR_MCMEMBER_RECORD, m, &b), from(lid)));
+    }
+    let all = mc::Repr::default();
+    assert_eq!(sa.subnet.groups.query(&all, 0, 3).map(|v| v.len()), Ok(3));
+    assert_eq!(sa.subnet.groups.query(&all, 0, 2), Err(super::SaError::NoResources));
+}
