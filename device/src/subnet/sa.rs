@@ -44,9 +44,12 @@ impl Default for SaConfig {
     }
 }
 
-/// What the SA has seen (for `stats`).
+/// What the SA has seen. Not yet in the control socket's `stats`: the SA
+/// is not part of the server yet. Wiring it in (issue 23, next phase) names
+/// this `SaStats` and lists it in control's `counter_structs`, whose scan
+/// then holds it to that.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SaStats {
+pub struct SaTally {
     pub requests: u64,
     /// MADs dropped without an answer.
     pub dropped: u64,
@@ -109,7 +112,7 @@ pub struct Sa {
     pub subnet: Subnet,
     cfg: SaConfig,
     rmpp: RmppSender,
-    stats: SaStats,
+    stats: SaTally,
 }
 
 impl Sa {
@@ -120,10 +123,10 @@ impl Sa {
             // Fails only if the caller already created it.
             let _ = subnet.groups.create(g);
         }
-        Sa { subnet, cfg, rmpp: RmppSender::new(), stats: SaStats::default() }
+        Sa { subnet, cfg, rmpp: RmppSender::new(), stats: SaTally::default() }
     }
 
-    pub fn stats(&self) -> SaStats {
+    pub fn stats(&self) -> SaTally {
         self.stats
     }
 
