@@ -20,6 +20,7 @@ pub mod mlx5;
 pub mod pci;
 pub mod privs;
 pub mod seccomp;
+pub mod subnet;
 #[allow(unsafe_code)]
 pub mod sys;
 #[allow(unsafe_code)]

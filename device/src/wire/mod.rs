@@ -1,5 +1,6 @@
 //! RoCEv2 on the wire: packet views and representations (smoltcp style) for
-//! the InfiniBand transport headers, the ICRC and whole-packet parse/emit.
+//! the InfiniBand transport headers, the ICRC and whole-packet parse/emit;
+//! and the management datagrams' headers and SA records (MAD, RMPP, SA).
 //! Codecs only: no I/O, no threads, no unsafe (the packet path of a port,
 //! its links and middleware are [`crate::fabric`]).
 //!
@@ -47,6 +48,7 @@ macro_rules! fixed_view {
 }
 
 pub mod bth;
+pub mod class_port_info;
 pub mod clock;
 pub mod codec;
 pub mod congestion;
@@ -56,11 +58,20 @@ pub mod ext;
 pub mod grh;
 pub mod icrc;
 pub mod ip;
+pub mod mad;
 pub mod offload;
 pub mod packet;
 pub mod pfc;
 pub mod psn;
+pub mod rmpp;
 pub mod roce;
+pub mod sa;
+pub mod sa_inform;
+pub mod sa_mcmember;
+pub mod sa_node;
+pub mod sa_path;
+pub mod sa_portinfo;
+pub mod sa_service;
 #[cfg(test)]
 mod xrc_tests;
 

@@ -12,18 +12,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::port::DEFAULT_CAP_MASK;
 use super::port::{PortConfig, PortCounters};
 
-pub const MAD_SIZE: usize = 256;
 const DATA: usize = 64;
 
-pub const MGMT_CLASS_SUBN_LID_ROUTED: u8 = 0x01;
-pub const MGMT_CLASS_SUBN_DIRECTED_ROUTE: u8 = 0x81;
-pub const MGMT_CLASS_PERF_MGMT: u8 = 0x04;
+// The MAD header's constants have one owner, `wire::mad`; re-exported here
+// for the firmware's MAD_IFC and PMA handlers.
+use crate::wire::mad::Packet as MadHeader;
+pub use crate::wire::mad::{
+    ATTR_CLASS_PORT_INFO, MAD_SIZE, METHOD_GET, METHOD_GET_RESP, METHOD_SET, MGMT_CLASS_PERF_MGMT,
+    MGMT_CLASS_SUBN_DIRECTED_ROUTE, MGMT_CLASS_SUBN_LID_ROUTED, STATUS_BAD_VERSION, STATUS_INVALID_FIELD,
+    STATUS_UNSUP_METH_ATTR,
+};
 
-pub const METHOD_GET: u8 = 0x01;
-pub const METHOD_SET: u8 = 0x02;
-pub const METHOD_GET_RESP: u8 = 0x81;
-
-pub const ATTR_CLASS_PORT_INFO: u16 = 0x0001;
 pub const ATTR_NODE_DESC: u16 = 0x0010;
 pub const ATTR_NODE_INFO: u16 = 0x0011;
 pub const ATTR_GUID_INFO: u16 = 0x0014;
@@ -32,13 +31,6 @@ pub const ATTR_PKEY_TABLE: u16 = 0x0016;
 pub const ATTR_PORT_COUNTERS: u16 = 0x0012;
 pub const ATTR_PORT_COUNTERS_EXT: u16 = 0x001d;
 pub const ATTR_EXT_PORT_INFO: u16 = 0xff90;
-
-/// MAD status: "method/attribute combination not supported".
-pub const STATUS_UNSUP_METH_ATTR: u16 = 0x000c;
-/// MAD status: "invalid value in attribute or modifier".
-pub const STATUS_INVALID_FIELD: u16 = 0x001c;
-/// MAD status: bad class version.
-pub const STATUS_BAD_VERSION: u16 = 0x0004;
 
 fn put16(b: &mut [u8], o: usize, v: u16) {
     b[o..o + 2].copy_from_slice(&v.to_be_bytes());
@@ -52,6 +44,7 @@ fn put64(b: &mut [u8], o: usize, v: u64) {
 fn get16(b: &[u8], o: usize) -> u16 {
     u16::from_be_bytes([b[o], b[o + 1]])
 }
+#[cfg(test)]
 fn get32(b: &[u8], o: usize) -> u32 {
     u32::from_be_bytes(b[o..o + 4].try_into().expect("4 bytes"))
 }
@@ -67,16 +60,14 @@ pub struct MadReply {
 /// Answers one MAD for `port` (1-based). Never panics on any input.
 pub fn process(req: &[u8; MAD_SIZE], port_num: u8, port: &PortConfig, counters: &PortCounters) -> MadReply {
     let mut r = *req;
-    let class = req[1];
-    let method = req[3];
-    let attr = get16(req, 16);
-    let attr_mod = get32(req, 20);
+    let h = MadHeader::new_unchecked(&req[..]);
+    let (class, method, attr, attr_mod) = (h.mgmt_class(), h.method(), h.attr_id(), h.attr_mod());
     // Response header: echo TID/attribute, method GetResp, clear status.
     r[3] = METHOD_GET_RESP;
     put16(&mut r, 4, 0);
     let status = match class {
         MGMT_CLASS_SUBN_LID_ROUTED | MGMT_CLASS_SUBN_DIRECTED_ROUTE => {
-            if req[0] != 1 || req[2] != 1 {
+            if h.base_version() != 1 || h.class_version() != 1 {
                 STATUS_BAD_VERSION
             } else if method != METHOD_GET && method != METHOD_SET {
                 STATUS_UNSUP_METH_ATTR
