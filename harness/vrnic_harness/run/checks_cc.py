@@ -19,7 +19,7 @@ from .checks_pairs import PERF_ROW, tool_runs
 from .checks_roce import counters
 from .checks_switch import aqm_delta, switch_health, switch_stats
 
-STRICT = False  # the integrator sets True once wip-cclive and wip-cccmds are merged
+STRICT = True  # the CC data path, the mlx5 congestion counters and `cc on|off` are all in
 SHARE = (0.35, 0.65)
 CNP_COUNTERS = ("np_cnp_sent", "np_ecn_marked_roce_packets", "rp_cnp_handled", "rp_cnp_ignored")
 LOSS_RX = ("out_of_sequence",)
