@@ -133,6 +133,12 @@ struct Args {
     #[arg(long, value_name = "SPEC")]
     eth: Option<String>,
 
+    /// The Ethernet link's transmit line rate in Mb/s (a token-bucket
+    /// shaper after the PAUSE/PFC gate; burst: the larger of two 9 KiB
+    /// frames and 1 ms at the rate); 0 = unlimited. Overrides `[eth] link_rate_mbps`.
+    #[arg(long, value_name = "N")]
+    eth_rate_mbps: Option<u64>,
+
     /// Write every packet sent and received to this pcap file (Wireshark
     /// decodes it): RoCEv2 packets on an InfiniBand port, the Ethernet
     /// link's frames on an Ethernet port.
@@ -263,6 +269,9 @@ fn build_config(a: &Args) -> Result<Config, String> {
     }
     if let Some(e) = &a.eth {
         c.eth.parse_cli(e)?;
+    }
+    if let Some(r) = a.eth_rate_mbps {
+        c.eth.link_rate_mbps = r;
     }
     // Capture and faults belong to the port's own link: the RoCEv2 fabric
     // on InfiniBand, the Ethernet link on Ethernet.

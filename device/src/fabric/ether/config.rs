@@ -12,6 +12,7 @@
 //! pcap_max_bytes = 1073741824
 //! faults = { seed = 7, rx = { corrupt = 0.01 } }
 //! pause_speed_mbps = 100000       # the speed PAUSE/PFC quanta are timed at (pfc.rs)
+//! link_rate_mbps = 0              # transmit line rate (shaper.rs); 0 = unlimited
 //! ```
 //!
 //! The command line's `--eth` takes the same in one word:
@@ -53,6 +54,10 @@ pub struct EtherConfig {
     /// one makes one frame hold longer (the `roce-pfc` scenario's
     /// host-scheduled injector cannot refresh every 335 us; it uses 100).
     pub pause_speed_mbps: u64,
+    /// The transmit line rate (Mb/s) of the shaper (`shaper.rs`); 0 (the
+    /// default): unlimited, frames leave as fast as the host sends them.
+    /// The command line's `--eth-rate-mbps`.
+    pub link_rate_mbps: u64,
 }
 
 impl Default for EtherConfig {
@@ -67,6 +72,7 @@ impl Default for EtherConfig {
             pcap_max_bytes: crate::fabric::pcap::DEFAULT_MAX_BYTES,
             faults: FaultConfig::default(),
             pause_speed_mbps: super::pfc::PORT_SPEED_BPS / 1_000_000,
+            link_rate_mbps: 0,
         }
     }
 }
@@ -169,6 +175,9 @@ impl EtherConfig {
         if !(1..=1_000_000).contains(&self.pause_speed_mbps) {
             return Err(format!("eth pause_speed_mbps {}: want 1..=1000000", self.pause_speed_mbps));
         }
+        if self.link_rate_mbps > 1_000_000 {
+            return Err(format!("eth link_rate_mbps {}: want 0 (unlimited) ..=1000000", self.link_rate_mbps));
+        }
         Ok(())
     }
 }
@@ -232,6 +241,11 @@ mod tests {
         let c: EtherConfig = toml::from_str("pause_speed_mbps = 1000").unwrap();
         assert!(c.validate().is_ok());
         let c: EtherConfig = toml::from_str("pause_speed_mbps = 0").unwrap();
+        assert!(c.validate().is_err());
+        assert_eq!(EtherConfig::default().link_rate_mbps, 0, "unlimited by default");
+        let c: EtherConfig = toml::from_str("link_rate_mbps = 30").unwrap();
+        assert!(c.validate().is_ok() && c.link_rate_mbps == 30);
+        let c: EtherConfig = toml::from_str("link_rate_mbps = 1000001").unwrap();
         assert!(c.validate().is_err());
     }
 }

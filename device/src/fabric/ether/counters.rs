@@ -50,6 +50,11 @@ pub struct EtherCounters {
     /// PFC frames for no priority whose PFC is on, PAUSE frames with global
     /// pause off: dropped.
     pub rx_pause_ignored: AtomicU64,
+    /// Frames the line-rate shaper (`[eth] link_rate_mbps`, `shaper.rs`)
+    /// held until the bucket paid for them.
+    pub tx_shaper_delayed: AtomicU64,
+    /// Frames the shaper dropped because its queue was full: lost.
+    pub tx_shaper_dropped: AtomicU64,
     /// Per 802.1p priority (PPCNT's per-priority group); in `stats` an
     /// object keyed "0".."7".
     #[serde(serialize_with = "by_priority")]

@@ -13,6 +13,7 @@ use super::counters::EtherCounters;
 use super::counters::PrioSnapshot;
 use super::frame::{FrameHandler, FrameSink, Medium, HEADER_LEN, MAX_FRAME, MIN_FRAME};
 use super::pfc::{PauseGate, PausePolicy};
+use super::shaper::Shaper;
 use super::tap::TapMedium;
 use super::udp::UdpMedium;
 use crate::fabric::counters::bump;
@@ -60,6 +61,8 @@ struct Shared {
     local: Option<SocketAddr>,
     /// PAUSE/PFC: every transmitted frame passes it.
     pause: PauseGate,
+    /// The line rate (`[eth] link_rate_mbps`; none: unlimited): after the gate.
+    shaper: Option<Shaper>,
     clock: Arc<dyn Clock>,
 }
 
@@ -82,7 +85,8 @@ impl FrameSink for Shared {
             bump(&self.counters.tx_bad_length, 1);
             return;
         }
-        self.pause.transmit(frame, self.clock.now_ns(), &mut |f| self.emit(f));
+        let now = self.clock.now_ns();
+        self.pause.transmit(frame, now, &mut |f| self.shape(f, now));
     }
 
     fn carrier(&self) -> bool {
@@ -101,7 +105,20 @@ impl FrameSink for Shared {
 }
 
 impl Shared {
-    /// A frame past the pause gate: tx faults, then the medium.
+    /// A frame past the pause gate: the shaper if there is one, then [`emit`](Self::emit).
+    fn shape(&self, frame: &[u8], now: u64) {
+        match &self.shaper {
+            None => self.emit(frame),
+            Some(s) => {
+                if s.transmit(frame, now, &mut |f| self.emit(f)) {
+                    // The worker sends it when the bucket pays for it.
+                    self.wake.wake();
+                }
+            }
+        }
+    }
+
+    /// A frame past the pause gate and the shaper: tx faults, then the medium.
     fn emit(&self, frame: &[u8]) {
         if self.faults.is_on() {
             let mut f = frame.to_vec();
@@ -178,6 +195,7 @@ impl EtherLink {
             Backend::Tap { name } => Box::new(TapMedium::open(&name, counters.clone())?),
         };
         let counters_pause = counters.clone();
+        let counters_shaper = counters.clone();
         let shared = Arc::new(Shared {
             medium,
             faults: Faults::with_shape(Shape::Ethernet, &cfg.faults, clock.clone()),
@@ -187,6 +205,7 @@ impl EtherLink {
             wake: Arc::new(EventFd::new()?),
             local,
             pause: PauseGate::new(counters_pause, cfg.pause_speed_mbps.max(1).saturating_mul(1_000_000)),
+            shaper: Shaper::new(counters_shaper, cfg.link_rate_mbps.saturating_mul(1_000_000), clock.now_ns()),
             clock: clock.clone(),
         });
         Ok(EtherLink { shared, clock, worker: None })
@@ -249,7 +268,8 @@ impl Drop for EtherLink {
 }
 
 /// How long a pass may wait: until the faults' next release, the handler's
-/// deadline, the end of a pause or [`IDLE_WAIT`], whichever is first.
+/// deadline, the end of a pause, the shaper's next release or [`IDLE_WAIT`],
+/// whichever is first.
 fn wait_for(now: u64, dues: &[Option<u64>]) -> Duration {
     dues.iter()
         .copied()
@@ -260,13 +280,15 @@ fn wait_for(now: u64, dues: &[Option<u64>]) -> Duration {
 
 /// The link's thread: each pass runs the handler's `poll` (loopback,
 /// timers), waits for the medium, a wake or the next deadline, receives a
-/// burst (then `flush`), and releases frames the faults hold.
+/// burst (then `flush`), and releases frames the faults, the pause gate and
+/// the shaper hold.
 fn worker(s: &Shared, clock: &dyn Clock, handler: &dyn FrameHandler) {
     let mut buf = vec![0u8; 65536];
     while !s.stop.load(Ordering::SeqCst) {
         let now = clock.now_ns();
         let handler_due = handler.poll(now);
-        let wait = wait_for(clock.now_ns(), &[s.faults.next_due(), handler_due, s.pause.next_due()]);
+        let shaper_due = s.shaper.as_ref().and_then(Shaper::next_due);
+        let wait = wait_for(clock.now_ns(), &[s.faults.next_due(), handler_due, s.pause.next_due(), shaper_due]);
         let (ready, woken) = wait_readable_or_woken(s.medium.fd(), &s.wake, wait).unwrap_or_else(|_| {
             std::thread::sleep(wait);
             (s.medium.fd().is_some(), false)
@@ -289,7 +311,11 @@ fn worker(s: &Shared, clock: &dyn Clock, handler: &dyn FrameHandler) {
         if released {
             handler.flush();
         }
-        s.pause.release(clock.now_ns(), &mut |f| s.emit(f));
+        let now = clock.now_ns();
+        if let Some(sh) = &s.shaper {
+            sh.release(now, &mut |f| s.emit(f));
+        }
+        s.pause.release(now, &mut |f| s.shape(f, now));
     }
 }
 

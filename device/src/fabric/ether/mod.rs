@@ -11,13 +11,15 @@
 //! faults, then capture and counters; on the way in size checks, capture,
 //! faults — and runs the receiving thread. Configuration: `config.rs`
 //! (`[eth]`, `--eth`); counters: `counters.rs`; PAUSE/PFC: `pfc.rs` (the gate
-//! every transmitted frame passes, which received MAC control frames drive).
+//! every transmitted frame passes, which received MAC control frames drive);
+//! line rate: `shaper.rs` (a token bucket after the gate, `[eth] link_rate_mbps`).
 
 mod config;
 mod counters;
 mod frame;
 mod link;
 mod pfc;
+mod shaper;
 mod tap;
 mod udp;
 
@@ -29,3 +31,4 @@ pub use counters::{EtherCounters, PrioCounters, PrioSnapshot};
 pub use frame::{FrameHandler, FrameSink, HEADER_LEN, MAX_FRAME, MIN_FRAME};
 pub use link::EtherLink;
 pub use pfc::{PauseGate, PausePolicy, DEFAULT_POLICY, PORT_SPEED_BPS, QUEUE_FRAMES};
+pub use shaper::Shaper;

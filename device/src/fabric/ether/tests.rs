@@ -474,3 +474,42 @@ fn pfc_pause_expires_on_the_worker() {
     assert!(waited < Duration::from_millis(103) + Duration::from_secs(2), "released by the worker: {waited:?}");
     assert!(l.counters().prio[3].rx_pause_duration_ns.load(Ordering::Relaxed) >= 102_400_000);
 }
+
+/// At `--eth-rate-mbps 1` the link sends a burst (the bucket's two largest frames) at once and the rest at the
+/// line rate, in order: the worker wakes for each release with nothing else happening.
+#[test]
+#[cfg_attr(miri, ignore = "binds UDP sockets and waits ~0.1 s, which Miri does not support")]
+fn the_shaper_paces_frames_at_the_line_rate_in_order() {
+    let (l, _h, qemu) = with_qemu(|c| c.link_rate_mbps = 1);
+    // 1000-byte frames take 1024 bytes of the line: 8.192 ms each at 1 Mb/s; the burst is 17 of them.
+    let frames: Vec<Vec<u8>> = (0..30).map(|i| frame(BCAST, i, 1000)).collect();
+    let t0 = Instant::now();
+    for f in &frames {
+        l.sink().send_frame(f);
+    }
+    let delayed = l.counters().tx_shaper_delayed.load(Ordering::Relaxed);
+    assert!((10..=13).contains(&delayed), "frames over the burst wait: {delayed}");
+    let mut buf = [0u8; 2048];
+    for (i, f) in frames.iter().enumerate() {
+        let n = qemu.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], &f[..], "frame {i} in order");
+    }
+    let took = t0.elapsed();
+    assert!(took >= Duration::from_micros((delayed - 1) * 8192), "paced: {took:?} for {delayed} held");
+    assert_eq!(l.counters().tx_frames.load(Ordering::Relaxed), 30);
+    assert_eq!(l.counters().tx_shaper_dropped.load(Ordering::Relaxed), 0);
+}
+
+/// Unlimited (the default): no frame waits.
+#[test]
+#[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
+fn without_a_rate_frames_are_not_shaped() {
+    let (l, _h, qemu) = with_qemu(|_| {});
+    for i in 0..40 {
+        l.sink().send_frame(&frame(BCAST, i, 1000));
+    }
+    assert_eq!(l.counters().tx_frames.load(Ordering::Relaxed), 40, "all left on the sender's thread");
+    assert_eq!(l.counters().tx_shaper_delayed.load(Ordering::Relaxed), 0);
+    let mut buf = [0u8; 2048];
+    assert!(qemu.recv(&mut buf).is_ok());
+}
