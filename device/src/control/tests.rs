@@ -237,6 +237,8 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
         &e.pcap_dropped,
         &e.rx_mac_control_malformed,
         &e.rx_pause_ignored,
+        &e.tx_shaper_delayed,
+        &e.tx_shaper_dropped,
     ] {
         c.store(next(), Relaxed);
     }
