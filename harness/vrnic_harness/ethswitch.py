@@ -26,8 +26,13 @@ SWITCH_SCRIPT = os.path.join(REPO, "guest-tests", "scenarios", "switch-guest.sh"
 # the guests or QEMU's sockets. RED (bytes): min 15 KB ~ 4 ms at 30 Mbit/s, max 45 KB ~ 12 ms, the hard limit
 # 300 KB; marking probability up to 10% at max; burst (2*min+max)/(3*avpkt). capture: with the topology's
 # pcap directory, QEMU also captures the switch's side of every cable (sw<i>.pcap; costs the switch CPU).
+# port_mbps: the line rate of every vrnic port cabled to the switch (the server's --eth-rate-mbps; 0: unlimited).
+# A vrnic port otherwise sends at whatever its host thread reaches (Gb/s) and a flow's first burst, before the first
+# CNP, overflows the switch guest's ingress (its QEMU socket) before the qdisc: loss no marking can prevent, which a
+# switch that keeps up with its ports' line rate never has. 50 Mbit/s: below the ~70 the switch takes in, above
+# the 30 Mbit/s bottleneck, so the queue still builds in the egress qdisc.
 SWITCH_DEFAULTS = dict(egress=0, rate="30mbit", aqm="red", red_min=15000, red_max=45000, red_limit=300000,
-                       red_prob=0.1, avpkt=1000, delay_ms=0, capture=False)
+                       red_prob=0.1, avpkt=1000, delay_ms=0, capture=False, port_mbps=50)
 
 
 class EthSwitch:
@@ -73,8 +78,9 @@ class EthSwitch:
         c = self.cfg
         q = ("red min %d max %d limit %d prob %s ecn" % (c["red_min"], c["red_max"], c["red_limit"], c["red_prob"])
              if c["aqm"] == "red" else "fq_codel ecn" if c["aqm"] == "fq_codel" else "fifo")
-        return "switch guest: bridge of %d ports, egress to g%d htb rate %s + %s%s" % (
-            self.n, int(c["egress"]), c["rate"], q, ", netem delay %d ms" % c["delay_ms"] if c["delay_ms"] else "")
+        return "switch guest: bridge of %d ports (vrnic ports at %s), egress to g%d htb rate %s + %s%s" % (
+            self.n, "%d Mbit/s" % c["port_mbps"] if c["port_mbps"] else "line rate", int(c["egress"]), c["rate"], q,
+            ", netem delay %d ms" % c["delay_ms"] if c["delay_ms"] else "")
 
 
 def boot_switch(cache, eth, topo, n, scenario, initrd, log, accel, timeout, append=""):

@@ -123,6 +123,8 @@ class EthTopology:
         args = ["--link-layer", "eth", "--mac", self.mac(i), "--eth", self.backend(i)]
         if self.pcap_dir:
             args += ["--pcap", os.path.join(self.pcap_dir, "eth%d.pcap" % i)]
+        if self.switch and self.switch.cfg["port_mbps"]:
+            args += ["--eth-rate-mbps", str(self.switch.cfg["port_mbps"])]
         return args
 
     def qemu_args(self, i):
