@@ -262,6 +262,11 @@ pub fn derived_node_guid(lid: u16) -> u64 {
     0x0002_c903_00a0_0000 | (lid as u64) << 8
 }
 
+/// The NodeDescription of a port whose configuration names none.
+pub fn derived_node_desc(lid: u16) -> String {
+    format!("vrnic emulated ConnectX-5 lid {lid}")
+}
+
 fn parse_guid(s: &str) -> Result<u64, ConfigError> {
     let t = s.trim_start_matches("0x").replace(':', "");
     u64::from_str_radix(&t, 16).map_err(|_| ConfigError::Invalid(format!("bad GUID {s:?}")))
@@ -373,7 +378,7 @@ impl Config {
     /// The NodeDescription: `identity.node_desc`, else one naming the LID.
     pub fn node_desc(&self) -> String {
         match self.identity.node_desc.as_str() {
-            "" => format!("vrnic emulated ConnectX-5 lid {}", self.identity.lid),
+            "" => derived_node_desc(self.identity.lid),
             d => d.to_string(),
         }
     }

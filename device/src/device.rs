@@ -13,7 +13,7 @@ use std::os::fd::OwnedFd;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::config::{Config, DoorbellMode};
 use crate::engine::Limits;
@@ -206,6 +206,35 @@ impl PacketHandler for Kicking {
     }
 }
 
+/// The Subnet Administrator of the port whose LID is the SM LID (`None` on
+/// any other port). Its database: this port as configured, and each
+/// `[fabric]` peer's LID with the identity a port gets when its
+/// configuration names none (`config::derived_node_guid`, port GUID + 1,
+/// `derived_node_desc`): the SA does not sweep the fabric (docs/ib-fabric.md).
+fn subnet_admin(config: &Config) -> Option<crate::subnet::Sa> {
+    use crate::subnet::{PortRecord, Sa, SaConfig, Subnet};
+    let lid = config.identity.lid;
+    if lid == 0 || lid != config.sm_lid() {
+        return None;
+    }
+    let mut subnet = Subnet::new(lid);
+    let mut own = PortRecord::new(lid, config.port_guid(), config.node_guid());
+    own.sys_image_guid = config.sys_image_guid();
+    own.node_desc = config.node_desc();
+    if let Err(e) = subnet.add_port(own) {
+        warn!("the SA's own port: {e}");
+    }
+    for l in config.fabric.peers.iter().filter_map(|p| p.lid).filter(|&l| l != lid) {
+        let g = crate::config::derived_node_guid(l);
+        let mut p = PortRecord::new(l, g.wrapping_add(1), g);
+        p.node_desc = crate::config::derived_node_desc(l);
+        if let Err(e) = subnet.add_port(p) {
+            warn!(peer = l, "not in the SA's database: {e}");
+        }
+    }
+    Some(Sa::new(subnet, SaConfig::default()))
+}
+
 fn lock(fw: &Mutex<Firmware>) -> MutexGuard<'_, Firmware> {
     fw.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -312,6 +341,14 @@ impl Vrnic {
                 (Some(fabric), None, FabricIo { io, waker: Some(Arc::new(move || waker.wake())), counters })
             }
         };
+        if let (LinkLayer::Ib, Some(sa)) = (link_layer, subnet_admin(config)) {
+            info!(
+                lid = config.identity.lid,
+                ports = sa.subnet.ports().count(),
+                "this port is the SM LID: it runs the SA"
+            );
+            builder = builder.sa(sa);
+        }
         let firmware = builder.fabric(fabric_io).build().map_err(io::Error::other)?;
         let fw = Arc::new(Mutex::new(firmware));
         let pump = || fabric.as_ref().filter(|_| config.fabric.inline_loopback).map(|f| f.loopback_pump());

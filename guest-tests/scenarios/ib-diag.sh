@@ -3,8 +3,10 @@
 # ibstat (its own node/port/system image GUIDs, base LID, SM LID) and its node description. Guest 0 then asks
 # guest 1's port over the fabric: smpquery -L nodeinfo/nodedesc/portinfo 2 (LID-routed SMPs on QP0, answered by
 # guest 1's ib_mad through MAD_IFC's SMA), perfquery 2 1 (PerfMgt on QP1, answered by guest 1's mlx5_ib PMA)
-# before and after 500 ibv_ud_pingpong round trips between the guests. sminfo and ibnetdiscover are not run:
-# there is no SM yet, and directed-route SMPs beyond hop 0 need the modeled switch of a later phase.
+# before and after 500 ibv_ud_pingpong round trips between the guests. Both ask the SA (vrnic's, on the SM LID 1
+# port: guest 1 over the fabric, guest 0 locally): saquery (all NodeRecords), saquery -p (all PathRecords, RMPP).
+# sminfo and ibnetdiscover are not run: no SM answers SMInfo, and directed-route SMPs beyond hop 0 need the
+# modeled switch of a later phase.
 . /usr/local/lib/vrnic-lib.sh
 G=$(vr_guest)
 vr_two_guests_up
@@ -32,6 +34,8 @@ if [ "$G" = 0 ]; then
   tool portinfo smpquery -L portinfo 2
   tool perf-before perfquery 2 1
 fi
+tool sa-nodes-g$G saquery
+tool sa-paths-g$G saquery -p
 vr_pair ud-500 40 ibv_ud_pingpong -d mlx5_0 -i 1 -s 256 -n 500
 if [ "$G" = 0 ]; then
   tool perf-after perfquery 2 1

@@ -25,6 +25,7 @@ use crate::mlx5::eth::vport::VportCounters;
 use crate::mlx5::firmware::{Firmware, FwStats};
 use crate::mlx5::ib::port::PortCounters as IbPortCounters;
 use crate::mlx5::{DoorbellStats, PollerStats};
+use crate::subnet::sa::SaStats;
 use crate::vfio::dma::DmaStats;
 use crate::vfio::irq::IrqStats;
 use crate::vfio::ServerStats;
@@ -68,6 +69,8 @@ pub(super) struct FirmwareStats<'a> {
     /// An Ethernet port's RoCE port: its packet counters and the GID table
     /// the driver programmed (`null` on InfiniBand).
     pub roce: Option<RoceTree<'a>>,
+    /// The Subnet Administrator's counters (`null` unless this port is the SM LID).
+    pub sa: Option<SaStats>,
 }
 
 /// The RoCE port's counters and the programmed GID table entries.
@@ -199,6 +202,7 @@ impl<'a> FirmwareStats<'a> {
                 gids: f.roce_gids().iter().map(|(i, e)| GidRow::new(*i, e)).collect(),
                 congestion: CongestionTree::new(f.roce_cc()),
             }),
+            sa: f.sa_stats(),
         }
     }
 }

@@ -67,6 +67,7 @@ fn full_handles() -> (ControlHandles, Arc<crate::fabric::PortCounters>) {
     .fabric(crate::mlx5::builder::FabricIo { io: Default::default(), waker: None, counters: Some(wire.clone()) })
     .roce(Arc::new(crate::fabric::roce::RoceGids::new(4)), Arc::default())
     .cc(cc.clone())
+    .sa(crate::subnet::Sa::new(crate::subnet::Subnet::new(1), Default::default()))
     .build()
     .unwrap();
     let h = ControlHandles {
@@ -154,6 +155,7 @@ fn counter_structs(
         ("SqTxCounters", &["firmware", "eth_tx"], v(&fw.eth_tx().totals)),
         ("RoceCounters", &["firmware", "roce"], v(&**fw.roce_counters().unwrap())),
         ("CongStatistics", &["firmware", "roce", "congestion"], v(&h.cc.as_ref().unwrap().statistics())),
+        ("SaStats", &["firmware", "sa"], v(&fw.sa_stats().unwrap())),
     ]
 }
 
@@ -268,6 +270,10 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
     }
     let snap = serde_json::to_value(wire.snapshot()).unwrap();
     let mut fw = h.fw.as_ref().unwrap().lock().unwrap();
+    let sa = fw.sa_mut().unwrap().stats_mut();
+    for c in [&mut sa.requests, &mut sa.dropped, &mut sa.errors, &mut sa.rmpp_segments] {
+        *c = next();
+    }
     let f = fw.stats();
     for c in [
         &f.commands,

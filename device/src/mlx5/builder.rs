@@ -50,6 +50,7 @@ pub struct FirmwareBuilder {
     mac: [u8; 6],
     roce: Option<(Arc<RoceGids>, Arc<RoceCounters>)>,
     cc: Option<Arc<CcControl>>,
+    sa: Option<Box<crate::subnet::Sa>>,
 }
 
 impl FirmwareBuilder {
@@ -68,6 +69,7 @@ impl FirmwareBuilder {
             mac: [0x02, 0, 0, 0, 0, 1],
             roce: None,
             cc: None,
+            sa: None,
         }
     }
 
@@ -99,6 +101,12 @@ impl FirmwareBuilder {
     /// The fabric the engine sends through (none: packets go nowhere).
     pub fn fabric(mut self, fabric: FabricIo) -> FirmwareBuilder {
         self.fabric = Some(fabric);
+        self
+    }
+
+    /// The Subnet Administrator this port runs (the SM's port).
+    pub fn sa(mut self, sa: crate::subnet::Sa) -> FirmwareBuilder {
+        self.sa = Some(Box::new(sa));
         self
     }
 
@@ -164,6 +172,7 @@ impl FirmwareBuilder {
             pending,
             commands,
         };
+        fw.ib.sa = self.sa;
         fw.reset();
         Ok(fw)
     }

@@ -367,6 +367,8 @@ mod roce_cmds;
 #[cfg(not(miri))]
 #[path = "roce/cong_tests.rs"]
 mod roce_cong;
+#[path = "datapath/sa_wire_tests.rs"]
+mod sa_wire;
 #[path = "fw_tests_wqe.rs"]
 mod wqe_paths;
 #[path = "fw_tests_xrc.rs"]

@@ -19,7 +19,7 @@ pub mod service;
 pub mod source;
 
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 #[cfg(test)]
 mod tests_fuzz;
 #[cfg(test)]

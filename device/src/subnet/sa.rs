@@ -44,12 +44,9 @@ impl Default for SaConfig {
     }
 }
 
-/// What the SA has seen. Not yet in the control socket's `stats`: the SA
-/// is not part of the server yet. Wiring it in (issue 23, next phase) names
-/// this `SaStats` and lists it in control's `counter_structs`, whose scan
-/// then holds it to that.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SaTally {
+/// What the SA has seen (`stats`: `firmware.sa` on the SM's port).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SaStats {
     pub requests: u64,
     /// MADs dropped without an answer.
     pub dropped: u64,
@@ -112,7 +109,7 @@ pub struct Sa {
     pub subnet: Subnet,
     cfg: SaConfig,
     rmpp: RmppSender,
-    stats: SaTally,
+    stats: SaStats,
 }
 
 impl Sa {
@@ -123,11 +120,17 @@ impl Sa {
             // Fails only if the caller already created it.
             let _ = subnet.groups.create(g);
         }
-        Sa { subnet, cfg, rmpp: RmppSender::new(), stats: SaTally::default() }
+        Sa { subnet, cfg, rmpp: RmppSender::new(), stats: SaStats::default() }
     }
 
-    pub fn stats(&self) -> SaTally {
+    pub fn stats(&self) -> SaStats {
         self.stats
+    }
+
+    /// The counters, writable (control's tests set every counter).
+    #[cfg(test)]
+    pub fn stats_mut(&mut self) -> &mut SaStats {
+        &mut self.stats
     }
 
     /// RMPP transfers in flight.

@@ -91,6 +91,28 @@ def check_ib_diag(ctx):
                 errs.append("perfquery printed no %s" % f)
             elif moves[f] < IB_DIAG_UD_ITERS:
                 errs.append("g1's %s moved by %d across %d round trips" % (f, moves[f], IB_DIAG_UD_ITERS))
+    # The SA (on LID 1's vrnic): every guest's node GUID in every guest's NodeRecords, a path for each pair.
+    want_guids = {int(d["Node GUID"], 16) for d in (g0, g1) if "Node GUID" in d}
+    for g in (0, 1):
+        for name in ("sa-nodes-g%d" % g, "sa-paths-g%d" % g):
+            if name not in tools:
+                errs.append("%s did not run" % name)
+            elif tools[name][2] != 0:
+                errs.append("%s rc %d: %s" % (name, tools[name][2], tools[name][1].strip()[-200:]))
+        if "sa-nodes-g%d" % g in tools:
+            out = tools["sa-nodes-g%d" % g][1]
+            got = {int(x, 16) for x in re.findall(r"node_guid\.*(0x[0-9a-fA-F]+)", out)}
+            say("IBDIAG saquery from g%d (%s): %d NodeRecords, node GUIDs %s" % (
+                g, "local" if g == 0 else "over the fabric", len(re.findall(r"NodeRecord dump", out)),
+                " ".join("%#018x" % x for x in sorted(got))))
+            if not want_guids <= got:
+                errs.append("g%d saquery lacks node GUIDs %s" % (g, sorted(want_guids - got)))
+        if "sa-paths-g%d" % g in tools:
+            out = tools["sa-paths-g%d" % g][1]
+            n = len(re.findall(r"PathRecord dump", out))
+            say("IBDIAG saquery -p from g%d: %d PathRecords" % (g, n))
+            if n < 4:
+                errs.append("g%d saquery -p: %d PathRecords, want 4 (2 ports, each pair)" % (g, n))
     r = check_pairs(ctx, ["ud-500"], judge_pingpong, "IBDIAG")
     if r:
         errs.append(r)

@@ -104,7 +104,9 @@ SCENARIOS = {
                     doc="infiniband-diags between two guests on the UDP fabric: ibstat shows distinct node/port/system "
                         "image GUIDs and SM lid 1 on both; from g0, smpquery -L nodeinfo/nodedesc/portinfo 2 (SMPs "
                         "on QP0 across the fabric) returns g1's GUIDs and LID, perfquery 2 1 (QP1) g1's counters, "
-                        "which move by >= 500 packets across 500 ibv_ud_pingpong round trips"),
+                        "which move by >= 500 packets across 500 ibv_ud_pingpong round trips; saquery on both guests "
+                        "(vrnic's SA on LID 1: g1 over the fabric, g0 locally) lists both node GUIDs, saquery -p "
+                        "4 PathRecords"),
     "bad-opcode": dict(default=True, device=True, fabric=True, timeout=240, check=check_bad_opcode, runs=DOORBELL_RUNS,
                        doc="bad_opcode.c: hand-built WQEs (unknown/unadvertised opcodes, ds 0, opmod, fence mode 7; "
                            "RC and UD) through mlx5dv and the UAR doorbell: LOC_QP_OP_ERR + CQ event, the next WQE "

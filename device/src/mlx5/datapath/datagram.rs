@@ -98,7 +98,12 @@ impl Firmware {
                 let words = (dg.data.len() as u64).div_ceil(4);
                 self.ib.counters.xmit_pkts.fetch_add(1, Ordering::Relaxed);
                 self.ib.counters.xmit_data_words.fetch_add(words, Ordering::Relaxed);
-                self.deliver_local(s.av.dqpn, dg);
+                if self.sa_claims(s.av.dqpn, &dg.data) {
+                    // This port runs the SA: its own guest's SubnAdm MADs are the SA's.
+                    self.sa_answer(&dg);
+                } else {
+                    self.deliver_local(s.av.dqpn, dg);
+                }
                 Ok(())
             }
             // classify() refuses every other operation on these QP types.

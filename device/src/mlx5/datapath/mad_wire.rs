@@ -96,7 +96,10 @@ impl Firmware {
         match parse_mad_packet(meta, pkt) {
             Ok((dqpn, dg)) => {
                 c.mad_wire_rcv.fetch_add(1, Ordering::Relaxed);
-                if self.ib.port.port_state == 4 {
+                if self.ib.port.port_state != 4 {
+                } else if self.sa_claims(dqpn, &dg.data) {
+                    self.sa_answer(&dg);
+                } else {
                     self.deliver_local(dqpn, dg);
                 }
             }

@@ -15,11 +15,11 @@ use crate::wire::packet::{self, Headers};
 use crate::wire::{deth, reth};
 
 const QP0_ST: u64 = 7;
-const QP1_ST: u64 = 8;
+pub(super) const QP1_ST: u64 = 8;
 
 /// Two ports (LIDs 1 and 2) on an in-process fabric, each with a special QP
 /// of `st` in RTS (Q_Key as ib_mad sets it) and one 296-byte receive posted.
-fn special_pair(st: u64) -> (Arc<InProcNet>, Side, Side) {
+pub(super) fn special_pair(st: u64) -> (Arc<InProcNet>, Side, Side) {
     use ifc::rst2init_qp_in::qpc as q;
     let eps = [
         Endpoint::v4(1, std::net::Ipv4Addr::new(127, 0, 0, 1)),
@@ -46,7 +46,7 @@ fn special_pair(st: u64) -> (Arc<InProcNet>, Side, Side) {
 }
 
 /// Posts one 256-byte MAD send on `s`'s special QP to `dlid`/`dqpn`.
-fn send_mad(s: &mut Side, dlid: u16, dqpn: u32, qkey: u32, mad: &[u8]) {
+pub(super) fn send_mad(s: &mut Side, dlid: u16, dqpn: u32, qkey: u32, mad: &[u8]) {
     s.t.mem.put(DATA + 0x1000, mad);
     let mut w = [0u8; 80];
     w[..16].copy_from_slice(&ctrl_seg(0x0a, 0, s.qpn, 5));
@@ -59,7 +59,7 @@ fn send_mad(s: &mut Side, dlid: u16, dqpn: u32, qkey: u32, mad: &[u8]) {
     s.t.fw.send_doorbell(s.qpn);
 }
 
-fn be32(b: &[u8], o: usize) -> u32 {
+pub(super) fn be32(b: &[u8], o: usize) -> u32 {
     u32::from_be_bytes(b[o..o + 4].try_into().unwrap())
 }
 

@@ -35,6 +35,7 @@ mod fw_sq;
 pub mod mad_wire;
 mod rq;
 pub mod rx;
+pub mod sa_wire;
 pub mod sink;
 mod sq;
 pub mod sq_ops;

@@ -35,12 +35,13 @@ impl PacketHandler for FwHandler {
     /// Runs on every pass of the fabric worker: the timers and the receive
     /// queues of QPs in ERR (a CQ's consumer index is read when the CQ looks
     /// full, see QueueSink).
-    fn poll(&self, _now_ns: u64) -> Option<u64> {
+    fn poll(&self, now_ns: u64) -> Option<u64> {
         let mut fw = self.fw();
         let mut dp = fw.datapath();
         let rq = dp.flush_err_rqs();
         let moder = dp.expire_cq_moderation();
-        [dp.engine.poll_timers(), rq, moder].into_iter().flatten().min()
+        let sa = dp.sa_poll(now_ns);
+        [dp.engine.poll_timers(), rq, moder, sa].into_iter().flatten().min()
     }
 }
 

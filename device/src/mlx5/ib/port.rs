@@ -144,11 +144,23 @@ pub struct IbPort {
     pub wire_counters: Option<Arc<crate::fabric::counters::PortCounters>>,
     /// PerfMgt counter values at the last clear (PortCounters Set).
     pub pma_base: [u64; 6],
+    /// The Subnet Administrator, on the port whose LID is the SM LID
+    /// (`datapath/sa_wire.rs` routes QP1 SubnAdm MADs to it).
+    pub sa: Option<Box<crate::subnet::Sa>>,
+    /// When the SA's RMPP timer next runs (clock ns).
+    pub sa_next_tick_ns: u64,
 }
 
 impl IbPort {
     pub fn new(port: PortConfig, wire_counters: Option<Arc<crate::fabric::counters::PortCounters>>) -> IbPort {
-        IbPort { port, counters: Arc::new(PortCounters::default()), wire_counters, pma_base: [0; 6] }
+        IbPort {
+            port,
+            counters: Arc::new(PortCounters::default()),
+            wire_counters,
+            pma_base: [0; 6],
+            sa: None,
+            sa_next_tick_ns: 0,
+        }
     }
 
     /// Port totals for PerfMgt: xmit words, rcv words, xmit pkts, rcv pkts,
