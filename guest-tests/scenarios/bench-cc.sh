@@ -4,11 +4,22 @@
 # repetitions (vrnic.cc_reps, default 3) of: the latency probe alone (ib_write_lat -n PROBE_N from g2 into g0:
 # "idle"), then the incast (g1 and g2 ib_write_bw -D D into g0) with the probe running through it ("load").
 # The check (run/bench_cc.py) prints BENCH lines. vrnic.cc_d=<s> (default 15), vrnic.cc_probe_n=<n> (default 300).
+# vrnic.cc_params=NAME:VALUE,... writes mlx5_ib's debugfs cc_params files (MODIFY_CONG_PARAMS) on every guest
+# first, e.g. DCQCN's time constants scaled to this path (docs/congestion.md, bench-cc).
 . /usr/local/lib/vrnic-roce-lib.sh
 D=$(vr_karg vrnic.cc_d); D=${D:-15}
 REPS=$(vr_karg vrnic.cc_reps); REPS=${REPS:-3}
 N=$(vr_karg vrnic.cc_probe_n); N=${N:-300}
 roce_all_up
+CCP=$(vr_karg vrnic.cc_params)
+if [ -n "$CCP" ]; then
+  grep -q ' /sys/kernel/debug ' /proc/mounts || mount -t debugfs debugfs /sys/kernel/debug
+  CCD=/sys/kernel/debug/mlx5/$(basename "$(readlink -f /sys/class/infiniband/$ROCE_DEV/device)")/cc_params
+  for kv in $(echo "$CCP" | tr ',' ' '); do
+    echo "${kv#*:}" > "$CCD/${kv%%:*}" || vr_fail "cc_params ${kv%%:*}"
+    echo "CC-PARAM g$G ${kv%%:*}=$(cat "$CCD/${kv%%:*}")"
+  done
+fi
 P=18800
 for mode in on off; do
   roce_cc_request $mode
