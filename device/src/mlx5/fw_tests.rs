@@ -277,18 +277,23 @@ pub(super) fn rc_pair(a_qp_buf: u64) -> (Arc<crate::fabric::InProcNet>, Side, Si
     pair_of(a_qp_buf, 0)
 }
 
-/// [`rc_pair`] with QPs of `qpc.st` `st` (RC or UC: connected to each other).
-pub(super) fn pair_of(a_qp_buf: u64, st: u64) -> (Arc<crate::fabric::InProcNet>, Side, Side) {
+/// An in-process fabric of two ports, LIDs 1 and 2 (127.0.0.1 and .2).
+pub(super) fn two_port_net() -> Arc<crate::fabric::InProcNet> {
     use crate::fabric::{Endpoint, InProcNet};
     let eps = [
         Endpoint::v4(1, std::net::Ipv4Addr::new(127, 0, 0, 1)),
         Endpoint::v4(2, std::net::Ipv4Addr::new(127, 0, 0, 2)),
     ];
-    let net = InProcNet::new(
+    InProcNet::new(
         &eps,
         &[Default::default(), Default::default()],
         Arc::new(crate::wire::clock::MonotonicClock::default()),
-    );
+    )
+}
+
+/// [`rc_pair`] with QPs of `qpc.st` `st` (RC or UC: connected to each other).
+pub(super) fn pair_of(a_qp_buf: u64, st: u64) -> (Arc<crate::fabric::InProcNet>, Side, Side) {
+    let net = two_port_net();
     let mut a = side_at(1, &net, 0, a_qp_buf, st);
     let mut b = side_at(2, &net, 1, QP_BUF, st);
     let (qa, qb) = (a.qpn, b.qpn);

@@ -353,17 +353,8 @@ fn every_opcode_on_uc() {
 
 /// A UD QP (engine path) at LID 1 on an in-process network with LID 2.
 fn ud_side() -> (std::sync::Arc<crate::fabric::InProcNet>, Side) {
-    use crate::fabric::{Endpoint, InProcNet};
     use ifc::rst2init_qp_in::qpc as q;
-    let eps = [
-        Endpoint::v4(1, std::net::Ipv4Addr::new(127, 0, 0, 1)),
-        Endpoint::v4(2, std::net::Ipv4Addr::new(127, 0, 0, 2)),
-    ];
-    let net = InProcNet::new(
-        &eps,
-        &[Default::default(), Default::default()],
-        std::sync::Arc::new(crate::wire::clock::MonotonicClock::default()),
-    );
+    let net = super::fw_tests::two_port_net();
     let mut s = side_at(1, &net, 0, QP_BUF, 2);
     let qpn = s.qpn;
     let mut i = transition_in(ifc::MLX5_CMD_OP_RST2INIT_QP, qpn);

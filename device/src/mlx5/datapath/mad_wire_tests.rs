@@ -21,15 +21,7 @@ pub(super) const QP1_ST: u64 = 8;
 /// of `st` in RTS (Q_Key as ib_mad sets it) and one 296-byte receive posted.
 pub(super) fn special_pair(st: u64) -> (Arc<InProcNet>, Side, Side) {
     use ifc::rst2init_qp_in::qpc as q;
-    let eps = [
-        Endpoint::v4(1, std::net::Ipv4Addr::new(127, 0, 0, 1)),
-        Endpoint::v4(2, std::net::Ipv4Addr::new(127, 0, 0, 2)),
-    ];
-    let net = InProcNet::new(
-        &eps,
-        &[Default::default(), Default::default()],
-        Arc::new(crate::wire::clock::MonotonicClock::default()),
-    );
+    let net = crate::mlx5::fw_tests::two_port_net();
     let mut sides = [side_at(1, &net, 0, QP_BUF, st), side_at(2, &net, 1, QP_BUF, st)];
     for s in &mut sides {
         let mut i = transition_in(ifc::MLX5_CMD_OP_RST2INIT_QP, s.qpn);
