@@ -22,6 +22,7 @@ pub use crate::wire::mad::{
     MGMT_CLASS_SUBN_DIRECTED_ROUTE, MGMT_CLASS_SUBN_LID_ROUTED, STATUS_BAD_VERSION, STATUS_INVALID_FIELD,
     STATUS_UNSUP_METH_ATTR,
 };
+use crate::wire::sa_node::NodeInfo;
 
 pub const ATTR_NODE_DESC: u16 = 0x0010;
 pub const ATTR_NODE_INFO: u16 = 0x0011;
@@ -98,17 +99,23 @@ fn smp(d: &mut [u8], attr: u16, attr_mod: u32, port_num: u8, p: &PortConfig) -> 
             0
         }
         ATTR_NODE_INFO => {
-            d[0] = 1; // BaseVersion
-            d[1] = 1; // ClassVersion
-            d[2] = 1; // NodeType: channel adapter
-            d[3] = 1; // NumPorts
-            put64(d, 4, p.sys_image_guid);
-            put64(d, 12, p.node_guid);
-            put64(d, 20, p.port_guid);
-            put16(d, 28, p.pkey_table_len);
-            put16(d, 30, p.device_id);
-            put32(d, 32, p.revision);
-            put32(d, 36, ((port_num.max(1) as u32) << 24) | (p.vendor_id & 0x00ff_ffff));
+            let info = NodeInfo {
+                base_version: 1,
+                class_version: 1,
+                node_type: 1, // channel adapter
+                num_ports: 1,
+                sys_image_guid: p.sys_image_guid,
+                node_guid: p.node_guid,
+                port_guid: p.port_guid,
+                partition_cap: p.pkey_table_len,
+                device_id: p.device_id,
+                revision: p.revision,
+                local_port_num: port_num.max(1),
+                vendor_id: p.vendor_id,
+            };
+            let mut b = [0u8; 40];
+            info.write(&mut b);
+            d[..40].copy_from_slice(&b);
             0
         }
         ATTR_GUID_INFO => {
