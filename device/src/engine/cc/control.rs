@@ -5,7 +5,7 @@
 //! CNP). The counters the data path adds to live here too, so that
 //! QUERY_CONG_STATISTICS reads one place.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, RwLock};
 
 use super::params::{NpParams, RpParams};
@@ -50,6 +50,9 @@ impl CcConfig {
 pub struct CcControl {
     config: RwLock<CcConfig>,
     generation: AtomicU64,
+    /// `config.rp_enabled`, for the transmit path's per-frame ECT decision
+    /// (no lock, no copy of the parameters per frame).
+    rp_enabled: AtomicU8,
     np_ecn_marked_roce_packets: AtomicU64,
     np_cnp_sent: AtomicU64,
     rp_cnp_handled: AtomicU64,
@@ -68,6 +71,7 @@ pub enum CcCounter {
 impl CcControl {
     pub fn new(config: CcConfig) -> Arc<CcControl> {
         Arc::new(CcControl {
+            rp_enabled: AtomicU8::new(config.rp_enabled),
             config: RwLock::new(config),
             generation: AtomicU64::new(0),
             np_ecn_marked_roce_packets: AtomicU64::new(0),
@@ -85,7 +89,14 @@ impl CcControl {
     /// or the server's configuration).
     pub fn set_config(&self, c: CcConfig) {
         *self.config.write().unwrap_or_else(|e| e.into_inner()) = c;
+        self.rp_enabled.store(c.rp_enabled, Ordering::Relaxed);
         self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// Whether the reaction point is on for priority `prio` (the current
+    /// configuration's [`CcConfig::rp_on`]).
+    pub fn rp_on(&self, prio: u8) -> bool {
+        self.rp_enabled.load(Ordering::Relaxed) & (1 << (prio & 7)) != 0
     }
 
     /// Changes each time [`CcControl::set_config`] runs.
@@ -134,6 +145,7 @@ mod tests {
         let g = c.generation();
         c.set_config(CcConfig { rp_enabled: 1 << 3, ..CcConfig::disabled() });
         assert!(c.config().rp_on(3) && !c.config().rp_on(2) && !c.config().np_on(3));
+        assert!(c.rp_on(3) && !c.rp_on(2), "the lock-free mirror follows");
         assert_ne!(c.generation(), g);
         assert!(CcConfig::connectx_default().np_on(7));
     }

@@ -225,7 +225,7 @@ impl PacketSink for RocePort {
             // The reaction point of the frame's priority (the PCP it is
             // tagged with; 0 untagged) makes it ECN-capable.
             let prio = if r.vlan.is_some() { dest.eth.pcp & 7 } else { 0 };
-            if self.cc.config().rp_on(prio) {
+            if self.cc.rp_on(prio) {
                 r.grh.traffic_class = Ecn::Ect0.apply(r.grh.traffic_class);
             }
         }
