@@ -111,10 +111,11 @@ SCENARIOS = {
                        doc="bad_opcode.c: hand-built WQEs (unknown/unadvertised opcodes, ds 0, opmod, fence mode 7; "
                            "RC and UD) through mlx5dv and the UAR doorbell: LOC_QP_OP_ERR + CQ event, the next WQE "
                            "flushed, QP in ERR, recovery through RESET; a NOP succeeds; doorbell trap, then poll"),
-    "events": dict(default=True, device=True, guests=2, fabric=True, timeout=900, check=check_events, runs=DOORBELL_RUNS,
+    "events": dict(default=True, device=True, guests=2, fabric=True, timeout=600, check=check_events,
+                   server_args=["--doorbell", "poll"],
                    doc="two guests: completion events: ib_send_lat (RC, UD) and ib_send_bw (-b too) -e, ibv_rc_pingpong -e "
-                       "-n 20000, ibv_ud_pingpong -e; then loopback pairs on each guest's device; doorbell trap, "
-                       "then poll"),
+                       "-n 20000, ibv_ud_pingpong -e; then loopback pairs on each guest's device; doorbell poll (the "
+                       "trap mode's events are rc-pingpong's -e runs and every other scenario's)"),
     "rereg": dict(default=True, device=True, fabric=True, timeout=600, interact=interact_rereg, check=check_rereg,
                   doc="rereg.c: ibv_rereg_mr with every TRANSLATION/PD/ACCESS combination (UMR), data checked after "
                       "each, 1000 reg/rereg/dereg cycles; the server's mkey count returns to its baseline"),
