@@ -80,13 +80,9 @@ NVMEOF_JOBS = [("rand4k-write", ("write", "read")), ("rand4k-read", ("read",)), 
 NVME_OUTAGE = r"nvme\d*|nvmet|nvme_rdma|nvmet_rdma|nvme-fabrics"
 
 
-def check_nvmeof(ctx):
-    errs = []
-    checks_roce.up_lines(ctx, errs)
-    tx = texts(ctx)
-    if len(tx) < 2:
-        return "two guests expected"
-    tl = tools(ctx)
+def judge_nvme_basic(tx, tl, errs):
+    """The target up on g0, g1's connect (rdma, live, the namespace's size), the four fio jobs, the disconnect.
+    Returns g1's ULP-NVME-DISCONNECT lines."""
     up = fields(line(tx[0], "ULP-NVMET-UP"))
     say("ULP nvmet target g0: %s" % (up or "none"))
     if not up:
@@ -109,6 +105,17 @@ def check_nvmeof(ctx):
     disc = re.findall(r"^ULP-NVME-DISCONNECT (.*)$", tx[1], re.M)
     if not disc or fields(disc[0]).get("left"):
         errs.append("g1: nvme disconnect left the controller (%s)" % (disc[:1] or "no disconnect"))
+    return disc
+
+
+def check_nvmeof(ctx):
+    errs = []
+    checks_roce.up_lines(ctx, errs)
+    tx = texts(ctx)
+    if len(tx) < 2:
+        return "two guests expected"
+    tl = tools(ctx)
+    disc = judge_nvme_basic(tx, tl, errs)
     # the restart under load
     rs = fields(line(tx[0], "ULP-RESTART"))
     say("ULP restart g0: %s; port re-enabled: %s" % (rs or "none", "yes" if line(tx[0], "ULP-NVMET-REENABLED") is not None
@@ -172,7 +179,16 @@ def check_nfs_rdma(ctx):
     tx = texts(ctx)
     if len(tx) < 2:
         return "two guests expected"
-    tl = tools(ctx)
+    judge_nfs(tx, tools(ctx), errs)
+    r = bad_lines_reason(ctx["text"])
+    if r:
+        errs.append(r)
+    return "; ".join(errs) or None
+
+
+def judge_nfs(tx, tl, errs):
+    """g0's server (RDMA listener), g1's mount (rdma, 20049, 4.2), the files' sums on all three sides, the fio
+    jobs on the mount, the transport in mountstats, the umount."""
     up = line(tx[0], "ULP-NFSD-UP")
     say("ULP nfsd g0: %s" % (up or "none"))
     if not up or "rdma 20049" not in up.replace(",", " ").replace("  ", " "):
@@ -214,6 +230,28 @@ def check_nfs_rdma(ctx):
     um = fields(line(tx[1], "ULP-NFS-UMOUNT"))
     if um.get("left") != "0":
         errs.append("g1: umount left the mount (%s)" % um)
+
+
+# ---- ib-ulp: nvmeof's and nfs-rdma's checks on the IB personality (rdma_cm over IPoIB addresses) --------------
+IB_ULP_UP = re.compile(r"^IB-ULP-UP g(\d+) (.*)$", re.M)
+
+
+def check_ib_ulp(ctx):
+    errs = []
+    tx = texts(ctx)
+    if len(tx) < 2:
+        return "two guests expected"
+    for gi, t in enumerate(tx):
+        m = IB_ULP_UP.search(t)
+        f = fields(m.group(2) if m else "")
+        say("ULP IB g%d: %s" % (gi, f or "no IB-ULP-UP line"))
+        if not m:
+            errs.append("g%d: ib0 never came up (no IB-ULP-UP)" % gi)
+        elif f.get("link_layer") != "InfiniBand" or f.get("state") != "4" or not f.get("dev", "").startswith("mlx5_"):
+            errs.append("g%d: want an ACTIVE mlx5 InfiniBand port under ib0, got %s" % (gi, f))
+    tl = tools(ctx)
+    judge_nvme_basic(tx, tl, errs)
+    judge_nfs(tx, tl, errs)
     r = bad_lines_reason(ctx["text"])
     if r:
         errs.append(r)

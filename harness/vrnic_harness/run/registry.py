@@ -23,7 +23,7 @@ from .checks_ibfabric import check_ib_diag
 from .checks_switch import check_eth_switch
 from .checks_cc import check_roce_ecn, interact_cc
 from .bench_cc import check_bench_cc
-from .checks_ulp import check_libfabric, check_nfs_rdma, check_nvmeof, check_ucx
+from .checks_ulp import check_ib_ulp, check_libfabric, check_nfs_rdma, check_nvmeof, check_ucx
 from .checks_pairs import check_events, check_grh, check_net2, check_perftest, check_pingpong
 from .checks_pyverbs import check_pyverbs
 from .checks_pci import (check_barbench, check_lspci, check_msix, check_probe, check_reboot, check_rxe, interact_msix,
@@ -287,6 +287,11 @@ SCENARIOS = {
                        "on g1: fio --verify=crc32c 4 KiB randwrite/randread QD16, 128 KiB seq write/read; "
                        "disconnect; then g0's RDMA device restarted (unbind, FLR, bind) under a fio load: the "
                        "host reconnects, fio ends, data verified"),
+    "ib-ulp": dict(default=True, device=True, guests=2, fabric=True, timeout=600, check=check_ib_ulp,
+                   doc="nvmeof's and nfs-rdma's ULP checks on the IB personality (LIDs 1, 2): rdma_cm over IPoIB "
+                       "addresses (ARP on ib0, PathRecord from vrnic's SA, CM over QP1): nvme connect -t rdma + fio "
+                       "--verify=crc32c 4 KiB rand/128 KiB seq; NFSv4.2 over RDMA: files 1 KiB..16 MiB sha256-equal "
+                       "on both sides, fio on the mount"),
     "nfs-rdma": dict(default=True, device=True, guests=2, timeout=480, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
                      check=check_nfs_rdma,
                      doc="kernel NFS server (NFSv4, RDMA listener :20049) exporting a tmpfs on g0, mount -o "
