@@ -151,6 +151,15 @@ else
   vr_mlx5_up 90 || { vr_dmesg "probe failed"; vr_fail "mlx5_0 not ACTIVE"; }
   modprobe ib_uverbs; modprobe rdma_ucm
   VDEV=mlx5_0; VGID=0; VLABEL=vrnic-ib
+  # IPoIB (ib0 joins the broadcast group through vrnic's SA on this port's LID), so test_rdmacm runs on the IB
+  # port: rdma_cm resolves ib0's address
+  modprobe ib_ipoib || vr_fail "modprobe ib_ipoib rc=$?"
+  _n=0; until [ -e /sys/class/net/ib0 ]; do _n=$((_n + 1)); [ $_n -lt 300 ] || vr_fail "no ib0"; sleep 0.1; done
+  ip addr add 10.2.0.1/24 dev ib0 && ip link set ib0 up || vr_fail "ib0 up rc=$?"
+  _n=0; until [ "$(cat /sys/class/net/ib0/carrier 2>/dev/null)" = 1 ]; do
+    _n=$((_n + 1)); [ $_n -lt 600 ] || { vr_dmesg "ib0 carrier"; vr_fail "ib0: no carrier after 60 s"; }; sleep 0.1
+  done
+  echo "PYV-IPOIB ib0 10.2.0.1/24 carrier after $_n polls"
 fi
 # test_mlx5_huge_page wants 2 MiB huge pages (MLX5_*_HUGE): a few
 echo 16 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages 2>/dev/null
