@@ -25,6 +25,10 @@ pub const GSI_QKEY: u32 = 0x8001_0000;
 /// Permissive LID.
 pub const PERMISSIVE_LID: u16 = 0xffff;
 
+/// The P_Key of every QP1 receive on the IB port: the P_Key table's only
+/// entry (the default full-membership 0xffff).
+const GSI_PKEY: u32 = 0xffff;
+
 /// A datagram on its way to a receive queue.
 #[derive(Debug, Clone)]
 pub struct Datagram {
@@ -224,7 +228,10 @@ impl Firmware {
                 wqe_counter: ci,
                 byte_cnt: msg.len() as u32,
                 user_index,
-                imm_inval_pkey: dg.imm.unwrap_or(0),
+                // QP1 (IB): the packet's P_Key, which mlx5_ib looks up in the table for the
+                // completion's pkey_index (ib_cm reports it as the BTH P_Key, rdma_cm compares it with the
+                // path's); the table's only entry, which a QP1 packet must match to get here
+                imm_inval_pkey: if qp_type == QpType::Gsi { GSI_PKEY } else { dg.imm.unwrap_or(0) },
                 src_qpn: dg.src_qpn,
                 sl: dg.sl,
                 slid: dg.slid,

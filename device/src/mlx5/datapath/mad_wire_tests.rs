@@ -70,6 +70,9 @@ fn crosses(st: u64, dqpn: u32, qkey: u32) {
     assert_eq!(be32(&c, 0x18) & 0xff_ffff, dqpn, "source QP: the sender's special QP");
     assert_eq!(be32(&c, 0x18) >> 28 & 1, 0, "no GRH");
     assert_eq!(u16::from_be_bytes([c[0x16], c[0x17]]), 1, "source LID");
+    // mlx5_ib looks QP1's P_Key up in the table (ib_cm's BTH P_Key, rdma_cm compares it with the path's)
+    let pkey = if dqpn == 1 { 0xffff } else { 0 };
+    assert_eq!(be32(&c, 0x24), pkey, "imm_inval_pkey: QP1's P_Key");
     // Counted once each: by the fabric, not again as a local delivery.
     let (ca, cb) = (&a.t.fw.ib.counters, &b.t.fw.ib.counters);
     assert_eq!((ca.mad_wire_xmit.load(Relaxed), ca.xmit_pkts.load(Relaxed)), (1, 0));
