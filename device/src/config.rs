@@ -15,6 +15,7 @@
 //! lid = 1
 //! sm_lid = 1             # PortInfo.MasterSMLID; default: the lowest LID of this port and its peers
 //! sm_sl = 0              # PortInfo.MasterSMSL
+//! switch_lid = 4         # the modeled switch's LID; default: the highest LID of this port and its peers + 1
 //!
 //! [bars]
 //! bar0_size = 33554432   # 32 MiB register space
