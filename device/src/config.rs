@@ -15,6 +15,7 @@
 //! lid = 1
 //! sm_lid = 1             # PortInfo.MasterSMLID; default: the lowest LID of this port and its peers
 //! sm_sl = 0              # PortInfo.MasterSMSL
+//! switch_lid = 4         # the modeled switch's LID; default: the highest LID of this port and its peers + 1
 //!
 //! [bars]
 //! bar0_size = 33554432   # 32 MiB register space
@@ -99,6 +100,9 @@ pub struct Identity {
     pub sm_lid: u16,
     /// PortInfo.MasterSMSL, 0..=15.
     pub sm_sl: u8,
+    /// The modeled switch's LID (its port 0; docs/ib-fabric.md); 0: the
+    /// highest LID among this port and its `[fabric]` peers, plus one.
+    pub switch_lid: u16,
     /// RDMA reads and atomics a QP may have outstanding (`max_qp_rd_atom`,
     /// reported as `log_max_ra_req_qp`/`log_max_ra_res_qp`): a power of two,
     /// 1..=128. 128 is what rxe offers and what perftest then uses; a
@@ -123,6 +127,7 @@ impl Default for Identity {
             lid: 1,
             sm_lid: 0,
             sm_sl: 0,
+            switch_lid: 0,
             max_rd_atomic: 128,
         }
     }

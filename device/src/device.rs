@@ -235,6 +235,16 @@ fn subnet_admin(config: &Config) -> Option<crate::subnet::Sa> {
     Some(Sa::new(subnet, SaConfig::default()))
 }
 
+/// This server's copy of the modeled switch: one port per CA LID (this
+/// port's and its `[fabric]` peers'), the same on every server of the
+/// fabric (docs/ib-fabric.md); `identity.switch_lid` overrides its LID.
+fn modeled_switch(config: &Config) -> crate::subnet::switch::Switch {
+    use crate::subnet::switch::{Switch, SwitchConfig};
+    let lids = config.fabric.peers.iter().filter_map(|p| p.lid).chain([config.identity.lid]);
+    let lid = (config.identity.switch_lid != 0).then_some(config.identity.switch_lid);
+    Switch::new(lids, config.sm_lid(), SwitchConfig { lid, node_guid: None })
+}
+
 fn lock(fw: &Mutex<Firmware>) -> MutexGuard<'_, Firmware> {
     fw.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -341,7 +351,13 @@ impl Vrnic {
                 (Some(fabric), None, FabricIo { io, waker: Some(Arc::new(move || waker.wake())), counters })
             }
         };
+        if link_layer == LinkLayer::Ib {
+            let sw = modeled_switch(config);
+            info!(lid = sw.lid(), ports = sw.num_ports(), guid = %format!("{:#018x}", sw.node_guid()), "the modeled switch");
+            builder = builder.switch(sw);
+        }
         if let (LinkLayer::Ib, Some(sa)) = (link_layer, subnet_admin(config)) {
+            builder = builder.sm_info(crate::subnet::sm_info::SmInfoAgent::new(config.port_guid(), 0));
             info!(
                 lid = config.identity.lid,
                 ports = sa.subnet.ports().count(),

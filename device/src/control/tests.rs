@@ -339,6 +339,10 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
         &c.mad_wire_xmit,
         &c.mad_wire_rcv,
         &c.mad_wire_drops,
+        &c.dr_smp_routed,
+        &c.dr_smp_drops,
+        &c.switch_smp_answered,
+        &c.sm_info_answered,
     ] {
         c.store(next(), Relaxed);
     }

@@ -51,6 +51,8 @@ pub struct FirmwareBuilder {
     roce: Option<(Arc<RoceGids>, Arc<RoceCounters>)>,
     cc: Option<Arc<CcControl>>,
     sa: Option<Box<crate::subnet::Sa>>,
+    switch: Option<Box<crate::subnet::switch::Switch>>,
+    sm_info: Option<crate::subnet::sm_info::SmInfoAgent>,
 }
 
 impl FirmwareBuilder {
@@ -70,6 +72,8 @@ impl FirmwareBuilder {
             roce: None,
             cc: None,
             sa: None,
+            switch: None,
+            sm_info: None,
         }
     }
 
@@ -107,6 +111,18 @@ impl FirmwareBuilder {
     /// The Subnet Administrator this port runs (the SM's port).
     pub fn sa(mut self, sa: crate::subnet::Sa) -> FirmwareBuilder {
         self.sa = Some(Box::new(sa));
+        self
+    }
+
+    /// This server's copy of the modeled switch (IB fabric).
+    pub fn switch(mut self, sw: crate::subnet::switch::Switch) -> FirmwareBuilder {
+        self.switch = Some(Box::new(sw));
+        self
+    }
+
+    /// The SM's SMInfo agent (the SM's port).
+    pub fn sm_info(mut self, sm: crate::subnet::sm_info::SmInfoAgent) -> FirmwareBuilder {
+        self.sm_info = Some(sm);
         self
     }
 
@@ -173,6 +189,8 @@ impl FirmwareBuilder {
             commands,
         };
         fw.ib.sa = self.sa;
+        fw.ib.switch = self.switch;
+        fw.ib.sm_info = self.sm_info;
         fw.reset();
         Ok(fw)
     }

@@ -16,7 +16,9 @@ pub mod rmpp;
 pub mod sa;
 pub mod select;
 pub mod service;
+pub mod sm_info;
 pub mod source;
+pub mod switch;
 
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -28,6 +30,8 @@ mod tests_mcast;
 mod tests_records;
 #[cfg(test)]
 mod tests_rmpp;
+#[cfg(test)]
+mod tests_switch;
 
 pub use db::Subnet;
 pub use error::{SaError, SubnetError};

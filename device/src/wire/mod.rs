@@ -72,6 +72,8 @@ pub mod sa_node;
 pub mod sa_path;
 pub mod sa_portinfo;
 pub mod sa_service;
+pub mod smp;
+pub mod smp_sminfo;
 #[cfg(test)]
 mod xrc_tests;
 

@@ -1,5 +1,5 @@
-"""Checks of the InfiniBand fabric service scenarios (issue 23): ib-diag (infiniband-diags between two guests:
-distinct identities, SMPs and PerfMgt MADs across the UDP fabric)."""
+"""Checks of the InfiniBand fabric service scenarios (issue 23): ib-sa (infiniband-diags between three guests:
+distinct identities, SMPs and PerfMgt MADs across the UDP fabric, the SA and SM on LID 1, the modeled switch)."""
 import re
 
 from ..common import say
@@ -10,9 +10,16 @@ IBSTAT_RX = re.compile(r"^IBSTAT g(\d+) (Node GUID|System image GUID|Port GUID|B
 IBDIAG_TOOL_RX = re.compile(r"^=== IBDIAG-TOOL (\S+): (.*?) ===\n(.*?)^=== IBDIAG-TOOL-END \1 rc=(\d+) ===$",
                             re.S | re.M)
 SMP_FIELD = re.compile(r"^(\w+):\.+(.*)$", re.M)
+IBSTATUS_SM_RX = re.compile(r"^IBSTATUS g(\d+) sm lid:\s+(0x[0-9a-fA-F]+)", re.M)
+SMINFO_RX = re.compile(r"sminfo: sm lid (\d+) sm guid (0x[0-9a-fA-F]+), activity count (\d+) priority (\d+) "
+                       r"state (\d+) (\S+)")
+NETDISC_NODE_RX = re.compile(r'^(Ca|Switch)\s+(\d+)\s+"[HS]-([0-9a-fA-F]+)"', re.M)
 IB_DIAG_PEER_LID = 2
 IB_DIAG_SM_LID = 1
 IB_DIAG_UD_ITERS = 500
+IB_SA_GUESTS = 3
+# the modeled switch's LID: the highest CA LID + 1 (docs/ib-fabric.md)
+IB_SA_SWITCH_LID = IB_SA_GUESTS + 1
 
 
 def ibstat_fields(text):
@@ -39,12 +46,13 @@ def counter_moves(before, after, field):
     return int(b, 0) - int(a, 0)
 
 
-def check_ib_diag(ctx):
+def check_ib_sa(ctx):
     texts = ctx.get("texts") or [ctx["text"]]
     text = "\n".join("\n".join(console_lines(t)) for t in texts)
     errs = []
     ib = ibstat_fields(text)
-    for g in (0, 1):
+    guests = range(IB_SA_GUESTS)
+    for g in guests:
         f = ib.get(g, {})
         for k in ("Node GUID", "Port GUID", "System image GUID", "Base lid", "SM lid"):
             if k not in f:
@@ -53,10 +61,16 @@ def check_ib_diag(ctx):
             errs.append("g%d ibstat SM lid %s, want %d (the lowest LID)" % (g, f.get("SM lid"), IB_DIAG_SM_LID))
     g0, g1 = ib.get(0, {}), ib.get(1, {})
     for k in ("Node GUID", "Port GUID", "System image GUID"):
-        if k in g0 and k in g1 and g0[k] == g1[k]:
-            errs.append("both guests have %s %s" % (k, g0[k]))
-    say("IBDIAG ibstat g0 node %s port %s lid %s sm %s; g1 node %s port %s lid %s sm %s" % tuple(
-        d.get(k, "?") for d in (g0, g1) for k in ("Node GUID", "Port GUID", "Base lid", "SM lid")))
+        vals = [ib[g][k] for g in guests if k in ib.get(g, {})]
+        if len(set(vals)) != len(vals):
+            errs.append("guests share a %s: %s" % (k, " ".join(vals)))
+    say("IBDIAG ibstat " + "; ".join("g%d node %s port %s lid %s sm %s" % ((g,) + tuple(
+        ib.get(g, {}).get(k, "?") for k in ("Node GUID", "Port GUID", "Base lid", "SM lid"))) for g in guests))
+    ibstatus = {int(g): int(v, 16) for g, v in IBSTATUS_SM_RX.findall(text)}
+    say("IBDIAG ibstatus sm lid: %s" % ", ".join("g%d %s" % (g, ibstatus.get(g, "?")) for g in guests))
+    for g in guests:
+        if ibstatus.get(g) != IB_DIAG_SM_LID:
+            errs.append("g%d ibstatus sm lid %s, want %d" % (g, ibstatus.get(g), IB_DIAG_SM_LID))
     tools = diag_tools(text)
     for name in ("nodeinfo", "nodedesc", "portinfo", "perf-before", "perf-after"):
         if name not in tools:
@@ -92,9 +106,9 @@ def check_ib_diag(ctx):
             elif moves[f] < IB_DIAG_UD_ITERS:
                 errs.append("g1's %s moved by %d across %d round trips" % (f, moves[f], IB_DIAG_UD_ITERS))
     # The SA (on LID 1's vrnic): every guest's node GUID in every guest's NodeRecords, a path for each pair.
-    want_guids = {int(d["Node GUID"], 16) for d in (g0, g1) if "Node GUID" in d}
-    for g in (0, 1):
-        for name in ("sa-nodes-g%d" % g, "sa-paths-g%d" % g):
+    want_guids = {int(ib[g]["Node GUID"], 16) for g in guests if "Node GUID" in ib.get(g, {})}
+    for g in guests:
+        for name in ("sa-nodes-g%d" % g, "sa-paths-g%d" % g, "sminfo-g%d" % g):
             if name not in tools:
                 errs.append("%s did not run" % name)
             elif tools[name][2] != 0:
@@ -105,14 +119,58 @@ def check_ib_diag(ctx):
             say("IBDIAG saquery from g%d (%s): %d NodeRecords, node GUIDs %s" % (
                 g, "local" if g == 0 else "over the fabric", len(re.findall(r"NodeRecord dump", out)),
                 " ".join("%#018x" % x for x in sorted(got))))
-            if not want_guids <= got:
+            if len(want_guids) < IB_SA_GUESTS or not want_guids <= got:
                 errs.append("g%d saquery lacks node GUIDs %s" % (g, sorted(want_guids - got)))
         if "sa-paths-g%d" % g in tools:
             out = tools["sa-paths-g%d" % g][1]
             n = len(re.findall(r"PathRecord dump", out))
             say("IBDIAG saquery -p from g%d: %d PathRecords" % (g, n))
-            if n < 4:
-                errs.append("g%d saquery -p: %d PathRecords, want 4 (2 ports, each pair)" % (g, n))
+            if n < IB_SA_GUESTS * IB_SA_GUESTS:
+                errs.append("g%d saquery -p: %d PathRecords, want %d (%d ports, each pair)" % (
+                    g, n, IB_SA_GUESTS * IB_SA_GUESTS, IB_SA_GUESTS))
+        # The SM (LID 1's vrnic answers SMInfo): lid 1, g0's port GUID, MASTER.
+        if "sminfo-g%d" % g in tools:
+            m = SMINFO_RX.search(tools["sminfo-g%d" % g][1])
+            if not m:
+                errs.append("g%d sminfo printed no SMInfo" % g)
+            else:
+                say("IBDIAG sminfo from g%d: sm lid %s guid %s activity %s priority %s state %s %s" % ((g,) + m.groups()))
+                want = ib.get(0, {}).get("Port GUID")
+                if int(m.group(1)) != IB_DIAG_SM_LID or m.group(6) != "SMINFO_MASTER" or \
+                        (want and int(m.group(2), 16) != int(want, 16)):
+                    errs.append("g%d sminfo: %s (want lid %d, g0's port GUID %s, SMINFO_MASTER)" % (
+                        g, m.group(0), IB_DIAG_SM_LID, want))
+    # The modeled switch: ibnetdiscover (directed routes) from g0 and g2 finds every CA and one switch.
+    for g in (0, 2):
+        name = "netdiscover-g%d" % g
+        if name not in tools:
+            errs.append("%s did not run" % name)
+            continue
+        out, rc = tools[name][1], tools[name][2]
+        nodes = NETDISC_NODE_RX.findall(out)
+        cas = {int(guid, 16) for kind, _, guid in nodes if kind == "Ca"}
+        sws = {guid for kind, _, guid in nodes if kind == "Switch"}
+        say("IBDIAG ibnetdiscover from g%d: %d CAs (%s), %d switch (%s, %s ports), rc %d" % (
+            g, len(cas), " ".join("%#018x" % x for x in sorted(cas)), len(sws), " ".join(sorted(sws)),
+            "/".join(n for k, n, _ in nodes if k == "Switch"), rc))
+        if rc != 0:
+            errs.append("%s rc %d: %s" % (name, rc, out.strip()[-200:]))
+        if cas != want_guids or len(cas) != IB_SA_GUESTS:
+            errs.append("g%d ibnetdiscover CAs %s, want the guests' node GUIDs %s" % (
+                g, sorted(cas), sorted(want_guids)))
+        if len(sws) != 1 or any(n != str(IB_SA_GUESTS) for k, n, _ in nodes if k == "Switch"):
+            errs.append("g%d ibnetdiscover: switches %s, want one of %d ports" % (g, sorted(sws), IB_SA_GUESTS))
+    if "ibroute" in tools:
+        out = tools["ibroute"][1]
+        routes = dict(re.findall(r"^0x([0-9a-fA-F]{4}) (\d{3}) ", out, re.M))
+        say("IBDIAG ibroute %d: %s" % (IB_SA_SWITCH_LID, ", ".join(
+            "lid %d -> port %d" % (int(l, 16), int(p)) for l, p in sorted(routes.items()))))
+        want_routes = {"%04x" % (l + 1): "%03d" % (l + 1) for l in guests}
+        want_routes["%04x" % IB_SA_SWITCH_LID] = "000"
+        if tools["ibroute"][2] != 0 or {k.lower(): v for k, v in routes.items()} != want_routes:
+            errs.append("ibroute %d: %s, want %s" % (IB_SA_SWITCH_LID, routes, want_routes))
+    else:
+        errs.append("ibroute did not run")
     r = check_pairs(ctx, ["ud-500"], judge_pingpong, "IBDIAG")
     if r:
         errs.append(r)

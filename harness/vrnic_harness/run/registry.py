@@ -19,7 +19,7 @@ from .checks_eth import (check_eth_iperf, check_eth_mtu, check_eth_offloads, che
 from .checks_roce import (PINGPONG_FAULTS, PORT_FAULTS, check_roce_devinfo, check_roce_faults, interact_roce_faults, check_roce_pingpong, check_roce_perftest, check_roce_cm, check_roce_rxe, check_roce_pcap)
 from .checks_qos import check_roce_dscp
 from .checks_pfc import PFC_TOML, check_roce_pfc, interact_roce_pfc
-from .checks_ibfabric import check_ib_diag
+from .checks_ibfabric import check_ib_sa
 from .checks_switch import check_eth_switch
 from .checks_cc import check_roce_ecn, interact_cc
 from .bench_cc import check_bench_cc
@@ -100,13 +100,15 @@ SCENARIOS = {
                     "-x 0 and ib_send_lat -c UD -x 0 between two guests and in loopback on guest 0, "
                     "ibv_rc/ud_pingpong -g 0 between the guests; tx_no_route and rx_dgid_mismatch 0; doorbell trap, then poll"),
     # ---- issue 23: IB fabric services (run/checks_ibfabric.py)
-    "ib-diag": dict(default=True, device=True, guests=2, fabric=True, timeout=240, check=check_ib_diag,
-                    doc="infiniband-diags between two guests on the UDP fabric: ibstat shows distinct node/port/system "
-                        "image GUIDs and SM lid 1 on both; from g0, smpquery -L nodeinfo/nodedesc/portinfo 2 (SMPs "
-                        "on QP0 across the fabric) returns g1's GUIDs and LID, perfquery 2 1 (QP1) g1's counters, "
-                        "which move by >= 500 packets across 500 ibv_ud_pingpong round trips; saquery on both guests "
-                        "(vrnic's SA on LID 1: g1 over the fabric, g0 locally) lists both node GUIDs, saquery -p "
-                        "4 PathRecords"),
+    "ib-sa": dict(default=True, device=True, guests=3, fabric=True, timeout=300, check=check_ib_sa,
+                  doc="infiniband-diags between three guests on the UDP fabric: ibstat shows distinct node/port/"
+                      "system image GUIDs and SM lid 1 on all, ibstatus sm lid 0x1; from g0, smpquery -L nodeinfo/"
+                      "nodedesc/portinfo 2 (SMPs on QP0 across the fabric) returns g1's GUIDs and LID, perfquery "
+                      "2 1 (QP1) g1's counters, which move by >= 500 packets across 500 ibv_ud_pingpong round "
+                      "trips; on every guest saquery (vrnic's SA on LID 1) lists the three node GUIDs, saquery -p "
+                      "9 PathRecords, sminfo the SM at lid 1 (g0's port GUID, SMINFO_MASTER); ibnetdiscover from "
+                      "g0 and g2 (directed routes through the modeled switch) lists the three CAs and one 3-port "
+                      "switch; ibroute 4 shows the switch's LFT (lid k -> port k, its own LID -> port 0)"),
     "bad-opcode": dict(default=True, device=True, fabric=True, timeout=240, check=check_bad_opcode, runs=DOORBELL_RUNS,
                        doc="bad_opcode.c: hand-built WQEs (unknown/unadvertised opcodes, ds 0, opmod, fence mode 7; "
                            "RC and UD) through mlx5dv and the UAR doorbell: LOC_QP_OP_ERR + CQ event, the next WQE "

@@ -88,12 +88,17 @@ impl Firmware {
                     grh: None,
                     on_wire: false,
                 };
-                // Directed-route SMPs carry the permissive DLID (ib_mad
-                // answers hop count 0 itself; there is no switch to route
-                // more hops yet): this port's SMA. LID 0 is no port's.
+                // Directed-route SMPs carry the permissive DLID: hop count 0
+                // (ib_mad answers it itself) is this port's SMA, more hops
+                // the modeled switch's. LID 0 is no port's.
                 let rlid = s.av.rlid;
                 let to_self = rlid == self.ib.port.lid || rlid == PERMISSIVE_LID || rlid == 0;
                 if self.ib.port.port_state != 4 {
+                    return Ok(());
+                }
+                if self.switch_claims(src_qpn, s.av.dqpn, rlid, &dg.data) {
+                    // Past hop 0 or to the switch's LID: the modeled switch (smi_route.rs).
+                    self.switch_receive(&dg);
                     return Ok(());
                 }
                 if !to_self {
@@ -105,6 +110,9 @@ impl Firmware {
                 if self.sa_claims(s.av.dqpn, &dg.data) {
                     // This port runs the SA: its own guest's SubnAdm MADs are the SA's.
                     self.sa_answer(&dg);
+                } else if self.sm_claims(s.av.dqpn, &dg.data) {
+                    // This port runs the SM: its own guest's SMInfo Gets are the SM's.
+                    self.sm_answer(&dg);
                 } else {
                     self.deliver_local(s.av.dqpn, dg);
                 }

@@ -31,6 +31,13 @@ pub struct PortCounters {
     pub mad_wire_xmit: AtomicU64,
     pub mad_wire_rcv: AtomicU64,
     pub mad_wire_drops: AtomicU64,
+    /// Directed-route SMPs the modeled switch forwarded or answered, and
+    /// those it refused (`subnet::switch::DrDrop`); LID-routed SMPs its SMA
+    /// answered; SMInfo requests the SM port answered. Not PerfMgt counters.
+    pub dr_smp_routed: AtomicU64,
+    pub dr_smp_drops: AtomicU64,
+    pub switch_smp_answered: AtomicU64,
+    pub sm_info_answered: AtomicU64,
 }
 
 impl PortCounters {
@@ -149,6 +156,10 @@ pub struct IbPort {
     pub sa: Option<Box<crate::subnet::Sa>>,
     /// When the SA's RMPP timer next runs (clock ns).
     pub sa_next_tick_ns: u64,
+    /// This server's copy of the modeled switch (`datapath/smi_route.rs`).
+    pub switch: Option<Box<crate::subnet::switch::Switch>>,
+    /// The SM's SMInfo answers, on the port whose LID is the SM LID.
+    pub sm_info: Option<crate::subnet::sm_info::SmInfoAgent>,
 }
 
 impl IbPort {
@@ -160,6 +171,8 @@ impl IbPort {
             pma_base: [0; 6],
             sa: None,
             sa_next_tick_ns: 0,
+            switch: None,
+            sm_info: None,
         }
     }
 
