@@ -339,6 +339,8 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
         &c.mad_wire_xmit,
         &c.mad_wire_rcv,
         &c.mad_wire_drops,
+        &c.mcast_delivered,
+        &c.mcast_drops,
     ] {
         c.store(next(), Relaxed);
     }

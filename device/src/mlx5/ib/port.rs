@@ -31,6 +31,11 @@ pub struct PortCounters {
     pub mad_wire_xmit: AtomicU64,
     pub mad_wire_rcv: AtomicU64,
     pub mad_wire_drops: AtomicU64,
+    /// UD multicast: copies delivered to attached QPs, and packets to the
+    /// multicast QPN dropped (no GRH, or no QP of this port attached to the
+    /// DGID). Not PerfMgt counters either.
+    pub mcast_delivered: AtomicU64,
+    pub mcast_drops: AtomicU64,
 }
 
 impl PortCounters {
