@@ -117,3 +117,68 @@ def check_ib_diag(ctx):
     if r:
         errs.append(r)
     return "; ".join(errs) if errs else None
+
+
+IPOIB_GUESTS = 3
+IPOIB_PING_RX = re.compile(r"^IPOIB-PING (\S+) g(\d+)->g(\d+) first-after=(\d+) seconds=(\S+) (.*)$", re.M)
+IPOIB_IPERF_RX = re.compile(r"^=== IPOIB-IPERF (\S+) (\S+) ===\n(.*?)^=== IPOIB-IPERF-END \1 \2 tries=(\d+) ===$",
+                            re.S | re.M)
+IPOIB_CARRIER_RX = re.compile(r"^IPOIB g(\d+) ib0 carrier=(\d*) after (\S+) s mode=(\S+) mtu=(\d+)", re.M)
+IPOIB_MODE_RX = re.compile(r"^IPOIB g(\d+) mode=(\S+) mtu=(\d+)$", re.M)
+
+
+def iperf_mbits(out):
+    """The receiver's Mbit/s of an iperf3 -f m client run, or None."""
+    m = re.findall(r"([\d.]+) Mbits/sec\s+(?:\d+\s+)?receiver", out)
+    return float(m[-1]) if m else None
+
+
+def check_ipoib(ctx):
+    texts = ctx.get("texts") or [ctx["text"]]
+    text = "\n".join("\n".join(console_lines(t)) for t in texts)
+    errs = []
+    carrier = {int(g): (c, float(s), mode, int(mtu)) for g, c, s, mode, mtu in IPOIB_CARRIER_RX.findall(text)}
+    for g in range(IPOIB_GUESTS):
+        if g not in carrier:
+            errs.append("g%d: no ib0 line" % g)
+        elif carrier[g][0] != "1":
+            errs.append("g%d: ib0 carrier %r (the broadcast group join failed?)" % (g, carrier[g][0]))
+        else:
+            say("IPOIB g%d ib0 carrier after %.1f s, mode %s, MTU %d" % (g, carrier[g][1], carrier[g][2], carrier[g][3]))
+    modes = {int(g): (m, int(mtu)) for g, m, mtu in IPOIB_MODE_RX.findall(text)}
+    for g in range(IPOIB_GUESTS):
+        if modes.get(g) != ("connected", 65520):
+            errs.append("g%d: connected mode/MTU %s, want connected 65520" % (g, modes.get(g)))
+    pings = {(mode, int(a), int(b)): rest for mode, a, b, _, _, rest in IPOIB_PING_RX.findall(text)}
+    for mode in ("datagram", "connected"):
+        for a in range(IPOIB_GUESTS):
+            for b in range(IPOIB_GUESTS):
+                if a == b:
+                    continue
+                rest = pings.get((mode, a, b))
+                if rest is None:
+                    errs.append("%s: g%d did not ping g%d" % (mode, a, b))
+                    continue
+                m = re.search(r"(\d+) packets transmitted, (\d+) (?:packets )?received.*?([\d.]+)% packet loss", rest)
+                rtt = re.search(r"= [\d.]+/([\d.]+)/", rest)
+                if not m:
+                    errs.append("%s g%d->g%d: no ping summary: %s" % (mode, a, b, rest[-120:]))
+                    continue
+                say("IPOIB ping %s g%d->g%d: %s sent, %s received, %s%% loss, avg rtt %s ms" % (
+                    mode, a, b, m.group(1), m.group(2), m.group(3), rtt.group(1) if rtt else "?"))
+                if int(m.group(1)) < 100 or m.group(1) != m.group(2):
+                    errs.append("%s g%d->g%d: %s/%s received" % (mode, a, b, m.group(2), m.group(1)))
+    runs = {(mode, d): (out, int(tries)) for mode, d, out, tries in IPOIB_IPERF_RX.findall(text)}
+    for mode in ("datagram", "connected"):
+        for d, what in (("fwd", "g1->g0"), ("rev", "g0->g1")):
+            if (mode, d) not in runs:
+                errs.append("iperf3 %s %s did not run" % (mode, what))
+                continue
+            mb = iperf_mbits(runs[(mode, d)][0])
+            say("IPOIB iperf3 %s %s: %s Mbit/s" % (mode, what, mb))
+            if not mb:
+                errs.append("iperf3 %s %s: no result: %s" % (mode, what, runs[(mode, d)][0].strip()[-200:]))
+    for g in range(IPOIB_GUESTS):
+        if "IPOIB-DONE g%d" % g not in text:
+            errs.append("g%d did not finish" % g)
+    return "; ".join(errs) if errs else None
