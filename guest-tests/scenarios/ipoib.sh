@@ -1,11 +1,13 @@
 #!/bin/sh
-# ipoib: three guests, each with its own vrnic (LIDs 1..3) on the UDP fabric; IPoIB over it (issue 23). Each loads
+# ipoib (+ the ib-cm checks): three guests, each with its own vrnic (LIDs 1..3) on the UDP fabric; IPoIB over it (issue 23). Each loads
 # ib_ipoib: ib0 joins the broadcast group through vrnic's SA (LID 1) and its carrier comes up; addresses
 # 192.168.23.(G+1)/24. Datagram mode (UD, MTU 2044): ARP over the broadcast group (UD multicast to MLID 0xC000,
 # carried to every port of the fabric), then each guest pings the other two (ping -i 0.01 -c PINGS, unicast UD
 # with PathRecords from the SA), then iperf3 TCP -t 3 between g0 (server) and g1 (client), both directions (-R).
 # Connected mode (IPoIB-CM: ib_cm REQ/REP/RTU over QP1, RC QPs with an SRQ), MTU 65520: the pings and iperf3
-# again. Guests meet at barriers on the out-of-band link (10.0.0.x); each prints IPOIB lines the check reads.
+# again. Between the modes (datagram), the ib-cm checks: rdma_cm between g0 and g1 over their IPoIB addresses (ARP
+# on ib0, PathRecord from the SA, CM over QP1): rping -v -C RPING_C (1000: what fits in ~60 s under TCG), ucmatose,
+# udaddy, mckey (IB multicast: SA join + ATTACH), ib_write_lat -R, ib_send_bw -R. Guests meet at barriers on the out-of-band link (10.0.0.x); each prints IPOIB lines the check reads.
 . /usr/local/lib/vrnic-lib.sh
 G=$(vr_guest)
 NG=$(vr_karg vrnic.guests); NG=${NG:-3}
@@ -52,6 +54,66 @@ iperfs() {
     done
   fi
 }
+# ---- ib-cm (issue 23's ib-cm checks, run in this boot): rdma_cm over the IPoIB addresses between g0 and g1
+cm_show() {
+  _nl=$(wc -l < "$1")
+  if [ "$_nl" -le 80 ]; then cat "$1"; return; fi
+  head -20 "$1"
+  echo "ROCE-ELIDED lines=$_nl ping_data=$(grep -a -o 'ping data: rdma-ping-[0-9]*:' "$1" | sort -u | wc -l)"
+  tail -20 "$1"
+}
+# cm_pair LABEL LIMIT SERVER-CMD... -- CLIENT-CMD...: g0 serves, g1 connects (@SIP@: g0's IPoIB address, @PORT@ a
+# port of its own); both print "=== TOOL LABEL gN ROLE: CMD ===" ... "=== TOOL-END ... rc=N seconds=S tries=T ==="
+cm_pair() {
+  _lab=$1; _lim=$2; shift 2
+  CM_N=$(( ${CM_N:-0} + 1 )); _port=$((18900 + CM_N))
+  _s=; _c=; _side=s
+  for _w in "$@"; do
+    [ "$_w" = -- ] && { _side=c; continue; }
+    _w=$(echo "$_w" | sed "s/@SIP@/$(ipof 0)/g; s/@MYIP@/$(ipof $G)/g; s/@PORT@/$_port/g")
+    if [ $_side = s ]; then _s="$_s $_w"; else _c="$_c $_w"; fi
+  done
+  if [ "$G" = 0 ]; then
+    _t=$(vr_now)
+    ( timeout $_lim $_s > /tmp/cm.server 2> /tmp/cm.server.err; echo $? > /tmp/cm.server.rc
+      cat /tmp/cm.server.err >> /tmp/cm.server ) &
+    _sp=$!
+    sleep ${CM_SERVER_WAIT:-1}
+    barrier "$_lab"
+    wait $_sp
+    echo "=== TOOL $_lab g$G server:$_s ==="; cm_show /tmp/cm.server
+    echo "=== TOOL-END $_lab g$G server rc=$(cat /tmp/cm.server.rc) seconds=$(vr_since $_t) tries=1 ==="
+    barrier "$_lab-end"
+  elif [ "$G" = 1 ]; then
+    barrier "$_lab"
+    _t=$(vr_now); _tries=0
+    while :; do
+      _tries=$((_tries + 1))
+      _left=$(awk -v t0="$_t" -v l="$_lim" '{printf "%d", l - ($1 - t0)}' /proc/uptime)
+      [ "$_left" -ge 1 ] || { _crc=124; break; }
+      timeout $_left $_c > /tmp/cm.client 2> /tmp/cm.client.err
+      _crc=$?
+      cat /tmp/cm.client.err >> /tmp/cm.client
+      [ $_crc -ne 0 ] && grep -qiE "REJECTED|refused|unreachable|Couldn't connect" /tmp/cm.client && [ $_tries -lt 10 ] || break
+      sleep 0.5
+    done
+    echo "=== TOOL $_lab g$G client:$_c ==="; cm_show /tmp/cm.client
+    echo "=== TOOL-END $_lab g$G client rc=$_crc seconds=$(vr_since $_t) tries=$_tries ==="
+    barrier "$_lab-end"
+  else
+    barrier "$_lab"; barrier "$_lab-end"
+  fi
+}
+RPING_C=$(vr_karg vrnic.rping_c); RPING_C=${RPING_C:-1000}
+ib_cm() {
+  modprobe rdma_ucm
+  cm_pair cm-rping-v 120 rping -s -v -a @SIP@ -p @PORT@ -C $RPING_C -- rping -c -v -a @SIP@ -p @PORT@ -C $RPING_C
+  cm_pair cm-ucmatose 120 ucmatose -b @SIP@ -p @PORT@ -c 10 -- ucmatose -s @SIP@ -p @PORT@ -c 10
+  cm_pair cm-udaddy 120 udaddy -b @SIP@ -- udaddy -s @SIP@
+  CM_SERVER_WAIT=4 cm_pair cm-mckey 120 mckey -m 239.1.1.20 -b @SIP@ -C 10 -- mckey -m 239.1.1.20 -b @MYIP@ -C 30 -s
+  cm_pair R-ib_write_lat 120 ib_write_lat -R -d mlx5_0 -n 1000 -p @PORT@ -- ib_write_lat -R -d mlx5_0 -n 1000 -p @PORT@ @SIP@
+  cm_pair R-ib_send_bw 120 ib_send_bw -R -d mlx5_0 -n 500 -p @PORT@ -- ib_send_bw -R -d mlx5_0 -n 500 -p @PORT@ @SIP@
+}
 modprobe ib_ipoib || vr_fail "modprobe ib_ipoib"
 i=0; while [ ! -e /sys/class/net/ib0 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 [ -e /sys/class/net/ib0 ] || vr_fail "no ib0"
@@ -66,6 +128,7 @@ pings datagram
 barrier 2
 iperfs datagram
 barrier 3
+ib_cm
 echo connected > /sys/class/net/ib0/mode
 ip link set ib0 mtu 65520
 echo "IPOIB g$G mode=$(cat /sys/class/net/ib0/mode) mtu=$(cat /sys/class/net/ib0/mtu)"

@@ -1,9 +1,11 @@
 """Checks of the InfiniBand fabric service scenarios (issue 23): ib-diag (infiniband-diags between two guests:
 distinct identities, SMPs and PerfMgt MADs across the UDP fabric)."""
+import json
 import re
 
 from ..common import say
 from .checks_pairs import check_pairs, judge_pingpong
+from .checks_roce import check_labels, judge_cm, judge_perftest
 from .console import console_lines
 
 IBSTAT_RX = re.compile(r"^IBSTAT g(\d+) (Node GUID|System image GUID|Port GUID|Base lid|SM lid|State): (\S+)", re.M)
@@ -178,7 +180,49 @@ def check_ipoib(ctx):
             say("IPOIB iperf3 %s %s: %s Mbit/s" % (mode, what, mb))
             if not mb:
                 errs.append("iperf3 %s %s: no result: %s" % (mode, what, runs[(mode, d)][0].strip()[-200:]))
+    ipoib_stats(ctx, errs)
+    check_labels(ctx, IB_CM_LABELS, judge_ib_cm, "IB-CM (rdma_cm over IPoIB)", errs)
     for g in range(IPOIB_GUESTS):
         if "IPOIB-DONE g%d" % g not in text:
             errs.append("g%d did not finish" % g)
     return "; ".join(errs) if errs else None
+
+
+IPOIB_FABRIC = ("tx_mcast_packets", "rx_mcast_packets", "tx_mcast_no_grh", "tx_no_route", "rx_dgid_mismatch",
+                "rx_icrc_errors")
+IPOIB_PORT = ("multicast_rcv", "mcast_delivered", "mcast_drops", "mad_wire_xmit", "mad_wire_rcv", "mad_wire_drops")
+IPOIB_ENGINE = ("no_recv_drops", "qkey_violations", "bad_pkey")
+
+
+def ipoib_stats(ctx, errs):
+    """Each vrnic server's multicast counters (stats: firmware.fabric, firmware.port_counters, firmware.engine):
+    every port sent and received UD multicast (the broadcast group's ARP, IPv6 ND), none was sent without a GRH,
+    no packet met no route or a foreign DGID; the SA (LID 1) answered."""
+    for i, sv in enumerate(ctx.get("servers", [])):
+        try:
+            st = json.loads(sv.command("stats"))
+        except (OSError, ValueError) as e:
+            errs.append("vrnic %d: no stats (%s)" % (i, e))
+            continue
+        fw = st.get("firmware") or {}
+        fab, port, eng = fw.get("fabric") or {}, fw.get("port_counters") or {}, fw.get("engine") or {}
+        say("IPOIB vrnic %d stats: %s; %s; %s%s" % (
+            i, " ".join("%s=%s" % (k, fab.get(k, "?")) for k in IPOIB_FABRIC),
+            " ".join("%s=%s" % (k, port.get(k, "?")) for k in IPOIB_PORT),
+            " ".join("%s=%s" % (k, eng.get(k, "?")) for k in IPOIB_ENGINE),
+            ("; sa %s" % json.dumps(fw["sa"])) if fw.get("sa") else ""))
+        for k in ("tx_mcast_packets", "rx_mcast_packets"):
+            if not fab.get(k):
+                errs.append("vrnic %d: fabric %s did not move" % (i, k))
+        if not port.get("mcast_delivered"):
+            errs.append("vrnic %d: no multicast packet was delivered to an attached QP" % i)
+        for k in ("tx_mcast_no_grh", "tx_no_route", "rx_dgid_mismatch"):
+            if fab.get(k):
+                errs.append("vrnic %d: fabric %s = %s" % (i, k, fab[k]))
+
+
+IB_CM_LABELS = ["cm-rping-v", "cm-ucmatose", "cm-udaddy", "cm-mckey", "R-ib_write_lat", "R-ib_send_bw"]
+
+
+def judge_ib_cm(lab, role, r):
+    return judge_perftest(lab, role, r) if lab.startswith("R-") else judge_cm(lab, role, r)
