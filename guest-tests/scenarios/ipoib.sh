@@ -39,7 +39,7 @@ pings() {
   for p in $(peers); do
     _i=0; until ping -c 1 -W 1 "$(ipof $p)" > /dev/null 2>&1; do _i=$((_i + 1)); [ $_i -lt 60 ] || break; done
     _t0=$(vr_now)
-    _o=$(ping -q -i 0.01 -W 2 -c "$PINGS" "$(ipof $p)" 2>&1 | grep -E "transmitted|rtt")
+    _o=$(ping -q -i 0.01 -W 2 -c "$PINGS" "$(ipof $p)" 2>&1 | grep -E "transmitted|rtt|round-trip")
     echo "IPOIB-PING $1 g$G->g$p first-after=$_i seconds=$(vr_since $_t0) $(echo $_o | tr '\n' ' ')"
   done
 }
@@ -70,7 +70,7 @@ cm_pair() {
   _s=; _c=; _side=s
   for _w in "$@"; do
     [ "$_w" = -- ] && { _side=c; continue; }
-    _w=$(echo "$_w" | sed "s/@SIP@/$(ipof 0)/g; s/@MYIP@/$(ipof $G)/g; s/@PORT@/$_port/g")
+    _w=$(printf '%s\n' "$_w" | sed "s/@SIP@/$(ipof 0)/g; s/@MYIP@/$(ipof $G)/g; s/@PORT@/$_port/g")
     if [ $_side = s ]; then _s="$_s $_w"; else _c="$_c $_w"; fi
   done
   if [ "$G" = 0 ]; then
@@ -114,7 +114,8 @@ ib_cm() {
   cm_pair R-ib_write_lat 120 ib_write_lat -R -d mlx5_0 -n 1000 -p @PORT@ -- ib_write_lat -R -d mlx5_0 -n 1000 -p @PORT@ @SIP@
   cm_pair R-ib_send_bw 120 ib_send_bw -R -d mlx5_0 -n 500 -p @PORT@ -- ib_send_bw -R -d mlx5_0 -n 500 -p @PORT@ @SIP@
 }
-modprobe ib_ipoib || vr_fail "modprobe ib_ipoib"
+RECVQ=$(vr_karg vrnic.ipoib_recvq)
+modprobe ib_ipoib ${RECVQ:+recv_queue_size=$RECVQ} || vr_fail "modprobe ib_ipoib"
 i=0; while [ ! -e /sys/class/net/ib0 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 [ -e /sys/class/net/ib0 ] || vr_fail "no ib0"
 ip addr add "$(ipof $G)/24" dev ib0
@@ -125,6 +126,7 @@ echo "IPOIB g$G ib0 carrier=$(cat /sys/class/net/ib0/carrier 2>/dev/null) after 
 [ "$G" = 0 ] && iperf3 -s -D
 barrier 1
 pings datagram
+echo "IPOIB-NETSTAT datagram g$G $(for f in rx_packets tx_packets rx_dropped tx_dropped rx_errors tx_errors; do printf '%s=%s ' $f "$(cat /sys/class/net/ib0/statistics/$f)"; done)"
 barrier 2
 iperfs datagram
 barrier 3
