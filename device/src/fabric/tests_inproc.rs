@@ -56,16 +56,7 @@ fn multicast_lid_reaches_every_port() {
     for (i, r) in recs.iter().enumerate() {
         let got: Vec<_> =
             r.0.lock().unwrap().iter().map(|(m, p)| (m.src.lid, m.local, m.grh.map(|g| g.dgid), p.len())).collect();
-        assert_eq!(
-            got,
-            vec![(
-                2,
-                i == 1,
-                Some(mgid),
-                RocePacket::parse(&send_only(0xff_ffff, 1, b"mc")).unwrap().payload.len() + 12 + 4
-            )],
-            "port {i}"
-        );
+        assert_eq!(got, vec![(2, i == 1, Some(mgid), send_only(0xff_ffff, 1, b"mc").len())], "port {i}");
         assert_eq!(net.port(i).counters.snapshot().rx_mcast_packets, 1);
     }
     let c = net.port(1).counters.snapshot();

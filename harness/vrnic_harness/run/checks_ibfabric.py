@@ -188,9 +188,10 @@ def check_ipoib(ctx):
     return "; ".join(errs) if errs else None
 
 
-IPOIB_FABRIC = ("tx_mcast_packets", "rx_mcast_packets", "tx_mcast_no_grh", "tx_no_route", "rx_dgid_mismatch",
+IPOIB_FABRIC = ("tx_packets", "rx_packets", "tx_errors", "rx_malformed", "rx_unknown_peer", "tx_mcast_packets", "rx_mcast_packets", "tx_mcast_no_grh", "tx_no_route", "rx_dgid_mismatch",
                 "rx_icrc_errors")
 IPOIB_PORT = ("multicast_rcv", "mcast_delivered", "mcast_drops", "mad_wire_xmit", "mad_wire_rcv", "mad_wire_drops")
+IPOIB_ENGINE_QUIET = ("tx_packets", "rx_packets", "tx_bytes", "rx_bytes")
 IPOIB_ENGINE = ("no_recv_drops", "qkey_violations", "bad_pkey")
 
 
@@ -211,6 +212,8 @@ def ipoib_stats(ctx, errs):
             " ".join("%s=%s" % (k, port.get(k, "?")) for k in IPOIB_PORT),
             " ".join("%s=%s" % (k, eng.get(k, "?")) for k in IPOIB_ENGINE),
             ("; sa %s" % json.dumps(fw["sa"])) if fw.get("sa") else ""))
+        say("IPOIB vrnic %d engine (non-zero): %s" % (i, " ".join(
+            "%s=%s" % (k, v) for k, v in sorted(eng.items()) if isinstance(v, int) and v and k not in IPOIB_ENGINE_QUIET)))
         for k in ("tx_mcast_packets", "rx_mcast_packets"):
             if not fab.get(k):
                 errs.append("vrnic %d: fabric %s did not move" % (i, k))
