@@ -33,13 +33,15 @@ barrier() {
   echo "IPOIB g$G barrier $1 after $(vr_since $_t0) s"
 }
 peers() { _g=0; while [ $_g -lt "$NG" ]; do [ $_g = "$G" ] || echo $_g; _g=$((_g + 1)); done; }
+# iputils' ping (busybox's applet is first in PATH: its raw socket overflows when a TCG guest stalls)
+PING=/usr/bin/ping; [ -x $PING ] || PING=ping
 ipof() { echo 192.168.23.$(($1 + 1)); }
 # pings MODE: every peer, first until one answers (ARP/path/CM set-up), then PINGS at 10 ms
 pings() {
   for p in $(peers); do
     _i=0; until ping -c 1 -W 1 "$(ipof $p)" > /dev/null 2>&1; do _i=$((_i + 1)); [ $_i -lt 60 ] || break; done
     _t0=$(vr_now)
-    _o=$(ping -q -i 0.01 -W 2 -c "$PINGS" "$(ipof $p)" 2>&1 | grep -E "transmitted|rtt|round-trip")
+    _o=$($PING -q -i 0.01 -W 2 -c "$PINGS" "$(ipof $p)" 2>&1 | grep -E "transmitted|rtt|round-trip")
     echo "IPOIB-PING $1 g$G->g$p first-after=$_i seconds=$(vr_since $_t0) $(echo $_o | tr '\n' ' ')"
   done
 }
