@@ -111,7 +111,10 @@ SCENARIOS = {
                   doc="IPoIB between three guests on the UDP fabric: ib0 joins the broadcast group through vrnic's SA "
                       "and gets carrier; datagram mode (ARP over UD multicast to MLID 0xC000, unicast UD with SA "
                       "PathRecords): each guest pings the other two 1000 times at 10 ms with 0% loss, iperf3 TCP "
-                      "-t 3 g1->g0 and g0->g1; connected mode (IPoIB-CM over ib_cm, MTU 65520): the same"),
+                      "-t 3 g1->g0 and g0->g1; connected mode (IPoIB-CM over ib_cm, MTU 65520): the same; in the "
+                      "same boot the ib-cm checks (rdma_cm over the IPoIB addresses, g0/g1): rping -v -C 1000, "
+                      "ucmatose, udaddy, mckey (SA join + ATTACH), ib_write_lat -R, ib_send_bw -R; vrnic multicast "
+                      "counters (stats)"),
     "bad-opcode": dict(default=True, device=True, fabric=True, timeout=240, check=check_bad_opcode, runs=DOORBELL_RUNS,
                        doc="bad_opcode.c: hand-built WQEs (unknown/unadvertised opcodes, ds 0, opmod, fence mode 7; "
                            "RC and UD) through mlx5dv and the UAR doorbell: LOC_QP_OP_ERR + CQ event, the next WQE "
