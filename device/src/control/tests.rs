@@ -343,6 +343,8 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
         &c.dr_smp_drops,
         &c.switch_smp_answered,
         &c.sm_info_answered,
+        &c.mcast_delivered,
+        &c.mcast_drops,
     ] {
         c.store(next(), Relaxed);
     }
@@ -444,6 +446,9 @@ fn wire_counter<'a>(w: &'a crate::fabric::PortCounters, name: &str) -> &'a std::
         "tx_socket_calls" => &w.tx_socket_calls,
         "tx_socket_datagrams" => &w.tx_socket_datagrams,
         "tx_no_route" => &w.tx_no_route,
+        "tx_mcast_packets" => &w.tx_mcast_packets,
+        "tx_mcast_no_grh" => &w.tx_mcast_no_grh,
+        "rx_mcast_packets" => &w.rx_mcast_packets,
         "tx_errors" => &w.tx_errors,
         "fault_dropped" => &w.fault_dropped,
         "fault_duplicated" => &w.fault_duplicated,

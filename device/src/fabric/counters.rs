@@ -56,6 +56,15 @@ counters!(
     tx_socket_datagrams,
     /// Sends to a LID no peer has.
     tx_no_route,
+    /// Sends to a multicast LID (each counted once; the copies to the
+    /// peers and to this port are in tx_packets).
+    tx_mcast_packets,
+    /// Sends to a multicast LID without a GRH whose DGID is a multicast GID
+    /// (IBTA: a multicast packet carries its MGID): dropped.
+    tx_mcast_no_grh,
+    /// Received packets with a multicast DGID (included in rx_packets;
+    /// the device delivers them to the QPs attached to the group).
+    rx_mcast_packets,
     /// Socket errors on send (incl. a full socket buffer: the engine retransmits).
     tx_errors,
     fault_dropped,

@@ -10,7 +10,7 @@ use super::fault::FaultConfig;
 use super::link::Link;
 use super::middleware::{Capture, Faults, Tap};
 use super::route::PeerTable;
-use super::route::{Peer, Route, LOCAL};
+use super::route::{is_multicast_lid, Peer, Route, LOCAL};
 use super::types::{Dest, Endpoint, RxMeta};
 use crate::wire::bth;
 use crate::wire::clock::Clock;
@@ -104,6 +104,9 @@ impl Port {
     /// Sends `pkt` over `link`: fills the ICRC, frames the GRH, then the tx
     /// faults and the [`Tap`] (counted and captured as it leaves).
     pub fn transmit(&self, dest: &Dest, pkt: &mut [u8], link: &dyn Link) {
+        if is_multicast_lid(dest.lid) {
+            return self.transmit_multicast(dest, pkt, link);
+        }
         let Some(route) = self.resolve(dest) else {
             bump(&self.counters.tx_no_route, 1);
             return;
@@ -136,6 +139,40 @@ impl Port {
         self.faults.transmit(route, datagram, &*self.counters, &self.tap(link));
         if dest.grh.is_some() {
             FRAME.with(|f| f.set(framed));
+        }
+    }
+
+    /// Sends `pkt` to a multicast LID: a copy to every peer and one to this
+    /// port (each receiver delivers to its QPs attached to the DGID). The
+    /// GRH is mandatory and its DGID must be a multicast GID; the ICRC
+    /// covers GRH and packet only, so it is filled once for every copy.
+    fn transmit_multicast(&self, dest: &Dest, pkt: &mut [u8], link: &dyn Link) {
+        let Some(g) = dest.grh.filter(|g| g.dgid[0] == 0xff) else {
+            bump(&self.counters.tx_mcast_no_grh, 1);
+            return;
+        };
+        if bth::Packet::new_checked(&*pkt).is_err() {
+            bump(&self.counters.tx_errors, 1);
+            return;
+        }
+        bump(&self.counters.tx_mcast_packets, 1);
+        if !self.icrc_exempt(self.peers().is_empty()) {
+            grh::fill_icrc(&g, pkt);
+        }
+        let mut framed = Vec::new();
+        grh::frame(&g, pkt, &mut framed);
+        let faults = self.faults.is_on();
+        let mut copy = Vec::new();
+        for route in self.table.multicast_routes() {
+            // Fault injection may change a copy in place: each route gets its own.
+            let datagram: &mut [u8] = if faults {
+                copy.clear();
+                copy.extend_from_slice(&framed);
+                &mut copy
+            } else {
+                &mut framed
+            };
+            self.faults.transmit(route, datagram, &*self.counters, &self.tap(link));
         }
     }
 
@@ -184,7 +221,11 @@ impl Port {
             }
         }
         if let Some(g) = &g {
-            if !self.owns_gid(&g.dgid) {
+            // A multicast DGID is not in the GID table: the device delivers
+            // to the QPs attached to the group (or counts a drop).
+            if g.dgid[0] == 0xff {
+                bump(&self.counters.rx_mcast_packets, 1);
+            } else if !self.owns_gid(&g.dgid) {
                 bump(&self.counters.rx_dgid_mismatch, 1);
                 return;
             }

@@ -17,6 +17,15 @@ pub enum Routing {
     Lid,
 }
 
+/// The multicast LID range (IBTA 4.1.2: 0xC000..=0xFFFE; 0xFFFF is the
+/// permissive LID).
+pub const MULTICAST_LIDS: std::ops::RangeInclusive<u16> = 0xC000..=0xFFFE;
+
+/// Whether `lid` is a multicast LID.
+pub fn is_multicast_lid(lid: u16) -> bool {
+    MULTICAST_LIDS.contains(&lid)
+}
+
 /// A peer of a port: its endpoint and how to reach it.
 #[derive(Debug, Clone)]
 pub struct Peer {
@@ -61,6 +70,14 @@ impl PeerTable {
             Routing::Lid if dest.lid == self.local.lid => Some(LOCAL),
             Routing::Lid => self.peers.iter().position(|p| p.ep.lid == dest.lid && dest.lid != 0).map(|i| i as Route),
         }
+    }
+
+    /// Where a packet to a multicast LID goes: every peer (the vrnic fabric
+    /// is a full mesh, and each receiving port filters by its attached QPs,
+    /// as a ConnectX does with its multicast table), then this port itself
+    /// (the HCA's own multicast loopback).
+    pub(crate) fn multicast_routes(&self) -> impl Iterator<Item = Route> + '_ {
+        (0..self.peers.len() as Route).chain(std::iter::once(LOCAL))
     }
 
     /// The endpoint at the end of `route` (this port's own for [`LOCAL`];

@@ -362,6 +362,8 @@ mod events;
 mod hca_cmds;
 #[path = "datapath/mad_wire_tests.rs"]
 mod mad_wire;
+#[path = "datapath/mcast_wire_tests.rs"]
+mod mcast_wire;
 #[path = "datapath/fw_moder_tests.rs"]
 mod moder;
 #[path = "fw_tests_qp.rs"]

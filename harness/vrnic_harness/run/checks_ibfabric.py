@@ -1,9 +1,12 @@
 """Checks of the InfiniBand fabric service scenarios (issue 23): ib-sa (infiniband-diags between three guests:
-distinct identities, SMPs and PerfMgt MADs across the UDP fabric, the SA and SM on LID 1, the modeled switch)."""
+distinct identities, SMPs and PerfMgt MADs across the UDP fabric, the SA and SM on LID 1, the modeled switch) and
+ipoib (IPoIB datagram and connected mode, rdma_cm over IPoIB addresses)."""
+import json
 import re
 
 from ..common import say
 from .checks_pairs import check_pairs, judge_pingpong
+from .checks_roce import check_labels, judge_cm, judge_perftest
 from .console import console_lines
 
 IBSTAT_RX = re.compile(r"^IBSTAT g(\d+) (Node GUID|System image GUID|Port GUID|Base lid|SM lid|State): (\S+)", re.M)
@@ -175,3 +178,113 @@ def check_ib_sa(ctx):
     if r:
         errs.append(r)
     return "; ".join(errs) if errs else None
+
+
+IPOIB_GUESTS = 3
+IPOIB_PING_RX = re.compile(r"^IPOIB-PING (\S+) g(\d+)->g(\d+) first-after=(\d+) seconds=(\S+) (.*)$", re.M)
+IPOIB_IPERF_RX = re.compile(r"^=== IPOIB-IPERF (\S+) (\S+) ===\n(.*?)^=== IPOIB-IPERF-END \1 \2 tries=(\d+) ===$",
+                            re.S | re.M)
+IPOIB_CARRIER_RX = re.compile(r"^IPOIB g(\d+) ib0 carrier=(\d*) after (\S+) s mode=(\S+) mtu=(\d+)", re.M)
+IPOIB_MODE_RX = re.compile(r"^IPOIB g(\d+) mode=(\S+) mtu=(\d+)$", re.M)
+
+
+def iperf_mbits(out):
+    """The receiver's Mbit/s of an iperf3 -f m client run, or None."""
+    m = re.findall(r"([\d.]+) Mbits/sec\s+(?:\d+\s+)?receiver", out)
+    return float(m[-1]) if m else None
+
+
+def check_ipoib(ctx):
+    texts = ctx.get("texts") or [ctx["text"]]
+    text = "\n".join("\n".join(console_lines(t)) for t in texts)
+    errs = []
+    carrier = {int(g): (c, float(s), mode, int(mtu)) for g, c, s, mode, mtu in IPOIB_CARRIER_RX.findall(text)}
+    for g in range(IPOIB_GUESTS):
+        if g not in carrier:
+            errs.append("g%d: no ib0 line" % g)
+        elif carrier[g][0] != "1":
+            errs.append("g%d: ib0 carrier %r (the broadcast group join failed?)" % (g, carrier[g][0]))
+        else:
+            say("IPOIB g%d ib0 carrier after %.1f s, mode %s, MTU %d" % (g, carrier[g][1], carrier[g][2], carrier[g][3]))
+    modes = {int(g): (m, int(mtu)) for g, m, mtu in IPOIB_MODE_RX.findall(text)}
+    for g in range(IPOIB_GUESTS):
+        if modes.get(g) != ("connected", 65520):
+            errs.append("g%d: connected mode/MTU %s, want connected 65520" % (g, modes.get(g)))
+    pings = {(mode, int(a), int(b)): rest for mode, a, b, _, _, rest in IPOIB_PING_RX.findall(text)}
+    for mode in ("datagram", "connected"):
+        for a in range(IPOIB_GUESTS):
+            for b in range(IPOIB_GUESTS):
+                if a == b:
+                    continue
+                rest = pings.get((mode, a, b))
+                if rest is None:
+                    errs.append("%s: g%d did not ping g%d" % (mode, a, b))
+                    continue
+                m = re.search(r"(\d+) packets transmitted, (\d+) (?:packets )?received.*?([\d.]+)% packet loss", rest)
+                rtt = re.search(r"= [\d.]+/([\d.]+)/", rest)
+                if not m:
+                    errs.append("%s g%d->g%d: no ping summary: %s" % (mode, a, b, rest[-120:]))
+                    continue
+                say("IPOIB ping %s g%d->g%d: %s sent, %s received, %s%% loss, avg rtt %s ms" % (
+                    mode, a, b, m.group(1), m.group(2), m.group(3), rtt.group(1) if rtt else "?"))
+                if int(m.group(1)) < 100 or m.group(1) != m.group(2):
+                    errs.append("%s g%d->g%d: %s/%s received" % (mode, a, b, m.group(2), m.group(1)))
+    runs = {(mode, d): (out, int(tries)) for mode, d, out, tries in IPOIB_IPERF_RX.findall(text)}
+    for mode in ("datagram", "connected"):
+        for d, what in (("fwd", "g1->g0"), ("rev", "g0->g1")):
+            if (mode, d) not in runs:
+                errs.append("iperf3 %s %s did not run" % (mode, what))
+                continue
+            mb = iperf_mbits(runs[(mode, d)][0])
+            say("IPOIB iperf3 %s %s: %s Mbit/s" % (mode, what, mb))
+            if not mb:
+                errs.append("iperf3 %s %s: no result: %s" % (mode, what, runs[(mode, d)][0].strip()[-200:]))
+    ipoib_stats(ctx, errs)
+    check_labels(ctx, IB_CM_LABELS, judge_ib_cm, "IB-CM (rdma_cm over IPoIB)", errs)
+    for g in range(IPOIB_GUESTS):
+        if "IPOIB-DONE g%d" % g not in text:
+            errs.append("g%d did not finish" % g)
+    return "; ".join(errs) if errs else None
+
+
+IPOIB_FABRIC = ("tx_packets", "rx_packets", "tx_errors", "rx_malformed", "rx_unknown_peer", "tx_mcast_packets", "rx_mcast_packets", "tx_mcast_no_grh", "tx_no_route", "rx_dgid_mismatch",
+                "rx_icrc_errors")
+IPOIB_PORT = ("multicast_rcv", "mcast_delivered", "mcast_drops", "mad_wire_xmit", "mad_wire_rcv", "mad_wire_drops")
+IPOIB_ENGINE_QUIET = ("tx_packets", "rx_packets", "tx_bytes", "rx_bytes")
+IPOIB_ENGINE = ("no_recv_drops", "qkey_violations", "bad_pkey")
+
+
+def ipoib_stats(ctx, errs):
+    """Each vrnic server's multicast counters (stats: firmware.fabric, firmware.port_counters, firmware.engine):
+    every port sent and received UD multicast (the broadcast group's ARP, IPv6 ND), none was sent without a GRH,
+    no packet met no route or a foreign DGID; the SA (LID 1) answered."""
+    for i, sv in enumerate(ctx.get("servers", [])):
+        try:
+            st = json.loads(sv.command("stats"))
+        except (OSError, ValueError) as e:
+            errs.append("vrnic %d: no stats (%s)" % (i, e))
+            continue
+        fw = st.get("firmware") or {}
+        fab, port, eng = fw.get("fabric") or {}, fw.get("port_counters") or {}, fw.get("engine") or {}
+        say("IPOIB vrnic %d stats: %s; %s; %s%s" % (
+            i, " ".join("%s=%s" % (k, fab.get(k, "?")) for k in IPOIB_FABRIC),
+            " ".join("%s=%s" % (k, port.get(k, "?")) for k in IPOIB_PORT),
+            " ".join("%s=%s" % (k, eng.get(k, "?")) for k in IPOIB_ENGINE),
+            ("; sa %s" % json.dumps(fw["sa"])) if fw.get("sa") else ""))
+        say("IPOIB vrnic %d engine (non-zero): %s" % (i, " ".join(
+            "%s=%s" % (k, v) for k, v in sorted(eng.items()) if isinstance(v, int) and v and k not in IPOIB_ENGINE_QUIET)))
+        for k in ("tx_mcast_packets", "rx_mcast_packets"):
+            if not fab.get(k):
+                errs.append("vrnic %d: fabric %s did not move" % (i, k))
+        if not port.get("mcast_delivered"):
+            errs.append("vrnic %d: no multicast packet was delivered to an attached QP" % i)
+        for k in ("tx_mcast_no_grh", "tx_no_route", "rx_dgid_mismatch"):
+            if fab.get(k):
+                errs.append("vrnic %d: fabric %s = %s" % (i, k, fab[k]))
+
+
+IB_CM_LABELS = ["cm-rping-v", "cm-ucmatose", "cm-udaddy", "cm-mckey", "R-ib_write_lat", "R-ib_send_bw"]
+
+
+def judge_ib_cm(lab, role, r):
+    return judge_perftest(lab, role, r) if lab.startswith("R-") else judge_cm(lab, role, r)

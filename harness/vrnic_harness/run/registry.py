@@ -19,7 +19,7 @@ from .checks_eth import (check_eth_iperf, check_eth_mtu, check_eth_offloads, che
 from .checks_roce import (PINGPONG_FAULTS, PORT_FAULTS, check_roce_devinfo, check_roce_faults, interact_roce_faults, check_roce_pingpong, check_roce_perftest, check_roce_cm, check_roce_rxe, check_roce_pcap)
 from .checks_qos import check_roce_dscp
 from .checks_pfc import PFC_TOML, check_roce_pfc, interact_roce_pfc
-from .checks_ibfabric import check_ib_sa
+from .checks_ibfabric import check_ib_sa, check_ipoib
 from .checks_switch import check_eth_switch
 from .checks_cc import check_roce_ecn, interact_cc
 from .bench_cc import check_bench_cc
@@ -109,6 +109,14 @@ SCENARIOS = {
                       "9 PathRecords, sminfo the SM at lid 1 (g0's port GUID, SMINFO_MASTER); ibnetdiscover from "
                       "g0 and g2 (directed routes through the modeled switch) lists the three CAs and one 3-port "
                       "switch; ibroute 4 shows the switch's LFT (lid k -> port k, its own LID -> port 0)"),
+    "ipoib": dict(default=True, device=True, guests=3, fabric=True, timeout=420, check=check_ipoib,
+                  doc="IPoIB between three guests on the UDP fabric: ib0 joins the broadcast group through vrnic's SA "
+                      "and gets carrier; datagram mode (ARP over UD multicast to MLID 0xC000, unicast UD with SA "
+                      "PathRecords): each guest pings the other two 1000 times at 10 ms with 0% loss, iperf3 TCP "
+                      "-t 3 g1->g0 and g0->g1; connected mode (IPoIB-CM over ib_cm, MTU 65520): the same; in the "
+                      "same boot the ib-cm checks (rdma_cm over the IPoIB addresses, g0/g1): rping -v -C 1000, "
+                      "ucmatose, udaddy, mckey (SA join + ATTACH), ib_write_lat -R, ib_send_bw -R; vrnic multicast "
+                      "counters (stats)"),
     "bad-opcode": dict(default=True, device=True, fabric=True, timeout=240, check=check_bad_opcode, runs=DOORBELL_RUNS,
                        doc="bad_opcode.c: hand-built WQEs (unknown/unadvertised opcodes, ds 0, opmod, fence mode 7; "
                            "RC and UD) through mlx5dv and the UAR doorbell: LOC_QP_OP_ERR + CQ event, the next WQE "

@@ -4,6 +4,7 @@
 //! `bth::Packet`; a packet that consumes a receive WQE first pulls the QP's
 //! new ones ([`super::rq`]); the engine takes the packet.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use super::sq::engine_qp;
@@ -96,7 +97,13 @@ impl Firmware {
     /// context disables multicast local loopback, and not its sender when that
     /// QP was created with `block_lb_mc` (IB_QP_CREATE_BLOCK_MULTICAST_LOOPBACK).
     fn multicast_receive(&mut self, meta: &RxMeta, pkt: &[u8]) {
-        let Some(dgid) = meta.grh.map(|g| g.dgid) else { return };
+        let counters = self.ib.counters.clone();
+        let drop = || counters.mcast_drops.fetch_add(1, Ordering::Relaxed);
+        // IBTA 9.2.1 / 8.2.4: a multicast packet carries its MGID in a GRH.
+        let Some(dgid) = meta.grh.map(|g| g.dgid) else {
+            drop();
+            return;
+        };
         let mut sender = None;
         if meta.local {
             if self.eth.vport.disable_mc_local_lb {
@@ -119,14 +126,17 @@ impl Firmware {
             })
             .map(|(n, _)| *n)
             .collect();
+        if members.is_empty() || pkt.len() < 8 {
+            drop();
+            return;
+        }
+        counters.multicast_rcv.fetch_add(1, Ordering::Relaxed);
         for qpn in members {
             let mut copy = pkt.to_vec();
-            if copy.len() < 8 {
-                return;
-            }
             copy[5..8].copy_from_slice(&qpn.to_be_bytes()[1..]);
             self.sync_recv(qpn);
             self.engine.receive(meta, &copy);
+            counters.mcast_delivered.fetch_add(1, Ordering::Relaxed);
         }
     }
 }

@@ -38,6 +38,11 @@ pub struct PortCounters {
     pub dr_smp_drops: AtomicU64,
     pub switch_smp_answered: AtomicU64,
     pub sm_info_answered: AtomicU64,
+    /// UD multicast: copies delivered to attached QPs, and packets to the
+    /// multicast QPN dropped (no GRH, or no QP of this port attached to the
+    /// DGID). Not PerfMgt counters either.
+    pub mcast_delivered: AtomicU64,
+    pub mcast_drops: AtomicU64,
 }
 
 impl PortCounters {
