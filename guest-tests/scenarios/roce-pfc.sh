@@ -6,6 +6,10 @@
 # rx_prio3_pause_duration); ROCE-PFC-TRAFFIC tells the host to start its ~3 s burst of pause frames. The host
 # judges the samples: while the pause frames arrive tx_prio3_packets stands (nearly) still and tx_prio0_packets
 # advances; after, priority 3 goes on.
+# Then PFC transmit: guest 0 slows its receive processing to one NAPI pass per 2 s (napi_defer_hard_irqs +
+# gro_flush_timeout: the CQ stays unarmed, the RQ is refilled only on those passes) and ROCE-PFC-TX tells the host
+# to send PFC_TX_FRAMES priority-3 frames (VLAN 3, PCP 3) into its TAP, honouring the PFC frames the port sends
+# back; guest 0 counts them on vl3 (ROCE-PFC-TXSAMPLE: vl3_rx, tx_prio3_pause*, rx_out_of_buffer) until all came.
 . /usr/local/lib/vrnic-eth-lib.sh
 P=$((1 - G))
 modprobe 8021q || vr_fail "modprobe 8021q rc=$?"
@@ -49,6 +53,28 @@ if [ "$G" = 0 ]; then
   echo "ROCE-PFC-PING prio0 $(grep 'packets transmitted' /tmp/p0)"
   sample
   eth_stats after
+  D=/sys/class/net/$ETH_DEV
+  old_defer=$(cat $D/napi_defer_hard_irqs) && old_gft=$(cat $D/gro_flush_timeout) || vr_fail "no napi defer knobs"
+  echo 1000000 > $D/napi_defer_hard_irqs && echo 2000000000 > $D/gro_flush_timeout || vr_fail "napi defer knobs"
+  txs() {
+    ethtool -S $ETH_DEV | awk '$1 ~ /^(tx_prio3_pause|tx_prio3_pause_duration|rx_prio3_packets|rx_out_of_buffer|rx_prio3_discards):$/ {printf "%s%s ", $1, $2}'
+  }
+  want=2500
+  r0=$(cat /sys/class/net/vl3/statistics/rx_packets)
+  T1=$(vr_now)
+  echo "ROCE-PFC-TXSAMPLE t=0.00 vl3_rx:0 $(txs)"
+  echo "ROCE-PFC-TX g0 mac=$(cat $D/address) frames=$want"
+  while :; do
+    r=$(($(cat /sys/class/net/vl3/statistics/rx_packets) - r0))
+    echo "ROCE-PFC-TXSAMPLE t=$(vr_since $T1) vl3_rx:$r $(txs)"
+    [ $r -lt $want ] || break
+    [ "$(vr_since $T1 | cut -d. -f1)" -lt 60 ] || break
+    sleep 0.5
+  done
+  echo $old_defer > $D/napi_defer_hard_irqs
+  echo $old_gft > $D/gro_flush_timeout
+  sleep 1
+  echo "ROCE-PFC-TXSAMPLE t=$(vr_since $T1) vl3_rx:$(($(cat /sys/class/net/vl3/statistics/rx_packets) - r0)) $(txs)"
 fi
 eth_barrier done
 echo "ROCE-PFC-DONE g$G"

@@ -255,6 +255,10 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
             &p.rx_pause_transition,
             &p.tx_pause,
             &p.tx_pause_dropped,
+            &p.tx_pause_duration_ns,
+            &p.tx_pause_transition,
+            &p.rx_held,
+            &p.rx_discards,
         ] {
             c.store(next(), Relaxed);
         }

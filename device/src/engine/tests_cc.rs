@@ -187,6 +187,7 @@ impl RocePair {
             net: NetHdr::RoceV2Ipv4,
             vlan: None,
             smac: entry(1 - to).mac,
+            prio: 0,
         };
         self.nodes[to].eng.receive(&meta, &pkt);
     }

@@ -68,18 +68,22 @@ pub struct RxMeta {
     pub vlan: Option<u16>,
     /// RoCE: the frame's source MAC (where a CNP goes back); zero on InfiniBand.
     pub smac: [u8; 6],
+    /// RoCE: the frame's 802.1p priority as the Ethernet link classifies it
+    /// (`fabric/ether/classify.rs`: the VLAN PCP under PCP trust, the DSCP's
+    /// mapped priority under DSCP trust); 0 on InfiniBand.
+    pub prio: u8,
 }
 
 impl RxMeta {
-    /// The packet's 802.1p priority: the PCP of a tagged RoCE frame, 0
-    /// untagged (the port has no DSCP → priority map of its own).
+    /// The packet's 802.1p priority (what the per-priority congestion
+    /// control enables go by): see [`RxMeta::prio`](Self#structfield.prio).
     pub fn prio(&self) -> u8 {
-        self.vlan.map_or(0, |tci| (tci >> 13) as u8 & 7)
+        self.prio & 7
     }
 
     /// A packet without GRH from `src` on an InfiniBand port.
     pub fn ib(src: Endpoint, local: bool) -> RxMeta {
-        RxMeta { src, local, grh: None, net: NetHdr::Ib, vlan: None, smac: [0; 6] }
+        RxMeta { src, local, grh: None, net: NetHdr::Ib, vlan: None, smac: [0; 6], prio: 0 }
     }
 }
 

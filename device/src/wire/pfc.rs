@@ -12,7 +12,7 @@
 //! One quantum is 512 bit times at the port's speed; 0 resumes at once.
 
 use super::codec::{rd16, wr16, Error, Result};
-use super::ether::{TPID_CTAG, TPID_STAG};
+use super::ether::{ETHERTYPE_IPV4, ETHERTYPE_IPV6, TPID_CTAG, TPID_STAG};
 
 /// EtherType of MAC control frames.
 pub const ETHERTYPE_MAC_CONTROL: u16 = 0x8808;
@@ -161,13 +161,40 @@ pub fn mac_control_pdu(frame: &[u8]) -> Option<&[u8]> {
     (frame.len() >= ETH_HLEN && rd16(frame, 12) == ETHERTYPE_MAC_CONTROL).then(|| &frame[ETH_HLEN..])
 }
 
-/// The 802.1p priority of a frame: the PCP of its outer VLAN tag, 0 untagged
-/// (or shorter than a tag).
+/// The PCP of a frame's outer VLAN tag, 0 untagged (or shorter than a tag).
+/// Under PCP trust this is its 802.1p priority; the port's classifier
+/// (`fabric/ether/classify.rs`) decides under DSCP trust.
 pub fn frame_priority(frame: &[u8]) -> u8 {
     if frame.len() >= ETH_HLEN + 4 && matches!(rd16(frame, 12), TPID_CTAG | TPID_STAG) {
         (frame[14] >> 5) & 7
     } else {
         0
+    }
+}
+
+/// Whether the frame's outer header carries a VLAN tag.
+pub fn is_tagged(frame: &[u8]) -> bool {
+    frame.len() >= ETH_HLEN + 4 && matches!(rd16(frame, 12), TPID_CTAG | TPID_STAG)
+}
+
+/// The DSCP (upper six bits of the IPv4 ToS / IPv6 traffic class) of an IP
+/// frame, after at most two VLAN tags; `None` for any other frame or one
+/// too short to hold it.
+pub fn frame_dscp(frame: &[u8]) -> Option<u8> {
+    let mut at = 12;
+    for _ in 0..2 {
+        if frame.len() >= at + 4 && matches!(rd16(frame, at), TPID_CTAG | TPID_STAG) {
+            at += 4;
+        }
+    }
+    if frame.len() < at + 4 {
+        return None;
+    }
+    let (ty, ip) = (rd16(frame, at), at + 2);
+    match ty {
+        ETHERTYPE_IPV4 if frame[ip] >> 4 == 4 => Some(frame[ip + 1] >> 2),
+        ETHERTYPE_IPV6 if frame[ip] >> 4 == 6 => Some(((frame[ip] & 0x0f) << 2) | (frame[ip + 1] >> 6)),
+        _ => None,
     }
 }
 

@@ -58,3 +58,31 @@ fn priority_and_quanta() {
     assert_eq!(quanta_ns(0xffff, 100_000_000_000), 335_539);
     assert_eq!(quanta_ns(1, 0), 512_000_000_000);
 }
+
+#[test]
+fn frame_dscp_reads_ipv4_and_ipv6_behind_tags() {
+    let mut f = vec![0u8; 60];
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    f[14] = 0x45;
+    f[15] = 26 << 2 | 1; // DSCP 26, ECT(1)
+    assert_eq!(frame_dscp(&f), Some(26));
+    assert!(!is_tagged(&f));
+    let mut t = f[..12].to_vec();
+    t.extend_from_slice(&[0x81, 0x00, 0x60, 0x03]);
+    t.extend_from_slice(&f[12..]);
+    assert_eq!(frame_dscp(&t), Some(26), "behind a C-tag");
+    assert!(is_tagged(&t));
+    let mut v6 = vec![0u8; 80];
+    v6[12..14].copy_from_slice(&[0x86, 0xdd]);
+    // version 6, traffic class 0x68 (DSCP 26) split over the first two bytes
+    v6[14] = 0x66;
+    v6[15] = 0x80;
+    assert_eq!(frame_dscp(&v6), Some(26));
+    let mut arp = f.clone();
+    arp[12..14].copy_from_slice(&[0x08, 0x06]);
+    assert_eq!(frame_dscp(&arp), None, "not IP");
+    assert_eq!(frame_dscp(&f[..15]), None, "too short");
+    let mut bad = f.clone();
+    bad[14] = 0x65;
+    assert_eq!(frame_dscp(&bad), None, "EtherType IPv4 with version 6");
+}

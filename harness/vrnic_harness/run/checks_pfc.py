@@ -5,7 +5,14 @@ counter standing while the frames arrive and priority 0's advancing.
 The servers time quanta at 100 Mb/s (PFC_TOML: 0xffff quanta = 335 ms; the port's own 100 Gb/s makes it 335 us): a
 Python injector on a shared host cannot refresh a pause every 300 us (the first version of this scenario, at
 100 Gb/s, saw the pause lapse 1220 times in 2 s and priority 3 pass as fast as priority 0), and at 1 Gb/s (33.5 ms)
-one late refresh in a run let the pause lapse and the queued frames out; every 5 ms against 335 ms it can."""
+one late refresh in a run let the pause lapse and the queued frames out; every 5 ms against 335 ms it can.
+
+Then PFC transmit: guest 0 slows its receive processing (one NAPI pass per 2 s) and the host sends TX_FRAMES
+priority-3 frames into its TAP at TX_RATE/s, stopping while the PFC frames guest 0's port sends back say so (their
+quanta timed at the same 100 Mb/s). Judged: every frame reached guest 0's vl3 (no loss), the port sent XOFF and XON
+(the host read them off the TAP; ethtool -S tx_prio3_pause, tx_prio3_pause_duration), the RQ never dropped
+(rx_out_of_buffer), the port held frames (stats rx_held) and discarded none."""
+import json
 import re
 import time
 
@@ -47,6 +54,66 @@ n += send(frame(3, 0))
 print("sent", n, "in", round(time.monotonic() - t0, 3))
 """
 SAMPLE = re.compile(r"^ROCE-PFC-SAMPLE t=([\d.]+) (.*)$", re.M)
+TXSAMPLE = re.compile(r"^ROCE-PFC-TXSAMPLE t=([\d.]+) (.*)$", re.M)
+TX_FRAMES = 2500  # = want in scenarios/roce-pfc.sh
+TX_RATE = 1000.0
+# The PFC-honouring sender, run in the bridge's namespace on guest 0's TAP: N frames to DMAC on VLAN 3 with PCP 3
+# (EtherType 0x88b5, a sequence number), RATE a second; a PFC frame from the port for priority 3 stops it for its
+# quanta (at SPEED b/s) or until XON (quanta 0); it reads them off the TAP (what the port sends arrives there) with
+# an ETH_P_ALL socket, which sees them before the bridge drops them as link-local.
+# Prints what it sent and saw.
+SENDER = r"""
+import select, socket, struct, sys, time
+dev, dmac, n, rate, speed = sys.argv[1], bytes.fromhex(sys.argv[2].replace(":", "")), int(sys.argv[3]), \
+    float(sys.argv[4]), float(sys.argv[5])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))  # ETH_P_ALL: the bridge drops 01:80:c2:00:00:01
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+s.bind((dev, 0))
+st = dict(xoff=0, xon=0, until=0.0, paused=0.0, other=0)
+def frame(i):
+    f = dmac + bytes.fromhex("020000fefe03") + struct.pack(">HHHI", 0x8100, 3 << 13 | 3, 0x88b5, i)
+    return f + bytes(64 - len(f))
+def drain(wait):
+    r, _, _ = select.select([s], [], [], max(wait, 0))
+    while r:
+        f, addr = s.recvfrom(256)
+        if addr[2] == socket.PACKET_OUTGOING:
+            pass
+        elif len(f) >= 34 and f[12:16] == b"\x88\x08\x01\x01" and struct.unpack(">H", f[16:18])[0] & 8:
+            q = struct.unpack(">H", f[24:26])[0]
+            now = time.monotonic()
+            if st["until"] > now:
+                st["paused"] += now - st["since"]
+            if q:
+                st["xoff"] += 1
+                st["until"], st["since"] = now + q * 512 / speed, now
+            else:
+                st["xon"] += 1
+                st["until"] = 0.0
+        else:
+            st["other"] += 1
+        r, _, _ = select.select([s], [], [], 0)
+sent, t0 = 0, time.monotonic()
+nxt = t0
+while sent < n and time.monotonic() - t0 < 90:
+    drain(0)
+    now = time.monotonic()
+    if now < st["until"]:
+        drain(min(st["until"] - now, 0.02))
+        nxt = time.monotonic()
+        continue
+    s.send(frame(sent))
+    sent += 1
+    nxt += 1 / rate
+    drain(nxt - time.monotonic())
+end = time.monotonic() + 3
+while time.monotonic() < end:
+    drain(end - time.monotonic())
+if st["until"] > time.monotonic():
+    st["paused"] += time.monotonic() - st["since"]
+print("sent %d in %.2f s xoff %d xon %d paused %.2f s other %d" % (sent, end - 3 - t0, st["xoff"], st["xon"],
+                                                                  st["paused"], st["other"]))
+"""
 
 
 def interact_roce_pfc(ctx):
@@ -60,6 +127,16 @@ def interact_roce_pfc(ctx):
         eth.tap(0), GAP_S, BURST_S, rc, out.strip()))
     mm = re.search(r"sent (\d+)", out)
     ctx["pfc_sent"] = int(mm.group(1)) if rc == 0 and mm else 0
+    m = g.wait_for(r"ROCE-PFC-TX g0 mac=(\S+) frames=(\d+)|GUEST-FAIL.*", timeout=ctx["timeout"])
+    if not m or m.group(0).startswith("GUEST-FAIL"):
+        return None
+    rc, out = eth.ns_run(["python3", "-c", SENDER, eth.tap(0), m.group(1), m.group(2), str(TX_RATE),
+                          str(100e6)], timeout=120)
+    say("[roce-pfc] PFC transmit: %s priority-3 frames into %s at %g/s, honouring its PFC frames: rc %d %s" % (
+        m.group(2), eth.tap(0), TX_RATE, rc, out.strip()))
+    mm = re.search(r"sent (\d+) in [\d.]+ s xoff (\d+) xon (\d+) paused ([\d.]+) s", out)
+    ctx["pfc_tx"] = dict(sent=int(mm.group(1)), xoff=int(mm.group(2)), xon=int(mm.group(3)),
+                         paused=float(mm.group(4))) if rc == 0 and mm else None
     return None
 
 
@@ -116,6 +193,56 @@ def judge(ss, sent, errs):
         errs.append("rx_prio3_pause_duration stayed 0")
 
 
+def prio_stat(stats, name, prio):
+    """Counter `name` of priority `prio` in the control socket's stats (eth_link.prio), or None."""
+    try:
+        j = json.loads(stats)
+    except ValueError:
+        return None
+    stack = [j]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, dict):
+            p = o.get("prio")
+            if isinstance(p, dict) and str(prio) in p and name in p[str(prio)]:
+                return p[str(prio)][name]
+            stack.extend(o.values())
+        elif isinstance(o, list):
+            stack.extend(o)
+    return None
+
+
+def judge_tx(ctx, stats, errs):
+    """PFC transmit: no frame lost, the port paused the host and resumed it."""
+    tx = ctx.get("pfc_tx")
+    ss = [(float(m.group(1)), {k: int(v) for k, v in re.findall(r"(\w+):(\d+)", m.group(2))})
+          for m in TXSAMPLE.finditer(texts(ctx)[0])]
+    if not tx or len(ss) < 2:
+        errs.append("PFC transmit: the host sender did not run (%s) or no samples (%d)" % (tx, len(ss)))
+        return
+    a, b = ss[0][1], ss[-1][1]
+    d = {k: b.get(k, 0) - a.get(k, 0) for k in ("tx_prio3_pause", "tx_prio3_pause_duration", "rx_out_of_buffer")}
+    held, disc = (prio_stat(stats, "rx_held", 3), prio_stat(stats, "rx_discards", 3)) if stats else (None, None)
+    say("PFC transmit: host sent %d, saw %d XOFF + %d XON, paused %.2f s; guest 0 vl3 got %d in %.2f s; "
+        "tx_prio3_pause +%d, tx_prio3_pause_duration +%d us, rx_out_of_buffer +%d; vrnic prio 3 rx_held %s "
+        "rx_discards %s" % (tx["sent"], tx["xoff"], tx["xon"], tx["paused"], b.get("vl3_rx", 0), ss[-1][0],
+                            d["tx_prio3_pause"], d["tx_prio3_pause_duration"], d["rx_out_of_buffer"], held, disc))
+    if tx["sent"] != TX_FRAMES or b.get("vl3_rx", 0) < tx["sent"]:
+        errs.append("PFC transmit lost frames: host sent %d of %d, guest 0's vl3 received %d" % (
+            tx["sent"], TX_FRAMES, b.get("vl3_rx", 0)))
+    if tx["xoff"] < 1 or tx["xon"] < 1:
+        errs.append("PFC transmit: the host saw %d XOFF, %d XON from the port" % (tx["xoff"], tx["xon"]))
+    if d["tx_prio3_pause"] < tx["xoff"] + tx["xon"]:
+        errs.append("tx_prio3_pause +%d, fewer than the %d PFC frames the host saw" % (
+            d["tx_prio3_pause"], tx["xoff"] + tx["xon"]))
+    if d["tx_prio3_pause_duration"] <= 0:
+        errs.append("tx_prio3_pause_duration did not move")
+    if d["rx_out_of_buffer"]:
+        errs.append("rx_out_of_buffer +%d: the RQ dropped" % d["rx_out_of_buffer"])
+    if not held or disc != 0:
+        errs.append("vrnic prio 3: rx_held %s (want > 0), rx_discards %s (want 0)" % (held, disc))
+
+
 def check_roce_pfc(ctx):
     errs = []
     up_lines(ctx, errs)
@@ -132,6 +259,7 @@ def check_roce_pfc(ctx):
     judge(samples(texts(ctx)[0]), sent, errs)
     for m in re.finditer(r"^ROCE-PFC-PING (.*)$", alltext(ctx), re.M):
         say("PFC ping %s" % m.group(1))
+    st = None
     for i, sv in enumerate(ctx.get("servers", [])[:1]):
         try:
             st = sv.command("stats")
@@ -144,4 +272,5 @@ def check_roce_pfc(ctx):
             ign.group(1) if ign else "?", drop))
         if not ign or int(ign.group(1)) < 1:
             errs.append("the PFC frame for priority 5 (PFC off) was not counted as ignored")
+    judge_tx(ctx, st, errs)
     return finish(ctx, errs)

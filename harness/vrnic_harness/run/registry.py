@@ -222,7 +222,10 @@ SCENARIOS = {
                      doc="bridge: dcb pfc set prio-pfc 3:on on g0 (PFCC), VLANs with PCP 3 and PCP 0, pings over both; "
                          "the host writes 802.1Qbb PFC frames for priority 3 (quanta 0xffff, timed at 100 Mb/s) into g0's TAP for 3 s: "
                          "ethtool -S tx_prio3_packets stands (while the pause holds) as tx_prio0_packets advances, rx_prio3_pause counts "
-                         "the frames, priority 3 resumes after; a PFC frame for priority 5 (off) is ignored"),
+                         "the frames, priority 3 resumes after; a PFC frame for priority 5 (off) is ignored; then PFC transmit: g0's RX "
+                         "slowed (napi_defer_hard_irqs, gro_flush_timeout 2 s), the host sends 2500 priority-3 frames "
+                         "honouring the port's PFC frames: all arrive, the host sees XOFF and XON, tx_prio3_pause and "
+                         "tx_prio3_pause_duration move, no rx_out_of_buffer, no discard"),
     "roce-faults": dict(default=True, device=True, guests=2, timeout=900, eth=dict(nics=["vrnic", "vrnic"], link="bridge"),
                         guest_server_args=lambda gi: ["--faults", PORT_FAULTS % (7 + gi)],
                         interact=interact_roce_faults, check=check_roce_faults,

@@ -13,6 +13,7 @@
 //! faults = { seed = 7, rx = { corrupt = 0.01 } }
 //! pause_speed_mbps = 100000       # the speed PAUSE/PFC quanta are timed at (pfc.rs)
 //! link_rate_mbps = 0              # transmit line rate (shaper.rs); 0 = unlimited
+//! pfc_tx_quanta = 65535           # quanta of the PFC frames the port sends (pfc_tx.rs)
 //! ```
 //!
 //! The command line's `--eth` takes the same in one word:
@@ -58,6 +59,10 @@ pub struct EtherConfig {
     /// default): unlimited, frames leave as fast as the host sends them.
     /// The command line's `--eth-rate-mbps`.
     pub link_rate_mbps: u64,
+    /// The quanta of the PFC frames the port sends when a lossless
+    /// priority's receive queue has no buffer (`pfc_tx.rs`), timed at
+    /// `pause_speed_mbps`; refreshed every half of it. 1..=0xffff.
+    pub pfc_tx_quanta: u16,
 }
 
 impl Default for EtherConfig {
@@ -73,6 +78,7 @@ impl Default for EtherConfig {
             faults: FaultConfig::default(),
             pause_speed_mbps: super::pfc::PORT_SPEED_BPS / 1_000_000,
             link_rate_mbps: 0,
+            pfc_tx_quanta: super::pfc_tx::DEFAULT_TX_QUANTA,
         }
     }
 }
@@ -174,6 +180,9 @@ impl EtherConfig {
         }
         if !(1..=1_000_000).contains(&self.pause_speed_mbps) {
             return Err(format!("eth pause_speed_mbps {}: want 1..=1000000", self.pause_speed_mbps));
+        }
+        if self.pfc_tx_quanta == 0 {
+            return Err("eth pfc_tx_quanta 0: want 1..=65535".into());
         }
         if self.link_rate_mbps > 1_000_000 {
             return Err(format!("eth link_rate_mbps {}: want 0 (unlimited) ..=1000000", self.link_rate_mbps));

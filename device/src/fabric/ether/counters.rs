@@ -85,8 +85,16 @@ pub struct PrioCounters {
     pub rx_pause_duration_ns: AtomicU64,
     /// Pauses begun (not paused -> paused).
     pub rx_pause_transition: AtomicU64,
-    /// PFC frames the port sent for it.
+    /// PFC frames the port sent for it (XOFF, their refreshes and XON: `pfc_tx.rs`).
     pub tx_pause: AtomicU64,
+    /// Nanoseconds the port asked the peer to pause it (XOFF to XON; counted at the XON).
+    pub tx_pause_duration_ns: AtomicU64,
+    /// Pauses the port began asking for (first XOFF after an XON); no PPCNT field.
+    pub tx_pause_transition: AtomicU64,
+    /// Received frames that found no receive buffer and waited in the port's (PFC transmit on).
+    pub rx_held: AtomicU64,
+    /// Received frames dropped because the priority's receive buffer was full.
+    pub rx_discards: AtomicU64,
     /// Frames it transmitted while paused beyond the queue's bound: lost.
     pub tx_pause_dropped: AtomicU64,
 }
@@ -103,6 +111,9 @@ pub struct PrioSnapshot {
     pub rx_pause_duration_us: u64,
     pub rx_pause_transition: u64,
     pub tx_pause: u64,
+    /// Microseconds.
+    pub tx_pause_duration_us: u64,
+    pub rx_discards: u64,
 }
 
 impl PrioCounters {
@@ -117,6 +128,8 @@ impl PrioCounters {
             rx_pause_duration_us: g(&self.rx_pause_duration_ns) / 1000,
             rx_pause_transition: g(&self.rx_pause_transition),
             tx_pause: g(&self.tx_pause),
+            tx_pause_duration_us: g(&self.tx_pause_duration_ns) / 1000,
+            rx_discards: g(&self.rx_discards),
         }
     }
 }

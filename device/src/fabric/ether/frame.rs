@@ -3,6 +3,7 @@
 
 use std::os::fd::RawFd;
 
+use super::classify::PrioMap;
 use super::counters::PrioSnapshot;
 use super::pfc::PausePolicy;
 
@@ -29,6 +30,16 @@ pub trait FrameSink: Send + Sync {
     /// The port's pause receive policy (PFCC `pfcrx`/`pprx`, `pfc.rs`). A
     /// sink without flow control ignores it.
     fn set_pause_policy(&self, _policy: PausePolicy) {}
+    /// The trust state and DSCP → priority map (QPTS, QPDPM) the link
+    /// classifies frames by (`classify.rs`). A sink without one ignores it.
+    fn set_prio_map(&self, _map: PrioMap) {}
+    /// The 802.1p priority of a frame with VLAN PCP `pcp` (`None`: untagged)
+    /// and DSCP `dscp` (`None`: not IP), as the link classifies it: what
+    /// RoCE's per-priority congestion-control enables go by. Without a
+    /// classifier: the PCP (0 untagged).
+    fn priority(&self, pcp: Option<u8>, _dscp: Option<u8>) -> u8 {
+        pcp.unwrap_or(0) & 7
+    }
     /// The counters of 802.1p priority `prio` (PPCNT's per-priority group);
     /// none for a sink that keeps none.
     fn prio_counters(&self, _prio: usize) -> Option<PrioSnapshot> {
@@ -36,9 +47,28 @@ pub trait FrameSink: Send + Sync {
     }
 }
 
+/// What became of a frame offered to a [`FrameHandler`] on a lossless
+/// priority (`pfc_tx.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offer {
+    /// Delivered, or dropped for a reason of its own (counted there).
+    Taken,
+    /// The receive queue it would land in has no buffer: not taken, not
+    /// counted; the link holds it and offers it again.
+    NoBuffer,
+}
+
 /// Who takes received frames (the mlx5 Ethernet RX path).
 pub trait FrameHandler: Send + Sync {
     fn receive_frame(&self, frame: &[u8]);
+    /// A frame of a priority whose PFC transmit is on: like
+    /// [`receive_frame`](Self::receive_frame), except that a frame whose
+    /// receive queue has no buffer is left to the link
+    /// ([`Offer::NoBuffer`]) instead of dropped.
+    fn offer_frame(&self, frame: &[u8]) -> Offer {
+        self.receive_frame(frame);
+        Offer::Taken
+    }
     /// End of a burst of receives (coalesced ACKs of the RoCE engine go
     /// out now).
     fn flush(&self) {}

@@ -8,11 +8,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::classify::{Classifier, PrioMap};
 use super::config::{Backend, EtherConfig};
 use super::counters::EtherCounters;
 use super::counters::PrioSnapshot;
 use super::frame::{FrameHandler, FrameSink, Medium, HEADER_LEN, MAX_FRAME, MIN_FRAME};
 use super::pfc::{PauseGate, PausePolicy};
+use super::pfc_tx::RxHold;
 use super::shaper::Shaper;
 use super::tap::TapMedium;
 use super::udp::UdpMedium;
@@ -59,8 +61,12 @@ struct Shared {
     wake: Arc<EventFd>,
     /// UDP media: the receiving socket's address.
     local: Option<SocketAddr>,
+    /// A frame's priority (trust, DSCP map): the gate and the hold ask it.
+    classes: Arc<Classifier>,
     /// PAUSE/PFC: every transmitted frame passes it.
     pause: PauseGate,
+    /// PFC transmit: received frames of a lossless priority wait here for a buffer.
+    hold: RxHold,
     /// The line rate (`[eth] link_rate_mbps`; none: unlimited): after the gate.
     shaper: Option<Shaper>,
     clock: Arc<dyn Clock>,
@@ -95,8 +101,17 @@ impl FrameSink for Shared {
 
     fn set_pause_policy(&self, policy: PausePolicy) {
         self.pause.set_policy(policy, self.clock.now_ns());
+        self.hold.set_policy(policy.pfc_tx, policy.smac);
         // Frames of pauses that ended leave on the worker's next pass.
         self.wake.wake();
+    }
+
+    fn set_prio_map(&self, map: PrioMap) {
+        self.classes.set(&map);
+    }
+
+    fn priority(&self, pcp: Option<u8>, dscp: Option<u8>) -> u8 {
+        self.classes.priority(pcp, dscp)
     }
 
     fn prio_counters(&self, prio: usize) -> Option<PrioSnapshot> {
@@ -150,10 +165,11 @@ impl Shared {
         if frame.len() < MIN_FRAME {
             bump(&c.rx_undersize, 1);
         }
-        if self.pause.receive(frame, self.clock.now_ns()) {
+        let now = self.clock.now_ns();
+        if self.pause.receive(frame, now) {
             return;
         }
-        handler.receive_frame(frame);
+        self.hold.receive(frame, now, handler, &mut |f| self.emit(f));
     }
 }
 
@@ -195,7 +211,10 @@ impl EtherLink {
             Backend::Tap { name } => Box::new(TapMedium::open(&name, counters.clone())?),
         };
         let counters_pause = counters.clone();
+        let counters_hold = counters.clone();
         let counters_shaper = counters.clone();
+        let classes = Arc::new(Classifier::default());
+        let pause_bps = cfg.pause_speed_mbps.max(1).saturating_mul(1_000_000);
         let shared = Arc::new(Shared {
             medium,
             faults: Faults::with_shape(Shape::Ethernet, &cfg.faults, clock.clone()),
@@ -204,7 +223,9 @@ impl EtherLink {
             stop: AtomicBool::new(false),
             wake: Arc::new(EventFd::new()?),
             local,
-            pause: PauseGate::new(counters_pause, cfg.pause_speed_mbps.max(1).saturating_mul(1_000_000)),
+            pause: PauseGate::new(counters_pause, pause_bps, classes.clone()),
+            hold: RxHold::new(classes.clone(), counters_hold, cfg.pfc_tx_quanta.max(1), pause_bps),
+            classes,
             shaper: Shaper::new(counters_shaper, cfg.link_rate_mbps.saturating_mul(1_000_000), clock.now_ns()),
             clock: clock.clone(),
         });
@@ -268,8 +289,8 @@ impl Drop for EtherLink {
 }
 
 /// How long a pass may wait: until the faults' next release, the handler's
-/// deadline, the end of a pause, the shaper's next release or [`IDLE_WAIT`],
-/// whichever is first.
+/// deadline, the end of a pause, the shaper's next release, the hold's next
+/// retry or refresh or [`IDLE_WAIT`], whichever is first.
 fn wait_for(now: u64, dues: &[Option<u64>]) -> Duration {
     dues.iter()
         .copied()
@@ -280,15 +301,16 @@ fn wait_for(now: u64, dues: &[Option<u64>]) -> Duration {
 
 /// The link's thread: each pass runs the handler's `poll` (loopback,
 /// timers), waits for the medium, a wake or the next deadline, receives a
-/// burst (then `flush`), and releases frames the faults, the pause gate and
-/// the shaper hold.
+/// burst (then `flush`), releases frames the faults, the pause gate and
+/// the shaper hold, and offers the frames PFC transmit holds again.
 fn worker(s: &Shared, clock: &dyn Clock, handler: &dyn FrameHandler) {
     let mut buf = vec![0u8; 65536];
     while !s.stop.load(Ordering::SeqCst) {
         let now = clock.now_ns();
         let handler_due = handler.poll(now);
         let shaper_due = s.shaper.as_ref().and_then(Shaper::next_due);
-        let wait = wait_for(clock.now_ns(), &[s.faults.next_due(), handler_due, s.pause.next_due(), shaper_due]);
+        let dues = [s.faults.next_due(), handler_due, s.pause.next_due(), shaper_due, s.hold.next_due()];
+        let wait = wait_for(clock.now_ns(), &dues);
         let (ready, woken) = wait_readable_or_woken(s.medium.fd(), &s.wake, wait).unwrap_or_else(|_| {
             std::thread::sleep(wait);
             (s.medium.fd().is_some(), false)
@@ -316,6 +338,9 @@ fn worker(s: &Shared, clock: &dyn Clock, handler: &dyn FrameHandler) {
             sh.release(now, &mut |f| s.emit(f));
         }
         s.pause.release(now, &mut |f| s.shape(f, now));
+        if s.hold.poll(now, handler, &mut |f| s.emit(f)) {
+            handler.flush();
+        }
     }
 }
 

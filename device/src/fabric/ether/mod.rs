@@ -10,15 +10,20 @@
 //! middleware around it the same way a RoCE port does — on the way out
 //! faults, then capture and counters; on the way in size checks, capture,
 //! faults — and runs the receiving thread. Configuration: `config.rs`
-//! (`[eth]`, `--eth`); counters: `counters.rs`; PAUSE/PFC: `pfc.rs` (the gate
-//! every transmitted frame passes, which received MAC control frames drive);
-//! line rate: `shaper.rs` (a token bucket after the gate, `[eth] link_rate_mbps`).
+//! (`[eth]`, `--eth`); counters: `counters.rs`; a frame's priority:
+//! `classify.rs` (PCP or DSCP trust); PAUSE/PFC: `pfc.rs` (the gate every
+//! transmitted frame passes, which received MAC control frames drive) and
+//! `pfc_tx.rs` (received frames of a lossless priority wait there for a
+//! receive buffer while the port sends PFC frames); line rate: `shaper.rs`
+//! (a token bucket after the gate, `[eth] link_rate_mbps`).
 
+mod classify;
 mod config;
 mod counters;
 mod frame;
 mod link;
 mod pfc;
+mod pfc_tx;
 mod shaper;
 mod tap;
 mod udp;
@@ -26,9 +31,11 @@ mod udp;
 #[cfg(test)]
 mod tests;
 
+pub use classify::{Classifier, PrioMap, NUM_DSCP};
 pub use config::{Backend, EtherConfig};
 pub use counters::{EtherCounters, PrioCounters, PrioSnapshot};
-pub use frame::{FrameHandler, FrameSink, HEADER_LEN, MAX_FRAME, MIN_FRAME};
+pub use frame::{FrameHandler, FrameSink, Offer, HEADER_LEN, MAX_FRAME, MIN_FRAME};
 pub use link::EtherLink;
 pub use pfc::{PauseGate, PausePolicy, DEFAULT_POLICY, PORT_SPEED_BPS, QUEUE_FRAMES};
+pub use pfc_tx::{RxHold, DEFAULT_TX_QUANTA, HOLD_FRAMES, RETRY_NS};
 pub use shaper::Shaper;

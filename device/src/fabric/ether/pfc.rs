@@ -3,7 +3,8 @@
 //! ([`FrameSink`](super::FrameSink) of the link), and every MAC control frame
 //! the link receives ends here.
 //!
-//! - A frame's priority is its VLAN PCP (untagged: 0, `wire::pfc::frame_priority`).
+//! - A frame's priority is the link's classification (`classify.rs`: the
+//!   VLAN PCP, or under DSCP trust the DSCP's mapped priority).
 //! - A received 802.1Qbb PFC frame stops each priority whose class-enable bit
 //!   is set and whose PFC receive policy is on (PFCC `pfcrx`) for its quanta
 //!   (512 bit times each at [`PORT_SPEED_BPS`], or `[eth] pause_speed_mbps`);
@@ -25,9 +26,10 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::classify::Classifier;
 use super::counters::EtherCounters;
 use crate::fabric::counters::bump;
-use crate::wire::pfc::{self, frame_priority, quanta_ns, Repr, PRIORITIES};
+use crate::wire::pfc::{self, quanta_ns, Repr, PRIORITIES};
 
 /// The port's speed (PTYS reports 100GBASE-CR4): what a pause quantum is measured in.
 pub const PORT_SPEED_BPS: u64 = 100_000_000_000;
@@ -46,13 +48,18 @@ struct Prio {
     queue: VecDeque<Vec<u8>>,
 }
 
-/// The receive policy: which priorities honour PFC, whether PAUSE is honoured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The port's flow-control policy (PFCC): which priorities honour PFC,
+/// whether PAUSE is honoured, which priorities are lossless on receive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PausePolicy {
     /// PFCC `pfcrx`: bit i = priority i honours PFC frames.
     pub pfc_rx: u8,
     /// PFCC `pprx`: 802.3x PAUSE frames stop every priority.
     pub pause_rx: bool,
+    /// PFCC `pfctx`: bit i = priority i sends PFC frames instead of dropping (`pfc_tx.rs`).
+    pub pfc_tx: u8,
+    /// The source address of the PFC frames the port sends (its MAC).
+    pub smac: [u8; 6],
 }
 
 impl PausePolicy {
@@ -60,12 +67,12 @@ impl PausePolicy {
         self.pfc_rx as u16 | (self.pause_rx as u16) << 8
     }
     fn from_bits(b: u16) -> PausePolicy {
-        PausePolicy { pfc_rx: b as u8, pause_rx: b & 0x100 != 0 }
+        PausePolicy { pfc_rx: b as u8, pause_rx: b & 0x100 != 0, ..PausePolicy::default() }
     }
 }
 
 /// The hardware's power-on policy: global pause on, no PFC (as PFCC reads at power-on).
-pub const DEFAULT_POLICY: PausePolicy = PausePolicy { pfc_rx: 0, pause_rx: true };
+pub const DEFAULT_POLICY: PausePolicy = PausePolicy { pfc_rx: 0, pause_rx: true, pfc_tx: 0, smac: [0; 6] };
 
 /// See the module documentation.
 pub struct PauseGate {
@@ -73,18 +80,21 @@ pub struct PauseGate {
     speed_bps: u64,
     prios: Mutex<[Prio; PRIORITIES]>,
     counters: Arc<EtherCounters>,
+    classes: Arc<Classifier>,
 }
 
 impl PauseGate {
-    pub fn new(counters: Arc<EtherCounters>, speed_bps: u64) -> PauseGate {
+    pub fn new(counters: Arc<EtherCounters>, speed_bps: u64, classes: Arc<Classifier>) -> PauseGate {
         PauseGate {
             policy: AtomicU16::new(DEFAULT_POLICY.bits()),
             speed_bps,
             prios: Mutex::new(Default::default()),
             counters,
+            classes,
         }
     }
 
+    /// The receive part of the policy (`pfc_tx`, `smac` read 0: `RxHold` keeps them).
     pub fn policy(&self) -> PausePolicy {
         PausePolicy::from_bits(self.policy.load(Ordering::Relaxed))
     }
@@ -125,7 +135,7 @@ impl PauseGate {
     /// A frame the device transmits: to `out` now (after the frames its
     /// priority queued, in order), or queued while its priority is paused.
     pub fn transmit(&self, frame: &[u8], now: u64, out: &mut dyn FnMut(&[u8])) {
-        let i = frame_priority(frame) as usize;
+        let i = self.classes.frame_priority(frame);
         let mut prios = self.lock();
         let s = &mut prios[i];
         self.settle(i, s, now);
@@ -171,7 +181,7 @@ impl PauseGate {
     /// (false: deliver it).
     pub fn receive(&self, frame: &[u8], now: u64) -> bool {
         let Some(pdu) = pfc::mac_control_pdu(frame) else {
-            let c = &self.counters.prio[frame_priority(frame) as usize];
+            let c = &self.counters.prio[self.classes.frame_priority(frame)];
             bump(&c.rx_frames, 1);
             bump(&c.rx_octets, frame.len() as u64);
             return false;

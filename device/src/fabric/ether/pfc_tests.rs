@@ -6,8 +6,8 @@ const SPEED: u64 = 100_000_000_000;
 
 fn gate(pfc_rx: u8) -> (PauseGate, Arc<EtherCounters>) {
     let c = Arc::new(EtherCounters::default());
-    let g = PauseGate::new(c.clone(), SPEED);
-    g.set_policy(PausePolicy { pfc_rx, pause_rx: true }, 0);
+    let g = PauseGate::new(c.clone(), SPEED, Arc::new(Classifier::default()));
+    g.set_policy(PausePolicy { pfc_rx, pause_rx: true, ..PausePolicy::default() }, 0);
     (g, c)
 }
 
@@ -125,7 +125,7 @@ fn global_pause_stops_everything_when_on() {
     assert_eq!(c.prio[0].snapshot().rx_pause, 1, "global pause reads as priority 0's");
     assert_eq!(release(&g, 512), vec![1]);
     // pprx off: ignored
-    g.set_policy(PausePolicy { pfc_rx: 0, pause_rx: false }, 600);
+    g.set_policy(PausePolicy { pfc_rx: 0, pause_rx: false, ..PausePolicy::default() }, 600);
     g.receive(&pause, 600);
     assert!(!g.is_paused(0, 601));
     assert_eq!(c.rx_pause_ignored.load(Ordering::Relaxed), 1);
@@ -140,7 +140,7 @@ fn queue_is_bounded_and_policy_change_releases() {
     }
     assert_eq!(c.prio[3].tx_pause_dropped.load(Ordering::Relaxed), 5);
     // PFC turned off for priority 3: its pause ends now
-    g.set_policy(PausePolicy { pfc_rx: 0, pause_rx: true }, 10);
+    g.set_policy(PausePolicy { pfc_rx: 0, pause_rx: true, ..PausePolicy::default() }, 10);
     assert!(!g.is_paused(3, 10));
     assert_eq!(release(&g, 10).len(), QUEUE_FRAMES);
 }

@@ -414,7 +414,7 @@ fn tap_in_fresh_netns() {
 fn pfc_from_the_peer_holds_one_priority_and_the_worker_releases_it() {
     use crate::wire::pfc::Repr;
     let (l, h, qemu) = with_qemu(|c| c.pause_speed_mbps = 10);
-    l.sink().set_pause_policy(PausePolicy { pfc_rx: 1 << 3, pause_rx: true });
+    l.sink().set_pause_policy(PausePolicy { pfc_rx: 1 << 3, pause_rx: true, ..PausePolicy::default() });
     let to = l.local_addr().unwrap();
     let tagged = |pcp: u8, seed: u8| {
         let mut f = frame(BCAST, seed, 64);
@@ -454,7 +454,7 @@ fn pfc_pause_expires_on_the_worker() {
     use crate::wire::pfc::Repr;
     // 2000 quanta at 10 Mb/s = 102.4 ms
     let (l, _h, qemu) = with_qemu(|c| c.pause_speed_mbps = 10);
-    l.sink().set_pause_policy(PausePolicy { pfc_rx: 1 << 3, pause_rx: true });
+    l.sink().set_pause_policy(PausePolicy { pfc_rx: 1 << 3, pause_rx: true, ..PausePolicy::default() });
     let mut quanta = [0u16; 8];
     quanta[3] = 2000;
     qemu.send_to(&Repr::Pfc { enable: 1 << 3, quanta }.to_frame([2; 6]), l.local_addr().unwrap()).unwrap();
@@ -512,4 +512,84 @@ fn without_a_rate_frames_are_not_shaped() {
     assert_eq!(l.counters().tx_shaper_delayed.load(Ordering::Relaxed), 0);
     let mut buf = [0u8; 2048];
     assert!(qemu.recv(&mut buf).is_ok());
+}
+
+/// An RQ for the link's worker: `bufs` posted WQEs (the test posts them), the frames it took.
+#[derive(Default)]
+struct Rq {
+    bufs: Mutex<usize>,
+    got: Mutex<Vec<Vec<u8>>>,
+}
+
+impl FrameHandler for Rq {
+    fn receive_frame(&self, frame: &[u8]) {
+        let _ = self.offer_frame(frame);
+    }
+    fn offer_frame(&self, frame: &[u8]) -> Offer {
+        let mut b = self.bufs.lock().unwrap();
+        if *b == 0 {
+            return Offer::NoBuffer;
+        }
+        *b -= 1;
+        self.got.lock().unwrap().push(frame.to_vec());
+        Offer::Taken
+    }
+}
+
+/// PFC transmit over a real link: the peer's priority-3 frames find no receive buffer, so the port sends it a
+/// PFC frame for priority 3 and holds them; once buffers are posted the worker delivers them in order and sends
+/// XON (quanta 0).
+#[test]
+#[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
+fn a_lossless_priority_without_buffers_sends_pfc_holds_and_delivers_after_buffers_come() {
+    use crate::wire::pfc::{mac_control_pdu, Packet, Repr};
+    let qemu = UdpSocket::bind("127.0.0.1:0").unwrap();
+    qemu.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut cfg = udp_cfg("127.0.0.1:0", &qemu.local_addr().unwrap().to_string());
+    // 0xffff quanta at 10 Mb/s: 3.4 s, refreshed every 1.7 s (a loaded host may still see a refresh: skipped below)
+    cfg.pause_speed_mbps = 10;
+    let mut l = EtherLink::open(&cfg).unwrap();
+    let rq = Arc::new(Rq::default());
+    l.start(rq.clone()).unwrap();
+    let mac = [2, 0, 0, 0, 0, 0x33];
+    l.sink().set_pause_policy(PausePolicy { pfc_rx: 1 << 3, pfc_tx: 1 << 3, pause_rx: true, smac: mac });
+    let to = l.local_addr().unwrap();
+    let tagged = |seed: u8| {
+        let mut f = frame(mac, seed, 64);
+        f.splice(12..12, [0x81, 0x00, 3 << 5, 7]);
+        f
+    };
+    for i in 1..=3 {
+        qemu.send_to(&tagged(i), to).unwrap();
+    }
+    let mut buf = [0u8; 2048];
+    let n = qemu.recv(&mut buf).expect("a PFC frame from the port");
+    let pdu = mac_control_pdu(&buf[..n]).expect("MAC control");
+    let mut xoff = [0u16; 8];
+    xoff[3] = DEFAULT_TX_QUANTA;
+    assert_eq!(Repr::parse(&Packet::new_unchecked(pdu)).unwrap(), Repr::Pfc { enable: 1 << 3, quanta: xoff });
+    assert_eq!(&buf[6..12], &mac);
+    let t0 = Instant::now();
+    while l.counters().prio[3].rx_held.load(Ordering::Relaxed) < 3 {
+        assert!(t0.elapsed() < Duration::from_secs(5), "frames not held");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(rq.got.lock().unwrap().is_empty());
+    *rq.bufs.lock().unwrap() = 8;
+    // the worker's retry finds the buffers: the frames in order, then XON
+    let mut refreshes = 0;
+    loop {
+        let n = qemu.recv(&mut buf).expect("XON");
+        match Repr::parse(&Packet::new_unchecked(mac_control_pdu(&buf[..n]).unwrap())).unwrap() {
+            Repr::Pfc { enable: 8, quanta } if quanta == xoff => refreshes += 1,
+            r => {
+                assert_eq!(r, Repr::Pfc { enable: 1 << 3, quanta: [0; 8] });
+                break;
+            }
+        }
+    }
+    assert_eq!(*rq.got.lock().unwrap(), vec![tagged(1), tagged(2), tagged(3)]);
+    let p3 = l.counters().prio[3].snapshot();
+    assert_eq!((p3.tx_pause, p3.rx_discards), (2 + refreshes, 0));
+    assert!(p3.tx_pause_duration_us > 0 || l.counters().prio[3].tx_pause_duration_ns.load(Ordering::Relaxed) > 0);
 }

@@ -97,7 +97,7 @@ impl RocePort {
         if frame[p.roce.start] == OPCODE_CNP {
             bump(&c.cnp_received, 1);
         }
-        Some((meta_of(&p.repr, false), p.roce))
+        Some((meta_of(&p.repr, false, self.frame_prio(&p.repr)), p.roce))
     }
 
     /// Hands the packets this port sent to its own GIDs to `deliver`
@@ -117,6 +117,15 @@ impl RocePort {
 
     fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<(RxMeta, Vec<u8>)>> {
         self.loopback.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The 802.1p priority of a frame with headers `r`, as the Ethernet link
+    /// classifies it (`FrameSink::priority`: its VLAN PCP, or under DSCP
+    /// trust the priority the DSCP maps to; RoCEv1 carries no DSCP).
+    pub fn frame_prio(&self, r: &FrameRepr) -> u8 {
+        let pcp = r.vlan.map(|tci| (tci >> 13) as u8 & 7);
+        let dscp = (r.net != NetHdr::RoceV1).then_some(r.grh.traffic_class >> 2);
+        self.frames.priority(pcp, dscp)
     }
 
     /// The frame's headers for `pkt` from GID entry `e` to `dest`.
@@ -193,7 +202,7 @@ impl RocePort {
             bump(&c.loopback_dropped, 1);
             return;
         }
-        q.push_back((meta_of(r, true), out[hl..].to_vec()));
+        q.push_back((meta_of(r, true, self.frame_prio(r)), out[hl..].to_vec()));
         drop(q);
         bump(&c.loopback_packets, 1);
         (self.wake)();
@@ -222,10 +231,10 @@ impl PacketSink for RocePort {
         }
         let mut r = Self::repr_for(&e, dest, &g, pkt);
         if matches!(r.net, NetHdr::RoceV2Ipv4 | NetHdr::RoceV2Ipv6) {
-            // The reaction point of the frame's priority (the PCP it is
-            // tagged with; 0 untagged) makes it ECN-capable.
-            let prio = if r.vlan.is_some() { dest.eth.pcp & 7 } else { 0 };
-            if self.cc.rp_on(prio) {
+            // The reaction point of the frame's priority (the link's
+            // classification: PCP, or the DSCP's under DSCP trust) makes it
+            // ECN-capable.
+            if self.cc.rp_on(self.frame_prio(&r)) {
                 r.grh.traffic_class = Ecn::Ect0.apply(r.grh.traffic_class);
             }
         }
@@ -299,8 +308,8 @@ pub fn is_multicast_gid(gid: &[u8; 16]) -> bool {
     gid[0] == 0xff || (v4_mapped && gid[12] & 0xf0 == 0xe0)
 }
 
-/// What the engine learns of a packet with these headers.
-fn meta_of(r: &FrameRepr, local: bool) -> RxMeta {
+/// What the engine learns of a packet with these headers and priority.
+fn meta_of(r: &FrameRepr, local: bool, prio: u8) -> RxMeta {
     RxMeta {
         src: Endpoint { lid: 0, gid: r.grh.sgid },
         local,
@@ -308,6 +317,7 @@ fn meta_of(r: &FrameRepr, local: bool) -> RxMeta {
         net: r.net,
         vlan: r.vlan,
         smac: r.smac,
+        prio,
     }
 }
 

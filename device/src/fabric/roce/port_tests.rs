@@ -435,3 +435,56 @@ fn reentrant_send_uses_its_own_buffer() {
         .collect();
     assert_eq!(qps, vec![1, 2]);
 }
+
+/// A wire that classifies priorities as the Ethernet link does (`fabric/ether/classify.rs`).
+#[derive(Default)]
+struct ClassWire {
+    frames: Mutex<Vec<Vec<u8>>>,
+    classes: crate::fabric::ether::Classifier,
+}
+
+impl FrameSink for ClassWire {
+    fn send_frame(&self, frame: &[u8]) {
+        self.frames.lock().unwrap().push(frame.to_vec());
+    }
+    fn priority(&self, pcp: Option<u8>, dscp: Option<u8>) -> u8 {
+        self.classes.priority(pcp, dscp)
+    }
+}
+
+/// Trust DSCP with 26 → 3: a RoCE frame's priority (the RP enable it is ECN-capable by, the priority its
+/// receiver's NP/RP go by) is its DSCP's, not its PCP; with trust PCP it is the PCP.
+#[test]
+fn under_dscp_trust_a_roce_frames_priority_is_its_dscps() {
+    use crate::fabric::ether::PrioMap;
+    use crate::wire::congestion::{frame_ecn, Ecn};
+    let mk = || {
+        let w = Arc::new(ClassWire::default());
+        let p = Arc::new(RocePort::new(Arc::new(RoceGids::new(8)), w.clone(), Arc::new(|| {})));
+        (p, w)
+    };
+    let ((a, wa), (b, wb)) = (mk(), mk());
+    let mut m = PrioMap { trust_dscp: true, ..PrioMap::default() };
+    m.dscp2prio[26] = 3;
+    wa.classes.set(&m);
+    wb.classes.set(&m);
+    let (ea, eb) = (v4_entry(1, MAC_A, Some(100)), v4_entry(2, MAC_B, Some(100)));
+    a.gids().set(1, Some(ea)).unwrap();
+    b.gids().set(0, Some(eb)).unwrap();
+    a.cc().set_config(CcConfig { rp_enabled: 1 << 3, ..CcConfig::connectx_default() });
+    let send = |dscp: u8, pcp: u8| {
+        let mut d = dest(&ea, &eb, MAC_B);
+        d.grh.as_mut().unwrap().traffic_class = dscp << 2;
+        d.eth.pcp = pcp;
+        a.send(&d, &mut pkt(0x04, 7, b"x"));
+        let f = wa.frames.lock().unwrap().pop().unwrap();
+        let (meta, _) = b.accept(&f).expect("accepted");
+        (frame_ecn(&roce::parse(&f).unwrap().unwrap()).unwrap(), meta.prio())
+    };
+    assert_eq!(send(26, 0), (Ecn::Ect0, 3), "DSCP 26 -> priority 3 though PCP 0");
+    assert_eq!(send(8, 3), (Ecn::NotEct, 1), "DSCP 8 -> priority 1 though PCP 3");
+    wa.classes.set(&PrioMap::default());
+    wb.classes.set(&PrioMap::default());
+    assert_eq!(send(26, 0), (Ecn::NotEct, 0), "trust PCP: PCP 0");
+    assert_eq!(send(8, 3), (Ecn::Ect0, 3), "trust PCP: PCP 3");
+}

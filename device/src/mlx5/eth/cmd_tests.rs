@@ -394,6 +394,8 @@ impl crate::fabric::ether::FrameSink for PauseLink {
             rx_pause_duration_us: 600 + p,
             rx_pause_transition: 700 + p,
             tx_pause: 800 + p,
+            tx_pause_duration_us: 900 + p,
+            rx_discards: 1000 + p,
         })
     }
 }
@@ -414,7 +416,12 @@ fn pfcc_policy_reaches_the_link_and_ppcnt_reads_its_priorities() {
     pfcc_reg::pfctx.set(&mut w, 0x08);
     pfcc_reg::pfcrx.set(&mut w, 0x08);
     reg(&mut t, ifc::MLX5_REG_PFCC, true, &w).unwrap();
-    assert_eq!(link.0.lock().unwrap().last(), Some(&PausePolicy { pfc_rx: 0x08, pause_rx: true }));
+    let mac = t.fw.eth.vport.mac;
+    assert_eq!(
+        link.0.lock().unwrap().last(),
+        Some(&PausePolicy { pfc_rx: 0x08, pause_rx: true, pfc_tx: 0x08, smac: mac }),
+        "pfcrx to the pause gate, pfctx (and the port's MAC) to PFC transmit"
+    );
     // PPCNT per-priority group (0x10) of priority 3: the link's counters at the layout's offsets
     let mut p = port1(ppcnt_reg::SIZE, ppcnt_reg::local_port);
     ppcnt_reg::grp.set(&mut p, 0x10);
@@ -423,7 +430,8 @@ fn pfcc_policy_reaches_the_link_and_ppcnt_reads_its_priorities() {
     let c = |k: usize| u64::from_be_bytes(o[8 + 8 * k..16 + 8 * k].try_into().unwrap());
     assert_eq!((c(0), c(4), c(5), c(9)), (103, 203, 303, 403), "rx/tx octets and frames");
     assert_eq!((c(10), c(11), c(12), c(14)), (503, 603, 803, 703), "rx pause, duration, tx pause, transition");
-    assert_eq!((c(1), c(13), c(15)), (0, 0, 0));
+    assert_eq!((c(13), c(15)), (903, 1003), "tx pause duration, rx discards");
+    assert_eq!((c(1), c(16)), (0, 0));
     ppcnt_reg::prio_tc.set(&mut p, 8);
     assert_eq!(reg(&mut t, ifc::MLX5_REG_PPCNT, false, &p), Err(status::BAD_PARAM));
 }

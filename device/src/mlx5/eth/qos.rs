@@ -10,9 +10,12 @@
 //! - QETCR (0x4005): per-TC group, bandwidth share and rate limit; a write merges only the parts
 //!   whose valid bit (`g`, `b`, `r`) is set, a read returns the whole state.
 //!
-//! Stored and read back: the emulated link has one queue, so neither trust nor ETS changes how
-//! frames are scheduled (a RoCE QP's DSCP and PCP come from its address path, `fabric/roce`).
+//! The trust state and the DSCP map go to the link (`EthPort::apply_prio_map`), which classifies
+//! every frame's priority by them (`fabric/ether/classify.rs`: PFC, per-priority counters, RoCE's
+//! per-priority congestion-control enables). The emulated link has one queue, so ETS is stored and
+//! read back only (a RoCE QP's DSCP and PCP come from its address path, `fabric/roce`).
 
+use crate::fabric::ether::PrioMap;
 use crate::mlx5::ifc;
 
 /// QPTS `trust_state` values.
@@ -69,5 +72,10 @@ impl QosRegs {
     /// the VLAN tag decides).
     pub fn dscp_prio(&self, dscp: u8) -> Option<u8> {
         (self.trust == TRUST_DSCP).then(|| self.dscp2prio[(dscp & 63) as usize])
+    }
+
+    /// What the link classifies frames by.
+    pub fn prio_map(&self) -> PrioMap {
+        PrioMap { trust_dscp: self.trust == TRUST_DSCP, dscp2prio: self.dscp2prio }
     }
 }

@@ -51,6 +51,7 @@ pub fn qpts_access(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8
             return Err(fail!(status::BAD_PARAM, ETH_REG_QPTS_BAD_TRUST));
         }
         fw.eth.qos.trust = t;
+        fw.eth.apply_prio_map();
     }
     img.fill(0);
     qpts::local_port.set(&mut img, 1);
@@ -73,6 +74,7 @@ pub fn qpdpm_access(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u
         for (d, p) in upd {
             fw.eth.qos.dscp2prio[d] = p;
         }
+        fw.eth.apply_prio_map();
     }
     img.fill(0);
     qpdpm::local_port.set(&mut img, 1);

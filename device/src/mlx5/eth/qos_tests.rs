@@ -164,3 +164,51 @@ fn qos_pages_and_registers_absent_on_infiniband() {
         assert_eq!(reg(&mut t, id, false, &[0, 1, 0, 0, 0, 0, 0, 0]), Err(status::BAD_PARAM), "{id:#x}");
     }
 }
+
+/// A link that classifies by what the port hands it (as `EtherLink` does).
+#[derive(Default)]
+struct ClassLink(crate::fabric::ether::Classifier);
+
+impl crate::fabric::ether::FrameSink for ClassLink {
+    fn send_frame(&self, _frame: &[u8]) {}
+    fn set_prio_map(&self, map: crate::fabric::ether::PrioMap) {
+        self.0.set(&map);
+    }
+    fn priority(&self, pcp: Option<u8>, dscp: Option<u8>) -> u8 {
+        self.0.priority(pcp, dscp)
+    }
+}
+
+/// `dcb app add dev X dscp-prio 26:3` (QPTS trust DSCP, QPDPM 26 → 3) reaches the link's classifier, so a frame
+/// with DSCP 26 has priority 3 whatever its PCP; `dcb app del` (QPTS back to PCP) and a reset undo it.
+#[test]
+fn qpts_and_qpdpm_writes_reach_the_links_classifier() {
+    let mut t = bench();
+    let link = std::sync::Arc::new(ClassLink::default());
+    t.fw.eth.link = Some(link.clone());
+    let sink: &dyn crate::fabric::ether::FrameSink = &*link;
+    assert_eq!(sink.priority(Some(5), Some(26)), 5, "power-on: PCP trust");
+    let mut i = vec![0u8; qpdpm::SIZE];
+    i[1] = 1;
+    let mut w = reg(&mut t, ifc::MLX5_REG_QPDPM, false, &i).unwrap();
+    qpdpm::prio(26).set(&mut w, 3);
+    qpdpm::e(26).set(&mut w, 1);
+    reg(&mut t, ifc::MLX5_REG_QPDPM, true, &w).unwrap();
+    assert_eq!(sink.priority(Some(5), Some(26)), 5, "the map alone: still PCP trust");
+    let mut q = [0u8; qpts::SIZE];
+    q[1] = 1;
+    q[7] = 2;
+    reg(&mut t, ifc::MLX5_REG_QPTS, true, &q).unwrap();
+    assert_eq!(sink.priority(Some(5), Some(26)), 3, "DSCP trust: DSCP 26 -> 3");
+    assert_eq!(sink.priority(None, Some(26)), 3, "untagged too");
+    assert_eq!(sink.priority(Some(5), Some(0)), 0, "DSCP 0 -> 0 >> 3");
+    assert_eq!(sink.priority(Some(5), None), 5, "no IP: the PCP");
+    q[7] = 1;
+    reg(&mut t, ifc::MLX5_REG_QPTS, true, &q).unwrap();
+    assert_eq!(sink.priority(Some(5), Some(26)), 5, "back to PCP trust");
+    q[7] = 2;
+    reg(&mut t, ifc::MLX5_REG_QPTS, true, &q).unwrap();
+    t.fw.eth.reset();
+    assert_eq!(sink.priority(Some(5), Some(26)), 5, "reset: PCP trust, power-on map");
+    assert_eq!(link.0.map(), crate::fabric::ether::PrioMap::default());
+}

@@ -158,8 +158,9 @@ pub fn ppcnt_counters(grp: u64, c: &VportCounters) -> Vec<u64> {
 }
 
 /// eth_per_prio_grp_data_layout from byte 0x08: rx octets, 3 reserved, rx frames, tx octets, 3 reserved,
-/// tx frames, rx pause, rx pause duration (us), tx pause, tx pause duration, rx pause transition (what mlx5e
-/// shows as `rx_prio%d_bytes/packets`, `tx_prio%d_*`, `rx_prio%d_pause*`, `tx_prio%d_pause`).
+/// tx frames, rx pause, rx pause duration (us), tx pause, tx pause duration (us), rx pause transition, rx
+/// discards (what mlx5e shows as `rx_prio%d_bytes/packets`, `tx_prio%d_*`, `rx_prio%d_pause*`,
+/// `tx_prio%d_pause`, `tx_prio%d_pause_duration`; `rx_prio%d_discards` on kernels that name it).
 pub fn ppcnt_per_prio(s: &PrioSnapshot) -> Vec<u64> {
     vec![
         s.rx_octets,
@@ -175,8 +176,9 @@ pub fn ppcnt_per_prio(s: &PrioSnapshot) -> Vec<u64> {
         s.rx_pause,
         s.rx_pause_duration_us,
         s.tx_pause,
-        0,
+        s.tx_pause_duration_us,
         s.rx_pause_transition,
+        s.rx_discards,
     ]
 }
 

@@ -17,7 +17,7 @@ pub use super::rx_counters::{RqCounters, RxCounters};
 use super::steering::{SteeringDrops, Verdict};
 use super::tir::{RqChoice, Tir};
 use crate::engine::{Access, QpState, QpType};
-use crate::fabric::ether::FrameHandler;
+use crate::fabric::ether::{FrameHandler, Offer};
 use crate::fabric::roce::RocePort;
 use crate::mlx5::datapath::cqe::{op, syndrome, Cqe};
 use crate::mlx5::datapath::wqe;
@@ -107,8 +107,10 @@ impl EthRx {
     }
 }
 
-impl FrameHandler for EthRx {
-    fn receive_frame(&self, frame: &[u8]) {
+impl EthRx {
+    /// A frame into the RoCE port or the NIC path; `lossless`: a NIC-path
+    /// frame whose RQ has no WQE is left to the link (`Offer::NoBuffer`).
+    fn take(&self, frame: &[u8], lossless: bool) -> Offer {
         let mut guard = self.fw();
         let mut dp = guard.datapath();
         if let Some(port) = self.roce.as_ref().filter(|_| dp.eth.vport.roce_en) {
@@ -119,10 +121,29 @@ impl FrameHandler for EthRx {
                     self.note(pkt, false);
                     dp.rdma_receive(&meta, pkt);
                 }
-                return;
+                // RoCE never waits for the link: an RQ without WQE is the RDMA engine's (RNR NAK on RC,
+                // a counted drop on UD), as IBTA has it (docs/qos.md).
+                return Offer::Taken;
             }
         }
-        dp.eth_receive(frame);
+        if !lossless {
+            dp.eth_receive(frame);
+            Offer::Taken
+        } else if dp.eth_receive_lossless(frame) {
+            Offer::Taken
+        } else {
+            Offer::NoBuffer
+        }
+    }
+}
+
+impl FrameHandler for EthRx {
+    fn receive_frame(&self, frame: &[u8]) {
+        self.take(frame, false);
+    }
+
+    fn offer_frame(&self, frame: &[u8]) -> Offer {
+        self.take(frame, true)
     }
 
     fn flush(&self) {
@@ -152,6 +173,15 @@ impl FrameHandler for EthRx {
         self.kick_pending();
         next
     }
+}
+
+/// What became of a frame on the NIC path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Received {
+    /// Steered to `admitted` TIRs; `delivered`: an RQ took it.
+    Done { admitted: usize, delivered: bool },
+    /// Lossless, and an RQ it goes to has no WQE: not delivered, not counted.
+    NoBuffer,
 }
 
 /// CQE `l4_l3_hdr_type` (without the VLAN-stripped bit 0).
@@ -210,22 +240,37 @@ impl Firmware {
         self.eth_receive_if(frame, &|_| true);
     }
 
+    /// [`eth_receive`](Self::eth_receive) of a frame of a lossless priority
+    /// (PFC transmit on, `fabric/ether/pfc_tx.rs`): if an RQ it is steered
+    /// to has no WQE, it is delivered nowhere and nothing is counted (false:
+    /// the link holds it and offers it again).
+    pub(in crate::mlx5) fn eth_receive_lossless(&mut self, frame: &[u8]) -> bool {
+        self.eth_receive_with(frame, &|_| true, true) != Received::NoBuffer
+    }
+
     /// A frame through steering to the RQs of the TIRs `admit` lets take it
     /// (the local loopback's filter, `loopback.rs`). Returns how many TIRs it
     /// admitted and whether an RQ took the frame.
     pub(super) fn eth_receive_if(&mut self, frame: &[u8], admit: &dyn Fn(&Tir) -> bool) -> (usize, bool) {
+        match self.eth_receive_with(frame, admit, false) {
+            Received::Done { admitted, delivered } => (admitted, delivered),
+            Received::NoBuffer => (0, false),
+        }
+    }
+
+    fn eth_receive_with(&mut self, frame: &[u8], admit: &dyn Fn(&Tir) -> bool, lossless: bool) -> Received {
         let counters = &mut self.eth.dispatch.counters;
         if frame.len() < ETH_HLEN {
             counters.runts += 1;
-            return (0, false);
+            return Received::Done { admitted: 0, delivered: false };
         }
         if frame.len() > max_frame(self.eth.vport.mtu) {
             counters.giants += 1;
-            return (0, false);
+            return Received::Done { admitted: 0, delivered: false };
         }
         let Ok(info) = ether::parse(frame) else {
             counters.runts += 1;
-            return (0, false);
+            return Received::Done { admitted: 0, delivered: false };
         };
         // Steering and RSS read the header fields as a ConnectX's parser does, whatever the IP length fields say
         // (rdma-core's raw IPv6 test frames claim 40 bytes more than they carry); the checksum report and the
@@ -236,7 +281,7 @@ impl Firmware {
             Verdict::Deliver { tirs, flow_tag } => (tirs, flow_tag),
             Verdict::Drop(why) => {
                 debug!(?why, "frame dropped by steering");
-                return (0, false);
+                return Received::Done { admitted: 0, delivered: false };
             }
         };
         let mut admitted = 0;
@@ -253,6 +298,9 @@ impl Firmware {
                 None => self.eth.dispatch.counters.no_tir += 1,
             }
         }
+        if lossless && rqs.iter().any(|c| self.rx_queue(c.rqn).is_some() && !self.rq_posted(c.rqn)) {
+            return Received::NoBuffer;
+        }
         let mut delivered = false;
         for c in rqs {
             delivered |= self.deliver(c, flow_tag, frame, &info);
@@ -260,7 +308,14 @@ impl Firmware {
         if delivered {
             self.eth.vport.counters.count_rx(frame);
         }
-        (admitted, delivered)
+        Received::Done { admitted, delivered }
+    }
+
+    /// Whether RQ `rqn` has a WQE posted (its doorbell record ahead of the consumer index).
+    fn rq_posted(&self, rqn: u32) -> bool {
+        let Some(ctx) = self.rdma.qps.get(&rqn) else { return false };
+        let mut pc = [0u8; 4];
+        self.mem.read(ctx.dbr_addr, &mut pc).is_ok() && u32::from_be_bytes(pc) as u16 != ctx.rq_ci
     }
 
     /// Places a frame into RQ `c.rqn`'s next WQE and completes it; false: dropped (counted).
@@ -273,9 +328,7 @@ impl Firmware {
         };
         let Some(ctx) = self.rdma.qps.get(&rqn) else { return false };
         let (ci, stride, entries) = (ctx.rq_ci, ctx.rq_stride, ctx.rq_entries);
-        let mut pc = [0u8; 4];
-        let posted = self.mem.read(ctx.dbr_addr, &mut pc).is_ok() && u32::from_be_bytes(pc) as u16 != ci;
-        if !posted {
+        if !self.rq_posted(rqn) {
             if let Some(id) = self.eth.queues.rq(rqn).map(|r| r.counter_set_id) {
                 self.eth.queues.q_counter_out_of_buffer(id);
             }

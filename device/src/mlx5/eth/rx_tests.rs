@@ -355,3 +355,28 @@ fn steering_matches_ipv6_fields_whatever_the_payload_length_says() {
     assert_eq!(b.cqes(), 1, "delivered by the IPv6 rule");
     assert_eq!(b.cqe(0)[0x1c] & 0x06, 0, "no checksum reported good");
 }
+
+/// A frame of a lossless priority (PFC transmit) that finds its RQ without a WQE is not taken and not counted
+/// (the link holds it: `fabric/ether/pfc_tx.rs`); offered again after a WQE is posted, it lands in it.
+#[test]
+fn lossless_no_wqe_leaves_the_frame_to_the_link_uncounted() {
+    let mut r = rx();
+    let f = udp4(OWN, Some(3 << 13 | 3), ([10, 0, 0, 1], [10, 0, 0, 2], 1, 2), 10, false);
+    assert!(!r.b.fw.datapath().eth_receive_lossless(&f), "no WQE: not taken");
+    assert_eq!(r.b.cqes(), 0);
+    let c = r.b.fw.eth.dispatch.rq_counters.get(&r.rq).map(|c| (c.out_of_buffer, c.drops)).unwrap_or_default();
+    assert_eq!(c, (0, 0), "no out_of_buffer, no drop");
+    let a = r.b.post_buf(r.rq, 0);
+    assert!(r.b.fw.datapath().eth_receive_lossless(&f), "a WQE: delivered");
+    assert_eq!(r.b.cqes(), 1);
+    // the tag is stripped into the CQE as usual
+    assert_eq!(r.b.mem.get(a, f.len() - 4), [&f[..12], &f[16..]].concat());
+    // a frame steering drops is taken (dropped there), not held
+    assert!(r.b.fw.datapath().eth_receive_lossless(&udp4(
+        FOREIGN,
+        None,
+        ([10, 0, 0, 1], [10, 0, 0, 2], 1, 2),
+        10,
+        false
+    )));
+}

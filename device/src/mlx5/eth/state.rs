@@ -54,12 +54,27 @@ impl EthPort {
         self.dispatch = RxDispatch::default();
         self.tx = EthTx::default();
         self.apply_pause_policy();
+        self.apply_prio_map();
     }
 
-    /// Hands PFCC's receive policy (`pfcrx`, `pprx`) to the link's pause gate.
+    /// Hands PFCC's policy (`pfcrx`, `pprx`: the pause gate; `pfctx`: PFC
+    /// transmit, with the port's MAC as the PFC frames' source) to the link.
     pub fn apply_pause_policy(&self) {
         if let Some(l) = &self.link {
-            l.set_pause_policy(PausePolicy { pfc_rx: self.regs.pfc_rx, pause_rx: self.regs.pause_rx });
+            l.set_pause_policy(PausePolicy {
+                pfc_rx: self.regs.pfc_rx,
+                pause_rx: self.regs.pause_rx,
+                pfc_tx: self.regs.pfc_tx,
+                smac: self.vport.mac,
+            });
+        }
+    }
+
+    /// Hands the trust state and the DSCP → priority map (QPTS, QPDPM) to
+    /// the link, which classifies every frame's priority by them.
+    pub fn apply_prio_map(&self) {
+        if let Some(l) = &self.link {
+            l.set_prio_map(self.qos.prio_map());
         }
     }
 }

@@ -278,6 +278,7 @@ fn qp1_receives_a_roce_mad_with_the_roce_cqe_and_grh_area() {
         net: NetHdr::RoceV2Ipv4,
         vlan: Some(0x6064),
         smac: [0; 6],
+        prio: 3,
     };
     t.fw.datapath().rdma_receive(&meta, &pkt);
     let area = t.mem.get(DATA, 40);
@@ -433,6 +434,7 @@ fn mc_meta(dgid: [u8; 16], local: bool) -> crate::fabric::RxMeta {
         net: crate::wire::roce::NetHdr::RoceV2Ipv4,
         smac: [0; 6],
         vlan: None,
+        prio: 0,
     }
 }
 

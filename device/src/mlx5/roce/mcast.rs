@@ -47,6 +47,7 @@ pub fn accept_multicast(
         net: p.repr.net,
         vlan: p.repr.vlan,
         smac: p.repr.smac,
+        prio: port.frame_prio(&p.repr),
     };
     Some((meta, p.roce))
 }
