@@ -57,6 +57,7 @@ tc -d qdisc show dev $EG
 sw_stats() {
   echo "=== SWITCH-STATS $1 uptime=$(vr_now) ==="
   tc -s qdisc show dev $EG
+  tc -s class show dev $EG
   _i=0
   while [ $_i -lt $SW_N ]; do
     _d=$(eval echo \$SW_DEV_$_i)

@@ -248,7 +248,7 @@ SCENARIOS = {
                        eth_runs=["vrnic", "virtio"], check=check_bench_roce,
                        doc="perftest set over RoCE v2 (-x): two vrnic guests over udp, then two rxe guests (virtio-net) "
                            "on the same link; medians of 3 (BENCH lines; vrnic=NA if its run failed)"),
-    "bench-cc": dict(device=True, guests=3, timeout=1500,
+    "bench-cc": dict(device=True, guests=3, timeout=2400,
                      eth=dict(nics=["vrnic", "vrnic", "vrnic"], link="switch", switch=dict(egress=0)),
                      script="bench-cc", interact=interact_cc, check=check_bench_cc,
                      doc="roce-ecn's topology, CC on then off (`cc on|off`): two ib_write_bw -D 15 flows into g0 "
