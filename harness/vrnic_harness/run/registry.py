@@ -254,7 +254,7 @@ SCENARIOS = {
                      doc="roce-ecn's topology, CC on (ConnectX defaults), on with tuned cc_params, then off: two "
                          "ib_write_bw -D 15 flows into g0 through the marking switch, total goodput against the "
                          "bottleneck rate and shares, ib_write_lat p99 of a probe flow idle and under the load, the "
-                         "switch's drain rate mid-load; medians of 3 (BENCH lines); ~11 min"),
+                         "switch's drain rate mid-load; medians of 3 (BENCH lines); ~7 min"),
     # ---- issue 22: xrc
     "xrc": dict(default=True, device=True, guests=2, fabric=True, timeout=300, check=check_xrc, runs=DOORBELL_RUNS,
                 doc="two guests on the UDP fabric: ibv_xsrq_pingpong (XRC INI -> XRC TGT -> XRC SRQ, both ways) 64 B x "
