@@ -329,6 +329,8 @@ impl Vrnic {
                 let waker = l.waker();
                 let port = Arc::new(RocePort::new(gids.clone(), l.sink(), waker.clone()));
                 port.cc().set_config(config.port.congestion.cc_config());
+                // The reaction points' line rate: the link's shaper, when it is below the port speed.
+                port.cc().set_link_rate_bps(config.eth.link_rate_mbps.saturating_mul(1_000_000));
                 builder = builder.roce(gids, port.counters()).cc(port.cc().clone());
                 let io = crate::engine::Io { mem: memory.clone(), packets: port.clone(), clock, ..Default::default() };
                 (None, Some(port), FabricIo { io, waker: Some(waker), counters: None })

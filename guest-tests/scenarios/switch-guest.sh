@@ -9,7 +9,7 @@
 . /etc/vrnic-switch.conf
 tc() { /usr/sbin/tc "$@"; }
 # kernel arguments override the harness's settings (guest-tests/run --guest-arg vrnic.sw_rate=10gbit: measure the
-# path without the bottleneck; vrnic.sw_aqm=none|red|fq_codel)
+# path without the bottleneck; vrnic.sw_aqm=none|red|fq_codel; vrnic.sw_burst below)
 [ -z "$(vr_karg vrnic.sw_rate)" ] || SW_RATE=$(vr_karg vrnic.sw_rate)
 [ -z "$(vr_karg vrnic.sw_aqm)" ] || SW_AQM=$(vr_karg vrnic.sw_aqm)
 modprobe virtio_net || vr_fail "modprobe virtio_net rc=$?"
@@ -38,7 +38,12 @@ ip link set br0 up || vr_fail "ip link set br0 up"
 EG=$(eval echo \$SW_DEV_$SW_EGRESS)
 # the congestion point: htb shapes to SW_RATE, the AQM below it holds the queue and marks
 tc qdisc add dev $EG root handle 1: htb default 1 || vr_fail "tc htb on $EG"
-tc class add dev $EG parent 1: classid 1:1 htb rate $SW_RATE ceil $SW_RATE || vr_fail "tc htb class rate $SW_RATE"
+# SW_BURST (registry switch=dict(burst="64k"), kernel argument vrnic.sw_burst=): the htb class's burst and cburst
+# (empty: htb's own, 1600 bytes here): a larger one lets a late watchdog wake-up (a starved TCG vCPU) catch up
+# instead of losing the time, so the class forwards its rate
+[ -z "$(vr_karg vrnic.sw_burst)" ] || SW_BURST=$(vr_karg vrnic.sw_burst)
+tc class add dev $EG parent 1: classid 1:1 htb rate $SW_RATE ceil $SW_RATE ${SW_BURST:+burst $SW_BURST cburst $SW_BURST} \
+  || vr_fail "tc htb class rate $SW_RATE"
 PARENT=1:1
 if [ "$SW_DELAY_MS" -gt 0 ]; then
   tc qdisc add dev $EG parent 1:1 handle 20: netem delay ${SW_DELAY_MS}ms limit 100000 || vr_fail "tc netem"
@@ -57,6 +62,7 @@ tc -d qdisc show dev $EG
 sw_stats() {
   echo "=== SWITCH-STATS $1 uptime=$(vr_now) ==="
   tc -s qdisc show dev $EG
+  tc -s class show dev $EG
   _i=0
   while [ $_i -lt $SW_N ]; do
     _d=$(eval echo \$SW_DEV_$_i)

@@ -32,7 +32,7 @@ SWITCH_SCRIPT = os.path.join(REPO, "guest-tests", "scenarios", "switch-guest.sh"
 # switch that keeps up with its ports' line rate never has. 50 Mbit/s: below the ~70 the switch takes in, above
 # the 30 Mbit/s bottleneck, so the queue still builds in the egress qdisc.
 SWITCH_DEFAULTS = dict(egress=0, rate="30mbit", aqm="red", red_min=15000, red_max=45000, red_limit=300000,
-                       red_prob=0.1, avpkt=1000, delay_ms=0, capture=False, port_mbps=50)
+                       red_prob=0.1, avpkt=1000, delay_ms=0, capture=False, port_mbps=50, burst="")
 
 
 class EthSwitch:
@@ -71,15 +71,16 @@ class EthSwitch:
                  "SW_EGRESS=%d" % int(c["egress"]), "SW_RATE=%s" % c["rate"], "SW_AQM=%s" % c["aqm"],
                  "SW_RED_MIN=%d" % c["red_min"], "SW_RED_MAX=%d" % c["red_max"], "SW_RED_LIMIT=%d" % c["red_limit"],
                  "SW_RED_PROB=%s" % c["red_prob"], "SW_AVPKT=%d" % c["avpkt"], "SW_DELAY_MS=%d" % c["delay_ms"],
-                 "SW_CTL_PORT=%d" % SWITCH_CTL_PORT]
+                 "SW_BURST=%s" % c["burst"], "SW_CTL_PORT=%d" % SWITCH_CTL_PORT]
         return ("\n".join(lines) + "\n").encode()
 
     def describe(self):
         c = self.cfg
         q = ("red min %d max %d limit %d prob %s ecn" % (c["red_min"], c["red_max"], c["red_limit"], c["red_prob"])
              if c["aqm"] == "red" else "fq_codel ecn" if c["aqm"] == "fq_codel" else "fifo")
-        return "switch guest: bridge of %d ports (vrnic ports at %s), egress to g%d htb rate %s + %s%s" % (
-            self.n, "%d Mbit/s" % c["port_mbps"] if c["port_mbps"] else "line rate", int(c["egress"]), c["rate"], q,
+        return "switch guest: bridge of %d ports (vrnic ports at %s), egress to g%d htb rate %s%s + %s%s" % (
+            self.n, "%d Mbit/s" % c["port_mbps"] if c["port_mbps"] else "line rate", int(c["egress"]), c["rate"],
+            " burst %s" % c["burst"] if c["burst"] else "", q,
             ", netem delay %d ms" % c["delay_ms"] if c["delay_ms"] else "")
 
 

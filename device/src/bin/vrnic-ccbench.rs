@@ -4,7 +4,12 @@
 //! default (`SimConfig::firmware_defaults`),
 //! prints one BENCH line per run and writes an SVG per run (each flow's RP
 //! rate and the bottleneck queue over time) into the directory given as the
-//! first argument (default `target/ccbench`).
+//! first argument (default `target/ccbench`). Then bench-cc's path
+//! (`SimConfig::bench_cc`: 2 window-limited flows, 50 Mbit/s lines, a 30 Mbit/s
+//! RED bottleneck on Linux's EWMA) with the ConnectX defaults and the tuned
+//! set: `BENCH cc_model params=defaults|tuned goodput=G jain=J
+//! queue_p50_ms=Q queue_p99_ms=Q drops=D cnp_handled=H` (from 0.5 s on), and
+//! `cc-bench-model-<params>.svg`.
 //!
 //! `BENCH cc flows=N dcqcn=on|off params=paper|fw-defaults jain=J goodput=G queue_p99_kb=Q queue_max_kb=M drops=D converged_ms=C
 //! cnp_handled=H cnp_ignored=I`: Jain over the last 20 ms, goodput from 10 ms after the last flow's start,
@@ -14,6 +19,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use vrnic::engine::cc::sim::{run, SimConfig, SimResult};
+use vrnic::engine::cc::RpParams;
 
 const COLORS: [&str; 6] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"];
 
@@ -62,12 +68,13 @@ fn axis(f: &Frame, ymax: f64, unit: &str, tmax_ms: f64, title: &str) -> String {
     s
 }
 
-/// Rate per flow (Gb/s) and queue (KB) over time, as plain SVG.
+/// Rate per flow (Gb/s, or Mb/s below 1 Gb/s) and queue (KB) over time, as plain SVG.
 fn svg(cfg: &SimConfig, r: &SimResult, title: &str) -> String {
     let (w, h, x0) = (760.0, 200.0, 60.0);
     let tmax = cfg.duration_ns as f64 / 1e6;
     let sx = w / tmax;
-    let gmax = cfg.nic_bps as f64 / 1e9;
+    let (unit, div) = if cfg.nic_bps >= 1_000_000_000 { ("G", 1e9) } else { ("M", 1e6) };
+    let gmax = cfg.nic_bps as f64 / div;
     let qmax = (r.queue_max as f64 / 1e3).max(cfg.red.kmax as f64 / 1e3).max(1.0);
     // At most ~800 points per line.
     let step = (r.samples.len() / 800).max(1);
@@ -76,9 +83,9 @@ fn svg(cfg: &SimConfig, r: &SimResult, title: &str) -> String {
          <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
     );
     let y1 = 40.0 + h;
-    s += &axis(&Frame { x0, y0: y1, w, h }, gmax, "G", tmax, &format!("{title}: RP rate per flow (Gb/s)"));
+    s += &axis(&Frame { x0, y0: y1, w, h }, gmax, unit, tmax, &format!("{title}: RP rate per flow ({unit}b/s)"));
     for i in 0..cfg.flows {
-        let pts = r.samples.iter().step_by(step).map(|p| (p.t_ns as f64 / 1e6, p.rate_bps[i] as f64 / 1e9));
+        let pts = r.samples.iter().step_by(step).map(|p| (p.t_ns as f64 / 1e6, (p.rate_bps[i] as f64 / div).min(gmax)));
         s += &polyline(pts, sx, h / gmax, x0, y1, COLORS[i % COLORS.len()]);
     }
     let y2 = y1 + 60.0 + h;
@@ -134,6 +141,32 @@ fn main() {
                 eprintln!("ccbench: {}: {e}", path.display());
                 std::process::exit(1);
             }
+        }
+    }
+    // bench-cc's path.
+    // (DCQCN off is not modelled: the live path then sends Not-ECT frames,
+    // RED drops them and RC recovers by go-back-N, which the model lacks.)
+    let runs: [(&str, bool, RpParams); 2] =
+        [("defaults", true, RpParams::default()), ("tuned", true, SimConfig::bench_cc_tuned())];
+    for (params, dcqcn, rp) in runs {
+        let cfg = SimConfig::bench_cc(dcqcn, rp);
+        let r = run(&cfg);
+        let from = 500_000_000;
+        let ms = |b: u64| b as f64 * 8.0 / cfg.link_bps as f64 * 1e3;
+        println!(
+            "BENCH cc_model params={params} goodput={:.3} jain={:.3} queue_p50_ms={:.1} queue_p99_ms={:.1} drops={} cnp_handled={}",
+            r.goodput_after(&cfg, from),
+            r.jain_after(&cfg, from),
+            ms(r.queue_percentile(from, 50.0)),
+            ms(r.queue_percentile(from, 99.0)),
+            r.dropped,
+            r.counters.rp_cnp_handled,
+        );
+        let path = dir.join(format!("cc-bench-model-{params}.svg"));
+        let title = format!("bench-cc model, {params}");
+        if let Err(e) = std::fs::write(&path, svg(&cfg, &r, &title)) {
+            eprintln!("ccbench: {}: {e}", path.display());
+            std::process::exit(1);
         }
     }
 }

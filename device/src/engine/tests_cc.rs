@@ -332,6 +332,20 @@ fn a_cnp_cuts_the_rate_and_the_pacer_holds_the_requester_to_it() {
 }
 
 #[test]
+fn the_rp_line_rate_is_the_link_shaper_rate() {
+    let p = RocePair::new();
+    let (qa, _qb) = p.qps(QpType::Rc, 1024);
+    // A 50 Mbit/s link (`--eth-rate-mbps 50`): the first CNP starts from it
+    // (rate_to_set_on_first_cnp 0) and cuts by alpha/2 ≈ half.
+    p.cc(0).set_link_rate_bps(50_000_000);
+    p.deliver_cnp(0, qa);
+    let r = p.nodes[0].eng.lock().qp_rate(qa).unwrap();
+    assert_eq!(r, 50_000_000 - 50_000_000 * 1023 / 2048, "{r}");
+    p.settle();
+    assert_eq!(p.nodes[0].eng.lock().qp_rate(qa), None, "back at the link's rate: the limiter is gone");
+}
+
+#[test]
 fn an_idle_limited_qp_climbs_back_to_line_rate_on_its_timers() {
     let p = RocePair::new();
     let (qa, _qb) = p.qps(QpType::Rc, 1024);

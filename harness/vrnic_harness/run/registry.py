@@ -262,12 +262,13 @@ SCENARIOS = {
                        eth_runs=["vrnic", "virtio"], check=check_bench_roce,
                        doc="perftest set over RoCE v2 (-x): two vrnic guests over udp, then two rxe guests (virtio-net) "
                            "on the same link; medians of 3 (BENCH lines; vrnic=NA if its run failed)"),
-    "bench-cc": dict(device=True, guests=3, timeout=1500,
-                     eth=dict(nics=["vrnic", "vrnic", "vrnic"], link="switch", switch=dict(egress=0)),
+    "bench-cc": dict(device=True, guests=3, timeout=2400,
+                     eth=dict(nics=["vrnic", "vrnic", "vrnic"], link="switch", switch=dict(egress=0, burst="64k")),
                      script="bench-cc", interact=interact_cc, check=check_bench_cc,
-                     doc="roce-ecn's topology, CC on then off (`cc on|off`): two ib_write_bw -D 15 flows into g0 "
-                         "through the marking switch, total goodput against the bottleneck rate and shares, "
-                         "ib_write_lat p99 of a probe flow idle and under the load; medians of 3 (BENCH lines)"),
+                     doc="roce-ecn's topology, CC on (ConnectX defaults), on with tuned cc_params, then off: two "
+                         "ib_write_bw -D 15 flows into g0 through the marking switch, total goodput against the "
+                         "bottleneck rate and shares, ib_write_lat p99 of a probe flow idle and under the load, the "
+                         "switch's drain rate mid-load; medians of 3 (BENCH lines); ~7 min"),
     # ---- issue 22: xrc
     "xrc": dict(default=True, device=True, guests=2, fabric=True, timeout=300, check=check_xrc, runs=DOORBELL_RUNS,
                 doc="two guests on the UDP fabric: ibv_xsrq_pingpong (XRC INI -> XRC TGT -> XRC SRQ, both ways) 64 B x "

@@ -53,6 +53,11 @@ pub struct CcControl {
     /// `config.rp_enabled`, for the transmit path's per-frame ECT decision
     /// (no lock, no copy of the parameters per frame).
     rp_enabled: AtomicU8,
+    /// The link's shaped rate (bits/s; 0: none): the port's
+    /// `--eth-rate-mbps` / `[eth] link_rate_mbps`, set where the port is
+    /// built. The reaction points' line rate is the lower of it and the
+    /// advertised port speed ([`CcControl::rp_line_rate`]).
+    link_rate_bps: AtomicU64,
     np_ecn_marked_roce_packets: AtomicU64,
     np_cnp_sent: AtomicU64,
     rp_cnp_handled: AtomicU64,
@@ -74,6 +79,7 @@ impl CcControl {
             rp_enabled: AtomicU8::new(config.rp_enabled),
             config: RwLock::new(config),
             generation: AtomicU64::new(0),
+            link_rate_bps: AtomicU64::new(0),
             np_ecn_marked_roce_packets: AtomicU64::new(0),
             np_cnp_sent: AtomicU64::new(0),
             rp_cnp_handled: AtomicU64::new(0),
@@ -97,6 +103,22 @@ impl CcControl {
     /// configuration's [`CcConfig::rp_on`]).
     pub fn rp_on(&self, prio: u8) -> bool {
         self.rp_enabled.load(Ordering::Relaxed) & (1 << (prio & 7)) != 0
+    }
+
+    /// The link's shaped rate (bits/s; 0: not shaped).
+    pub fn set_link_rate_bps(&self, bps: u64) {
+        self.link_rate_bps.store(bps, Ordering::Relaxed);
+    }
+
+    /// A reaction point's line rate on a port advertising `port_bps`: the
+    /// lower of it and the link's shaped rate, when set. DCQCN's "line
+    /// rate" (`rate_to_set_on_first_cnp` 0, `rpg_max_rate` 0, the release
+    /// of a limiter) is what the QP can really send at.
+    pub fn rp_line_rate(&self, port_bps: u64) -> u64 {
+        match self.link_rate_bps.load(Ordering::Relaxed) {
+            0 => port_bps,
+            l => l.min(port_bps),
+        }
     }
 
     /// Changes each time [`CcControl::set_config`] runs.
@@ -148,6 +170,15 @@ mod tests {
         assert!(c.rp_on(3) && !c.rp_on(2), "the lock-free mirror follows");
         assert_ne!(c.generation(), g);
         assert!(CcConfig::connectx_default().np_on(7));
+    }
+
+    #[test]
+    fn the_rp_line_rate_is_the_lower_of_the_port_and_the_link_shaper() {
+        let c = CcControl::new(CcConfig::connectx_default());
+        assert_eq!(c.rp_line_rate(100_000_000_000), 100_000_000_000, "no shaper");
+        c.set_link_rate_bps(50_000_000);
+        assert_eq!(c.rp_line_rate(100_000_000_000), 50_000_000);
+        assert_eq!(c.rp_line_rate(10_000_000), 10_000_000, "a shaper above the port's speed changes nothing");
     }
 
     #[test]

@@ -18,6 +18,8 @@ pub mod stats;
 #[cfg(test)]
 mod np_pacer_tests;
 #[cfg(test)]
+mod sim_bench_tests;
+#[cfg(test)]
 mod sim_tests;
 
 pub use control::{CcConfig, CcControl, CcCounter};

@@ -1,21 +1,45 @@
 //! The DCQCN reaction point of one QP (Zhu et al., SIGCOMM 2015, with the
 //! ConnectX parameter set of [`RpParams`]): current rate R_C, target rate
 //! R_T and alpha; a CNP cuts R_C by alpha/2 (at most once per
-//! `rate_reduce_monitor_period`), alpha follows an EWMA of "a CNP came in
-//! this `dce_tcp_rtt` period", and the rate climbs back by a timer
+//! `rate_reduce_monitor_period`), alpha rises by the EWMA gain at each CNP
+//! and decays once per `dce_tcp_rtt` period without one (DCQCN §5.4 of
+//! the reference), and the rate climbs back by a timer
 //! (`rpg_time_reset`) and a byte counter (`rpg_byte_reset`) through fast
 //! recovery, additive and hyper increase.
 //!
 //! Time is injected (`now` in ns, monotonic); nothing here reads a clock.
 //! A QP that never saw a CNP has no limiter ([`Rp::limited`] false) and
 //! sends at line rate; the limiter is released once the rate is back at the
-//! cap. Every parameter value is accepted (the guest writes them): the
+//! line rate. With `rpg_max_rate` below the line rate a limited QP stays
+//! capped at it (a limiter with nothing to time). Every parameter value is accepted (the guest writes them): the
 //! arithmetic saturates and clamps, it never panics.
 
 use super::params::{mbps, us, RpParams};
 
-/// alpha's fixed-point one.
+/// alpha's fixed-point one (the firmware's unit, 1/1024).
 pub const ALPHA_ONE: u64 = 1024;
+/// Extra fractional bits alpha is kept with: the EWMA's small steps
+/// (5/1024 of a small alpha per period with the defaults) are not lost to
+/// integer division.
+const ALPHA_FRAC: u32 = 10;
+/// alpha's one in the internal unit (2^-20).
+const ALPHA_ONE_FINE: u64 = ALPHA_ONE << ALPHA_FRAC;
+
+/// `a` (2^-20 units) times `(g/1024)^n`, rounded (exponentiation by
+/// squaring in 2^-32 fixed point: O(log n) for any number of periods).
+fn decay(a: u64, g: u64, mut n: u64) -> u64 {
+    const ONE: u128 = 1 << 32;
+    let mut base: u128 = (g.min(ALPHA_ONE) as u128) << 22;
+    let mut f: u128 = ONE;
+    while n > 0 && f > 0 {
+        if n & 1 == 1 {
+            f = (f * base + ONE / 2) >> 32;
+        }
+        base = (base * base + ONE / 2) >> 32;
+        n >>= 1;
+    }
+    ((a as u128 * f + ONE / 2) >> 32) as u64
+}
 
 /// One QP's DCQCN state.
 #[derive(Debug, Clone)]
@@ -25,8 +49,9 @@ pub struct Rp {
     limited: bool,
     rc: u64,
     rt: u64,
+    /// alpha in 2^-20 units ([`Rp::alpha`] gives the firmware's 1/1024).
     alpha: u64,
-    /// A CNP arrived since the last alpha update.
+    /// A CNP arrived in the current `dce_tcp_rtt` period (no decay at its end).
     cnp_in_period: bool,
     next_alpha: u64,
     /// A CNP is waiting for the monitor period to end.
@@ -70,6 +95,8 @@ impl Rp {
         }
     }
 
+    /// The most the QP may send at: `rpg_max_rate` (0: the line rate), never
+    /// above the line rate.
     fn cap(&self, p: &RpParams) -> u64 {
         if p.rpg_max_rate == 0 {
             self.line
@@ -88,20 +115,36 @@ impl Rp {
     pub fn target_rate(&self) -> u64 {
         self.rt
     }
-    /// alpha in 1/1024 units.
+    /// alpha in 1/1024 units (rounded).
     pub fn alpha(&self) -> u64 {
-        self.alpha
+        (self.alpha + (1 << (ALPHA_FRAC - 1))) >> ALPHA_FRAC
     }
-    /// A limiter is allocated (a CNP came and the rate is not back at the cap).
+    /// A limiter is allocated (a CNP came and the rate is not back at the
+    /// line rate).
     pub fn limited(&self) -> bool {
         self.limited
     }
 
+    /// Limited, at the cap (`rpg_max_rate` below the line rate) and with no
+    /// cut pending: nothing left to time until the next CNP.
+    fn at_cap(&self, p: &RpParams) -> bool {
+        let cap = self.cap(p);
+        self.limited && !self.cut_pending && self.rc >= cap && self.rt >= cap
+    }
+
+    /// α ← (1 − g)·α + g (firmware units: (dce_tcp_g·α + (1024 −
+    /// dce_tcp_g)·1024) / 1024), rounded.
+    fn alpha_up(&mut self, p: &RpParams) {
+        let g = (p.dce_tcp_g as u64).min(ALPHA_ONE);
+        self.alpha = (g * self.alpha + (ALPHA_ONE - g) * ALPHA_ONE_FINE + ALPHA_ONE / 2) / ALPHA_ONE;
+    }
+
     /// When [`Rp::advance`] next changes the rate: the rate-increase timer,
     /// or the end of the monitor period of a deferred cut. `None` when not
-    /// limited. (alpha's per-`dce_tcp_rtt` decay is caught up lazily.)
+    /// limited or held at the cap. (alpha's per-`dce_tcp_rtt` decay is
+    /// caught up lazily.)
     pub fn next_event(&self, p: &RpParams) -> Option<u64> {
-        if !self.limited {
+        if !self.limited || self.at_cap(p) {
             return None;
         }
         let cut = match (self.cut_pending, self.last_cut) {
@@ -119,7 +162,7 @@ impl Rp {
             let first = if p.rate_to_set_on_first_cnp == 0 { self.cap(p) } else { mbps(p.rate_to_set_on_first_cnp) };
             self.rc = first.clamp(self.floor(p), self.cap(p));
             self.rt = self.rc;
-            self.alpha = (p.initial_alpha_value as u64).min(ALPHA_ONE);
+            self.alpha = (p.initial_alpha_value as u64).min(ALPHA_ONE) << ALPHA_FRAC;
             self.next_alpha = now.saturating_add(us(p.dce_tcp_rtt).max(1));
             self.cnp_in_period = false;
             self.timer_inc_since_cut = true; // the first cut sets R_T = R_C
@@ -128,7 +171,9 @@ impl Rp {
         }
         self.cnp_in_period = true;
         let period = us(p.rate_reduce_monitor_period);
-        match self.last_cut {
+        // The cut takes alpha as it was; alpha then rises at the CNP (the
+        // paper's order: R_T ← R_C, R_C ← R_C·(1 − α/2), α ← (1 − g)·α + g).
+        let o = match self.last_cut {
             Some(t) if now < t.saturating_add(period) => {
                 self.cut_pending = true;
                 CnpOutcome::Deferred
@@ -137,15 +182,17 @@ impl Rp {
                 self.cut(now, p);
                 CnpOutcome::Cut
             }
-        }
+        };
+        self.alpha_up(p);
+        o
     }
 
     fn cut(&mut self, now: u64, p: &RpParams) {
         if p.clamp_tgt_rate || (p.clamp_tgt_rate_after_time_inc && self.timer_inc_since_cut) {
             self.rt = self.rc;
         }
-        let gd = p.rpg_gd.min(63);
-        let dec = ((self.rc as u128 * self.alpha as u128) >> gd).min(self.rc as u128) as u64;
+        let gd = p.rpg_gd.min(63) as u64;
+        let dec = ((self.rc as u128 * self.alpha as u128) >> (gd + ALPHA_FRAC as u64)).min(self.rc as u128) as u64;
         let keep = (self.rc as u128 * p.rpg_min_dec_fac.min(100) as u128 / 100) as u64;
         self.rc = self.rc.saturating_sub(dec).max(keep).max(self.floor(p)).min(self.cap(p));
         self.cut_pending = false;
@@ -183,27 +230,15 @@ impl Rp {
         if !self.limited {
             return;
         }
-        // alpha: one update per dce_tcp_rtt; after many idle periods alpha is 0.
+        // alpha: at the end of each dce_tcp_rtt period, decay if no CNP came
+        // in it (a CNP raised it when it came); k idle periods at once.
         let step = us(p.dce_tcp_rtt).max(1);
-        let g = (p.dce_tcp_g as u64).min(ALPHA_ONE);
-        let mut n = 0;
-        while now >= self.next_alpha && n < 4096 {
-            if self.cnp_in_period {
-                self.alpha = (g * self.alpha + (ALPHA_ONE - g) * ALPHA_ONE) / ALPHA_ONE;
-                self.cnp_in_period = false;
-            } else {
-                self.alpha = g * self.alpha / ALPHA_ONE;
-                if self.alpha == 0 {
-                    let k = (now - self.next_alpha) / step;
-                    self.next_alpha = self.next_alpha.saturating_add(k * step);
-                }
-            }
-            self.next_alpha = self.next_alpha.saturating_add(step);
-            n += 1;
-        }
-        if n == 4096 && now >= self.next_alpha {
-            self.alpha = 0;
-            self.next_alpha = now.saturating_add(step);
+        if now >= self.next_alpha {
+            let periods = (now - self.next_alpha) / step + 1;
+            let idle = if self.cnp_in_period { periods - 1 } else { periods };
+            self.cnp_in_period = false;
+            self.alpha = decay(self.alpha, p.dce_tcp_g as u64, idle);
+            self.next_alpha = self.next_alpha.saturating_add(periods.saturating_mul(step));
         }
         if self.cut_pending {
             if let Some(t) = self.last_cut {
@@ -214,6 +249,11 @@ impl Rp {
             }
         }
         let period = us(p.rpg_time_reset).max(1);
+        if self.at_cap(p) {
+            // Held at the cap: no increase to make; the timer restarts at the next cut.
+            self.next_timer = self.next_timer.max(now.saturating_add(period));
+            return;
+        }
         let mut left = 4096;
         while self.limited && now >= self.next_timer && left > 0 {
             self.t_count = self.t_count.saturating_add(1);
@@ -245,7 +285,9 @@ impl Rp {
             self.rc = self.rt;
         }
         self.rc = self.rc.clamp(self.floor(p), cap);
-        if self.rc >= cap && self.rt >= cap && !self.cut_pending {
+        // Back at the line rate the limiter goes; below it (`rpg_max_rate`)
+        // the QP stays held at the cap (§5.4: rates are capped by rpg_max_rate).
+        if self.rc >= cap && self.rt >= cap && !self.cut_pending && cap >= self.line {
             self.limited = false;
             self.rc = cap;
             self.rt = cap;

@@ -52,16 +52,58 @@ fn cuts_are_limited_to_one_per_monitor_period() {
 fn alpha_ewma_per_dce_tcp_rtt() {
     let mut rp = Rp::new(LINE);
     rp.on_cnp(0, &p());
-    // No CNP in the first period: alpha = 1023 * 1019 / 1024 = 1018.
+    // No CNP in the first period: alpha = 1023 * 1019 / 1024 = 1018.0.
     rp.advance(1_000, &p());
     assert_eq!(rp.alpha(), 1018);
-    // A CNP in the next period: alpha = (1019 * 1018 + 5 * 1024) / 1024 = 1018.
+    // A CNP: alpha = (1019 * 1018.0 + 5 * 1024) / 1024 = 1018.03 at once,
+    // and no decay at the end of a period that had a CNP.
     rp.on_cnp(1_500, &p());
+    assert_eq!(rp.alpha(), 1018);
     rp.advance(2_000, &p());
-    assert_eq!(rp.alpha(), (1019 * 1018 + 5 * 1024) / 1024);
+    assert_eq!(rp.alpha(), 1018);
     // Idle for long: alpha decays to 0 (bounded work).
     rp.advance(1_000_000_000, &p());
     assert_eq!(rp.alpha(), 0);
+}
+
+#[test]
+fn alpha_rises_at_the_cnp_not_at_the_period_end() {
+    // g = 1/2 (dce_tcp_g 512), 100 µs periods, alpha 0 on the first CNP.
+    let q = RpParams { dce_tcp_g: 512, dce_tcp_rtt: 100, initial_alpha_value: 0, ..p() };
+    let mut rp = Rp::new(LINE);
+    rp.on_cnp(0, &q);
+    assert_eq!((rp.alpha(), rp.rate()), (0, LINE), "alpha 0: the first cut removes nothing");
+    // A CNP at 250 µs: the cut takes alpha as it was (0), then α ← (1 − g)·α + g = 1/2 there and then.
+    assert_eq!(rp.on_cnp(250_000, &q), CnpOutcome::Cut);
+    assert_eq!(rp.rate(), LINE);
+    assert_eq!(rp.alpha(), 512, "alpha rises at the CNP");
+    // The period that had the CNP ends at 300 µs: no decay; the next, idle, halves it.
+    rp.advance(300_000, &q);
+    assert_eq!(rp.alpha(), 512);
+    rp.advance(400_000, &q);
+    assert_eq!(rp.alpha(), 256);
+    // The next cut takes alpha/2 = 1/8 of the rate.
+    rp.on_cnp(400_000, &q);
+    assert_eq!(rp.rate(), LINE - LINE / 8);
+}
+
+#[test]
+fn small_alphas_decay_as_the_ewma_not_by_integer_steps() {
+    // alpha 10/1024, no CNP for 100 periods of 1 µs: 10 · (1019/1024)^100 = 6.14.
+    let q = RpParams { initial_alpha_value: 10, ..p() };
+    let mut rp = Rp::new(LINE);
+    rp.on_cnp(0, &q);
+    for t in 1..=100u64 {
+        rp.advance(t * 1_000, &q);
+    }
+    assert_eq!(rp.alpha(), 6, "stepwise (one period per call)");
+    let mut once = Rp::new(LINE);
+    once.on_cnp(0, &q);
+    once.advance(100_000, &q);
+    assert_eq!(once.alpha(), 6, "caught up at once");
+    // 400 periods: 10 · 0.1416 = 1.42.
+    once.advance(400_000, &q);
+    assert_eq!(once.alpha(), 1);
 }
 
 #[test]
@@ -110,7 +152,18 @@ fn byte_counter_and_timer_reach_hyper_increase() {
 }
 
 #[test]
-fn limiter_released_at_line_rate_and_caps_hold() {
+fn limiter_released_back_at_line_rate() {
+    let mut rp = Rp::new(LINE);
+    rp.on_cnp(0, &p());
+    for k in 1..200 {
+        rp.on_sent(k * 10_000, 100_000, &p());
+    }
+    assert!(!rp.limited(), "back at the line rate: limiter released");
+    assert_eq!(rp.rate(), LINE);
+}
+
+#[test]
+fn rpg_max_rate_below_line_rate_holds_the_qp_at_the_cap() {
     let q = RpParams { rpg_max_rate: 8000, ..p() };
     let mut rp = Rp::new(LINE);
     rp.on_cnp(0, &q);
@@ -118,8 +171,30 @@ fn limiter_released_at_line_rate_and_caps_hold() {
     for k in 1..200 {
         rp.on_sent(k * 10_000, 100_000, &q);
     }
-    assert!(!rp.limited(), "back at rpg_max_rate: limiter released");
+    assert!(rp.limited(), "at rpg_max_rate < line rate the QP stays limited, not back at line rate");
     assert_eq!(rp.rate(), 8_000_000_000);
+    assert_eq!(rp.next_event(&q), None, "held at the cap: nothing to time");
+    rp.advance(10_000_000_000, &q);
+    assert_eq!((rp.rate(), rp.limited()), (8_000_000_000, true));
+    // CNPs cut from the cap (the first with alpha decayed to 0 removes
+    // nothing but raises alpha) and the timers run again.
+    rp.on_cnp(10_000_000_000, &q);
+    rp.on_cnp(10_000_010_000, &q);
+    assert!(rp.rate() < 8_000_000_000 && rp.next_event(&q).is_some(), "{}", rp.rate());
+}
+
+#[test]
+fn rpg_max_rate_caps_the_limiter_pacer() {
+    let q = RpParams { rpg_max_rate: 50, rate_to_set_on_first_cnp: 50, ..p() };
+    let mut l = crate::engine::cc::Limiter::new(0, LINE, q);
+    l.on_cnp(0, q);
+    let mut t = 0;
+    for _ in 0..1000 {
+        t += 1_000_000;
+        assert!(l.advance(t, q), "the limiter stays");
+    }
+    assert_eq!(l.rate(), 50_000_000);
+    assert_eq!(l.next_wake(), None);
 }
 
 #[test]

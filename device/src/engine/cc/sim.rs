@@ -9,11 +9,17 @@
 //!
 //! The marking draws come from a seeded xorshift generator: the same config
 //! gives the same run, bit for bit.
+//!
+//! [`SimConfig::bench_cc`] is the guest bench's path (`guest-tests/run
+//! bench-cc`): window-limited flows (ib_write_bw's outstanding messages, the
+//! ACK after a round trip), 50 Mbit/s lines, a 30 Mbit/s bottleneck whose RED
+//! marks on enqueue on Linux's EWMA of the queue (`sch_red`), senders driven
+//! through the live path's [`Limiter`].
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use super::{CongStatistics, Np, NpParams, Pacer, Rp, RpParams};
+use super::{CongStatistics, Limiter, Np, NpParams, Pacer, Rp, RpParams};
 use crate::wire::congestion::Ecn;
 
 /// RED with ECN on the instantaneous queue (bytes); the marking
@@ -62,6 +68,22 @@ pub struct SimConfig {
     pub np: NpParams,
     pub sample_ns: u64,
     pub seed: u64,
+    /// The line rate the RP believes (bits/s; 0: `nic_bps`, as the live path
+    /// does: the lower of the port speed and the link's shaper).
+    pub rp_line_bps: u64,
+    /// Bytes a flow may have unacknowledged (0: unlimited): ib_write_bw's
+    /// outstanding messages. An ACK returns `ack_delay_ns` after delivery.
+    pub window_bytes: u64,
+    pub ack_delay_ns: u64,
+    /// Drive the senders through the live path's [`Limiter`] (created on a
+    /// CNP, dropped when `advance` says so) instead of a bare `Rp` + `Pacer`.
+    pub live_limiter: bool,
+    /// RED on Linux's EWMA of the queue (`avg += (q - avg) * 2^-wlog` per
+    /// arrival) instead of the instantaneous queue; 0: instantaneous.
+    pub red_wlog: u32,
+    /// Mark on enqueue (Linux `sch_red`) rather than on egress: the CNP then
+    /// waits out the queue.
+    pub mark_at_enqueue: bool,
 }
 
 impl SimConfig {
@@ -98,8 +120,62 @@ impl SimConfig {
             np: NpParams::default(),
             sample_ns: 50_000,
             seed: 0x5eed_cc21,
+            rp_line_bps: 0,
+            window_bytes: 0,
+            ack_delay_ns: 0,
+            live_limiter: false,
+            red_wlog: 0,
+            mark_at_enqueue: false,
         }
     }
+    /// bench-cc's path (`guest-tests/run bench-cc`, docs/congestion.md): 2
+    /// flows at a 50 Mbit/s line (`--eth-rate-mbps 50`, which the RP takes as
+    /// its line rate) into a 30 Mbit/s bottleneck with the switch guest's RED
+    /// (min 15 KB, max 45 KB, p 0.1, limit 300 KB; Linux's EWMA with Wlog 4,
+    /// what `tc red ... burst 24 avpkt 1000` gives; marking on enqueue),
+    /// 0.5 ms to the switch and 1.5 ms back (CNP and ACK), 128 KiB
+    /// outstanding per flow (ib_write_bw -t 2 -s 65536), 1100-byte frames,
+    /// the senders driven through the live [`Limiter`]; 3 s, flows 1 ms apart.
+    pub fn bench_cc(dcqcn: bool, rp: RpParams) -> SimConfig {
+        let mut c = SimConfig::firmware_defaults(2, dcqcn);
+        c.link_bps = 30_000_000;
+        c.nic_bps = 50_000_000;
+        c.mtu = 1100;
+        c.stagger_ns = 1_000_000;
+        c.duration_ns = 3_000_000_000;
+        c.red = Red { kmin: 15_000, kmax: 45_000, pmax: 0.1 };
+        c.red_wlog = 4;
+        c.mark_at_enqueue = true;
+        c.buffer_bytes = 300_000;
+        c.prop_ns = 500_000;
+        c.cnp_delay_ns = 1_500_000;
+        c.ack_delay_ns = 1_500_000;
+        c.window_bytes = 128 * 1024;
+        c.live_limiter = true;
+        c.rp = rp;
+        c.sample_ns = 1_000_000;
+        c
+    }
+
+    /// DCQCN's time constants scaled to bench-cc's path (ms round trips,
+    /// Mbit/s rates; `docs/notes/ccsim-findings.md` on branch wip-ccsim): the
+    /// set `guest-tests/run bench-cc` also runs as its "tuned" arm through the
+    /// guests' debugfs `cc_params`.
+    pub fn bench_cc_tuned() -> RpParams {
+        RpParams {
+            rpg_time_reset: 2000,
+            rpg_ai_rate: 1,
+            rpg_hai_rate: 5,
+            dce_tcp_rtt: 2000,
+            rate_reduce_monitor_period: 2000,
+            clamp_tgt_rate: false,
+            rate_to_set_on_first_cnp: 50,
+            rpg_max_rate: 50,
+            rpg_min_rate: 5,
+            ..RpParams::default()
+        }
+    }
+
     /// When the last flow starts.
     pub fn last_start(&self) -> u64 {
         self.stagger_ns * self.flows.saturating_sub(1) as u64
@@ -134,11 +210,26 @@ enum Ev {
     Arrive(usize),
     Depart,
     Cnp(usize),
+    Ack(usize),
+    Tick(usize),
 }
 
 struct Sender {
     rp: Rp,
     pacer: Pacer,
+    limiter: Option<Limiter>,
+    inflight: u64,
+    /// The limiter's scheduled timer (one per sender, as the engine's heap entry).
+    tick_at: u64,
+}
+
+impl Sender {
+    fn rate(&self, nic: u64) -> u64 {
+        match &self.limiter {
+            Some(l) => l.rate().min(nic),
+            None => self.rp.rate().min(nic),
+        }
+    }
 }
 
 /// xorshift64*: deterministic marking draws in [0, 1).
@@ -163,8 +254,17 @@ fn tx_ns(bytes: u64, bps: u64) -> u64 {
 
 pub fn run(cfg: &SimConfig) -> SimResult {
     let n = cfg.flows;
-    let mut senders: Vec<Sender> =
-        (0..n).map(|_| Sender { rp: Rp::new(cfg.nic_bps), pacer: Pacer::new(0, cfg.nic_bps, cfg.mtu) }).collect();
+    let rp_line = if cfg.rp_line_bps == 0 { cfg.nic_bps } else { cfg.rp_line_bps };
+    let mut senders: Vec<Sender> = (0..n)
+        .map(|_| Sender {
+            rp: Rp::new(rp_line),
+            pacer: Pacer::new(0, cfg.nic_bps, cfg.mtu),
+            limiter: None,
+            inflight: 0,
+            tick_at: u64::MAX,
+        })
+        .collect();
+    let mut avg_q = 0.0f64;
     let mut np = Np::new(cfg.np, true);
     let mut c = CongStatistics::default();
     let mut rng = Rng(cfg.seed | 1);
@@ -177,7 +277,7 @@ pub fn run(cfg: &SimConfig) -> SimResult {
     for i in 0..n {
         push(&mut heap, cfg.stagger_ns * i as u64, Ev::Send(i));
     }
-    let mut queue: VecDeque<usize> = VecDeque::new();
+    let mut queue: VecDeque<(usize, bool)> = VecDeque::new();
     let mut q_bytes = 0u64;
     let mut link_busy = false;
     let mut res = SimResult {
@@ -196,7 +296,7 @@ pub fn run(cfg: &SimConfig) -> SimResult {
         }
         while next_sample <= t {
             let rate_bps = (0..n)
-                .map(|i| if next_sample < cfg.stagger_ns * i as u64 { 0 } else { senders[i].rp.rate() })
+                .map(|i| if next_sample < cfg.stagger_ns * i as u64 { 0 } else { senders[i].rate(u64::MAX) })
                 .collect();
             let thr_bps = (0..n)
                 .map(|i| {
@@ -210,27 +310,87 @@ pub fn run(cfg: &SimConfig) -> SimResult {
         match ev {
             Ev::Send(i) => {
                 let s = &mut senders[i];
-                s.rp.advance(t, &cfg.rp);
-                let rate = if cfg.dcqcn { s.rp.rate().min(cfg.nic_bps) } else { cfg.nic_bps };
-                if rate != s.pacer.rate() {
-                    s.pacer.set_rate(t, rate);
+                if cfg.window_bytes > 0 && s.inflight + cfg.mtu > cfg.window_bytes {
+                    continue; // the ACK wakes it
                 }
-                if s.pacer.try_send(t, cfg.mtu) {
-                    s.rp.on_sent(t, cfg.mtu, &cfg.rp);
-                    let ser = tx_ns(cfg.mtu, cfg.nic_bps);
-                    push(&mut heap, t + ser + cfg.prop_ns, Ev::Arrive(i));
-                    push(&mut heap, t + ser, Ev::Send(i));
+                let ok = if cfg.live_limiter && cfg.dcqcn {
+                    // The line (NIC serialisation) first, then the limiter's pacer.
+                    let nic_ok = s.pacer.try_send(t, cfg.mtu);
+                    if !nic_ok {
+                        Err(s.pacer.next_send_at(t, cfg.mtu).max(t + 1))
+                    } else if let Some(l) = s.limiter.as_mut() {
+                        match l.admit(t, cfg.mtu) {
+                            Ok(()) => Ok(()),
+                            Err(at) => {
+                                // Give the line tokens back: nothing left.
+                                s.pacer = Pacer::new(t, cfg.nic_bps, cfg.mtu);
+                                Err(at)
+                            }
+                        }
+                    } else {
+                        Ok(())
+                    }
                 } else {
-                    let at = s.pacer.next_send_at(t, cfg.mtu).min(t + MAX_NAP_NS).max(t + 1);
-                    push(&mut heap, at, Ev::Send(i));
+                    s.rp.advance(t, &cfg.rp);
+                    let rate = if cfg.dcqcn { s.rp.rate().min(cfg.nic_bps) } else { cfg.nic_bps };
+                    if rate != s.pacer.rate() {
+                        s.pacer.set_rate(t, rate);
+                    }
+                    if s.pacer.try_send(t, cfg.mtu) {
+                        s.rp.on_sent(t, cfg.mtu, &cfg.rp);
+                        Ok(())
+                    } else {
+                        Err(s.pacer.next_send_at(t, cfg.mtu).min(t + MAX_NAP_NS).max(t + 1))
+                    }
+                };
+                match ok {
+                    Ok(()) => {
+                        s.inflight += cfg.mtu;
+                        let ser = tx_ns(cfg.mtu, cfg.nic_bps);
+                        push(&mut heap, t + ser + cfg.prop_ns, Ev::Arrive(i));
+                        push(&mut heap, t + ser, Ev::Send(i));
+                    }
+                    Err(at) => push(&mut heap, at, Ev::Send(i)),
+                }
+            }
+            Ev::Tick(i) => {
+                // The engine's timer heap: run the limiter, drop it once it can go.
+                let s = &mut senders[i];
+                if t != s.tick_at {
+                    continue;
+                }
+                s.tick_at = u64::MAX;
+                if let Some(l) = s.limiter.as_mut() {
+                    if !l.advance(t, cfg.rp) {
+                        s.limiter = None;
+                    } else if let Some(w) = l.next_wake() {
+                        s.tick_at = w.max(t + 1);
+                        push(&mut heap, s.tick_at, Ev::Tick(i));
+                    }
+                }
+            }
+            Ev::Ack(i) => {
+                let s = &mut senders[i];
+                let was_blocked = cfg.window_bytes > 0 && s.inflight + cfg.mtu > cfg.window_bytes;
+                s.inflight = s.inflight.saturating_sub(cfg.mtu);
+                if was_blocked {
+                    push(&mut heap, t, Ev::Send(i));
                 }
             }
             Ev::Arrive(i) => {
+                if cfg.red_wlog > 0 {
+                    let w = 1.0 / (1u64 << cfg.red_wlog) as f64;
+                    avg_q += (q_bytes as f64 - avg_q) * w;
+                }
                 if q_bytes + cfg.mtu > cfg.buffer_bytes {
                     res.dropped += 1;
+                    // RC go-back-N is not modelled: the window slot comes back.
+                    push(&mut heap, t + cfg.ack_delay_ns, Ev::Ack(i));
                     continue;
                 }
-                queue.push_back(i);
+                let qm = if cfg.red_wlog > 0 { avg_q as u64 } else { q_bytes };
+                let ce_in = cfg.mark_at_enqueue && rng.next_f64() < cfg.red.mark_probability(qm);
+                queue.push_back((i, ce_in));
                 q_bytes += cfg.mtu;
                 res.queue_max = res.queue_max.max(q_bytes);
                 if !link_busy {
@@ -239,16 +399,20 @@ pub fn run(cfg: &SimConfig) -> SimResult {
                 }
             }
             Ev::Depart => {
-                let Some(i) = queue.pop_front() else {
+                let Some((i, ce_in)) = queue.pop_front() else {
                     link_busy = false;
                     continue;
                 };
                 // Marked on egress from the queue it leaves behind (as the
                 // DCQCN paper's switches do): the CNP does not wait out the queue.
-                let ce = rng.next_f64() < cfg.red.mark_probability(q_bytes);
+                let qm = if cfg.red_wlog > 0 { avg_q as u64 } else { q_bytes };
+                let ce = if cfg.mark_at_enqueue { ce_in } else { rng.next_f64() < cfg.red.mark_probability(qm) };
                 res.marked += ce as u64;
                 q_bytes -= cfg.mtu;
                 res.delivered[i] += cfg.mtu;
+                if cfg.window_bytes > 0 {
+                    push(&mut heap, t + cfg.ack_delay_ns, Ev::Ack(i));
+                }
                 let ecn = if ce { Ecn::Ce } else { Ecn::Ect0 };
                 if np.on_packet(t, i as u32, i as u32, ecn, 0, &mut c).is_some() {
                     push(&mut heap, t + cfg.cnp_delay_ns, Ev::Cnp(i));
@@ -260,7 +424,19 @@ pub fn run(cfg: &SimConfig) -> SimResult {
                 }
             }
             Ev::Cnp(i) => {
-                if cfg.dcqcn {
+                if cfg.dcqcn && cfg.live_limiter {
+                    let s = &mut senders[i];
+                    let l = s.limiter.get_or_insert_with(|| Limiter::new(t, rp_line, cfg.rp));
+                    l.on_cnp(t, cfg.rp);
+                    if let Some(w) = l.next_wake() {
+                        let w = w.max(t + 1);
+                        if w < s.tick_at {
+                            s.tick_at = w;
+                            push(&mut heap, w, Ev::Tick(i));
+                        }
+                    }
+                    c.rp_cnp_handled += 1;
+                } else if cfg.dcqcn {
                     senders[i].rp.on_cnp(t, &cfg.rp);
                     c.rp_cnp_handled += 1;
                 } else {

@@ -80,7 +80,8 @@ impl Engine {
         }
         let Some(cfg) = self.rt.cc_config() else { return };
         let now = self.rt.io.clock.now_ns();
-        let line = self.rt.io.packets.line_rate_bps();
+        let port = self.rt.io.packets.line_rate_bps();
+        let line = self.rt.io.packets.cc().map_or(port, |cc| cc.rp_line_rate(port));
         let qp = self.qps.get_mut(dest_qp).filter(|q| {
             matches!(q.qp_type, QpType::Rc | QpType::Uc | QpType::Ud | QpType::XrcInitiator)
                 && matches!(q.state, QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe)
