@@ -16,6 +16,7 @@ pub mod rmpp;
 pub mod sa;
 pub mod select;
 pub mod service;
+pub mod sm_role;
 pub mod source;
 
 #[cfg(test)]
