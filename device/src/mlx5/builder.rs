@@ -51,6 +51,7 @@ pub struct FirmwareBuilder {
     roce: Option<(Arc<RoceGids>, Arc<RoceCounters>)>,
     cc: Option<Arc<CcControl>>,
     sa: Option<Box<crate::subnet::Sa>>,
+    sm: Option<(crate::subnet::sm_role::SmRoles, Vec<crate::subnet::PortRecord>)>,
 }
 
 impl FirmwareBuilder {
@@ -70,6 +71,7 @@ impl FirmwareBuilder {
             roce: None,
             cc: None,
             sa: None,
+            sm: None,
         }
     }
 
@@ -107,6 +109,17 @@ impl FirmwareBuilder {
     /// The Subnet Administrator this port runs (the SM's port).
     pub fn sa(mut self, sa: crate::subnet::Sa) -> FirmwareBuilder {
         self.sa = Some(Box::new(sa));
+        self
+    }
+
+    /// The SM role machine and the ports a new master's SA starts from
+    /// (`datapath/sm_wire.rs`).
+    pub fn sm(
+        mut self,
+        roles: crate::subnet::sm_role::SmRoles,
+        ports: Vec<crate::subnet::PortRecord>,
+    ) -> FirmwareBuilder {
+        self.sm = Some((roles, ports));
         self
     }
 
@@ -173,6 +186,10 @@ impl FirmwareBuilder {
             commands,
         };
         fw.ib.sa = self.sa;
+        if let Some((roles, ports)) = self.sm {
+            fw.ib.sm = Some(Box::new(roles));
+            fw.ib.sm_ports = ports;
+        }
         fw.reset();
         Ok(fw)
     }

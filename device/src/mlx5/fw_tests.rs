@@ -374,6 +374,8 @@ mod roce_cmds;
 mod roce_cong;
 #[path = "datapath/sa_wire_tests.rs"]
 mod sa_wire;
+#[path = "datapath/sm_wire_tests.rs"]
+mod sm_wire;
 #[path = "fw_tests_wqe.rs"]
 mod wqe_paths;
 #[path = "fw_tests_xrc.rs"]

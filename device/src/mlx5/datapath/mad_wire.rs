@@ -99,6 +99,8 @@ impl Firmware {
                 if self.ib.port.port_state != 4 {
                 } else if self.sa_claims(dqpn, &dg.data) {
                     self.sa_answer(&dg);
+                } else if self.sm_claims(dqpn, &dg.data) {
+                    self.sm_receive(&dg);
                 } else {
                     self.deliver_local(dqpn, dg);
                 }

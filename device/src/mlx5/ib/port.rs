@@ -149,6 +149,14 @@ pub struct IbPort {
     pub sa: Option<Box<crate::subnet::Sa>>,
     /// When the SA's RMPP timer next runs (clock ns).
     pub sa_next_tick_ns: u64,
+    /// The SM role machine (`datapath/sm_wire.rs`): which server is the
+    /// master SM; `None` without fabric peers or with a static `--sm-lid`.
+    pub sm: Option<Box<crate::subnet::sm_role::SmRoles>>,
+    /// The ports a new master's SA database starts from (this one and every
+    /// configured peer; the dead ones are left out).
+    pub sm_ports: Vec<crate::subnet::PortRecord>,
+    /// SMInfo SMPs this server's SM answered.
+    pub sm_answered: u64,
 }
 
 impl IbPort {
@@ -160,6 +168,9 @@ impl IbPort {
             pma_base: [0; 6],
             sa: None,
             sa_next_tick_ns: 0,
+            sm: None,
+            sm_ports: Vec::new(),
+            sm_answered: 0,
         }
     }
 
