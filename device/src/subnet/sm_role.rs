@@ -233,6 +233,10 @@ impl SmRoles {
         self.stats
     }
 
+    pub fn stats_mut(&mut self) -> &mut SmStats {
+        &mut self.stats
+    }
+
     pub fn peers(&self) -> impl Iterator<Item = &PeerSm> {
         self.peers.values()
     }

@@ -167,6 +167,11 @@ impl Firmware {
         }
     }
 
+    /// The SM role machine, where the port has one.
+    pub fn sm_mut(&mut self) -> Option<&mut crate::subnet::sm_role::SmRoles> {
+        self.ib.sm.as_deref_mut()
+    }
+
     /// The SM's state and counters, where the port has SM roles.
     pub fn sm_view(&self) -> Option<SmView> {
         let sm = self.ib.sm.as_ref()?;
