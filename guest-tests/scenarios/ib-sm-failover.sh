@@ -45,8 +45,8 @@ else
 fi
 # the standby of the lowest LID (2) must become the master SM
 t0=$(vr_now)
-while [ "$(cat $SMLID)" != 2 ] && [ "$(vr_since $t0 | cut -d. -f1)" -lt 120 ]; do sleep 0.2; done
-echo "SMFO-SM-CHANGED g$G sm_lid $(cat $SMLID) watched $(vr_since $t0) s"
+while [ "$(($(cat $SMLID)))" != 2 ] && [ "$(vr_since $t0 | cut -d. -f1)" -lt 120 ]; do sleep 0.2; done
+echo "SMFO-SM-CHANGED g$G sm_lid $(($(cat $SMLID))) watched $(vr_since $t0) s"
 ibstat mlx5_0 | grep -E "SM lid|State:" | sed "s/^[[:space:]]*/IBSTAT g$G /"
 tool sa-nodes-g$G saquery
 wait $BW
