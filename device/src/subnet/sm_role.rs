@@ -61,7 +61,7 @@ pub struct SmStats {
     pub peers_lost: u64,
     /// Times this server became master after another was.
     pub takeovers: u64,
-    /// Times the master changed (here and elsewhere).
+    /// Times the master this port follows changed (here and elsewhere).
     pub master_changes: u64,
     /// Answers matching no outstanding poll (late, duplicated or unsolicited).
     pub stale_answers: u64,
@@ -85,6 +85,10 @@ pub struct SmRoles {
     priority: u8,
     timing: SmTiming,
     peers: BTreeMap<u16, PeerSm>,
+    /// The best live SM by the key.
+    elected: u16,
+    /// The master this port follows (PortInfo.MasterSMLID): the elected one
+    /// once it is master itself (its SMInfo said MASTER), or this server.
     master: u16,
     next_poll_ns: u64,
     next_tid: u64,
@@ -110,13 +114,15 @@ impl SmRoles {
             priority: priority.min(15),
             timing,
             peers,
+            elected: lid,
             master: lid,
             next_poll_ns: 0,
             next_tid: 1,
             act_count: 0,
             stats: SmStats::default(),
         };
-        r.master = r.elect();
+        r.elected = r.elect();
+        r.master = r.elected;
         r
     }
 
@@ -133,15 +139,23 @@ impl SmRoles {
             .unwrap_or(self.lid)
     }
 
+    /// Re-elects, and follows the elected SM once it is master: at once if
+    /// it is this server, else when its SMInfo says MASTER (IBTA: ports learn
+    /// a new SM from its sweep, so none is sent to an SA not built yet).
     fn reelect(&mut self, ch: &mut SmChange) {
-        let new = self.elect();
-        if new != self.master {
-            let old = std::mem::replace(&mut self.master, new);
+        self.elected = self.elect();
+        if self.elected == self.master {
+            return;
+        }
+        let e = self.elected;
+        let ready = e == self.lid || self.peers.get(&e).is_some_and(|p| p.state == Some(SmState::Master));
+        if ready {
+            let old = std::mem::replace(&mut self.master, e);
             self.stats.master_changes += 1;
-            if new == self.lid {
+            if e == self.lid {
                 self.stats.takeovers += 1;
             }
-            ch.master = Some((old, new));
+            ch.master = Some((old, e));
         }
     }
 
@@ -207,12 +221,18 @@ impl SmRoles {
             sm_key: 0,
             act_count: self.act_count,
             priority: self.priority,
-            state: if self.is_master() { SmState::Master } else { SmState::Standby },
+            state: if self.elected == self.lid { SmState::Master } else { SmState::Standby },
         }
     }
 
+    /// The master this port follows (its MasterSMLID).
     pub fn master(&self) -> u16 {
         self.master
+    }
+
+    /// The best live SM by the key (the master once it says so).
+    pub fn elected(&self) -> u16 {
+        self.elected
     }
 
     pub fn is_master(&self) -> bool {
@@ -256,15 +276,32 @@ mod tests {
         SmInfo { guid, sm_key: 0, act_count: 0, priority, state: SmState::Standby }
     }
 
-    /// Answers every poll in `polls` except those to `dead`, as each peer would.
-    fn answer_all(r: &mut SmRoles, polls: &[(u16, u64)], dead: &[u16], prio: impl Fn(u16) -> u8) -> SmChange {
+    fn master(guid: u64, priority: u8) -> SmInfo {
+        SmInfo { state: SmState::Master, ..standby(guid, priority) }
+    }
+
+    /// Answers every poll in `polls` except those to `dead`, as each peer
+    /// would: priority `prio(lid)`, MASTER where `is_master(lid)`.
+    fn answer_as(
+        r: &mut SmRoles,
+        polls: &[(u16, u64)],
+        dead: &[u16],
+        prio: impl Fn(u16) -> u8,
+        is_master: impl Fn(u16) -> bool,
+    ) -> SmChange {
         let mut all = SmChange::default();
         for &(l, tid) in polls.iter().filter(|(l, _)| !dead.contains(l)) {
-            let ch = r.answer(l, tid, &standby(l as u64, prio(l)));
+            let i = if is_master(l) { master(l as u64, prio(l)) } else { standby(l as u64, prio(l)) };
+            let ch = r.answer(l, tid, &i);
             all.master = ch.master.or(all.master);
             all.back.extend(ch.back);
         }
         all
+    }
+
+    /// [`answer_as`] with LID 1 the master.
+    fn answer_all(r: &mut SmRoles, polls: &[(u16, u64)], dead: &[u16], prio: impl Fn(u16) -> u8) -> SmChange {
+        answer_as(r, polls, dead, prio, |l| l == 1)
     }
 
     #[test]
@@ -309,32 +346,39 @@ mod tests {
     }
 
     #[test]
-    fn the_third_server_follows_the_same_master() {
+    fn the_third_server_follows_the_new_master_once_it_says_master() {
+        // Server 3 declares 1 dead at 4 s, as server 2 does; 2's answers say MASTER from 5 s on.
         let mut r = SmRoles::new(3, 0x30, 0, &[1, 2], SmTiming::default());
         let mut changes = Vec::new();
-        for k in 0..6u64 {
+        for k in 0..7u64 {
             let (p, ch) = r.poll(k * S);
-            changes.extend(ch.master);
-            answer_all(&mut r, &p, if k == 0 { &[] } else { &[1] }, |_| 0);
+            changes.extend(ch.master.map(|m| (k, m)));
+            let ch = answer_as(&mut r, &p, if k == 0 { &[] } else { &[1] }, |_| 0, |l| l == 1 || (l == 2 && k >= 5));
+            changes.extend(ch.master.map(|m| (k, m)));
+            if k == 4 {
+                assert_eq!((r.elected(), r.master()), (2, 1), "elected, not yet followed");
+                assert_eq!(r.info().state, SmState::Standby);
+            }
         }
-        assert_eq!(changes, vec![(1, 2)]);
+        assert_eq!(changes, vec![(5, (1, 2))]);
         assert_eq!(r.stats().takeovers, 0);
     }
 
     #[test]
     fn a_higher_priority_wins_and_a_recovered_master_takes_back_its_role() {
-        // Server 1 (priority 0) hears server 3 with priority 5: 3 is master.
+        // Server 1 (priority 0) hears server 3 with priority 5, master in its own view: 3 is master.
         let mut r = SmRoles::new(1, 0x10, 0, &[2, 3], SmTiming::default());
         assert!(r.is_master());
+        let prio = |l: u16| if l == 3 { 5 } else { 0 };
         let (p, _) = r.poll(0);
-        let ch = answer_all(&mut r, &p, &[], |l| if l == 3 { 5 } else { 0 });
+        let ch = answer_as(&mut r, &p, &[], prio, |l| l == 3);
         assert_eq!(ch.master, Some((1, 3)));
         // 3 dies: 1 (lowest LID of priority 0) takes over, 3 restarts and takes it back.
         let mut seen = Vec::new();
         for k in 1..=8u64 {
             let (p, ch) = r.poll(k * S);
             seen.extend(ch.master);
-            let ch = answer_all(&mut r, &p, if k < 6 { &[3] } else { &[] }, |l| if l == 3 { 5 } else { 0 });
+            let ch = answer_as(&mut r, &p, if k < 6 { &[3] } else { &[] }, prio, |l| l == 3);
             seen.extend(ch.master);
         }
         assert_eq!(seen, vec![(3, 1), (1, 3)]);
