@@ -17,6 +17,12 @@
 //! sm_sl = 0              # PortInfo.MasterSMSL
 //! switch_lid = 4         # the modeled switch's LID; default: the highest LID of this port and its peers + 1
 //!
+//! [sm]                   # SM roles and failover (docs/ib-fabric.md); off with an explicit sm_lid
+//! priority = 0           # SMInfo Priority, 0..=15: the highest live one is master, ties: the lowest LID
+//! poll_ms = 1000         # SMInfo polls of the other servers, one per period
+//! poll_misses = 3        # polls unanswered in a row that make a server dead
+//! failover = true        # false: the SM LID stays static (no polls)
+//!
 //! [bars]
 //! bar0_size = 33554432   # 32 MiB register space
 //! device_memory_size = 1048576
@@ -241,6 +247,28 @@ pub struct Config {
     pub fabric: crate::fabric::FabricConfig,
     /// The Ethernet port's link (used when `port.link_layer` is `eth`).
     pub eth: crate::fabric::ether::EtherConfig,
+    /// SM roles and failover (IB link layer with fabric peers).
+    pub sm: Sm,
+}
+
+/// `[sm]`: the SM roles (`subnet::sm_role`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Sm {
+    /// SMInfo Priority, 0..=15.
+    pub priority: u8,
+    /// The SMInfo poll period in ms (>= 10).
+    pub poll_ms: u64,
+    /// Missed polls in a row after which a server is dead (>= 1).
+    pub poll_misses: u32,
+    /// Whether servers poll each other and a standby takes over.
+    pub failover: bool,
+}
+
+impl Default for Sm {
+    fn default() -> Self {
+        Sm { priority: 0, poll_ms: 1000, poll_misses: 3, failover: true }
+    }
 }
 
 impl Default for Config {
@@ -253,6 +281,7 @@ impl Default for Config {
             port: Port::default(),
             fabric: crate::fabric::FabricConfig { port: 0, ..Default::default() },
             eth: Default::default(),
+            sm: Sm::default(),
         }
     }
 }
@@ -297,6 +326,12 @@ impl Config {
             if !g.is_empty() {
                 parse_guid(g)?;
             }
+        }
+        if self.sm.priority > 15 || self.sm.poll_ms < 10 || self.sm.poll_misses == 0 {
+            return Err(ConfigError::Invalid(format!(
+                "[sm] priority {} (0..=15), poll_ms {} (>= 10), poll_misses {} (>= 1)",
+                self.sm.priority, self.sm.poll_ms, self.sm.poll_misses
+            )));
         }
         if self.identity.sm_sl > 15 {
             return Err(ConfigError::Invalid(format!("sm_sl {} is not an SL (0..=15)", self.identity.sm_sl)));
@@ -478,6 +513,10 @@ mod tests {
         assert!(Config::parse("[identity]\nsys_image_guid = \"zz\"\n").is_err());
         assert!(Config::parse("[identity]\nsm_sl = 16\n").is_err());
         assert_eq!(Config::parse("[identity]\nsm_sl = 15\n").unwrap().identity.sm_sl, 15);
+        assert!(Config::parse("[sm]\npriority = 16\n").is_err());
+        assert!(Config::parse("[sm]\npoll_misses = 0\n").is_err());
+        let c = Config::parse("[sm]\npriority = 7\npoll_ms = 200\n").unwrap();
+        assert_eq!((c.sm.priority, c.sm.poll_ms, c.sm.poll_misses, c.sm.failover), (7, 200, 3, true));
     }
 
     #[test]

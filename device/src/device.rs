@@ -206,28 +206,37 @@ impl PacketHandler for Kicking {
     }
 }
 
-/// The Subnet Administrator of the port whose LID is the SM LID (`None` on
-/// any other port). Its database: this port as configured, and each
+/// The ports of the SA's database: this port as configured, and each
 /// `[fabric]` peer's LID with the identity a port gets when its
 /// configuration names none (`config::derived_node_guid`, port GUID + 1,
-/// `derived_node_desc`): the SA does not sweep the fabric (docs/ib-fabric.md).
-fn subnet_admin(config: &Config) -> Option<crate::subnet::Sa> {
-    use crate::subnet::{PortRecord, Sa, SaConfig, Subnet};
+/// `derived_node_desc`).
+fn subnet_ports(config: &Config) -> Vec<crate::subnet::PortRecord> {
+    use crate::subnet::PortRecord;
     let lid = config.identity.lid;
-    if lid == 0 || lid != config.sm_lid() {
-        return None;
-    }
-    let mut subnet = Subnet::new(lid);
     let mut own = PortRecord::new(lid, config.port_guid(), config.node_guid());
     own.sys_image_guid = config.sys_image_guid();
     own.node_desc = config.node_desc();
-    if let Err(e) = subnet.add_port(own) {
-        warn!("the SA's own port: {e}");
-    }
+    let mut out = vec![own];
     for l in config.fabric.peers.iter().filter_map(|p| p.lid).filter(|&l| l != lid) {
         let g = crate::config::derived_node_guid(l);
         let mut p = PortRecord::new(l, g.wrapping_add(1), g);
         p.node_desc = crate::config::derived_node_desc(l);
+        out.push(p);
+    }
+    out
+}
+
+/// The Subnet Administrator of the port whose LID is `sm_lid` (`None` on
+/// any other port), its database [`subnet_ports`].
+fn subnet_admin(config: &Config, sm_lid: u16) -> Option<crate::subnet::Sa> {
+    use crate::subnet::{Sa, SaConfig, Subnet};
+    let lid = config.identity.lid;
+    if lid == 0 || lid != sm_lid {
+        return None;
+    }
+    let mut subnet = Subnet::new(lid);
+    for p in subnet_ports(config) {
+        let l = p.lid;
         if let Err(e) = subnet.add_port(p) {
             warn!(peer = l, "not in the SA's database: {e}");
         }
@@ -243,6 +252,20 @@ fn modeled_switch(config: &Config) -> crate::subnet::switch::Switch {
     let lids = config.fabric.peers.iter().filter_map(|p| p.lid).chain([config.identity.lid]);
     let lid = (config.identity.switch_lid != 0).then_some(config.identity.switch_lid);
     Switch::new(lids, config.sm_lid(), SwitchConfig { lid, node_guid: None })
+}
+
+/// The SM role machine (docs/ib-fabric.md "SM roles and failover"): on an
+/// IB port with fabric peers, unless `[sm] failover = false` or the SM LID
+/// is configured (`--sm-lid`: a static SM).
+fn sm_roles(config: &Config) -> Option<crate::subnet::sm_role::SmRoles> {
+    use crate::subnet::sm_role::{SmRoles, SmTiming};
+    let lid = config.identity.lid;
+    let peers: Vec<u16> = config.fabric.peers.iter().filter_map(|p| p.lid).filter(|&l| l != lid && l != 0).collect();
+    if !config.sm.failover || config.identity.sm_lid != 0 || lid == 0 || peers.is_empty() {
+        return None;
+    }
+    let timing = SmTiming { period_ns: config.sm.poll_ms * 1_000_000, max_misses: config.sm.poll_misses };
+    Some(SmRoles::new(lid, config.port_guid(), config.sm.priority, &peers, timing))
 }
 
 fn lock(fw: &Mutex<Firmware>) -> MutexGuard<'_, Firmware> {
@@ -272,7 +295,11 @@ impl Vrnic {
         port.revision = config.identity.revision as u32;
         port.sys_image_guid = config.sys_image_guid();
         port.node_desc = config.node_desc();
-        port.sm_lid = config.sm_lid();
+        // With SM roles the master is the role machine's (at start: the lowest LID unless
+        // this server's priority is higher), else the configured SM LID.
+        let roles = sm_roles(config);
+        let sm_lid = roles.as_ref().map_or(config.sm_lid(), |r| r.master());
+        port.sm_lid = sm_lid;
         port.sm_sl = config.identity.sm_sl;
         let memory =
             Arc::new(DeviceMemory { dma: dma.clone(), mem: mem.clone(), base: bars.memic_offset(), size: bars.bar4 });
@@ -358,7 +385,7 @@ impl Vrnic {
             info!(lid = sw.lid(), ports = sw.num_ports(), guid = %format!("{:#018x}", sw.node_guid()), "the modeled switch");
             builder = builder.switch(sw);
         }
-        if let (LinkLayer::Ib, Some(sa)) = (link_layer, subnet_admin(config)) {
+        if let (LinkLayer::Ib, Some(sa)) = (link_layer, subnet_admin(config, sm_lid)) {
             builder = builder.sm_info(crate::subnet::sm_info::SmInfoAgent::new(config.port_guid(), 0));
             info!(
                 lid = config.identity.lid,
@@ -366,6 +393,16 @@ impl Vrnic {
                 "this port is the SM LID: it runs the SA"
             );
             builder = builder.sa(sa);
+        }
+        if let (LinkLayer::Ib, Some(roles)) = (link_layer, roles) {
+            info!(
+                lid = config.identity.lid,
+                master = roles.master(),
+                priority = config.sm.priority,
+                poll_ms = config.sm.poll_ms,
+                "SM roles: polling the other servers' SMs"
+            );
+            builder = builder.sm(roles, subnet_ports(config));
         }
         let firmware = builder.fabric(fabric_io).build().map_err(io::Error::other)?;
         let fw = Arc::new(Mutex::new(firmware));

@@ -98,6 +98,18 @@ struct Args {
     #[arg(long, value_name = "SL", value_parser = parse_u8)]
     sm_sl: Option<u8>,
 
+    /// SMInfo Priority of this server's SM, 0..=15 (default 0): the highest live one is master, ties: the lowest LID.
+    #[arg(long, value_name = "N", value_parser = parse_u8)]
+    sm_priority: Option<u8>,
+
+    /// SMInfo poll period between the servers' SMs in ms (default 1000).
+    #[arg(long, value_name = "MS", value_parser = parse_u64)]
+    sm_poll_ms: Option<u64>,
+
+    /// Missed SMInfo polls in a row that make a server's SM dead (default 3).
+    #[arg(long, value_name = "N")]
+    sm_poll_misses: Option<u32>,
+
     /// On-device memory (BAR4) size in bytes, power of two (default 1 MiB).
     #[arg(long, value_name = "BYTES", value_parser = parse_u64)]
     device_memory: Option<u64>,
@@ -231,6 +243,15 @@ fn build_config(a: &Args) -> Result<Config, String> {
     }
     if let Some(v) = a.sm_sl {
         c.identity.sm_sl = v;
+    }
+    if let Some(v) = a.sm_priority {
+        c.sm.priority = v;
+    }
+    if let Some(v) = a.sm_poll_ms {
+        c.sm.poll_ms = v;
+    }
+    if let Some(v) = a.sm_poll_misses {
+        c.sm.poll_misses = v;
     }
     if let Some(v) = a.device_memory {
         c.bars.device_memory_size = v;

@@ -71,6 +71,8 @@ pub(super) struct FirmwareStats<'a> {
     pub roce: Option<RoceTree<'a>>,
     /// The Subnet Administrator's counters (`null` unless this port is the SM LID).
     pub sa: Option<SaStats>,
+    /// SM roles and failover (`mlx5/datapath/sm_wire.rs`), `null` without them.
+    pub sm: Option<crate::mlx5::datapath::sm_wire::SmView>,
 }
 
 /// The RoCE port's counters and the programmed GID table entries.
@@ -203,6 +205,7 @@ impl<'a> FirmwareStats<'a> {
                 congestion: CongestionTree::new(f.roce_cc()),
             }),
             sa: f.sa_stats(),
+            sm: f.sm_view(),
         }
     }
 }

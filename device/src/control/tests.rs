@@ -68,6 +68,7 @@ fn full_handles() -> (ControlHandles, Arc<crate::fabric::PortCounters>) {
     .roce(Arc::new(crate::fabric::roce::RoceGids::new(4)), Arc::default())
     .cc(cc.clone())
     .sa(crate::subnet::Sa::new(crate::subnet::Subnet::new(1), Default::default()))
+    .sm(crate::subnet::sm_role::SmRoles::new(1, 2, 0, &[2], Default::default()), Vec::new())
     .build()
     .unwrap();
     let h = ControlHandles {
@@ -156,6 +157,7 @@ fn counter_structs(
         ("RoceCounters", &["firmware", "roce"], v(&**fw.roce_counters().unwrap())),
         ("CongStatistics", &["firmware", "roce", "congestion"], v(&h.cc.as_ref().unwrap().statistics())),
         ("SaStats", &["firmware", "sa"], v(&fw.sa_stats().unwrap())),
+        ("SmStats", &["firmware", "sm"], v(&fw.sm_view().unwrap().stats)),
     ]
 }
 
@@ -276,6 +278,18 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
     let mut fw = h.fw.as_ref().unwrap().lock().unwrap();
     let sa = fw.sa_mut().unwrap().stats_mut();
     for c in [&mut sa.requests, &mut sa.dropped, &mut sa.errors, &mut sa.rmpp_segments] {
+        *c = next();
+    }
+    let sm = fw.sm_mut().unwrap().stats_mut();
+    for c in [
+        &mut sm.polls,
+        &mut sm.answers,
+        &mut sm.misses,
+        &mut sm.peers_lost,
+        &mut sm.takeovers,
+        &mut sm.master_changes,
+        &mut sm.stale_answers,
+    ] {
         *c = next();
     }
     let f = fw.stats();

@@ -53,6 +53,7 @@ pub struct FirmwareBuilder {
     sa: Option<Box<crate::subnet::Sa>>,
     switch: Option<Box<crate::subnet::switch::Switch>>,
     sm_info: Option<crate::subnet::sm_info::SmInfoAgent>,
+    sm: Option<(crate::subnet::sm_role::SmRoles, Vec<crate::subnet::PortRecord>)>,
 }
 
 impl FirmwareBuilder {
@@ -74,6 +75,7 @@ impl FirmwareBuilder {
             sa: None,
             switch: None,
             sm_info: None,
+            sm: None,
         }
     }
 
@@ -123,6 +125,17 @@ impl FirmwareBuilder {
     /// The SM's SMInfo agent (the SM's port).
     pub fn sm_info(mut self, sm: crate::subnet::sm_info::SmInfoAgent) -> FirmwareBuilder {
         self.sm_info = Some(sm);
+        self
+    }
+
+    /// The SM role machine and the ports a new master's SA starts from
+    /// (`datapath/sm_wire.rs`).
+    pub fn sm(
+        mut self,
+        roles: crate::subnet::sm_role::SmRoles,
+        ports: Vec<crate::subnet::PortRecord>,
+    ) -> FirmwareBuilder {
+        self.sm = Some((roles, ports));
         self
     }
 
@@ -191,6 +204,10 @@ impl FirmwareBuilder {
         fw.ib.sa = self.sa;
         fw.ib.switch = self.switch;
         fw.ib.sm_info = self.sm_info;
+        if let Some((roles, ports)) = self.sm {
+            fw.ib.sm = Some(Box::new(roles));
+            fw.ib.sm_ports = ports;
+        }
         fw.reset();
         Ok(fw)
     }

@@ -376,6 +376,8 @@ mod roce_cmds;
 mod roce_cong;
 #[path = "datapath/sa_wire_tests.rs"]
 mod sa_wire;
+#[path = "datapath/sm_wire_tests.rs"]
+mod sm_wire;
 #[path = "datapath/smi_route_tests.rs"]
 mod smi_route;
 #[path = "fw_tests_wqe.rs"]

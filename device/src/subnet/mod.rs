@@ -17,6 +17,7 @@ pub mod sa;
 pub mod select;
 pub mod service;
 pub mod sm_info;
+pub mod sm_role;
 pub mod source;
 pub mod switch;
 

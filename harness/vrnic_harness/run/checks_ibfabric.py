@@ -1,13 +1,15 @@
 """Checks of the InfiniBand fabric service scenarios (issue 23): ib-sa (infiniband-diags between three guests:
-distinct identities, SMPs and PerfMgt MADs across the UDP fabric, the SA and SM on LID 1, the modeled switch) and
-ipoib (IPoIB datagram and connected mode, rdma_cm over IPoIB addresses)."""
+distinct identities, SMPs and PerfMgt MADs across the UDP fabric, the SA and SM on LID 1, the modeled switch),
+ipoib (IPoIB datagram and connected mode, rdma_cm over IPoIB addresses) and ib-sm-failover (the master SM's server
+killed: a standby takes over, traffic keeps running)."""
 import json
 import re
+import time
 
 from ..common import say
 from .checks_pairs import check_pairs, judge_pingpong
 from .checks_roce import check_labels, judge_cm, judge_perftest
-from .console import console_lines
+from .console import console_lines, mlx5_up_reason
 
 IBSTAT_RX = re.compile(r"^IBSTAT g(\d+) (Node GUID|System image GUID|Port GUID|Base lid|SM lid|State): (\S+)", re.M)
 IBDIAG_TOOL_RX = re.compile(r"^=== IBDIAG-TOOL (\S+): (.*?) ===\n(.*?)^=== IBDIAG-TOOL-END \1 rc=(\d+) ===$",
@@ -288,3 +290,115 @@ IB_CM_LABELS = ["cm-rping-v", "cm-ucmatose", "cm-udaddy", "cm-mckey", "R-ib_writ
 
 def judge_ib_cm(lab, role, r):
     return judge_perftest(lab, role, r) if lab.startswith("R-") else judge_cm(lab, role, r)
+
+
+# ---- ib-sm-failover: the master SM's server is killed, the standby of LID 2 takes over
+SMFO_TOOL_RX = re.compile(r"^=== SMFO-TOOL (\S+): (.*?) ===\n(.*?)^=== SMFO-TOOL-END \1 rc=(\d+) ===$", re.S | re.M)
+SMFO_LIMIT_S = 10.0
+SMFO_NEW_SM = 2
+
+
+def sm_view(server):
+    """The server's `stats` firmware.sm object ({} if it does not answer)."""
+    try:
+        return (json.loads(server.command("stats")).get("firmware") or {}).get("sm") or {}
+    except (OSError, ValueError):
+        return {}
+
+
+def interact_sm_failover(ctx):
+    """Once guest 1's RC transfer to guest 2 runs, ends guest 0 and kills its vrnic (the master SM's server);
+    measures when LID 2's server is master and when guests 1 and 2 see sm_lid 2; waits for both to end."""
+    (g0, g1, g2), (s0, s1, s2) = ctx["guests"], ctx["servers"]
+    if not g1.wait_for(r"SMFO-RC-START g1", timeout=200):
+        return "guest 1 never started its RC transfer"
+    for s in (s0, s1, s2):
+        v = sm_view(s)
+        if v.get("master_lid") != 1:
+            return "before the kill, server %d's SM view is not master LID 1: %s" % (s.pid, v)
+    end, rx = time.time() + 90, 0
+    while time.time() < end:
+        try:
+            m = re.search(r'"rx_packets":\s*(\d+)', s2.command("stats"))
+            rx = int(m.group(1)) if m else 0
+        except OSError:
+            rx = 0
+        if rx >= 2000:
+            break
+        time.sleep(0.2)
+    else:
+        return "LID 3's vrnic saw only %d packets in 90 s: no transfer to keep running" % rx
+    g0.kill()
+    s0.p.kill()
+    s0.p.wait()
+    t_kill = time.time()
+    ctx["expect_dead"] = {s0.pid}
+    ctx["killed_ok"] = True
+    say("SMFO killed guest 0 and its vrnic (pid %d, the master SM LID 1) with LID 3 at %d rx packets" % (s0.pid, rx))
+    t_master = None
+    while time.time() < t_kill + 30:
+        if sm_view(s1).get("state") == "master":
+            t_master = time.time() - t_kill
+            break
+        time.sleep(0.1)
+    seen = {}
+    while len(seen) < 2 and time.time() < t_kill + 60:
+        for gi, g in ((1, g1), (2, g2)):
+            if gi not in seen and g.wait_for(r"SMFO-SM-CHANGED g%d sm_lid %d" % (gi, SMFO_NEW_SM), timeout=0.1):
+                seen[gi] = time.time() - t_kill
+    ctx["smfo"] = dict(master=t_master, seen=seen, views=[sm_view(s1), sm_view(s2)])
+    # as for any scenario: each guest gets 8 s from its end to power off, then its QEMU is stopped (an mlx5
+    # teardown blocks the power-off; 20 s of it reads as a hung task)
+    from .runner import wait_guests
+    wait_guests([g1, g2], ctx["name"], 200)
+    return None
+
+
+def check_sm_failover(ctx):
+    texts = ctx.get("texts") or []
+    if len(texts) < 3:
+        return "expected three guests' output"
+    fo = ctx.get("smfo") or {}
+    errs = []
+    t_master, seen = fo.get("master"), fo.get("seen", {})
+    if t_master is None:
+        errs.append("LID 2's server never became master SM in 30 s")
+    for gi in (1, 2):
+        t = "\n".join(console_lines(texts[gi]))
+        if not re.search(r"VRNIC-SCENARIO-END \S+ rc=0", t):
+            errs.append("guest %d's scenario did not end with rc=0" % gi)
+        r = mlx5_up_reason(t)
+        if r:
+            errs.append("guest %d: %s" % (gi, r))
+        if seen.get(gi) is None or seen[gi] > SMFO_LIMIT_S:
+            errs.append("guest %d's sm_lid was not %d within %.0f s of the kill (%s)" % (
+                gi, SMFO_NEW_SM, SMFO_LIMIT_S, seen.get(gi)))
+        st = ibstat_fields(t).get(gi, {})
+        if st.get("SM lid") != str(SMFO_NEW_SM) or st.get("State") != "Active":
+            errs.append("guest %d's ibstat after the takeover: %s" % (gi, st))
+        tools = {m.group(1): (m.group(2), m.group(3), int(m.group(4))) for m in SMFO_TOOL_RX.finditer(t)}
+        sa = tools.get("sa-nodes-g%d" % gi)
+        guids = re.findall(r"node_guid\.*(0x[0-9a-fA-F]+)", sa[1]) if sa else []
+        if not sa or sa[2] != 0 or len(guids) != 2:
+            errs.append("guest %d's saquery after the takeover: want 2 NodeRecords (the live ports) from the "
+                        "new SA, got %s" % (gi, (sa[2], guids) if sa else "no output"))
+        rc = tools.get("rc-g%d" % gi)
+        if not rc or rc[2] != 0 or re.search(r"status|error|fail", rc[1], re.I):
+            errs.append("guest %d's ib_write_bw through the failover: %s" % (
+                gi, ("rc=%d " % rc[2] + rc[1].strip()[-300:]) if rc else "no output"))
+        elif gi == 1:
+            bw = re.search(r"^\s*4096\s+(\d+)\s+\S+\s+([\d.]+)", rc[1], re.M)
+            fo["bw"] = bw.groups() if bw else None
+    v1 = (fo.get("views") or [{}])[0]
+    if v1.get("takeovers") != 1 or v1.get("state") != "master":
+        errs.append("LID 2's server stats after the takeover: %s" % v1)
+    if errs:
+        return "; ".join(errs)
+    say("SMFO takeover: LID 2's server master %.1f s after the kill (poll %s ms x %s misses); sm_lid 2 in guest 1 "
+        "after %.1f s, guest 2 after %.1f s (limit %.0f s)" % (
+            t_master, v1.get("period_ms"), v1.get("max_misses"), seen[1], seen[2], SMFO_LIMIT_S))
+    say("SMFO LID 2's SM: polls %s answers %s misses %s peers_lost %s takeovers %s; saquery from both: 2 "
+        "NodeRecords (LIDs 2, 3); ib_write_bw g1->g2 through the failover: %s iterations, %s MB/s, no error" % (
+            v1.get("polls"), v1.get("answers"), v1.get("misses"), v1.get("peers_lost"), v1.get("takeovers"),
+            *(fo.get("bw") or ("?", "?"))))
+    return None

@@ -19,7 +19,7 @@ from .checks_eth import (check_eth_iperf, check_eth_mtu, check_eth_offloads, che
 from .checks_roce import (PINGPONG_FAULTS, PORT_FAULTS, check_roce_devinfo, check_roce_faults, interact_roce_faults, check_roce_pingpong, check_roce_perftest, check_roce_cm, check_roce_rxe, check_roce_pcap)
 from .checks_qos import check_roce_dscp
 from .checks_pfc import PFC_TOML, check_roce_pfc, interact_roce_pfc
-from .checks_ibfabric import check_ib_sa, check_ipoib
+from .checks_ibfabric import check_ib_sa, check_ipoib, check_sm_failover, interact_sm_failover
 from .checks_switch import check_eth_switch
 from .checks_cc import check_roce_ecn, interact_cc
 from .bench_cc import check_bench_cc
@@ -117,6 +117,13 @@ SCENARIOS = {
                       "same boot the ib-cm checks (rdma_cm over the IPoIB addresses, g0/g1): rping -v -C 1000, "
                       "ucmatose, udaddy, mckey (SA join + ATTACH), ib_write_lat -R, ib_send_bw -R; vrnic multicast "
                       "counters (stats)"),
+    "ib-sm-failover": dict(default=True, device=True, guests=3, fabric=True, timeout=300, interact=interact_sm_failover,
+                           check=check_sm_failover,
+                           doc="three guests (LIDs 1-3), every vrnic an SM (LID 1 master, 2 and 3 standbys polling it "
+                               "with SMInfo); ib_write_bw -D 40 g1->g2; guest 0 and its vrnic killed mid-transfer: "
+                               "LID 2's server takes over, sm_lid/ibstat on g1 and g2 show SM lid 2 within 10 s, "
+                               "saquery from both answered by the new SA (2 NodeRecords: the live ports), the "
+                               "transfer ends without an error"),
     "bad-opcode": dict(default=True, device=True, fabric=True, timeout=240, check=check_bad_opcode, runs=DOORBELL_RUNS,
                        doc="bad_opcode.c: hand-built WQEs (unknown/unadvertised opcodes, ds 0, opmod, fence mode 7; "
                            "RC and UD) through mlx5dv and the UAR doorbell: LOC_QP_OP_ERR + CQ event, the next WQE "

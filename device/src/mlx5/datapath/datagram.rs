@@ -110,9 +110,9 @@ impl Firmware {
                 if self.sa_claims(s.av.dqpn, &dg.data) {
                     // This port runs the SA: its own guest's SubnAdm MADs are the SA's.
                     self.sa_answer(&dg);
-                } else if self.sm_claims(s.av.dqpn, &dg.data) {
+                } else if self.sm_info_claims(s.av.dqpn, &dg.data) {
                     // This port runs the SM: its own guest's SMInfo Gets are the SM's.
-                    self.sm_answer(&dg);
+                    self.sm_info_answer(&dg);
                 } else {
                     self.deliver_local(s.av.dqpn, dg);
                 }

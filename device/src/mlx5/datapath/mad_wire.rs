@@ -100,7 +100,9 @@ impl Firmware {
                 } else if self.sa_claims(dqpn, &dg.data) {
                     self.sa_answer(&dg);
                 } else if self.sm_claims(dqpn, &dg.data) {
-                    self.sm_answer(&dg);
+                    self.sm_receive(&dg);
+                } else if self.sm_info_claims(dqpn, &dg.data) {
+                    self.sm_info_answer(&dg);
                 } else {
                     self.deliver_local(dqpn, dg);
                 }

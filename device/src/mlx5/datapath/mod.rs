@@ -37,6 +37,7 @@ mod rq;
 pub mod rx;
 pub mod sa_wire;
 pub mod sink;
+pub mod sm_wire;
 mod smi_route;
 mod sq;
 pub mod sq_ops;

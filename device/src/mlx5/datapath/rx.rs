@@ -42,7 +42,8 @@ impl PacketHandler for FwHandler {
         let rq = dp.flush_err_rqs();
         let moder = dp.expire_cq_moderation();
         let sa = dp.sa_poll(now_ns);
-        [dp.engine.poll_timers(), rq, moder, sa].into_iter().flatten().min()
+        let sm = dp.sm_poll(now_ns);
+        [dp.engine.poll_timers(), rq, moder, sa, sm].into_iter().flatten().min()
     }
 }
 

@@ -77,12 +77,12 @@ impl Firmware {
 
     /// Whether a datagram for special QP `dqpn` of this port is an SMInfo
     /// request the SM (on this port) answers.
-    pub(super) fn sm_claims(&self, dqpn: u32, data: &[u8]) -> bool {
+    pub(super) fn sm_info_claims(&self, dqpn: u32, data: &[u8]) -> bool {
         self.ib.sm_info.is_some() && dqpn == 0 && is_sm_info(data)
     }
 
     /// Answers one SMInfo request back to its sender's QP.
-    pub(super) fn sm_answer(&mut self, dg: &Datagram) {
+    pub(super) fn sm_info_answer(&mut self, dg: &Datagram) {
         let Some(sm) = self.ib.sm_info.as_mut() else { return };
         let Some(answer) = sm.handle(&dg.data) else { return };
         self.ib.counters.sm_info_answered.fetch_add(1, Ordering::Relaxed);

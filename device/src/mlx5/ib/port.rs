@@ -165,6 +165,14 @@ pub struct IbPort {
     pub switch: Option<Box<crate::subnet::switch::Switch>>,
     /// The SM's SMInfo answers, on the port whose LID is the SM LID.
     pub sm_info: Option<crate::subnet::sm_info::SmInfoAgent>,
+    /// The SM role machine (`datapath/sm_wire.rs`): which server is the
+    /// master SM; `None` without fabric peers or with a static `--sm-lid`.
+    pub sm: Option<Box<crate::subnet::sm_role::SmRoles>>,
+    /// The ports a new master's SA database starts from (this one and every
+    /// configured peer; the dead ones are left out).
+    pub sm_ports: Vec<crate::subnet::PortRecord>,
+    /// SMInfo SMPs this server's SM answered.
+    pub sm_answered: u64,
 }
 
 impl IbPort {
@@ -178,6 +186,9 @@ impl IbPort {
             sa_next_tick_ns: 0,
             switch: None,
             sm_info: None,
+            sm: None,
+            sm_ports: Vec::new(),
+            sm_answered: 0,
         }
     }
 
