@@ -193,6 +193,12 @@ impl SmRoles {
         (out, ch)
     }
 
+    /// Whether `tid` is this SM's outstanding poll of `lid` (an SMInfo
+    /// GetResp that is not goes to the guest: its `sminfo` asked).
+    pub fn awaits(&self, lid: u16, tid: u64) -> bool {
+        self.peers.get(&lid).is_some_and(|p| p.outstanding == Some(tid))
+    }
+
     /// An SMInfo answer from `lid` to the poll `tid`.
     pub fn answer(&mut self, lid: u16, tid: u64, info: &SmInfo) -> SmChange {
         let mut ch = SmChange::default();

@@ -99,7 +99,7 @@ impl Firmware {
                 if self.ib.port.port_state != 4 {
                 } else if self.sa_claims(dqpn, &dg.data) {
                     self.sa_answer(&dg);
-                } else if self.sm_claims(dqpn, &dg.data) {
+                } else if self.sm_claims(dqpn, dg.slid, &dg.data) {
                     self.sm_receive(&dg);
                 } else if self.sm_info_claims(dqpn, &dg.data) {
                     self.sm_info_answer(&dg);

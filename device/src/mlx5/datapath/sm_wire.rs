@@ -40,10 +40,15 @@ pub struct SmView {
 }
 
 impl Firmware {
-    /// Whether a datagram for special QP `dqpn` is an SMInfo SMP for this
-    /// server's SM.
-    pub(super) fn sm_claims(&self, dqpn: u32, data: &[u8]) -> bool {
-        self.ib.sm.is_some() && dqpn == 0 && sminfo::parse_smp(data).is_some()
+    /// Whether a datagram for special QP `dqpn` from `slid` is an SMInfo SMP
+    /// for this server's SM: a request, or the answer to one of its polls
+    /// (an answer to the guest's own `sminfo` is the guest's).
+    pub(super) fn sm_claims(&self, dqpn: u32, slid: u16, data: &[u8]) -> bool {
+        let Some(sm) = self.ib.sm.as_ref() else { return false };
+        match sminfo::parse_smp(data) {
+            Some((hdr, _)) if dqpn == 0 => hdr.method != METHOD_GET_RESP || sm.awaits(slid, hdr.tid),
+            _ => false,
+        }
     }
 
     /// One SMInfo SMP from the fabric: a Get (or Set: no control packet is

@@ -161,7 +161,8 @@ fn standby_takes_over_when_the_master_stops_answering() {
 fn sminfo_get_from_a_guest_is_answered_by_the_server() {
     let (net, s) = servers();
     // An SMInfo Get as infiniband-diags' sminfo sends it, from LID 2's QP0: the master server
-    // answers (not its guest); the answer matches no poll of LID 2's and is counted stale there.
+    // answers (not its guest); the answer matches no poll of LID 2's server, so it is its guest's
+    // (the sminfo that asked), not the role machine's.
     {
         let mut fw = s[1].fw();
         let mad = crate::wire::sminfo::smp(crate::wire::mad::METHOD_GET, 0x77, 0, None);
@@ -170,7 +171,7 @@ fn sminfo_get_from_a_guest_is_answered_by_the_server() {
     net.pump(&[&s[0].h, &s[1].h, &s[2].h], 100);
     assert_eq!(s[0].fw().sm_view().unwrap().answered, 1);
     assert_eq!(s[0].fw().sm_view().unwrap().stats.polls, 0, "no poll sent yet");
-    assert_eq!(s[1].fw().sm_view().unwrap().stats.stale_answers, 1);
+    assert_eq!(s[1].fw().sm_view().unwrap().stats.stale_answers, 0, "not taken as a poll's answer");
 }
 
 #[test]
@@ -190,6 +191,7 @@ fn bad_sminfo_answers_are_counted_not_acted_on() {
     net.pump(&[&s[0].h, &s[1].h, &s[2].h], 100);
     let v = s[1].fw().sm_view().unwrap();
     assert_eq!(v.master_lid, 1, "an unsolicited priority-15 MASTER changes nothing");
-    assert_eq!(v.stats.stale_answers, 1);
-    assert_eq!(s[1].fw().ib.counters.mad_wire_drops.load(std::sync::atomic::Ordering::Relaxed), before + 1);
+    // answers to no outstanding poll are the guest's (its own sminfo's), not the role machine's
+    assert_eq!(v.stats.stale_answers, 0);
+    assert_eq!(s[1].fw().ib.counters.mad_wire_drops.load(std::sync::atomic::Ordering::Relaxed), before);
 }
