@@ -6,7 +6,7 @@
 # with PathRecords from the SA), then iperf3 TCP -t 3 between g0 (server) and g1 (client), both directions (-R).
 # Connected mode (IPoIB-CM: ib_cm REQ/REP/RTU over QP1, RC QPs with an SRQ), MTU 65520: the pings and iperf3
 # again. Between the modes (datagram), the ib-cm checks: rdma_cm between g0 and g1 over their IPoIB addresses (ARP
-# on ib0, PathRecord from the SA, CM over QP1): rping -v -C RPING_C (1000: what fits in ~60 s under TCG), ucmatose,
+# on ib0, PathRecord from the SA, CM over QP1): rping -v -C RPING_C (10000, the count; --guest-arg vrnic.rping_c=N for fewer), ucmatose,
 # udaddy, mckey (IB multicast: SA join + ATTACH), ib_write_lat -R, ib_send_bw -R. Guests meet at barriers on the out-of-band link (10.0.0.x); each prints IPOIB lines the check reads.
 . /usr/local/lib/vrnic-lib.sh
 G=$(vr_guest)
@@ -106,10 +106,10 @@ cm_pair() {
     barrier "$_lab"; barrier "$_lab-end"
   fi
 }
-RPING_C=$(vr_karg vrnic.rping_c); RPING_C=${RPING_C:-1000}
+RPING_C=$(vr_karg vrnic.rping_c); RPING_C=${RPING_C:-10000}
 ib_cm() {
   modprobe rdma_ucm
-  cm_pair cm-rping-v 120 rping -s -v -a @SIP@ -p @PORT@ -C $RPING_C -- rping -c -v -a @SIP@ -p @PORT@ -C $RPING_C
+  cm_pair cm-rping-v 400 rping -s -v -a @SIP@ -p @PORT@ -C $RPING_C -- rping -c -v -a @SIP@ -p @PORT@ -C $RPING_C
   cm_pair cm-ucmatose 120 ucmatose -b @SIP@ -p @PORT@ -c 10 -- ucmatose -s @SIP@ -p @PORT@ -c 10
   cm_pair cm-udaddy 120 udaddy -b @SIP@ -- udaddy -s @SIP@
   CM_SERVER_WAIT=4 cm_pair cm-mckey 120 mckey -m 239.1.1.20 -b @SIP@ -C 10 -- mckey -m 239.1.1.20 -b @MYIP@ -C 30 -s

@@ -109,12 +109,12 @@ SCENARIOS = {
                       "9 PathRecords, sminfo the SM at lid 1 (g0's port GUID, SMINFO_MASTER); ibnetdiscover from "
                       "g0 and g2 (directed routes through the modeled switch) lists the three CAs and one 3-port "
                       "switch; ibroute 4 shows the switch's LFT (lid k -> port k, its own LID -> port 0)"),
-    "ipoib": dict(default=True, device=True, guests=3, fabric=True, timeout=420, check=check_ipoib,
+    "ipoib": dict(default=True, device=True, guests=3, fabric=True, timeout=600, check=check_ipoib,
                   doc="IPoIB between three guests on the UDP fabric: ib0 joins the broadcast group through vrnic's SA "
                       "and gets carrier; datagram mode (ARP over UD multicast to MLID 0xC000, unicast UD with SA "
                       "PathRecords): each guest pings the other two 1000 times at 10 ms with 0% loss, iperf3 TCP "
                       "-t 3 g1->g0 and g0->g1; connected mode (IPoIB-CM over ib_cm, MTU 65520): the same; in the "
-                      "same boot the ib-cm checks (rdma_cm over the IPoIB addresses, g0/g1): rping -v -C 1000, "
+                      "same boot the ib-cm checks (rdma_cm over the IPoIB addresses, g0/g1): rping -v -C 10000, "
                       "ucmatose, udaddy, mckey (SA join + ATTACH), ib_write_lat -R, ib_send_bw -R; vrnic multicast "
                       "counters (stats)"),
     "ib-sm-failover": dict(default=True, device=True, guests=3, fabric=True, timeout=300, interact=interact_sm_failover,
