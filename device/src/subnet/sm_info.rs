@@ -10,7 +10,7 @@ use crate::wire::mad::{
     STATUS_BAD_VERSION, STATUS_UNSUP_METH_ATTR,
 };
 use crate::wire::smp::{self, SMP_LEN};
-use crate::wire::smp_sminfo::{self, state, ATTR_SM_INFO};
+use crate::wire::smp_sminfo::{self, SmState, ATTR_SM_INFO};
 
 /// The SM's view of itself that SMInfo reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,8 +19,8 @@ pub struct SmInfoAgent {
     pub guid: u64,
     /// SMInfo Priority (4 bits).
     pub priority: u8,
-    /// SMState ([`state`]); a vrnic SM is MASTER from the start.
-    pub sm_state: u8,
+    /// SMState; a vrnic SM is MASTER from the start.
+    pub sm_state: SmState,
     /// ActCount: counts up with each answer (an SM's sign of life).
     act_count: u32,
 }
@@ -38,7 +38,7 @@ pub fn is_sm_info(mad: &[u8]) -> bool {
 
 impl SmInfoAgent {
     pub fn new(guid: u64, priority: u8) -> SmInfoAgent {
-        SmInfoAgent { guid, priority: priority & 0xf, sm_state: state::MASTER, act_count: 0 }
+        SmInfoAgent { guid, priority: priority & 0xf, sm_state: SmState::Master, act_count: 0 }
     }
 
     pub fn act_count(&self) -> u32 {
@@ -102,7 +102,10 @@ mod tests {
         let r = a.handle(&get(0x01, METHOD_GET, ATTR_SM_INFO)).unwrap();
         assert_eq!((r[3], &r[4..6], &r[8..16]), (0x81, &[0u8, 0][..], &9u64.to_be_bytes()[..]));
         let s = smp_sminfo::Repr::parse(&smp_sminfo::Packet::new_checked(&r[64..85]).unwrap()).unwrap();
-        assert_eq!((s.guid, s.sm_key, s.act_count, s.priority, s.sm_state), (0x0002_c903_00a0_0101, 0, 1, 0, 3));
+        assert_eq!(
+            (s.guid, s.sm_key, s.act_count, s.priority, s.sm_state),
+            (0x0002_c903_00a0_0101, 0, 1, 0, SmState::Master)
+        );
         let r2 = a.handle(&get(0x01, METHOD_GET, ATTR_SM_INFO)).unwrap();
         assert_eq!(r2[64 + 19], 2, "ActCount counts");
         let dr = a.handle(&get(0x81, METHOD_GET, ATTR_SM_INFO)).unwrap();

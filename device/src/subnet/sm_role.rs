@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::wire::sminfo::{SmInfo, SmState};
+use crate::wire::smp_sminfo::{self, SmState};
 
 /// How often peers are polled and how many misses make one dead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,7 +200,7 @@ impl SmRoles {
     }
 
     /// An SMInfo answer from `lid` to the poll `tid`.
-    pub fn answer(&mut self, lid: u16, tid: u64, info: &SmInfo) -> SmChange {
+    pub fn answer(&mut self, lid: u16, tid: u64, info: &smp_sminfo::Repr) -> SmChange {
         let mut ch = SmChange::default();
         let Some(p) = self.peers.get_mut(&lid).filter(|p| p.outstanding == Some(tid)) else {
             self.stats.stale_answers += 1;
@@ -210,7 +210,7 @@ impl SmRoles {
         p.missed = 0;
         p.priority = info.priority.min(15);
         p.guid = info.guid;
-        p.state = Some(info.state);
+        p.state = Some(info.sm_state);
         if !p.alive {
             p.alive = true;
             ch.back.push(lid);
@@ -221,13 +221,13 @@ impl SmRoles {
     }
 
     /// What this server answers an SMInfo Get with.
-    pub fn info(&self) -> SmInfo {
-        SmInfo {
+    pub fn info(&self) -> smp_sminfo::Repr {
+        smp_sminfo::Repr {
             guid: self.guid,
             sm_key: 0,
             act_count: self.act_count,
             priority: self.priority,
-            state: if self.elected == self.lid { SmState::Master } else { SmState::Standby },
+            sm_state: if self.elected == self.lid { SmState::Master } else { SmState::Standby },
         }
     }
 
@@ -278,12 +278,12 @@ mod tests {
 
     const S: u64 = 1_000_000_000;
 
-    fn standby(guid: u64, priority: u8) -> SmInfo {
-        SmInfo { guid, sm_key: 0, act_count: 0, priority, state: SmState::Standby }
+    fn standby(guid: u64, priority: u8) -> smp_sminfo::Repr {
+        smp_sminfo::Repr { guid, sm_key: 0, act_count: 0, priority, sm_state: SmState::Standby }
     }
 
-    fn master(guid: u64, priority: u8) -> SmInfo {
-        SmInfo { state: SmState::Master, ..standby(guid, priority) }
+    fn master(guid: u64, priority: u8) -> smp_sminfo::Repr {
+        smp_sminfo::Repr { sm_state: SmState::Master, ..standby(guid, priority) }
     }
 
     /// Answers every poll in `polls` except those to `dead`, as each peer
@@ -315,10 +315,10 @@ mod tests {
         let r = SmRoles::new(2, 0x20, 0, &[1, 2, 3], SmTiming::default());
         assert_eq!(r.master(), 1);
         assert!(!r.is_master());
-        assert_eq!(r.info().state, SmState::Standby);
+        assert_eq!(r.info().sm_state, SmState::Standby);
         let r1 = SmRoles::new(1, 0x10, 0, &[2, 3], SmTiming::default());
         assert!(r1.is_master());
-        assert_eq!(r1.info().state, SmState::Master);
+        assert_eq!(r1.info().sm_state, SmState::Master);
     }
 
     #[test]
@@ -344,7 +344,7 @@ mod tests {
         // polls at 1, 2, 3 s go unanswered; the third is counted missed at 4 s.
         assert_eq!(takeover_at, Some(4));
         assert!(r.is_master());
-        assert_eq!(r.info().state, SmState::Master);
+        assert_eq!(r.info().sm_state, SmState::Master);
         let st = r.stats();
         assert_eq!((st.takeovers, st.master_changes, st.peers_lost), (1, 1, 1));
         assert_eq!(st.misses, 5, "misses at 2..6 s");
@@ -363,7 +363,7 @@ mod tests {
             changes.extend(ch.master.map(|m| (k, m)));
             if k == 4 {
                 assert_eq!((r.elected(), r.master()), (2, 1), "elected, not yet followed");
-                assert_eq!(r.info().state, SmState::Standby);
+                assert_eq!(r.info().sm_state, SmState::Standby);
             }
         }
         assert_eq!(changes, vec![(5, (1, 2))]);
@@ -395,7 +395,7 @@ mod tests {
     fn stale_and_unsolicited_answers_change_nothing() {
         let mut r = SmRoles::new(2, 0x20, 0, &[1], SmTiming::default());
         let (p, _) = r.poll(0);
-        let bogus = SmInfo { priority: 15, ..standby(9, 15) };
+        let bogus = smp_sminfo::Repr { priority: 15, ..standby(9, 15) };
         assert_eq!(r.answer(1, p[0].1 + 7, &bogus), SmChange::default());
         assert_eq!(r.answer(9, p[0].1, &bogus), SmChange::default());
         assert_eq!(r.master(), 1);

@@ -72,7 +72,6 @@ pub mod sa_node;
 pub mod sa_path;
 pub mod sa_portinfo;
 pub mod sa_service;
-pub mod sminfo;
 pub mod smp;
 pub mod smp_sminfo;
 #[cfg(test)]

@@ -22,19 +22,20 @@ use crate::mlx5::ifc;
 use crate::subnet::sm_role::{SmChange, SmStats};
 use crate::subnet::{Sa, SaConfig, Subnet};
 use crate::wire::mad::{self, METHOD_GET, METHOD_GET_RESP, METHOD_SET};
-use crate::wire::sminfo::{self, SMP_CLASS_VERSION};
+use crate::wire::smp_sminfo::{self, SMP_CLASS_VERSION};
 
 /// The SM's state as `stats` shows it (`firmware.sm`).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct SmView {
-    pub state: sminfo::SmState,
+    pub state: smp_sminfo::SmState,
     pub master_lid: u16,
     pub priority: u8,
     pub period_ms: u64,
     pub max_misses: u32,
     #[serde(flatten)]
     pub stats: SmStats,
-    /// SMInfo SMPs this server answered (polls of other servers, `sminfo`).
+    /// SMInfo SMPs this port's SM answered (polls of other servers, `sminfo`
+    /// from any guest): the port counter `sm_info_answered`.
     pub answered: u64,
     pub peers: Vec<crate::subnet::sm_role::PeerSm>,
 }
@@ -45,7 +46,7 @@ impl Firmware {
     /// (an answer to the guest's own `sminfo` is the guest's).
     pub(super) fn sm_claims(&self, dqpn: u32, slid: u16, data: &[u8]) -> bool {
         let Some(sm) = self.ib.sm.as_ref() else { return false };
-        match sminfo::parse_smp(data) {
+        match smp_sminfo::parse_smp(data) {
             Some((hdr, _)) if dqpn == 0 => hdr.method != METHOD_GET_RESP || sm.awaits(slid, hdr.tid),
             _ => false,
         }
@@ -55,15 +56,15 @@ impl Firmware {
     /// acted on) is answered with this SM's SMInfo; a GetResp goes to the
     /// role machine as the answer to a poll.
     pub(super) fn sm_receive(&mut self, dg: &Datagram) {
-        let Some((hdr, info)) = sminfo::parse_smp(&dg.data) else { return };
+        let Some((hdr, info)) = smp_sminfo::parse_smp(&dg.data) else { return };
         let Some(sm) = self.ib.sm.as_mut() else { return };
         match hdr.method {
             METHOD_GET | METHOD_SET => {
                 let status = if hdr.class_version != SMP_CLASS_VERSION { mad::STATUS_BAD_VERSION } else { 0 };
-                let mut out = sminfo::smp(METHOD_GET_RESP, hdr.tid, hdr.attr_mod, Some(&sm.info()));
+                let mut out = smp_sminfo::smp(METHOD_GET_RESP, hdr.tid, hdr.attr_mod, Some(&sm.info()));
                 let mut p = mad::Packet::new_unchecked(&mut out[..]);
                 p.set_status(status);
-                self.ib.sm_answered += 1;
+                self.ib.counters.sm_info_answered.fetch_add(1, Ordering::Relaxed);
                 self.sm_send(dg.slid, dg.src_qpn, out);
             }
             METHOD_GET_RESP => match info {
@@ -113,7 +114,7 @@ impl Firmware {
         let (polls, ch) = sm.poll(now_ns);
         let next = sm.next_due();
         for (lid, tid) in polls {
-            self.sm_send(lid, 0, sminfo::smp(METHOD_GET, tid, 0, None));
+            self.sm_send(lid, 0, smp_sminfo::smp(METHOD_GET, tid, 0, None));
         }
         self.sm_apply(ch);
         Some(next)
@@ -183,13 +184,13 @@ impl Firmware {
         let t = sm.timing();
         let info = sm.info();
         Some(SmView {
-            state: info.state,
+            state: info.sm_state,
             master_lid: sm.master(),
             priority: info.priority,
             period_ms: t.period_ns / 1_000_000,
             max_misses: t.max_misses,
             stats: sm.stats(),
-            answered: self.ib.sm_answered,
+            answered: self.ib.counters.sm_info_answered.load(Ordering::Relaxed),
             peers: sm.peers().copied().collect(),
         })
     }

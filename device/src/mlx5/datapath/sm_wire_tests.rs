@@ -12,7 +12,7 @@ use crate::fabric::{Endpoint, InProcNet, PacketHandler, RxMeta};
 use crate::mlx5::datapath::FwHandler;
 use crate::subnet::sm_role::{SmRoles, SmTiming};
 use crate::subnet::PortRecord;
-use crate::wire::sminfo::SmState;
+use crate::wire::smp_sminfo::SmState;
 
 const S: u64 = 1_000_000_000;
 const EQ_BUF: u64 = 0x100000;
@@ -165,7 +165,7 @@ fn sminfo_get_from_a_guest_is_answered_by_the_server() {
     // (the sminfo that asked), not the role machine's.
     {
         let mut fw = s[1].fw();
-        let mad = crate::wire::sminfo::smp(crate::wire::mad::METHOD_GET, 0x77, 0, None);
+        let mad = crate::wire::smp_sminfo::smp(crate::wire::mad::METHOD_GET, 0x77, 0, None);
         fw.sm_send_for_test(1, mad);
     }
     net.pump(&[&s[0].h, &s[1].h, &s[2].h], 100);
@@ -181,12 +181,12 @@ fn bad_sminfo_answers_are_counted_not_acted_on() {
     let before = s[1].fw().ib.counters.mad_wire_drops.load(std::sync::atomic::Ordering::Relaxed);
     {
         let mut fw = s[0].fw();
-        let mut m = crate::wire::sminfo::smp(crate::wire::mad::METHOD_GET_RESP, 1, 0, None);
+        let mut m = crate::wire::smp_sminfo::smp(crate::wire::mad::METHOD_GET_RESP, 1, 0, None);
         m[84] = 0x0f; // SMState 15
         fw.sm_send_for_test(2, m);
         let info =
-            crate::wire::sminfo::SmInfo { guid: 9, sm_key: 0, act_count: 0, priority: 15, state: SmState::Master };
-        fw.sm_send_for_test(2, crate::wire::sminfo::smp(crate::wire::mad::METHOD_GET_RESP, 0xdead, 0, Some(&info)));
+            crate::wire::smp_sminfo::Repr { guid: 9, sm_key: 0, act_count: 0, priority: 15, sm_state: SmState::Master };
+        fw.sm_send_for_test(2, crate::wire::smp_sminfo::smp(crate::wire::mad::METHOD_GET_RESP, 0xdead, 0, Some(&info)));
     }
     net.pump(&[&s[0].h, &s[1].h, &s[2].h], 100);
     let v = s[1].fw().sm_view().unwrap();

@@ -33,7 +33,9 @@ pub struct PortCounters {
     pub mad_wire_drops: AtomicU64,
     /// Directed-route SMPs the modeled switch forwarded or answered, and
     /// those it refused (`subnet::switch::DrDrop`); LID-routed SMPs its SMA
-    /// answered; SMInfo requests the SM port answered. Not PerfMgt counters.
+    /// answered; SMInfo requests this port's SM answered (the static
+    /// `SmInfoAgent` and the SM roles, `stats` firmware.sm.answered too).
+    /// Not PerfMgt counters.
     pub dr_smp_routed: AtomicU64,
     pub dr_smp_drops: AtomicU64,
     pub switch_smp_answered: AtomicU64,
@@ -171,8 +173,6 @@ pub struct IbPort {
     /// The ports a new master's SA database starts from (this one and every
     /// configured peer; the dead ones are left out).
     pub sm_ports: Vec<crate::subnet::PortRecord>,
-    /// SMInfo SMPs this server's SM answered.
-    pub sm_answered: u64,
 }
 
 impl IbPort {
@@ -188,7 +188,6 @@ impl IbPort {
             sm_info: None,
             sm: None,
             sm_ports: Vec::new(),
-            sm_answered: 0,
         }
     }
 
