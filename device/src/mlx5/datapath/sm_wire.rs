@@ -16,7 +16,6 @@ use std::sync::atomic::Ordering;
 use tracing::{info, warn};
 
 use super::datagram::Datagram;
-use crate::engine::AddressVector;
 use crate::mlx5::firmware::Firmware;
 use crate::mlx5::ifc;
 use crate::subnet::sm_role::{SmChange, SmStats};
@@ -86,19 +85,7 @@ impl Firmware {
 
     /// An SMP from this server's QP0 to `lid`'s QP `qpn` (no route: counted by the fabric).
     fn sm_send(&mut self, lid: u16, qpn: u32, mad: Vec<u8>) {
-        let dg = Datagram {
-            src_qpn: 0,
-            slid: self.ib.port.lid,
-            sl: 0,
-            qkey: 0,
-            solicited: false,
-            imm: None,
-            data: mad,
-            grh: None,
-            on_wire: false,
-        };
-        let av = AddressVector { dlid: lid, port: 1, ..AddressVector::default() };
-        let _ = self.send_mad(&av, qpn, &dg);
+        self.qp0_send(self.ib.port.lid, lid, qpn, mad);
     }
 
     /// An SMP from QP0 to `lid`'s QP0, as a test's hostile or diagnostic peer sends it.

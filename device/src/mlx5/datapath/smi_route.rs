@@ -95,7 +95,7 @@ impl Firmware {
     /// `to`: into this port's receive queue (with source LID `slid`) when
     /// `to` is this port, else over the fabric (no route: the fabric counts
     /// it; the requester times out).
-    fn qp0_send(&mut self, slid: u16, to: u16, dqpn: u32, mad: Vec<u8>) {
+    pub(super) fn qp0_send(&mut self, slid: u16, to: u16, dqpn: u32, mad: Vec<u8>) {
         let dg = Datagram {
             src_qpn: 0,
             slid,
