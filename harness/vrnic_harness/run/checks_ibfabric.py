@@ -296,6 +296,7 @@ def judge_ib_cm(lab, role, r):
 SMFO_TOOL_RX = re.compile(r"^=== SMFO-TOOL (\S+): (.*?) ===\n(.*?)^=== SMFO-TOOL-END \1 rc=(\d+) ===$", re.S | re.M)
 SMFO_LIMIT_S = 10.0
 SMFO_NEW_SM = 2
+SMFO_MIN_RX = 1000  # LID 3's packets from the kill to the takeover's end (an RC write stream: thousands a second)
 
 
 def sm_view(server):
@@ -346,7 +347,15 @@ def interact_sm_failover(ctx):
         for gi, g in ((1, g1), (2, g2)):
             if gi not in seen and g.wait_for(r"SMFO-SM-CHANGED g%d sm_lid %d" % (gi, SMFO_NEW_SM), timeout=0.1):
                 seen[gi] = time.time() - t_kill
-    ctx["smfo"] = dict(master=t_master, seen=seen, views=[sm_view(s1), sm_view(s2)])
+    # the RC transfer kept running through the failover: LID 3's packets from the kill to the takeover's end
+    rx_after = rx
+    try:
+        m = re.search(r'"rx_packets":\s*(\d+)', s2.command("stats"))
+        rx_after = int(m.group(1)) if m else rx
+    except OSError:
+        pass
+    ctx["smfo"] = dict(master=t_master, seen=seen, views=[sm_view(s1), sm_view(s2)], rx=(rx, rx_after),
+                       rx_s=time.time() - t_kill)
     # as for any scenario: each guest gets 8 s from its end to power off, then its QEMU is stopped (an mlx5
     # teardown blocks the power-off; 20 s of it reads as a hung task)
     from .runner import wait_guests
@@ -389,6 +398,10 @@ def check_sm_failover(ctx):
         elif gi == 1:
             bw = re.search(r"^\s*4096\s+(\d+)\s+\S+\s+([\d.]+)", rc[1], re.M)
             fo["bw"] = bw.groups() if bw else None
+    rx0, rx1 = fo.get("rx") or (0, 0)
+    if rx1 - rx0 < SMFO_MIN_RX:
+        errs.append("LID 3's vrnic received %d packets between the kill and the takeover's end (%.1f s): the RC "
+                    "transfer did not keep running (want >= %d)" % (rx1 - rx0, fo.get("rx_s", 0), SMFO_MIN_RX))
     v1 = (fo.get("views") or [{}])[0]
     if v1.get("takeovers") != 1 or v1.get("state") != "master":
         errs.append("LID 2's server stats after the takeover: %s" % v1)
@@ -398,7 +411,8 @@ def check_sm_failover(ctx):
         "after %.1f s, guest 2 after %.1f s (limit %.0f s)" % (
             t_master, v1.get("period_ms"), v1.get("max_misses"), seen[1], seen[2], SMFO_LIMIT_S))
     say("SMFO LID 2's SM: polls %s answers %s misses %s peers_lost %s takeovers %s; saquery from both: 2 "
-        "NodeRecords (LIDs 2, 3); ib_write_bw g1->g2 through the failover: %s iterations, %s MB/s, no error" % (
+        "NodeRecords (LIDs 2, 3); ib_write_bw g1->g2 through the failover: LID 3 received %d packets in the %.1f s "
+        "from the kill to the takeover's end; perftest's summary %s iterations, %s MB/s, no error" % (
             v1.get("polls"), v1.get("answers"), v1.get("misses"), v1.get("peers_lost"), v1.get("takeovers"),
-            *(fo.get("bw") or ("?", "?"))))
+            rx1 - rx0, fo.get("rx_s", 0), *(fo.get("bw") or ("?", "?"))))
     return None
