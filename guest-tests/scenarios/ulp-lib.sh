@@ -162,3 +162,46 @@ ulp_nfs_mount() {
     { vr_dmesg "nfs mount"; vr_fail "mount -o rdma,port=20049,vers=4.2 $(eth_ip 0):/ failed"; }
   echo "ULP-NFS-MOUNT g$G $(grep " $1 " /proc/mounts | tr ' ' ' ') after=$(vr_since $_t0m)"
 }
+# ulp_nfs_exercise: the NFS/RDMA exchange of nfs-rdma and ib-ulp, on both guests: g0 serves a tmpfs (ulp_nfs_server_up
+# /export), g1 mounts it on /mnt/nfs, writes files of 1 KiB .. 16 MiB and reads them back with its page cache dropped
+# (sha256 on both sides: ULP-NFS-SUM lines), fio on the mount (--verify=crc32c: NFS_SEQ of 128 KiB writes, NFS_RAND
+# of 4 KiB random writes) and the 4 KiB QD1 read round trip (NFS_LAT_S seconds), the transport from mountstats,
+# umount. Barriers between the steps; prints what check_nfs_rdma / check_ib_ulp judge.
+ulp_nfs_exercise() {
+  _sizes="1024 65536 1048576 16777216"
+  _mnt=/mnt/nfs
+  if [ "$G" = 0 ]; then
+    ulp_nfs_server_up /export
+  else
+    dd if=/dev/urandom of=/tmp/rnd bs=1M count=16 2> /dev/null
+    for s in $_sizes; do head -c $s /tmp/rnd > /tmp/src.$s; done
+  fi
+  eth_barrier nfsd-up
+  if [ "$G" = 1 ]; then
+    ulp_nfs_mount $_mnt
+    for s in $_sizes; do cp /tmp/src.$s $_mnt/f.$s || echo "ULP-NFS-WRITE-FAIL g$G f.$s rc=$?"; done
+    sync
+    echo 3 > /proc/sys/vm/drop_caches
+    for s in $_sizes; do
+      echo "ULP-NFS-SUM g$G src f.$s $(sha256sum < /tmp/src.$s | cut -d' ' -f1)"
+      echo "ULP-NFS-SUM g$G nfs f.$s $(sha256sum < $_mnt/f.$s | cut -d' ' -f1) bytes=$(wc -c < $_mnt/f.$s)"
+    done
+  fi
+  eth_barrier files-written
+  if [ "$G" = 0 ]; then
+    for s in $_sizes; do echo "ULP-NFS-SUM g$G export f.$s $(sha256sum < /export/f.$s | cut -d' ' -f1)"; done
+  fi
+  eth_barrier files-summed
+  if [ "$G" = 1 ]; then
+    _v="--directory=$_mnt --verify=crc32c"
+    ulp_fio nfs-seq128k 180 $_v --rw=write --bs=128k --iodepth=4 --size=${NFS_SEQ:-32M}
+    ulp_fio nfs-rand4k 180 $_v --rw=randwrite --bs=4k --iodepth=8 --size=${NFS_RAND:-8M}
+    ulp_tool fio-nfs-lat4k 90 fio --name=nfs-lat4k --directory=$_mnt --ioengine=psync --direct=1 --rw=randread \
+      --bs=4k --size=${NFS_RAND:-8M} --time_based --runtime=${NFS_LAT_S:-8}
+    grep -E "xprt:|^\s+(READ|WRITE|GETATTR|OPEN):" /proc/self/mountstats | sed "s/^/ULP-NFS-MOUNTSTATS g$G /"
+    umount $_mnt
+    echo "ULP-NFS-UMOUNT g$G rc=$? left=$(grep -c " $_mnt " /proc/mounts)"
+  fi
+  eth_barrier done
+  [ "$G" = 0 ] && echo 0 > /proc/fs/nfsd/threads
+}
