@@ -9,6 +9,7 @@ import time
 from ..common import say
 from .checks_pairs import check_pairs, judge_pingpong
 from .checks_roce import check_labels, judge_cm, judge_perftest
+from .checks_verbs import server_rx_packets, wait_server_rx
 from .console import console_lines, mlx5_up_reason
 
 IBSTAT_RX = re.compile(r"^IBSTAT g(\d+) (Node GUID|System image GUID|Port GUID|Base lid|SM lid|State): (\S+)", re.M)
@@ -317,17 +318,8 @@ def interact_sm_failover(ctx):
         v = sm_view(s)
         if v.get("master_lid") != 1:
             return "before the kill, server %d's SM view is not master LID 1: %s" % (s.pid, v)
-    end, rx = time.time() + 90, 0
-    while time.time() < end:
-        try:
-            m = re.search(r'"rx_packets":\s*(\d+)', s2.command("stats"))
-            rx = int(m.group(1)) if m else 0
-        except OSError:
-            rx = 0
-        if rx >= 2000:
-            break
-        time.sleep(0.2)
-    else:
+    ok, rx = wait_server_rx(s2, 2000, 90)
+    if not ok:
         return "LID 3's vrnic saw only %d packets in 90 s: no transfer to keep running" % rx
     g0.kill()
     s0.p.kill()
@@ -348,12 +340,7 @@ def interact_sm_failover(ctx):
             if gi not in seen and g.wait_for(r"SMFO-SM-CHANGED g%d sm_lid %d" % (gi, SMFO_NEW_SM), timeout=0.1):
                 seen[gi] = time.time() - t_kill
     # the RC transfer kept running through the failover: LID 3's packets from the kill to the takeover's end
-    rx_after = rx
-    try:
-        m = re.search(r'"rx_packets":\s*(\d+)', s2.command("stats"))
-        rx_after = int(m.group(1)) if m else rx
-    except OSError:
-        pass
+    rx_after = server_rx_packets(s2)
     ctx["smfo"] = dict(master=t_master, seen=seen, views=[sm_view(s1), sm_view(s2)], rx=(rx, rx_after),
                        rx_s=time.time() - t_kill)
     # as for any scenario: each guest gets 8 s from its end to power off, then its QEMU is stopped (an mlx5
@@ -399,7 +386,10 @@ def check_sm_failover(ctx):
             bw = re.search(r"^\s*4096\s+(\d+)\s+\S+\s+([\d.]+)", rc[1], re.M)
             fo["bw"] = bw.groups() if bw else None
     rx0, rx1 = fo.get("rx") or (0, 0)
-    if rx1 - rx0 < SMFO_MIN_RX:
+    if rx1 is None:
+        errs.append("LID 3's vrnic did not answer stats after the takeover")
+        rx1 = rx0
+    elif rx1 - rx0 < SMFO_MIN_RX:
         errs.append("LID 3's vrnic received %d packets between the kill and the takeover's end (%.1f s): the RC "
                     "transfer did not keep running (want >= %d)" % (rx1 - rx0, fo.get("rx_s", 0), SMFO_MIN_RX))
     v1 = (fo.get("views") or [{}])[0]

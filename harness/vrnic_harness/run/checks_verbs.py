@@ -140,23 +140,39 @@ def check_bad_opcode(ctx):
     return bad_lines_reason(text)
 
 
+def server_rx_packets(server, tries=3):
+    """A vrnic server's fabric rx_packets (stats: firmware.fabric.rx_packets), None when its control socket does
+    not answer in `tries` attempts."""
+    for _ in range(tries):
+        try:
+            fab = (json.loads(server.command("stats")).get("firmware") or {}).get("fabric") or {}
+            if isinstance(fab.get("rx_packets"), int):
+                return fab["rx_packets"]
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.2)
+    return None
+
+
+def wait_server_rx(server, want, limit_s):
+    """Waits up to limit_s for the server's fabric rx_packets to reach `want`: (reached, last count)."""
+    end, rx = time.time() + limit_s, 0
+    while time.time() < end:
+        rx = server_rx_packets(server, 1) or 0
+        if rx >= want:
+            return True, rx
+        time.sleep(0.2)
+    return False, rx
+
+
 def interact_peer_loss(ctx):
     """Waits until guest 1's vrnic has received RDMA traffic from guest 0's ib_write_bw client, then
     SIGKILLs it mid-transfer."""
     g0, s1 = ctx["guests"][0], ctx["servers"][1]
     if not g0.wait_for(r"PEERLOSS-CLIENT-START", timeout=150):
         return "guest 0 never started the ib_write_bw client"
-    end, rx = time.time() + 90, 0
-    while time.time() < end:
-        try:
-            m = re.search(r'"rx_packets":\s*(\d+)', s1.command("stats"))
-            rx = int(m.group(1)) if m else 0
-        except OSError:
-            rx = 0
-        if rx >= 2000:
-            break
-        time.sleep(0.2)
-    else:
+    ok, rx = wait_server_rx(s1, 2000, 90)
+    if not ok:
         return "guest 1's vrnic saw only %d packets in 90 s: no transfer to interrupt" % rx
     s1.p.kill()
     s1.p.wait()
