@@ -27,9 +27,6 @@ KNOWN = [
     (r".", r"\.test_create_ud_qp_ex_(no|with)_attr$|\.test_(modify|query)_ud_qp$",
      "the suite picks IBV_QP_CREATE_BLOCK_SELF_MCAST_LB at random for extended UD QPs: block_lb_mc is not "
      "advertised, mlx5_ib answers EOPNOTSUPP and the test skips (passes when the flag is not picked)"),
-    (r"vrnic-ib", r"\.test_rdmacm_async(_ex)?_multicast_traffic$",
-     "rdma_cm on the IB port needs an IPoIB netdev with an address (none in this scenario; no SM for IPoIB's "
-     "broadcast group): pyverbs-roce runs them"),
     (r"vrnic-ib", r"\.test_create_ah_roce$", "a RoCE test; the IB port skips it (link layer InfiniBand), pyverbs-roce runs it"),
     (r"vrnic-ib", r"\.test_query_gid_ex_bad_flow$",
      "IB port: every GID table index reads back a GID (mlx5_ib builds IB GIDs from the subnet prefix and the "

@@ -236,9 +236,7 @@ def check_ulp(ctx):
     if r:
         return r
     errs = []
-    # Without a subnet manager IPoIB's SA joins fail fast (status -22): expected, not an error.
-    expected = re.compile(r"ib0: multicast join failed for \S+, status -22")
-    bad = [l for l in mlx5_bad_lines(ctx["text"]) if not expected.search(l)]
+    bad = mlx5_bad_lines(ctx["text"])
     for l in bad:
         say("MLX5 BAD DMESG LINE: %s" % l)
     if bad:
@@ -248,9 +246,11 @@ def check_ulp(ctx):
         errs.append("PortInfo.CapabilityMask has no CM_SUP (bit 16) after ib_cm: %s" % (m.group(1) if m else "?"))
     if "umad0" not in text:
         errs.append("no /dev/infiniband/umad0")
-    f = re.search(r"^ULP ib0 flags=0x([0-9a-f]+)", text, re.M)
+    f = re.search(r"^ULP ib0 flags=0x([0-9a-f]+) carrier=(\d*)", text, re.M)
     if not f or not int(f.group(1), 16) & 1:
         errs.append("ib0 is not up")
+    elif f.group(2) != "1":
+        errs.append("ib0 has no carrier (its broadcast-group join through vrnic's SA failed)")
     x = re.search(r"^ULP counter port_xmit_packets=(\d+)", text, re.M)
     if not x or int(x.group(1)) == 0:
         errs.append("port_xmit_packets (PerfMgt via MAD_IFC) is %s after IPoIB's MADs" % (x.group(1) if x else "missing"))

@@ -79,7 +79,7 @@ SCENARIOS = {
                       doc="ib_write_bw between two guests; guest 1's vrnic SIGKILLed mid-transfer: guest 0 gets "
                           "RETRY_EXC_ERR, its device keeps working (loopback pingpong), port ACTIVE"),
     "ulp": dict(default=True, device=True, timeout=180, check=check_ulp,
-                doc="ib_umad, ib_cm (CM_SUP via PCAP), ib_ipoib (ib0 up, SA joins fail fast without an SM), "
+                doc="ib_umad, ib_cm (CM_SUP via PCAP), ib_ipoib (ib0 up with carrier: its broadcast join answered by vrnic's SA), "
                     "port counters via PerfMgt MADs"),
     "churn": dict(default=True, device=True, timeout=300, interact=interact_churn, check=check_churn,
                   doc="verbs objects created/destroyed in a loop; the server's RssAnon after equals after warm-up +-5%"),
@@ -300,7 +300,7 @@ SCENARIOS = {
                               check=check_pyverbs, script="pyverbs",
                               doc="every test of the suite on the RoCE port and on rxe0"),
     # ---- issue 22: kernel ULPs, UCX, libfabric (scenarios/ulp-lib.sh; run/checks_ulp.py): RoCE v2 between two
-    # guests (rdma_cm; the IB personality has no SM/SA to resolve paths); each validated rxe <-> rxe first
+    # guests (rdma_cm; the same ULPs on the IB personality: ib-ulp); each validated rxe <-> rxe first
     # (`guest-tests/run --eth-nic virtio <name>`)
     "nvmeof": dict(default=True, device=True, guests=2, timeout=600, eth=dict(nics=["vrnic", "vrnic"], link="udp"),
                    check=check_nvmeof,
