@@ -270,7 +270,7 @@ SCENARIOS = {
                        doc="perftest set over RoCE v2 (-x): two vrnic guests over udp, then two rxe guests (virtio-net) "
                            "on the same link; medians of 3 (BENCH lines; vrnic=NA if its run failed)"),
     "bench-cc": dict(device=True, guests=3, timeout=2400,
-                     eth=dict(nics=["vrnic", "vrnic", "vrnic"], link="switch", switch=dict(egress=0, burst="64k")),
+                     eth=dict(nics=["vrnic", "vrnic", "vrnic"], link="switch", switch=dict(egress=0, burst="64k", red_min=4000, red_max=12000)),
                      script="bench-cc", interact=interact_cc, check=check_bench_cc,
                      doc="roce-ecn's topology, CC on (ConnectX defaults), on with tuned cc_params, then off: two "
                          "ib_write_bw -D 15 flows into g0 through the marking switch, total goodput against the "
