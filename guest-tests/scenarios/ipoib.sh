@@ -8,7 +8,7 @@
 # again. Between the modes (datagram), the ib-cm checks: rdma_cm between g0 and g1 over their IPoIB addresses (ARP
 # on ib0, PathRecord from the SA, CM over QP1): rping -v -C RPING_C (10000, the issue's count; --guest-arg vrnic.rping_c=N for fewer), ucmatose,
 # udaddy, mckey (IB multicast: SA join + ATTACH), ib_write_lat -R, ib_send_bw -R. Guests meet at barriers on the out-of-band link (10.0.0.x); each prints IPOIB lines the check reads.
-. /usr/local/lib/vrnic-lib.sh
+. /usr/local/lib/vrnic-roce-lib.sh  # vrnic-lib.sh, and roce_show (a long tool output elided)
 G=$(vr_guest)
 NG=$(vr_karg vrnic.guests); NG=${NG:-3}
 PINGS=$(vr_karg vrnic.ipoib_pings); PINGS=${PINGS:-1000}
@@ -57,13 +57,6 @@ iperfs() {
   fi
 }
 # ---- ib-cm (issue 23's ib-cm checks, run in this boot): rdma_cm over the IPoIB addresses between g0 and g1
-cm_show() {
-  _nl=$(wc -l < "$1")
-  if [ "$_nl" -le 80 ]; then cat "$1"; return; fi
-  head -20 "$1"
-  echo "ROCE-ELIDED lines=$_nl ping_data=$(grep -a -o 'ping data: rdma-ping-[0-9]*:' "$1" | sort -u | wc -l)"
-  tail -20 "$1"
-}
 # cm_pair LABEL LIMIT SERVER-CMD... -- CLIENT-CMD...: g0 serves, g1 connects (@SIP@: g0's IPoIB address, @PORT@ a
 # port of its own); both print "=== TOOL LABEL gN ROLE: CMD ===" ... "=== TOOL-END ... rc=N seconds=S tries=T ==="
 cm_pair() {
@@ -83,7 +76,7 @@ cm_pair() {
     sleep ${CM_SERVER_WAIT:-1}
     barrier "$_lab"
     wait $_sp
-    echo "=== TOOL $_lab g$G server:$_s ==="; cm_show /tmp/cm.server
+    echo "=== TOOL $_lab g$G server:$_s ==="; roce_show /tmp/cm.server
     echo "=== TOOL-END $_lab g$G server rc=$(cat /tmp/cm.server.rc) seconds=$(vr_since $_t) tries=1 ==="
     barrier "$_lab-end"
   elif [ "$G" = 1 ]; then
@@ -99,7 +92,7 @@ cm_pair() {
       [ $_crc -ne 0 ] && grep -qiE "REJECTED|refused|unreachable|Couldn't connect" /tmp/cm.client && [ $_tries -lt 10 ] || break
       sleep 0.5
     done
-    echo "=== TOOL $_lab g$G client:$_c ==="; cm_show /tmp/cm.client
+    echo "=== TOOL $_lab g$G client:$_c ==="; roce_show /tmp/cm.client
     echo "=== TOOL-END $_lab g$G client rc=$_crc seconds=$(vr_since $_t) tries=$_tries ==="
     barrier "$_lab-end"
   else
