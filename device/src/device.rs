@@ -247,11 +247,13 @@ fn subnet_admin(config: &Config, sm_lid: u16) -> Option<crate::subnet::Sa> {
 /// This server's copy of the modeled switch: one port per CA LID (this
 /// port's and its `[fabric]` peers'), the same on every server of the
 /// fabric (docs/ib-fabric.md); `identity.switch_lid` overrides its LID.
-fn modeled_switch(config: &Config) -> crate::subnet::switch::Switch {
+/// `sm_lid`: the MasterSMLID its management port reports, the same the
+/// CA port starts with.
+fn modeled_switch(config: &Config, sm_lid: u16) -> crate::subnet::switch::Switch {
     use crate::subnet::switch::{Switch, SwitchConfig};
     let lids = config.fabric.peers.iter().filter_map(|p| p.lid).chain([config.identity.lid]);
     let lid = (config.identity.switch_lid != 0).then_some(config.identity.switch_lid);
-    Switch::new(lids, config.sm_lid(), SwitchConfig { lid, node_guid: None })
+    Switch::new(lids, sm_lid, SwitchConfig { lid, node_guid: None })
 }
 
 /// The SM role machine (docs/ib-fabric.md "SM roles and failover"): on an
@@ -381,7 +383,7 @@ impl Vrnic {
             }
         };
         if link_layer == LinkLayer::Ib {
-            let sw = modeled_switch(config);
+            let sw = modeled_switch(config, sm_lid);
             info!(lid = sw.lid(), ports = sw.num_ports(), guid = %format!("{:#018x}", sw.node_guid()), "the modeled switch");
             builder = builder.switch(sw);
         }
