@@ -9,11 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use vrnic::engine::*;
-use vrnic::fabric::{
-    Endpoint, FabricConfig, FabricPoller, InProcNet, PacketHandler, PacketSink, PeerConfig, UdpFabric,
-};
-use vrnic::wire::clock::{Clock, ManualClock, MonotonicClock};
+use vrnic_engine::*;
+use vrnic_fabric::{Endpoint, FabricConfig, FabricPoller, InProcNet, PacketHandler, PacketSink, PeerConfig, UdpFabric};
+use vrnic_sys::clock::{Clock, ManualClock, MonotonicClock};
 
 const BASE: u64 = 0x1000_0000;
 const MEM: usize = 64 << 20;
@@ -479,8 +477,8 @@ fn memcpy_gbs() -> f64 {
 /// record, a CQ consumer index): `DmaSpace::read` of 4 bytes through the
 /// translation table, over a memfd mapping. ns per access.
 fn dma_small_read_ns(n: u64) -> f64 {
-    let dma = vrnic::vfio::dma::DmaSpace::new(8);
-    let fd = vrnic::sys::memfd("bench-dma", 1 << 20).expect("memfd");
+    let dma = vrnic_vfio::dma::DmaSpace::new(8);
+    let fd = vrnic_sys::memfd("bench-dma", 1 << 20).expect("memfd");
     dma.map(0x10000, 1 << 20, 0, true, true, Some(fd)).expect("map");
     let mut b = [0u8; 4];
     for i in 0..n / 10 {
@@ -499,8 +497,8 @@ fn dma_small_read_ns(n: u64) -> f64 {
 /// memfd mapping in 4 KiB packets: GB/s (write, read).
 fn dma_space_copy_gbs() -> (f64, f64) {
     let size = 64u64 << 20;
-    let dma = vrnic::vfio::dma::DmaSpace::new(8);
-    let fd = vrnic::sys::memfd("bench-dma-copy", size).expect("memfd");
+    let dma = vrnic_vfio::dma::DmaSpace::new(8);
+    let fd = vrnic_sys::memfd("bench-dma-copy", size).expect("memfd");
     dma.map(0x1_0000_0000, size, 0, true, true, Some(fd)).expect("map");
     let pkt = vec![5u8; 4096];
     let mut back = vec![0u8; 4096];
@@ -545,8 +543,8 @@ fn dma_copy_gbs() -> (f64, f64, f64) {
         (reps * (64 << 20)) as f64 / t.elapsed().as_secs_f64() / 1e9
     };
     // SAFETY (all three): off + 4096 <= 64 MiB, inside `mem`, which outlives the closures.
-    let w = run(&mut |off| unsafe { vrnic::sys::volatile_write(p.add(off), &pkt) });
-    let r = run(&mut |off| unsafe { vrnic::sys::volatile_read(p.add(off), &mut back) });
+    let w = run(&mut |off| unsafe { vrnic_sys::volatile_write(p.add(off), &pkt) });
+    let r = run(&mut |off| unsafe { vrnic_sys::volatile_read(p.add(off), &mut back) });
     let b = run(&mut |off| {
         for (i, v) in pkt.iter().enumerate() {
             // SAFETY: see above.

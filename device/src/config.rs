@@ -57,8 +57,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::mlx5::FwVersion;
-use crate::pci::{BarLayout, PciIdentity};
+use vrnic_mlx5::FwVersion;
+use vrnic_pci::{BarLayout, PciIdentity};
 
 /// Config loading and validation errors.
 #[derive(Debug, Error)]
@@ -205,10 +205,10 @@ pub enum Congestion {
 
 impl Congestion {
     /// The port's initial congestion-control settings.
-    pub fn cc_config(self) -> crate::engine::cc::CcConfig {
+    pub fn cc_config(self) -> vrnic_cc::CcConfig {
         match self {
-            Congestion::Dcqcn => crate::engine::cc::CcConfig::connectx_default(),
-            Congestion::Off => crate::engine::cc::CcConfig::disabled(),
+            Congestion::Dcqcn => vrnic_cc::CcConfig::connectx_default(),
+            Congestion::Off => vrnic_cc::CcConfig::disabled(),
         }
     }
 }
@@ -242,11 +242,11 @@ pub struct Config {
     pub logging: Logging,
     pub port: Port,
     /// The RoCEv2 socket and its peers. Without a `[fabric]` section the
-    /// device binds an ephemeral UDP port on [`crate::fabric::config::DEFAULT_BIND`]
+    /// device binds an ephemeral UDP port on [`vrnic_fabric::config::DEFAULT_BIND`]
     /// (loopback) with no peers (its own LID still works: loopback).
-    pub fabric: crate::fabric::FabricConfig,
+    pub fabric: vrnic_fabric::FabricConfig,
     /// The Ethernet port's link (used when `port.link_layer` is `eth`).
-    pub eth: crate::fabric::ether::EtherConfig,
+    pub eth: vrnic_fabric::ether::EtherConfig,
     /// SM roles and failover (IB link layer with fabric peers).
     pub sm: Sm,
 }
@@ -279,7 +279,7 @@ impl Default for Config {
             doorbell: Doorbell::default(),
             logging: Logging::default(),
             port: Port::default(),
-            fabric: crate::fabric::FabricConfig { port: 0, ..Default::default() },
+            fabric: vrnic_fabric::FabricConfig { port: 0, ..Default::default() },
             eth: Default::default(),
             sm: Sm::default(),
         }
@@ -350,7 +350,7 @@ impl Config {
         if !ra.is_power_of_two() || ra > 128 {
             return Err(ConfigError::Invalid(format!("max_rd_atomic {ra} is not a power of two in 1..=128")));
         }
-        let uars = (self.bars.bar0_size / crate::pci::UAR_PAGE_SIZE).saturating_sub(crate::pci::FIRST_UAR_PAGE);
+        let uars = (self.bars.bar0_size / vrnic_pci::UAR_PAGE_SIZE).saturating_sub(vrnic_pci::FIRST_UAR_PAGE);
         if self.doorbell.watch_uars as u64 > uars {
             return Err(ConfigError::Invalid(format!(
                 "watch_uars {} exceeds the {uars} UAR pages of BAR0",
@@ -361,7 +361,7 @@ impl Config {
     }
 
     /// The port's link layer.
-    pub fn link_layer(&self) -> Result<crate::mlx5::link::LinkLayer, ConfigError> {
+    pub fn link_layer(&self) -> Result<vrnic_mlx5::link::LinkLayer, ConfigError> {
         self.port.link_layer.parse().map_err(ConfigError::Invalid)
     }
 
@@ -546,7 +546,7 @@ mod tests {
 
     #[test]
     fn congestion_knob() {
-        use crate::engine::cc::CcConfig;
+        use vrnic_cc::CcConfig;
         assert_eq!(Config::default().port.congestion, Congestion::Dcqcn);
         assert_eq!(Congestion::Dcqcn.cc_config(), CcConfig::connectx_default());
         let c = Config::parse("[port]\nlink_layer = \"eth\"\ncongestion = \"off\"\n").unwrap();
@@ -563,7 +563,7 @@ mod tests {
         let c = Config::parse("[[fabric.peers]]\nlid = 2\naddr = \"192.0.2.7:4791\"\n").unwrap();
         assert_eq!(c.fabric.peers.len(), 1);
         assert!(loopback(&c), "a [fabric] section with only peers binds {}", c.fabric.bind);
-        assert_eq!(c.fabric.port, crate::wire::ip::ROCEV2_PORT);
+        assert_eq!(c.fabric.port, vrnic_wire::ip::ROCEV2_PORT);
         let c = Config::parse("[fabric]\nbind = \"0.0.0.0\"\n").unwrap();
         assert_eq!(c.fabric.bind, "0.0.0.0", "an explicit bind still counts");
     }
@@ -576,12 +576,12 @@ mod tests {
         .unwrap();
         assert_eq!(
             c.eth.backend(),
-            Ok(crate::fabric::ether::Backend::Udp {
+            Ok(vrnic_fabric::ether::Backend::Udp {
                 local: "127.0.0.1:5000".parse().unwrap(),
                 remote: "127.0.0.1:5001".parse().unwrap()
             })
         );
-        assert_eq!(Config::default().eth.backend(), Ok(crate::fabric::ether::Backend::None));
+        assert_eq!(Config::default().eth.backend(), Ok(vrnic_fabric::ether::Backend::None));
         for bad in ["[eth]\nbackend = \"vde\"\n", "[eth]\nbackend = \"udp\"\n", "[eth]\nbogus = 1\n"] {
             assert!(Config::parse(bad).is_err(), "{bad:?}");
         }

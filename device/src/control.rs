@@ -19,10 +19,10 @@ use std::sync::Arc;
 use tracing::{info, warn};
 
 use crate::device::DeviceStats;
-use crate::mlx5::firmware::Firmware;
-use crate::mlx5::link::LinkLayer;
-use crate::mlx5::DoorbellStats;
-use crate::vfio::{DmaSpace, Interrupts, Raised, ServerStats};
+use vrnic_mlx5::firmware::Firmware;
+use vrnic_mlx5::link::LinkLayer;
+use vrnic_mlx5::DoorbellStats;
+use vrnic_vfio::{DmaSpace, Interrupts, Raised, ServerStats};
 
 mod stats;
 
@@ -35,14 +35,14 @@ pub struct ControlHandles {
     pub device: Arc<DeviceStats>,
     pub doorbells: Arc<DoorbellStats>,
     /// Poll mode: the UAR poller's counters.
-    pub poller: Option<Arc<crate::mlx5::PollerStats>>,
+    pub poller: Option<Arc<vrnic_mlx5::PollerStats>>,
     pub fw: Option<Arc<std::sync::Mutex<Firmware>>>,
     /// The CPU latency request thread's state ([`crate::qos`]).
-    pub qos: Arc<crate::host::qos::QosStats>,
+    pub qos: Arc<vrnic_sys::host::qos::QosStats>,
     /// An Ethernet port's link counters.
-    pub eth_link: Option<Arc<crate::fabric::ether::EtherCounters>>,
+    pub eth_link: Option<Arc<vrnic_fabric::ether::EtherCounters>>,
     /// The RoCE port's congestion control (Ethernet port).
-    pub cc: Option<Arc<crate::engine::cc::CcControl>>,
+    pub cc: Option<Arc<vrnic_cc::CcControl>>,
 }
 
 impl ControlHandles {
@@ -113,7 +113,7 @@ pub fn spawn(path: &Path, h: ControlHandles) -> std::io::Result<()> {
     }
     let listener = UnixListener::bind(path)?;
     info!(path = %path.display(), "control socket listening");
-    crate::privs::spawn(
+    vrnic_sys::privs::spawn(
         "vrnic-control",
         || (),
         move |()| {

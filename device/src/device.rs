@@ -16,24 +16,24 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tracing::{info, warn};
 
 use crate::config::{Config, DoorbellMode};
-use crate::engine::Limits;
-use crate::fabric::ether::{EtherCounters, EtherLink};
-use crate::fabric::roce::{RoceGids, RocePort};
-use crate::fabric::{LoopbackPump, PacketHandler, RxMeta, UdpFabric};
-use crate::mlx5::builder::{FabricIo, FirmwareBuilder};
-use crate::mlx5::datapath::FwHandler;
-use crate::mlx5::eth::rx::EthRx;
-use crate::mlx5::firmware::Firmware;
-use crate::mlx5::hca::caps::roce::ROCE_ADDRESS_TABLE_SIZE;
-use crate::mlx5::ib::port::PortConfig;
-use crate::mlx5::link::LinkLayer;
-use crate::mlx5::uar::BurstKick;
-use crate::mlx5::uar::{arm_page, Doorbell, UAR_PAGE};
-use crate::mlx5::{DoorbellSink, DoorbellStats, InitSegment, UarPoller};
-use crate::pci::*;
-use crate::sys::{memfd, SharedMem};
-use crate::vfio::{DmaSpace, Interrupts};
-use crate::wire::clock::MonotonicClock;
+use vrnic_engine::Limits;
+use vrnic_fabric::ether::{EtherCounters, EtherLink};
+use vrnic_fabric::roce::{RoceGids, RocePort};
+use vrnic_fabric::{LoopbackPump, PacketHandler, RxMeta, UdpFabric};
+use vrnic_mlx5::builder::{FabricIo, FirmwareBuilder};
+use vrnic_mlx5::datapath::FwHandler;
+use vrnic_mlx5::eth::rx::EthRx;
+use vrnic_mlx5::firmware::Firmware;
+use vrnic_mlx5::hca::caps::roce::ROCE_ADDRESS_TABLE_SIZE;
+use vrnic_mlx5::ib::port::PortConfig;
+use vrnic_mlx5::link::LinkLayer;
+use vrnic_mlx5::uar::BurstKick;
+use vrnic_mlx5::uar::{arm_page, Doorbell, UAR_PAGE};
+use vrnic_mlx5::{DoorbellSink, DoorbellStats, InitSegment, UarPoller};
+use vrnic_pci::*;
+use vrnic_sys::clock::MonotonicClock;
+use vrnic_sys::{memfd, SharedMem};
+use vrnic_vfio::{DmaSpace, Interrupts};
 
 /// Counters exported to the control socket.
 #[derive(Default, Debug, serde::Serialize)]
@@ -74,7 +74,7 @@ pub struct Vrnic {
 
 /// What the engine and the firmware see as memory: guest RAM through the
 /// DMA mappings, and on-device memory (the MEMIC window, tagged with
-/// [`crate::engine::DEVICE_MEMORY`]) in the device's own backing file.
+/// [`vrnic_engine::DEVICE_MEMORY`]) in the device's own backing file.
 pub struct DeviceMemory {
     dma: Arc<DmaSpace>,
     mem: Arc<SharedMem>,
@@ -86,43 +86,43 @@ pub struct DeviceMemory {
 impl DeviceMemory {
     /// The file offset of a tagged device-memory access, if inside the window.
     fn dm(&self, addr: u64, len: usize) -> Option<usize> {
-        let off = addr & !crate::engine::DEVICE_MEMORY;
+        let off = addr & !vrnic_engine::DEVICE_MEMORY;
         (off.checked_add(len as u64)? <= self.size).then(|| (self.base + off) as usize)
     }
 }
 
-impl crate::engine::GuestMemory for DeviceMemory {
-    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), crate::engine::MemFault> {
-        if addr & crate::engine::DEVICE_MEMORY != 0 {
+impl vrnic_engine::GuestMemory for DeviceMemory {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), vrnic_engine::MemFault> {
+        if addr & vrnic_engine::DEVICE_MEMORY != 0 {
             let ok = self.dm(addr, buf.len()).is_some_and(|o| self.mem.read(o, buf));
-            return if ok { Ok(()) } else { Err(crate::engine::MemFault { addr }) };
+            return if ok { Ok(()) } else { Err(vrnic_engine::MemFault { addr }) };
         }
-        crate::engine::GuestMemory::read(&*self.dma, addr, buf)
+        self.dma.read(addr, buf).map_err(|_| vrnic_engine::MemFault { addr })
     }
-    fn write(&self, addr: u64, buf: &[u8]) -> Result<(), crate::engine::MemFault> {
-        if addr & crate::engine::DEVICE_MEMORY != 0 {
+    fn write(&self, addr: u64, buf: &[u8]) -> Result<(), vrnic_engine::MemFault> {
+        if addr & vrnic_engine::DEVICE_MEMORY != 0 {
             let ok = self.dm(addr, buf.len()).is_some_and(|o| self.mem.write(o, buf));
-            return if ok { Ok(()) } else { Err(crate::engine::MemFault { addr }) };
+            return if ok { Ok(()) } else { Err(vrnic_engine::MemFault { addr }) };
         }
-        crate::engine::GuestMemory::write(&*self.dma, addr, buf)
+        self.dma.write(addr, buf).map_err(|_| vrnic_engine::MemFault { addr })
     }
-    fn compare_and_swap_u64(&self, addr: u64, expected: u64, new: u64) -> Result<u64, crate::engine::MemFault> {
-        if addr & crate::engine::DEVICE_MEMORY != 0 {
+    fn compare_and_swap_u64(&self, addr: u64, expected: u64, new: u64) -> Result<u64, vrnic_engine::MemFault> {
+        if addr & vrnic_engine::DEVICE_MEMORY != 0 {
             return self
                 .dm(addr, 8)
                 .and_then(|o| self.mem.compare_and_swap_u64(o, expected, new))
-                .ok_or(crate::engine::MemFault { addr });
+                .ok_or(vrnic_engine::MemFault { addr });
         }
-        crate::engine::GuestMemory::compare_and_swap_u64(&*self.dma, addr, expected, new)
+        self.dma.compare_and_swap_u64(addr, expected, new).map_err(|_| vrnic_engine::MemFault { addr })
     }
-    fn fetch_add_u64(&self, addr: u64, add: u64) -> Result<u64, crate::engine::MemFault> {
-        if addr & crate::engine::DEVICE_MEMORY != 0 {
+    fn fetch_add_u64(&self, addr: u64, add: u64) -> Result<u64, vrnic_engine::MemFault> {
+        if addr & vrnic_engine::DEVICE_MEMORY != 0 {
             return self
                 .dm(addr, 8)
                 .and_then(|o| self.mem.fetch_add_u64(o, add))
-                .ok_or(crate::engine::MemFault { addr });
+                .ok_or(vrnic_engine::MemFault { addr });
         }
-        crate::engine::GuestMemory::fetch_add_u64(&*self.dma, addr, add)
+        self.dma.fetch_add_u64(addr, add).map_err(|_| vrnic_engine::MemFault { addr })
     }
 }
 
@@ -210,8 +210,8 @@ impl PacketHandler for Kicking {
 /// `[fabric]` peer's LID with the identity a port gets when its
 /// configuration names none (`config::derived_node_guid`, port GUID + 1,
 /// `derived_node_desc`).
-fn subnet_ports(config: &Config) -> Vec<crate::subnet::PortRecord> {
-    use crate::subnet::PortRecord;
+fn subnet_ports(config: &Config) -> Vec<vrnic_subnet::PortRecord> {
+    use vrnic_subnet::PortRecord;
     let lid = config.identity.lid;
     let mut own = PortRecord::new(lid, config.port_guid(), config.node_guid());
     own.sys_image_guid = config.sys_image_guid();
@@ -228,8 +228,8 @@ fn subnet_ports(config: &Config) -> Vec<crate::subnet::PortRecord> {
 
 /// The Subnet Administrator of the port whose LID is `sm_lid` (`None` on
 /// any other port), its database [`subnet_ports`].
-fn subnet_admin(config: &Config, sm_lid: u16) -> Option<crate::subnet::Sa> {
-    use crate::subnet::{Sa, SaConfig, Subnet};
+fn subnet_admin(config: &Config, sm_lid: u16) -> Option<vrnic_subnet::Sa> {
+    use vrnic_subnet::{Sa, SaConfig, Subnet};
     let lid = config.identity.lid;
     if lid == 0 || lid != sm_lid {
         return None;
@@ -249,8 +249,8 @@ fn subnet_admin(config: &Config, sm_lid: u16) -> Option<crate::subnet::Sa> {
 /// fabric (docs/ib-fabric.md); `identity.switch_lid` overrides its LID.
 /// `sm_lid`: the MasterSMLID its management port reports, the same the
 /// CA port starts with.
-fn modeled_switch(config: &Config, sm_lid: u16) -> crate::subnet::switch::Switch {
-    use crate::subnet::switch::{Switch, SwitchConfig};
+fn modeled_switch(config: &Config, sm_lid: u16) -> vrnic_subnet::switch::Switch {
+    use vrnic_subnet::switch::{Switch, SwitchConfig};
     let lids = config.fabric.peers.iter().filter_map(|p| p.lid).chain([config.identity.lid]);
     let lid = (config.identity.switch_lid != 0).then_some(config.identity.switch_lid);
     Switch::new(lids, sm_lid, SwitchConfig { lid, node_guid: None })
@@ -259,8 +259,8 @@ fn modeled_switch(config: &Config, sm_lid: u16) -> crate::subnet::switch::Switch
 /// The SM role machine (docs/ib-fabric.md "SM roles and failover"): on an
 /// IB port with fabric peers, unless `[sm] failover = false` or the SM LID
 /// is configured (`--sm-lid`: a static SM).
-fn sm_roles(config: &Config) -> Option<crate::subnet::sm_role::SmRoles> {
-    use crate::subnet::sm_role::{SmRoles, SmTiming};
+fn sm_roles(config: &Config) -> Option<vrnic_subnet::sm_role::SmRoles> {
+    use vrnic_subnet::sm_role::{SmRoles, SmTiming};
     let lid = config.identity.lid;
     let peers: Vec<u16> = config.fabric.peers.iter().filter_map(|p| p.lid).filter(|&l| l != lid && l != 0).collect();
     if !config.sm.failover || config.identity.sm_lid != 0 || lid == 0 || peers.is_empty() {
@@ -361,7 +361,7 @@ impl Vrnic {
                 // The reaction points' line rate: the link's shaper, when it is below the port speed.
                 port.cc().set_link_rate_bps(config.eth.link_rate_mbps.saturating_mul(1_000_000));
                 builder = builder.roce(gids, port.counters()).cc(port.cc().clone());
-                let io = crate::engine::Io { mem: memory.clone(), packets: port.clone(), clock, ..Default::default() };
+                let io = vrnic_engine::Io { mem: memory.clone(), packets: port.clone(), clock, ..Default::default() };
                 (None, Some(port), FabricIo { io, waker: Some(waker), counters: None })
             }
             None => {
@@ -370,7 +370,7 @@ impl Vrnic {
                 fabric.port().set_gid_table(port.gid_table());
                 let local = config.fabric.local_endpoint(config.identity.lid).map_err(io::Error::other)?;
                 let waker = fabric.waker();
-                let io = crate::engine::Io {
+                let io = vrnic_engine::Io {
                     mem: memory.clone(),
                     packets: fabric.sink(),
                     clock,
@@ -388,7 +388,7 @@ impl Vrnic {
             builder = builder.switch(sw);
         }
         if let (LinkLayer::Ib, Some(sa)) = (link_layer, subnet_admin(config, sm_lid)) {
-            builder = builder.sm_info(crate::subnet::sm_info::SmInfoAgent::new(config.port_guid(), 0));
+            builder = builder.sm_info(vrnic_subnet::sm_info::SmInfoAgent::new(config.port_guid(), 0));
             info!(
                 lid = config.identity.lid,
                 ports = sa.subnet.ports().count(),
@@ -459,7 +459,7 @@ impl Vrnic {
     }
 
     /// The UAR poller's counters (poll mode only).
-    pub fn poller_stats(&self) -> Option<Arc<crate::mlx5::PollerStats>> {
+    pub fn poller_stats(&self) -> Option<Arc<vrnic_mlx5::PollerStats>> {
         self.poller.as_ref().map(|p| p.stats.clone())
     }
 
@@ -520,7 +520,7 @@ impl Vrnic {
         self.msix_table.iter_mut().for_each(|b| *b = 0);
         // Punching a hole zeroes the range for every mapping of the memfd
         // (ours and QEMU's) and frees the pages.
-        if !crate::sys::punch_hole(&self.mem_fd, self.mem.len() as u64) {
+        if !vrnic_sys::punch_hole(&self.mem_fd, self.mem.len() as u64) {
             self.mem.fill(0, self.mem.len(), 0);
         }
         if let Some(p) = &self.poller {
@@ -540,9 +540,9 @@ mod regions;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vfio::uapi::VFIO_PCI_CONFIG_REGION_INDEX as CFG;
-    use crate::vfio::{SparseArea, VfioDevice};
     use std::sync::atomic::Ordering;
+    use vrnic_vfio::uapi::VFIO_PCI_CONFIG_REGION_INDEX as CFG;
+    use vrnic_vfio::{SparseArea, VfioDevice};
 
     fn dev(mode: DoorbellMode) -> Vrnic {
         let mut c = Config::default();
@@ -605,7 +605,7 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "Vrnic::new needs memfd_create and mmap of an fd, which Miri does not support")]
     fn device_memory_is_bar4_and_the_memic_window() {
-        use crate::engine::{GuestMemory, DEVICE_MEMORY};
+        use vrnic_engine::{GuestMemory, DEVICE_MEMORY};
         let mut d = dev(DoorbellMode::Trap);
         // A store into BAR0's MEMIC window is device memory, not a doorbell.
         d.region_write(0, (31 << 20) + 0x800, &[7; 8]).unwrap();
@@ -650,10 +650,10 @@ mod tests {
         // RoCE rides the link: a RoCE port, no UDP fabric; the firmware's GID table is the port's.
         let port = d.roce_port().expect("an Ethernet port is a RoCE port");
         assert!(d.fabric_addr().is_none(), "no RoCEv2 fabric socket on an Ethernet port");
-        assert_eq!(port.gids().len(), crate::mlx5::hca::caps::roce::ROCE_ADDRESS_TABLE_SIZE);
+        assert_eq!(port.gids().len(), vrnic_mlx5::hca::caps::roce::ROCE_ADDRESS_TABLE_SIZE);
         assert!(lock(&d.fw).roce_counters().is_some_and(|c| Arc::ptr_eq(c, &port.counters())));
         // Congestion control: the knob's settings, on the one CcControl the commands and the data path share.
-        assert_eq!(port.cc().config(), crate::engine::cc::CcConfig::disabled());
+        assert_eq!(port.cc().config(), vrnic_cc::CcConfig::disabled());
         assert!(Arc::ptr_eq(lock(&d.fw).roce_cc(), port.cc()));
         drop(d); // stops the link's worker (else the join hangs)
     }

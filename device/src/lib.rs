@@ -1,31 +1,18 @@
 //! vrnic: an emulated ConnectX (mlx5) RDMA NIC served to QEMU over vfio-user.
+//! This crate is the composition root: it assembles one PCI function from
+//! the layer crates ([`device`]), reads the configuration ([`config`]) and
+//! answers the control socket ([`control`]).
 //!
-//! Data flows one way: guest MMIO/doorbell → [`vfio`]/[`pci`] → [`mlx5`]
-//! decodes → [`engine`] acts → [`wire`] sends → peer engine → mlx5 writes
-//! CQEs/EQEs and raises MSI-X. See docs/architecture.md.
+//! Data flows one way: guest MMIO/doorbell → `vrnic_vfio`/`vrnic_pci` →
+//! `vrnic_mlx5` decodes → `vrnic_engine` acts → `vrnic_fabric` sends over a
+//! link → peer engine → mlx5 writes CQEs/EQEs and raises MSI-X. See
+//! docs/architecture.md.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-// Unsafe code lives in `sys` (every syscall and raw-memory edge) and `vfio`
-// (the vfio-user socket's SCM_RIGHTS receive and the guest-memory mappings
-// over vm-memory). Everywhere else it is refused.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod config;
 pub mod control;
 pub mod device;
-pub mod engine;
-pub mod fabric;
-pub mod host;
-pub mod mlx5;
-pub mod pci;
-pub mod privs;
-pub mod seccomp;
-pub mod subnet;
-#[allow(unsafe_code)]
-pub mod sys;
-#[allow(unsafe_code)]
-pub mod vfio;
-pub mod wire;
 
 pub use config::{Config, DoorbellMode};
 pub use device::Vrnic;

@@ -9,10 +9,10 @@ use tracing::{error, info};
 
 use vrnic::config::{Config, Congestion, DoorbellMode};
 use vrnic::control::{self, ControlHandles};
-use vrnic::pci::MSIX_VECTORS;
-use vrnic::seccomp::SeccompMode;
-use vrnic::vfio::{DmaSpace, Interrupts, Server, ServerOptions};
 use vrnic::Vrnic;
+use vrnic_pci::MSIX_VECTORS;
+use vrnic_sys::seccomp::SeccompMode;
+use vrnic_vfio::{DmaSpace, Interrupts, Server, ServerOptions};
 
 /// An emulated ConnectX (mlx5) RDMA NIC for QEMU, served over vfio-user.
 ///
@@ -286,7 +286,7 @@ fn build_config(a: &Args) -> Result<Config, String> {
     for p in &a.peer {
         let (lid, addr) = p.split_once('=').ok_or_else(|| format!("--peer {p:?}: want LID=HOST:PORT"))?;
         let lid = parse_u16(lid)?;
-        c.fabric.peers.push(vrnic::fabric::PeerConfig { lid: Some(lid), gid: None, addr: addr.to_string() });
+        c.fabric.peers.push(vrnic_fabric::PeerConfig { lid: Some(lid), gid: None, addr: addr.to_string() });
     }
     if let Some(e) = &a.eth {
         c.eth.parse_cli(e)?;
@@ -296,7 +296,7 @@ fn build_config(a: &Args) -> Result<Config, String> {
     }
     // Capture and faults belong to the port's own link: the RoCEv2 fabric
     // on InfiniBand, the Ethernet link on Ethernet.
-    let eth = c.link_layer().map_err(|e| e.to_string())? == vrnic::mlx5::link::LinkLayer::Eth;
+    let eth = c.link_layer().map_err(|e| e.to_string())? == vrnic_mlx5::link::LinkLayer::Eth;
     if let Some(p) = &a.pcap {
         if eth {
             c.eth.pcap = Some(p.clone());
@@ -313,7 +313,7 @@ fn build_config(a: &Args) -> Result<Config, String> {
         }
     }
     if let Some(f) = &a.faults {
-        let f = vrnic::fabric::fault::FaultConfig::parse_cli(f)?;
+        let f = vrnic_fabric::fault::FaultConfig::parse_cli(f)?;
         if eth {
             c.eth.faults = f;
         } else {
@@ -329,7 +329,8 @@ fn main() -> ExitCode {
     // Before any thread exists, so every thread inherits no_new_privs and
     // knows to drop its capabilities when it starts.
     if !args.keep_privileges {
-        let r = if args.user.is_some() { vrnic::privs::set_no_new_privs() } else { vrnic::privs::request_drop() };
+        let r =
+            if args.user.is_some() { vrnic_sys::privs::set_no_new_privs() } else { vrnic_sys::privs::request_drop() };
         if let Err(e) = r {
             eprintln!("vrnic: {e}");
             return ExitCode::FAILURE;
@@ -371,10 +372,10 @@ fn main() -> ExitCode {
     let eth_link = device.ether_counters();
     let cc = device.roce_port().map(|p| p.cc().clone());
     // Opened before privileges are dropped; the thread is a long-lived one.
-    let qos = Arc::new(vrnic::host::qos::QosStats::default());
+    let qos = Arc::new(vrnic_sys::host::qos::QosStats::default());
     if config.doorbell.cpu_latency_qos {
         let d = doorbells.clone();
-        vrnic::host::qos::spawn(move || d.total(), qos.clone());
+        vrnic_sys::host::qos::spawn(move || d.total(), qos.clone());
     }
     let fw = device.firmware();
     let mut server = match Server::bind(
@@ -423,13 +424,13 @@ fn main() -> ExitCode {
         "vrnic listening"
     );
     if let Some(u) = &args.user {
-        if let Err(e) = vrnic::privs::switch_user(u) {
+        if let Err(e) = vrnic_sys::privs::switch_user(u) {
             error!("--user {u}: {e}");
             return ExitCode::FAILURE;
         }
     }
     if !args.keep_privileges {
-        if let Err(e) = vrnic::privs::drop_caps() {
+        if let Err(e) = vrnic_sys::privs::drop_caps() {
             error!("dropping capabilities: {e}");
             return ExitCode::FAILURE;
         }
@@ -438,15 +439,15 @@ fn main() -> ExitCode {
     if seccomp != SeccompMode::Off {
         // Every long-lived thread has dropped its capabilities and set
         // itself up; from here on all of them run under the allow-list.
-        let r = vrnic::privs::wait_for_threads(std::time::Duration::from_secs(10))
+        let r = vrnic_sys::privs::wait_for_threads(std::time::Duration::from_secs(10))
             .map_err(|e| e.to_string())
-            .and_then(|()| vrnic::seccomp::install_all_threads(seccomp).map_err(|e| e.to_string()));
+            .and_then(|()| vrnic_sys::seccomp::install_all_threads(seccomp).map_err(|e| e.to_string()));
         if let Err(e) = r {
             error!("{e}");
             return ExitCode::FAILURE;
         }
-        let refused: Vec<&str> = vrnic::seccomp::REFUSED.iter().map(|r| r.name).collect();
-        info!(mode = ?seccomp, allowed = vrnic::seccomp::allowed_names().len(), ?refused, "seccomp filter installed");
+        let refused: Vec<&str> = vrnic_sys::seccomp::REFUSED.iter().map(|r| r.name).collect();
+        info!(mode = ?seccomp, allowed = vrnic_sys::seccomp::allowed_names().len(), ?refused, "seccomp filter installed");
     }
     match server.run() {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 mod common;
 use common::Server;
 
-use vrnic::privs::ThreadPrivs;
+use vrnic_sys::privs::ThreadPrivs;
 
 fn own() -> ThreadPrivs {
     ThreadPrivs::parse(&std::fs::read_to_string(Path::new("/proc/self/status")).unwrap()).unwrap()

@@ -14,14 +14,14 @@ mod common;
 use common::Server;
 
 use vmm_sys_util::eventfd::EventFd;
-use vrnic::privs::ThreadPrivs;
-use vrnic::seccomp::{allowed_names, install_this_thread, SeccompMode};
-use vrnic::sys::memfd;
+use vrnic_sys::memfd;
+use vrnic_sys::privs::ThreadPrivs;
+use vrnic_sys::seccomp::{allowed_names, install_this_thread, SeccompMode};
 
 fn eventfd() -> std::io::Result<EventFd> {
     EventFd::new(libc::EFD_CLOEXEC | libc::EFD_NONBLOCK)
 }
-use vrnic::vfio::protocol::vfio::*;
+use vrnic_vfio::protocol::vfio::*;
 
 impl Server {
     /// Waits until every thread shows `mode` (the main thread installs the
@@ -78,7 +78,7 @@ fn every_thread_of_the_server_is_filtered() {
         assert_eq!((p.cap_eff, p.cap_prm), (0, 0), "{n}");
     }
     let status = std::fs::read_to_string(format!("/proc/{}/status", s.child.id())).unwrap();
-    let want = format!("Seccomp_filters:\t{}", vrnic::seccomp::REFUSED.len() + 1);
+    let want = format!("Seccomp_filters:\t{}", vrnic_sys::seccomp::REFUSED.len() + 1);
     assert!(status.contains(&want), "allow-list + one filter per refusal: {status}");
 }
 
@@ -295,7 +295,7 @@ fn seccomp_child() {
                 if !t.join().unwrap_or(false) {
                     fail("thread/eventfd");
                 }
-                let m = vrnic::sys::SharedMem::map(&ram, 4096).unwrap_or_else(|_| fail("mmap"));
+                let m = vrnic_sys::SharedMem::map(&ram, 4096).unwrap_or_else(|_| fail("mmap"));
                 if !m.write(0, b"x") {
                     fail("write");
                 }

@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use vmm_sys_util::eventfd::EventFd;
 use vrnic::config::{Config, DoorbellMode};
 use vrnic::device::DeviceStats;
-use vrnic::mlx5::DoorbellStats;
-use vrnic::pci::MSIX_VECTORS;
-use vrnic::sys::{memfd, SharedMem};
+use vrnic_mlx5::DoorbellStats;
+use vrnic_pci::MSIX_VECTORS;
+use vrnic_sys::{memfd, SharedMem};
 
 fn eventfd() -> std::io::Result<EventFd> {
     EventFd::new(libc::EFD_CLOEXEC | libc::EFD_NONBLOCK)
@@ -27,10 +27,10 @@ fn borrowed(e: &EventFd) -> std::os::fd::BorrowedFd<'_> {
     // SAFETY: the descriptor stays open while `e`, which the borrow ties it to, lives.
     unsafe { std::os::fd::BorrowedFd::borrow_raw(e.as_raw_fd()) }
 }
-use vrnic::vfio::protocol::{vfio::*, Header, FLAGS_ERROR, FLAGS_NO_REPLY, FLAGS_TYPE_REPLY, HEADER_SIZE};
-use vrnic::vfio::socket::{recv_exact_with_fds, send_with_fds};
-use vrnic::vfio::{DmaError, DmaSpace, Interrupts, Server, ServerOptions, ServerStats};
 use vrnic::Vrnic;
+use vrnic_vfio::protocol::{vfio::*, Header, FLAGS_ERROR, FLAGS_NO_REPLY, FLAGS_TYPE_REPLY, HEADER_SIZE};
+use vrnic_vfio::socket::{recv_exact_with_fds, send_with_fds};
+use vrnic_vfio::{DmaError, DmaSpace, Interrupts, Server, ServerOptions, ServerStats};
 
 struct Harness {
     path: PathBuf,
@@ -308,7 +308,7 @@ fn disconnect_drops_guest_state_and_reconnect_works() {
         assert_eq!(h.dma.len(), 1);
     }
     wait_until("disconnect cleanup", || h.dma.is_empty() && !h.stats.connected.load(Ordering::Relaxed));
-    assert_eq!(h.irqs.raise(0), Ok(vrnic::vfio::Raised::Pending), "eventfds dropped");
+    assert_eq!(h.irqs.raise(0), Ok(vrnic_vfio::Raised::Pending), "eventfds dropped");
     // A new client (QEMU restarted) is served by the same server.
     let mut c = vfio_user::Client::new(&h.path).unwrap();
     let mut id = [0u8; 2];
@@ -425,10 +425,10 @@ fn malformed_dma_and_irq_requests() {
     assert_eq!(r.errno(8, &set_irqs_args(EFD_TRIGGER, 2, 10, 4), &[borrowed(&e1), borrowed(&e2)]), 0);
     h.irqs.raise(11).unwrap();
     assert_eq!(e2.read().unwrap_or(0), 1);
-    assert_eq!(h.irqs.raise(12), Ok(vrnic::vfio::Raised::Pending));
+    assert_eq!(h.irqs.raise(12), Ok(vrnic_vfio::Raised::Pending));
     // fd -1 (no fd): de-assign vector 10.
     assert_eq!(r.errno(8, &set_irqs_args(EFD_TRIGGER, 2, 10, 1), &[]), 0);
-    assert_eq!(h.irqs.raise(10), Ok(vrnic::vfio::Raised::Pending));
+    assert_eq!(h.irqs.raise(10), Ok(vrnic_vfio::Raised::Pending));
     // Masking through SET_IRQS holds delivery until unmask.
     assert_eq!(r.errno(8, &set_irqs_args(VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_MASK, 2, 11, 1), &[]), 0);
     h.irqs.raise(11).unwrap();
@@ -554,7 +554,7 @@ fn stale_socket_is_replaced_and_live_one_is_not() {
     let (d, dma, irqs) = mk();
     assert!(matches!(
         Server::bind(&path, d, dma, irqs, ServerOptions::default()),
-        Err(vrnic::vfio::server::ServerError::InUse(_))
+        Err(vrnic_vfio::server::ServerError::InUse(_))
     ));
 }
 

@@ -5,12 +5,12 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use vrnic::engine::*;
-use vrnic::mlx5::ifc;
-use vrnic::vfio::protocol::{self, Command, Header};
-use vrnic::fabric::{Dest, PacketSink};
-use vrnic::wire::ip::PseudoHeader;
-use vrnic::wire::{icrc, roce, RocePacket};
+use vrnic_engine::*;
+use vrnic_mlx5::ifc;
+use vrnic_vfio::protocol::{self, Command, Header};
+use vrnic_fabric::{Dest, PacketSink};
+use vrnic_wire::ip::PseudoHeader;
+use vrnic_wire::{icrc, roce, RocePacket};
 use vrnic_fuzz::*;
 
 #[derive(Default)]
@@ -103,7 +103,7 @@ fn main() {
                 smac: [2, 0, 0, 0, 0, 1],
                 vlan: (i % 2 == 1).then_some(0x2005),
                 net,
-                grh: vrnic::wire::grh::Repr {
+                grh: vrnic_wire::grh::Repr {
                     traffic_class: 2,
                     hop_limit: 64,
                     sgid: roce::v4_mapped([10, 0, 0, 1]),

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
-use vrnic::engine::mem::FlatMem;
-use vrnic::mlx5::cmd::CommandHandler;
+use vrnic_engine::mem::FlatMem;
+use vrnic_mlx5::cmd::CommandHandler;
 
 fuzz_target!(|data: &[u8]| {
     let mem = Arc::new(FlatMem::new(vrnic_fuzz::MEM));
@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
             continue;
         }
         // Output sizes the transport accepts: 8 bytes to 8 MiB.
-        let outlen = (u32::from_le_bytes(r[..4].try_into().unwrap()) as usize).clamp(8, vrnic::mlx5::cmd::MAX_MSG);
+        let outlen = (u32::from_le_bytes(r[..4].try_into().unwrap()) as usize).clamp(8, vrnic_mlx5::cmd::MAX_MSG);
         let o = fw.execute(&r[4..], outlen);
         assert!(o.out.len() >= 16 || o.status != 0, "short output");
     }

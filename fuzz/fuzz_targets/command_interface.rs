@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
-use vrnic::engine::mem::FlatMem;
-use vrnic::mlx5::cmd;
+use vrnic_engine::mem::FlatMem;
+use vrnic_mlx5::cmd;
 
 fuzz_target!(|data: &[u8]| {
     let mut bytes = data.to_vec();

@@ -4,8 +4,8 @@
 //! (`mlx5::datapath::mad_wire`), over the same arbitrary bytes.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use vrnic::wire::ip::{ipv4, udp, PseudoHeader};
-use vrnic::wire::*;
+use vrnic_wire::ip::{ipv4, udp, PseudoHeader};
+use vrnic_wire::*;
 
 macro_rules! each {
     ($data:expr, $($m:ident),*) => {
@@ -54,8 +54,8 @@ fuzz_target!(|data: &[u8]| {
         roce::grh_area(roce::NetHdr::RoceV2Ipv4, &grh::Repr { payload_len: data.len() as u16, ..Default::default() });
     each!(data, reth, aeth, deth, immdt, ieth, atomic_eth, atomic_ack_eth, cnp);
     // BTH onwards as a QP0/QP1 packet from the IB fabric: a MAD or a refusal.
-    let meta = vrnic::fabric::RxMeta::ib(vrnic::fabric::Endpoint::v4(2, std::net::Ipv4Addr::LOCALHOST), false);
-    if let Ok((qpn, dg)) = vrnic::mlx5::datapath::mad_wire::parse_mad_packet(&meta, data) {
+    let meta = vrnic_fabric::RxMeta::ib(vrnic_fabric::Endpoint::v4(2, std::net::Ipv4Addr::LOCALHOST), false);
+    if let Ok((qpn, dg)) = vrnic_mlx5::datapath::mad_wire::parse_mad_packet(&meta, data) {
         assert!(qpn <= 1 && dg.data.len() == 256, "only 256-byte MADs to QP0/QP1");
     }
 });

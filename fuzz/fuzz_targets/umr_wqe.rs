@@ -3,8 +3,8 @@
 //! the key's table or translate outside what the entries say.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use vrnic::engine::{Access, Mkey, Translation};
-use vrnic::mlx5::datapath::{umr, wqe};
+use vrnic_engine::{Access, Mkey, Translation};
+use vrnic_mlx5::datapath::{umr, wqe};
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 16 {

@@ -8,8 +8,8 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
-use vrnic::vfio::server::{Server, ServerOptions};
-use vrnic::vfio::{DmaSpace, Interrupts};
+use vrnic_vfio::server::{Server, ServerOptions};
+use vrnic_vfio::{DmaSpace, Interrupts};
 use vrnic::{Config, Vrnic};
 
 thread_local! {

@@ -2,13 +2,13 @@
 //! also as an Ethernet send WQE.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use vrnic::mlx5::datapath::wqe;
+use vrnic_mlx5::datapath::wqe;
 
 fuzz_target!(|data: &[u8]| {
     if data.len() >= 16 {
         let c = wqe::CtrlSeg::parse(data[..16].try_into().unwrap());
         let _ = (c.wqebbs(), c.signaled(), c.solicited());
-        let _ = vrnic::mlx5::eth::eth_seg::parse(data, &c);
+        let _ = vrnic_mlx5::eth::eth_seg::parse(data, &c);
     }
     let _ = wqe::parse_send(data, false);
     let _ = wqe::parse_send(data, true);

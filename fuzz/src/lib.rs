@@ -4,16 +4,16 @@
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
-use vrnic::engine::mem::FlatMem;
-use vrnic::engine::*;
-use vrnic::mlx5::cmd::CommandHandler;
-use vrnic::mlx5::builder::FirmwareBuilder;
-use vrnic::mlx5::firmware::Firmware;
-use vrnic::mlx5::ifc;
-use vrnic::mlx5::ib::port::PortConfig;
-use vrnic::vfio::Interrupts;
-use vrnic::wire::clock::ManualClock;
-use vrnic::fabric::{Dest, Endpoint, PacketSink, RxMeta};
+use vrnic_engine::mem::FlatMem;
+use vrnic_engine::*;
+use vrnic_mlx5::cmd::CommandHandler;
+use vrnic_mlx5::builder::FirmwareBuilder;
+use vrnic_mlx5::firmware::Firmware;
+use vrnic_mlx5::ifc;
+use vrnic_mlx5::ib::port::PortConfig;
+use vrnic_vfio::Interrupts;
+use vrnic_sys::clock::ManualClock;
+use vrnic_fabric::{Dest, Endpoint, PacketSink, RxMeta};
 
 /// Splits `data` into records of `[u16 LE length][bytes]` (the last record
 /// takes what is left when short).

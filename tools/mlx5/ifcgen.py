@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""tools/mlx5/ifcgen.py - generate device/src/mlx5/ifc.rs from the kernel's mlx5_ifc.h (python3 stdlib only).
+"""tools/mlx5/ifcgen.py - generate crates/mlx5-ifc/src/ifc.rs from the kernel's mlx5_ifc.h (python3 stdlib only).
 
 Usage:
-    tools/mlx5/ifcgen.py KERNEL_SRC [-o device/src/mlx5/ifc.rs]
+    tools/mlx5/ifcgen.py KERNEL_SRC [-o crates/mlx5-ifc/src/ifc.rs]
 
 KERNEL_SRC is the top of a kernel source tree; only the files in SOURCES (and `Makefile`, for the
 version) are read, so a partial extraction is enough. The checked-in ifc.rs comes from Debian trixie's
@@ -468,7 +468,7 @@ class Emitter:
         self.w(depth, "/// Fields of `%s`, offsets from the start of the enclosing top-level struct." % name)
         self.w(depth, "pub mod %s {" % rust_ident(name))
         self.w(depth + 1, "#[allow(unused_imports)]")
-        self.w(depth + 1, "use crate::mlx5::fields::{Array, Field};")
+        self.w(depth + 1, "use crate::fields::{Array, Field};")
         self.members(kind, members, base, depth + 1, set(), expand)
         self.w(depth, "}")
 
@@ -497,7 +497,7 @@ class Emitter:
         self.w(0, "/// `%s mlx5_ifc_%s_bits`: %d bytes." % (kind, tname, size // 8))
         self.w(0, "pub mod %s {" % rust_ident(tname))
         self.w(1, "#[allow(unused_imports)]")
-        self.w(1, "use crate::mlx5::fields::{Array, Field};")
+        self.w(1, "use crate::fields::{Array, Field};")
         self.w(1, "/// Size in bytes.")
         self.w(1, "pub const SIZE: usize = 0x%x;" % (size // 8))
         self.table = []
@@ -524,7 +524,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("src", help="kernel source tree (top directory)")
     ap.add_argument("-o", "--output", default=os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
-        "..", "..", "device", "src", "mlx5", "ifc.rs")))
+        "..", "..", "crates", "mlx5-ifc", "src", "ifc.rs")))
     ap.add_argument("--kernel-version", help="override the version read from the tree's Makefile")
     a = ap.parse_args()
 
@@ -559,7 +559,7 @@ def main():
         "//",
         "// Source: Linux %s (Debian trixie linux-source-6.12), sha256 of the files read:" % ver,
     ] + shas + [
-        "// Regenerate: tools/mlx5/ifcgen.py <linux-source-tree> -o device/src/mlx5/ifc.rs",
+        "// Regenerate: tools/mlx5/ifcgen.py <linux-source-tree> -o crates/mlx5-ifc/src/ifc.rs",
         "// (the script's docstring shows how to fetch the tree; the struct list is at its top).",
         "//",
         "// One module per `mlx5_ifc_<name>_bits`: `SIZE` in bytes, one `Field` (bit offset, width) per",

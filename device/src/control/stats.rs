@@ -13,22 +13,22 @@ use serde::Serialize;
 
 use super::ControlHandles;
 use crate::device::DeviceStats;
-use crate::engine::transport::EngineDrops;
-use crate::engine::QpCounters;
-use crate::fabric::counters::PortSnapshot;
-use crate::fabric::ether::EtherCounters;
-use crate::fabric::roce::{GidEntry, RoceCounters, RoceVersion};
-use crate::host::qos::QosStats;
-use crate::mlx5::eth::rx::EthRxTree;
-use crate::mlx5::eth::tx_state::SqTxCounters;
-use crate::mlx5::eth::vport::VportCounters;
-use crate::mlx5::firmware::{Firmware, FwStats};
-use crate::mlx5::ib::port::PortCounters as IbPortCounters;
-use crate::mlx5::{DoorbellStats, PollerStats};
-use crate::subnet::sa::SaStats;
-use crate::vfio::dma::DmaStats;
-use crate::vfio::irq::IrqStats;
-use crate::vfio::ServerStats;
+use vrnic_engine::transport::EngineDrops;
+use vrnic_engine::QpCounters;
+use vrnic_fabric::counters::PortSnapshot;
+use vrnic_fabric::ether::EtherCounters;
+use vrnic_fabric::roce::{GidEntry, RoceCounters, RoceVersion};
+use vrnic_mlx5::eth::rx::EthRxTree;
+use vrnic_mlx5::eth::tx_state::SqTxCounters;
+use vrnic_mlx5::eth::vport::VportCounters;
+use vrnic_mlx5::firmware::{Firmware, FwStats};
+use vrnic_mlx5::ib::port::PortCounters as IbPortCounters;
+use vrnic_mlx5::{DoorbellStats, PollerStats};
+use vrnic_subnet::sa::SaStats;
+use vrnic_sys::host::qos::QosStats;
+use vrnic_vfio::dma::DmaStats;
+use vrnic_vfio::irq::IrqStats;
+use vrnic_vfio::ServerStats;
 
 /// The whole reply.
 #[derive(Serialize)]
@@ -72,7 +72,7 @@ pub(super) struct FirmwareStats<'a> {
     /// The Subnet Administrator's counters (`null` unless this port is the SM LID).
     pub sa: Option<SaStats>,
     /// SM roles and failover (`mlx5/datapath/sm_wire.rs`), `null` without them.
-    pub sm: Option<crate::mlx5::datapath::sm_wire::SmView>,
+    pub sm: Option<vrnic_mlx5::datapath::sm_wire::SmView>,
 }
 
 /// The RoCE port's counters and the programmed GID table entries.
@@ -98,7 +98,7 @@ pub(super) struct CongestionTree {
 }
 
 impl CongestionTree {
-    fn new(cc: &crate::engine::cc::CcControl) -> CongestionTree {
+    fn new(cc: &vrnic_cc::CcControl) -> CongestionTree {
         let (c, s) = (cc.config(), cc.statistics());
         CongestionTree {
             rp_enabled: c.rp_enabled,

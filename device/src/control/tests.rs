@@ -2,8 +2,8 @@
 //! of every counter struct at the path the harness and docs read.
 
 use super::*;
-use crate::vfio::protocol::vfio::*;
 use vmm_sys_util::eventfd::EventFd;
+use vrnic_vfio::protocol::vfio::*;
 
 #[test]
 fn raise_and_stats() {
@@ -49,26 +49,26 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use crate::engine::mem::FlatMem;
-use crate::engine::Limits;
-use crate::mlx5::ib::port::PortConfig;
+use vrnic_engine::mem::FlatMem;
+use vrnic_engine::Limits;
+use vrnic_mlx5::ib::port::PortConfig;
 
 /// Handles with everything present: firmware, a fabric port, a poller.
-fn full_handles() -> (ControlHandles, Arc<crate::fabric::PortCounters>) {
+fn full_handles() -> (ControlHandles, Arc<vrnic_fabric::PortCounters>) {
     let irqs = Arc::new(Interrupts::new(64));
-    let wire = Arc::new(crate::fabric::PortCounters::default());
-    let cc = crate::engine::cc::CcControl::new(crate::engine::cc::CcConfig::connectx_default());
-    let fw = crate::mlx5::builder::FirmwareBuilder::new(
+    let wire = Arc::new(vrnic_fabric::PortCounters::default());
+    let cc = vrnic_cc::CcControl::new(vrnic_cc::CcConfig::connectx_default());
+    let fw = vrnic_mlx5::builder::FirmwareBuilder::new(
         Arc::new(FlatMem::new(1 << 20)),
         irqs.clone(),
         PortConfig::new(1, 2, 3, 0x1017),
         Limits::default(),
     )
-    .fabric(crate::mlx5::builder::FabricIo { io: Default::default(), waker: None, counters: Some(wire.clone()) })
-    .roce(Arc::new(crate::fabric::roce::RoceGids::new(4)), Arc::default())
+    .fabric(vrnic_mlx5::builder::FabricIo { io: Default::default(), waker: None, counters: Some(wire.clone()) })
+    .roce(Arc::new(vrnic_fabric::roce::RoceGids::new(4)), Arc::default())
     .cc(cc.clone())
-    .sa(crate::subnet::Sa::new(crate::subnet::Subnet::new(1), Default::default()))
-    .sm(crate::subnet::sm_role::SmRoles::new(1, 2, 0, &[2], Default::default()), Vec::new())
+    .sa(vrnic_subnet::Sa::new(vrnic_subnet::Subnet::new(1), Default::default()))
+    .sm(vrnic_subnet::sm_role::SmRoles::new(1, 2, 0, &[2], Default::default()), Vec::new())
     .build()
     .unwrap();
     let h = ControlHandles {
@@ -88,7 +88,7 @@ fn full_handles() -> (ControlHandles, Arc<crate::fabric::PortCounters>) {
 
 #[test]
 fn cc_on_off_flips_both_nodes_on_every_priority_and_keeps_the_parameters() {
-    use crate::engine::cc::CcConfig;
+    use vrnic_cc::CcConfig;
     let (h, _) = full_handles();
     let cc = h.cc.clone().unwrap();
     assert_eq!(h.execute("cc"), "ok cc rp=0xff np=0xff");
@@ -105,7 +105,7 @@ fn cc_on_off_flips_both_nodes_on_every_priority_and_keeps_the_parameters() {
     assert!(h.execute("cc maybe").starts_with("err unknown command"));
     assert!(h.execute("help").contains("cc [on|off]"));
     // stats: firmware.roce.congestion, the masks and the counters QUERY_CONG_STATISTICS reads.
-    cc.count(crate::engine::cc::CcCounter::NpCnpSent, 3);
+    cc.count(vrnic_cc::CcCounter::NpCnpSent, 3);
     assert_eq!(h.execute("cc off"), "ok cc off");
     let s: Value = serde_json::from_str(&h.execute("stats")).unwrap();
     let t = &s["firmware"]["roce"]["congestion"];
@@ -117,7 +117,7 @@ fn cc_on_off_flips_both_nodes_on_every_priority_and_keeps_the_parameters() {
 /// the struct serialized on its own.
 fn counter_structs(
     h: &ControlHandles,
-    wire: &crate::fabric::PortCounters,
+    wire: &vrnic_fabric::PortCounters,
 ) -> Vec<(&'static str, &'static [&'static str], Value)> {
     fn v<T: serde::Serialize>(t: &T) -> Value {
         serde_json::to_value(t).unwrap()
@@ -163,7 +163,7 @@ fn counter_structs(
 
 /// Makes every counter nonzero, each a different number, so a field read
 /// from the wrong place or not at all cannot pass for a zero.
-fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
+fn bump_all(h: &ControlHandles, wire: &vrnic_fabric::PortCounters) {
     let mut n = 0u64;
     let mut next = || {
         n += 1;
@@ -267,10 +267,10 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
     }
     let cc = h.cc.as_ref().unwrap();
     for c in [
-        crate::engine::cc::CcCounter::NpEcnMarkedRocePackets,
-        crate::engine::cc::CcCounter::NpCnpSent,
-        crate::engine::cc::CcCounter::RpCnpHandled,
-        crate::engine::cc::CcCounter::RpCnpIgnored,
+        vrnic_cc::CcCounter::NpEcnMarkedRocePackets,
+        vrnic_cc::CcCounter::NpCnpSent,
+        vrnic_cc::CcCounter::RpCnpHandled,
+        vrnic_cc::CcCounter::RpCnpIgnored,
     ] {
         cc.count(c, next());
     }
@@ -446,7 +446,7 @@ fn bump_all(h: &ControlHandles, wire: &crate::fabric::PortCounters) {
 }
 
 /// A wire port counter by its field name.
-fn wire_counter<'a>(w: &'a crate::fabric::PortCounters, name: &str) -> &'a std::sync::atomic::AtomicU64 {
+fn wire_counter<'a>(w: &'a vrnic_fabric::PortCounters, name: &str) -> &'a std::sync::atomic::AtomicU64 {
     match name {
         "tx_packets" => &w.tx_packets,
         "tx_bytes" => &w.tx_bytes,
@@ -536,13 +536,18 @@ fn every_counter_struct_is_listed() {
         *listed.entry(name).or_default() += 1;
     }
     let mut found = BTreeMap::<String, Vec<String>>::new();
-    let mut dirs = vec![std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/src"))];
+    // this crate's sources and every layer crate's (crates/*/src)
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut dirs = vec![root.join("src")];
+    for e in std::fs::read_dir(root.join("../crates")).unwrap() {
+        dirs.push(e.unwrap().path().join("src"));
+    }
     while let Some(d) = dirs.pop() {
         for e in std::fs::read_dir(&d).unwrap() {
             let p = e.unwrap().path();
             if p.is_dir() {
                 dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") && !p.ends_with("mlx5/ifc.rs") {
+            } else if p.extension().is_some_and(|x| x == "rs") && !p.ends_with("mlx5-ifc/src/ifc.rs") {
                 for name in counter_structs_in(&std::fs::read_to_string(&p).unwrap()) {
                     found.entry(name).or_default().push(p.display().to_string());
                 }

@@ -9,11 +9,11 @@ use tracing::{info, warn};
 
 use super::{lock, Vrnic};
 use crate::config::DoorbellMode;
-use crate::mlx5::uar::{Doorbell, UAR_PAGE};
-use crate::mlx5::InitSegEvent;
-use crate::pci::*;
-use crate::vfio::uapi::VFIO_PCI_CONFIG_REGION_INDEX;
-use crate::vfio::{AccessError, MmapDesc, RegionDesc, SparseArea, VfioDevice};
+use vrnic_mlx5::uar::{Doorbell, UAR_PAGE};
+use vrnic_mlx5::InitSegEvent;
+use vrnic_pci::*;
+use vrnic_vfio::uapi::VFIO_PCI_CONFIG_REGION_INDEX;
+use vrnic_vfio::{AccessError, MmapDesc, RegionDesc, SparseArea, VfioDevice};
 
 impl Vrnic {
     fn bar0_read(&mut self, off: u64, data: &mut [u8]) {
@@ -33,7 +33,7 @@ impl Vrnic {
                 match ev {
                     InitSegEvent::CommandDoorbell(mask) => {
                         self.stats.cmd_doorbells.fetch_add(1, Ordering::Relaxed);
-                        if self.init.nic_interface() != crate::mlx5::init_seg::NIC_IFC_FULL_DRIVER {
+                        if self.init.nic_interface() != vrnic_mlx5::init_seg::NIC_IFC_FULL_DRIVER {
                             warn!(
                                 mask = format_args!("{mask:#x}"),
                                 "command doorbell while the command interface is disabled: ignored"

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use vrnic::privs::ThreadPrivs;
+use vrnic_sys::privs::ThreadPrivs;
 
 /// A `vrnic` server in a scratch directory (socket, control socket, pcap),
 /// killed and cleaned up on drop.

@@ -1,0 +1,260 @@
+//! The requester: the send cursor, the window, READ/atomic limits and
+//! fences, and building request packets.
+
+use super::super::instance::Engine;
+use super::super::objects::QpState;
+use super::super::verbs::*;
+use super::gather::gather;
+use super::state::{av_dest, transport_bits, wire_qpn, Runtime, ACK_EVERY, MIN_CWND, WINDOW_PSNS};
+use vrnic_wire::bth::{self, Opcode};
+use vrnic_wire::packet::{self, Headers};
+use vrnic_wire::{atomic_eth, deth, ieth, immdt, psn, reth, xrceth};
+
+impl Engine {
+    // -------------------------------------------------------------- requester
+
+    /// Points the send cursor at PSN `p`.
+    pub(super) fn seek(&mut self, qpn: u32, p: u32) {
+        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let rt = &mut qp.rt;
+        // A NOP (no PSN of its own) at `p` is where sending resumes.
+        match rt.sq.iter().position(|e| e.covers(p) || (e.npkts == 0 && e.first_psn == p)) {
+            Some(i) => {
+                rt.cur = i;
+                let e = &rt.sq[i];
+                rt.cur_pkt = if e.wr.opcode.is_read_or_atomic() { 0 } else { psn::diff(p, e.first_psn) as u32 };
+            }
+            None => {
+                // Past every entry (or before the first): resend from the front.
+                let front_after = rt.sq.front().is_some_and(|e| psn::lt(p, e.first_psn));
+                rt.cur = if front_after { 0 } else { rt.sq.len() };
+                rt.cur_pkt = 0;
+            }
+        }
+    }
+
+    /// Sends whatever the window, limits and fences allow.
+    pub(super) fn progress(&mut self, qpn: u32) {
+        loop {
+            let Some(qp) = self.qps.get_mut(qpn) else { return };
+            if qp.state != QpState::Rts || qp.rt.rnr_wait {
+                return;
+            }
+            let rt = &qp.rt;
+            let Some(e) = rt.sq.get(rt.cur) else { return };
+            if let Some(st) = e.err {
+                if rt.cur == 0 {
+                    self.fail_front(qpn, st);
+                }
+                return;
+            }
+            if e.wr.opcode == WrOpcode::Nop {
+                // Completes in order: once every earlier WR has completed.
+                if rt.cur != 0 {
+                    return;
+                }
+                self.complete_front(qpn, WcStatus::Success, None);
+                continue;
+            }
+            if qp.qp_type.is_reliable() {
+                let p = if e.wr.opcode.is_read_or_atomic() {
+                    psn::add(e.first_psn, e.resp_pkts)
+                } else {
+                    psn::add(e.first_psn, rt.cur_pkt)
+                };
+                if psn::diff(p, rt.unacked) >= rt.cwnd.clamp(MIN_CWND, WINDOW_PSNS) as i32 {
+                    return;
+                }
+                if rt.cur_pkt == 0 {
+                    let earlier_rd = rt.sq.iter().take(rt.cur).filter(|x| x.wr.opcode.is_read_or_atomic()).count();
+                    if e.wr.fence && earlier_rd > 0 {
+                        return;
+                    }
+                    if e.wr.opcode.is_read_or_atomic() && earlier_rd >= qp.attrs.max_rd_atomic.max(1) as usize {
+                        return;
+                    }
+                }
+            }
+            if !self.send_one(qpn) {
+                return;
+            }
+        }
+    }
+
+    /// Sends the packet at the cursor and advances it. False if nothing was sent.
+    pub(super) fn send_one(&mut self, qpn: u32) -> bool {
+        let Some(qp) = self.qps.get_mut(qpn) else { return false };
+        let Some(tb) = transport_bits(qp.qp_type) else { return false };
+        let mtu = qp.attrs.path_mtu.0 as u32;
+        let pd = qp.pd;
+        let qp_type = qp.qp_type;
+        let reliable = qp_type.is_reliable();
+        let my_qpn = wire_qpn(qpn, qp_type);
+        let cur = qp.rt.cur;
+        let cur_pkt = qp.rt.cur_pkt;
+        let e = &qp.rt.sq[cur];
+        let op = e.wr.opcode;
+        let (dest, dqpn) = match &e.wr.ud {
+            Some(u) if tb == Opcode::UD => (av_dest(&u.av, &*self.rt.io.packets), u.remote_qpn),
+            _ => (av_dest(&qp.attrs.av, &*self.rt.io.packets), qp.attrs.dest_qpn),
+        };
+        let Some(dest) = dest else {
+            // A global AV whose sgid_index names no GID: not sent.
+            qp.rt.sq[cur].err = Some(WcStatus::LocQpOpErr);
+            if cur == 0 {
+                self.fail_front(qpn, WcStatus::LocQpOpErr);
+            }
+            return false;
+        };
+        let mut bth = bth::Repr { dest_qp: dqpn, ..Default::default() };
+        let mut h;
+        // (payload offset in the message, payload length)
+        let (off, plen);
+        let last_pkt;
+        let psn_sent;
+        let psn_end; // one past the PSNs this packet accounts for
+        if op.is_read_or_atomic() {
+            psn_sent = psn::add(e.first_psn, e.resp_pkts);
+            bth.psn = psn_sent;
+            bth.ack_req = true;
+            if op == WrOpcode::Read {
+                let done = e.resp_pkts as u64 * mtu as u64;
+                bth.opcode = Opcode::new(tb, Opcode::READ_REQUEST);
+                h = Headers::new(bth);
+                h.reth = Some(reth::Repr {
+                    va: e.wr.remote_addr.wrapping_add(done),
+                    rkey: e.wr.rkey,
+                    dma_len: (e.len as u64).saturating_sub(done) as u32,
+                });
+            } else {
+                bth.opcode =
+                    Opcode::new(tb, if op == WrOpcode::CmpSwap { Opcode::CMP_SWAP } else { Opcode::FETCH_ADD });
+                h = Headers::new(bth);
+                h.atomic_eth = Some(atomic_eth::Repr {
+                    va: e.wr.remote_addr,
+                    rkey: e.wr.rkey,
+                    swap_add: e.wr.swap_add,
+                    compare: e.wr.compare,
+                });
+            }
+            off = 0;
+            plen = 0;
+            last_pkt = true;
+            psn_end = psn::add(e.first_psn, e.npkts);
+        } else {
+            let n = e.npkts;
+            let i = cur_pkt;
+            let first = i == 0;
+            let last = i + 1 == n;
+            let is_send = matches!(op, WrOpcode::Send | WrOpcode::SendImm | WrOpcode::SendInv);
+            let code = match (is_send, n == 1, first, last) {
+                (true, true, _, _) => match op {
+                    WrOpcode::SendImm => Opcode::SEND_ONLY_IMM,
+                    WrOpcode::SendInv => Opcode::SEND_ONLY_INV,
+                    _ => Opcode::SEND_ONLY,
+                },
+                (true, false, true, _) => Opcode::SEND_FIRST,
+                (true, false, _, true) => match op {
+                    WrOpcode::SendImm => Opcode::SEND_LAST_IMM,
+                    WrOpcode::SendInv => Opcode::SEND_LAST_INV,
+                    _ => Opcode::SEND_LAST,
+                },
+                (true, false, false, false) => Opcode::SEND_MIDDLE,
+                (false, true, _, _) => {
+                    if op == WrOpcode::WriteImm {
+                        Opcode::WRITE_ONLY_IMM
+                    } else {
+                        Opcode::WRITE_ONLY
+                    }
+                }
+                (false, false, true, _) => Opcode::WRITE_FIRST,
+                (false, false, _, true) => {
+                    if op == WrOpcode::WriteImm {
+                        Opcode::WRITE_LAST_IMM
+                    } else {
+                        Opcode::WRITE_LAST
+                    }
+                }
+                (false, false, false, false) => Opcode::WRITE_MIDDLE,
+            };
+            psn_sent = psn::add(e.first_psn, i);
+            bth.psn = psn_sent;
+            bth.opcode = Opcode::new(tb, code);
+            bth.solicited = last && e.wr.solicited;
+            bth.ack_req = reliable && (last || (i + 1) % ACK_EVERY == 0);
+            h = Headers::new(bth);
+            if !is_send && first {
+                h.reth = Some(reth::Repr { va: e.wr.remote_addr, rkey: e.wr.rkey, dma_len: e.len });
+            }
+            if last && matches!(op, WrOpcode::SendImm | WrOpcode::WriteImm) {
+                h.immdt = Some(immdt::Repr { imm: e.wr.imm.to_be_bytes() });
+            }
+            if last && op == WrOpcode::SendInv {
+                h.ieth = Some(ieth::Repr { rkey: e.wr.invalidate_rkey });
+            }
+            if tb == Opcode::UD {
+                let u = e.wr.ud.unwrap_or_default();
+                let qkey = if u.remote_qkey & 0x8000_0000 != 0 { qp.attrs.qkey } else { u.remote_qkey };
+                h.deth = Some(deth::Repr { qkey, src_qp: my_qpn });
+            }
+            off = i * mtu;
+            plen = (e.len - off).min(mtu);
+            last_pkt = last;
+            psn_end = psn::add(psn_sent, 1);
+        }
+        if tb == Opcode::XRC {
+            // Every XRC request names the remote XRC SRQ (IBTA 9.3.6).
+            h.xrceth = Some(xrceth::Repr { xrc_srq: e.wr.xrc_srqn });
+        }
+        let Runtime { io, buf, totals, .. } = &mut self.rt;
+        let range = match packet::build(&h, plen as usize, buf) {
+            Ok(r) => r,
+            Err(_) => return false,
+        };
+        // A rate-limited QP (RoCE congestion control) waits for its pacer:
+        // the limiter's timer sends the packet (one branch when unlimited).
+        if let Some(l) = qp.rt.limiter.as_deref_mut() {
+            if let Err(at) = l.admit(io.clock.now_ns(), buf.len() as u64 + super::congestion::FRAME_OVERHEAD) {
+                self.queue_timer(qpn, at);
+                return false;
+            }
+        }
+        let gathered = gather(&self.mkeys, &*io.mem, pd, &e.wr, off as u64, &mut buf[range]);
+        if let Err(err) = gathered {
+            let st = err.local_status();
+            qp.rt.sq[cur].err = Some(st);
+            if cur == 0 {
+                self.fail_front(qpn, st);
+            }
+            return false;
+        }
+        io.packets.send(&dest, buf);
+        qp.rt.counters.tx_packets += 1;
+        qp.rt.counters.tx_bytes += buf.len() as u64;
+        totals.tx_packets += 1;
+        totals.tx_bytes += buf.len() as u64;
+        let rt = &mut qp.rt;
+        if reliable {
+            if psn::lt(psn_sent, rt.max_sent) {
+                rt.counters.retransmissions += 1;
+                totals.retransmissions += 1;
+            }
+            if psn::lt(rt.max_sent, psn_end) {
+                rt.max_sent = psn_end;
+            }
+        }
+        if last_pkt {
+            rt.cur += 1;
+            rt.cur_pkt = 0;
+        } else {
+            rt.cur_pkt += 1;
+        }
+        if reliable {
+            self.arm_ack_timer(qpn, false);
+        } else if last_pkt {
+            // UC/UD: complete once the last packet is out.
+            self.complete_front(qpn, WcStatus::Success, None);
+        }
+        true
+    }
+}

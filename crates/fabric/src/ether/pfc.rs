@@ -1,0 +1,234 @@
+//! [`PauseGate`]: the Ethernet port's flow control (owner: eth-link). Every
+//! frame the device transmits — mlx5e SQs and RoCE alike — passes it
+//! ([`FrameSink`](super::FrameSink) of the link), and every MAC control frame
+//! the link receives ends here.
+//!
+//! - A frame's priority is the link's classification (`classify.rs`: the
+//!   VLAN PCP, or under DSCP trust the DSCP's mapped priority).
+//! - A received 802.1Qbb PFC frame stops each priority whose class-enable bit
+//!   is set and whose PFC receive policy is on (PFCC `pfcrx`) for its quanta
+//!   (512 bit times each at [`PORT_SPEED_BPS`], or `[eth] pause_speed_mbps`);
+//!   quanta 0 resumes it. An
+//!   802.3x PAUSE frame stops all eight when global pause is on (PFCC
+//!   `pprx`). A new frame replaces a priority's timer.
+//! - Frames of a paused priority wait in its queue (at most
+//!   [`QUEUE_FRAMES`]; an overflow is a counted drop) and leave in order when
+//!   the pause ends; other priorities keep going.
+//! - MAC control frames are consumed here (never delivered to the port);
+//!   malformed ones and unknown opcodes are counted drops.
+//!
+//! Time is the link's clock, passed in (`now`); the link's worker wakes at
+//! [`next_due`](PauseGate::next_due) to [`release`](PauseGate::release).
+//! Counters: [`EtherCounters::prio`](super::EtherCounters) (PPCNT's
+//! per-priority group).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::classify::Classifier;
+use super::counters::EtherCounters;
+use crate::counters::bump;
+use vrnic_wire::pfc::{self, quanta_ns, Repr, PRIORITIES};
+
+/// The port's speed (PTYS reports 100GBASE-CR4): what a pause quantum is measured in.
+pub const PORT_SPEED_BPS: u64 = 100_000_000_000;
+/// Frames one paused priority holds before it drops (at most 8 x 256 frames of up to 9 KiB: 18 MiB that a
+/// peer pausing every priority can make the port hold).
+pub const QUEUE_FRAMES: usize = 256;
+
+/// One priority's pause.
+#[derive(Debug, Default)]
+struct Prio {
+    /// Paused until this time (meaningful while `paused`).
+    until: u64,
+    /// When the current pause began.
+    since: u64,
+    paused: bool,
+    queue: VecDeque<Vec<u8>>,
+}
+
+/// The port's flow-control policy (PFCC): which priorities honour PFC,
+/// whether PAUSE is honoured, which priorities are lossless on receive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PausePolicy {
+    /// PFCC `pfcrx`: bit i = priority i honours PFC frames.
+    pub pfc_rx: u8,
+    /// PFCC `pprx`: 802.3x PAUSE frames stop every priority.
+    pub pause_rx: bool,
+    /// PFCC `pfctx`: bit i = priority i sends PFC frames instead of dropping (`pfc_tx.rs`).
+    pub pfc_tx: u8,
+    /// The source address of the PFC frames the port sends (its MAC).
+    pub smac: [u8; 6],
+}
+
+impl PausePolicy {
+    fn bits(self) -> u16 {
+        self.pfc_rx as u16 | (self.pause_rx as u16) << 8
+    }
+    fn from_bits(b: u16) -> PausePolicy {
+        PausePolicy { pfc_rx: b as u8, pause_rx: b & 0x100 != 0, ..PausePolicy::default() }
+    }
+}
+
+/// The hardware's power-on policy: global pause on, no PFC (as PFCC reads at power-on).
+pub const DEFAULT_POLICY: PausePolicy = PausePolicy { pfc_rx: 0, pause_rx: true, pfc_tx: 0, smac: [0; 6] };
+
+/// See the module documentation.
+pub struct PauseGate {
+    policy: AtomicU16,
+    speed_bps: u64,
+    prios: Mutex<[Prio; PRIORITIES]>,
+    counters: Arc<EtherCounters>,
+    classes: Arc<Classifier>,
+}
+
+impl PauseGate {
+    pub fn new(counters: Arc<EtherCounters>, speed_bps: u64, classes: Arc<Classifier>) -> PauseGate {
+        PauseGate {
+            policy: AtomicU16::new(DEFAULT_POLICY.bits()),
+            speed_bps,
+            prios: Mutex::new(Default::default()),
+            counters,
+            classes,
+        }
+    }
+
+    /// The receive part of the policy (`pfc_tx`, `smac` read 0: `RxHold` keeps them).
+    pub fn policy(&self) -> PausePolicy {
+        PausePolicy::from_bits(self.policy.load(Ordering::Relaxed))
+    }
+
+    /// A new receive policy (PFCC write, reset): every current pause ends now
+    /// (its frames leave at the next [`release`](Self::release)).
+    pub fn set_policy(&self, p: PausePolicy, now: u64) {
+        self.policy.store(p.bits(), Ordering::Relaxed);
+        let mut prios = self.lock();
+        for (i, s) in prios.iter_mut().enumerate() {
+            if s.paused {
+                s.until = now;
+                self.settle(i, s, now);
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, [Prio; PRIORITIES]> {
+        // A panic elsewhere while holding it leaves plain data: go on with it.
+        self.prios.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Ends the pause of priority `i` if it is over at `now`.
+    fn settle(&self, i: usize, s: &mut Prio, now: u64) {
+        if s.paused && s.until <= now {
+            s.paused = false;
+            bump(&self.counters.prio[i].rx_pause_duration_ns, s.until.saturating_sub(s.since));
+        }
+    }
+
+    fn sent(&self, i: usize, frame: &[u8], out: &mut dyn FnMut(&[u8])) {
+        let c = &self.counters.prio[i];
+        bump(&c.tx_frames, 1);
+        bump(&c.tx_octets, frame.len() as u64);
+        out(frame);
+    }
+
+    /// A frame the device transmits: to `out` now (after the frames its
+    /// priority queued, in order), or queued while its priority is paused.
+    pub fn transmit(&self, frame: &[u8], now: u64, out: &mut dyn FnMut(&[u8])) {
+        let i = self.classes.frame_priority(frame);
+        let mut prios = self.lock();
+        let s = &mut prios[i];
+        self.settle(i, s, now);
+        if s.paused {
+            if s.queue.len() >= QUEUE_FRAMES {
+                bump(&self.counters.prio[i].tx_pause_dropped, 1);
+            } else {
+                s.queue.push_back(frame.to_vec());
+            }
+            return;
+        }
+        while let Some(q) = s.queue.pop_front() {
+            self.sent(i, &q, out);
+        }
+        self.sent(i, frame, out);
+    }
+
+    /// Sends what the priorities whose pause is over at `now` queued.
+    pub fn release(&self, now: u64, out: &mut dyn FnMut(&[u8])) {
+        let mut prios = self.lock();
+        for (i, s) in prios.iter_mut().enumerate() {
+            self.settle(i, s, now);
+            if !s.paused {
+                while let Some(q) = s.queue.pop_front() {
+                    self.sent(i, &q, out);
+                }
+            }
+        }
+    }
+
+    /// When the next pause ends (the link's worker wakes then), if any.
+    pub fn next_due(&self) -> Option<u64> {
+        self.lock().iter().filter(|s| s.paused).map(|s| s.until).min()
+    }
+
+    /// Whether priority `prio` is paused at `now`.
+    pub fn is_paused(&self, prio: usize, now: u64) -> bool {
+        self.lock().get(prio).is_some_and(|s| s.paused && s.until > now)
+    }
+
+    /// A frame the link received: a MAC control frame is taken here (true:
+    /// not for the port); any other frame is counted under its priority
+    /// (false: deliver it).
+    pub fn receive(&self, frame: &[u8], now: u64) -> bool {
+        let Some(pdu) = pfc::mac_control_pdu(frame) else {
+            let c = &self.counters.prio[self.classes.frame_priority(frame)];
+            bump(&c.rx_frames, 1);
+            bump(&c.rx_octets, frame.len() as u64);
+            return false;
+        };
+        let repr = match Repr::parse(&pfc::Packet::new_unchecked(pdu)) {
+            Ok(r) => r,
+            Err(_) => {
+                bump(&self.counters.rx_mac_control_malformed, 1);
+                return true;
+            }
+        };
+        let policy = self.policy();
+        let (enable, quanta, count_at) = match repr {
+            Repr::Pfc { enable, quanta } => (enable & policy.pfc_rx, quanta, None),
+            // mlx5e reads global pause from priority 0's counters.
+            Repr::Pause { quanta } if policy.pause_rx => (0xff, [quanta; PRIORITIES], Some(0)),
+            Repr::Pause { .. } => (0, [0; PRIORITIES], None),
+        };
+        if enable == 0 {
+            bump(&self.counters.rx_pause_ignored, 1);
+            return true;
+        }
+        let mut prios = self.lock();
+        for (i, s) in prios.iter_mut().enumerate() {
+            if enable & (1 << i) == 0 {
+                continue;
+            }
+            let c = &self.counters.prio[count_at.unwrap_or(i)];
+            if count_at.is_none() || i == 0 {
+                bump(&c.rx_pause, 1);
+            }
+            self.settle(i, s, now);
+            let until = now + quanta_ns(quanta[i], self.speed_bps);
+            if !s.paused && until > now {
+                s.paused = true;
+                s.since = now;
+                if count_at.is_none() || i == 0 {
+                    bump(&c.rx_pause_transition, 1);
+                }
+            }
+            s.until = until;
+            self.settle(i, s, now);
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+#[path = "pfc_tests.rs"]
+mod tests;

@@ -1,0 +1,259 @@
+//! The packet path of one port: route lookup, GRH framing and the DGID
+//! check, ICRC fill and check, around whichever [`Link`] carries it (with
+//! the middleware of `middleware.rs` in between).
+
+use std::io;
+use std::sync::Arc;
+
+use super::counters::{bump, PortCounters};
+use super::fault::FaultConfig;
+use super::link::Link;
+use super::middleware::{Capture, Faults, Tap};
+use super::route::PeerTable;
+use super::route::{is_multicast_lid, Peer, Route, LOCAL};
+use vrnic_packet::{Dest, Endpoint, RxMeta};
+use vrnic_sys::clock::Clock;
+use vrnic_wire::bth;
+use vrnic_wire::grh;
+use vrnic_wire::icrc;
+use vrnic_wire::ip::PseudoHeader;
+
+thread_local! {
+    /// Scratch for framing packets with a GRH ([`Port::transmit`]).
+    static FRAME: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// The packet path of one port.
+pub struct Port {
+    pub(super) table: PeerTable,
+    pub counters: Arc<PortCounters>,
+    faults: Faults,
+    capture: Capture,
+    /// Every peer is in this process ([`super::InProcNet`]): no packet meets a wire.
+    pub(super) in_process: bool,
+    /// The GID table the guest sees (set once, before traffic): SGIDs of
+    /// sent GRHs, and the DGIDs received GRHs must carry.
+    gids: std::sync::OnceLock<Vec<[u8; 16]>>,
+}
+
+impl Port {
+    /// `pcap`: capture file and its byte cap.
+    pub fn new(
+        local: Endpoint,
+        peers: Vec<Peer>,
+        faults: &FaultConfig,
+        pcap: Option<(&std::path::Path, u64)>,
+        clock: Arc<dyn Clock>,
+    ) -> io::Result<Port> {
+        Ok(Port {
+            table: PeerTable::new(local, peers),
+            counters: Arc::new(PortCounters::default()),
+            faults: Faults::new(faults, clock),
+            capture: Capture::open(pcap)?,
+            in_process: false,
+            gids: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// Sets the port's GID table (index 0 first); only the first call counts.
+    pub fn set_gid_table(&self, gids: Vec<[u8; 16]>) -> bool {
+        self.gids.set(gids).is_ok()
+    }
+
+    /// The GID at `index`.
+    pub fn gid(&self, index: u8) -> Option<[u8; 16]> {
+        self.gids.get().and_then(|t| t.get(index as usize).copied())
+    }
+
+    fn owns_gid(&self, gid: &[u8; 16]) -> bool {
+        self.gids.get().is_some_and(|t| t.contains(gid))
+    }
+
+    /// Whether a packet on this route skips the ICRC: it never meets a wire
+    /// (loopback to this port, or a port of an [`super::InProcNet`]) and
+    /// nothing could see or damage it (no pcap, no fault injection). The
+    /// ICRC protects bytes on a wire; on a wire, in a capture or under
+    /// injected corruption every packet carries and checks it.
+    fn icrc_exempt(&self, local_route: bool) -> bool {
+        (local_route || self.in_process) && !self.capture.is_on() && !self.faults.is_on()
+    }
+
+    pub fn local(&self) -> Endpoint {
+        self.table.local()
+    }
+
+    pub fn peers(&self) -> &[Peer] {
+        self.table.peers()
+    }
+
+    /// The route for `dest`: [`LOCAL`] or a peer index.
+    pub fn resolve(&self, dest: &Dest) -> Option<Route> {
+        self.table.resolve(dest)
+    }
+
+    /// Flushes the pcap file.
+    pub fn flush_pcap(&self) {
+        self.capture.flush();
+    }
+
+    /// The exit of this port's datagrams onto `link`.
+    fn tap<'a>(&'a self, link: &'a dyn Link) -> Tap<'a> {
+        Tap { counters: &self.counters, capture: &self.capture, table: &self.table, link }
+    }
+
+    /// Sends `pkt` over `link`: fills the ICRC, frames the GRH, then the tx
+    /// faults and the [`Tap`] (counted and captured as it leaves).
+    pub fn transmit(&self, dest: &Dest, pkt: &mut [u8], link: &dyn Link) {
+        if is_multicast_lid(dest.lid) {
+            return self.transmit_multicast(dest, pkt, link);
+        }
+        let Some(route) = self.resolve(dest) else {
+            bump(&self.counters.tx_no_route, 1);
+            return;
+        };
+        let Ok(b) = bth::Packet::new_checked(&*pkt) else {
+            bump(&self.counters.tx_errors, 1);
+            return;
+        };
+        let dqp = b.dest_qp();
+        if !self.icrc_exempt(route == LOCAL) {
+            let local = self.local();
+            match &dest.grh {
+                Some(g) => grh::fill_icrc(g, pkt),
+                None => icrc::fill(
+                    &PseudoHeader::canonical(local.ip(), self.table.endpoint_or(route, local).ip(), dqp, pkt.len()),
+                    pkt,
+                ),
+            }
+        }
+        // The envelope + GRH + packet, built in this thread's scratch buffer
+        // (taken, not borrowed: a nested send would just get a fresh one).
+        let mut framed = if dest.grh.is_some() { FRAME.with(|f| f.take()) } else { Vec::new() };
+        let datagram: &mut [u8] = match &dest.grh {
+            Some(g) => {
+                grh::frame(g, pkt, &mut framed);
+                &mut framed
+            }
+            None => pkt,
+        };
+        self.faults.transmit(route, datagram, &*self.counters, &self.tap(link));
+        if dest.grh.is_some() {
+            FRAME.with(|f| f.set(framed));
+        }
+    }
+
+    /// Sends `pkt` to a multicast LID: a copy to every peer and one to this
+    /// port (each receiver delivers to its QPs attached to the DGID). The
+    /// GRH is mandatory and its DGID must be a multicast GID; the ICRC
+    /// covers GRH and packet only, so it is filled once for every copy.
+    fn transmit_multicast(&self, dest: &Dest, pkt: &mut [u8], link: &dyn Link) {
+        let Some(g) = dest.grh.filter(|g| g.dgid[0] == 0xff) else {
+            bump(&self.counters.tx_mcast_no_grh, 1);
+            return;
+        };
+        if bth::Packet::new_checked(&*pkt).is_err() {
+            bump(&self.counters.tx_errors, 1);
+            return;
+        }
+        bump(&self.counters.tx_mcast_packets, 1);
+        if !self.icrc_exempt(self.peers().is_empty()) {
+            grh::fill_icrc(&g, pkt);
+        }
+        let mut framed = Vec::new();
+        grh::frame(&g, pkt, &mut framed);
+        let faults = self.faults.is_on();
+        let mut copy = Vec::new();
+        for route in self.table.multicast_routes() {
+            // Fault injection may change a copy in place: each route gets its own.
+            let datagram: &mut [u8] = if faults {
+                copy.clear();
+                copy.extend_from_slice(&framed);
+                &mut copy
+            } else {
+                &mut framed
+            };
+            self.faults.transmit(route, datagram, &*self.counters, &self.tap(link));
+        }
+    }
+
+    /// Receives `pkt` from `src`: captures it (unless it is loopback, already
+    /// captured when sent), runs the rx faults, checks the ICRC (a mismatch
+    /// is counted and dropped silently) and calls `deliver` for what passes.
+    pub fn accept(&self, src: Endpoint, pkt: &mut [u8], deliver: &mut dyn FnMut(&RxMeta, &[u8])) {
+        let local = self.local();
+        if src != local {
+            self.capture.datagram(src.ip(), local.ip(), pkt, &self.counters);
+        }
+        // The route travels with a held datagram: LOCAL, or the peer index.
+        let route = self.table.route_of(&src);
+        self.faults.receive(route, pkt, &*self.counters, &mut |t, bytes| {
+            let s = if t == route { src } else { self.table.endpoint_or(t, src) };
+            self.check_and_deliver(&RxMeta::ib(s, s == local), bytes, deliver)
+        });
+    }
+
+    /// Unframes a datagram, checks its ICRC, then (with a GRH) its DGID
+    /// against the GID table, and hands BTH onward to `deliver`.
+    fn check_and_deliver(&self, meta: &RxMeta, datagram: &[u8], deliver: &mut dyn FnMut(&RxMeta, &[u8])) {
+        let Ok((g, bytes)) = grh::unframe(datagram) else {
+            bump(&self.counters.rx_malformed, 1);
+            return;
+        };
+        let Ok(b) = bth::Packet::new_checked(bytes) else {
+            bump(&self.counters.rx_malformed, 1);
+            return;
+        };
+        if bytes.len() < icrc::LEN + bth::field::HEADER_LEN {
+            bump(&self.counters.rx_malformed, 1);
+            return;
+        }
+        let local = self.local();
+        if !self.icrc_exempt(meta.src == local) {
+            let ok = match &g {
+                Some(g) => grh::verify_icrc(g, bytes),
+                None => {
+                    icrc::verify(&PseudoHeader::canonical(meta.src.ip(), local.ip(), b.dest_qp(), bytes.len()), bytes)
+                }
+            };
+            if ok.is_err() {
+                bump(&self.counters.rx_icrc_errors, 1);
+                return;
+            }
+        }
+        if let Some(g) = &g {
+            // A multicast DGID is not in the GID table: the device delivers
+            // to the QPs attached to the group (or counts a drop).
+            if g.dgid[0] == 0xff {
+                bump(&self.counters.rx_mcast_packets, 1);
+            } else if !self.owns_gid(&g.dgid) {
+                bump(&self.counters.rx_dgid_mismatch, 1);
+                return;
+            }
+        }
+        bump(&self.counters.rx_packets, 1);
+        bump(&self.counters.rx_bytes, datagram.len() as u64);
+        if g.is_some() {
+            bump(&self.counters.rx_grh_packets, 1);
+        }
+        if bytes[0] == bth::Opcode::CNP.0 {
+            bump(&self.counters.cnp_received, 1);
+        }
+        deliver(&RxMeta { grh: g, ..*meta }, bytes);
+    }
+
+    /// Releases held (delayed/reordered) packets due now: leaving ones onto
+    /// `link` through the same [`Tap`] as every other, arriving ones to
+    /// `deliver` after the checks.
+    pub fn release_due(&self, link: &dyn Link, deliver: &mut dyn FnMut(&RxMeta, &[u8])) {
+        let local = self.local();
+        self.faults.release(&self.tap(link), &mut |t, bytes| {
+            let s = self.table.endpoint_or(t, local);
+            self.check_and_deliver(&RxMeta::ib(s, t == LOCAL), bytes, deliver)
+        });
+    }
+
+    /// When the next held packet falls due.
+    pub fn next_due(&self) -> Option<u64> {
+        self.faults.next_due()
+    }
+}

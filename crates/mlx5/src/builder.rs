@@ -1,0 +1,214 @@
+//! Builds a [`Firmware`] from everything it needs, in one place: guest
+//! memory, interrupts, object limits, the port's identity, the link layer
+//! (which selects the command domains), the MEMIC window and the fabric the
+//! engine sends through. The result is at power-on state.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::cmd::dispatch::DuplicateOpcode;
+use super::datapath::ctx::EQN_LAST;
+use super::datapath::QueueSink;
+use super::eth::state::EthPort;
+use super::firmware::{Firmware, FwStats, UarHook};
+use super::hca::state::Hca;
+use super::ib::port::{IbPort, PortConfig};
+use super::link::LinkLayer;
+use super::rdma::state::RdmaObjects;
+use super::roce::state::RoceState;
+use vrnic_cc::CcControl;
+use vrnic_engine::table::Table;
+use vrnic_engine::Io;
+use vrnic_engine::{Engine, GuestMemory, Limits};
+use vrnic_fabric::ether::FrameSink;
+use vrnic_fabric::roce::{RoceCounters, RoceGids};
+use vrnic_vfio::Interrupts;
+
+/// The fabric the engine sends through, and what it reports.
+pub struct FabricIo {
+    /// The engine's I/O: packets, clock, local endpoint (its `completions`
+    /// are replaced by the firmware's completion queue sink).
+    pub io: Io,
+    /// Wakes the fabric's worker when the engine has work for it.
+    pub waker: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// The fabric port's packet counters, for PerfMgt and `stats`.
+    pub counters: Option<Arc<vrnic_fabric::counters::PortCounters>>,
+}
+
+/// Collects a firmware's parts; [`FirmwareBuilder::build`] assembles it.
+pub struct FirmwareBuilder {
+    mem: Arc<dyn GuestMemory>,
+    irqs: Arc<Interrupts>,
+    port: PortConfig,
+    limits: Limits,
+    link: LinkLayer,
+    memic: Option<(u64, u64)>,
+    trace: bool,
+    on_uar: Option<UarHook>,
+    fabric: Option<FabricIo>,
+    frames: Option<Arc<dyn FrameSink>>,
+    mac: [u8; 6],
+    roce: Option<(Arc<RoceGids>, Arc<RoceCounters>)>,
+    cc: Option<Arc<CcControl>>,
+    sa: Option<Box<vrnic_subnet::Sa>>,
+    switch: Option<Box<vrnic_subnet::switch::Switch>>,
+    sm_info: Option<vrnic_subnet::sm_info::SmInfoAgent>,
+    sm: Option<(vrnic_subnet::sm_role::SmRoles, Vec<vrnic_subnet::PortRecord>)>,
+}
+
+impl FirmwareBuilder {
+    pub fn new(mem: Arc<dyn GuestMemory>, irqs: Arc<Interrupts>, port: PortConfig, limits: Limits) -> FirmwareBuilder {
+        FirmwareBuilder {
+            mem,
+            irqs,
+            port,
+            limits,
+            link: LinkLayer::Ib,
+            memic: None,
+            trace: false,
+            on_uar: None,
+            fabric: None,
+            frames: None,
+            mac: [0x02, 0, 0, 0, 0, 1],
+            roce: None,
+            cc: None,
+            sa: None,
+            switch: None,
+            sm_info: None,
+            sm: None,
+        }
+    }
+
+    /// The port's link layer (default InfiniBand).
+    pub fn link(mut self, link: LinkLayer) -> FirmwareBuilder {
+        self.link = link;
+        self
+    }
+
+    /// On-device memory: BAR0 offset and size of the MEMIC window.
+    pub fn memic(mut self, offset: u64, size: u64) -> FirmwareBuilder {
+        self.memic = Some((offset, size));
+        self
+    }
+
+    /// Log one line per command.
+    pub fn trace(mut self, trace: bool) -> FirmwareBuilder {
+        self.trace = trace;
+        self
+    }
+
+    /// Called with (UAR index, allocated?) before ALLOC_UAR / DEALLOC_UAR
+    /// complete (poll mode watches the page before the driver knows it).
+    pub fn on_uar(mut self, hook: UarHook) -> FirmwareBuilder {
+        self.on_uar = Some(hook);
+        self
+    }
+
+    /// The fabric the engine sends through (none: packets go nowhere).
+    pub fn fabric(mut self, fabric: FabricIo) -> FirmwareBuilder {
+        self.fabric = Some(fabric);
+        self
+    }
+
+    /// The Subnet Administrator this port runs (the SM's port).
+    pub fn sa(mut self, sa: vrnic_subnet::Sa) -> FirmwareBuilder {
+        self.sa = Some(Box::new(sa));
+        self
+    }
+
+    /// This server's copy of the modeled switch (IB fabric).
+    pub fn switch(mut self, sw: vrnic_subnet::switch::Switch) -> FirmwareBuilder {
+        self.switch = Some(Box::new(sw));
+        self
+    }
+
+    /// The SM's SMInfo agent (the SM's port).
+    pub fn sm_info(mut self, sm: vrnic_subnet::sm_info::SmInfoAgent) -> FirmwareBuilder {
+        self.sm_info = Some(sm);
+        self
+    }
+
+    /// The SM role machine and the ports a new master's SA starts from
+    /// (`datapath/sm_wire.rs`).
+    pub fn sm(
+        mut self,
+        roles: vrnic_subnet::sm_role::SmRoles,
+        ports: Vec<vrnic_subnet::PortRecord>,
+    ) -> FirmwareBuilder {
+        self.sm = Some((roles, ports));
+        self
+    }
+
+    /// The Ethernet port's MAC address (NIC vport `permanent_address`).
+    pub fn mac(mut self, mac: [u8; 6]) -> FirmwareBuilder {
+        self.mac = mac;
+        self
+    }
+
+    /// Where the Ethernet port's transmitted frames go.
+    pub fn frames(mut self, sink: Arc<dyn FrameSink>) -> FirmwareBuilder {
+        self.frames = Some(sink);
+        self
+    }
+
+    /// The RoCE port's GID table (SET_ROCE_ADDRESS programs it, the port
+    /// frames and accepts by it) and its counters (none: a private table).
+    pub fn roce(mut self, gids: Arc<RoceGids>, counters: Arc<RoceCounters>) -> FirmwareBuilder {
+        self.roce = Some((gids, counters));
+        self
+    }
+
+    /// The RoCE port's congestion control (the congestion commands write
+    /// it; none: a private one).
+    pub fn cc(mut self, cc: Arc<CcControl>) -> FirmwareBuilder {
+        self.cc = Some(cc);
+        self
+    }
+
+    /// The firmware at power-on state.
+    pub fn build(self) -> Result<Firmware, DuplicateOpcode> {
+        let commands = self.link.commands()?;
+        let pending = Arc::new(QueueSink::new(self.mem.clone()));
+        let mut engine = Engine::new(self.limits);
+        let (io, waker, wire_counters) = match self.fabric {
+            Some(f) => (Io { mem: self.mem.clone(), completions: pending.clone(), ..f.io }, f.waker, f.counters),
+            None => (Io { mem: self.mem.clone(), completions: pending.clone(), ..Default::default() }, None, None),
+        };
+        engine.attach(io);
+        engine.rt.waker = waker;
+        let hca = Hca::new(&engine.limits, self.memic, self.link);
+        let mut roce = RoceState::new(self.roce);
+        if let Some(cc) = self.cc {
+            roce.cc = cc;
+        }
+        let mut fw = Firmware {
+            engine,
+            mem: self.mem,
+            irqs: self.irqs,
+            stats: Arc::new(FwStats::default()),
+            hca,
+            rdma: RdmaObjects::default(),
+            ib: IbPort::new(self.port, wire_counters),
+            eth: EthPort::new(self.mac, self.frames),
+            roce,
+            link_layer: self.link,
+            gsi_on_wire: self.link.gsi_on_wire(),
+            eqs: Table::new(0, EQN_LAST, self.limits.eqs),
+            cqs: BTreeMap::new(),
+            cq_due: Default::default(),
+            on_uar: self.on_uar,
+            trace: self.trace,
+            pending,
+            commands,
+        };
+        fw.ib.sa = self.sa;
+        fw.ib.switch = self.switch;
+        fw.ib.sm_info = self.sm_info;
+        if let Some((roles, ports)) = self.sm {
+            fw.ib.sm = Some(Box::new(roles));
+            fw.ib.sm_ports = ports;
+        }
+        fw.reset();
+        Ok(fw)
+    }
+}

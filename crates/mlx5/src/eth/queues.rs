@@ -1,0 +1,373 @@
+//! Transport domains, TISes, Q counters, SQ and RQ objects (owner: eth-cmd).
+//!
+//! An SQ or an RQ is an engine QP of type `RawPacket` (SQNs, RQNs and QPNs share one number space: a
+//! send doorbell carries only the number) with an `rdma::QpCtx` describing its work queue, plus the
+//! Ethernet extras kept here ([`EthSq`], [`EthRq`]). SQ/RQ state RST/RDY/ERR is the engine QP's
+//! Reset/Rts/Err. The data path finds them with [`EthQueues::sq`] / [`EthQueues::rq`] and the
+//! work queue in `fw.rdma.qps`. Commands run under the firmware lock with the data path drained, so
+//! once DESTROY_SQ/RQ returns no DMA touches the queue's buffers again.
+
+use super::layout::{self as l, rqc, sqc, tisc};
+pub use super::queue_state::{EthQueues, EthRq, EthSq, QCounter, Tis, MAX_Q_COUNTERS, MAX_TDS, MAX_TISES};
+use crate::cmd::dispatch::{command, Command};
+use crate::cmd::req::{eng, fail, out, CmdErr, CmdResult, Req};
+use crate::cmd::status;
+use crate::fields::{Array, Field};
+use crate::firmware::Firmware;
+use crate::ifc::{self, wq};
+use crate::queue_buf::{page_offset_bytes, pages_for};
+use crate::rdma::state::QpCtx;
+use crate::roce::qcounters;
+use vrnic_engine::{QpCreate, QpState, QpType};
+
+fn state_of(s: u64) -> Option<QpState> {
+    match s {
+        l::Q_STATE_RST => Some(QpState::Reset),
+        l::Q_STATE_RDY => Some(QpState::Rts),
+        l::Q_STATE_ERR => Some(QpState::Err),
+        _ => None,
+    }
+}
+
+// ---- transport domains, TISes, Q counters ----
+
+pub fn alloc_transport_domain(fw: &mut Firmware, _r: &Req<'_>) -> CmdResult {
+    let td = fw.eth.queues.tds.alloc_lowest_with(|_| ()).ok_or(fail!(status::LIM, ALLOC_TRANSPORT_DOMAIN_LIM))?;
+    let mut o = out(16);
+    l::OBJ_NUM.set(&mut o, td as u64);
+    Ok(o)
+}
+
+pub fn dealloc_transport_domain(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    let td = r.get(l::OBJ_NUM) as u32;
+    if fw.eth.queues.tises.iter().any(|(_, t)| t.transport_domain == td) {
+        return Err(fail!(status::BAD_RES_STATE, DEALLOC_TRANSPORT_DOMAIN_BUSY));
+    }
+    fw.eth.queues.tds.remove(td).ok_or(fail!(status::BAD_RES, DEALLOC_TRANSPORT_DOMAIN_BAD_RES))?;
+    Ok(out(16))
+}
+
+pub fn create_tis(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    r.need(tisc::CREATE_SIZE)?;
+    let td = r.get(tisc::transport_domain) as u32;
+    if !fw.eth.queues.tds.contains(td) {
+        return Err(fail!(status::BAD_RES, CREATE_TIS_BAD_TD));
+    }
+    let tis = Tis { prio: r.get(tisc::prio) as u8, transport_domain: td };
+    let n = fw.eth.queues.tises.alloc_lowest_with(|_| tis).ok_or(fail!(status::LIM, CREATE_TIS_LIM))?;
+    let mut o = out(16);
+    l::OBJ_NUM.set(&mut o, n as u64);
+    Ok(o)
+}
+
+pub fn destroy_tis(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    let n = r.get(l::OBJ_NUM) as u32;
+    if fw.eth.queues.sqs.values().any(|s| s.tisn == n) {
+        return Err(fail!(status::BAD_RES_STATE, DESTROY_TIS_BUSY));
+    }
+    fw.eth.queues.tises.remove(n).ok_or(fail!(status::BAD_RES, DESTROY_TIS_BAD_RES))?;
+    Ok(out(16))
+}
+
+pub fn alloc_q_counter(fw: &mut Firmware, _r: &Req<'_>) -> CmdResult {
+    let id = fw.eth.queues.q_counters.alloc_lowest_with(|_| QCounter::default());
+    let id = id.ok_or(fail!(status::LIM, ALLOC_Q_COUNTER_LIM))?;
+    let mut o = out(ifc::alloc_q_counter_out::SIZE);
+    ifc::alloc_q_counter_out::counter_set_id.set(&mut o, id as u64);
+    qcounters::forget(fw, id as u8);
+    Ok(o)
+}
+
+pub fn dealloc_q_counter(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    let id = r.get(ifc::dealloc_q_counter_in::counter_set_id) as u32;
+    if fw.eth.queues.rqs.values().any(|q| q.counter_set_id as u32 == id) {
+        return Err(fail!(status::BAD_RES_STATE, DEALLOC_Q_COUNTER_BUSY));
+    }
+    fw.eth.queues.q_counters.remove(id).ok_or(fail!(status::BAD_RES, DEALLOC_Q_COUNTER_BAD_RES))?;
+    Ok(out(16))
+}
+
+pub fn query_q_counter(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    use ifc::query_q_counter_in as i;
+    if r.get(i::other_vport) != 0 || r.get(i::aggregate) != 0 {
+        return Err(fail!(status::BAD_PARAM, QUERY_Q_COUNTER_BAD_PARAM));
+    }
+    let id = r.get(i::counter_set_id) as u32;
+    let clear = r.get(i::clear) != 0;
+    fw.eth.queues.q_counters.get(id).ok_or(fail!(status::BAD_RES, QUERY_Q_COUNTER_BAD_RES))?;
+    // The RDMA QPs' counts of this set (RoCE), then the Ethernet RQs' out_of_buffer on top.
+    let rdma = qcounters::query(fw, id as u8, clear);
+    let c = fw.eth.queues.q_counters.get_mut(id).ok_or(fail!(status::BAD_RES, QUERY_Q_COUNTER_BAD_RES))?;
+    let mut o = out(ifc::query_q_counter_out::SIZE);
+    for ((f, _), v) in qcounters::FIELDS.iter().zip(rdma) {
+        f.set(&mut o, v.min(u32::MAX as u64));
+    }
+    let oob = ifc::query_q_counter_out::out_of_buffer;
+    let total = (oob.get(&o) + c.out_of_buffer as u64).min(u32::MAX as u64);
+    oob.set(&mut o, total);
+    if clear {
+        *c = QCounter::default();
+    }
+    Ok(o)
+}
+
+// ---- SQ and RQ ----
+
+/// What CREATE_SQ and CREATE_RQ share: the wq, its buffer and the engine QP.
+struct WorkQueue {
+    qpn: u32,
+    ctx: Vec<u8>,
+}
+
+/// Parses the `wq` of a CREATE_SQ/CREATE_RQ and creates the `RawPacket` engine QP with its
+/// `rdma::QpCtx`. `send`: an SQ (64-byte WQEBBs, send CQ) or an RQ (`stride` from the wq, receive CQ).
+fn create_wq(fw: &mut Firmware, r: &Req<'_>, send: bool, cqn: u32) -> Result<WorkQueue, CmdErr> {
+    r.need(l::Q_CMD_SIZE)?;
+    let ctx = r.input[l::Q_CTX..l::Q_PAS].to_vec();
+    let w = |f: Field| r.get(Field::new(l::Q_WQ as u32 * 8, 0).inner(f));
+    if w(wq::wq_type) != l::WQ_TYPE_CYCLIC {
+        return Err(fail!(status::BAD_PARAM, ETH_WQ_BAD_TYPE));
+    }
+    let log_wq_sz = w(wq::log_wq_sz) as u8;
+    let log_stride = w(wq::log_wq_stride) as u32;
+    let log_page_size = w(wq::log_wq_pg_sz) as u8;
+    let stride_ok = if send { log_stride == 6 } else { (4..=11).contains(&log_stride) };
+    if !stride_ok || log_wq_sz > fw.engine.limits.log_max_qp_size || log_page_size > 18 {
+        return Err(fail!(status::BAD_PARAM, ETH_WQ_BAD_SIZE));
+    }
+    if w(wq::wq_umem_valid) != 0 || w(wq::dbr_umem_valid) != 0 {
+        return Err(fail!(status::BAD_PARAM, ETH_WQ_UMEM));
+    }
+    let page_offset = page_offset_bytes(w(wq::page_offset), log_page_size);
+    let entries = 1u32 << log_wq_sz;
+    let stride = 1usize << log_stride;
+    let bytes = entries as u64 * stride as u64;
+    let pas_list = Array::new(l::Q_PAS as u32 * 8, 64, 0);
+    let pas = r.pas(pas_list, pages_for(bytes, log_page_size, page_offset))?;
+    let pd = w(wq::pd) as u32;
+    let create = QpCreate {
+        qp_type: QpType::RawPacket,
+        pd,
+        send_cq: send.then_some(cqn),
+        recv_cq: (!send).then_some(cqn),
+        srq: None,
+        xrcd: None,
+        log_sq_size: if send { log_wq_sz } else { 0 },
+        log_rq_size: if send { 0 } else { log_wq_sz },
+        sq_sig_all: false,
+        uid: r.uid,
+    };
+    let qpn = eng!(fw.engine.create_qp(create), ETH_WQ_ENGINE)?;
+    let user_index = if send { sqc::user_index.get(&ctx) } else { rqc::user_index.get(&ctx) } as u32;
+    fw.rdma.qps.insert(
+        qpn,
+        QpCtx {
+            created: ctx.clone(),
+            qpc: ctx.clone(),
+            pas,
+            st: ST_RAW,
+            uar: w(wq::uar_page) as u32,
+            user_index,
+            dbr_addr: w(wq::dbr_addr),
+            log_page_size,
+            page_offset,
+            rq_stride: if send { 0 } else { stride },
+            rq_entries: if send { 0 } else { entries },
+            sq_entries: if send { entries } else { 0 },
+            mcast: Default::default(),
+            sq_ci: 0,
+            rq_ci: 0,
+            rq_flush_until: 0,
+        },
+    );
+    Ok(WorkQueue { qpn, ctx })
+}
+
+/// `QpCtx.st` of an Ethernet SQ/RQ (`MLX5_QP_ST_RAW_ETHERTYPE`; no QP command accepts it).
+pub const ST_RAW: u8 = 0x6;
+
+fn check_cq(fw: &Firmware, cqn: u32) -> Result<(), CmdErr> {
+    if !fw.engine.cqs.contains(cqn) {
+        return Err(fail!(status::BAD_RES, ETH_WQ_BAD_CQ));
+    }
+    Ok(())
+}
+
+pub fn create_sq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    r.need(l::Q_CMD_SIZE)?;
+    let c = &r.input[l::Q_CTX..l::Q_WQ];
+    let cqn = sqc::cqn.get(c) as u32;
+    let tisn = sqc::tis_num_0.get(c) as u32;
+    check_cq(fw, cqn)?;
+    if sqc::state.get(c) != l::Q_STATE_RST || sqc::tis_lst_sz.get(c) > 1 {
+        return Err(fail!(status::BAD_PARAM, CREATE_SQ_BAD_PARAM));
+    }
+    if tisn != 0 && !fw.eth.queues.tises.contains(tisn) {
+        return Err(fail!(status::BAD_RES, CREATE_SQ_BAD_TIS));
+    }
+    let min_wqe_inline_mode = sqc::min_wqe_inline_mode.get(c) as u8;
+    let q = create_wq(fw, r, true, cqn)?;
+    fw.eth.queues.sqs.insert(q.qpn, EthSq { cqn, tisn, state: 0, min_wqe_inline_mode, ctx: q.ctx });
+    let mut o = out(16);
+    l::OBJ_NUM.set(&mut o, q.qpn as u64);
+    Ok(o)
+}
+
+pub fn create_rq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    r.need(l::Q_CMD_SIZE)?;
+    let c = &r.input[l::Q_CTX..l::Q_WQ];
+    let cqn = rqc::cqn.get(c) as u32;
+    check_cq(fw, cqn)?;
+    if rqc::mem_rq_type.get(c) != l::MEM_RQ_TYPE_INLINE || rqc::state.get(c) != l::Q_STATE_RST {
+        return Err(fail!(status::BAD_PARAM, CREATE_RQ_BAD_PARAM));
+    }
+    let counter_set_id = rqc::counter_set_id.get(c) as u8;
+    if counter_set_id != 0 && !fw.eth.queues.q_counters.contains(counter_set_id as u32) {
+        return Err(fail!(status::BAD_RES, CREATE_RQ_BAD_COUNTER));
+    }
+    let vsd = rqc::vsd.get(c) != 0;
+    let q = create_wq(fw, r, false, cqn)?;
+    fw.eth.queues.rqs.insert(q.qpn, EthRq { cqn, vsd, counter_set_id, state: 0, ctx: q.ctx });
+    let mut o = out(16);
+    l::OBJ_NUM.set(&mut o, q.qpn as u64);
+    Ok(o)
+}
+
+/// MODIFY_SQ/RQ's state change: `cur` must be the queue's state; RDY→ERR flushes the queue's
+/// outstanding WQEs, →RST rewinds its consumer counters.
+fn change_state(fw: &mut Firmware, qpn: u32, cur: u8, next: u64) -> Result<u8, CmdErr> {
+    let target = state_of(next).ok_or(fail!(status::BAD_PARAM, ETH_MODIFY_Q_BAD_STATE))?;
+    let legal = matches!((cur as u64, next), (l::Q_STATE_RST, l::Q_STATE_RDY | l::Q_STATE_RST))
+        || matches!((cur as u64, next), (l::Q_STATE_RDY, _) | (l::Q_STATE_ERR, l::Q_STATE_RST | l::Q_STATE_ERR));
+    if !legal {
+        return Err(fail!(status::BAD_RES_STATE, ETH_MODIFY_Q_BAD_TRANSITION));
+    }
+    eng!(fw.engine.set_raw_state(qpn, target), ETH_MODIFY_Q_ENGINE)?;
+    match target {
+        QpState::Err if cur as u64 != l::Q_STATE_ERR => fw.flush_qp(qpn),
+        QpState::Reset => {
+            if let Some(ctx) = fw.rdma.qps.get_mut(&qpn) {
+                ctx.sq_ci = 0;
+                ctx.rq_ci = 0;
+            }
+        }
+        _ => {}
+    }
+    Ok(next as u8)
+}
+
+pub fn modify_sq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    r.need(l::Q_WQ)?;
+    let sqn = r.get(l::OBJ_NUM) as u32;
+    let sq = fw.eth.queues.sq(sqn).ok_or(fail!(status::BAD_RES, MODIFY_SQ_BAD_RES))?;
+    let cur = sq.state;
+    if r.get(l::MODIFY_Q_STATE) != cur as u64 {
+        return Err(fail!(status::BAD_RES_STATE, MODIFY_SQ_BAD_CUR_STATE));
+    }
+    if r.get(l::MODIFY_Q_BITMASK) != 0 {
+        // Rate limit and hairpin are not offered: nothing of an SQ but its state is modifiable.
+        return Err(fail!(status::BAD_PARAM, MODIFY_SQ_BAD_BITMASK));
+    }
+    let next = sqc::state.get(&r.input[l::Q_CTX..l::Q_WQ]);
+    let s = change_state(fw, sqn, cur, next)?;
+    if let Some(sq) = fw.eth.queues.sqs.get_mut(&sqn) {
+        sq.state = s;
+    }
+    Ok(out(16))
+}
+
+pub fn modify_rq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    r.need(l::Q_WQ)?;
+    let rqn = r.get(l::OBJ_NUM) as u32;
+    let rq = fw.eth.queues.rq(rqn).ok_or(fail!(status::BAD_RES, MODIFY_RQ_BAD_RES))?;
+    let cur = rq.state;
+    if r.get(l::MODIFY_Q_STATE) != cur as u64 {
+        return Err(fail!(status::BAD_RES_STATE, MODIFY_RQ_BAD_CUR_STATE));
+    }
+    let c = &r.input[l::Q_CTX..l::Q_WQ];
+    let mask = r.get(l::MODIFY_Q_BITMASK);
+    if mask & !(l::MODIFY_RQ_VSD | l::MODIFY_RQ_COUNTER_SET_ID) != 0 {
+        return Err(fail!(status::BAD_PARAM, MODIFY_RQ_BAD_BITMASK));
+    }
+    let counter = rqc::counter_set_id.get(c) as u8;
+    if mask & l::MODIFY_RQ_COUNTER_SET_ID != 0 && counter != 0 && !fw.eth.queues.q_counters.contains(counter as u32) {
+        return Err(fail!(status::BAD_RES, MODIFY_RQ_BAD_COUNTER));
+    }
+    let vsd = rqc::vsd.get(c) != 0;
+    let s = change_state(fw, rqn, cur, rqc::state.get(c))?;
+    if let Some(rq) = fw.eth.queues.rqs.get_mut(&rqn) {
+        rq.state = s;
+        if mask & l::MODIFY_RQ_VSD != 0 {
+            rq.vsd = vsd;
+        }
+        if mask & l::MODIFY_RQ_COUNTER_SET_ID != 0 {
+            rq.counter_set_id = counter;
+        }
+    }
+    Ok(out(16))
+}
+
+/// Removes the engine QP and its contexts. The command runs with the data path drained and holds
+/// the firmware: after it no doorbell, frame or flush reaches the queue.
+fn destroy_wq(fw: &mut Firmware, qpn: u32) -> Result<(), CmdErr> {
+    eng!(fw.engine.destroy_qp(qpn), ETH_DESTROY_Q_ENGINE)?;
+    fw.rdma.qps.remove(&qpn);
+    Ok(())
+}
+
+pub fn destroy_sq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    let sqn = r.get(l::OBJ_NUM) as u32;
+    if fw.eth.queues.sq(sqn).is_none() {
+        return Err(fail!(status::BAD_RES, DESTROY_SQ_BAD_RES));
+    }
+    destroy_wq(fw, sqn)?;
+    fw.eth.queues.sqs.remove(&sqn);
+    fw.eth.tx.remove_sq(sqn);
+    Ok(out(16))
+}
+
+pub fn destroy_rq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    let rqn = r.get(l::OBJ_NUM) as u32;
+    if fw.eth.queues.rq(rqn).is_none() {
+        return Err(fail!(status::BAD_RES, DESTROY_RQ_BAD_RES));
+    }
+    destroy_wq(fw, rqn)?;
+    fw.eth.queues.rqs.remove(&rqn);
+    Ok(out(16))
+}
+
+fn query_out(ctx: &[u8], state_field: Field, state: u8) -> Vec<u8> {
+    let mut o = out(l::Q_PAS);
+    o[l::Q_CTX..l::Q_PAS].copy_from_slice(ctx);
+    Field::new(l::Q_CTX as u32 * 8, 0).inner(state_field).set(&mut o, state as u64);
+    o
+}
+
+pub fn query_sq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    let sq = fw.eth.queues.sq(r.get(l::OBJ_NUM) as u32).ok_or(fail!(status::BAD_RES, QUERY_SQ_BAD_RES))?;
+    Ok(query_out(&sq.ctx, sqc::state, sq.state))
+}
+
+pub fn query_rq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    let rq = fw.eth.queues.rq(r.get(l::OBJ_NUM) as u32).ok_or(fail!(status::BAD_RES, QUERY_RQ_BAD_RES))?;
+    Ok(query_out(&rq.ctx, rqc::state, rq.state))
+}
+
+/// The queue commands.
+pub static COMMANDS: &[Command<Firmware>] = &[
+    command!(MLX5_CMD_OP_ALLOC_TRANSPORT_DOMAIN, Enabled, alloc_transport_domain),
+    command!(MLX5_CMD_OP_DEALLOC_TRANSPORT_DOMAIN, Enabled, dealloc_transport_domain),
+    command!(MLX5_CMD_OP_CREATE_TIS, Enabled, create_tis),
+    command!(MLX5_CMD_OP_DESTROY_TIS, Enabled, destroy_tis),
+    command!(MLX5_CMD_OP_ALLOC_Q_COUNTER, Enabled, alloc_q_counter),
+    command!(MLX5_CMD_OP_DEALLOC_Q_COUNTER, Enabled, dealloc_q_counter),
+    command!(MLX5_CMD_OP_QUERY_Q_COUNTER, Enabled, query_q_counter),
+    command!(MLX5_CMD_OP_CREATE_SQ, Enabled, create_sq),
+    command!(MLX5_CMD_OP_MODIFY_SQ, Enabled, modify_sq),
+    command!(MLX5_CMD_OP_DESTROY_SQ, Enabled, destroy_sq),
+    command!(MLX5_CMD_OP_QUERY_SQ, Enabled, query_sq),
+    command!(MLX5_CMD_OP_CREATE_RQ, Enabled, create_rq),
+    command!(MLX5_CMD_OP_MODIFY_RQ, Enabled, modify_rq),
+    command!(MLX5_CMD_OP_DESTROY_RQ, Enabled, destroy_rq),
+    command!(MLX5_CMD_OP_QUERY_RQ, Enabled, query_rq),
+];

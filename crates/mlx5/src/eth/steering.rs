@@ -1,0 +1,300 @@
+//! NIC RX flow tables, groups and entries (owner: eth-rx): the commands that
+//! program them and [`Steering::classify`], which walks them from the root
+//! for one frame's [`MatchImage`].
+//!
+//! Only `table_type` 0 (NIC RX) exists. Tables are kept as given (entries by
+//! `flow_index`, nothing pre-allocated for `log_size`). Evaluation: the
+//! entries of a table in increasing `flow_index`; the first whose
+//! `(image XOR value) AND group mask` is zero wins; DROP drops, FWD_DEST
+//! forwards to each destination (TIRs collected once, tables walked);
+//! an entry that neither drops nor forwards, or no match, takes the table's
+//! miss action (drop, or the miss table). A walk that revisits a table or
+//! goes deeper than [`MAX_DEPTH`] (or visits more than [`MAX_VISITS`] tables)
+//! drops the frame and counts it.
+
+use std::collections::BTreeMap;
+
+pub use super::flow_table::{
+    Dest, DropReason, FlowGroup, FlowTable, Fte, Miss, Steering, SteeringDrops, Verdict, LOG_MAX_FT_SIZE, MAX_DEPTH,
+    MAX_DESTINATIONS, MAX_FLOWS, MAX_GROUPS, MAX_TABLES, MAX_VISITS,
+};
+use super::match_image::PARAM_LEN;
+use super::steering_layout::{action, dest_type, flow_group as fg, flow_table_context as ftc, ft_in, fte};
+use crate::cmd::dispatch::{command, Command};
+use crate::cmd::req::{fail, out, CmdErr, CmdResult, Req};
+use crate::cmd::status;
+use crate::cmd::syndrome as syn;
+use crate::firmware::Firmware;
+
+fn check_type(r: &Req<'_>, syndrome: u32) -> Result<(), CmdErr> {
+    if r.get(ft_in::table_type) != 0 {
+        return Err(CmdErr { status: status::BAD_PARAM, syndrome });
+    }
+    Ok(())
+}
+
+/// The miss action of a `flow_table_context`.
+fn miss_of(fw: &Firmware, r: &Req<'_>) -> Result<Miss, CmdErr> {
+    match r.get(ftc::table_miss_action) {
+        0 => Ok(Miss::Drop),
+        1 => {
+            let id = r.get(ftc::table_miss_id) as u32;
+            if !fw.eth.steering.tables.contains_key(&id) {
+                return Err(fail!(status::BAD_PARAM, FLOW_TABLE_BAD_MISS_ID));
+            }
+            Ok(Miss::Table(id))
+        }
+        _ => Err(fail!(status::BAD_PARAM, FLOW_TABLE_BAD_MISS_ACTION)),
+    }
+}
+
+pub fn create_flow_table(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    r.need(0x20)?;
+    check_type(r, syn::CREATE_FLOW_TABLE_BAD_TYPE)?;
+    let log_size = r.get(ftc::log_size) as u8;
+    if log_size > LOG_MAX_FT_SIZE {
+        return Err(fail!(status::BAD_PARAM, CREATE_FLOW_TABLE_BAD_SIZE));
+    }
+    let miss = miss_of(fw, r)?;
+    let s = &mut fw.eth.steering;
+    if s.tables.len() >= MAX_TABLES {
+        return Err(fail!(status::LIM, CREATE_FLOW_TABLE_LIM));
+    }
+    let id = loop {
+        s.next_table = (s.next_table + 1) & 0x00ff_ffff;
+        if s.next_table != 0 && !s.tables.contains_key(&s.next_table) {
+            break s.next_table;
+        }
+    };
+    let level = r.get(ftc::level) as u8;
+    s.tables.insert(id, FlowTable { level, log_size, miss, groups: BTreeMap::new(), entries: BTreeMap::new() });
+    let mut o = out(0x10);
+    ftc::out_table_id.set(&mut o, id as u64);
+    Ok(o)
+}
+
+pub fn destroy_flow_table(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    r.need(0x18)?;
+    check_type(r, syn::DESTROY_FLOW_TABLE_BAD_TYPE)?;
+    let s = &mut fw.eth.steering;
+    let id = r.get(ft_in::table_id) as u32;
+    let t = s.table_mut(r, syn::DESTROY_FLOW_TABLE_BAD_ID)?;
+    if !t.groups.is_empty() || !t.entries.is_empty() {
+        return Err(fail!(status::BAD_RES_STATE, DESTROY_FLOW_TABLE_IN_USE));
+    }
+    s.tables.remove(&id);
+    if s.root == Some(id) {
+        s.root = None;
+    }
+    Ok(out(0x10))
+}
+
+pub fn modify_flow_table(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    r.need(0x20)?;
+    check_type(r, syn::MODIFY_FLOW_TABLE_BAD_TYPE)?;
+    let select = r.get(ftc::modify_field_select);
+    if select & !ftc::SELECT_MISS_TABLE_ID != 0 {
+        return Err(fail!(status::BAD_PARAM, MODIFY_FLOW_TABLE_BAD_SELECT));
+    }
+    let id = r.get(ft_in::table_id) as u32;
+    let miss = if select != 0 { Some(miss_of(fw, r)?) } else { None };
+    if miss == Some(Miss::Table(id)) {
+        return Err(fail!(status::BAD_PARAM, MODIFY_FLOW_TABLE_SELF_MISS));
+    }
+    let t = fw.eth.steering.table_mut(r, syn::MODIFY_FLOW_TABLE_BAD_ID)?;
+    if let Some(m) = miss {
+        t.miss = m;
+    }
+    Ok(out(0x10))
+}
+
+pub fn set_flow_table_root(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    r.need(0x18)?;
+    check_type(r, syn::SET_FLOW_TABLE_ROOT_BAD_TYPE)?;
+    let s = &mut fw.eth.steering;
+    if r.op_mod == 1 {
+        s.root = None;
+        return Ok(out(0x10));
+    }
+    let id = r.get(ft_in::table_id) as u32;
+    if !s.tables.contains_key(&id) {
+        return Err(fail!(status::BAD_PARAM, SET_FLOW_TABLE_ROOT_BAD_ID));
+    }
+    s.root = Some(id);
+    Ok(out(0x10))
+}
+
+fn param(r: &Req<'_>, at: usize) -> Result<Box<[u8; PARAM_LEN]>, CmdErr> {
+    let b = r.input.get(at..at + PARAM_LEN).ok_or(fail!(status::BAD_INP_LEN, FLOW_SHORT_MATCH_PARAM))?;
+    Ok(Box::new(b.try_into().expect("512 bytes")))
+}
+
+pub fn create_flow_group(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    check_type(r, syn::CREATE_FLOW_GROUP_BAD_TYPE)?;
+    let mask = param(r, fg::MATCH_CRITERIA)?;
+    let (start, end) = (r.get(fg::start_flow_index) as u32, r.get(fg::end_flow_index) as u32);
+    let enable = r.get(fg::match_criteria_enable) as u8;
+    let s = &mut fw.eth.steering;
+    if s.groups >= MAX_GROUPS {
+        return Err(fail!(status::LIM, CREATE_FLOW_GROUP_LIM));
+    }
+    let t = s.table_mut(r, syn::CREATE_FLOW_GROUP_BAD_TABLE)?;
+    if start > end || (end as u64) >> t.log_size != 0 {
+        return Err(fail!(status::BAD_PARAM, CREATE_FLOW_GROUP_BAD_RANGE));
+    }
+    if t.groups.values().any(|g| start <= g.end && g.start <= end) {
+        return Err(fail!(status::BAD_PARAM, CREATE_FLOW_GROUP_OVERLAP));
+    }
+    let id = loop {
+        s.next_group = (s.next_group + 1) & 0x00ff_ffff;
+        let n = s.next_group;
+        if n != 0 && !s.tables.values().any(|t| t.groups.contains_key(&n)) {
+            break n;
+        }
+    };
+    let t = s.table_mut(r, syn::CREATE_FLOW_GROUP_BAD_TABLE)?;
+    t.groups.insert(id, FlowGroup { start, end, enable, mask });
+    s.groups += 1;
+    let mut o = out(0x10);
+    fg::out_group_id.set(&mut o, id as u64);
+    Ok(o)
+}
+
+pub fn destroy_flow_group(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    r.need(0x1c)?;
+    check_type(r, syn::DESTROY_FLOW_GROUP_BAD_TYPE)?;
+    let gid = r.get(fg::group_id) as u32;
+    let s = &mut fw.eth.steering;
+    let t = s.table_mut(r, syn::DESTROY_FLOW_GROUP_BAD_TABLE)?;
+    if !t.groups.contains_key(&gid) {
+        return Err(fail!(status::BAD_PARAM, DESTROY_FLOW_GROUP_BAD_ID));
+    }
+    if t.entries.values().any(|e| e.group == gid) {
+        return Err(fail!(status::BAD_RES_STATE, DESTROY_FLOW_GROUP_IN_USE));
+    }
+    t.groups.remove(&gid);
+    s.groups -= 1;
+    Ok(out(0x10))
+}
+
+/// `modify_enable_mask` bits of SET_FLOW_TABLE_ENTRY op_mod 1.
+mod modify {
+    pub const ACTION: u64 = 1 << 0;
+    pub const FLOW_TAG: u64 = 1 << 1;
+    pub const DESTINATION_LIST: u64 = 1 << 2;
+}
+
+/// The destination list of a `flow_context` (flow counters after it are
+/// read past and ignored: no flow counter is ever allocated).
+fn destinations(fw: &Firmware, r: &Req<'_>, act: u32) -> Result<Vec<Dest>, CmdErr> {
+    if r.get(fte::extended_destination) != 0 {
+        return Err(fail!(status::BAD_PARAM, SET_FTE_EXTENDED_DEST));
+    }
+    let n = r.get(fte::destination_list_size) as usize;
+    let counters = r.get(fte::flow_counter_list_size) as usize;
+    if n > MAX_DESTINATIONS || counters > MAX_DESTINATIONS {
+        return Err(fail!(status::BAD_PARAM, SET_FTE_TOO_MANY_DEST));
+    }
+    if fte::DESTINATION + (n + counters) * 8 > r.input.len() {
+        return Err(fail!(status::BAD_INP_LEN, SET_FTE_SHORT_DEST));
+    }
+    if (act & action::FWD_DEST != 0) != (n != 0) {
+        return Err(fail!(status::BAD_PARAM, SET_FTE_DEST_VS_ACTION));
+    }
+    let mut v = Vec::with_capacity(n);
+    for i in 0..n {
+        let d = &r.input[fte::DESTINATION + i * 8..];
+        let id = u32::from_be_bytes([0, d[1], d[2], d[3]]);
+        let dest = match d[0] {
+            dest_type::FLOW_TABLE if fw.eth.steering.tables.contains_key(&id) => Dest::Table(id),
+            dest_type::TIR if fw.eth.dispatch.tirs.contains_key(&id) => Dest::Tir(id),
+            dest_type::FLOW_TABLE | dest_type::TIR => return Err(fail!(status::BAD_PARAM, SET_FTE_BAD_DEST_ID)),
+            _ => return Err(fail!(status::BAD_PARAM, SET_FTE_BAD_DEST_TYPE)),
+        };
+        v.push(dest);
+    }
+    Ok(v)
+}
+
+pub fn set_flow_table_entry(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    r.need(fte::DESTINATION)?;
+    check_type(r, syn::SET_FTE_BAD_TYPE)?;
+    let act = r.get(fte::action) as u32;
+    if act & !(action::ALLOW | action::DROP | action::FWD_DEST | action::COUNT) != 0
+        || (act & action::DROP != 0 && act & action::FWD_DEST != 0)
+    {
+        return Err(fail!(status::BAD_PARAM, SET_FTE_BAD_ACTION));
+    }
+    let dests = destinations(fw, r, act)?;
+    let value = param(r, fte::MATCH_VALUE)?;
+    let (index, gid, tag) = (r.get(fte::flow_index) as u32, r.get(fte::group_id) as u32, r.get(fte::flow_tag) as u32);
+    let s = &mut fw.eth.steering;
+    let table_id = r.get(ft_in::table_id) as u32;
+    if let Some(Dest::Table(_)) = dests.iter().find(|d| **d == Dest::Table(table_id)) {
+        return Err(fail!(status::BAD_PARAM, SET_FTE_SELF_DEST));
+    }
+    let new_flow = s.flows < MAX_FLOWS;
+    let t = s.table_mut(r, syn::SET_FTE_BAD_TABLE)?;
+    if (index as u64) >> t.log_size != 0 {
+        return Err(fail!(status::BAD_PARAM, SET_FTE_BAD_INDEX));
+    }
+    if r.op_mod == 1 {
+        let mask = r.get(fte::modify_enable_mask);
+        let Some(e) = t.entries.get_mut(&index) else {
+            return Err(fail!(status::BAD_PARAM, SET_FTE_NO_ENTRY));
+        };
+        if mask & modify::ACTION != 0 {
+            e.action = act;
+        }
+        if mask & modify::FLOW_TAG != 0 {
+            e.flow_tag = tag;
+        }
+        if mask & modify::DESTINATION_LIST != 0 {
+            e.dests = dests;
+        }
+        return Ok(out(0x10));
+    }
+    if r.op_mod != 0 {
+        return Err(fail!(status::BAD_PARAM, SET_FTE_BAD_OP_MOD));
+    }
+    let Some(g) = t.groups.get(&gid) else {
+        return Err(fail!(status::BAD_PARAM, SET_FTE_BAD_GROUP));
+    };
+    if !(g.start..=g.end).contains(&index) {
+        return Err(fail!(status::BAD_PARAM, SET_FTE_OUTSIDE_GROUP));
+    }
+    if t.entries.contains_key(&index) {
+        return Err(fail!(status::BAD_RES_STATE, SET_FTE_EXISTS));
+    }
+    if !new_flow {
+        return Err(fail!(status::LIM, SET_FTE_LIM));
+    }
+    t.entries.insert(index, Fte { group: gid, flow_tag: tag, action: act, dests, value });
+    s.flows += 1;
+    Ok(out(0x10))
+}
+
+pub fn delete_flow_table_entry(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    r.need(0x24)?;
+    check_type(r, syn::DELETE_FTE_BAD_TYPE)?;
+    let index = r.get(fte::flow_index) as u32;
+    let s = &mut fw.eth.steering;
+    let t = s.table_mut(r, syn::DELETE_FTE_BAD_TABLE)?;
+    if t.entries.remove(&index).is_none() {
+        return Err(fail!(status::BAD_PARAM, DELETE_FTE_NO_ENTRY));
+    }
+    s.flows -= 1;
+    Ok(out(0x10))
+}
+
+/// The flow-table commands.
+pub static COMMANDS: &[Command<Firmware>] = &[
+    command!(MLX5_CMD_OP_CREATE_FLOW_TABLE, Enabled, create_flow_table),
+    command!(MLX5_CMD_OP_DESTROY_FLOW_TABLE, Enabled, destroy_flow_table),
+    command!(MLX5_CMD_OP_MODIFY_FLOW_TABLE, Enabled, modify_flow_table),
+    command!(MLX5_CMD_OP_SET_FLOW_TABLE_ROOT, Enabled, set_flow_table_root),
+    command!(MLX5_CMD_OP_CREATE_FLOW_GROUP, Enabled, create_flow_group),
+    command!(MLX5_CMD_OP_DESTROY_FLOW_GROUP, Enabled, destroy_flow_group),
+    command!(MLX5_CMD_OP_SET_FLOW_TABLE_ENTRY, Enabled, set_flow_table_entry),
+    command!(MLX5_CMD_OP_DELETE_FLOW_TABLE_ENTRY, Enabled, delete_flow_table_entry),
+];

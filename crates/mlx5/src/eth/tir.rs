@@ -1,0 +1,178 @@
+//! TIRs and RQTs: from a steering destination to an RQ (owner: eth-rx).
+//!
+//! A direct TIR names its RQ (`inline_rqn`); an indirect one an RQT, whose
+//! entry `hash % rqt_actual_size` is the RQ ([`super::rss`] computes the hash).
+
+use super::rss::{self, RxHash};
+use super::rx_dispatch::next_id;
+pub use super::rx_dispatch::{Disp, RqChoice, Rqt, RxDispatch, Tir, MAX_RQTS, MAX_RQT_SIZE, MAX_TIRS};
+use super::steering_layout::{rqtc, tirc};
+use crate::cmd::dispatch::{command, Command};
+use crate::cmd::req::{fail, out, CmdErr, CmdResult, Req};
+use crate::cmd::status;
+use crate::firmware::Firmware;
+
+/// The hash settings of a `tirc`.
+fn hash_of(r: &Req<'_>) -> Result<RxHash, CmdErr> {
+    let key: [u8; 40] = r.input[tirc::TOEPLITZ_KEY..tirc::TOEPLITZ_KEY + 40].try_into().expect("40 bytes");
+    let h = RxHash {
+        func: r.get(tirc::rx_hash_fn) as u8,
+        symmetric: r.get(tirc::rx_hash_symmetric) != 0,
+        key,
+        l3_ipv6: r.get(tirc::l3_prot_type) != 0,
+        l4_udp: r.get(tirc::l4_prot_type) != 0,
+        fields: r.get(tirc::selected_fields) as u32,
+    };
+    if h.func > rss::FN_TOEPLITZ || h.fields & !rss::FIELDS_SUPPORTED != 0 {
+        return Err(fail!(status::BAD_PARAM, TIR_BAD_HASH));
+    }
+    Ok(h)
+}
+
+fn no_lro(r: &Req<'_>) -> Result<(), CmdErr> {
+    // LRO is not advertised: a TIR cannot enable it.
+    if r.get(tirc::lro_enable_mask) != 0 {
+        return Err(fail!(status::BAD_PARAM, TIR_LRO));
+    }
+    Ok(())
+}
+
+pub fn create_tir(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    r.need(tirc::SIZE)?;
+    no_lro(r)?;
+    let disp = match r.get(tirc::disp_type) {
+        0 => {
+            let rqn = r.get(tirc::inline_rqn) as u32;
+            if !fw.is_eth_rq(rqn) {
+                return Err(fail!(status::BAD_PARAM, CREATE_TIR_BAD_RQN));
+            }
+            Disp::Direct(rqn)
+        }
+        1 => {
+            let rqtn = r.get(tirc::indirect_table) as u32;
+            if !fw.eth.dispatch.rqts.contains_key(&rqtn) {
+                return Err(fail!(status::BAD_PARAM, CREATE_TIR_BAD_RQT));
+            }
+            Disp::Indirect(rqtn)
+        }
+        _ => return Err(fail!(status::BAD_PARAM, CREATE_TIR_BAD_DISP)),
+    };
+    let tir = Tir {
+        disp,
+        hash: hash_of(r)?,
+        self_lb_block: r.get(tirc::self_lb_block) as u8,
+        transport_domain: r.get(tirc::transport_domain) as u32,
+    };
+    let d = &mut fw.eth.dispatch;
+    if d.tirs.len() >= MAX_TIRS {
+        return Err(fail!(status::LIM, CREATE_TIR_LIM));
+    }
+    let tirs = &d.tirs;
+    let n = next_id(&mut d.next_tir, |n| tirs.contains_key(&n));
+    d.tirs.insert(n, tir);
+    let mut o = out(0x10);
+    tirc::tirn.set(&mut o, n as u64);
+    Ok(o)
+}
+
+pub fn modify_tir(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    r.need(tirc::SIZE)?;
+    let known = [tirc::bitmask_lro, tirc::bitmask_hash, tirc::bitmask_self_lb_en];
+    let mask = u32::from_be_bytes(r.input[0x14..0x18].try_into().expect("4 bytes"));
+    let known_bits = known.iter().fold(0u32, |m, f| m | (1 << (0x18 * 8 - 1 - f.bit_off)));
+    if mask & !known_bits != 0 || r.input[0x10..0x14] != [0; 4] {
+        return Err(fail!(status::BAD_PARAM, MODIFY_TIR_BAD_BITMASK));
+    }
+    if r.get(tirc::bitmask_lro) != 0 {
+        no_lro(r)?;
+    }
+    let hash = if r.get(tirc::bitmask_hash) != 0 { Some(hash_of(r)?) } else { None };
+    let n = r.get(tirc::tirn) as u32;
+    let Some(tir) = fw.eth.dispatch.tirs.get_mut(&n) else {
+        return Err(fail!(status::BAD_PARAM, MODIFY_TIR_BAD_TIRN));
+    };
+    if let Some(h) = hash {
+        tir.hash = h;
+    }
+    if r.get(tirc::bitmask_self_lb_en) != 0 {
+        tir.self_lb_block = r.get(tirc::self_lb_block) as u8;
+    }
+    Ok(out(0x10))
+}
+
+pub fn destroy_tir(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    r.need(0x0c)?;
+    let n = r.get(tirc::tirn) as u32;
+    if fw.eth.dispatch.tirs.remove(&n).is_none() {
+        return Err(fail!(status::BAD_PARAM, DESTROY_TIR_BAD_TIRN));
+    }
+    Ok(out(0x10))
+}
+
+/// The RQ list of an `rqtc`: `rqt_actual_size` entries, each an existing RQ.
+fn rq_list(fw: &Firmware, r: &Req<'_>, max: u16) -> Result<Vec<u32>, CmdErr> {
+    let n = r.get(rqtc::rqt_actual_size) as usize;
+    if n == 0 || n > max as usize {
+        return Err(fail!(status::BAD_PARAM, RQT_BAD_SIZE));
+    }
+    let list = r.input.get(rqtc::RQ_NUM..rqtc::RQ_NUM + n * 4).ok_or(fail!(status::BAD_INP_LEN, RQT_SHORT_LIST))?;
+    let rqns: Vec<u32> = list.chunks_exact(4).map(|c| u32::from_be_bytes([0, c[1], c[2], c[3]])).collect();
+    if !rqns.iter().all(|&q| fw.is_eth_rq(q)) {
+        return Err(fail!(status::BAD_PARAM, RQT_BAD_RQN));
+    }
+    Ok(rqns)
+}
+
+pub fn create_rqt(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    r.need(rqtc::RQ_NUM)?;
+    let max = r.get(rqtc::rqt_max_size) as usize;
+    if max == 0 || max > MAX_RQT_SIZE {
+        return Err(fail!(status::BAD_PARAM, CREATE_RQT_BAD_MAX));
+    }
+    let rqns = rq_list(fw, r, max as u16)?;
+    let d = &mut fw.eth.dispatch;
+    if d.rqts.len() >= MAX_RQTS {
+        return Err(fail!(status::LIM, CREATE_RQT_LIM));
+    }
+    let rqts = &d.rqts;
+    let n = next_id(&mut d.next_rqt, |n| rqts.contains_key(&n));
+    d.rqts.insert(n, Rqt { max_size: max as u16, rqns });
+    let mut o = out(0x10);
+    rqtc::rqtn.set(&mut o, n as u64);
+    Ok(o)
+}
+
+pub fn modify_rqt(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    r.need(rqtc::RQ_NUM)?;
+    let n = r.get(rqtc::rqtn) as u32;
+    let Some(max) = fw.eth.dispatch.rqts.get(&n).map(|q| q.max_size) else {
+        return Err(fail!(status::BAD_PARAM, MODIFY_RQT_BAD_RQTN));
+    };
+    if r.get(rqtc::bitmask_rqn_list) == 0 {
+        return Ok(out(0x10));
+    }
+    let rqns = rq_list(fw, r, max)?;
+    if let Some(q) = fw.eth.dispatch.rqts.get_mut(&n) {
+        q.rqns = rqns;
+    }
+    Ok(out(0x10))
+}
+
+pub fn destroy_rqt(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+    r.need(0x0c)?;
+    let n = r.get(rqtc::rqtn) as u32;
+    if fw.eth.dispatch.rqts.remove(&n).is_none() {
+        return Err(fail!(status::BAD_PARAM, DESTROY_RQT_BAD_RQTN));
+    }
+    Ok(out(0x10))
+}
+
+/// The TIR and RQT commands.
+pub static COMMANDS: &[Command<Firmware>] = &[
+    command!(MLX5_CMD_OP_CREATE_TIR, Enabled, create_tir),
+    command!(MLX5_CMD_OP_MODIFY_TIR, Enabled, modify_tir),
+    command!(MLX5_CMD_OP_DESTROY_TIR, Enabled, destroy_tir),
+    command!(MLX5_CMD_OP_CREATE_RQT, Enabled, create_rqt),
+    command!(MLX5_CMD_OP_MODIFY_RQT, Enabled, modify_rqt),
+    command!(MLX5_CMD_OP_DESTROY_RQT, Enabled, destroy_rqt),
+];

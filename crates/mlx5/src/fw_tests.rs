@@ -1,0 +1,386 @@
+//! Firmware tests through the real command transport: hand-built command
+//! entries and mailbox chains in a fake guest memory, executed by
+//! [`Firmware::doorbell`] exactly as a `cmd_dbell` write would.
+
+use std::sync::Arc;
+
+use super::builder::FirmwareBuilder;
+use super::cmd::tests::{Builder, FlatMem};
+use super::cmd::{status, Delivery};
+use super::firmware::Firmware;
+use super::ib::port::PortConfig;
+use crate::fields::Field;
+use crate::ifc;
+use vmm_sys_util::eventfd::EventFd;
+use vrnic_engine::{Access, Limits, QpState};
+use vrnic_vfio::protocol::vfio::*;
+use vrnic_vfio::Interrupts;
+
+pub(super) struct Bench {
+    pub(super) mem: Arc<FlatMem>,
+    b: Builder,
+    pub(super) fw: Firmware,
+    irqs: Arc<Interrupts>,
+}
+
+/// Output of one command.
+struct Out {
+    delivery: Delivery,
+    status: u8,
+    syndrome: u32,
+    data: Vec<u8>,
+}
+
+impl Bench {
+    pub(super) fn new() -> Bench {
+        Bench::with_limits(Limits::default())
+    }
+
+    /// A firmware whose port is Ethernet (MAC 02:00:00:00:00:07).
+    pub(super) fn eth() -> Bench {
+        let mem = Arc::new(FlatMem::new(4 << 20));
+        let irqs = Arc::new(Interrupts::new(64));
+        let port = PortConfig::new(0x1111, 0x2222, 3, 0x1017);
+        let fw = FirmwareBuilder::new(mem.clone(), irqs.clone(), port, Limits::default())
+            .link(super::link::LinkLayer::Eth)
+            .mac([0x02, 0, 0, 0, 0, 7])
+            .build()
+            .expect("command table");
+        Bench { mem, b: Builder::new(), fw, irqs }
+    }
+
+    /// Runs a command; its status and output.
+    pub(super) fn run_raw(&mut self, input: &[u8], outlen: usize) -> (u8, Vec<u8>) {
+        let o = self.run(input, outlen);
+        assert_eq!(o.delivery, Delivery::Ok);
+        (o.status, o.data)
+    }
+
+    /// Runs a command that must fail; its (status, syndrome).
+    pub(super) fn fails(&mut self, input: &[u8], outlen: usize) -> (u8, u32) {
+        let o = self.run(input, outlen);
+        assert_eq!(o.delivery, Delivery::Ok);
+        assert_ne!(o.status, 0, "opcode {:#x} must fail", u16::from_be_bytes([input[0], input[1]]));
+        (o.status, o.syndrome)
+    }
+
+    fn with_limits(limits: Limits) -> Bench {
+        let mem = Arc::new(FlatMem::new(4 << 20));
+        let irqs = Arc::new(Interrupts::new(64));
+        let port = PortConfig::new(0x1111, 0x2222, 3, 0x1017);
+        let fw = FirmwareBuilder::new(mem.clone(), irqs.clone(), port, limits).build().expect("command table");
+        Bench { mem, b: Builder::new(), fw, irqs }
+    }
+
+    fn run(&mut self, input: &[u8], outlen: usize) -> Out {
+        self.b.next_block = 0x10000;
+        let ea = self.b.entry(&self.mem, 0, input, outlen);
+        let r = self.fw.doorbell(self.b.cmdq, 1);
+        assert_eq!(r.len(), 1);
+        let data = self.b.output(&self.mem, ea);
+        Out {
+            delivery: r[0].delivery,
+            status: data[0],
+            syndrome: u32::from_be_bytes(data[4..8].try_into().unwrap()),
+            data,
+        }
+    }
+
+    /// Runs a command that must succeed.
+    pub(super) fn ok(&mut self, input: &[u8], outlen: usize) -> Vec<u8> {
+        let o = self.run(input, outlen);
+        assert_eq!(
+            (o.delivery, o.status),
+            (Delivery::Ok, 0),
+            "opcode {:#x} syndrome {:#x}",
+            u16::from_be_bytes([input[0], input[1]]),
+            o.syndrome
+        );
+        o.data
+    }
+
+    pub(super) fn status(&mut self, input: &[u8], outlen: usize) -> u8 {
+        let o = self.run(input, outlen);
+        assert_eq!(o.delivery, Delivery::Ok);
+        o.status
+    }
+
+    pub(super) fn up(&mut self) -> u32 {
+        self.ok(&cmd(ifc::MLX5_CMD_OP_ENABLE_HCA, 0, 16), 12);
+        self.ok(&cmd(ifc::MLX5_CMD_OP_INIT_HCA, 0, 32), 16);
+        let o = self.ok(&cmd(ifc::MLX5_CMD_OP_ALLOC_UAR, 0, 16), 16);
+        ifc::alloc_uar_out::uar.get(&o) as u32
+    }
+
+    /// Creates an EQ of 64 entries at guest address `buf` with `mask` word 0.
+    pub(super) fn eq(&mut self, uar: u32, vector: u32, mask: u64, buf: u64) -> u32 {
+        use ifc::create_eq_in as c;
+        let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_EQ, 0, c::SIZE + 8);
+        c::eq_context_entry::log_eq_size.set(&mut i, 6);
+        c::eq_context_entry::uar_page.set(&mut i, uar as u64);
+        c::eq_context_entry::intr.set(&mut i, vector as u64);
+        c::event_bitmask.elem(0).set(&mut i, mask);
+        c::pas.elem(0).set(&mut i, buf);
+        // The driver initialises every EQE owner bit to 1.
+        for k in 0..64 {
+            self.mem.put(buf + k * 64 + 63, &[1]);
+        }
+        let o = self.ok(&i, 16);
+        ifc::create_eq_out::eq_number.get(&o) as u32
+    }
+
+    pub(super) fn pd(&mut self) -> u32 {
+        let o = self.ok(&cmd(ifc::MLX5_CMD_OP_ALLOC_PD, 0, 16), 16);
+        ifc::alloc_pd_out::pd.get(&o) as u32
+    }
+
+    /// A 64-entry CQ at `buf` (doorbell record at `buf + 0x1000`), its CQEs
+    /// first marked invalid and hardware-owned (0xf1), as the driver does.
+    pub(super) fn cq(&mut self, uar: u32, eqn: u32, buf: u64) -> u32 {
+        use ifc::create_cq_in as c;
+        for k in 0..64 {
+            self.mem.put(buf + k * 64 + 63, &[0xf1]);
+        }
+        let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_CQ, 0, c::SIZE + 8);
+        c::cq_context::log_cq_size.set(&mut i, 6);
+        c::cq_context::uar_page.set(&mut i, uar as u64);
+        c::cq_context::c_eqn_or_apu_element.set(&mut i, eqn as u64);
+        c::cq_context::dbr_addr.set(&mut i, buf + 0x1000);
+        c::pas.elem(0).set(&mut i, buf);
+        let o = self.ok(&i, 16);
+        ifc::create_cq_out::cqn.get(&o) as u32
+    }
+
+    /// A QP with 16-entry RQ and SQ at 0x200000, user index 0x77.
+    pub(super) fn qp(&mut self, st: u64, pd: u32, uar: u32, cqn: u32) -> u32 {
+        self.qp_with(st, pd, uar, cqn, 0x200000, |i| ifc::create_qp_in::qpc::user_index.set(i, 0x77))
+    }
+
+    /// A QP with 16-entry RQ and SQ in `buf`; `extra` sets more of the input.
+    pub(super) fn qp_with(
+        &mut self,
+        st: u64,
+        pd: u32,
+        uar: u32,
+        cqn: u32,
+        buf: u64,
+        extra: impl FnOnce(&mut [u8]),
+    ) -> u32 {
+        use ifc::create_qp_in as c;
+        let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_QP, 0, c::SIZE + 16);
+        c::qpc::st.set(&mut i, st);
+        c::qpc::pd.set(&mut i, pd as u64);
+        c::qpc::uar_page.set(&mut i, uar as u64);
+        c::qpc::log_rq_size.set(&mut i, 4);
+        c::qpc::log_rq_stride.set(&mut i, 0);
+        c::qpc::log_sq_size.set(&mut i, 4);
+        c::qpc::cqn_snd.set(&mut i, cqn as u64);
+        c::qpc::cqn_rcv.set(&mut i, cqn as u64);
+        c::pas.elem(0).set(&mut i, buf);
+        extra(&mut i);
+        let o = self.ok(&i, 16);
+        ifc::create_qp_out::qpn.get(&o) as u32
+    }
+
+    /// A PA-mode key over the whole address space with the `access` bits of
+    /// the mkey entry set and `tag` as its low byte; returns the key.
+    pub(super) fn mkey(&mut self, pd: u32, access: &[Field], tag: u8) -> u32 {
+        use ifc::create_mkey_in::memory_key_mkey_entry as m;
+        let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_MKEY, 0, ifc::create_mkey_in::SIZE);
+        for f in access.iter().chain(&[m::length64]) {
+            f.set(&mut i, 1);
+        }
+        m::pd.set(&mut i, pd as u64);
+        m::mkey_7_0.set(&mut i, tag as u64);
+        let o = self.ok(&i, 16);
+        ((ifc::create_mkey_out::mkey_index.get(&o) as u32) << 8) | tag as u32
+    }
+}
+
+/// A zeroed command input with opcode and op_mod.
+pub(super) fn cmd(opcode: u32, op_mod: u16, len: usize) -> Vec<u8> {
+    let mut v = vec![0u8; len.max(16)];
+    ifc::mbox_in::opcode.set(&mut v, opcode as u64);
+    ifc::mbox_in::op_mod.set(&mut v, op_mod as u64);
+    v
+}
+
+pub(super) fn transition_in(opcode: u32, qpn: u32) -> Vec<u8> {
+    let mut i = cmd(opcode, 0, ifc::rst2init_qp_in::SIZE);
+    ifc::rst2init_qp_in::qpn.set(&mut i, qpn as u64);
+    i
+}
+
+/// One side of the two-device data-path test: commands through the real
+/// transport, then WQEs and doorbell records in its own guest memory.
+pub(super) struct Side {
+    pub(super) t: Bench,
+    pub(super) qpn: u32,
+    pub(super) key: u32,
+    pub(super) cq_buf: u64,
+    pub(super) cqn: u32,
+}
+
+pub(super) const QP_BUF: u64 = 0x200000; // RQ: 16 x 16 B, then SQ: 16 x 64 B
+pub(super) const QP_DBR: u64 = 0x280000;
+pub(super) const DATA: u64 = 0x300000;
+
+/// A side with a QP of `qpc.st` `st` whose QP buffer (RQ, then SQ) is at `qp_buf`.
+pub(super) fn side_at(lid: u16, net: &Arc<vrnic_fabric::InProcNet>, index: usize, qp_buf: u64, st: u64) -> Side {
+    use ifc::create_mkey_in::memory_key_mkey_entry as m;
+    let mut t = Bench::new();
+    t.fw.ib.port.lid = lid;
+    let io = vrnic_engine::transport::Io {
+        mem: t.mem.clone(),
+        packets: net.sink(index),
+        completions: t.fw.pending.clone(),
+        local: vrnic_fabric::Endpoint::v4(lid, std::net::Ipv4Addr::new(127, 0, 0, index as u8 + 1)),
+        ..Default::default()
+    };
+    t.fw.engine.attach(io);
+    let uar = t.up();
+    let eqn = t.eq(uar, 1, 0, 0x100000);
+    let pd = t.pd();
+    let key = t.mkey(pd, &[m::lr, m::lw, m::rr, m::rw, m::a], 0x33);
+    let cq_buf = 0x120000u64;
+    let cqn = t.cq(uar, eqn, cq_buf);
+    let qpn = t.qp_with(st, pd, uar, cqn, qp_buf, |i| ifc::create_qp_in::qpc::dbr_addr.set(i, QP_DBR));
+    Side { t, qpn, key, cq_buf, cqn }
+}
+
+pub(super) fn connect(s: &mut Side, peer_qpn: u32, peer_lid: u16) {
+    use ifc::rst2init_qp_in::qpc as q;
+    let mut i = transition_in(ifc::MLX5_CMD_OP_RST2INIT_QP, s.qpn);
+    q::rre.set(&mut i, 1);
+    q::rwe.set(&mut i, 1);
+    q::rae.set(&mut i, 1);
+    q::primary_address_path::vhca_port_num.set(&mut i, 1);
+    s.t.ok(&i, 16);
+    let mut i = transition_in(ifc::MLX5_CMD_OP_INIT2RTR_QP, s.qpn);
+    q::mtu.set(&mut i, 3);
+    q::remote_qpn.set(&mut i, peer_qpn as u64);
+    q::primary_address_path::rlid.set(&mut i, peer_lid as u64);
+    q::log_rra_max.set(&mut i, 2);
+    q::min_rnr_nak.set(&mut i, 1);
+    s.t.ok(&i, 16);
+    let mut i = transition_in(ifc::MLX5_CMD_OP_RTR2RTS_QP, s.qpn);
+    q::retry_count.set(&mut i, 7);
+    q::rnr_retry.set(&mut i, 7);
+    q::log_sra_max.set(&mut i, 2);
+    q::primary_address_path::ack_timeout.set(&mut i, 14);
+    s.t.ok(&i, 16);
+}
+
+/// Two connected RC sides (LIDs 1 and 2) on an in-process network; A's QP
+/// buffer at `a_qp_buf`.
+pub(super) fn rc_pair(a_qp_buf: u64) -> (Arc<vrnic_fabric::InProcNet>, Side, Side) {
+    pair_of(a_qp_buf, 0)
+}
+
+/// An in-process fabric of two ports, LIDs 1 and 2 (127.0.0.1 and .2).
+pub(super) fn two_port_net() -> Arc<vrnic_fabric::InProcNet> {
+    use vrnic_fabric::{Endpoint, InProcNet};
+    let eps = [
+        Endpoint::v4(1, std::net::Ipv4Addr::new(127, 0, 0, 1)),
+        Endpoint::v4(2, std::net::Ipv4Addr::new(127, 0, 0, 2)),
+    ];
+    InProcNet::new(
+        &eps,
+        &[Default::default(), Default::default()],
+        Arc::new(vrnic_sys::clock::MonotonicClock::default()),
+    )
+}
+
+/// [`rc_pair`] with QPs of `qpc.st` `st` (RC or UC: connected to each other).
+pub(super) fn pair_of(a_qp_buf: u64, st: u64) -> (Arc<vrnic_fabric::InProcNet>, Side, Side) {
+    let net = two_port_net();
+    let mut a = side_at(1, &net, 0, a_qp_buf, st);
+    let mut b = side_at(2, &net, 1, QP_BUF, st);
+    let (qa, qb) = (a.qpn, b.qpn);
+    connect(&mut a, qb, 2);
+    connect(&mut b, qa, 1);
+    (net, a, b)
+}
+
+/// Runs both firmwares' packet handlers until the network is quiet.
+pub(super) fn pump(net: &vrnic_fabric::InProcNet, a: &mut Side, b: &mut Side) {
+    use super::datapath::FwHandler;
+    use std::sync::Mutex;
+    let fa = Arc::new(Mutex::new(std::mem::replace(
+        &mut a.t.fw,
+        FirmwareBuilder::new(a.t.mem.clone(), a.t.irqs.clone(), PortConfig::new(0, 0, 0, 0), Limits::default())
+            .build()
+            .expect("command table"),
+    )));
+    let fb = Arc::new(Mutex::new(std::mem::replace(
+        &mut b.t.fw,
+        FirmwareBuilder::new(b.t.mem.clone(), b.t.irqs.clone(), PortConfig::new(0, 0, 0, 0), Limits::default())
+            .build()
+            .expect("command table"),
+    )));
+    let (ha, hb) = (FwHandler(fa.clone()), FwHandler(fb.clone()));
+    for _ in 0..100 {
+        if net.pump(&[&ha, &hb], 10_000) == 0 {
+            break;
+        }
+    }
+    drop((ha, hb));
+    a.t.fw = Arc::try_unwrap(fa).ok().unwrap().into_inner().unwrap();
+    b.t.fw = Arc::try_unwrap(fb).ok().unwrap().into_inner().unwrap();
+}
+
+pub(super) fn ctrl_seg(op: u8, idx: u16, qpn: u32, ds: u8) -> [u8; 16] {
+    let mut c = [0u8; 16];
+    c[0..4].copy_from_slice(&(((idx as u32) << 8) | op as u32).to_be_bytes());
+    c[4..8].copy_from_slice(&((qpn << 8) | ds as u32).to_be_bytes());
+    c[11] = super::datapath::wqe::CTRL_CQ_UPDATE;
+    c
+}
+
+pub(super) fn data_seg(len: u32, key: u32, addr: u64) -> [u8; 16] {
+    let mut d = [0u8; 16];
+    d[0..4].copy_from_slice(&len.to_be_bytes());
+    d[4..8].copy_from_slice(&key.to_be_bytes());
+    d[8..16].copy_from_slice(&addr.to_be_bytes());
+    d
+}
+
+#[path = "datapath/fw_tests_cq.rs"]
+mod cq;
+#[cfg(not(miri))]
+#[path = "eth/cmd_tests.rs"]
+mod eth_cmds;
+#[cfg(not(miri))]
+#[path = "eth/qos_tests.rs"]
+mod eth_qos;
+#[cfg(not(miri))]
+#[path = "eth/queue_tests.rs"]
+mod eth_queues;
+#[path = "datapath/fw_event_tests.rs"]
+mod events;
+#[path = "fw_tests_hca.rs"]
+mod hca_cmds;
+#[path = "datapath/mad_wire_tests.rs"]
+mod mad_wire;
+#[path = "datapath/mcast_wire_tests.rs"]
+mod mcast_wire;
+#[path = "datapath/fw_moder_tests.rs"]
+mod moder;
+#[path = "fw_tests_qp.rs"]
+mod qp_cmds;
+#[cfg(not(miri))]
+#[path = "roce/cmd_tests.rs"]
+mod roce_cmds;
+#[cfg(not(miri))]
+#[path = "roce/cong_tests.rs"]
+mod roce_cong;
+#[path = "datapath/sa_wire_tests.rs"]
+mod sa_wire;
+#[path = "datapath/sm_wire_tests.rs"]
+mod sm_wire;
+#[path = "datapath/smi_route_tests.rs"]
+mod smi_route;
+#[path = "fw_tests_wqe.rs"]
+mod wqe_paths;
+#[path = "fw_tests_xrc.rs"]
+mod xrc;

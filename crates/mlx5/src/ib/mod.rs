@@ -1,0 +1,19 @@
+//! The InfiniBand link layer's domain: the port ([`port`]), the firmware's
+//! SMA/PMA behind MAD_IFC ([`mad`], [`mad_ifc`]) and the IB vport queries
+//! ([`vport`]). `LinkLayer::Ib` supplies these commands; no handler elsewhere
+//! asks which link layer it serves.
+
+pub mod mad;
+pub mod mad_ifc;
+pub mod port;
+pub mod vport;
+
+use crate::cmd::dispatch::{command, Command};
+use crate::firmware::Firmware;
+
+/// The IB link layer's commands.
+pub static COMMANDS: &[Command<Firmware>] = &[
+    command!(MLX5_CMD_OP_MAD_IFC, Enabled, mad_ifc::mad_ifc),
+    command!(MLX5_CMD_OP_QUERY_VPORT_STATE, Enabled, vport::query_vport_state),
+    command!(MLX5_CMD_OP_QUERY_HCA_VPORT_CONTEXT, Enabled, vport::query_hca_vport_context),
+];

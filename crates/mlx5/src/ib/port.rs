@@ -1,0 +1,219 @@
+//! The IB port's state: identity and link state (`PortConfig`, what the
+//! SMA reports), its traffic counters, and the PerfMgt baseline.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Initial PortInfo.CapabilityMask (trap, SL map, sys image GUID, vendor
+/// class, cap-mask notice, client reregistration, other local changes,
+/// mcast P_Key trap suppression).
+pub const DEFAULT_CAP_MASK: u32 = 0x2650_0848;
+
+/// Traffic counters of a port (IBTA PortCounters / PortCountersExt). The
+/// data path increments them; `MAD_IFC` PerfMgt queries read them.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct PortCounters {
+    /// In 4-byte words, as IBTA counts PortXmitData / PortRcvData.
+    pub xmit_data_words: AtomicU64,
+    pub rcv_data_words: AtomicU64,
+    pub xmit_pkts: AtomicU64,
+    pub rcv_pkts: AtomicU64,
+    pub rcv_errors: AtomicU64,
+    pub xmit_discards: AtomicU64,
+    pub unicast_xmit: AtomicU64,
+    pub unicast_rcv: AtomicU64,
+    pub multicast_xmit: AtomicU64,
+    pub multicast_rcv: AtomicU64,
+    /// QP0/QP1 MADs sent to other ports over the fabric (counted in the
+    /// fabric's packets, not above) and received from it; QP0/QP1 packets
+    /// from the fabric dropped as malformed or refused (also PortRcvErrors).
+    /// Not PerfMgt counters: a PortCounters Set leaves them.
+    pub mad_wire_xmit: AtomicU64,
+    pub mad_wire_rcv: AtomicU64,
+    pub mad_wire_drops: AtomicU64,
+    /// Directed-route SMPs the modeled switch forwarded or answered, and
+    /// those it refused (`subnet::switch::DrDrop`); LID-routed SMPs its SMA
+    /// answered; SMInfo requests this port's SM answered (the static
+    /// `SmInfoAgent` and the SM roles, `stats` firmware.sm.answered too).
+    /// Not PerfMgt counters.
+    pub dr_smp_routed: AtomicU64,
+    pub dr_smp_drops: AtomicU64,
+    pub switch_smp_answered: AtomicU64,
+    pub sm_info_answered: AtomicU64,
+    /// UD multicast: copies delivered to attached QPs, and packets to the
+    /// multicast QPN dropped (no GRH, or no QP of this port attached to the
+    /// DGID). Not PerfMgt counters either.
+    pub mcast_delivered: AtomicU64,
+    pub mcast_drops: AtomicU64,
+}
+
+impl PortCounters {
+    /// What PerfMgt reports: `now - base` per counter, both in the order of
+    /// [`IbPort::totals`] (xmit words, rcv words, xmit pkts, rcv pkts, rcv
+    /// errors, xmit discards); every packet counts as unicast.
+    pub fn pma_view(now: &[u64; 6], base: &[u64; 6]) -> PortCounters {
+        let view = PortCounters::default();
+        let d = |i: usize| now[i].saturating_sub(base[i]);
+        view.xmit_data_words.store(d(0), Ordering::Relaxed);
+        view.rcv_data_words.store(d(1), Ordering::Relaxed);
+        view.xmit_pkts.store(d(2), Ordering::Relaxed);
+        view.rcv_pkts.store(d(3), Ordering::Relaxed);
+        view.rcv_errors.store(d(4), Ordering::Relaxed);
+        view.xmit_discards.store(d(5), Ordering::Relaxed);
+        view.unicast_xmit.store(d(2), Ordering::Relaxed);
+        view.unicast_rcv.store(d(3), Ordering::Relaxed);
+        view
+    }
+
+    pub(super) fn reset(&self) {
+        for c in [
+            &self.xmit_data_words,
+            &self.rcv_data_words,
+            &self.xmit_pkts,
+            &self.rcv_pkts,
+            &self.rcv_errors,
+            &self.xmit_discards,
+            &self.unicast_xmit,
+            &self.unicast_rcv,
+            &self.multicast_xmit,
+            &self.multicast_rcv,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Identity and state of the (single) port and its node.
+#[derive(Debug, Clone)]
+pub struct PortConfig {
+    pub node_guid: u64,
+    pub port_guid: u64,
+    pub sys_image_guid: u64,
+    pub lid: u16,
+    pub sm_lid: u16,
+    /// PortInfo.MasterSMSL: the SL to reach the SM on.
+    pub sm_sl: u8,
+    pub device_id: u16,
+    pub revision: u32,
+    pub vendor_id: u32,
+    pub node_desc: String,
+    pub gid_prefix: u64,
+    pub cap_mask: u32,
+    /// PortInfo.PortState: 4 = ACTIVE, 1 = DOWN.
+    pub port_state: u8,
+    /// PortInfo.PortPhysicalState: 5 = LinkUp, 3 = Disabled.
+    pub phys_state: u8,
+    pub gid_table_len: u8,
+    pub pkey_table_len: u16,
+}
+
+impl PortConfig {
+    pub fn new(node_guid: u64, port_guid: u64, lid: u16, device_id: u16) -> PortConfig {
+        PortConfig {
+            node_guid,
+            port_guid,
+            sys_image_guid: node_guid,
+            lid,
+            sm_lid: lid,
+            sm_sl: 0,
+            device_id,
+            revision: 0,
+            vendor_id: 0x0002c9,
+            node_desc: "vrnic emulated ConnectX-5".into(),
+            gid_prefix: 0xfe80_0000_0000_0000,
+            cap_mask: DEFAULT_CAP_MASK,
+            port_state: 4,
+            phys_state: 5,
+            gid_table_len: 8,
+            pkey_table_len: 16,
+        }
+    }
+
+    /// GID `index` as the guest reads it: GidPrefix (PortInfo) then the
+    /// GUID at that index (GUIDInfo: the port GUID at 0, none after).
+    pub fn gid(&self, index: u8) -> Option<[u8; 16]> {
+        if index >= self.gid_table_len {
+            return None;
+        }
+        let guid = if index == 0 { self.port_guid } else { 0 };
+        let mut g = [0u8; 16];
+        g[..8].copy_from_slice(&self.gid_prefix.to_be_bytes());
+        g[8..].copy_from_slice(&guid.to_be_bytes());
+        Some(g)
+    }
+
+    /// The whole GID table, index 0 first.
+    pub fn gid_table(&self) -> Vec<[u8; 16]> {
+        (0..self.gid_table_len).filter_map(|i| self.gid(i)).collect()
+    }
+}
+
+/// The IB link layer's port state, owned by the `ib/` command domain.
+pub struct IbPort {
+    /// Identity and state the SMA and the vport queries report.
+    pub port: PortConfig,
+    /// Packets the firmware itself delivered (QP0/QP1 MADs).
+    pub counters: Arc<PortCounters>,
+    /// The fabric port's packet counters (real traffic), for PerfMgt.
+    pub wire_counters: Option<Arc<vrnic_fabric::counters::PortCounters>>,
+    /// PerfMgt counter values at the last clear (PortCounters Set).
+    pub pma_base: [u64; 6],
+    /// The Subnet Administrator, on the port whose LID is the SM LID
+    /// (`datapath/sa_wire.rs` routes QP1 SubnAdm MADs to it).
+    pub sa: Option<Box<vrnic_subnet::Sa>>,
+    /// When the SA's RMPP timer next runs (clock ns).
+    pub sa_next_tick_ns: u64,
+    /// This server's copy of the modeled switch (`datapath/smi_route.rs`).
+    pub switch: Option<Box<vrnic_subnet::switch::Switch>>,
+    /// The SM's SMInfo answers, on the port whose LID is the SM LID.
+    pub sm_info: Option<vrnic_subnet::sm_info::SmInfoAgent>,
+    /// The SM role machine (`datapath/sm_wire.rs`): which server is the
+    /// master SM; `None` without fabric peers or with a static `--sm-lid`.
+    pub sm: Option<Box<vrnic_subnet::sm_role::SmRoles>>,
+    /// The ports a new master's SA database starts from (this one and every
+    /// configured peer; the dead ones are left out).
+    pub sm_ports: Vec<vrnic_subnet::PortRecord>,
+}
+
+impl IbPort {
+    pub fn new(port: PortConfig, wire_counters: Option<Arc<vrnic_fabric::counters::PortCounters>>) -> IbPort {
+        IbPort {
+            port,
+            counters: Arc::new(PortCounters::default()),
+            wire_counters,
+            pma_base: [0; 6],
+            sa: None,
+            sa_next_tick_ns: 0,
+            switch: None,
+            sm_info: None,
+            sm: None,
+            sm_ports: Vec::new(),
+        }
+    }
+
+    /// Port totals for PerfMgt: xmit words, rcv words, xmit pkts, rcv pkts,
+    /// rcv errors, xmit discards: the fabric's packets plus the locally
+    /// delivered MADs, minus what a PortCounters Set cleared.
+    pub fn totals(&self) -> [u64; 6] {
+        use std::sync::atomic::Ordering::Relaxed;
+        let c = &self.counters;
+        let mut t = [
+            c.xmit_data_words.load(Relaxed),
+            c.rcv_data_words.load(Relaxed),
+            c.xmit_pkts.load(Relaxed),
+            c.rcv_pkts.load(Relaxed),
+            c.rcv_errors.load(Relaxed),
+            c.xmit_discards.load(Relaxed),
+        ];
+        if let Some(w) = &self.wire_counters {
+            let s = w.snapshot();
+            t[0] += s.tx_bytes / 4;
+            t[1] += s.rx_bytes / 4;
+            t[2] += s.tx_packets;
+            t[3] += s.rx_packets;
+            t[4] += s.rx_icrc_errors + s.rx_malformed;
+            t[5] += s.tx_errors + s.tx_no_route;
+        }
+        t
+    }
+}

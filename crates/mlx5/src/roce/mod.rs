@@ -1,0 +1,32 @@
+//! The RoCE domain of an Ethernet port: the GID table the driver programs
+//! from the netdev's addresses (SET_ROCE_ADDRESS, read back with
+//! QUERY_ROCE_ADDRESS, [`address`]) into the table the RoCE port frames and
+//! accepts by ([`state`]: the shared `fabric::roce::RoceGids`), and the
+//! PMA behind MAD_IFC that ib_core's port `counters/` read ([`pma`]), the RDMA
+//! half of the Q counter sets (`hw_counters/`, [`qcounters`]), multicast
+//! frames for attached groups ([`mcast`]), the congestion-control commands
+//! over the port's `CcControl` ([`cong`], layouts in [`cong_layout`]). Selected by
+//! `LinkLayer::Eth`; the capability pages are `hca/caps/roce.rs`.
+
+pub mod address;
+pub mod cong;
+pub mod cong_layout;
+pub mod mcast;
+pub mod pma;
+pub mod qcounters;
+pub mod state;
+
+use crate::cmd::dispatch::{command, Command};
+use crate::firmware::Firmware;
+
+/// The RoCE domain's commands.
+pub static COMMANDS: &[Command<Firmware>] = &[
+    command!(MLX5_CMD_OP_QUERY_ROCE_ADDRESS, Enabled, address::query_roce_address),
+    command!(MLX5_CMD_OP_SET_ROCE_ADDRESS, Enabled, address::set_roce_address),
+    command!(MLX5_CMD_OP_MAD_IFC, Enabled, pma::mad_ifc),
+    command!(MLX5_CMD_OP_QUERY_CONG_STATUS, Enabled, cong::query_cong_status),
+    command!(MLX5_CMD_OP_MODIFY_CONG_STATUS, Enabled, cong::modify_cong_status),
+    command!(MLX5_CMD_OP_QUERY_CONG_PARAMS, Enabled, cong::query_cong_params),
+    command!(MLX5_CMD_OP_MODIFY_CONG_PARAMS, Enabled, cong::modify_cong_params),
+    command!(MLX5_CMD_OP_QUERY_CONG_STATISTICS, Enabled, cong::query_cong_statistics),
+];
