@@ -301,7 +301,7 @@ fn udp() -> Udp {
     let b = node(2, fb.sink(), clock);
     for (n, f) in [(&a, &fa), (&b, &fb)] {
         let w = f.waker();
-        n.eng.lock().rt.waker = Some(Arc::new(move || w.wake()));
+        n.eng.lock().set_waker(Some(Arc::new(move || w.wake())));
     }
     fa.start(Arc::new(a.eng.clone())).unwrap();
     fb.start(Arc::new(b.eng.clone())).unwrap();

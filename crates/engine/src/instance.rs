@@ -1,6 +1,7 @@
 //! One device instance's engine: its limits and every verbs object.
 
 use super::objects::*;
+use super::personality::{Personality, Slot};
 use super::qp::Qp;
 use super::table::Table;
 use super::transport::state::Runtime;
@@ -48,18 +49,30 @@ impl Default for Limits {
     }
 }
 
-/// Every verbs object of one device instance.
-pub struct Engine {
-    pub limits: Limits,
-    pub pds: Table<Pd>,
-    pub xrcds: Table<Xrcd>,
-    pub cqs: Table<Cq>,
-    pub srqs: Table<Srq>,
+/// Every verbs object of one device instance, each entry with the
+/// personality's context of it ([`Slot`]). Other crates reach the tables
+/// through the methods below.
+pub struct Engine<P: Personality = ()> {
+    pub(crate) limits: Limits,
+    pub(crate) pds: Table<Pd>,
+    pub(crate) xrcds: Table<Xrcd>,
+    pub(crate) cqs: Table<Slot<Cq, P::Cq>>,
+    pub(crate) srqs: Table<Slot<Srq, P::Srq>>,
     /// Keyed by the 24-bit mkey index.
-    pub mkeys: Table<Mkey>,
-    pub qps: Table<Qp>,
+    pub(crate) mkeys: Table<Slot<Mkey, P::Mkey>>,
+    pub(crate) qps: Table<Slot<Qp, P::Qp>>,
     /// Transports: I/O, timers, counters.
-    pub rt: Runtime,
+    pub(crate) rt: Runtime,
+}
+
+/// Creation parameters of an SRQ.
+#[derive(Debug, Clone, Copy)]
+pub struct SrqCreate {
+    pub pd: u32,
+    pub log_size: u8,
+    pub cqn: Option<u32>,
+    pub xrcd: Option<u32>,
+    pub uid: u16,
 }
 
 /// Creation parameters of a QP.
@@ -78,7 +91,15 @@ pub struct QpCreate {
 }
 
 impl Engine {
+    /// An engine without a personality (tests, benches).
     pub fn new(limits: Limits) -> Engine {
+        Engine::with_limits(limits)
+    }
+}
+
+impl<P: Personality> Engine<P> {
+    /// An engine whose objects carry `P`'s contexts.
+    pub fn with_limits(limits: Limits) -> Engine<P> {
         Engine {
             limits,
             pds: Table::new(1, 0x00ff_ffff, limits.pds),
@@ -130,10 +151,15 @@ impl Engine {
     }
 
     pub fn create_cq(&mut self, log_size: u8) -> Result<u32, EngineError> {
+        self.create_cq_with(log_size, P::Cq::default())
+    }
+
+    /// A CQ whose entry holds the personality's context `ext`.
+    pub fn create_cq_with(&mut self, log_size: u8, ext: P::Cq) -> Result<u32, EngineError> {
         if log_size > self.limits.log_max_cq_size {
             return Err(EngineError::BadParam("cq size"));
         }
-        self.cqs.alloc_with(|_| Cq::new(log_size)).ok_or(EngineError::Limit(Kind::Cq))
+        self.cqs.alloc_with(|_| Slot::with(Cq::new(log_size), ext)).ok_or(EngineError::Limit(Kind::Cq))
     }
 
     pub fn destroy_cq(&mut self, cqn: u32) -> Result<(), EngineError> {
@@ -157,6 +183,12 @@ impl Engine {
         xrcd: Option<u32>,
         uid: u16,
     ) -> Result<u32, EngineError> {
+        self.create_srq_with(SrqCreate { pd, log_size, cqn, xrcd, uid }, P::Srq::default())
+    }
+
+    /// An SRQ whose entry holds the personality's context `ext`.
+    pub fn create_srq_with(&mut self, c: SrqCreate, ext: P::Srq) -> Result<u32, EngineError> {
+        let SrqCreate { pd, log_size, cqn, xrcd, uid } = c;
         if !self.pds.contains(pd) {
             return Err(EngineError::NoSuch(Kind::Pd, pd));
         }
@@ -174,7 +206,7 @@ impl Engine {
             }
         }
         self.srqs
-            .alloc_with(|_| Srq { pd, log_size, cqn, xrcd, limit: 0, uid, wqes: Default::default() })
+            .alloc_with(|_| Slot::with(Srq { pd, log_size, cqn, xrcd, limit: 0, uid, wqes: Default::default() }, ext))
             .ok_or(EngineError::Limit(Kind::Srq))
     }
 
@@ -191,6 +223,11 @@ impl Engine {
 
     /// Creates a memory key; returns its 24-bit index (key = index << 8 | variant).
     pub fn create_mkey(&mut self, mkey: Mkey) -> Result<u32, EngineError> {
+        self.create_mkey_with(mkey, P::Mkey::default())
+    }
+
+    /// A memory key whose entry holds the personality's context `ext`.
+    pub fn create_mkey_with(&mut self, mkey: Mkey, ext: P::Mkey) -> Result<u32, EngineError> {
         if !self.pds.contains(mkey.pd) {
             return Err(EngineError::NoSuch(Kind::Pd, mkey.pd));
         }
@@ -199,7 +236,7 @@ impl Engine {
                 return Err(EngineError::BadParam("mkey page size"));
             }
         }
-        self.mkeys.alloc_with(|_| mkey).ok_or(EngineError::Limit(Kind::Mkey))
+        self.mkeys.alloc_with(|_| Slot::with(mkey, ext)).ok_or(EngineError::Limit(Kind::Mkey))
     }
 
     pub fn destroy_mkey(&mut self, index: u32) -> Result<(), EngineError> {
@@ -208,10 +245,15 @@ impl Engine {
 
     /// Looks a 32-bit key up: the index must exist and the variant match.
     pub fn lookup_key(&self, key: u32) -> Option<&Mkey> {
-        self.mkeys.get(key >> 8).filter(|m| m.variant == key as u8)
+        self.mkeys.obj(key >> 8).filter(|m| m.variant == key as u8)
     }
 
     pub fn create_qp(&mut self, c: QpCreate) -> Result<u32, EngineError> {
+        self.create_qp_with(c, P::Qp::default())
+    }
+
+    /// A QP whose entry holds the personality's context `ext`.
+    pub fn create_qp_with(&mut self, c: QpCreate, ext: P::Qp) -> Result<u32, EngineError> {
         // The driver leaves qpc.pd 0 for its REG_UMR QP; XRC targets have no PD; mlx5e's drop RQ (a
         // raw-packet queue that never receives) names none either.
         let no_pd =
@@ -240,20 +282,25 @@ impl Engine {
         }
         let attrs = QpAttrs::default();
         self.qps
-            .alloc_with(|_| Qp {
-                qp_type: c.qp_type,
-                state: QpState::Reset,
-                pd: c.pd,
-                send_cq: c.send_cq,
-                recv_cq: c.recv_cq,
-                srq: c.srq,
-                xrcd: c.xrcd,
-                log_sq_size: c.log_sq_size,
-                log_rq_size: c.log_rq_size,
-                attrs,
-                sq_sig_all: c.sq_sig_all,
-                uid: c.uid,
-                rt: Default::default(),
+            .alloc_with(|_| {
+                Slot::with(
+                    Qp {
+                        qp_type: c.qp_type,
+                        state: QpState::Reset,
+                        pd: c.pd,
+                        send_cq: c.send_cq,
+                        recv_cq: c.recv_cq,
+                        srq: c.srq,
+                        xrcd: c.xrcd,
+                        log_sq_size: c.log_sq_size,
+                        log_rq_size: c.log_rq_size,
+                        attrs,
+                        sq_sig_all: c.sq_sig_all,
+                        uid: c.uid,
+                        rt: Default::default(),
+                    },
+                    ext,
+                )
             })
             .ok_or(EngineError::Limit(Kind::Qp))
     }
@@ -268,7 +315,7 @@ impl Engine {
     /// and its MODIFY_SQ/MODIFY_RQ name the target state, not a verbs transition. Reset clears its
     /// transport state; no other side effect (the caller flushes). Returns the previous state.
     pub fn set_raw_state(&mut self, qpn: u32, state: QpState) -> Result<QpState, EngineError> {
-        let qp = self.qps.get_mut(qpn).ok_or(EngineError::NoSuch(Kind::Qp, qpn))?;
+        let qp = self.qps.obj_mut(qpn).ok_or(EngineError::NoSuch(Kind::Qp, qpn))?;
         if qp.qp_type != QpType::RawPacket {
             return Err(EngineError::BadParam("not a raw packet QP"));
         }
@@ -283,7 +330,7 @@ impl Engine {
     /// Applies a state transition with its attribute update. Illegal
     /// transitions leave the QP untouched.
     pub fn modify_qp(&mut self, qpn: u32, t: QpTransition, update: &QpAttrUpdate) -> Result<QpState, EngineError> {
-        let qp = self.qps.get_mut(qpn).ok_or(EngineError::NoSuch(Kind::Qp, qpn))?;
+        let qp = self.qps.obj_mut(qpn).ok_or(EngineError::NoSuch(Kind::Qp, qpn))?;
         if let Some(from) = t.from_state() {
             if qp.state != from {
                 return Err(EngineError::QpState { qpn, state: qp.state, transition: t });
@@ -309,5 +356,132 @@ impl Engine {
         let to = qp.state;
         self.on_transition(qpn, to, from);
         Ok(to)
+    }
+}
+
+/// How many objects of each kind an engine holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ObjectCounts {
+    pub pds: usize,
+    pub xrcds: usize,
+    pub cqs: usize,
+    pub srqs: usize,
+    pub mkeys: usize,
+    pub qps: usize,
+}
+
+/// The tables, for the personality (each entry with its context) and the
+/// control socket.
+impl<P: Personality> Engine<P> {
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    pub fn counts(&self) -> ObjectCounts {
+        ObjectCounts {
+            pds: self.pds.len(),
+            xrcds: self.xrcds.len(),
+            cqs: self.cqs.len(),
+            srqs: self.srqs.len(),
+            mkeys: self.mkeys.len(),
+            qps: self.qps.len(),
+        }
+    }
+
+    pub fn pd_exists(&self, pdn: u32) -> bool {
+        self.pds.contains(pdn)
+    }
+
+    pub fn qp(&self, qpn: u32) -> Option<&Slot<Qp, P::Qp>> {
+        self.qps.get(qpn)
+    }
+
+    pub fn qp_mut(&mut self, qpn: u32) -> Option<&mut Slot<Qp, P::Qp>> {
+        self.qps.get_mut(qpn)
+    }
+
+    pub fn qps(&self) -> impl Iterator<Item = (u32, &Slot<Qp, P::Qp>)> {
+        self.qps.iter()
+    }
+
+    pub fn qps_mut(&mut self) -> impl Iterator<Item = (u32, &mut Slot<Qp, P::Qp>)> {
+        self.qps.iter_mut()
+    }
+
+    pub fn cq(&self, cqn: u32) -> Option<&Slot<Cq, P::Cq>> {
+        self.cqs.get(cqn)
+    }
+
+    pub fn cq_mut(&mut self, cqn: u32) -> Option<&mut Slot<Cq, P::Cq>> {
+        self.cqs.get_mut(cqn)
+    }
+
+    pub fn cqs(&self) -> impl Iterator<Item = (u32, &Slot<Cq, P::Cq>)> {
+        self.cqs.iter()
+    }
+
+    pub fn srq(&self, srqn: u32) -> Option<&Slot<Srq, P::Srq>> {
+        self.srqs.get(srqn)
+    }
+
+    pub fn srq_mut(&mut self, srqn: u32) -> Option<&mut Slot<Srq, P::Srq>> {
+        self.srqs.get_mut(srqn)
+    }
+
+    pub fn srqs(&self) -> impl Iterator<Item = (u32, &Slot<Srq, P::Srq>)> {
+        self.srqs.iter()
+    }
+
+    /// A memory key by its 24-bit index (any variant).
+    pub fn mkey(&self, index: u32) -> Option<&Slot<Mkey, P::Mkey>> {
+        self.mkeys.get(index)
+    }
+
+    pub fn mkey_mut(&mut self, index: u32) -> Option<&mut Slot<Mkey, P::Mkey>> {
+        self.mkeys.get_mut(index)
+    }
+
+    pub fn mkeys(&self) -> impl Iterator<Item = (u32, &Slot<Mkey, P::Mkey>)> {
+        self.mkeys.iter()
+    }
+
+    /// The engine clock (ns).
+    pub fn now_ns(&self) -> u64 {
+        self.rt.io.clock.now_ns()
+    }
+
+    /// Whether a fabric worker runs the engine's timers (without one the
+    /// caller drives them).
+    pub fn has_waker(&self) -> bool {
+        self.rt.waker.is_some()
+    }
+
+    /// Wakes the fabric's worker (timers changed).
+    pub fn wake(&self) {
+        if let Some(w) = &self.rt.waker {
+            w();
+        }
+    }
+
+    /// Sets what wakes the fabric's worker.
+    pub fn set_waker(&mut self, waker: Option<std::sync::Arc<dyn Fn() + Send + Sync>>) {
+        self.rt.waker = waker;
+    }
+
+    /// Received packets the engine could hand to no QP.
+    pub fn drops(&self) -> &crate::transport::EngineDrops {
+        &self.rt.drops
+    }
+
+    /// The runtime's counters, writable (tests of other layers set them).
+    #[doc(hidden)]
+    pub fn counters_mut(&mut self) -> (&mut crate::QpCounters, &mut crate::transport::EngineDrops) {
+        (&mut self.rt.totals, &mut self.rt.drops)
+    }
+
+    /// Replaces the engine clock (tests of other layers).
+    #[doc(hidden)]
+    pub fn set_clock(&mut self, clock: std::sync::Arc<dyn vrnic_sys::clock::Clock>) {
+        self.rt.io.clock = clock;
     }
 }

@@ -9,6 +9,7 @@
 pub mod instance;
 pub mod mem;
 pub mod objects;
+pub mod personality;
 pub mod qp;
 pub mod table;
 pub mod transport;
@@ -38,8 +39,9 @@ mod tests_ud_uc;
 #[cfg(test)]
 mod tests_xrc;
 
-pub use instance::{Engine, Limits, QpCreate};
+pub use instance::{Engine, Limits, ObjectCounts, QpCreate, SrqCreate};
 pub use objects::*;
+pub use personality::{Personality, Slot};
 pub use qp::Qp;
 pub use table::Table;
 pub use transport::{consumes_recv, Io, QpCounters, Runtime, SharedEngine};
@@ -81,7 +83,7 @@ mod tests {
             e.modify_qp(q, QpTransition::InitToRtr, &QpAttrUpdate::default()),
             Err(EngineError::QpState { .. })
         ));
-        assert_eq!(e.qps.get(q).unwrap().state, QpState::Reset, "illegal transition leaves the QP alone");
+        assert_eq!(e.qps.obj(q).unwrap().state, QpState::Reset, "illegal transition leaves the QP alone");
         e.modify_qp(
             q,
             QpTransition::RstToInit,
@@ -99,7 +101,7 @@ mod tests {
         )
         .unwrap();
         e.modify_qp(q, QpTransition::RtsToRts, &QpAttrUpdate::default()).unwrap();
-        let qp = e.qps.get(q).unwrap();
+        let qp = e.qps.obj(q).unwrap();
         assert_eq!(
             (qp.state, qp.attrs.dest_qpn, qp.attrs.rq_psn, qp.attrs.sq_psn, qp.attrs.path_mtu),
             (QpState::Rts, 0x123, 77, 5, Mtu(1024))
@@ -118,7 +120,7 @@ mod tests {
             Err(EngineError::QpState { .. })
         ));
         e.modify_qp(q, QpTransition::ToRst, &QpAttrUpdate::default()).unwrap();
-        assert_eq!(e.qps.get(q).unwrap().attrs, QpAttrs::default());
+        assert_eq!(e.qps.obj(q).unwrap().attrs, QpAttrs::default());
         assert!(matches!(
             e.modify_qp(0x999, QpTransition::ToRst, &QpAttrUpdate::default()),
             Err(EngineError::NoSuch(Kind::Qp, 0x999))

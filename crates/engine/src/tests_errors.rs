@@ -30,9 +30,9 @@ fn remote_access_error_and_flush_in_order() {
             (4, WcStatus::WrFlushErr)
         ]
     );
-    assert_eq!(p.a.eng.lock().qps.get(qa).unwrap().state, QpState::Err);
+    assert_eq!(p.a.eng.lock().qps.obj(qa).unwrap().state, QpState::Err);
     // The responder went to ERR too and flushed its receive.
-    assert_eq!(p.b.eng.lock().qps.get(qb).unwrap().state, QpState::Err);
+    assert_eq!(p.b.eng.lock().qps.obj(qb).unwrap().state, QpState::Err);
     assert_eq!(statuses(&p.b.cqes()), vec![(50, WcStatus::WrFlushErr)]);
     assert_eq!(p.b.eng.lock().counters().nak_access_sent, 1);
     // Later posts complete at once with WR_FLUSH_ERR.
@@ -108,7 +108,7 @@ fn remote_invalid_request_and_remote_operation_errors() {
     p.settle();
     assert!(p.a.cqes().contains(&Completion {
         byte_len: 0,
-        src_qp: p.a.eng.lock().qps.get(qa).unwrap().attrs.dest_qpn,
+        src_qp: p.a.eng.lock().qps.obj(qa).unwrap().attrs.dest_qpn,
         ..Completion::new(2, qa, WcOpcode::FetchAdd, WcStatus::RemInvReqErr)
     }));
     // Receive buffer behind a bad lkey: responder local protection, requester remote operation error.

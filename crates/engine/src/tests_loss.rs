@@ -42,7 +42,7 @@ fn rc_loss_proof_10000_messages() {
         assert!(
             p.run(|p| p.b.rec.cqes.lock().unwrap().get(&p.b.cq).is_some_and(|v| v.len() as u64 >= want)),
             "stalled at {checked}: {:?}",
-            p.a.eng.lock().qps.get(qa).map(|q| format!("{:?}", q.rt).chars().take(3000).collect::<String>())
+            p.a.eng.lock().qps.obj(qa).map(|q| format!("{:?}", q.rt).chars().take(3000).collect::<String>())
         );
         let rx = p.b.rec.cqes.lock().unwrap().get(&p.b.cq).cloned().unwrap();
         while checked < rx.len() as u64 {
@@ -221,7 +221,7 @@ fn rc_mixed_operations_under_loss() {
         ok,
         "stalled after {} completions: {:?}",
         tx.len(),
-        p.a.eng.lock().qps.get(qa).map(|q| format!("{:?}", q.rt).chars().take(1500).collect::<String>())
+        p.a.eng.lock().qps.obj(qa).map(|q| format!("{:?}", q.rt).chars().take(1500).collect::<String>())
     );
     let mut adds = Vec::new();
     for (i, c) in tx.iter().enumerate() {

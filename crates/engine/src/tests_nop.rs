@@ -56,7 +56,7 @@ fn nops_between_writes_and_reads_under_loss() {
         assert_eq!(p.a.mem.get(BASE + (i + 2) * 4096, 2000), vec![!((i + 2) as u8); 2000], "read {}", i + 2);
     }
     assert!(p.a.eng.lock().counters().retransmissions > 0);
-    assert_eq!(p.a.eng.lock().qps.get(qa).unwrap().state, QpState::Rts);
+    assert_eq!(p.a.eng.lock().qps.obj(qa).unwrap().state, QpState::Rts);
 }
 
 /// A NOP alone on an idle QP completes at once (signaled), or silently.

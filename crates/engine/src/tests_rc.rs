@@ -123,7 +123,7 @@ fn unsignaled_wrs_and_sq_sig_all() {
     let tx = p.a.cqes();
     assert_eq!(tx.len(), 1, "only the signaled WR completes");
     assert_eq!(tx[0].wr_id, 3);
-    assert_eq!(p.a.eng.lock().qps.get(qa).unwrap().rt.sq_outstanding(), 0);
+    assert_eq!(p.a.eng.lock().qps.obj(qa).unwrap().rt.sq_outstanding(), 0);
 }
 
 #[test]

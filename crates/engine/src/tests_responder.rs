@@ -62,7 +62,7 @@ impl Rig {
         fill: impl FnOnce(&mut Headers),
         payload: &[u8],
     ) -> (Vec<RespStep>, Vec<(Headers, Vec<u8>)>) {
-        let tb = match self.p.b.eng.lock().qps.get(self.qb).unwrap().qp_type {
+        let tb = match self.p.b.eng.lock().qps.obj(self.qb).unwrap().qp_type {
             QpType::Uc => Opcode::UC,
             _ => Opcode::RC,
         };
@@ -161,7 +161,7 @@ fn rkey_violation_naks_and_the_qp_enters_err() {
     assert_eq!(nak_of(&answers), [(EPSN, Syndrome::Nak(NakCode::RemoteAccessError))]);
     assert_eq!(r.p.b.mem.get(BASE + 0x100, 4), [0; 4]);
     assert_eq!(r.counters().nak_access_sent, 1);
-    assert_eq!(r.p.b.eng.lock().qps.get(r.qb).unwrap().state, QpState::Err);
+    assert_eq!(r.p.b.eng.lock().qps.obj(r.qb).unwrap().state, QpState::Err);
     assert!(r.p.b.rec.events.lock().unwrap().contains(&Event::QpFatal { qpn: r.qb }));
     // Out of the key's range: the same NAK.
     let r = Rig::new(QpType::Rc);
@@ -197,5 +197,5 @@ fn send_without_receive_wqe_rnr_naks_on_rc_and_drops_on_uc() {
     assert_eq!(trace, [CheckPsn, CheckOp, CheckResources, Rnr, Drop, UcDrop, Done]);
     assert!(answers.is_empty(), "UC answers nothing");
     assert_eq!(u.counters().no_recv_drops, 1);
-    assert_eq!(u.p.b.eng.lock().qps.get(u.qb).unwrap().state, QpState::Rts, "a UC drop is not an error");
+    assert_eq!(u.p.b.eng.lock().qps.obj(u.qb).unwrap().state, QpState::Rts, "a UC drop is not an error");
 }

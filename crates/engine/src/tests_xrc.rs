@@ -120,7 +120,7 @@ fn rdma_to_the_target_uses_the_srq_pd_and_takes_no_wqe() {
     assert_eq!(st, vec![(1, WcStatus::Success), (2, WcStatus::Success), (3, WcStatus::Success)]);
     // No receive WQE consumed, nothing completed on the SRQ's CQ.
     assert!(b.rec.take(x.srq_cq).is_empty());
-    assert_eq!(b.eng.lock().srqs.get(x.srq).unwrap().wqes.len(), 1);
+    assert_eq!(b.eng.lock().srqs.obj(x.srq).unwrap().wqes.len(), 1);
 }
 
 #[test]
@@ -139,8 +139,8 @@ fn srq_of_another_xrcd_or_none_is_naked() {
         let e = b.eng.lock();
         let ctr = e.qp_counters(x.tgt).unwrap();
         assert_eq!((ctr.xrc_bad_srq, ctr.nak_inv_req_sent), (1, 1));
-        assert_eq!(e.qps.get(x.tgt).unwrap().state, QpState::Err);
-        assert_eq!(e.srqs.get(srq2).unwrap().wqes.len(), 1, "the other domain's WQE stays");
+        assert_eq!(e.qps.obj(x.tgt).unwrap().state, QpState::Err);
+        assert_eq!(e.srqs.obj(srq2).unwrap().wqes.len(), 1, "the other domain's WQE stays");
         drop(e);
         assert!(b.rec.take(cq2).is_empty() && b.rec.take(x.srq_cq).is_empty());
         let _ = x.xrcd;
@@ -185,12 +185,12 @@ fn a_target_in_error_flushes_its_message_to_the_srq_cq() {
     a.eng.lock().post_send(x.ini, to_srq(1, WrOpcode::Send, vec![a.sge(BASE, 1024)], x.srq)).unwrap();
     // One packet at a time until the first has taken the SRQ's WQE, then move the target to ERR.
     for _ in 0..8 {
-        if b.eng.lock().srqs.get(x.srq).unwrap().wqes.is_empty() {
+        if b.eng.lock().srqs.obj(x.srq).unwrap().wqes.is_empty() {
             break;
         }
         x.p.net.pump(&[&a.eng as &dyn vrnic_fabric::PacketHandler, &b.eng], 1);
     }
-    assert!(b.eng.lock().srqs.get(x.srq).unwrap().wqes.is_empty());
+    assert!(b.eng.lock().srqs.obj(x.srq).unwrap().wqes.is_empty());
     assert!(b.rec.take(x.srq_cq).is_empty(), "the message is not complete yet");
     b.eng.lock().modify_qp(x.tgt, QpTransition::ToErr, &QpAttrUpdate::default()).unwrap();
     let got = b.rec.take(x.srq_cq);

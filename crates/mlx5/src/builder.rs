@@ -3,14 +3,13 @@
 //! (which selects the command domains), the MEMIC window and the fabric the
 //! engine sends through. The result is at power-on state.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::cmd::dispatch::DuplicateOpcode;
 use super::datapath::ctx::EQN_LAST;
 use super::datapath::QueueSink;
 use super::eth::state::EthPort;
-use super::firmware::{Firmware, FwStats, UarHook};
+use super::firmware::{Firmware, FwStats, MlxEngine, UarHook};
 use super::hca::state::Hca;
 use super::ib::port::{IbPort, PortConfig};
 use super::link::LinkLayer;
@@ -19,7 +18,7 @@ use super::roce::state::RoceState;
 use vrnic_cc::CcControl;
 use vrnic_engine::table::Table;
 use vrnic_engine::Io;
-use vrnic_engine::{Engine, GuestMemory, Limits};
+use vrnic_engine::{GuestMemory, Limits};
 use vrnic_fabric::ether::FrameSink;
 use vrnic_fabric::roce::{RoceCounters, RoceGids};
 use vrnic_vfio::Interrupts;
@@ -169,14 +168,14 @@ impl FirmwareBuilder {
     pub fn build(self) -> Result<Firmware, DuplicateOpcode> {
         let commands = self.link.commands()?;
         let pending = Arc::new(QueueSink::new(self.mem.clone()));
-        let mut engine = Engine::new(self.limits);
+        let mut engine = MlxEngine::with_limits(self.limits);
         let (io, waker, wire_counters) = match self.fabric {
             Some(f) => (Io { mem: self.mem.clone(), completions: pending.clone(), ..f.io }, f.waker, f.counters),
             None => (Io { mem: self.mem.clone(), completions: pending.clone(), ..Default::default() }, None, None),
         };
         engine.attach(io);
-        engine.rt.waker = waker;
-        let hca = Hca::new(&engine.limits, self.memic, self.link);
+        engine.set_waker(waker);
+        let hca = Hca::new(engine.limits(), self.memic, self.link);
         let mut roce = RoceState::new(self.roce);
         if let Some(cc) = self.cc {
             roce.cc = cc;
@@ -194,7 +193,6 @@ impl FirmwareBuilder {
             link_layer: self.link,
             gsi_on_wire: self.link.gsi_on_wire(),
             eqs: Table::new(0, EQN_LAST, self.limits.eqs),
-            cqs: BTreeMap::new(),
             cq_due: Default::default(),
             on_uar: self.on_uar,
             trace: self.trace,

@@ -8,7 +8,7 @@
 //! module and are not imported by it. Each failure site answers with its own
 //! stable syndrome ([`super::cmd::syndrome`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -24,11 +24,11 @@ use super::eth::state::EthPort;
 use super::hca::state::Hca;
 use super::ib::port::{IbPort, PortCounters};
 use super::link_layer::LinkLayer;
-use super::rdma::state::RdmaObjects;
+use super::rdma::state::{MkeyCtx, QpCtx, RdmaObjects, SrqCtx};
 use super::roce::state::RoceState;
 use crate::ifc;
 use vrnic_engine::table::Table;
-use vrnic_engine::{Engine, GuestMemory};
+use vrnic_engine::{Engine, GuestMemory, Personality};
 use vrnic_vfio::Interrupts;
 
 /// Counters exported to the control socket.
@@ -47,13 +47,27 @@ pub struct FwStats {
     pub cq_moder_changes: AtomicU64,
 }
 
+/// The mlx5 personality of the engine: the context of each QP, CQ, SRQ
+/// and mkey lives in the engine's entry for that object.
+pub struct Mlx5;
+
+impl Personality for Mlx5 {
+    type Qp = QpCtx;
+    type Cq = CqCtx;
+    type Srq = SrqCtx;
+    type Mkey = MkeyCtx;
+}
+
+/// The engine with mlx5's object contexts.
+pub type MlxEngine = Engine<Mlx5>;
+
 /// See [`Firmware::on_uar`].
 pub type UarHook = Arc<dyn Fn(u32, bool) + Send + Sync>;
 
 /// The firmware of one device instance. Its state is private to the mlx5
 /// personality: other layers use the methods below.
 pub struct Firmware {
-    pub(crate) engine: Engine,
+    pub(crate) engine: MlxEngine,
     pub(crate) mem: Arc<dyn GuestMemory>,
     pub(crate) irqs: Arc<Interrupts>,
     pub(crate) stats: Arc<FwStats>,
@@ -74,7 +88,6 @@ pub struct Firmware {
     pub(crate) gsi_on_wire: bool,
     /// Event queues, numbered by CREATE_EQ (0xff reserved, [`super::datapath::ctx::EQN_LAST`]).
     pub(crate) eqs: Table<EqCtx>,
-    pub(crate) cqs: BTreeMap<u32, CqCtx>,
     /// CQs whose completion event moderation holds (`cq_arm`'s `due`).
     pub(crate) cq_due: BTreeSet<u32>,
     /// Called with (UAR index, allocated?) before ALLOC_UAR / DEALLOC_UAR
@@ -100,25 +113,24 @@ impl Firmware {
         }
         self.engine.reset();
         self.eqs.clear();
-        self.cqs.clear();
         self.pending.forget_cqs();
         self.rdma.reset();
         self.eth.reset();
         self.roce.reset();
-        self.hca.reset(&self.engine.limits);
+        self.hca.reset(self.engine.limits());
         // Requester atomic results: big-endian until the driver selects
         // host endianness (atomic_req_8B_endianness_mode 1).
         self.pending.set_atomic_reply_be(true);
     }
 
     /// The RDMA engine (object tables, counters), for the control socket.
-    pub fn engine(&self) -> &Engine {
+    pub fn engine(&self) -> &MlxEngine {
         &self.engine
     }
 
     /// The engine, to set counters in tests of other layers.
     #[doc(hidden)]
-    pub fn engine_mut(&mut self) -> &mut Engine {
+    pub fn engine_mut(&mut self) -> &mut MlxEngine {
         &mut self.engine
     }
 

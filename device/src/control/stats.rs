@@ -178,22 +178,23 @@ pub(super) struct Doorbells<'a> {
 impl<'a> FirmwareStats<'a> {
     pub(super) fn new(f: &'a Firmware) -> FirmwareStats<'a> {
         let e = f.engine();
+        let n = e.counts();
         FirmwareStats {
             fw: f.stats(),
             port_state: f.port_state(),
             objects: Objects {
-                pd: e.pds.len(),
+                pd: n.pds,
                 uar: f.uars_in_use(),
                 eq: f.eqs_in_use(),
-                cq: e.cqs.len(),
-                srq: e.srqs.len(),
-                mkey: e.mkeys.len(),
-                qp: e.qps.len(),
-                xrcd: e.xrcds.len(),
+                cq: n.cqs,
+                srq: n.srqs,
+                mkey: n.mkeys,
+                qp: n.qps,
+                xrcd: n.xrcds,
                 mtt_entries: e.mtt_entries(),
             },
             engine: e.counters(),
-            engine_drops: e.rt.drops,
+            engine_drops: *e.drops(),
             fabric: f.wire_counters().map(|w| w.snapshot()),
             port_counters: f.port_counters(),
             eth_rx: f.eth_rx_stats(),

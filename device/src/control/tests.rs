@@ -128,7 +128,7 @@ fn counter_structs(
         ("PortCounters", &["firmware", "port_counters"], v(fw.port_counters())),
         ("VportCounters", &["firmware", "vport_counters"], v(&**fw.vport_counters())),
         ("QpCounters", &["firmware", "engine"], v(&fw.engine().counters())),
-        ("EngineDrops", &["firmware", "engine_drops"], v(&fw.engine().rt.drops)),
+        ("EngineDrops", &["firmware", "engine_drops"], v(fw.engine().drops())),
         // The wire port's counters (wire/counters.rs) are serialized through their snapshot.
         ("PortCounters", &["firmware", "fabric"], v(&wire.snapshot())),
         ("ServerStats", &["server"], v(&*h.server)),
@@ -366,7 +366,7 @@ fn bump_all(h: &ControlHandles, wire: &vrnic_fabric::PortCounters) {
     ] {
         c.store(next(), Relaxed);
     }
-    let t = &mut fw.engine_mut().rt.totals;
+    let t = fw.engine_mut().counters_mut().0;
     for c in [
         &mut t.tx_packets,
         &mut t.tx_bytes,
@@ -411,7 +411,7 @@ fn bump_all(h: &ControlHandles, wire: &vrnic_fabric::PortCounters) {
     ] {
         *c = next();
     }
-    let d = &mut fw.engine_mut().rt.drops;
+    let d = fw.engine_mut().counters_mut().1;
     for c in [&mut d.malformed, &mut d.no_qp, &mut d.bad_state, &mut d.bad_transport, &mut d.bad_pkey] {
         *c = next();
     }

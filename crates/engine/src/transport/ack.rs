@@ -4,6 +4,7 @@
 use super::super::instance::Engine;
 use super::super::objects::QpType;
 use super::state::{resp_dest, QpCounters, Runtime};
+use crate::personality::Personality;
 use vrnic_packet::Dest;
 use vrnic_wire::aeth::{self, NakCode, Syndrome};
 use vrnic_wire::bth::{self, Opcode};
@@ -31,10 +32,10 @@ pub(super) fn send_header_only(rt: &mut Runtime, qc: &mut QpCounters, h: &Header
     }
 }
 
-impl Engine {
+impl<P: Personality> Engine<P> {
     /// Sends an ACKNOWLEDGE with `syndrome` for PSN `p` on QP `qpn`.
     pub(super) fn send_ack(&mut self, qpn: u32, syndrome: Syndrome, p: u32) {
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return };
         let mut h = Headers::new(bth::Repr {
             opcode: Opcode::new(response_bits(qp.qp_type), Opcode::ACKNOWLEDGE),
             dest_qp: qp.attrs.dest_qpn,
@@ -58,7 +59,7 @@ impl Engine {
     pub fn flush_acks(&mut self) {
         let q = std::mem::take(&mut self.rt.ack_queue);
         for qpn in &q {
-            let Some(qp) = self.qps.get_mut(*qpn) else { continue };
+            let Some(qp) = self.qps.obj_mut(*qpn) else { continue };
             if !qp.rt.ack_pending || !qp.qp_type.is_reliable() {
                 continue;
             }
@@ -74,7 +75,7 @@ impl Engine {
     }
 
     pub(super) fn want_ack(&mut self, qpn: u32) {
-        if let Some(qp) = self.qps.get_mut(qpn) {
+        if let Some(qp) = self.qps.obj_mut(qpn) {
             if !qp.rt.ack_pending {
                 qp.rt.ack_pending = true;
                 self.rt.ack_queue.push(qpn);
@@ -83,7 +84,7 @@ impl Engine {
     }
 
     pub(super) fn send_atomic_ack(&mut self, qpn: u32, ps: u32, orig: u64) {
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return };
         let mut h = Headers::new(bth::Repr {
             opcode: Opcode::new(response_bits(qp.qp_type), Opcode::ATOMIC_ACKNOWLEDGE),
             dest_qp: qp.attrs.dest_qpn,

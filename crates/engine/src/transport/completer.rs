@@ -8,6 +8,7 @@ use super::demux::count_drop;
 use super::state::{deliver, MIN_CWND, WINDOW_PSNS};
 use super::timers::RNR_TIMER_US;
 use super::xfer::{sgl_xfer, Xfer};
+use crate::personality::Personality;
 use vrnic_wire::aeth::{NakCode, Syndrome};
 use vrnic_wire::bth::Opcode;
 use vrnic_wire::packet::RocePacket;
@@ -21,11 +22,11 @@ pub(super) fn nak_status(c: NakCode) -> WcStatus {
     }
 }
 
-impl Engine {
+impl<P: Personality> Engine<P> {
     /// Removes the oldest send WR; returns its completion (with its CQ) when
     /// one is due: signaled, or any error.
     fn take_front(&mut self, qpn: u32, status: WcStatus, extra: Option<u32>) -> Option<(Option<u32>, Completion)> {
-        let qp = self.qps.get_mut(qpn)?;
+        let qp = self.qps.obj_mut(qpn)?;
         let e = qp.rt.sq.pop_front()?;
         if qp.rt.cur == 0 {
             // The cursor was inside the completed entry: it moves to the next one's start.
@@ -58,7 +59,7 @@ impl Engine {
     /// ACK (explicit or implied) of every PSN up to and including `p`.
     pub(super) fn ack_upto(&mut self, qpn: u32, p: u32) {
         loop {
-            let Some(qp) = self.qps.get_mut(qpn) else { return };
+            let Some(qp) = self.qps.obj_mut(qpn) else { return };
             let Some(e) = qp.rt.sq.front() else { break };
             if qp.rt.cur == 0 && qp.rt.cur_pkt == 0 && !e.wr.opcode.is_read_or_atomic() {
                 break; // not sent yet
@@ -77,7 +78,7 @@ impl Engine {
             }
             self.complete_front(qpn, WcStatus::Success, None);
         }
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return };
         let mut na = psn::add(p, 1);
         if let Some(e) = qp.rt.sq.front() {
             if e.wr.opcode.is_read_or_atomic() {
@@ -108,7 +109,7 @@ impl Engine {
 
     /// A packet of the requester's responses (ACK/NAK, read response, atomic ACK).
     pub(super) fn requester_rx(&mut self, qpn: u32, p: &RocePacket) {
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return };
         if !qp.qp_type.is_reliable() || !matches!(qp.state, QpState::Rts | QpState::Sqd) {
             count_drop(&mut self.rt.drops.bad_state);
             return;
@@ -130,7 +131,7 @@ impl Engine {
                 Syndrome::Ack { .. } => self.ack_upto(qpn, ps),
                 Syndrome::RnrNak { timer } => {
                     self.ack_upto(qpn, psn::sub(ps, 1));
-                    let Some(qp) = self.qps.get_mut(qpn) else { return };
+                    let Some(qp) = self.qps.obj_mut(qpn) else { return };
                     count!(self.rt, qp, rnr_nak_received);
                     if qp.attrs.rnr_retry != 7 {
                         if qp.rt.rnr_left == 0 {
@@ -147,14 +148,14 @@ impl Engine {
                 }
                 Syndrome::Nak(NakCode::PsnSequenceError) => {
                     self.ack_upto(qpn, psn::sub(ps, 1));
-                    let Some(qp) = self.qps.get_mut(qpn) else { return };
+                    let Some(qp) = self.qps.obj_mut(qpn) else { return };
                     count!(self.rt, qp, nak_seq_received);
                     qp.rt.cwnd = (qp.rt.cwnd / 2).max(MIN_CWND);
                     self.seek(qpn, ps);
                 }
                 Syndrome::Nak(code) => {
                     self.ack_upto(qpn, psn::sub(ps, 1));
-                    let Some(qp) = self.qps.get_mut(qpn) else { return };
+                    let Some(qp) = self.qps.obj_mut(qpn) else { return };
                     count!(self.rt, qp, nak_error_received);
                     self.fail_front(qpn, nak_status(code));
                     return;
@@ -168,7 +169,7 @@ impl Engine {
     /// a response to it). False if a READ/atomic before it is still open.
     pub(super) fn complete_before(&mut self, qpn: u32, target_first: u32) -> bool {
         loop {
-            let Some(qp) = self.qps.get_mut(qpn) else { return false };
+            let Some(qp) = self.qps.obj_mut(qpn) else { return false };
             let Some(e) = qp.rt.sq.front() else { return false };
             if e.first_psn == target_first {
                 return true;
@@ -182,12 +183,12 @@ impl Engine {
 
     pub(super) fn rx_read_response(&mut self, qpn: u32, p: &RocePacket) {
         let ps = p.headers.bth.psn;
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return };
         let Some(first) = qp.rt.sq.iter().find(|e| e.covers(ps)).map(|e| e.first_psn) else { return };
         if !self.complete_before(qpn, first) {
             return;
         }
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return };
         let mtu = qp.attrs.path_mtu.0 as u32;
         let pd = qp.pd;
         let e = &qp.rt.sq[0];
@@ -238,7 +239,7 @@ impl Engine {
             self.ack_upto(qpn, lp);
         } else {
             self.ack_upto(qpn, psn::sub(ps, 0));
-            if let Some(qp) = self.qps.get_mut(qpn) {
+            if let Some(qp) = self.qps.obj_mut(qpn) {
                 qp.rt.unacked = psn::add(ps, 1);
             }
         }
@@ -247,12 +248,12 @@ impl Engine {
     pub(super) fn rx_atomic_ack(&mut self, qpn: u32, p: &RocePacket) {
         let ps = p.headers.bth.psn;
         let Some(orig) = p.headers.atomic_ack_eth.map(|a| a.orig) else { return };
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return };
         let Some(first) = qp.rt.sq.iter().find(|e| e.covers(ps)).map(|e| e.first_psn) else { return };
         if first != ps || !self.complete_before(qpn, first) {
             return;
         }
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return };
         let e = &qp.rt.sq[0];
         if !e.wr.opcode.is_atomic() {
             return;

@@ -12,6 +12,7 @@
 use super::super::instance::Engine;
 use super::super::objects::{QpState, QpType};
 use super::demux::count_drop;
+use crate::personality::Personality;
 use vrnic_cc::{CcCounter, CongStatistics, Limiter};
 use vrnic_packet::RxMeta;
 use vrnic_wire::congestion::Ecn;
@@ -25,11 +26,11 @@ fn is_roce_v2(meta: &RxMeta) -> bool {
     matches!(meta.net, NetHdr::RoceV2Ipv4 | NetHdr::RoceV2Ipv6)
 }
 
-impl Engine {
+impl<P: Personality> Engine<P> {
     /// The rate QP `qpn` is paced at (bits/s), `None` while it is not
     /// rate-limited (no CNP yet, or back at line rate).
     pub fn qp_rate(&self, qpn: u32) -> Option<u64> {
-        self.qps.get(qpn)?.rt.limiter.as_ref().map(|l| l.rate())
+        self.qps.obj(qpn)?.rt.limiter.as_ref().map(|l| l.rate())
     }
 
     /// A packet that passed the QP's checks arrived with `meta`: if it is
@@ -48,7 +49,7 @@ impl Engine {
         np.params = cfg.np;
         np.enabled = cfg.np_on(prio);
         let cnp = np.on_packet(now, qpn, src_qp, Ecn::Ce, prio, &mut CongStatistics::default());
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return };
         count!(self.rt, qp, ecn_marked);
         let io = &self.rt.io;
         let Some(cc) = io.packets.cc() else { return };
@@ -66,7 +67,7 @@ impl Engine {
     /// enabled for the CNP's priority cuts the QP's rate (`rp_cnp_handled`);
     /// any other is `rp_cnp_ignored`.
     pub(super) fn cnp_receive(&mut self, meta: &RxMeta, dest_qp: u32, len: usize) {
-        let qp = self.qps.get_mut(dest_qp);
+        let qp = self.qps.obj_mut(dest_qp);
         match qp {
             Some(qp) => {
                 count!(self.rt, qp, rx_packets);
@@ -82,7 +83,7 @@ impl Engine {
         let now = self.rt.io.clock.now_ns();
         let port = self.rt.io.packets.line_rate_bps();
         let line = self.rt.io.packets.cc().map_or(port, |cc| cc.rp_line_rate(port));
-        let qp = self.qps.get_mut(dest_qp).filter(|q| {
+        let qp = self.qps.obj_mut(dest_qp).filter(|q| {
             matches!(q.qp_type, QpType::Rc | QpType::Uc | QpType::Ud | QpType::XrcInitiator)
                 && matches!(q.state, QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe)
         });
@@ -103,7 +104,7 @@ impl Engine {
 
     /// Queues the QP's timer for its limiter's next wake-up.
     pub(super) fn arm_limiter(&mut self, qpn: u32) {
-        let at = self.qps.get(qpn).and_then(|q| q.rt.limiter.as_ref()).and_then(|l| l.next_wake());
+        let at = self.qps.obj(qpn).and_then(|q| q.rt.limiter.as_ref()).and_then(|l| l.next_wake());
         if let Some(at) = at {
             self.queue_timer(qpn, at);
         }
@@ -114,7 +115,7 @@ impl Engine {
     /// and a packet that waited for the pacer is sent.
     pub(super) fn on_limiter_timer(&mut self, qpn: u32, now: u64) {
         let params = self.rt.cc_config().map(|c| c.rp);
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return };
         let Some(l) = qp.rt.limiter.as_mut() else { return };
         let keep = match params {
             Some(p) => l.advance(now, p),

@@ -6,6 +6,7 @@ use super::super::instance::Engine;
 use super::super::objects::{QpState, QpType};
 use super::super::verbs::*;
 use super::state::{transport_bits, Runtime};
+use crate::personality::Personality;
 use vrnic_packet::{Dest, NetHdr, RxMeta};
 use vrnic_wire::bth::Opcode;
 use vrnic_wire::congestion::CnpRepr;
@@ -27,7 +28,7 @@ pub fn pkey_matches(mine: u16, theirs: u16) -> bool {
     mine & 0x7fff == theirs & 0x7fff && mine & 0x7fff != 0 && (mine | theirs) & 0x8000 != 0
 }
 
-impl Engine {
+impl<P: Personality> Engine<P> {
     /// Handles one received packet (BTH through ICRC, ICRC already checked).
     pub fn receive(&mut self, meta: &RxMeta, bytes: &[u8]) {
         let Ok(p) = RocePacket::parse(bytes) else {
@@ -54,7 +55,7 @@ impl Engine {
             count_drop(&mut self.rt.drops.no_qp);
             return;
         };
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return };
         count!(self.rt, qp, rx_packets);
         count!(self.rt, qp, rx_bytes, bytes.len() as u64);
         // An XRC initiator only sends requests, an XRC target only answers them.
@@ -98,7 +99,7 @@ impl Engine {
                 io.packets.send(&dest, buf);
             }
         }
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return };
         if h.bth.opcode.is_request() {
             if qp.state == QpState::Rtr && !qp.rt.comm_est {
                 qp.rt.comm_est = true;

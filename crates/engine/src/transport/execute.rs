@@ -12,6 +12,7 @@ use super::responder::{Req, RespStep};
 use super::rq::{take_from_srq, take_recv};
 use super::state::{deliver, resp_dest, Runtime, WriteInProgress, ATOMIC_REPLAY};
 use super::xfer::{key_xfer, sgl_xfer, Xfer};
+use crate::personality::Personality;
 use vrnic_wire::aeth::{self, NakCode, Syndrome};
 use vrnic_wire::bth::{self, Opcode};
 use vrnic_wire::packet::{self, Headers};
@@ -19,13 +20,13 @@ use vrnic_wire::{atomic_eth, psn, reth};
 
 const INVALID: RespStep = RespStep::Nak(NakCode::InvalidRequest, None);
 
-impl Engine {
+impl<P: Personality> Engine<P> {
     /// A SEND packet: its payload into the receive WQE taken at the first.
     pub(super) fn exec_send(&mut self, req: &Req) -> RespStep {
         let (qpn, p) = (req.qpn, req.p);
         let h = &p.headers;
         let op = req.op;
-        let Some(qp) = self.qps.get_mut(qpn) else { return RespStep::Drop };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return RespStep::Drop };
         let mtu = qp.attrs.path_mtu.0 as usize;
         if !op.is_last() && p.payload.len() != mtu {
             return INVALID;
@@ -60,7 +61,7 @@ impl Engine {
                 }
                 inv = Some(ie.rkey);
             }
-            let Some(qp) = self.qps.get_mut(qpn) else { return RespStep::Drop };
+            let Some(qp) = self.qps.obj_mut(qpn) else { return RespStep::Drop };
             let Some(r) = qp.rt.recv.take() else { return RespStep::Drop };
             qp.rt.msn = qp.rt.msn.wrapping_add(1);
             let c =
@@ -74,7 +75,7 @@ impl Engine {
     /// invalidated key, the peer QP and LID, solicited) from the last packet's
     /// headers and delivers it to the QP's receive CQ (XRC: the XRC SRQ's CQ).
     fn complete_recv(&mut self, req: &Req, mut c: Completion, byte_len: u32, inv: Option<u32>) {
-        let Some(qp) = self.qps.get(req.qpn) else { return };
+        let Some(qp) = self.qps.obj(req.qpn) else { return };
         let h = &req.p.headers;
         c.byte_len = byte_len;
         c.imm = h.immdt.map(|i| u32::from_be_bytes(i.imm));
@@ -83,7 +84,7 @@ impl Engine {
         c.slid = req.meta.src.lid;
         c.solicited = h.bth.solicited;
         let cq = match c.srqn {
-            Some(s) => self.srqs.get(s).and_then(|s| s.cqn),
+            Some(s) => self.srqs.obj(s).and_then(|s| s.cqn),
             None => qp.recv_cq,
         };
         deliver(&mut self.cqs, &*self.rt.io.completions, cq, c);
@@ -94,7 +95,7 @@ impl Engine {
         let (qpn, p) = (req.qpn, req.p);
         let h = &p.headers;
         let op = req.op;
-        let Some(qp) = self.qps.get_mut(qpn) else { return RespStep::Drop };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return RespStep::Drop };
         let mtu = qp.attrs.path_mtu.0 as usize;
         let pd = req.pd;
         if op.is_first() {
@@ -147,7 +148,7 @@ impl Engine {
 
     /// Answers an RDMA READ request (fresh or duplicate) from PSN `ps`.
     pub(super) fn exec_read(&mut self, qpn: u32, ps: u32, rh: reth::Repr, pd: u32) -> RespStep {
-        let Some(qp) = self.qps.get_mut(qpn) else { return RespStep::Drop };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return RespStep::Drop };
         let mtu = qp.attrs.path_mtu.0 as u32;
         let n = rh.dma_len.div_ceil(mtu).max(1);
         let msn = qp.rt.msn.wrapping_add(1);
@@ -206,7 +207,7 @@ impl Engine {
     /// original value is kept for a duplicate of the request.
     pub(super) fn exec_atomic(&mut self, req: &Req, a: atomic_eth::Repr) -> RespStep {
         let (qpn, ps, pa) = (req.qpn, req.ps, req.atomic_pa);
-        let Some(qp) = self.qps.get_mut(qpn) else { return RespStep::Drop };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return RespStep::Drop };
         let mem = &*self.rt.io.mem;
         let r = if req.op.op() == Opcode::CMP_SWAP {
             mem.compare_and_swap_u64(pa, a.compare, a.swap_add)

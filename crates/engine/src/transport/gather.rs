@@ -7,10 +7,11 @@ use super::super::table::Table;
 use super::super::types::GuestMemory;
 use super::super::verbs::{Run, SendWr};
 use super::xfer::{sgl_capacity, sgl_xfer, Xfer, XferError};
+use crate::personality::Slot;
 
 /// Fills `out` with the bytes at message offset `off` of `wr`'s data.
 pub(super) fn gather(
-    mkeys: &Table<Mkey>,
+    mkeys: &Table<Slot<Mkey, impl Sized>>,
     mem: &dyn GuestMemory,
     pd: u32,
     wr: &SendWr,

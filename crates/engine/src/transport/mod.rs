@@ -44,6 +44,7 @@ use super::instance::Engine;
 use super::objects::{Access, QpState, QpType};
 use super::types::{EngineError, Kind};
 use super::verbs::*;
+use crate::personality::Personality;
 use state::{deliver, SqEntry};
 use vrnic_packet::{PacketHandler, RxMeta};
 use vrnic_wire::psn;
@@ -57,7 +58,7 @@ pub use timers::{ack_timeout_ns, RNR_TIMER_US};
 pub use ud::{GRH_LEN, MAX_DATAGRAM};
 pub use xfer::XferError;
 
-impl Engine {
+impl<P: Personality> Engine<P> {
     /// Connects the engine to guest memory, the network and the completion sink.
     pub fn attach(&mut self, io: Io) {
         self.rt.io = io;
@@ -70,12 +71,12 @@ impl Engine {
 
     /// A QP's counters.
     pub fn qp_counters(&self, qpn: u32) -> Option<QpCounters> {
-        self.qps.get(qpn).map(|q| q.rt.counters)
+        self.qps.obj(qpn).map(|q| q.rt.counters)
     }
 
     /// Called by modify_qp after a successful transition.
     pub(crate) fn on_transition(&mut self, qpn: u32, to: QpState, from: QpState) {
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return };
         match to {
             QpState::Reset => {
                 qp.rt = QpRt::default();
@@ -103,7 +104,7 @@ impl Engine {
     /// Posts a send WR. Posting to a QP in RESET, INIT or RTR is refused;
     /// in ERR the WR completes at once with WR_FLUSH_ERR.
     pub fn post_send(&mut self, qpn: u32, wr: SendWr) -> Result<(), EngineError> {
-        let qp = self.qps.get_mut(qpn).ok_or(EngineError::NoSuch(Kind::Qp, qpn))?;
+        let qp = self.qps.obj_mut(qpn).ok_or(EngineError::NoSuch(Kind::Qp, qpn))?;
         match qp.state {
             QpState::Reset | QpState::Init | QpState::Rtr => {
                 return Err(EngineError::BadParam("post send to a QP not yet in RTS"))
@@ -168,7 +169,7 @@ impl Engine {
 
     /// Posts a receive WR to a QP without SRQ. In ERR it is flushed at once.
     pub fn post_recv(&mut self, qpn: u32, wr: RecvWr) -> Result<(), EngineError> {
-        let qp = self.qps.get_mut(qpn).ok_or(EngineError::NoSuch(Kind::Qp, qpn))?;
+        let qp = self.qps.obj_mut(qpn).ok_or(EngineError::NoSuch(Kind::Qp, qpn))?;
         if qp.srq.is_some() {
             return Err(EngineError::BadParam("QP receives from an SRQ"));
         }
@@ -190,7 +191,7 @@ impl Engine {
 
     /// Posts a receive WR to an SRQ.
     pub fn post_srq_recv(&mut self, srqn: u32, wr: RecvWr) -> Result<(), EngineError> {
-        let srq = self.srqs.get_mut(srqn).ok_or(EngineError::NoSuch(Kind::Srq, srqn))?;
+        let srq = self.srqs.obj_mut(srqn).ok_or(EngineError::NoSuch(Kind::Srq, srqn))?;
         if srq.wqes.len() >= (1usize << srq.log_size) {
             return Err(EngineError::BadParam("SRQ full"));
         }
@@ -200,14 +201,14 @@ impl Engine {
 
     /// Arms the SRQ limit event (0 disarms).
     pub fn arm_srq(&mut self, srqn: u32, limit: u16) -> Result<(), EngineError> {
-        let srq = self.srqs.get_mut(srqn).ok_or(EngineError::NoSuch(Kind::Srq, srqn))?;
+        let srq = self.srqs.obj_mut(srqn).ok_or(EngineError::NoSuch(Kind::Srq, srqn))?;
         srq.limit = limit;
         Ok(())
     }
 
     /// The driver's CQ consumer index (full 32-bit count).
     pub fn cq_consumed(&mut self, cqn: u32, consumer: u32) {
-        if let Some(cq) = self.cqs.get_mut(cqn) {
+        if let Some(cq) = self.cqs.obj_mut(cqn) {
             cq.consumer = consumer;
         }
     }
@@ -219,7 +220,7 @@ impl Engine {
         if let Some((cq, c)) = err {
             deliver(&mut self.cqs, &*self.rt.io.completions, cq, c);
         }
-        if let Some(qp) = self.qps.get_mut(qpn) {
+        if let Some(qp) = self.qps.obj_mut(qpn) {
             qp.state = QpState::Err;
         }
         self.rt.io.completions.event(Event::QpFatal { qpn });
@@ -228,7 +229,7 @@ impl Engine {
 
     /// ERR: flush every outstanding WR, one completion each.
     fn enter_error(&mut self, qpn: u32) {
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return };
         qp.state = QpState::Err;
         let rt = &mut qp.rt;
         let mut flushed = Vec::new();
@@ -246,7 +247,7 @@ impl Engine {
             if r.from_srq {
                 // An XRC target's WQE came from (and completes on the CQ of) the XRC SRQ its message named.
                 let cq = match r.xrc_srq {
-                    Some(s) => self.srqs.get(s).and_then(|s| s.cqn),
+                    Some(s) => self.srqs.obj(s).and_then(|s| s.cqn),
                     None => qp.recv_cq,
                 };
                 let c = Completion::new(r.wr.wr_id, qpn, WcOpcode::Recv, WcStatus::WrFlushErr);

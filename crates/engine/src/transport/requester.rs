@@ -6,16 +6,17 @@ use super::super::objects::QpState;
 use super::super::verbs::*;
 use super::gather::gather;
 use super::state::{av_dest, transport_bits, wire_qpn, Runtime, ACK_EVERY, MIN_CWND, WINDOW_PSNS};
+use crate::personality::Personality;
 use vrnic_wire::bth::{self, Opcode};
 use vrnic_wire::packet::{self, Headers};
 use vrnic_wire::{atomic_eth, deth, ieth, immdt, psn, reth, xrceth};
 
-impl Engine {
+impl<P: Personality> Engine<P> {
     // -------------------------------------------------------------- requester
 
     /// Points the send cursor at PSN `p`.
     pub(super) fn seek(&mut self, qpn: u32, p: u32) {
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return };
         let rt = &mut qp.rt;
         // A NOP (no PSN of its own) at `p` is where sending resumes.
         match rt.sq.iter().position(|e| e.covers(p) || (e.npkts == 0 && e.first_psn == p)) {
@@ -36,7 +37,7 @@ impl Engine {
     /// Sends whatever the window, limits and fences allow.
     pub(super) fn progress(&mut self, qpn: u32) {
         loop {
-            let Some(qp) = self.qps.get_mut(qpn) else { return };
+            let Some(qp) = self.qps.obj_mut(qpn) else { return };
             if qp.state != QpState::Rts || qp.rt.rnr_wait {
                 return;
             }
@@ -83,7 +84,7 @@ impl Engine {
 
     /// Sends the packet at the cursor and advances it. False if nothing was sent.
     pub(super) fn send_one(&mut self, qpn: u32) -> bool {
-        let Some(qp) = self.qps.get_mut(qpn) else { return false };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return false };
         let Some(tb) = transport_bits(qp.qp_type) else { return false };
         let mtu = qp.attrs.path_mtu.0 as u32;
         let pd = qp.pd;

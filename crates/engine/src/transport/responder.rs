@@ -13,6 +13,7 @@ use super::rq::{take_from_srq, take_recv, untake};
 use super::state::{RecvInProgress, MAX_MSG};
 use super::xfer::{check_rkey, sgl_capacity};
 use super::xrc::XrcSrq;
+use crate::personality::Personality;
 use vrnic_packet::RxMeta;
 use vrnic_wire::aeth::{NakCode, Syndrome};
 use vrnic_wire::bth::Opcode;
@@ -62,12 +63,12 @@ impl Req<'_, '_> {
 
 const INVALID: RespStep = RespStep::Nak(NakCode::InvalidRequest, None);
 
-impl Engine {
+impl<P: Personality> Engine<P> {
     /// RC/UC request packets: runs the steps from [`RespStep::CheckPsn`] to
     /// [`RespStep::Done`].
     pub(super) fn responder(&mut self, qpn: u32, meta: &RxMeta, p: &RocePacket) {
         let xrc = self.xrc_srq(qpn, &p.headers);
-        let Some(qp) = self.qps.get(qpn) else { return };
+        let Some(qp) = self.qps.obj(qpn) else { return };
         let h = &p.headers;
         let (pd, xrc_srq) = match xrc {
             XrcSrq::Srq { srqn, pd } => (pd, Some(srqn)),
@@ -104,13 +105,13 @@ impl Engine {
                 RespStep::Acknowledge { psns } => self.resp_acknowledge(&req, psns),
                 RespStep::Rnr => self.resp_rnr(&req),
                 RespStep::Drop => {
-                    if let Some(qp) = self.qps.get_mut(qpn) {
+                    if let Some(qp) = self.qps.obj_mut(qpn) {
                         count!(self.rt, qp, no_recv_drops);
                     }
                     RespStep::UcDrop
                 }
                 RespStep::UcDrop => {
-                    if let Some(qp) = self.qps.get_mut(qpn) {
+                    if let Some(qp) = self.qps.obj_mut(qpn) {
                         qp.rt.uc_dropping = true;
                         qp.rt.epsn = psn::add(req.ps, 1);
                         qp.rt.write = None;
@@ -137,7 +138,7 @@ impl Engine {
     }
 
     fn resp_check_psn(&mut self, req: &Req) -> RespStep {
-        let Some(qp) = self.qps.get_mut(req.qpn) else { return RespStep::Done };
+        let Some(qp) = self.qps.obj_mut(req.qpn) else { return RespStep::Done };
         let d = psn::diff(req.ps, qp.rt.epsn);
         if req.rc {
             if d < 0 {
@@ -179,7 +180,7 @@ impl Engine {
             req.kind = Some(ReqKind::Read(rh));
             RespStep::CheckResources
         } else if req.op.is_atomic() {
-            let Some(qp) = self.qps.get(req.qpn) else { return RespStep::Done };
+            let Some(qp) = self.qps.obj(req.qpn) else { return RespStep::Done };
             if let Some(&(_, orig)) = qp.rt.replay.iter().find(|(ps, _)| *ps == req.ps) {
                 self.send_atomic_ack(req.qpn, req.ps, orig);
             }
@@ -191,7 +192,7 @@ impl Engine {
     }
 
     fn resp_out_of_sequence(&mut self, qpn: u32) -> RespStep {
-        let Some(qp) = self.qps.get_mut(qpn) else { return RespStep::Done };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return RespStep::Done };
         if !qp.rt.nak_seq_sent && !qp.rt.rnr_nak_sent {
             qp.rt.nak_seq_sent = true;
             let e = qp.rt.epsn;
@@ -202,12 +203,12 @@ impl Engine {
 
     fn resp_check_op(&mut self, req: &mut Req) -> RespStep {
         if req.xrc_invalid {
-            if let Some(qp) = self.qps.get_mut(req.qpn) {
+            if let Some(qp) = self.qps.obj_mut(req.qpn) {
                 count!(self.rt, qp, xrc_bad_srq);
             }
             return INVALID;
         }
-        let Some(qp) = self.qps.get(req.qpn) else { return RespStep::Done };
+        let Some(qp) = self.qps.obj(req.qpn) else { return RespStep::Done };
         let h = &req.p.headers;
         let op = req.op;
         let in_progress = qp.rt.recv.is_some() || qp.rt.write.is_some();
@@ -239,7 +240,7 @@ impl Engine {
     fn resp_check_resources(&mut self, req: &Req) -> RespStep {
         match req.kind {
             Some(ReqKind::Send) if req.op.is_first() => {
-                let Some(qp) = self.qps.get_mut(req.qpn) else { return RespStep::Done };
+                let Some(qp) = self.qps.obj_mut(req.qpn) else { return RespStep::Done };
                 let sink = &*self.rt.io.completions;
                 let taken = match req.xrc_srq {
                     Some(s) => take_from_srq(&mut self.srqs, s, sink).map(|w| (w, true)),
@@ -260,7 +261,7 @@ impl Engine {
     }
 
     fn resp_check_rkey(&mut self, req: &mut Req) -> RespStep {
-        let Some(qp) = self.qps.get(req.qpn) else { return RespStep::Done };
+        let Some(qp) = self.qps.obj(req.qpn) else { return RespStep::Done };
         let access_error = req.fail(RespStep::Nak(NakCode::RemoteAccessError, None));
         // A zero-length READ or WRITE names no memory: nothing to check.
         let range_ok = |rh: reth::Repr, need| {
@@ -309,7 +310,7 @@ impl Engine {
     }
 
     fn resp_acknowledge(&mut self, req: &Req, psns: u32) -> RespStep {
-        let Some(qp) = self.qps.get_mut(req.qpn) else { return RespStep::Done };
+        let Some(qp) = self.qps.obj_mut(req.qpn) else { return RespStep::Done };
         qp.rt.epsn = psn::add(req.ps, psns);
         if req.rc && req.p.headers.bth.ack_req && (req.op.is_send() || req.op.is_write()) {
             self.want_ack(req.qpn);
@@ -321,7 +322,7 @@ impl Engine {
         if !req.rc {
             return RespStep::Drop;
         }
-        let Some(qp) = self.qps.get_mut(req.qpn) else { return RespStep::Done };
+        let Some(qp) = self.qps.obj_mut(req.qpn) else { return RespStep::Done };
         qp.rt.rnr_nak_sent = true;
         let t = qp.attrs.min_rnr_timer;
         self.send_ack(req.qpn, Syndrome::RnrNak { timer: t }, req.ps);
@@ -331,14 +332,14 @@ impl Engine {
     /// The responder QP goes to ERR, with a receive completion of status
     /// `st` (if given) for the WQE the failed message used.
     fn resp_error(&mut self, qpn: u32, st: Option<WcStatus>) {
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return };
         let err = match (st, qp.rt.recv.take()) {
             (Some(st), Some(rp)) => {
                 let mut c = Completion::new(rp.wr.wr_id, qpn, WcOpcode::Recv, st);
                 c.src_qp = qp.attrs.dest_qpn;
                 c.srqn = rp.xrc_srq;
                 let cq = match rp.xrc_srq {
-                    Some(s) => self.srqs.get(s).and_then(|s| s.cqn),
+                    Some(s) => self.srqs.obj(s).and_then(|s| s.cqn),
                     None => qp.recv_cq,
                 };
                 Some((cq, c))

@@ -2,6 +2,7 @@
 //! and the helpers every role shares: completion delivery, packet
 //! destinations, transport bits. A leaf: it imports none of its siblings.
 
+use crate::personality::Slot;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
@@ -265,9 +266,14 @@ impl Runtime {
 
 /// Puts a completion on CQ `cqn` after overrun detection; the sink writes it
 /// (and runs the CQ's arming).
-pub(super) fn deliver(cqs: &mut Table<Cq>, sink: &dyn CompletionSink, cqn: Option<u32>, c: Completion) {
+pub(super) fn deliver(
+    cqs: &mut Table<Slot<Cq, impl Sized>>,
+    sink: &dyn CompletionSink,
+    cqn: Option<u32>,
+    c: Completion,
+) {
     let Some(cqn) = cqn else { return };
-    let Some(cq) = cqs.get_mut(cqn) else { return };
+    let Some(cq) = cqs.obj_mut(cqn) else { return };
     if !cq.has_room() {
         if let Some(c) = sink.consumer(cqn, cq.producer) {
             cq.consumer = c;

@@ -8,6 +8,7 @@ use super::super::instance::Engine;
 use super::super::objects::QpState;
 use super::super::verbs::WcStatus;
 use super::state::MIN_CWND;
+use crate::personality::Personality;
 use vrnic_wire::psn;
 
 /// RNR NAK timer code → µs (IBTA table 45).
@@ -21,11 +22,11 @@ pub fn ack_timeout_ns(timeout: u8) -> Option<u64> {
     (timeout != 0).then(|| 4096u64 << timeout.min(31))
 }
 
-impl Engine {
+impl<P: Personality> Engine<P> {
     // ----------------------------------------------------------------- timers
 
     pub(super) fn arm_timer(&mut self, qpn: u32, at: u64) {
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return };
         qp.rt.deadline = Some(at);
         self.queue_timer(qpn, at);
     }
@@ -33,7 +34,7 @@ impl Engine {
     /// Makes sure the QP's entry in the heap fires no later than `at` (the
     /// ACK/RNR deadline and the rate limiter share it).
     pub(super) fn queue_timer(&mut self, qpn: u32, at: u64) {
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return };
         if qp.rt.queued_at.is_none_or(|q| q > at) {
             qp.rt.queued_at = Some(at);
             let earliest = self.rt.timers.peek().map(|r| r.0 .0);
@@ -47,7 +48,7 @@ impl Engine {
     }
 
     pub(super) fn arm_ack_timer(&mut self, qpn: u32, restart: bool) {
-        let Some(qp) = self.qps.get(qpn) else { return };
+        let Some(qp) = self.qps.obj(qpn) else { return };
         if !qp.qp_type.is_reliable() || qp.rt.rnr_wait {
             return;
         }
@@ -60,7 +61,7 @@ impl Engine {
                 }
             }
             _ => {
-                if let Some(qp) = self.qps.get_mut(qpn) {
+                if let Some(qp) = self.qps.obj_mut(qpn) {
                     qp.rt.deadline = None;
                 }
             }
@@ -73,7 +74,7 @@ impl Engine {
         while let Some(&Reverse((at, qpn))) = self.rt.timers.peek() {
             // Entries superseded by an earlier one, or of a QP gone or
             // quiescent, are dropped whenever they reach the top.
-            let live = self.qps.get(qpn).is_some_and(|q| q.rt.queued_at == Some(at));
+            let live = self.qps.obj(qpn).is_some_and(|q| q.rt.queued_at == Some(at));
             if !live {
                 self.rt.timers.pop();
                 continue;
@@ -82,7 +83,7 @@ impl Engine {
                 break;
             }
             self.rt.timers.pop();
-            let Some(qp) = self.qps.get_mut(qpn) else { continue };
+            let Some(qp) = self.qps.obj_mut(qpn) else { continue };
             qp.rt.queued_at = None;
             let limiter_due = qp.rt.limiter.as_ref().and_then(|l| l.next_wake()).is_some_and(|t| t <= now);
             if qp.rt.deadline.is_some_and(|d| d <= now) {
@@ -93,7 +94,7 @@ impl Engine {
                 self.on_limiter_timer(qpn, now);
             }
             // What is still ahead (a deadline moved later, the limiter's next event).
-            let Some(qp) = self.qps.get_mut(qpn) else { continue };
+            let Some(qp) = self.qps.obj_mut(qpn) else { continue };
             // (never at `now` again: the limiter has run up to it)
             let wake = qp.rt.limiter.as_ref().and_then(|l| l.next_wake()).map(|t| t.max(now + 1));
             let next = [qp.rt.deadline, wake].into_iter().flatten().min();
@@ -108,7 +109,7 @@ impl Engine {
     }
 
     pub(super) fn on_timer(&mut self, qpn: u32) {
-        let Some(qp) = self.qps.get_mut(qpn) else { return };
+        let Some(qp) = self.qps.obj_mut(qpn) else { return };
         if !matches!(qp.state, QpState::Rts | QpState::Sqd) {
             return;
         }

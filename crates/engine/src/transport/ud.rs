@@ -8,6 +8,7 @@ use super::super::verbs::*;
 use super::rq::take_recv;
 use super::state::{av_dest, deliver, Runtime};
 use super::xfer::{sgl_capacity, sgl_xfer, Xfer};
+use crate::personality::Personality;
 use vrnic_packet::RxMeta;
 use vrnic_wire::bth::{self, Opcode};
 use vrnic_wire::deth;
@@ -21,7 +22,7 @@ pub const GRH_LEN: u32 = 40;
 /// The largest datagram payload [`Engine::send_datagram`] sends (a 4096-byte MTU).
 pub const MAX_DATAGRAM: usize = 4096;
 
-impl Engine {
+impl<P: Personality> Engine<P> {
     /// Sends one datagram on the same path a UD QP's sends take (address
     /// vector → `Dest`, GRH when the AV is global, the port's `PacketSink`).
     /// An AV whose `sgid_index` names no GID, or a datagram larger than a
@@ -51,7 +52,7 @@ impl Engine {
 
     pub(super) fn ud_receive(&mut self, qpn: u32, meta: &RxMeta, p: &RocePacket) {
         let Engine { qps, srqs, cqs, mkeys, rt, .. } = self;
-        let Some(qp) = qps.get_mut(qpn) else { return };
+        let Some(qp) = qps.obj_mut(qpn) else { return };
         let Some(d) = p.headers.deth else { return };
         let want = if qp.qp_type == QpType::Gsi { deth::GSI_QKEY } else { qp.attrs.qkey };
         if d.qkey != want {

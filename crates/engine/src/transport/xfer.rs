@@ -3,6 +3,7 @@
 //! an [`XferError`], and what it becomes on the wire (a NAK code) or in a
 //! completion (a WC status) is decided here, in one place.
 
+use crate::personality::Slot;
 use thiserror::Error;
 
 use super::super::objects::{Access, KeyFault, Mkey};
@@ -88,7 +89,7 @@ impl Xfer<'_> {
 
 /// Looks key `key` up and translates `[va, va+len)` through it.
 fn translate(
-    mkeys: &Table<Mkey>,
+    mkeys: &Table<Slot<Mkey, impl Sized>>,
     key: u32,
     va: u64,
     len: u64,
@@ -102,7 +103,7 @@ fn translate(
 /// Moves bytes between `data` and the SGL at byte offset `off`, each SGE
 /// through its key (PD `pd`, rights `need`).
 pub(super) fn sgl_xfer(
-    mkeys: &Table<Mkey>,
+    mkeys: &Table<Slot<Mkey, impl Sized>>,
     mem: &dyn GuestMemory,
     pd: u32,
     sgl: &[Sge],
@@ -138,7 +139,12 @@ pub(super) fn sgl_xfer(
 }
 
 /// Whether every SGE of `sgl` may be accessed whole with rights `need`.
-pub(super) fn check_sgl(mkeys: &Table<Mkey>, pd: u32, sgl: &[Sge], need: Access) -> Result<(), XferError> {
+pub(super) fn check_sgl(
+    mkeys: &Table<Slot<Mkey, impl Sized>>,
+    pd: u32,
+    sgl: &[Sge],
+    need: Access,
+) -> Result<(), XferError> {
     for s in sgl {
         translate(mkeys, s.lkey, s.addr, s.length as u64, pd, need)?;
     }
@@ -148,7 +154,7 @@ pub(super) fn check_sgl(mkeys: &Table<Mkey>, pd: u32, sgl: &[Sge], need: Access)
 /// Whether a remote access of `len` bytes at `va` through `rkey` with rights
 /// `need` is allowed: by the QP's access flags `qp_access`, then by the key.
 pub(super) fn check_rkey(
-    mkeys: &Table<Mkey>,
+    mkeys: &Table<Slot<Mkey, impl Sized>>,
     qp_access: Access,
     pd: u32,
     rkey: u32,
@@ -162,13 +168,13 @@ pub(super) fn check_rkey(
     translate(mkeys, rkey, va, len, pd, need)
 }
 
-pub(super) fn lookup_key(mkeys: &Table<Mkey>, key: u32) -> Option<&Mkey> {
-    mkeys.get(key >> 8).filter(|m| m.variant == key as u8)
+pub(super) fn lookup_key(mkeys: &Table<Slot<Mkey, impl Sized>>, key: u32) -> Option<&Mkey> {
+    mkeys.obj(key >> 8).filter(|m| m.variant == key as u8)
 }
 
 /// Moves bytes at remote address `va` through `rkey`.
 pub(super) fn key_xfer(
-    mkeys: &Table<Mkey>,
+    mkeys: &Table<Slot<Mkey, impl Sized>>,
     mem: &dyn GuestMemory,
     pd: u32,
     rkey: u32,
@@ -220,7 +226,7 @@ mod tests {
     }
 
     /// One physical key of PD 1 over `[0x1000, 0x5000)` (beyond 0x3000 unmapped); its 32-bit key.
-    fn keys(access: Access) -> (Table<Mkey>, u32) {
+    fn keys(access: Access) -> (Table<Slot<Mkey, ()>>, u32) {
         let mut t = Table::new(1, 0xff, 4);
         let m = Mkey {
             variant: 7,
@@ -233,7 +239,7 @@ mod tests {
             free: false,
             uid: 0,
         };
-        let idx = t.alloc_with(|_| m).unwrap();
+        let idx = t.alloc_with(|_| Slot::new(m)).unwrap();
         (t, Mkey::key(idx, 7))
     }
 

@@ -6,6 +6,7 @@
 
 use super::super::instance::Engine;
 use super::super::objects::QpType;
+use crate::personality::Personality;
 use vrnic_wire::packet::Headers;
 
 /// What the XRCETH of a request to an XRC target resolves to.
@@ -19,15 +20,15 @@ pub(super) enum XrcSrq {
     Invalid,
 }
 
-impl Engine {
+impl<P: Personality> Engine<P> {
     /// Resolves the XRCETH of a request to QP `qpn`.
     pub(super) fn xrc_srq(&self, qpn: u32, h: &Headers) -> XrcSrq {
-        let Some(qp) = self.qps.get(qpn) else { return XrcSrq::Invalid };
+        let Some(qp) = self.qps.obj(qpn) else { return XrcSrq::Invalid };
         if qp.qp_type != QpType::XrcTarget {
             return XrcSrq::None;
         }
         let Some(x) = h.xrceth else { return XrcSrq::Invalid };
-        match self.srqs.get(x.xrc_srq) {
+        match self.srqs.obj(x.xrc_srq) {
             Some(s) if s.xrcd.is_some() && s.xrcd == qp.xrcd => XrcSrq::Srq { srqn: x.xrc_srq, pd: s.pd },
             _ => XrcSrq::Invalid,
         }
@@ -37,7 +38,7 @@ impl Engine {
     /// or SRQ.
     pub(super) fn req_has_recv(&self, qpn: u32, xrc_srq: Option<u32>) -> bool {
         match xrc_srq {
-            Some(s) => self.srqs.get(s).is_some_and(|s| !s.wqes.is_empty()),
+            Some(s) => self.srqs.obj(s).is_some_and(|s| !s.wqes.is_empty()),
             None => self.has_recv(qpn),
         }
     }

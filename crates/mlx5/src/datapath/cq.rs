@@ -119,12 +119,15 @@ impl Firmware {
                 match p {
                     Pending::Complete { cqn, index, c } => {
                         let user_index = match c.srqn {
-                            Some(s) => {
-                                self.rdma.srqs.get(&s).and_then(|x| x.user_index).unwrap_or(XRC_SRQ_NO_USER_INDEX)
-                            }
-                            None => self.rdma.qps.get(&c.qpn).map(|q| q.user_index).unwrap_or(0),
+                            Some(s) => self
+                                .engine
+                                .srq(s)
+                                .map(|e| &e.ext)
+                                .and_then(|x| x.user_index)
+                                .unwrap_or(XRC_SRQ_NO_USER_INDEX),
+                            None => self.engine.qp(c.qpn).map(|e| &e.ext).map(|q| q.user_index).unwrap_or(0),
                         };
-                        let gsi = self.engine.qps.get(c.qpn).is_some_and(|q| q.qp_type == QpType::Gsi);
+                        let gsi = self.engine.qp(c.qpn).is_some_and(|q| q.qp_type == QpType::Gsi);
                         let e = completion_cqe(&c, user_index, gsi);
                         self.put_cqe(cqn, index, &e, c.solicited || c.status != WcStatus::Success);
                     }
@@ -137,8 +140,8 @@ impl Firmware {
     /// CQE number `index` of CQ `cqn` (a slot the engine's count already
     /// holds): write it, then let the CQ's arming decide on an event.
     fn put_cqe(&mut self, cqn: u32, index: u32, e: &Cqe, solicited: bool) {
-        let Some(ctx) = self.cqs.get(&cqn) else { return };
-        let Some(cq) = self.engine.cqs.get(cqn) else { return };
+        let Some(ctx) = self.engine.cq(cqn).map(|e| &e.ext) else { return };
+        let Some(cq) = self.engine.cq(cqn) else { return };
         if let Err(err) = ctx.write_cqe(&*self.mem, index, cq.log_size, e) {
             warn!(cqn, "{err}");
             return;
@@ -150,13 +153,12 @@ impl Firmware {
     /// `cqn`, written, armed; `solicited` also holds for error CQEs. False:
     /// the CQ is full (overrun) or the CQE could not be written.
     pub(crate) fn post_cqe(&mut self, cqn: u32, c: &Cqe, solicited: bool) -> bool {
-        if self.engine.cqs.get(cqn).is_some_and(|cq| !cq.has_room()) {
+        if self.engine.cq(cqn).is_some_and(|cq| !cq.has_room()) {
             // Full by the last known count: the driver may have consumed
             // since (its index is in the CQ doorbell record).
             self.refresh_cq(cqn);
         }
-        let Some(ctx) = self.cqs.get(&cqn) else { return false };
-        let Some(cq) = self.engine.cqs.get_mut(cqn) else { return false };
+        let Some((cq, ctx)) = self.engine.cq_mut(cqn).map(|e| e.parts_mut()) else { return false };
         if !cq.has_room() {
             cq.overrun = true;
             warn!(cqn, "CQ overrun: completion dropped");
@@ -175,7 +177,7 @@ impl Firmware {
 
     /// Refreshes the consumer index of `cqn` from its doorbell record.
     pub fn refresh_cq(&mut self, cqn: u32) {
-        let Some(cq) = self.engine.cqs.get(cqn) else { return };
+        let Some(cq) = self.engine.cq(cqn) else { return };
         if let Some(c) = self.pending.consumer(cqn, cq.producer) {
             self.engine.cq_consumed(cqn, c);
         }
@@ -185,11 +187,11 @@ impl Firmware {
     /// completions waiting past `ci` that no event reported raise one now.
     pub(super) fn arm_cq(&mut self, cqn: u32, sn: u8, solicited: bool, ci: u32) {
         let word = ((sn as u32 & 3) << 28) | ((solicited as u32) << 24) | (ci & 0x00ff_ffff);
-        let Some(producer) = self.engine.cqs.get(cqn).map(|cq| cq.producer) else {
+        let Some(producer) = self.engine.cq(cqn).map(|cq| cq.producer) else {
             debug!(cqn, "arm for a nonexistent CQ ignored");
             return;
         };
-        let Some(ctx) = self.cqs.get_mut(&cqn) else { return };
+        let Some(ctx) = self.engine.cq_mut(cqn).map(|e| &mut e.ext) else { return };
         // The same arm seen twice (trapped write and a later page scan): once.
         if ctx.arming.last_arm == Some(word) {
             return;
@@ -197,7 +199,7 @@ impl Firmware {
         ctx.arming.last_arm = Some(word);
         let consumer = expand_ci(producer, ci);
         let (m, now) = self.moderation(cqn);
-        let Some(ctx) = self.cqs.get_mut(&cqn) else { return };
+        let Some(ctx) = self.engine.cq_mut(cqn).map(|e| &mut e.ext) else { return };
         let fire = ctx.arming.request_notify(producer, consumer, solicited, sn, m, now);
         self.engine.cq_consumed(cqn, consumer);
         self.after_arming(cqn, fire);
@@ -208,7 +210,7 @@ impl Firmware {
     /// moderation lets it: [`Self::expire_cq_moderation`]).
     fn cq_event(&mut self, cqn: u32, producer: u32, solicited: bool) {
         let (m, now) = self.moderation(cqn);
-        let Some(ctx) = self.cqs.get_mut(&cqn) else { return };
+        let Some(ctx) = self.engine.cq_mut(cqn).map(|e| &mut e.ext) else { return };
         let fire = ctx.arming.on_cqe(producer, solicited, m, now);
         self.after_arming(cqn, fire);
     }
@@ -217,11 +219,11 @@ impl Firmware {
     /// where no worker runs the timer (no waker: a device without a packet
     /// path, unit tests).
     fn moderation(&self, cqn: u32) -> (Moderation, u64) {
-        let m = match self.engine.cqs.get(cqn) {
-            Some(cq) if self.engine.rt.waker.is_some() => Moderation::new(cq.period, cq.max_count),
+        let m = match self.engine.cq(cqn) {
+            Some(cq) if self.engine.has_waker() => Moderation::new(cq.period, cq.max_count),
             _ => Moderation::default(),
         };
-        (m, if m.off() { 0 } else { self.engine.rt.io.clock.now_ns() })
+        (m, if m.off() { 0 } else { self.engine.now_ns() })
     }
 
     /// Raise the event the arming decided on, or have the worker's pass
@@ -230,11 +232,10 @@ impl Firmware {
         if fire {
             self.cq_due.remove(&cqn);
             self.comp_event(cqn);
-        } else if self.cqs.get(&cqn).is_some_and(|c| c.arming.due.is_some()) && self.cq_due.insert(cqn) {
+        } else if self.engine.cq(cqn).map(|e| &e.ext).is_some_and(|c| c.arming.due.is_some()) && self.cq_due.insert(cqn)
+        {
             self.stats.cq_moder_holds.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if let Some(w) = &self.engine.rt.waker {
-                w();
-            }
+            self.engine.wake();
         }
     }
 
@@ -244,11 +245,11 @@ impl Firmware {
         if self.cq_due.is_empty() {
             return None;
         }
-        let now = self.engine.rt.io.clock.now_ns();
+        let now = self.engine.now_ns();
         let mut next: Option<u64> = None;
         for cqn in self.cq_due.clone() {
-            let producer = self.engine.cqs.get(cqn).map(|cq| cq.producer);
-            let (Some(producer), Some(ctx)) = (producer, self.cqs.get_mut(&cqn)) else {
+            let producer = self.engine.cq(cqn).map(|cq| cq.producer);
+            let (Some(producer), Some(ctx)) = (producer, self.engine.cq_mut(cqn).map(|e| &mut e.ext)) else {
                 self.cq_due.remove(&cqn);
                 continue;
             };
@@ -266,7 +267,7 @@ impl Firmware {
 
     /// Posts the completion EQE of CQ `cqn` to the CQ's EQ.
     fn comp_event(&mut self, cqn: u32) {
-        let Some(eqn) = self.cqs.get(&cqn).map(|cq| cq.eqn) else { return };
+        let Some(eqn) = self.engine.cq(cqn).map(|e| &e.ext).map(|cq| cq.eqn) else { return };
         let mut data = [0u8; 28];
         ifc::comp_event::cq_number.set(&mut data, cqn as u64);
         self.post_eqe(eqn, ifc::MLX5_EVENT_TYPE_COMP as u8, 0, &data);

@@ -14,7 +14,7 @@ use vrnic_engine::GuestMemory;
 pub const CQ_ARM_UNSET: u32 = 0x8000_0000;
 
 /// mlx5 context of a completion queue.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct CqCtx {
     pub cqc: Vec<u8>,
     pub pas: Vec<u64>,

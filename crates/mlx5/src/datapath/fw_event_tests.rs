@@ -81,7 +81,7 @@ fn poll_mode_scan_finds_a_first_arm_whose_store_was_overwritten() {
     use super::super::datapath::cq_arm::CqArm;
     let (_net, mut a, _b) = rc_pair(QP_BUF);
     let (uar, eqn) = {
-        let cq = a.t.fw.cqs.get(&a.cqn).unwrap();
+        let cq = a.t.fw.engine.cq(a.cqn).map(|e| &e.ext).unwrap();
         (cq.uar, cq.eqn)
     };
     let second_buf = 0x140000u64;
@@ -89,20 +89,24 @@ fn poll_mode_scan_finds_a_first_arm_whose_store_was_overwritten() {
     for (cqn, buf) in [(a.cqn, a.cq_buf), (second, second_buf)] {
         let rec = u32::from_be_bytes(a.t.mem.get(buf + 0x1004, 4).try_into().unwrap());
         assert_eq!(rec, crate::datapath::CQ_ARM_UNSET, "CREATE_CQ marks CQ {cqn} never armed");
-        assert_eq!(a.t.fw.cqs.get(&cqn).unwrap().arming.arm, CqArm::None);
+        assert_eq!(a.t.fw.engine.cq(cqn).map(|e| &e.ext).unwrap().arming.arm, CqArm::None);
     }
     // No arm yet: UAR activity (a send doorbell) arms nothing.
     a.t.fw
         .uar_activity(uar, Doorbell::Send { uar: uar as u64, offset: 0x800, opmod_idx_opcode: 0, qpn_ds: a.qpn << 8 });
-    assert_eq!(a.t.fw.cqs.get(&a.cqn).unwrap().arming.arm, CqArm::None);
+    assert_eq!(a.t.fw.engine.cq(a.cqn).map(|e| &e.ext).unwrap().arming.arm, CqArm::None);
     // libmlx5 writes each record, then stores to the UAR slot; only the
     // second store reaches the poller.
     for buf in [a.cq_buf, second_buf] {
         a.t.mem.put(buf + 0x1004, &arm_word(0, false, 0).to_be_bytes());
     }
     a.t.fw.uar_activity(uar, Doorbell::CqArm { uar: uar as u64, cqn: second, sn: 0, solicited: false, ci: 0 });
-    assert_eq!(a.t.fw.cqs.get(&second).unwrap().arming.arm, CqArm::Next);
-    assert_eq!(a.t.fw.cqs.get(&a.cqn).unwrap().arming.arm, CqArm::Next, "the overwritten first arm is found");
+    assert_eq!(a.t.fw.engine.cq(second).map(|e| &e.ext).unwrap().arming.arm, CqArm::Next);
+    assert_eq!(
+        a.t.fw.engine.cq(a.cqn).map(|e| &e.ext).unwrap().arming.arm,
+        CqArm::Next,
+        "the overwritten first arm is found"
+    );
 }
 
 /// The EQ doorbell's 24-bit consumer index is widened as the CQs' is: a
@@ -197,6 +201,6 @@ fn qp1_mad_completions_run_the_cq_arming() {
     mad_send(&mut t, 1, 2);
     assert_eq!(t.mem.get(cq_buf + 3 * 64, 64)[0x3f] >> 4, crate::datapath::cqe::op::REQ);
     assert_eq!(eqes(&t), e0 + 2, "solicited-only arm ignores successes");
-    let armed = t.fw.cqs.get(&cqn).unwrap().arming.arm;
+    let armed = t.fw.engine.cq(cqn).map(|e| &e.ext).unwrap().arming.arm;
     assert_eq!(armed, super::super::datapath::cq_arm::CqArm::Solicited);
 }

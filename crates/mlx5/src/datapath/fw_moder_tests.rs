@@ -32,10 +32,10 @@ impl Moder {
         clock.set(1_000_000 * US);
         let wakes = Arc::new(AtomicU32::new(0));
         let w = wakes.clone();
-        t.fw.engine.rt.io.clock = clock.clone();
-        t.fw.engine.rt.waker = Some(Arc::new(move || {
+        t.fw.engine.set_clock(clock.clone());
+        t.fw.engine.set_waker(Some(Arc::new(move || {
             w.fetch_add(1, Ordering::Relaxed);
-        }));
+        })));
         let mut i = cmd(ifc::MLX5_CMD_OP_MODIFY_CQ, 0, ifc::modify_cq_in::SIZE);
         ifc::modify_cq_in::cqn.set(&mut i, cqn as u64);
         ifc::modify_cq_in::modify_field_select_resize_field_select.set(&mut i, 3);

@@ -25,9 +25,9 @@ impl Firmware {
     ) {
         // Bounded: at most one pass over the SQ per doorbell.
         for _ in 0..=(1u32 << 16) {
-            let Some(qp) = self.engine.qps.get(qpn) else { return };
+            let Some(qp) = self.engine.qp(qpn) else { return };
             let (state, send_cq) = (qp.state, qp.send_cq);
-            let Some(ctx) = self.rdma.qps.get(&qpn) else { return };
+            let Some(ctx) = self.engine.qp(qpn).map(|e| &e.ext) else { return };
             if state == QpState::Err {
                 self.flush_qp(qpn);
                 return;
@@ -52,13 +52,13 @@ impl Firmware {
                     Some(w) => exec(self, qpn, &w, &ctrl),
                 }
             };
-            if let Some(ctx) = self.rdma.qps.get_mut(&qpn) {
+            if let Some(ctx) = self.engine.qp_mut(qpn).map(|e| &mut e.ext) {
                 ctx.sq_ci = ci.wrapping_add(nbb as u16);
             }
             match result {
                 Ok(()) => {
                     if let (true, Some(cqn)) = (ctrl.signaled(), send_cq) {
-                        let user_index = self.rdma.qps.get(&qpn).map(|c| c.user_index).unwrap_or(0);
+                        let user_index = self.engine.qp(qpn).map(|e| &e.ext).map(|c| c.user_index).unwrap_or(0);
                         let c = Cqe {
                             opcode: op::REQ,
                             wqe_opcode: ctrl.opcode,
@@ -81,9 +81,9 @@ impl Firmware {
     /// The first error of a QP: an error CQE for the failing WQE, the QP
     /// moves to ERR, every other outstanding WQE is flushed.
     pub(crate) fn qp_error(&mut self, qpn: u32, wqe_counter: u16, wqe_opcode: u8, syn: u8, send: bool) {
-        let Some(qp) = self.engine.qps.get(qpn) else { return };
+        let Some(qp) = self.engine.qp(qpn) else { return };
         let cq = if send { qp.send_cq } else { qp.recv_cq };
-        let user_index = self.rdma.qps.get(&qpn).map(|c| c.user_index).unwrap_or(0);
+        let user_index = self.engine.qp(qpn).map(|e| &e.ext).map(|c| c.user_index).unwrap_or(0);
         warn!(qpn, syndrome = syn, send, "work request failed: QP to error");
         if let Some(cqn) = cq {
             let c = Cqe {
@@ -98,7 +98,7 @@ impl Firmware {
             };
             self.post_cqe(cqn, &c, true);
         }
-        if let Some(ctx) = self.rdma.qps.get_mut(&qpn) {
+        if let Some(ctx) = self.engine.qp_mut(qpn).map(|e| &mut e.ext) {
             if !send {
                 ctx.rq_ci = ctx.rq_ci.wrapping_add(1);
             }
@@ -109,12 +109,12 @@ impl Firmware {
 
     /// Completes every outstanding WQE of an ERR QP with WR_FLUSH_ERR, one each.
     pub fn flush_qp(&mut self, qpn: u32) {
-        let Some(qp) = self.engine.qps.get(qpn) else { return };
+        let Some(qp) = self.engine.qp(qpn) else { return };
         if qp.state != QpState::Err {
             return;
         }
         let (send_cq, recv_cq, has_srq) = (qp.send_cq, qp.recv_cq, qp.srq.is_some());
-        let Some(ctx) = self.rdma.qps.get(&qpn).cloned() else { return };
+        let Some(ctx) = self.engine.qp(qpn).map(|e| &e.ext).cloned() else { return };
         let mut c = Cqe {
             qpn,
             user_index: ctx.user_index,
@@ -142,7 +142,7 @@ impl Firmware {
                     ci = ci.wrapping_add(ctrl.wqebbs() as u16);
                     n += 1;
                 }
-                if let Some(x) = self.rdma.qps.get_mut(&qpn) {
+                if let Some(x) = self.engine.qp_mut(qpn).map(|e| &mut e.ext) {
                     x.sq_ci = ci;
                 }
             }
@@ -162,7 +162,7 @@ impl Firmware {
                     ci = ci.wrapping_add(1);
                     n += 1;
                 }
-                if let Some(x) = self.rdma.qps.get_mut(&qpn) {
+                if let Some(x) = self.engine.qp_mut(qpn).map(|e| &mut e.ext) {
                     x.rq_ci = ci;
                 }
             }

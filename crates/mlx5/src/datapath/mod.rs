@@ -125,18 +125,18 @@ impl Firmware {
         }
         // Stores that the last one overwrote: new send WQEs of QPs on this page.
         let qps: Vec<u32> =
-            dp.rdma.qps.iter().filter(|(_, q)| q.uar == uar && q.sq_entries > 0).map(|(n, _)| *n).collect();
+            dp.engine.qps().filter(|(_, q)| q.ext.uar == uar && q.ext.sq_entries > 0).map(|(n, _)| n).collect();
         for qpn in qps {
-            let Some(ctx) = dp.rdma.qps.get(&qpn) else { continue };
+            let Some(ctx) = dp.engine.qp(qpn).map(|e| &e.ext) else { continue };
             if be32_at(&*dp.mem, ctx.dbr_addr + 4).is_some_and(|pc| pc as u16 != ctx.sq_ci) {
                 dp.route_send(qpn);
             }
         }
         // ... and arm words not acted on yet (any CQ: libmlx5 may ring a CQ's
         // arm on another page than the one in its context).
-        let cqs: Vec<u32> = dp.engine.cqs.iter().map(|(n, _)| n).collect();
+        let cqs: Vec<u32> = dp.engine.cqs().map(|(n, _)| n).collect();
         for cqn in cqs {
-            let Some(ctx) = dp.cqs.get(&cqn) else { continue };
+            let Some(ctx) = dp.engine.cq(cqn).map(|e| &e.ext) else { continue };
             let Some(w) = be32_at(&*dp.mem, ctx.dbr_addr + 4) else { continue };
             // Bits outside an arm word: the record still holds CQ_ARM_UNSET
             // (or garbage), no arm to act on.

@@ -59,10 +59,10 @@ impl Firmware {
         let target = match bth.dest_qp() {
             // QP1 runs through the engine on RoCE; on InfiniBand QP0 and QP1
             // are the firmware's (`mad_wire.rs`); RoCE has no QP0.
-            1 if self.gsi_on_wire => self.engine.qps.iter().find(|(_, q)| q.qp_type == QpType::Gsi).map(|(n, _)| n),
+            1 if self.gsi_on_wire => self.engine.qps().find(|(_, q)| q.qp_type == QpType::Gsi).map(|(n, _)| n),
             0 | 1 if !self.gsi_on_wire => return self.receive_mad(meta, pkt),
             0 | 1 => None,
-            n => self.engine.qps.get(n).filter(|q| engine_qp(q.qp_type)).map(|_| n),
+            n => self.engine.qp(n).filter(|q| engine_qp(q.qp_type)).map(|_| n),
         };
         // Only a packet that may take a receive WQE needs the RQ's new ones
         // (ACKs, read and atomic traffic do not: skip the doorbell record read).
@@ -79,17 +79,17 @@ impl Firmware {
     /// The XRC SRQ a request to XRC target `qpn` names (its XRCETH), if it
     /// exists; the engine checks it belongs to the target's XRC domain.
     fn xrc_target_srq(&self, qpn: u32, pkt: &[u8]) -> Option<u32> {
-        if self.engine.qps.get(qpn)?.qp_type != QpType::XrcTarget {
+        if self.engine.qp(qpn)?.qp_type != QpType::XrcTarget {
             return None;
         }
         let at = vrnic_wire::bth::field::HEADER_LEN;
         let x = vrnic_wire::xrceth::Packet::new_checked(pkt.get(at..)?).ok()?;
-        Some(x.xrc_srq()).filter(|s| self.rdma.srqs.contains_key(s))
+        Some(x.xrc_srq()).filter(|s| self.engine.srq(*s).is_some())
     }
 
     /// Whether a UD QP of this port is attached to group `gid` (ATTACH_TO_MCG).
     pub(crate) fn mcast_member(&self, gid: &[u8; 16]) -> bool {
-        self.rdma.qps.values().any(|c| c.mcast.contains(gid))
+        self.engine.qps().any(|(_, q)| q.ext.mcast.contains(gid))
     }
 
     /// A packet to the multicast QPN: one copy to every UD QP attached to its
@@ -114,18 +114,13 @@ impl Firmware {
                 .get(bth::field::HEADER_LEN..)
                 .and_then(|d| deth::Packet::new_checked(d).ok())
                 .map(|d| d.src_qp())
-                .filter(|q| self.rdma.qps.get(q).is_some_and(|c| qpc::block_lb_mc.get_bool(&c.created)));
+                .filter(|q| self.engine.qp(*q).map(|e| &e.ext).is_some_and(|c| qpc::block_lb_mc.get_bool(&c.created)));
         }
         let members: Vec<u32> = self
-            .rdma
-            .qps
-            .iter()
-            .filter(|(n, c)| {
-                Some(**n) != sender
-                    && c.mcast.contains(&dgid)
-                    && self.engine.qps.get(**n).is_some_and(|q| q.qp_type == QpType::Ud)
-            })
-            .map(|(n, _)| *n)
+            .engine
+            .qps()
+            .filter(|(n, q)| Some(*n) != sender && q.ext.mcast.contains(&dgid) && q.qp_type == QpType::Ud)
+            .map(|(n, _)| n)
             .collect();
         if members.is_empty() || pkt.len() < 8 {
             drop();

@@ -394,7 +394,7 @@ impl Firmware {
     /// order through the engine (a NOP carrying the UMR opcode, or an error
     /// completion with the UMR's syndrome, which moves the QP to ERR).
     pub(super) fn umr_on_qp(&mut self, qpn: u32, w: &[u8], ctrl: &CtrlSeg) -> SendWr {
-        let pd = self.engine.qps.get(qpn).map(|q| q.pd);
+        let pd = self.engine.qp(qpn).map(|q| q.pd);
         let mut wr = SendWr::new(ctrl.send_wr_id(), WrOpcode::Nop, Vec::new());
         wr.signaled = ctrl.signaled();
         let r = match pd {
@@ -429,7 +429,7 @@ impl Firmware {
         }
         let u = parse_umr(w, ctrl)?;
         let index = u.mkey >> 8;
-        let old = self.engine.mkeys.get(index).ok_or(UmrError::BadKey(u.mkey))?;
+        let old = self.engine.mkey(index).ok_or(UmrError::BadKey(u.mkey))?;
         if let Some(pd) = qp_pd {
             if old.pd != pd {
                 return Err(UmrError::BadKey(u.mkey));
@@ -441,8 +441,8 @@ impl Firmware {
         if u.ctrl.mkey_mask & mask::KEY == 0 && old.variant != u.mkey as u8 {
             return Err(UmrError::BadKey(u.mkey));
         }
-        let old_mkc = self.rdma.mkcs.get(&index).ok_or(UmrError::BadKey(u.mkey))?;
-        if !mkc::umr_en.get_bool(old_mkc) {
+        let old_mkc = self.engine.mkey(index).map(|e| &e.ext).ok_or(UmrError::BadKey(u.mkey))?;
+        if !mkc::umr_en.get_bool(&old_mkc.mkc) {
             return Err(UmrError::NotUmrEnabled(u.mkey));
         }
         let xlt = match &u.xlt {
@@ -456,12 +456,13 @@ impl Firmware {
                 self.read_through_key(lkey, addr, n)?
             }
         };
-        let pds = &self.engine.pds;
-        let (new, new_mkc) = apply(old, old_mkc, &u, &xlt, |pd| pds.contains(pd))?;
-        if let Some(k) = self.engine.mkeys.get_mut(index) {
-            *k = new;
+        let engine = &self.engine;
+        let (new, new_mkc) = apply(old, &old_mkc.mkc, &u, &xlt, |pd| engine.pd_exists(pd))?;
+        if let Some(k) = self.engine.mkey_mut(index) {
+            let (key, ctx) = k.parts_mut();
+            *key = new;
+            ctx.mkc = new_mkc;
         }
-        self.rdma.mkcs.insert(index, new_mkc);
         Ok(())
     }
 

@@ -53,7 +53,7 @@ fn rc_qp_fast_registration_and_invalidation() {
     let k = u.t.fw.engine.lookup_key(new).unwrap();
     assert!(!k.free);
     assert_eq!(k.translate(0x10ff0, 0x20, pd, Access::REMOTE_WRITE).unwrap(), vec![(0x340ff0, 0x10), (0x350000, 0x10)]);
-    assert_eq!(u.t.fw.rdma.mkcs.get(&(key >> 8)).map(|c| mkc::en_rinval.get(c)), Some(1));
+    assert_eq!(u.t.fw.engine.mkey(key >> 8).map(|e| mkc::en_rinval.get(&e.ext.mkc)), Some(1));
     // LOCAL_INV: free again, access refused; a second REG_MR of the free key works.
     assert_eq!(u.post(OPCODE_UMR, new, &local_inv()), (op::REQ, 0, OPCODE_UMR, 3));
     let k = u.t.fw.engine.lookup_key(new).unwrap();

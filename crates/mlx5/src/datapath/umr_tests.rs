@@ -342,7 +342,7 @@ impl Umr {
     }
 
     fn state(&self) -> QpState {
-        self.t.fw.engine.qps.get(self.qpn).unwrap().state
+        self.t.fw.engine.qp(self.qpn).unwrap().state
     }
 }
 
@@ -486,7 +486,7 @@ fn bad_umr_wqes_complete_with_errors() {
         assert_eq!((o, s, counter), (op::REQ_ERR, syn, 0), "{what}");
         assert_eq!(u.state(), QpState::Err, "{what}");
         assert_eq!(u.t.mem.get(CQ_BUF + 64, 64)[0x3f], 0xf1, "{what}: one CQE");
-        let k = u.t.fw.engine.mkeys.iter().find(|(_, k)| k.variant == 0x22).unwrap().1;
+        let k = u.t.fw.engine.mkeys().find(|(_, k)| k.variant == 0x22).unwrap().1;
         assert!(k.free, "{what}: the key is unchanged");
     }
 }

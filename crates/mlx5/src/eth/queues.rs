@@ -4,7 +4,7 @@
 //! send doorbell carries only the number) with an `rdma::QpCtx` describing its work queue, plus the
 //! Ethernet extras kept here ([`EthSq`], [`EthRq`]). SQ/RQ state RST/RDY/ERR is the engine QP's
 //! Reset/Rts/Err. The data path finds them with [`EthQueues::sq`] / [`EthQueues::rq`] and the
-//! work queue in `fw.rdma.qps`. Commands run under the firmware lock with the data path drained, so
+//! work queue in the engine's QP entry. Commands run under the firmware lock with the data path drained, so
 //! once DESTROY_SQ/RQ returns no DMA touches the queue's buffers again.
 
 use super::layout::{self as l, rqc, sqc, tisc};
@@ -132,7 +132,7 @@ fn create_wq(fw: &mut Firmware, r: &Req<'_>, send: bool, cqn: u32) -> Result<Wor
     let log_stride = w(wq::log_wq_stride) as u32;
     let log_page_size = w(wq::log_wq_pg_sz) as u8;
     let stride_ok = if send { log_stride == 6 } else { (4..=11).contains(&log_stride) };
-    if !stride_ok || log_wq_sz > fw.engine.limits.log_max_qp_size || log_page_size > 18 {
+    if !stride_ok || log_wq_sz > fw.engine.limits().log_max_qp_size || log_page_size > 18 {
         return Err(fail!(status::BAD_PARAM, ETH_WQ_BAD_SIZE));
     }
     if w(wq::wq_umem_valid) != 0 || w(wq::dbr_umem_valid) != 0 {
@@ -157,29 +157,26 @@ fn create_wq(fw: &mut Firmware, r: &Req<'_>, send: bool, cqn: u32) -> Result<Wor
         sq_sig_all: false,
         uid: r.uid,
     };
-    let qpn = eng!(fw.engine.create_qp(create), ETH_WQ_ENGINE)?;
     let user_index = if send { sqc::user_index.get(&ctx) } else { rqc::user_index.get(&ctx) } as u32;
-    fw.rdma.qps.insert(
-        qpn,
-        QpCtx {
-            created: ctx.clone(),
-            qpc: ctx.clone(),
-            pas,
-            st: ST_RAW,
-            uar: w(wq::uar_page) as u32,
-            user_index,
-            dbr_addr: w(wq::dbr_addr),
-            log_page_size,
-            page_offset,
-            rq_stride: if send { 0 } else { stride },
-            rq_entries: if send { 0 } else { entries },
-            sq_entries: if send { entries } else { 0 },
-            mcast: Default::default(),
-            sq_ci: 0,
-            rq_ci: 0,
-            rq_flush_until: 0,
-        },
-    );
+    let qp_ctx = QpCtx {
+        created: ctx.clone(),
+        qpc: ctx.clone(),
+        pas,
+        st: ST_RAW,
+        uar: w(wq::uar_page) as u32,
+        user_index,
+        dbr_addr: w(wq::dbr_addr),
+        log_page_size,
+        page_offset,
+        rq_stride: if send { 0 } else { stride },
+        rq_entries: if send { 0 } else { entries },
+        sq_entries: if send { entries } else { 0 },
+        mcast: Default::default(),
+        sq_ci: 0,
+        rq_ci: 0,
+        rq_flush_until: 0,
+    };
+    let qpn = eng!(fw.engine.create_qp_with(create, qp_ctx), ETH_WQ_ENGINE)?;
     Ok(WorkQueue { qpn, ctx })
 }
 
@@ -187,7 +184,7 @@ fn create_wq(fw: &mut Firmware, r: &Req<'_>, send: bool, cqn: u32) -> Result<Wor
 pub const ST_RAW: u8 = 0x6;
 
 fn check_cq(fw: &Firmware, cqn: u32) -> Result<(), CmdErr> {
-    if !fw.engine.cqs.contains(cqn) {
+    if !fw.engine.cq(cqn).is_some() {
         return Err(fail!(status::BAD_RES, ETH_WQ_BAD_CQ));
     }
     Ok(())
@@ -246,7 +243,7 @@ fn change_state(fw: &mut Firmware, qpn: u32, cur: u8, next: u64) -> Result<u8, C
     match target {
         QpState::Err if cur as u64 != l::Q_STATE_ERR => fw.flush_qp(qpn),
         QpState::Reset => {
-            if let Some(ctx) = fw.rdma.qps.get_mut(&qpn) {
+            if let Some(ctx) = fw.engine.qp_mut(qpn).map(|e| &mut e.ext) {
                 ctx.sq_ci = 0;
                 ctx.rq_ci = 0;
             }
@@ -311,7 +308,6 @@ pub fn modify_rq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 /// the firmware: after it no doorbell, frame or flush reaches the queue.
 fn destroy_wq(fw: &mut Firmware, qpn: u32) -> Result<(), CmdErr> {
     eng!(fw.engine.destroy_qp(qpn), ETH_DESTROY_Q_ENGINE)?;
-    fw.rdma.qps.remove(&qpn);
     Ok(())
 }
 

@@ -222,15 +222,15 @@ impl Firmware {
 
     /// True when `rqn` is an Ethernet RQ (a RawPacket engine QP with a receive queue).
     pub(crate) fn is_eth_rq(&self, rqn: u32) -> bool {
-        self.engine.qps.get(rqn).is_some_and(|q| q.qp_type == QpType::RawPacket)
-            && self.rdma.qps.get(&rqn).is_some_and(|c| c.rq_entries != 0)
+        self.engine.qp(rqn).is_some_and(|q| q.qp_type == QpType::RawPacket)
+            && self.engine.qp(rqn).map(|e| &e.ext).is_some_and(|c| c.rq_entries != 0)
     }
 
     /// The RQ `rqn` if it takes frames now (RDY, with a CQ).
     fn rx_queue(&self, rqn: u32) -> Option<RxQueue> {
-        let qp = self.engine.qps.get(rqn).filter(|q| q.qp_type == QpType::RawPacket && q.state == QpState::Rts)?;
-        let cqn = qp.recv_cq.filter(|c| self.cqs.contains_key(c) && self.engine.cqs.get(*c).is_some())?;
-        self.rdma.qps.get(&rqn).filter(|c| c.rq_entries != 0)?;
+        let qp = self.engine.qp(rqn).filter(|q| q.qp_type == QpType::RawPacket && q.state == QpState::Rts)?;
+        let cqn = qp.recv_cq.filter(|c| self.engine.cq(*c).is_some())?;
+        self.engine.qp(rqn).map(|e| &e.ext).filter(|c| c.rq_entries != 0)?;
         let vsd = self.eth.queues.rq(rqn).is_some_and(|r| r.vsd);
         Some(RxQueue { cqn, pd: qp.pd, vsd })
     }
@@ -313,7 +313,7 @@ impl Firmware {
 
     /// Whether RQ `rqn` has a WQE posted (its doorbell record ahead of the consumer index).
     fn rq_posted(&self, rqn: u32) -> bool {
-        let Some(ctx) = self.rdma.qps.get(&rqn) else { return false };
+        let Some(ctx) = self.engine.qp(rqn).map(|e| &e.ext) else { return false };
         let mut pc = [0u8; 4];
         self.mem.read(ctx.dbr_addr, &mut pc).is_ok() && u32::from_be_bytes(pc) as u16 != ctx.rq_ci
     }
@@ -326,7 +326,7 @@ impl Firmware {
             self.rq_counters(rqn).drops += 1;
             return false;
         };
-        let Some(ctx) = self.rdma.qps.get(&rqn) else { return false };
+        let Some(ctx) = self.engine.qp(rqn).map(|e| &e.ext) else { return false };
         let (ci, stride, entries) = (ctx.rq_ci, ctx.rq_stride, ctx.rq_entries);
         if !self.rq_posted(rqn) {
             if let Some(id) = self.eth.queues.rq(rqn).map(|r| r.counter_set_id) {
@@ -363,7 +363,7 @@ impl Firmware {
             self.qp_error(rqn, ci, 0, syn, false);
             return false;
         }
-        if let Some(ctx) = self.rdma.qps.get_mut(&rqn) {
+        if let Some(ctx) = self.engine.qp_mut(rqn).map(|e| &mut e.ext) {
             ctx.rq_ci = ci.wrapping_add(1);
         }
         let sum = rx_checksum(frame, info);

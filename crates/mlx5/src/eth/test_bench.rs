@@ -132,33 +132,30 @@ impl EthBench {
         let buf = RQ_BASE + self.rqs as u64 * 0x10000;
         self.rqs += 1;
         let pas = (0..8).map(|p| buf + p * 0x1000).collect();
-        self.fw.rdma.qps.insert(
-            rqn,
-            QpCtx {
-                created: Vec::new(),
-                qpc: Vec::new(),
-                pas,
-                st: 0,
-                uar: 0,
-                user_index: 0,
-                dbr_addr: buf + 0x8000,
-                log_page_size: 12,
-                page_offset: 0,
-                rq_stride: stride,
-                rq_entries: 1 << log_size,
-                sq_entries: 0,
-                mcast: BTreeSet::new(),
-                sq_ci: 0,
-                rq_ci: 0,
-                rq_flush_until: 0,
-            },
-        );
-        self.fw.engine.qps.get_mut(rqn).expect("qp").state = QpState::Rts;
+        self.fw.engine.qp_mut(rqn).expect("qp").ext = QpCtx {
+            created: Vec::new(),
+            qpc: Vec::new(),
+            pas,
+            st: 0,
+            uar: 0,
+            user_index: 0,
+            dbr_addr: buf + 0x8000,
+            log_page_size: 12,
+            page_offset: 0,
+            rq_stride: stride,
+            rq_entries: 1 << log_size,
+            sq_entries: 0,
+            mcast: BTreeSet::new(),
+            sq_ci: 0,
+            rq_ci: 0,
+            rq_flush_until: 0,
+        };
+        self.fw.engine.qp_mut(rqn).expect("qp").state = QpState::Rts;
         rqn
     }
 
     fn rq_buf(&self, rqn: u32) -> (u64, u64, usize, u32) {
-        let c = &self.fw.rdma.qps[&rqn];
+        let c = &self.fw.engine.qp(rqn).expect("rq").ext;
         (c.pas[0], c.dbr_addr, c.rq_stride, c.rq_entries)
     }
 

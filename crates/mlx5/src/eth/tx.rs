@@ -41,7 +41,7 @@ impl Firmware {
     /// A send doorbell on an Ethernet SQ: its WQEs up to DBR[1] through the
     /// firmware's SQ loop. A doorbell on an RQ (no send queue) is ignored.
     pub(crate) fn drain_eth_sq(&mut self, sqn: u32) {
-        if self.rdma.qps.get(&sqn).is_none_or(|ctx| ctx.sq_entries == 0) {
+        if self.engine.qp(sqn).map(|e| &e.ext).is_none_or(|ctx| ctx.sq_entries == 0) {
             debug!(sqn, "send doorbell on a raw packet queue without a send queue ignored");
             return;
         }
@@ -84,7 +84,7 @@ impl Firmware {
             warn!(sqn, total, "Ethernet send WQE too long");
             return Err(syndrome::LOCAL_LENGTH_ERR);
         }
-        let pd = match self.engine.qps.get(sqn) {
+        let pd = match self.engine.qp(sqn) {
             Some(q) if q.qp_type == QpType::RawPacket => q.pd,
             _ => return Err(syndrome::LOCAL_QP_OP_ERR),
         };

@@ -25,7 +25,7 @@ pub fn create_eq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     if !fw.hca.uars.contains(uar) {
         return Err(fail!(status::BAD_RES, CREATE_EQ_BAD_RES));
     }
-    if log_size > fw.engine.limits.log_max_eq_size {
+    if log_size > fw.engine.limits().log_max_eq_size {
         return Err(fail!(status::BAD_PARAM, CREATE_EQ_BAD_PARAM_3));
     }
     let npages = pages_for(64u64 << log_size, log_page_size, page_offset);
@@ -59,7 +59,7 @@ pub fn destroy_eq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         return Err(fail!(status::BAD_RES, DESTROY_EQ_ENGINE));
     }
     // Busy while a CQ reports to it.
-    if fw.cqs.values().any(|c| c.eqn == eqn) {
+    if fw.engine.cqs().any(|(_, c)| c.ext.eqn == eqn) {
         return Err(fail!(status::BAD_RES_STATE, DESTROY_EQ_ENGINE));
     }
     fw.eqs.remove(eqn);

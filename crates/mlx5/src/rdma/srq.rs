@@ -9,6 +9,7 @@ use crate::fields::Array;
 use crate::firmware::Firmware;
 use crate::ifc;
 use crate::queue_buf::{page_offset_bytes, pages_for};
+use vrnic_engine::SrqCreate;
 
 /// An SRQ as a creating command describes it.
 pub(super) struct NewSrq {
@@ -46,13 +47,6 @@ pub(super) fn new_srq(
     let page_offset = page_offset_bytes(s.page_offset, s.log_page_size);
     let npages = pages_for((s.stride as u64) << s.log_size, s.log_page_size, page_offset);
     let pas = r.pas(s.pas, npages)?;
-    let srqn = fw
-        .engine
-        .create_srq(s.pd, s.log_size, (s.cqn != 0).then_some(s.cqn), (s.xrcd != 0).then_some(s.xrcd), r.uid)
-        .map_err(|e| crate::cmd::req::engine_failure(e, engine))?;
-    if let Some(srq) = fw.engine.srqs.get_mut(srqn) {
-        srq.limit = s.lwm;
-    }
     let ctx = SrqCtx {
         kind: s.kind,
         srqc: s.ctx,
@@ -65,17 +59,31 @@ pub(super) fn new_srq(
         head: 0,
         posted: 0,
     };
-    fw.rdma.srqs.insert(srqn, ctx);
+    let srqn = fw
+        .engine
+        .create_srq_with(
+            SrqCreate {
+                pd: s.pd,
+                log_size: s.log_size,
+                cqn: (s.cqn != 0).then_some(s.cqn),
+                xrcd: (s.xrcd != 0).then_some(s.xrcd),
+                uid: r.uid,
+            },
+            ctx,
+        )
+        .map_err(|e| crate::cmd::req::engine_failure(e, engine))?;
+    if let Some(srq) = fw.engine.srq_mut(srqn) {
+        srq.limit = s.lwm;
+    }
     Ok(srqn)
 }
 
 /// Destroys SRQ `n` if a command of its own family asks.
 pub(super) fn destroy(fw: &mut Firmware, n: u32, kind: SrqKind, bad_res: CmdErr, engine: u32) -> Result<(), CmdErr> {
-    if fw.rdma.srqs.get(&n).is_none_or(|c| c.kind != kind) {
+    if fw.engine.srq(n).map(|e| &e.ext).is_none_or(|c| c.kind != kind) {
         return Err(bad_res);
     }
     fw.engine.destroy_srq(n).map_err(|e| crate::cmd::req::engine_failure(e, engine))?;
-    fw.rdma.srqs.remove(&n);
     Ok(())
 }
 
@@ -120,9 +128,13 @@ pub fn destroy_srq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 pub fn query_srq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     use ifc::query_srq_out::srq_context_entry as s;
     let n = r.get(ifc::query_srq_in::srqn) as u32;
-    let ctx =
-        fw.rdma.srqs.get(&n).filter(|c| c.kind == SrqKind::Srq).ok_or(fail!(status::BAD_RES, QUERY_SRQ_BAD_RES))?;
-    let srq = fw.engine.srqs.get(n).ok_or(fail!(status::BAD_RES, QUERY_SRQ_BAD_RES_2))?;
+    let ctx = fw
+        .engine
+        .srq(n)
+        .map(|e| &e.ext)
+        .filter(|c| c.kind == SrqKind::Srq)
+        .ok_or(fail!(status::BAD_RES, QUERY_SRQ_BAD_RES))?;
+    let srq = fw.engine.srq(n).ok_or(fail!(status::BAD_RES, QUERY_SRQ_BAD_RES_2))?;
     let mut o = out(ifc::query_srq_out::SIZE);
     let range = ifc::query_srq_out::srq_context_entry.byte_range().ok_or(fail!(status::INT_ERR, QUERY_SRQ_INT_ERR))?;
     o.get_mut(range)
@@ -139,7 +151,7 @@ pub fn arm_rq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         return Err(fail!(status::BAD_PARAM, ARM_RQ_BAD_PARAM));
     }
     let n = r.get(ifc::arm_rq_in::srq_number) as u32;
-    if fw.rdma.srqs.get(&n).is_none_or(|c| c.kind != SrqKind::Srq) {
+    if fw.engine.srq(n).map(|e| &e.ext).is_none_or(|c| c.kind != SrqKind::Srq) {
         return Err(fail!(status::BAD_RES, ARM_RQ_BAD_RES));
     }
     set_limit(
@@ -153,7 +165,7 @@ pub fn arm_rq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 
 /// Arms SRQ `n`'s limit event at `lwm` WQEs (below its size).
 pub(super) fn set_limit(fw: &mut Firmware, n: u32, lwm: u16, bad_res: CmdErr, bad_param: CmdErr) -> CmdResult {
-    let srq = fw.engine.srqs.get_mut(n).ok_or(bad_res)?;
+    let srq = fw.engine.srq_mut(n).ok_or(bad_res)?;
     if lwm as u32 >= 1u32 << srq.log_size {
         return Err(bad_param);
     }

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 /// mlx5 context of a shared receive queue.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct SrqCtx {
     /// The command family that created it; only that family queries, arms and destroys it.
     pub kind: SrqKind,
@@ -26,15 +26,16 @@ pub struct SrqCtx {
 
 /// The commands an SRQ was created with: ISSI 0's CREATE_SRQ (basic and XRC),
 /// or at ISSI 1 CREATE_RMP (basic) and CREATE_XRC_SRQ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SrqKind {
+    #[default]
     Srq,
     Rmp,
     XrcSrq,
 }
 
 /// mlx5 context of a queue pair.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct QpCtx {
     /// The qpc as created (2RST restores it).
     pub created: Vec<u8>,
@@ -63,13 +64,16 @@ pub struct QpCtx {
     pub rq_flush_until: u64,
 }
 
-/// The `rdma/` domain's state.
+/// mlx5 context of a memory key: the raw mkey context, for QUERY_MKEY.
+#[derive(Debug, Clone, Default)]
+pub struct MkeyCtx {
+    pub mkc: Vec<u8>,
+}
+
+/// The `rdma/` domain's state besides the contexts kept in the engine's
+/// object entries ([`crate::firmware::Mlx5`]).
 #[derive(Debug, Default)]
 pub struct RdmaObjects {
-    pub srqs: BTreeMap<u32, SrqCtx>,
-    pub qps: BTreeMap<u32, QpCtx>,
-    /// Raw mkey contexts for QUERY_MKEY.
-    pub mkcs: BTreeMap<u32, Vec<u8>>,
     /// MEMIC allocations: BAR0 offset -> bytes.
     pub memic_allocs: BTreeMap<u64, u64>,
     /// QPs whose `rq_flush_until` is set (the poll pass looks at these only).
