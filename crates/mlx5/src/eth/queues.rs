@@ -184,7 +184,7 @@ fn create_wq(fw: &mut Firmware, r: &Req<'_>, send: bool, cqn: u32) -> Result<Wor
 pub const ST_RAW: u8 = 0x6;
 
 fn check_cq(fw: &Firmware, cqn: u32) -> Result<(), CmdErr> {
-    if !fw.engine.cq(cqn).is_some() {
+    if fw.engine.cq(cqn).is_none() {
         return Err(fail!(status::BAD_RES, ETH_WQ_BAD_CQ));
     }
     Ok(())
