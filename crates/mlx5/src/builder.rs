@@ -6,10 +6,11 @@
 use std::sync::Arc;
 
 use super::cmd::dispatch::DuplicateOpcode;
+use super::core::{Core, FwStats, MlxEngine};
 use super::datapath::ctx::EQN_LAST;
 use super::datapath::QueueSink;
 use super::eth::state::EthPort;
-use super::firmware::{Firmware, FwStats, MlxEngine, UarHook};
+use super::firmware::{Firmware, UarHook};
 use super::hca::state::Hca;
 use super::ib::port::{IbPort, PortConfig};
 use super::link::LinkLayer;
@@ -180,11 +181,17 @@ impl FirmwareBuilder {
         if let Some(cc) = self.cc {
             roce.cc = cc;
         }
-        let mut fw = Firmware {
+        let core = Core {
             engine,
             mem: self.mem,
             irqs: self.irqs,
             stats: Arc::new(FwStats::default()),
+            eqs: Table::new(0, EQN_LAST, self.limits.eqs),
+            cq_due: Default::default(),
+            pending,
+        };
+        let mut fw = Firmware {
+            core,
             hca,
             rdma: RdmaObjects::default(),
             ib: IbPort::new(self.port, wire_counters),
@@ -192,11 +199,8 @@ impl FirmwareBuilder {
             roce,
             link_layer: self.link,
             gsi_on_wire: self.link.gsi_on_wire(),
-            eqs: Table::new(0, EQN_LAST, self.limits.eqs),
-            cq_due: Default::default(),
             on_uar: self.on_uar,
             trace: self.trace,
-            pending,
             commands,
         };
         fw.ib.sa = self.sa;

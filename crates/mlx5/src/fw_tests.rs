@@ -233,11 +233,11 @@ pub(super) fn side_at(lid: u16, net: &Arc<vrnic_fabric::InProcNet>, index: usize
     let io = vrnic_engine::transport::Io {
         mem: t.mem.clone(),
         packets: net.sink(index),
-        completions: t.fw.pending.clone(),
+        completions: t.fw.core.pending.clone(),
         local: vrnic_fabric::Endpoint::v4(lid, std::net::Ipv4Addr::new(127, 0, 0, index as u8 + 1)),
         ..Default::default()
     };
-    t.fw.engine.attach(io);
+    t.fw.core.engine.attach(io);
     let uar = t.up();
     let eqn = t.eq(uar, 1, 0, 0x100000);
     let pd = t.pd();

@@ -225,7 +225,7 @@ fn mkey_mtt_translation_and_checks() {
     let o = t.ok(&i, 16);
     let index = ifc::create_mkey_out::mkey_index.get(&o) as u32;
     let key = (index << 8) | 0x42;
-    let mk = t.fw.engine.lookup_key(key).unwrap();
+    let mk = t.fw.core.engine.lookup_key(key).unwrap();
     assert_eq!(
         mk.translate(0x7f00_0000_0ff0, 0x20, pd, Access::LOCAL_WRITE),
         Ok(vec![(0x300ff0, 0x10), (0x500000, 0x10)])

@@ -53,7 +53,7 @@ fn qp_transitions_latch_only_their_fields() {
     q::primary_address_path::ack_timeout.set(&mut i, 14);
     q::remote_qpn.set(&mut i, 0x1); // not an RTR2RTS field
     t.ok(&i, 16);
-    let qp = t.fw.engine.qp(qpn).unwrap();
+    let qp = t.fw.core.engine.qp(qpn).unwrap();
     assert_eq!(qp.state, QpState::Rts);
     assert_eq!(
         (qp.attrs.sq_psn, qp.attrs.retry_cnt, qp.attrs.rnr_retry, qp.attrs.timeout, qp.attrs.dest_qpn),
@@ -92,7 +92,7 @@ fn ud_qkey_and_mad_ifc() {
     q::q_key.set(&mut i, 0x8001_0000);
     q::mtu.set(&mut i, 1);
     t.ok(&i, 16);
-    assert_eq!(t.fw.engine.qp(qpn).unwrap().attrs.qkey, 0x8001_0000);
+    assert_eq!(t.fw.core.engine.qp(qpn).unwrap().attrs.qkey, 0x8001_0000);
     // MAD_IFC NodeInfo through the command.
     let mut m = cmd(ifc::MLX5_CMD_OP_MAD_IFC, 3, ifc::mad_ifc_in::SIZE);
     ifc::mad_ifc_in::port.set(&mut m, 1);

@@ -18,7 +18,7 @@ fn sq_outside_guest_memory_is_a_local_qp_op_error() {
     let e = a.t.mem.get(a.cq_buf, 64);
     assert_eq!((e[0x3f] >> 4, e[0x37]), (op::REQ_ERR, syndrome::LOCAL_QP_OP_ERR), "error CQE for the faulting fetch");
     assert_eq!(u16::from_be_bytes([e[0x3c], e[0x3d]]), 0, "wqe_counter: the slot at the consumer index");
-    assert_eq!(a.t.fw.engine.qp(qa).unwrap().state, QpState::Err);
+    assert_eq!(a.t.fw.core.engine.qp(qa).unwrap().state, QpState::Err);
     assert_eq!(a.t.mem.get(a.cq_buf + 64, 64)[0x3f], 0xf1, "one CQE, nothing more");
     assert_eq!(b.t.mem.get(b.cq_buf, 64)[0x3f], 0xf1, "nothing reached the peer");
 }
@@ -50,7 +50,7 @@ fn a_full_looking_cq_reads_the_consumer_index() {
         // The driver polls the batch's CQEs and updates the record only.
         a.t.mem.put(a.cq_buf + 0x1000, &(batch * 16 + 16).to_be_bytes());
     }
-    let cq = a.t.fw.engine.cq(a.cqn).unwrap();
+    let cq = a.t.fw.core.engine.cq(a.cqn).unwrap();
     assert!(!cq.overrun, "no overrun");
     assert_eq!(cq.producer, 96);
     let last = a.t.mem.get(a.cq_buf + 31 * 64, 64);
@@ -116,7 +116,7 @@ fn rc_send_and_write_between_two_devices_through_wqes() {
     pump(&net, &mut a, &mut b);
     let e = a.t.mem.get(a.cq_buf + 128, 64);
     assert_eq!((e[0x3f] >> 4, e[0x37]), (op::REQ_ERR, crate::datapath::cqe::syndrome::REMOTE_ACCESS_ERR));
-    assert_eq!(a.t.fw.engine.qp(qa).unwrap().state, QpState::Err);
+    assert_eq!(a.t.fw.core.engine.qp(qa).unwrap().state, QpState::Err);
 }
 
 #[test]
@@ -157,7 +157,7 @@ fn memic_alloc_register_and_free() {
     m::len.set(&mut i, 0x100);
     let o = t.ok(&i, 16);
     let key = (ifc::create_mkey_out::mkey_index.get(&o) as u32) << 8;
-    let k = t.fw.engine.lookup_key(key).unwrap();
+    let k = t.fw.core.engine.lookup_key(key).unwrap();
     // Zero based: remote address 0x80 is 0x80 bytes into the key's memory.
     assert_eq!(k.translate(0x80, 8, pd, Access::REMOTE_WRITE), Ok(vec![(vrnic_engine::DEVICE_MEMORY | 0x180, 8)]));
     assert!(k.translate(0xfc, 8, pd, Access::REMOTE_WRITE).is_err(), "past the key");

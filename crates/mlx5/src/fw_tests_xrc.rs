@@ -141,7 +141,7 @@ fn issi1_srq_commands_answer_for_their_own_kind() {
     ifc::modify_rmp_in::bitmask::lwm.set(&mut m, 1);
     ifc::modify_rmp_in::ctx::wq::lwm.set(&mut m, 7);
     b.t.ok(&m, 16);
-    assert_eq!(b.t.fw.engine.srq(rmpn).unwrap().limit, 7);
+    assert_eq!(b.t.fw.core.engine.srq(rmpn).unwrap().limit, 7);
     // A watermark beyond the size, or another state, is refused.
     ifc::modify_rmp_in::ctx::wq::lwm.set(&mut m, 16);
     assert_eq!(b.t.status(&m, 16), status::BAD_PARAM);
@@ -174,5 +174,5 @@ fn issi1_srq_commands_answer_for_their_own_kind() {
     let mut dx = cmd(ifc::MLX5_CMD_OP_DESTROY_XRC_SRQ, 0, 16);
     ifc::destroy_xrc_srq_in::xrc_srqn.set(&mut dx, srqn as u64);
     b.t.ok(&dx, 16);
-    assert_eq!(b.t.fw.engine.counts().srqs, 0);
+    assert_eq!(b.t.fw.core.engine.counts().srqs, 0);
 }

@@ -22,6 +22,7 @@ pub use vrnic_mlx5_ifc::fields;
 pub mod builder;
 pub mod clock;
 pub mod cmd;
+pub mod core;
 pub mod datapath;
 pub mod eth;
 pub mod events;

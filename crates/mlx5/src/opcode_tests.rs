@@ -114,7 +114,7 @@ fn every_opcode_on_rc() {
         b.t.mem.put(QP_BUF + 16, &data_seg(256, b.key, DATA + 0x1000));
         b.t.mem.put(QP_DBR, &2u32.to_be_bytes());
         // A second key on B for SEND_INVAL to invalidate (the WRITE uses the first).
-        let pd = b.t.fw.engine.qp(b.qpn).unwrap().pd;
+        let pd = b.t.fw.core.engine.qp(b.qpn).unwrap().pd;
         let inv_key = b.t.mkey(pd, &[ifc::create_mkey_in::memory_key_mkey_entry::rw], 0x44);
         put_rc_wqe_inv(&a, b.key, inv_key, 0, op_, CTRL_CQ_UPDATE);
         put_rc_wqe(&a, b.key, 1, RDMA_WRITE, CTRL_CQ_UPDATE);
@@ -122,7 +122,7 @@ fn every_opcode_on_rc() {
         pump(&net, &mut a, &mut b);
         let qa = a.qpn;
         let (c0, c1) = (cqe_at(&a.t, a.cq_buf, 0), cqe_at(&a.t, a.cq_buf, 1));
-        let state = a.t.fw.engine.qp(qa).unwrap().state;
+        let state = a.t.fw.core.engine.qp(qa).unwrap().state;
         if executed.contains(&op_) {
             let ok = |n: u16, o: u8| {
                 Some(Seen { opcode: op::REQ, syndrome: 0, vendor: 0, wqe_opcode: o, qpn: qa, wqe_counter: n })
@@ -135,7 +135,7 @@ fn every_opcode_on_rc() {
             assert_eq!(c0, err(0, op_, syndrome::LOCAL_QP_OP_ERR), "opcode {op_:#04x}: error CQE");
             assert_eq!(c1, err(1, RDMA_WRITE, syndrome::WR_FLUSH_ERR), "opcode {op_:#04x}: the next WQE flushes");
             assert_eq!(state, QpState::Err, "opcode {op_:#04x}: QP to ERR");
-            assert_eq!(b.t.fw.engine.qp(b.qpn).unwrap().state, QpState::Rts, "the peer is untouched");
+            assert_eq!(b.t.fw.core.engine.qp(b.qpn).unwrap().state, QpState::Rts, "the peer is untouched");
             assert_eq!(b.t.mem.get(DATA + 0x3000, 8), vec![0; 8], "opcode {op_:#04x}: nothing written on the peer");
         }
         assert_eq!(cqe_at(&a.t, a.cq_buf, 2), None, "opcode {op_:#04x}: two CQEs");
@@ -186,7 +186,7 @@ fn every_opcode_on_gsi() {
         put_ud_wqe(&t, qpn, lkey, 2, opcode::SEND);
         t.mem.put(QP_DBR + 4, &4u32.to_be_bytes());
         t.fw.send_doorbell(qpn);
-        let state = t.fw.engine.qp(qpn).unwrap().state;
+        let state = t.fw.core.engine.qp(qpn).unwrap().state;
         let (c0, c1) = (cqe_at(&t, cq, 0), cqe_at(&t, cq, 1));
         if matches!(op_, opcode::NOP | opcode::SEND | opcode::SEND_IMM) {
             let ok = |n: u16, o: u8| {
@@ -227,7 +227,7 @@ fn nop_completes_in_order_without_a_psn() {
         vec![(op::REQ, opcode::RDMA_WRITE, 0), (op::REQ, opcode::NOP, 1), (op::REQ, opcode::RDMA_WRITE, 3)]
     );
     assert_eq!(cqe_at(&a.t, a.cq_buf, 3), None, "the unsignaled NOP wrote none");
-    assert_eq!(a.t.fw.engine.qp(qa).unwrap().state, QpState::Rts);
+    assert_eq!(a.t.fw.core.engine.qp(qa).unwrap().state, QpState::Rts);
     assert_eq!(b.t.mem.get(DATA + 0x3000, 8), vec![7; 8]);
 }
 
@@ -255,7 +255,7 @@ fn bad_flags_and_ds_and_recovery() {
         edit(&mut c);
         a.t.mem.put(SQ, &c);
         let eqe_before = a.t.mem.get(0x100000 + 63, 1)[0];
-        let eqes = |a: &Side| a.t.fw.stats.eqes.load(std::sync::atomic::Ordering::Relaxed);
+        let eqes = |a: &Side| a.t.fw.core.stats.eqes.load(std::sync::atomic::Ordering::Relaxed);
         let n = eqes(&a);
         a.t.fw.cq_arm(a.cqn, 0, true, cq_slot as u32);
         assert_eq!(eqes(&a), n, "{name}: nothing unreported before the arm");
@@ -267,7 +267,7 @@ fn bad_flags_and_ds_and_recovery() {
             (op::REQ_ERR, syndrome::LOCAL_QP_OP_ERR, 0, op_),
             "{name}"
         );
-        assert_eq!(a.t.fw.engine.qp(qa).unwrap().state, QpState::Err, "{name}");
+        assert_eq!(a.t.fw.core.engine.qp(qa).unwrap().state, QpState::Err, "{name}");
         let eqe = a.t.mem.get(0x100000 + cq_slot * 64, 64);
         assert_ne!(eqe[63], eqe_before, "{name}: an EQE for the solicited-armed CQ");
         assert_eq!(eqe[1], ifc::MLX5_EVENT_TYPE_COMP as u8, "{name}");
@@ -332,7 +332,7 @@ fn every_opcode_on_uc() {
         pump(&net, &mut a, &mut b);
         let qa = a.qpn;
         let (c0, c1) = (cqe_at(&a.t, a.cq_buf, 0), cqe_at(&a.t, a.cq_buf, 1));
-        let state = a.t.fw.engine.qp(qa).unwrap().state;
+        let state = a.t.fw.core.engine.qp(qa).unwrap().state;
         if executed.contains(&op_) {
             let ok = |n: u16, o: u8| {
                 Some(Seen { opcode: op::REQ, syndrome: 0, vendor: 0, wqe_opcode: o, qpn: qa, wqe_counter: n })
@@ -387,7 +387,7 @@ fn every_opcode_on_ud() {
             s.t.mem.put(SQ + idx as u64 * 64, &w);
         }
         ring(&mut s, 4);
-        let state = s.t.fw.engine.qp(qpn).unwrap().state;
+        let state = s.t.fw.core.engine.qp(qpn).unwrap().state;
         let (c0, c1) = (cqe_at(&s.t, s.cq_buf, 0), cqe_at(&s.t, s.cq_buf, 1));
         if matches!(op_, opcode::NOP | opcode::SEND | opcode::SEND_IMM) {
             let ok = |n: u16, o: u8| {

@@ -25,7 +25,7 @@ macro_rules! fail {
 pub(crate) use fail;
 
 /// Maps an engine error onto a command status, with the named syndrome:
-/// `eng!(fw.engine.alloc_pd(uid), ALLOC_PD_ENGINE)?`.
+/// `eng!(fw.core.engine.alloc_pd(uid), ALLOC_PD_ENGINE)?`.
 macro_rules! eng {
     ($e:expr, $syndrome:ident) => {
         $e.map_err(|engine_err| $crate::cmd::req::engine_failure(engine_err, $crate::cmd::syndrome::$syndrome))

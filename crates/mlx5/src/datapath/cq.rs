@@ -3,9 +3,9 @@
 //! consumer counter ([`expand_ci`]).
 //!
 //! Every CQE takes the same way: the engine's completions (queued by
-//! [`super::sink::QueueSink`] while the engine runs, written by [`Firmware::drain`]) and
-//! the firmware's own (QP0/QP1 MADs, UMR, flushes: [`Firmware::post_cqe`])
-//! both end in `Firmware::put_cqe`, which writes the CQE and then runs the
+//! [`super::sink::QueueSink`] while the engine runs, written by [`Core::drain`](crate::core::Core::drain)) and
+//! the firmware's own (QP0/QP1 MADs, UMR, flushes: [`Core::post_cqe`](crate::core::Core::post_cqe))
+//! both end in `Core::put_cqe`, which writes the CQE and then runs the
 //! CQ's arming ([`super::cq_arm`]) to decide on a completion event. A CQ
 //! resize writes its `RESIZE_CQ` CQE through the same writer, into the old
 //! buffer.
@@ -16,7 +16,7 @@ use super::cq_arm::Moderation;
 use super::cqe::{op, syndrome, Cqe};
 use super::ctx::expand_ci;
 use super::sink::Pending;
-use crate::firmware::Firmware;
+use crate::core::Core;
 use crate::ifc;
 use vrnic_engine::verbs::{Completion, CompletionSink, WcOpcode, WcStatus};
 use vrnic_engine::QpType;
@@ -105,7 +105,7 @@ pub(super) fn completion_cqe(c: &Completion, user_index: u32, gsi: bool) -> Cqe 
     e
 }
 
-impl Firmware {
+impl Core {
     /// Writes everything the engine reported since the last drain. The data
     /// path's entry points and every command run it when they return
     /// ([`super::DataPath`]).

@@ -50,7 +50,7 @@ pub struct Datagram {
 impl Firmware {
     pub(super) fn drain_ud_sq(&mut self, qpn: u32) {
         self.drain_fw_sq(qpn, |fw, qpn, w, ctrl| {
-            let Some(qp) = fw.engine.qp(qpn) else { return Err(syndrome::LOCAL_QP_OP_ERR) };
+            let Some(qp) = fw.core.engine.qp(qpn) else { return Err(syndrome::LOCAL_QP_OP_ERR) };
             let (qp_type, pd) = (qp.qp_type, qp.pd);
             fw.execute_ud_wqe(qpn, qp_type, pd, w, ctrl)
         });
@@ -76,7 +76,7 @@ impl Firmware {
                     QpType::Gsi => 1,
                     _ => qpn,
                 };
-                let own_qkey = self.engine.qp(qpn).map(|q| q.attrs.qkey).unwrap_or(0);
+                let own_qkey = self.core.engine.qp(qpn).map(|q| q.attrs.qkey).unwrap_or(0);
                 let dg = Datagram {
                     src_qpn,
                     slid: self.ib.port.lid,
@@ -136,14 +136,14 @@ impl Firmware {
                 Piece::Sge(sge) if sge.len == 0 => continue,
                 Piece::Sge(sge) => sge,
             };
-            let key = self.engine.lookup_key(sge.lkey).ok_or(syndrome::LOCAL_PROT_ERR)?;
+            let key = self.core.engine.lookup_key(sge.lkey).ok_or(syndrome::LOCAL_PROT_ERR)?;
             let chunks = key
                 .translate(sge.addr, sge.len as u64, pd, Access::LOCAL_READ)
                 .map_err(|_| syndrome::LOCAL_PROT_ERR)?;
             for (pa, n) in chunks {
                 let start = out.len();
                 out.resize(start + n as usize, 0);
-                self.mem.read(pa, &mut out[start..]).map_err(|_| syndrome::LOCAL_PROT_ERR)?;
+                self.core.mem.read(pa, &mut out[start..]).map_err(|_| syndrome::LOCAL_PROT_ERR)?;
             }
         }
         Ok(out)
@@ -152,9 +152,9 @@ impl Firmware {
     /// Delivers a datagram addressed to this port: QPN 0/1 are the special QPs.
     pub(super) fn deliver_local(&mut self, dqpn: u32, dg: Datagram) {
         let target = match dqpn {
-            0 => self.engine.qps().find(|(_, q)| q.qp_type == QpType::Smi).map(|(n, _)| n),
-            1 => self.engine.qps().find(|(_, q)| q.qp_type == QpType::Gsi).map(|(n, _)| n),
-            n => self.engine.qp(n).filter(|q| q.qp_type == QpType::Ud).map(|_| n),
+            0 => self.core.engine.qps().find(|(_, q)| q.qp_type == QpType::Smi).map(|(n, _)| n),
+            1 => self.core.engine.qps().find(|(_, q)| q.qp_type == QpType::Gsi).map(|(n, _)| n),
+            n => self.core.engine.qp(n).filter(|q| q.qp_type == QpType::Ud).map(|_| n),
         };
         match target {
             Some(t) => self.receive_ud(t, dg),
@@ -165,7 +165,7 @@ impl Firmware {
     /// Places a datagram into QP `qpn`'s receive queue (UD semantics: no
     /// receive posted or a Q_Key mismatch drops it).
     pub(super) fn receive_ud(&mut self, qpn: u32, dg: Datagram) {
-        let Some(qp) = self.engine.qp(qpn) else { return };
+        let Some(qp) = self.core.engine.qp(qpn) else { return };
         let (state, qp_type, recv_cq, pd, qkey) = (qp.state, qp.qp_type, qp.recv_cq, qp.pd, qp.attrs.qkey);
         if !matches!(state, QpState::Rtr | QpState::Rts) {
             return;
@@ -174,8 +174,8 @@ impl Firmware {
             debug!(qpn, "Q_Key mismatch: datagram dropped");
             return;
         }
-        let Some(ctx) = self.engine.qp(qpn).map(|e| &e.ext) else { return };
-        let Some(pc) = be32_at(&*self.mem, ctx.dbr_addr) else { return };
+        let Some(ctx) = self.core.engine.qp(qpn).map(|e| &e.ext) else { return };
+        let Some(pc) = be32_at(&*self.core.mem, ctx.dbr_addr) else { return };
         let ci = ctx.rq_ci;
         if ci == pc as u16 {
             debug!(qpn, "no receive posted: datagram dropped");
@@ -184,7 +184,7 @@ impl Firmware {
         }
         let Some(a) = Self::rq_addr(ctx, ci) else { return };
         let mut w = vec![0u8; ctx.rq_stride];
-        if self.mem.read(a, &mut w).is_err() {
+        if self.core.mem.read(a, &mut w).is_err() {
             self.qp_error(qpn, ci, 0, syndrome::LOCAL_QP_OP_ERR, false);
             return;
         }
@@ -202,7 +202,7 @@ impl Firmware {
                 break;
             }
             let n = (sge.len as usize).min(msg.len() - done);
-            let Some(key) = self.engine.lookup_key(sge.lkey) else {
+            let Some(key) = self.core.engine.lookup_key(sge.lkey) else {
                 self.qp_error(qpn, ci, 0, syndrome::LOCAL_PROT_ERR, false);
                 return;
             };
@@ -211,7 +211,7 @@ impl Firmware {
                 return;
             };
             for (pa, len) in chunks {
-                if self.mem.write(pa, &msg[done..done + len as usize]).is_err() {
+                if self.core.mem.write(pa, &msg[done..done + len as usize]).is_err() {
                     self.qp_error(qpn, ci, 0, syndrome::LOCAL_PROT_ERR, false);
                     return;
                 }
@@ -222,7 +222,7 @@ impl Firmware {
             self.qp_error(qpn, ci, 0, syndrome::LOCAL_LENGTH_ERR, false);
             return;
         }
-        if let Some(ctx) = self.engine.qp_mut(qpn).map(|e| &mut e.ext) {
+        if let Some(ctx) = self.core.engine.qp_mut(qpn).map(|e| &mut e.ext) {
             ctx.rq_ci = ci.wrapping_add(1);
         }
         if !dg.on_wire {
@@ -247,7 +247,7 @@ impl Firmware {
                 solicited: dg.solicited,
                 ..Default::default()
             };
-            self.post_cqe(cqn, &c, dg.solicited);
+            self.core.post_cqe(cqn, &c, dg.solicited);
         }
     }
 }

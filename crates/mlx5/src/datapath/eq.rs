@@ -1,4 +1,4 @@
-//! Event queues: the EQE writer ([`Firmware::post_eqe`]), the EQ doorbell
+//! Event queues: the EQE writer ([`Core::post_eqe`]), the EQ doorbell
 //! (consumer index and re-arm), and the events the data path raises
 //! (completion, CQ error, QP/SRQ events, port change).
 //!
@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering;
 use tracing::{debug, warn};
 
 use super::ctx::expand_ci;
+use crate::core::Core;
 use crate::firmware::Firmware;
 use crate::ifc;
 use crate::queue_buf::buf_addr;
@@ -18,7 +19,7 @@ use vrnic_engine::verbs::Event;
 /// Bytes of an EQE.
 const EQE_SIZE: u64 = 64;
 
-impl Firmware {
+impl Core {
     /// Writes one EQE into EQ `eqn` and raises its vector if armed.
     pub fn post_eqe(&mut self, eqn: u32, event_type: u8, sub_type: u8, data: &[u8; 28]) -> bool {
         let Some(eq) = self.eqs.get_mut(eqn) else { return false };
@@ -85,12 +86,12 @@ impl Firmware {
 
     /// An asynchronous event the engine reported, as EQEs.
     pub(super) fn engine_event(&mut self, ev: Event) {
-        let qp_event = |fw: &mut Firmware, ty: u32, n: u32, srq: bool| {
+        let qp_event = |core: &mut Core, ty: u32, n: u32, srq: bool| {
             let mut data = [0u8; 28];
             ifc::qp_events::r#type.set(&mut data, srq as u64);
             ifc::qp_events::qpn_rqn_sqn.set(&mut data, n as u64);
-            for eqn in fw.eqs_for(ty) {
-                fw.post_eqe(eqn, ty as u8, 0, &data);
+            for eqn in core.eqs_for(ty) {
+                core.post_eqe(eqn, ty as u8, 0, &data);
             }
         };
         match ev {
@@ -109,15 +110,17 @@ impl Firmware {
             Event::QpFatal { qpn } => debug!(qpn, "QP entered ERR after an error completion"),
         }
     }
+}
 
+impl Firmware {
     /// Posts a PORT_CHANGE event (sub_type 4 ACTIVE, 1 DOWN) to every EQ that asked for it.
     pub fn port_change(&mut self, active: bool) {
         self.ib.port.port_state = if active { 4 } else { 1 };
         self.ib.port.phys_state = if active { 5 } else { 3 };
         let mut data = [0u8; 28];
         ifc::port_state_change_event::port_num.set(&mut data, 1);
-        for eqn in self.eqs_for(ifc::MLX5_EVENT_TYPE_PORT_CHANGE) {
-            self.post_eqe(eqn, ifc::MLX5_EVENT_TYPE_PORT_CHANGE as u8, if active { 4 } else { 1 }, &data);
+        for eqn in self.core.eqs_for(ifc::MLX5_EVENT_TYPE_PORT_CHANGE) {
+            self.core.post_eqe(eqn, ifc::MLX5_EVENT_TYPE_PORT_CHANGE as u8, if active { 4 } else { 1 }, &data);
         }
     }
 }

@@ -23,7 +23,7 @@ fn send_one(net: &vrnic_fabric::InProcNet, a: &mut Side, b: &mut Side, i: u16) {
 }
 
 fn eqes(s: &Side) -> u64 {
-    s.t.fw.stats.eqes.load(std::sync::atomic::Ordering::Relaxed)
+    s.t.fw.core.stats.eqes.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// perftest -e's loop: wait for the event, re-arm (the CQE that raised it
@@ -81,7 +81,7 @@ fn poll_mode_scan_finds_a_first_arm_whose_store_was_overwritten() {
     use super::super::datapath::cq_arm::CqArm;
     let (_net, mut a, _b) = rc_pair(QP_BUF);
     let (uar, eqn) = {
-        let cq = a.t.fw.engine.cq(a.cqn).map(|e| &e.ext).unwrap();
+        let cq = a.t.fw.core.engine.cq(a.cqn).map(|e| &e.ext).unwrap();
         (cq.uar, cq.eqn)
     };
     let second_buf = 0x140000u64;
@@ -89,21 +89,21 @@ fn poll_mode_scan_finds_a_first_arm_whose_store_was_overwritten() {
     for (cqn, buf) in [(a.cqn, a.cq_buf), (second, second_buf)] {
         let rec = u32::from_be_bytes(a.t.mem.get(buf + 0x1004, 4).try_into().unwrap());
         assert_eq!(rec, crate::datapath::CQ_ARM_UNSET, "CREATE_CQ marks CQ {cqn} never armed");
-        assert_eq!(a.t.fw.engine.cq(cqn).map(|e| &e.ext).unwrap().arming.arm, CqArm::None);
+        assert_eq!(a.t.fw.core.engine.cq(cqn).map(|e| &e.ext).unwrap().arming.arm, CqArm::None);
     }
     // No arm yet: UAR activity (a send doorbell) arms nothing.
     a.t.fw
         .uar_activity(uar, Doorbell::Send { uar: uar as u64, offset: 0x800, opmod_idx_opcode: 0, qpn_ds: a.qpn << 8 });
-    assert_eq!(a.t.fw.engine.cq(a.cqn).map(|e| &e.ext).unwrap().arming.arm, CqArm::None);
+    assert_eq!(a.t.fw.core.engine.cq(a.cqn).map(|e| &e.ext).unwrap().arming.arm, CqArm::None);
     // libmlx5 writes each record, then stores to the UAR slot; only the
     // second store reaches the poller.
     for buf in [a.cq_buf, second_buf] {
         a.t.mem.put(buf + 0x1004, &arm_word(0, false, 0).to_be_bytes());
     }
     a.t.fw.uar_activity(uar, Doorbell::CqArm { uar: uar as u64, cqn: second, sn: 0, solicited: false, ci: 0 });
-    assert_eq!(a.t.fw.engine.cq(second).map(|e| &e.ext).unwrap().arming.arm, CqArm::Next);
+    assert_eq!(a.t.fw.core.engine.cq(second).map(|e| &e.ext).unwrap().arming.arm, CqArm::Next);
     assert_eq!(
-        a.t.fw.engine.cq(a.cqn).map(|e| &e.ext).unwrap().arming.arm,
+        a.t.fw.core.engine.cq(a.cqn).map(|e| &e.ext).unwrap().arming.arm,
         CqArm::Next,
         "the overwritten first arm is found"
     );
@@ -119,18 +119,18 @@ fn eq_consumer_index_behind_the_24_bit_wrap() {
     let mut t = Bench::new();
     let uar = t.up();
     let eqn = t.eq(uar, 0, 0, 0x100000);
-    t.fw.eqs.get_mut(eqn).unwrap().producer = 0x0100_0002;
+    t.fw.core.eqs.get_mut(eqn).unwrap().producer = 0x0100_0002;
     // Four EQEs not consumed yet: the driver's counter reads 0xfffffe.
     t.fw.eq_doorbell(eqn, 0x00ff_fffe, false);
-    assert_eq!(t.fw.eqs.get(eqn).unwrap().consumer, 0x00ff_fffe);
-    let before = t.fw.stats.eqes.load(std::sync::atomic::Ordering::Relaxed);
-    assert!(t.fw.post_eqe(eqn, ifc::MLX5_EVENT_TYPE_COMP as u8, 0, &[0; 28]), "the EQ has room: 5 of 64 in use");
-    assert_eq!(t.fw.stats.eqes.load(std::sync::atomic::Ordering::Relaxed), before + 1);
+    assert_eq!(t.fw.core.eqs.get(eqn).unwrap().consumer, 0x00ff_fffe);
+    let before = t.fw.core.stats.eqes.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(t.fw.core.post_eqe(eqn, ifc::MLX5_EVENT_TYPE_COMP as u8, 0, &[0; 28]), "the EQ has room: 5 of 64 in use");
+    assert_eq!(t.fw.core.stats.eqes.load(std::sync::atomic::Ordering::Relaxed), before + 1);
     // EQE 0x01000002 lands in slot 2, owner bit of pass 0x40000 (0).
     assert_eq!(t.mem.get(0x100000 + 2 * 64, 64)[63], 0);
     // Consumed up to the producer: nothing waits.
     t.fw.eq_doorbell(eqn, 0x0000_0003, false);
-    assert_eq!(t.fw.eqs.get(eqn).unwrap().consumer, 0x0100_0003);
+    assert_eq!(t.fw.core.eqs.get(eqn).unwrap().consumer, 0x0100_0003);
 }
 
 /// QP1 MAD completions go through the same arming as the engine's: a CQ
@@ -179,7 +179,7 @@ fn qp1_mad_completions_run_the_cq_arming() {
         t.mem.put(0x280004, &(idx as u32 + 2).to_be_bytes());
         t.fw.send_doorbell(qpn);
     };
-    let eqes = |t: &Bench| t.fw.stats.eqes.load(std::sync::atomic::Ordering::Relaxed);
+    let eqes = |t: &Bench| t.fw.core.stats.eqes.load(std::sync::atomic::Ordering::Relaxed);
     let e0 = eqes(&t);
     t.fw.cq_arm(cqn, 0, false, 0);
     assert_eq!(eqes(&t), e0, "an empty CQ does not fire on arming");
@@ -201,6 +201,6 @@ fn qp1_mad_completions_run_the_cq_arming() {
     mad_send(&mut t, 1, 2);
     assert_eq!(t.mem.get(cq_buf + 3 * 64, 64)[0x3f] >> 4, crate::datapath::cqe::op::REQ);
     assert_eq!(eqes(&t), e0 + 2, "solicited-only arm ignores successes");
-    let armed = t.fw.engine.cq(cqn).map(|e| &e.ext).unwrap().arming.arm;
+    let armed = t.fw.core.engine.cq(cqn).map(|e| &e.ext).unwrap().arming.arm;
     assert_eq!(armed, super::super::datapath::cq_arm::CqArm::Solicited);
 }

@@ -32,8 +32,8 @@ impl Moder {
         clock.set(1_000_000 * US);
         let wakes = Arc::new(AtomicU32::new(0));
         let w = wakes.clone();
-        t.fw.engine.set_clock(clock.clone());
-        t.fw.engine.set_waker(Some(Arc::new(move || {
+        t.fw.core.engine.set_clock(clock.clone());
+        t.fw.core.engine.set_waker(Some(Arc::new(move || {
             w.fetch_add(1, Ordering::Relaxed);
         })));
         let mut i = cmd(ifc::MLX5_CMD_OP_MODIFY_CQ, 0, ifc::modify_cq_in::SIZE);
@@ -46,13 +46,13 @@ impl Moder {
     }
 
     fn eqes(&self) -> u64 {
-        self.t.fw.stats.eqes.load(Ordering::Relaxed)
+        self.t.fw.core.stats.eqes.load(Ordering::Relaxed)
     }
 
     /// A successful send CQE.
     fn cqe(&mut self) {
         let e = Cqe { opcode: op::REQ, qpn: 0x42, wqe_counter: self.n as u16, ..Default::default() };
-        assert!(self.t.fw.datapath().post_cqe(self.cqn, &e, false));
+        assert!(self.t.fw.datapath().core.post_cqe(self.cqn, &e, false));
         self.n += 1;
     }
 
@@ -62,7 +62,7 @@ impl Moder {
     }
 
     fn pass(&mut self) -> Option<u64> {
-        self.t.fw.datapath().expire_cq_moderation()
+        self.t.fw.datapath().core.expire_cq_moderation()
     }
 }
 

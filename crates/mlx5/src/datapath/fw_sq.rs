@@ -25,9 +25,9 @@ impl Firmware {
     ) {
         // Bounded: at most one pass over the SQ per doorbell.
         for _ in 0..=(1u32 << 16) {
-            let Some(qp) = self.engine.qp(qpn) else { return };
+            let Some(qp) = self.core.engine.qp(qpn) else { return };
             let (state, send_cq) = (qp.state, qp.send_cq);
-            let Some(ctx) = self.engine.qp(qpn).map(|e| &e.ext) else { return };
+            let Some(ctx) = self.core.engine.qp(qpn).map(|e| &e.ext) else { return };
             if state == QpState::Err {
                 self.flush_qp(qpn);
                 return;
@@ -52,13 +52,13 @@ impl Firmware {
                     Some(w) => exec(self, qpn, &w, &ctrl),
                 }
             };
-            if let Some(ctx) = self.engine.qp_mut(qpn).map(|e| &mut e.ext) {
+            if let Some(ctx) = self.core.engine.qp_mut(qpn).map(|e| &mut e.ext) {
                 ctx.sq_ci = ci.wrapping_add(nbb as u16);
             }
             match result {
                 Ok(()) => {
                     if let (true, Some(cqn)) = (ctrl.signaled(), send_cq) {
-                        let user_index = self.engine.qp(qpn).map(|e| &e.ext).map(|c| c.user_index).unwrap_or(0);
+                        let user_index = self.core.engine.qp(qpn).map(|e| &e.ext).map(|c| c.user_index).unwrap_or(0);
                         let c = Cqe {
                             opcode: op::REQ,
                             wqe_opcode: ctrl.opcode,
@@ -67,7 +67,7 @@ impl Firmware {
                             user_index,
                             ..Default::default()
                         };
-                        self.post_cqe(cqn, &c, false);
+                        self.core.post_cqe(cqn, &c, false);
                     }
                 }
                 Err(s) => {
@@ -81,9 +81,9 @@ impl Firmware {
     /// The first error of a QP: an error CQE for the failing WQE, the QP
     /// moves to ERR, every other outstanding WQE is flushed.
     pub(crate) fn qp_error(&mut self, qpn: u32, wqe_counter: u16, wqe_opcode: u8, syn: u8, send: bool) {
-        let Some(qp) = self.engine.qp(qpn) else { return };
+        let Some(qp) = self.core.engine.qp(qpn) else { return };
         let cq = if send { qp.send_cq } else { qp.recv_cq };
-        let user_index = self.engine.qp(qpn).map(|e| &e.ext).map(|c| c.user_index).unwrap_or(0);
+        let user_index = self.core.engine.qp(qpn).map(|e| &e.ext).map(|c| c.user_index).unwrap_or(0);
         warn!(qpn, syndrome = syn, send, "work request failed: QP to error");
         if let Some(cqn) = cq {
             let c = Cqe {
@@ -96,25 +96,25 @@ impl Firmware {
                 vendor_syndrome: 0x79,
                 ..Default::default()
             };
-            self.post_cqe(cqn, &c, true);
+            self.core.post_cqe(cqn, &c, true);
         }
-        if let Some(ctx) = self.engine.qp_mut(qpn).map(|e| &mut e.ext) {
+        if let Some(ctx) = self.core.engine.qp_mut(qpn).map(|e| &mut e.ext) {
             if !send {
                 ctx.rq_ci = ctx.rq_ci.wrapping_add(1);
             }
         }
-        let _ = self.engine.modify_qp(qpn, QpTransition::ToErr, &Default::default());
+        let _ = self.core.engine.modify_qp(qpn, QpTransition::ToErr, &Default::default());
         self.flush_qp(qpn);
     }
 
     /// Completes every outstanding WQE of an ERR QP with WR_FLUSH_ERR, one each.
     pub fn flush_qp(&mut self, qpn: u32) {
-        let Some(qp) = self.engine.qp(qpn) else { return };
+        let Some(qp) = self.core.engine.qp(qpn) else { return };
         if qp.state != QpState::Err {
             return;
         }
         let (send_cq, recv_cq, has_srq) = (qp.send_cq, qp.recv_cq, qp.srq.is_some());
-        let Some(ctx) = self.engine.qp(qpn).map(|e| &e.ext).cloned() else { return };
+        let Some(ctx) = self.core.engine.qp(qpn).map(|e| &e.ext).cloned() else { return };
         let mut c = Cqe {
             qpn,
             user_index: ctx.user_index,
@@ -124,7 +124,7 @@ impl Firmware {
         };
         // Send queue.
         if ctx.sq_entries > 0 {
-            if let Some(pc) = be32_at(&*self.mem, ctx.dbr_addr + 4) {
+            if let Some(pc) = be32_at(&*self.core.mem, ctx.dbr_addr + 4) {
                 let mut ci = ctx.sq_ci;
                 let mut n = 0;
                 while ci != pc as u16 && n <= ctx.sq_entries {
@@ -137,19 +137,19 @@ impl Firmware {
                     c.wqe_opcode = ctrl.opcode;
                     c.wqe_counter = ci;
                     if let Some(cqn) = send_cq {
-                        self.post_cqe(cqn, &c, false);
+                        self.core.post_cqe(cqn, &c, false);
                     }
                     ci = ci.wrapping_add(ctrl.wqebbs() as u16);
                     n += 1;
                 }
-                if let Some(x) = self.engine.qp_mut(qpn).map(|e| &mut e.ext) {
+                if let Some(x) = self.core.engine.qp_mut(qpn).map(|e| &mut e.ext) {
                     x.sq_ci = ci;
                 }
             }
         }
         // Receive queue (an SRQ's WQEs belong to the SRQ, not the QP).
         if ctx.rq_entries > 0 && !has_srq {
-            if let Some(pc) = be32_at(&*self.mem, ctx.dbr_addr) {
+            if let Some(pc) = be32_at(&*self.core.mem, ctx.dbr_addr) {
                 let mut ci = ctx.rq_ci;
                 let mut n = 0;
                 while ci != pc as u16 && n <= ctx.rq_entries {
@@ -157,12 +157,12 @@ impl Firmware {
                     c.wqe_opcode = 0;
                     c.wqe_counter = ci;
                     if let Some(cqn) = recv_cq {
-                        self.post_cqe(cqn, &c, false);
+                        self.core.post_cqe(cqn, &c, false);
                     }
                     ci = ci.wrapping_add(1);
                     n += 1;
                 }
-                if let Some(x) = self.engine.qp_mut(qpn).map(|e| &mut e.ext) {
+                if let Some(x) = self.core.engine.qp_mut(qpn).map(|e| &mut e.ext) {
                     x.rq_ci = ci;
                 }
             }

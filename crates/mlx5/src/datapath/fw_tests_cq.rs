@@ -59,11 +59,11 @@ impl Cq {
     }
 
     fn producer(&self) -> u32 {
-        self.t.fw.engine.cq(self.cqn).unwrap().producer
+        self.t.fw.core.engine.cq(self.cqn).unwrap().producer
     }
 
     fn log_size(&self) -> u8 {
-        self.t.fw.engine.cq(self.cqn).unwrap().log_size
+        self.t.fw.core.engine.cq(self.cqn).unwrap().log_size
     }
 
     /// MODIFY_CQ op_mod RESIZE to `2^log` entries at `buf` (4 KiB pages).
@@ -162,7 +162,7 @@ fn resize_keeps_pending_cqes_and_continues_in_the_new_buffer() {
             "CQE {i} after the second resize"
         );
     }
-    assert!(!c.t.fw.engine.cq(c.cqn).unwrap().overrun);
+    assert!(!c.t.fw.core.engine.cq(c.cqn).unwrap().overrun);
 }
 
 /// What a resize refuses, and that a refused resize changes nothing.
@@ -184,7 +184,7 @@ fn resize_refusals_leave_the_cq_untouched() {
     let i = c.resize_in(7, NEW_BUF, MASK_LOG_SIZE | 1 << 5);
     assert_eq!(c.t.status(&i, 16), status::BAD_PARAM);
     // Above log_max_cq_sz; page size above 1 GiB.
-    let i = c.resize_in(c.t.fw.engine.limits().log_max_cq_size + 1, NEW_BUF, MASK_LOG_SIZE);
+    let i = c.resize_in(c.t.fw.core.engine.limits().log_max_cq_size + 1, NEW_BUF, MASK_LOG_SIZE);
     assert_eq!(c.t.status(&i, 16), status::BAD_PARAM);
     let mut i = c.resize_in(7, NEW_BUF, MASK_LOG_SIZE | MASK_PG_SIZE);
     ifc::modify_cq_in::cq_context::log_page_size.set(&mut i, 19);
@@ -224,7 +224,7 @@ fn modify_moderation_is_not_a_resize() {
     ifc::modify_cq_in::cq_context::cq_max_count.set(&mut i, 8);
     ifc::modify_cq_in::cq_context::log_cq_size.set(&mut i, 9);
     c.t.ok(&i, 16);
-    let cq = c.t.fw.engine.cq(c.cqn).unwrap();
+    let cq = c.t.fw.core.engine.cq(c.cqn).unwrap();
     assert_eq!((cq.period, cq.max_count, cq.log_size, cq.producer), (16, 8, 6, 0));
 }
 

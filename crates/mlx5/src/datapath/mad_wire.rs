@@ -128,7 +128,7 @@ impl Firmware {
             imm: dg.imm,
             payload: &dg.data,
         };
-        match self.engine.send_datagram(&d) {
+        match self.core.engine.send_datagram(&d) {
             Ok(()) => {
                 self.ib.counters.mad_wire_xmit.fetch_add(1, Ordering::Relaxed);
                 Ok(())

@@ -91,7 +91,7 @@ fn multicast_reaches_attached_qps_on_every_port() {
     attach(&mut b, MGID);
     send(&mut a, 0, MLID, Some(MGID), 0x5a);
     pump(&net, &mut a, &mut b);
-    let sent = a.t.fw.engine.qp(a.qpn).map(|q| q.qp_type);
+    let sent = a.t.fw.core.engine.qp(a.qpn).map(|q| q.qp_type);
     assert_eq!(sent, Some(vrnic_engine::QpType::Ud));
     let want = |s: &Side| Some((op::RESP_SEND, s.qpn, a.qpn, 1, true));
     assert_eq!(recv_cqe(&b, 0), want(&b), "B's member got it");

@@ -62,7 +62,7 @@ pub struct DataPath<'a>(&'a mut Firmware);
 
 impl Drop for DataPath<'_> {
     fn drop(&mut self) {
-        self.0.drain();
+        self.0.core.drain();
     }
 }
 
@@ -93,12 +93,12 @@ impl Firmware {
 
     /// CQ arm doorbell (`sn`, solicited-only, the driver's 24-bit `ci`).
     pub fn cq_arm(&mut self, cqn: u32, sn: u8, solicited: bool, ci: u32) {
-        self.datapath().arm_cq(cqn, sn, solicited, ci);
+        self.datapath().core.arm_cq(cqn, sn, solicited, ci);
     }
 
     /// EQ doorbell: the driver's 24-bit consumer index, optionally re-arm.
     pub fn eq_doorbell(&mut self, eqn: u32, ci: u32, arm: bool) {
-        self.datapath().update_eq(eqn, ci, arm);
+        self.datapath().core.update_eq(eqn, ci, arm);
     }
 
     /// After a QP entered ERR: queued work was flushed by the engine; WQEs
@@ -120,28 +120,28 @@ impl Firmware {
         // The store itself names one target: act on it first.
         match db {
             Doorbell::Send { qpn_ds, .. } => dp.route_send(qpn_ds >> 8),
-            Doorbell::CqArm { cqn, sn, solicited, ci, .. } => dp.arm_cq(cqn, sn, solicited, ci),
-            Doorbell::EqUpdate { eqn, ci, arm, .. } => dp.update_eq(eqn as u32, ci, arm),
+            Doorbell::CqArm { cqn, sn, solicited, ci, .. } => dp.core.arm_cq(cqn, sn, solicited, ci),
+            Doorbell::EqUpdate { eqn, ci, arm, .. } => dp.core.update_eq(eqn as u32, ci, arm),
         }
         // Stores that the last one overwrote: new send WQEs of QPs on this page.
         let qps: Vec<u32> =
-            dp.engine.qps().filter(|(_, q)| q.ext.uar == uar && q.ext.sq_entries > 0).map(|(n, _)| n).collect();
+            dp.core.engine.qps().filter(|(_, q)| q.ext.uar == uar && q.ext.sq_entries > 0).map(|(n, _)| n).collect();
         for qpn in qps {
-            let Some(ctx) = dp.engine.qp(qpn).map(|e| &e.ext) else { continue };
-            if be32_at(&*dp.mem, ctx.dbr_addr + 4).is_some_and(|pc| pc as u16 != ctx.sq_ci) {
+            let Some(ctx) = dp.core.engine.qp(qpn).map(|e| &e.ext) else { continue };
+            if be32_at(&*dp.core.mem, ctx.dbr_addr + 4).is_some_and(|pc| pc as u16 != ctx.sq_ci) {
                 dp.route_send(qpn);
             }
         }
         // ... and arm words not acted on yet (any CQ: libmlx5 may ring a CQ's
         // arm on another page than the one in its context).
-        let cqs: Vec<u32> = dp.engine.cqs().map(|(n, _)| n).collect();
+        let cqs: Vec<u32> = dp.core.engine.cqs().map(|(n, _)| n).collect();
         for cqn in cqs {
-            let Some(ctx) = dp.engine.cq(cqn).map(|e| &e.ext) else { continue };
-            let Some(w) = be32_at(&*dp.mem, ctx.dbr_addr + 4) else { continue };
+            let Some(ctx) = dp.core.engine.cq(cqn).map(|e| &e.ext) else { continue };
+            let Some(w) = be32_at(&*dp.core.mem, ctx.dbr_addr + 4) else { continue };
             // Bits outside an arm word: the record still holds CQ_ARM_UNSET
             // (or garbage), no arm to act on.
             if w & !0x31ff_ffff == 0 && ctx.arming.last_arm != Some(w) {
-                dp.arm_cq(cqn, ((w >> 28) & 3) as u8, w & (1 << 24) != 0, w & 0x00ff_ffff);
+                dp.core.arm_cq(cqn, ((w >> 28) & 3) as u8, w & (1 << 24) != 0, w & 0x00ff_ffff);
             }
         }
     }

@@ -24,8 +24,8 @@ pub const ERR_RQ_POLL_NS: u64 = 1_000_000;
 impl Firmware {
     /// QP `qpn` entered ERR: watch its receive doorbell record for a while.
     pub(super) fn watch_err_rq(&mut self, qpn: u32) {
-        let until = self.engine.now_ns() + ERR_RQ_WATCH_NS;
-        if let Some(ctx) = self.engine.qp_mut(qpn).map(|e| &mut e.ext).filter(|c| c.rq_entries > 0) {
+        let until = self.core.engine.now_ns() + ERR_RQ_WATCH_NS;
+        if let Some(ctx) = self.core.engine.qp_mut(qpn).map(|e| &mut e.ext).filter(|c| c.rq_entries > 0) {
             ctx.rq_flush_until = until;
             self.rdma.err_rq_watch.insert(qpn);
         }
@@ -39,12 +39,12 @@ impl Firmware {
         if self.rdma.err_rq_watch.is_empty() {
             return None;
         }
-        let now = self.engine.now_ns();
+        let now = self.core.engine.now_ns();
         let watched: Vec<u32> = self.rdma.err_rq_watch.iter().copied().collect();
         let mut any = false;
         for qpn in watched {
-            let in_err = self.engine.qp(qpn).is_some_and(|q| q.state == QpState::Err && q.srq.is_none());
-            let Some(ctx) = self.engine.qp_mut(qpn).map(|e| &mut e.ext).filter(|c| c.rq_flush_until != 0) else {
+            let in_err = self.core.engine.qp(qpn).is_some_and(|q| q.state == QpState::Err && q.srq.is_none());
+            let Some(ctx) = self.core.engine.qp_mut(qpn).map(|e| &mut e.ext).filter(|c| c.rq_flush_until != 0) else {
                 self.rdma.err_rq_watch.remove(&qpn);
                 continue;
             };
@@ -54,7 +54,7 @@ impl Firmware {
                 continue;
             }
             any = true;
-            if be32_at(&*self.mem, ctx.dbr_addr).is_some_and(|pc| pc as u16 != ctx.rq_ci) {
+            if be32_at(&*self.core.mem, ctx.dbr_addr).is_some_and(|pc| pc as u16 != ctx.rq_ci) {
                 self.sync_recv(qpn);
             }
         }
@@ -71,7 +71,7 @@ impl Firmware {
 
     /// Pulls newly posted receive WQEs of a QP (or its SRQ) into the engine.
     pub(super) fn sync_recv(&mut self, qpn: u32) {
-        let Some(qp) = self.engine.qp(qpn) else { return };
+        let Some(qp) = self.core.engine.qp(qpn) else { return };
         if qp.state == QpState::Reset {
             return;
         }
@@ -80,11 +80,11 @@ impl Firmware {
             return;
         }
         for _ in 0..=(1u32 << 16) {
-            let Some(ctx) = self.engine.qp(qpn).map(|e| &e.ext) else { return };
+            let Some(ctx) = self.core.engine.qp(qpn).map(|e| &e.ext) else { return };
             if ctx.rq_entries == 0 {
                 return;
             }
-            let Some(pc) = be32_at(&*self.mem, ctx.dbr_addr) else { return };
+            let Some(pc) = be32_at(&*self.core.mem, ctx.dbr_addr) else { return };
             let idx = ctx.rq_ci;
             if idx == pc as u16 {
                 return;
@@ -92,16 +92,16 @@ impl Firmware {
             let off = ((idx as u32 & (ctx.rq_entries - 1)) as u64) * ctx.rq_stride as u64;
             let mut w = vec![0u8; ctx.rq_stride];
             let ok = buf_addr(&ctx.pas, ctx.log_page_size, ctx.page_offset, off)
-                .is_some_and(|a| self.mem.read(a, &mut w).is_ok());
+                .is_some_and(|a| self.core.mem.read(a, &mut w).is_ok());
             if !ok {
                 warn!(qpn, "RQ outside guest memory");
                 return;
             }
-            if let Some(ctx) = self.engine.qp_mut(qpn).map(|e| &mut e.ext) {
+            if let Some(ctx) = self.core.engine.qp_mut(qpn).map(|e| &mut e.ext) {
                 ctx.rq_ci = idx.wrapping_add(1);
             }
             let sgl = wqe::parse_recv(&w).iter().map(|g| Sge { addr: g.addr, length: g.len, lkey: g.lkey }).collect();
-            if let Err(e) = self.engine.post_recv(qpn, RecvWr { wr_id: idx as u64, sgl }) {
+            if let Err(e) = self.core.engine.post_recv(qpn, RecvWr { wr_id: idx as u64, sgl }) {
                 warn!(qpn, "post_recv: {e}");
                 return;
             }
@@ -111,10 +111,10 @@ impl Firmware {
     /// SRQ: WQEs form a list through `next_wqe_index`; the doorbell record counts posted WQEs.
     pub(super) fn sync_srq(&mut self, srqn: u32) {
         for _ in 0..=(1u32 << 16) {
-            let Some(ctx) = self.engine.srq(srqn).map(|e| &e.ext) else { return };
-            let Some(srq) = self.engine.srq(srqn) else { return };
+            let Some(ctx) = self.core.engine.srq(srqn).map(|e| &e.ext) else { return };
+            let Some(srq) = self.core.engine.srq(srqn) else { return };
             let entries = 1u32 << srq.log_size;
-            let Some(pc) = be32_at(&*self.mem, ctx.dbr_addr) else { return };
+            let Some(pc) = be32_at(&*self.core.mem, ctx.dbr_addr) else { return };
             if ctx.posted == pc as u16 {
                 return;
             }
@@ -122,7 +122,7 @@ impl Firmware {
             let mut w = vec![0u8; ctx.stride];
             let off = ((idx as u32 & (entries - 1)) as u64) * ctx.stride as u64;
             let ok = buf_addr(&ctx.pas, ctx.log_page_size, ctx.page_offset, off)
-                .is_some_and(|a| self.mem.read(a, &mut w).is_ok());
+                .is_some_and(|a| self.core.mem.read(a, &mut w).is_ok());
             if !ok || ctx.stride < 16 {
                 warn!(srqn, "SRQ outside guest memory");
                 return;
@@ -130,11 +130,11 @@ impl Firmware {
             let next = u16::from_be_bytes([w[2], w[3]]);
             let sgl =
                 wqe::parse_recv(&w[16..]).iter().map(|g| Sge { addr: g.addr, length: g.len, lkey: g.lkey }).collect();
-            if let Some(ctx) = self.engine.srq_mut(srqn).map(|e| &mut e.ext) {
+            if let Some(ctx) = self.core.engine.srq_mut(srqn).map(|e| &mut e.ext) {
                 ctx.head = next;
                 ctx.posted = ctx.posted.wrapping_add(1);
             }
-            if let Err(e) = self.engine.post_srq_recv(srqn, RecvWr { wr_id: idx as u64, sgl }) {
+            if let Err(e) = self.core.engine.post_srq_recv(srqn, RecvWr { wr_id: idx as u64, sgl }) {
                 warn!(srqn, "post_srq_recv: {e}");
                 return;
             }

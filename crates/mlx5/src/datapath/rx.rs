@@ -30,7 +30,7 @@ impl PacketHandler for FwHandler {
     }
 
     fn flush(&self) {
-        self.fw().datapath().engine.flush_acks();
+        self.fw().datapath().core.engine.flush_acks();
     }
 
     /// Runs on every pass of the fabric worker: the timers and the receive
@@ -40,10 +40,10 @@ impl PacketHandler for FwHandler {
         let mut fw = self.fw();
         let mut dp = fw.datapath();
         let rq = dp.flush_err_rqs();
-        let moder = dp.expire_cq_moderation();
+        let moder = dp.core.expire_cq_moderation();
         let sa = dp.sa_poll(now_ns);
         let sm = dp.sm_poll(now_ns);
-        [dp.engine.poll_timers(), rq, moder, sa, sm].into_iter().flatten().min()
+        [dp.core.engine.poll_timers(), rq, moder, sa, sm].into_iter().flatten().min()
     }
 }
 
@@ -59,10 +59,10 @@ impl Firmware {
         let target = match bth.dest_qp() {
             // QP1 runs through the engine on RoCE; on InfiniBand QP0 and QP1
             // are the firmware's (`mad_wire.rs`); RoCE has no QP0.
-            1 if self.gsi_on_wire => self.engine.qps().find(|(_, q)| q.qp_type == QpType::Gsi).map(|(n, _)| n),
+            1 if self.gsi_on_wire => self.core.engine.qps().find(|(_, q)| q.qp_type == QpType::Gsi).map(|(n, _)| n),
             0 | 1 if !self.gsi_on_wire => return self.receive_mad(meta, pkt),
             0 | 1 => None,
-            n => self.engine.qp(n).filter(|q| engine_qp(q.qp_type)).map(|_| n),
+            n => self.core.engine.qp(n).filter(|q| engine_qp(q.qp_type)).map(|_| n),
         };
         // Only a packet that may take a receive WQE needs the RQ's new ones
         // (ACKs, read and atomic traffic do not: skip the doorbell record read).
@@ -73,23 +73,23 @@ impl Firmware {
                 None => self.sync_recv(q),
             }
         }
-        self.engine.receive(meta, pkt);
+        self.core.engine.receive(meta, pkt);
     }
 
     /// The XRC SRQ a request to XRC target `qpn` names (its XRCETH), if it
     /// exists; the engine checks it belongs to the target's XRC domain.
     fn xrc_target_srq(&self, qpn: u32, pkt: &[u8]) -> Option<u32> {
-        if self.engine.qp(qpn)?.qp_type != QpType::XrcTarget {
+        if self.core.engine.qp(qpn)?.qp_type != QpType::XrcTarget {
             return None;
         }
         let at = vrnic_wire::bth::field::HEADER_LEN;
         let x = vrnic_wire::xrceth::Packet::new_checked(pkt.get(at..)?).ok()?;
-        Some(x.xrc_srq()).filter(|s| self.engine.srq(*s).is_some())
+        Some(x.xrc_srq()).filter(|s| self.core.engine.srq(*s).is_some())
     }
 
     /// Whether a UD QP of this port is attached to group `gid` (ATTACH_TO_MCG).
     pub(crate) fn mcast_member(&self, gid: &[u8; 16]) -> bool {
-        self.engine.qps().any(|(_, q)| q.ext.mcast.contains(gid))
+        self.core.engine.qps().any(|(_, q)| q.ext.mcast.contains(gid))
     }
 
     /// A packet to the multicast QPN: one copy to every UD QP attached to its
@@ -114,9 +114,12 @@ impl Firmware {
                 .get(bth::field::HEADER_LEN..)
                 .and_then(|d| deth::Packet::new_checked(d).ok())
                 .map(|d| d.src_qp())
-                .filter(|q| self.engine.qp(*q).map(|e| &e.ext).is_some_and(|c| qpc::block_lb_mc.get_bool(&c.created)));
+                .filter(|q| {
+                    self.core.engine.qp(*q).map(|e| &e.ext).is_some_and(|c| qpc::block_lb_mc.get_bool(&c.created))
+                });
         }
         let members: Vec<u32> = self
+            .core
             .engine
             .qps()
             .filter(|(n, q)| Some(*n) != sender && q.ext.mcast.contains(&dgid) && q.qp_type == QpType::Ud)
@@ -131,7 +134,7 @@ impl Firmware {
             let mut copy = pkt.to_vec();
             copy[5..8].copy_from_slice(&qpn.to_be_bytes()[1..]);
             self.sync_recv(qpn);
-            self.engine.receive(meta, &copy);
+            self.core.engine.receive(meta, &copy);
             counters.mcast_delivered.fetch_add(1, Ordering::Relaxed);
         }
     }

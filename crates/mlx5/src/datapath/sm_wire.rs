@@ -155,8 +155,8 @@ impl Firmware {
         let mut data = [0u8; 28];
         ifc::port_state_change_event::port_num.set(&mut data, 1);
         let sub = ifc::MLX5_PORT_CHANGE_SUBTYPE_CLIENT_REREG as u8;
-        for eqn in self.eqs_for(ifc::MLX5_EVENT_TYPE_PORT_CHANGE) {
-            self.post_eqe(eqn, ifc::MLX5_EVENT_TYPE_PORT_CHANGE as u8, sub, &data);
+        for eqn in self.core.eqs_for(ifc::MLX5_EVENT_TYPE_PORT_CHANGE) {
+            self.core.post_eqe(eqn, ifc::MLX5_EVENT_TYPE_PORT_CHANGE as u8, sub, &data);
         }
     }
 

@@ -57,10 +57,10 @@ fn servers() -> (Arc<InProcNet>, Vec<Server>) {
     for (i, lid) in (1..=3u16).enumerate() {
         let mut t = Bench::new();
         t.fw.ib.port.lid = lid;
-        t.fw.engine.attach(vrnic_engine::transport::Io {
+        t.fw.core.engine.attach(vrnic_engine::transport::Io {
             mem: t.mem.clone(),
             packets: net.sink(i),
-            completions: t.fw.pending.clone(),
+            completions: t.fw.core.pending.clone(),
             local: eps[i],
             ..Default::default()
         });

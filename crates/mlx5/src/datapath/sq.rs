@@ -57,7 +57,7 @@ impl Firmware {
     /// the firmware's own send queues (QP0/QP1 on InfiniBand, REG_UMR,
     /// Ethernet SQs) or an error CQE.
     pub(super) fn route_send(&mut self, qpn: u32) {
-        let Some(qp) = self.engine.qp(qpn) else {
+        let Some(qp) = self.core.engine.qp(qpn) else {
             debug!(qpn, "send doorbell for a nonexistent QP ignored");
             return;
         };
@@ -78,12 +78,12 @@ impl Firmware {
     /// LOCAL_QP_OP_ERR and the QP moves to ERR (the rest flush), as for any
     /// WQE the device does not execute.
     fn no_send_path(&mut self, qpn: u32) {
-        if self.engine.qp(qpn).map(|e| &e.ext).is_some_and(|ctx| ctx.sq_entries == 0) {
+        if self.core.engine.qp(qpn).map(|e| &e.ext).is_some_and(|ctx| ctx.sq_entries == 0) {
             debug!(qpn, "send doorbell on a QP without a send queue ignored");
             return;
         }
         self.drain_fw_sq(qpn, |fw, qpn, _, ctrl| {
-            let qp_type = fw.engine.qp(qpn).map(|q| q.qp_type);
+            let qp_type = fw.core.engine.qp(qpn).map(|q| q.qp_type);
             warn!(qpn, ?qp_type, opcode = ctrl.opcode, "send WQE on a QP without a send path");
             Err(syndrome::LOCAL_QP_OP_ERR)
         });
@@ -100,7 +100,7 @@ impl Firmware {
 
     /// The next send WQE of QP `qpn`, as its doorbell record announces it.
     pub(crate) fn sq_head(&self, qpn: u32, ctx: &QpCtx) -> SqHead {
-        match Self::sq_producer(&*self.mem, ctx) {
+        match Self::sq_producer(&*self.core.mem, ctx) {
             Some(pc) => self.sq_head_upto(qpn, ctx, pc),
             None => SqHead::Empty,
         }
@@ -144,25 +144,26 @@ impl Firmware {
         let mut w = vec![0u8; nbb * WQEBB];
         for i in 0..nbb {
             let a = Self::sq_addr(ctx, idx.wrapping_add(i as u16))?;
-            self.mem.read(a, &mut w[i * WQEBB..(i + 1) * WQEBB]).ok()?;
+            self.core.mem.read(a, &mut w[i * WQEBB..(i + 1) * WQEBB]).ok()?;
         }
         Some(w)
     }
 
     /// Hands the QP's new send WQEs (up to the doorbell record) to the engine.
     pub(super) fn sync_sq(&mut self, qpn: u32) {
-        let Some(qp) = self.engine.qp(qpn) else { return };
+        let Some(qp) = self.core.engine.qp(qpn) else { return };
         let (ud, state, qp_type) = (matches!(qp.qp_type, QpType::Ud | QpType::Gsi), qp.state, qp.qp_type);
         if matches!(state, QpState::Reset | QpState::Init | QpState::Rtr) {
             return;
         }
         // The doorbell record is read once: a WQE posted after this read
         // comes with a doorbell of its own, which syncs again.
-        let Some(pc) = self.engine.qp(qpn).map(|e| &e.ext).and_then(|ctx| Self::sq_producer(&*self.mem, ctx)) else {
+        let Some(pc) = self.core.engine.qp(qpn).map(|e| &e.ext).and_then(|ctx| Self::sq_producer(&*self.core.mem, ctx))
+        else {
             return;
         };
         for _ in 0..=(1u32 << 16) {
-            let Some(ctx) = self.engine.qp(qpn).map(|e| &e.ext) else { return };
+            let Some(ctx) = self.core.engine.qp(qpn).map(|e| &e.ext) else { return };
             if ctx.sq_entries == 0 {
                 return;
             }
@@ -172,10 +173,10 @@ impl Firmware {
                 // on hardware: an error CQE for that slot and the QP to ERR.
                 SqHead::Unreadable { ci } => {
                     let wr = local_qp_op_err(ci as u64);
-                    if let Some(ctx) = self.engine.qp_mut(qpn).map(|e| &mut e.ext) {
+                    if let Some(ctx) = self.core.engine.qp_mut(qpn).map(|e| &mut e.ext) {
                         ctx.sq_ci = ci.wrapping_add(1);
                     }
-                    if let Err(e) = self.engine.post_send(qpn, wr) {
+                    if let Err(e) = self.core.engine.post_send(qpn, wr) {
                         warn!(qpn, "post_send: {e}");
                     }
                     return;
@@ -199,10 +200,10 @@ impl Firmware {
                     local_qp_op_err(ctrl.send_wr_id())
                 }
             };
-            if let Some(ctx) = self.engine.qp_mut(qpn).map(|e| &mut e.ext) {
+            if let Some(ctx) = self.core.engine.qp_mut(qpn).map(|e| &mut e.ext) {
                 ctx.sq_ci = ci.wrapping_add(nbb as u16);
             }
-            if let Err(e) = self.engine.post_send(qpn, wr) {
+            if let Err(e) = self.core.engine.post_send(qpn, wr) {
                 warn!(qpn, "post_send: {e}");
             }
         }

@@ -378,12 +378,12 @@ impl Firmware {
     pub(super) fn drain_umr_sq(&mut self, qpn: u32) {
         self.drain_fw_sq(qpn, |fw, qpn, w, ctrl| match fw.execute_umr(w, ctrl, None) {
             Ok(()) => {
-                fw.stats.umr_wqes.fetch_add(1, Ordering::Relaxed);
+                fw.core.stats.umr_wqes.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             }
             Err(e) => {
                 warn!(qpn, mkey = ctrl.imm, error = %e, "UMR WQE not executed");
-                fw.stats.umr_errors.fetch_add(1, Ordering::Relaxed);
+                fw.core.stats.umr_errors.fetch_add(1, Ordering::Relaxed);
                 Err(e.syndrome())
             }
         });
@@ -394,7 +394,7 @@ impl Firmware {
     /// order through the engine (a NOP carrying the UMR opcode, or an error
     /// completion with the UMR's syndrome, which moves the QP to ERR).
     pub(super) fn umr_on_qp(&mut self, qpn: u32, w: &[u8], ctrl: &CtrlSeg) -> SendWr {
-        let pd = self.engine.qp(qpn).map(|q| q.pd);
+        let pd = self.core.engine.qp(qpn).map(|q| q.pd);
         let mut wr = SendWr::new(ctrl.send_wr_id(), WrOpcode::Nop, Vec::new());
         wr.signaled = ctrl.signaled();
         let r = match pd {
@@ -403,11 +403,11 @@ impl Firmware {
         };
         match r {
             Ok(()) => {
-                self.stats.umr_wqes.fetch_add(1, Ordering::Relaxed);
+                self.core.stats.umr_wqes.fetch_add(1, Ordering::Relaxed);
             }
             Err(e) => {
                 warn!(qpn, mkey = ctrl.imm, error = %e, "UMR WQE on an RC QP not executed");
-                self.stats.umr_errors.fetch_add(1, Ordering::Relaxed);
+                self.core.stats.umr_errors.fetch_add(1, Ordering::Relaxed);
                 wr.signaled = true;
                 wr.local_error = Some(match e.syndrome() {
                     syndrome::LOCAL_PROT_ERR => WcStatus::LocProtErr,
@@ -429,7 +429,7 @@ impl Firmware {
         }
         let u = parse_umr(w, ctrl)?;
         let index = u.mkey >> 8;
-        let old = self.engine.mkey(index).ok_or(UmrError::BadKey(u.mkey))?;
+        let old = self.core.engine.mkey(index).ok_or(UmrError::BadKey(u.mkey))?;
         if let Some(pd) = qp_pd {
             if old.pd != pd {
                 return Err(UmrError::BadKey(u.mkey));
@@ -441,7 +441,7 @@ impl Firmware {
         if u.ctrl.mkey_mask & mask::KEY == 0 && old.variant != u.mkey as u8 {
             return Err(UmrError::BadKey(u.mkey));
         }
-        let old_mkc = self.engine.mkey(index).map(|e| &e.ext).ok_or(UmrError::BadKey(u.mkey))?;
+        let old_mkc = self.core.engine.mkey(index).map(|e| &e.ext).ok_or(UmrError::BadKey(u.mkey))?;
         if !mkc::umr_en.get_bool(&old_mkc.mkc) {
             return Err(UmrError::NotUmrEnabled(u.mkey));
         }
@@ -456,9 +456,9 @@ impl Firmware {
                 self.read_through_key(lkey, addr, n)?
             }
         };
-        let engine = &self.engine;
+        let engine = &self.core.engine;
         let (new, new_mkc) = apply(old, &old_mkc.mkc, &u, &xlt, |pd| engine.pd_exists(pd))?;
-        if let Some(k) = self.engine.mkey_mut(index) {
+        if let Some(k) = self.core.engine.mkey_mut(index) {
             let (key, ctx) = k.parts_mut();
             *key = new;
             ctx.mkc = new_mkc;
@@ -469,7 +469,7 @@ impl Firmware {
     /// Copies `n` bytes at `addr` through local key `lkey` (the kernel's
     /// DMA key of the UMR PD).
     fn read_through_key(&self, lkey: u32, addr: u64, n: u64) -> Result<Vec<u8>, UmrError> {
-        let key = self.engine.lookup_key(lkey).ok_or(UmrError::Pointer("no such lkey"))?;
+        let key = self.core.engine.lookup_key(lkey).ok_or(UmrError::Pointer("no such lkey"))?;
         let chunks = key
             .translate(addr, n, key.pd, Access::LOCAL_READ)
             .map_err(|_| UmrError::Pointer("lkey does not cover it"))?;
@@ -477,7 +477,7 @@ impl Firmware {
         for (pa, len) in chunks {
             let at = out.len();
             out.resize(at + len as usize, 0);
-            self.mem.read(pa, &mut out[at..]).map_err(|_| UmrError::Pointer("outside guest memory"))?;
+            self.core.mem.read(pa, &mut out[at..]).map_err(|_| UmrError::Pointer("outside guest memory"))?;
         }
         Ok(out)
     }

@@ -50,21 +50,21 @@ fn rc_qp_fast_registration_and_invalidation() {
     // REG_MR: the key, its new variant, enabled with the entries inline; the CQE carries the UMR opcode.
     assert_eq!(u.post(OPCODE_UMR, key, &reg_mr(0x2000)), (op::REQ, 0, OPCODE_UMR, 0));
     let new = (key & !0xff) | 0x23;
-    let k = u.t.fw.engine.lookup_key(new).unwrap();
+    let k = u.t.fw.core.engine.lookup_key(new).unwrap();
     assert!(!k.free);
     assert_eq!(k.translate(0x10ff0, 0x20, pd, Access::REMOTE_WRITE).unwrap(), vec![(0x340ff0, 0x10), (0x350000, 0x10)]);
-    assert_eq!(u.t.fw.engine.mkey(key >> 8).map(|e| mkc::en_rinval.get(&e.ext.mkc)), Some(1));
+    assert_eq!(u.t.fw.core.engine.mkey(key >> 8).map(|e| mkc::en_rinval.get(&e.ext.mkc)), Some(1));
     // LOCAL_INV: free again, access refused; a second REG_MR of the free key works.
     assert_eq!(u.post(OPCODE_UMR, new, &local_inv()), (op::REQ, 0, OPCODE_UMR, 3));
-    let k = u.t.fw.engine.lookup_key(new).unwrap();
+    let k = u.t.fw.core.engine.lookup_key(new).unwrap();
     assert_eq!(k.translate(0x10000, 1, pd, Access::LOCAL_READ), Err(KeyFault::BadKey));
     assert_eq!(u.post(OPCODE_UMR, new, &reg_mr(0x1000)), (op::REQ, 0, OPCODE_UMR, 5));
     // REG_MR of a key in use (CHECK_NOT_FREE): LOCAL_PROT_ERR, the QP in ERR, nothing applied.
     assert_eq!(u.post(OPCODE_UMR, new, &reg_mr(0x2000)), (op::REQ_ERR, syndrome::LOCAL_PROT_ERR, OPCODE_UMR, 8));
     assert_eq!(u.state(), QpState::Err);
-    assert_eq!(u.t.fw.engine.lookup_key(new).unwrap().length, 0x1000);
-    assert_eq!(u.t.fw.stats.umr_wqes.load(Ordering::Relaxed), 3);
-    assert_eq!(u.t.fw.stats.umr_errors.load(Ordering::Relaxed), 1);
+    assert_eq!(u.t.fw.core.engine.lookup_key(new).unwrap().length, 0x1000);
+    assert_eq!(u.t.fw.core.stats.umr_wqes.load(Ordering::Relaxed), 3);
+    assert_eq!(u.t.fw.core.stats.umr_errors.load(Ordering::Relaxed), 1);
 }
 
 /// An RC QP reaches only the keys of its own PD and cannot move a key to
@@ -85,7 +85,7 @@ fn rc_qp_umr_stays_in_its_pd() {
     let o = u.t.ok(&i, 16);
     let foreign = ((ifc::create_mkey_out::mkey_index.get(&o) as u32) << 8) | 0x22;
     assert_eq!(u.post(OPCODE_UMR, foreign, &reg_mr(0x1000)), (op::REQ_ERR, syndrome::LOCAL_PROT_ERR, OPCODE_UMR, 0));
-    assert!(u.t.fw.engine.lookup_key(foreign).unwrap().free, "nothing applied");
+    assert!(u.t.fw.core.engine.lookup_key(foreign).unwrap().free, "nothing applied");
     let mut u = Umr::with_st(0);
     let key = u.free_key(0x22);
     let mut w = reg_mr(0x1000);

@@ -342,7 +342,7 @@ impl Umr {
     }
 
     fn state(&self) -> QpState {
-        self.t.fw.engine.qp(self.qpn).unwrap().state
+        self.t.fw.core.engine.qp(self.qpn).unwrap().state
     }
 }
 
@@ -384,7 +384,7 @@ fn reg_umr_qp_executes_completes_and_recovers() {
     let (pd, lkey) = (u.pd, u.lkey);
     // Enable through a pointer to the MTT: REQ CQE, the key translates.
     assert_eq!(u.post(OPCODE_UMR, key, &enable(pd, lkey, 0x2000)), (op::REQ, 0, OPCODE_UMR, 0));
-    let k = u.t.fw.engine.lookup_key(key).unwrap();
+    let k = u.t.fw.core.engine.lookup_key(key).unwrap();
     assert_eq!(k.translate(0x10ff0, 0x20, pd, Access::REMOTE_WRITE).unwrap(), vec![(0x340ff0, 0x10), (0x350000, 0x10)]);
     // QUERY_MKEY reports the new context.
     let mut q = cmd(ifc::MLX5_CMD_OP_QUERY_MKEY, 0, ifc::query_mkey_in::SIZE);
@@ -399,7 +399,7 @@ fn reg_umr_qp_executes_completes_and_recovers() {
     mkc::pd.set(&mut r.seg, pd as u64);
     assert_eq!(u.post(OPCODE_UMR, key, &r), (op::REQ, 0, OPCODE_UMR, 3));
     assert_eq!(
-        u.t.fw.engine.lookup_key(key).unwrap().translate(0x10000, 1, pd, Access::LOCAL_READ),
+        u.t.fw.core.engine.lookup_key(key).unwrap().translate(0x10000, 1, pd, Access::LOCAL_READ),
         Err(KeyFault::BadKey)
     );
     // PD/access change on a free key with CHECK_FREE: LOCAL_PROT_ERR, QP to ERR.
@@ -408,7 +408,7 @@ fn reg_umr_qp_executes_completes_and_recovers() {
     mkc::pd.set(&mut a.seg, pd as u64);
     assert_eq!(u.post(OPCODE_UMR, key, &a), (op::REQ_ERR, syndrome::LOCAL_PROT_ERR, OPCODE_UMR, 5));
     assert_eq!(u.state(), QpState::Err);
-    assert!(u.t.fw.engine.lookup_key(key).unwrap().free, "nothing applied");
+    assert!(u.t.fw.core.engine.lookup_key(key).unwrap().free, "nothing applied");
     // The driver's barrier WQE on the ERR QP is flushed.
     assert_eq!(u.post(OPCODE_UMR, key, &a), (op::REQ_ERR, syndrome::WR_FLUSH_ERR, OPCODE_UMR, 7));
     // mlx5r_umr_recover: RESET, then INIT/RTR/RTS; the ring restarts at 0.
@@ -416,8 +416,8 @@ fn reg_umr_qp_executes_completes_and_recovers() {
     u.pc = 0;
     u.bring_up();
     assert_eq!(u.post(OPCODE_UMR, key, &enable(pd, lkey, 0x1000)), (op::REQ, 0, OPCODE_UMR, 0));
-    assert_eq!(u.t.fw.stats.umr_wqes.load(Ordering::Relaxed), 3);
-    assert_eq!(u.t.fw.stats.umr_errors.load(Ordering::Relaxed), 1);
+    assert_eq!(u.t.fw.core.stats.umr_wqes.load(Ordering::Relaxed), 3);
+    assert_eq!(u.t.fw.core.stats.umr_errors.load(Ordering::Relaxed), 1);
 }
 
 /// Each kind of bad WQE gets its error CQE (never silence), and the QP is
@@ -486,7 +486,7 @@ fn bad_umr_wqes_complete_with_errors() {
         assert_eq!((o, s, counter), (op::REQ_ERR, syn, 0), "{what}");
         assert_eq!(u.state(), QpState::Err, "{what}");
         assert_eq!(u.t.mem.get(CQ_BUF + 64, 64)[0x3f], 0xf1, "{what}: one CQE");
-        let k = u.t.fw.engine.mkeys().find(|(_, k)| k.variant == 0x22).unwrap().1;
+        let k = u.t.fw.core.engine.mkeys().find(|(_, k)| k.variant == 0x22).unwrap().1;
         assert!(k.free, "{what}: the key is unchanged");
     }
 }

@@ -93,9 +93,9 @@ fn sq_lifecycle_is_a_raw_packet_qp() {
     let mut p = port();
     let i = create_q(&p, true, 6);
     let sqn = obj(&p.t.ok(&i, 16));
-    let qp = p.t.fw.engine.qp(sqn).expect("an engine QP");
+    let qp = p.t.fw.core.engine.qp(sqn).expect("an engine QP");
     assert_eq!((qp.qp_type, qp.state, qp.send_cq, qp.recv_cq), (QpType::RawPacket, QpState::Reset, Some(p.cqn), None));
-    let ctx = p.t.fw.engine.qp(sqn).map(|e| &e.ext).expect("its work queue");
+    let ctx = p.t.fw.core.engine.qp(sqn).map(|e| &e.ext).expect("its work queue");
     assert_eq!((ctx.sq_entries, ctx.rq_entries, ctx.dbr_addr, ctx.user_index), (64, 0, DBR, 0x55));
     assert_eq!(ctx.pas, vec![SQ_BUF]);
     let sq = p.t.fw.eth.queues.sq(sqn).unwrap();
@@ -106,11 +106,11 @@ fn sq_lifecycle_is_a_raw_packet_qp() {
     // RST -> RDY: engine RTS; the current state must be named right.
     assert_eq!(p.t.fails(&modify_q(true, sqn, 1, 1), 16).0, status::BAD_RES_STATE);
     p.t.ok(&modify_q(true, sqn, 0, 1), 16);
-    assert_eq!(p.t.fw.engine.qp(sqn).unwrap().state, QpState::Rts);
+    assert_eq!(p.t.fw.core.engine.qp(sqn).unwrap().state, QpState::Rts);
     assert_eq!(query_state(&mut p.t, true, sqn), 1);
     // RDY -> ERR (what the error reporters read back), ERR -> RST -> RDY (recovery).
     p.t.ok(&modify_q(true, sqn, 1, 3), 16);
-    assert_eq!((query_state(&mut p.t, true, sqn), p.t.fw.engine.qp(sqn).unwrap().state), (3, QpState::Err));
+    assert_eq!((query_state(&mut p.t, true, sqn), p.t.fw.core.engine.qp(sqn).unwrap().state), (3, QpState::Err));
     assert_eq!(p.t.fails(&modify_q(true, sqn, 3, 1), 16).0, status::BAD_RES_STATE, "ERR -> RDY skips RST");
     p.t.ok(&modify_q(true, sqn, 3, 0), 16);
     p.t.ok(&modify_q(true, sqn, 0, 1), 16);
@@ -124,7 +124,7 @@ fn sq_lifecycle_is_a_raw_packet_qp() {
         let mut i = cmd(ifc::MLX5_CMD_OP_DESTROY_SQ, 0, 16);
         l::OBJ_NUM.set(&mut i, n as u64);
         p.t.ok(&i, 16);
-        assert!(p.t.fw.engine.qp(n).is_none());
+        assert!(p.t.fw.core.engine.qp(n).is_none());
         assert!(p.t.fw.eth.queues.sq(n).is_none());
         assert_eq!(p.t.fails(&i, 16).0, status::BAD_RES, "twice");
     }
@@ -166,7 +166,7 @@ fn sq_and_rq_creation_checks() {
     ctxf(rqc::counter_set_id).set(&mut i, 5);
     assert_eq!(p.t.fails(&i, 16).0, status::BAD_RES, "no such Q counter");
     // Nothing was left behind by the refusals.
-    assert_eq!(p.t.fw.engine.counts().qps, 0);
+    assert_eq!(p.t.fw.core.engine.counts().qps, 0);
     assert!(p.t.fw.eth.queues.sqs.is_empty() && p.t.fw.eth.queues.rqs.is_empty());
 }
 
@@ -183,11 +183,11 @@ fn rq_lifecycle_vsd_and_q_counters() {
     ctxf(rqc::counter_set_id).set(&mut i, b);
     wqf(wq::pd).set(&mut i, 0);
     let rqn = obj(&p.t.ok(&i, 16));
-    let ctx = p.t.fw.engine.qp(rqn).map(|e| &e.ext).unwrap();
+    let ctx = p.t.fw.core.engine.qp(rqn).map(|e| &e.ext).unwrap();
     assert_eq!((ctx.rq_entries, ctx.rq_stride, ctx.sq_entries), (1, 16, 0));
     let rq = p.t.fw.eth.queues.rq(rqn).unwrap().clone();
     assert_eq!((rq.cqn, rq.vsd, rq.counter_set_id, rq.state), (p.cqn, true, b as u8, 0));
-    assert_eq!(p.t.fw.engine.qp(rqn).unwrap().recv_cq, Some(p.cqn));
+    assert_eq!(p.t.fw.core.engine.qp(rqn).unwrap().recv_cq, Some(p.cqn));
     p.t.ok(&modify_q(false, rqn, 0, 1), 16);
     assert_eq!(query_state(&mut p.t, false, rqn), 1);
     // MODIFY_RQ RDY -> RDY with the VSD bit (ethtool rxvlan): only the selected field changes.

@@ -132,7 +132,7 @@ fn create_wq(fw: &mut Firmware, r: &Req<'_>, send: bool, cqn: u32) -> Result<Wor
     let log_stride = w(wq::log_wq_stride) as u32;
     let log_page_size = w(wq::log_wq_pg_sz) as u8;
     let stride_ok = if send { log_stride == 6 } else { (4..=11).contains(&log_stride) };
-    if !stride_ok || log_wq_sz > fw.engine.limits().log_max_qp_size || log_page_size > 18 {
+    if !stride_ok || log_wq_sz > fw.core.engine.limits().log_max_qp_size || log_page_size > 18 {
         return Err(fail!(status::BAD_PARAM, ETH_WQ_BAD_SIZE));
     }
     if w(wq::wq_umem_valid) != 0 || w(wq::dbr_umem_valid) != 0 {
@@ -176,7 +176,7 @@ fn create_wq(fw: &mut Firmware, r: &Req<'_>, send: bool, cqn: u32) -> Result<Wor
         rq_ci: 0,
         rq_flush_until: 0,
     };
-    let qpn = eng!(fw.engine.create_qp_with(create, qp_ctx), ETH_WQ_ENGINE)?;
+    let qpn = eng!(fw.core.engine.create_qp_with(create, qp_ctx), ETH_WQ_ENGINE)?;
     Ok(WorkQueue { qpn, ctx })
 }
 
@@ -184,7 +184,7 @@ fn create_wq(fw: &mut Firmware, r: &Req<'_>, send: bool, cqn: u32) -> Result<Wor
 pub const ST_RAW: u8 = 0x6;
 
 fn check_cq(fw: &Firmware, cqn: u32) -> Result<(), CmdErr> {
-    if fw.engine.cq(cqn).is_none() {
+    if fw.core.engine.cq(cqn).is_none() {
         return Err(fail!(status::BAD_RES, ETH_WQ_BAD_CQ));
     }
     Ok(())
@@ -239,11 +239,11 @@ fn change_state(fw: &mut Firmware, qpn: u32, cur: u8, next: u64) -> Result<u8, C
     if !legal {
         return Err(fail!(status::BAD_RES_STATE, ETH_MODIFY_Q_BAD_TRANSITION));
     }
-    eng!(fw.engine.set_raw_state(qpn, target), ETH_MODIFY_Q_ENGINE)?;
+    eng!(fw.core.engine.set_raw_state(qpn, target), ETH_MODIFY_Q_ENGINE)?;
     match target {
         QpState::Err if cur as u64 != l::Q_STATE_ERR => fw.flush_qp(qpn),
         QpState::Reset => {
-            if let Some(ctx) = fw.engine.qp_mut(qpn).map(|e| &mut e.ext) {
+            if let Some(ctx) = fw.core.engine.qp_mut(qpn).map(|e| &mut e.ext) {
                 ctx.sq_ci = 0;
                 ctx.rq_ci = 0;
             }
@@ -307,7 +307,7 @@ pub fn modify_rq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 /// Removes the engine QP and its contexts. The command runs with the data path drained and holds
 /// the firmware: after it no doorbell, frame or flush reaches the queue.
 fn destroy_wq(fw: &mut Firmware, qpn: u32) -> Result<(), CmdErr> {
-    eng!(fw.engine.destroy_qp(qpn), ETH_DESTROY_Q_ENGINE)?;
+    eng!(fw.core.engine.destroy_qp(qpn), ETH_DESTROY_Q_ENGINE)?;
     Ok(())
 }
 

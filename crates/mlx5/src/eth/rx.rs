@@ -148,7 +148,7 @@ impl FrameHandler for EthRx {
 
     fn flush(&self) {
         if self.roce.is_some() {
-            self.fw().datapath().engine.flush_acks();
+            self.fw().datapath().core.engine.flush_acks();
         }
         self.kick_pending();
     }
@@ -157,17 +157,17 @@ impl FrameHandler for EthRx {
         let mut guard = self.fw();
         let mut dp = guard.datapath();
         // Held completion events of any CQ (a port without RoCE included).
-        let moder = dp.expire_cq_moderation();
+        let moder = dp.core.expire_cq_moderation();
         let Some(port) = self.roce.as_ref() else { return moder };
         let looped = port.drain_loopback(&mut |meta, pkt| {
             self.note(pkt, true);
             dp.rdma_receive(meta, pkt);
         });
         if looped > 0 {
-            dp.engine.flush_acks();
+            dp.core.engine.flush_acks();
         }
         let rq = dp.flush_err_rqs();
-        let next = [dp.engine.poll_timers(), rq, moder].into_iter().flatten().min();
+        let next = [dp.core.engine.poll_timers(), rq, moder].into_iter().flatten().min();
         drop(dp);
         drop(guard);
         self.kick_pending();
@@ -222,15 +222,15 @@ impl Firmware {
 
     /// True when `rqn` is an Ethernet RQ (a RawPacket engine QP with a receive queue).
     pub(crate) fn is_eth_rq(&self, rqn: u32) -> bool {
-        self.engine.qp(rqn).is_some_and(|q| q.qp_type == QpType::RawPacket)
-            && self.engine.qp(rqn).map(|e| &e.ext).is_some_and(|c| c.rq_entries != 0)
+        self.core.engine.qp(rqn).is_some_and(|q| q.qp_type == QpType::RawPacket)
+            && self.core.engine.qp(rqn).map(|e| &e.ext).is_some_and(|c| c.rq_entries != 0)
     }
 
     /// The RQ `rqn` if it takes frames now (RDY, with a CQ).
     fn rx_queue(&self, rqn: u32) -> Option<RxQueue> {
-        let qp = self.engine.qp(rqn).filter(|q| q.qp_type == QpType::RawPacket && q.state == QpState::Rts)?;
-        let cqn = qp.recv_cq.filter(|c| self.engine.cq(*c).is_some())?;
-        self.engine.qp(rqn).map(|e| &e.ext).filter(|c| c.rq_entries != 0)?;
+        let qp = self.core.engine.qp(rqn).filter(|q| q.qp_type == QpType::RawPacket && q.state == QpState::Rts)?;
+        let cqn = qp.recv_cq.filter(|c| self.core.engine.cq(*c).is_some())?;
+        self.core.engine.qp(rqn).map(|e| &e.ext).filter(|c| c.rq_entries != 0)?;
         let vsd = self.eth.queues.rq(rqn).is_some_and(|r| r.vsd);
         Some(RxQueue { cqn, pd: qp.pd, vsd })
     }
@@ -313,9 +313,9 @@ impl Firmware {
 
     /// Whether RQ `rqn` has a WQE posted (its doorbell record ahead of the consumer index).
     fn rq_posted(&self, rqn: u32) -> bool {
-        let Some(ctx) = self.engine.qp(rqn).map(|e| &e.ext) else { return false };
+        let Some(ctx) = self.core.engine.qp(rqn).map(|e| &e.ext) else { return false };
         let mut pc = [0u8; 4];
-        self.mem.read(ctx.dbr_addr, &mut pc).is_ok() && u32::from_be_bytes(pc) as u16 != ctx.rq_ci
+        self.core.mem.read(ctx.dbr_addr, &mut pc).is_ok() && u32::from_be_bytes(pc) as u16 != ctx.rq_ci
     }
 
     /// Places a frame into RQ `c.rqn`'s next WQE and completes it; false: dropped (counted).
@@ -326,7 +326,7 @@ impl Firmware {
             self.rq_counters(rqn).drops += 1;
             return false;
         };
-        let Some(ctx) = self.engine.qp(rqn).map(|e| &e.ext) else { return false };
+        let Some(ctx) = self.core.engine.qp(rqn).map(|e| &e.ext) else { return false };
         let (ci, stride, entries) = (ctx.rq_ci, ctx.rq_stride, ctx.rq_entries);
         if !self.rq_posted(rqn) {
             if let Some(id) = self.eth.queues.rq(rqn).map(|r| r.counter_set_id) {
@@ -340,7 +340,7 @@ impl Firmware {
         let off = ((ci as u32 & (entries - 1)) as u64) * stride as u64;
         let mut w = vec![0u8; stride];
         let read = buf_addr(&ctx.pas, ctx.log_page_size, ctx.page_offset, off)
-            .is_some_and(|a| self.mem.read(a, &mut w).is_ok());
+            .is_some_and(|a| self.core.mem.read(a, &mut w).is_ok());
         if !read {
             self.eth.dispatch.counters.wqe_errors += 1;
             self.qp_error(rqn, ci, 0, syndrome::LOCAL_QP_OP_ERR, false);
@@ -363,7 +363,7 @@ impl Firmware {
             self.qp_error(rqn, ci, 0, syn, false);
             return false;
         }
-        if let Some(ctx) = self.engine.qp_mut(rqn).map(|e| &mut e.ext) {
+        if let Some(ctx) = self.core.engine.qp_mut(rqn).map(|e| &mut e.ext) {
             ctx.rq_ci = ci.wrapping_add(1);
         }
         let sum = rx_checksum(frame, info);
@@ -388,7 +388,7 @@ impl Firmware {
             vlan_info: strip.map(|t| t.tci).unwrap_or(0),
             ..Default::default()
         };
-        if !self.post_cqe(q.cqn, &cqe, false) {
+        if !self.core.post_cqe(q.cqn, &cqe, false) {
             self.eth.dispatch.counters.cq_overruns += 1;
         }
         let n = data.len() as u64;
@@ -411,12 +411,12 @@ impl Firmware {
                 break;
             }
             let n = (sge.len as usize).min(data.len() - done);
-            let key = self.engine.lookup_key(sge.lkey).ok_or(syndrome::LOCAL_PROT_ERR)?;
+            let key = self.core.engine.lookup_key(sge.lkey).ok_or(syndrome::LOCAL_PROT_ERR)?;
             let chunks =
                 key.translate(sge.addr, n as u64, pd, Access::LOCAL_WRITE).map_err(|_| syndrome::LOCAL_PROT_ERR)?;
             for (pa, len) in chunks {
                 let len = len as usize;
-                self.mem.write(pa, &data[done..done + len]).map_err(|_| syndrome::LOCAL_PROT_ERR)?;
+                self.core.mem.write(pa, &data[done..done + len]).map_err(|_| syndrome::LOCAL_PROT_ERR)?;
                 done += len;
             }
         }

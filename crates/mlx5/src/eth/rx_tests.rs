@@ -203,9 +203,9 @@ fn multi_segment_wqe_and_too_long() {
     r.b.post(r.rq, &[(64, DATA_BASE)]);
     r.receive(&f);
     assert_eq!((r.b.cqes(), r.b.fw.eth.dispatch.counters.too_long), (0, 1));
-    assert_eq!(r.b.fw.engine.qp(r.rq).unwrap().ext.rq_ci, 0);
+    assert_eq!(r.b.fw.core.engine.qp(r.rq).unwrap().ext.rq_ci, 0);
     // Replace the WQE in place with two segments (64 + 4096).
-    r.b.fw.engine.qp_mut(r.rq).map(|e| &mut e.ext).unwrap().rq_ci = 1;
+    r.b.fw.core.engine.qp_mut(r.rq).map(|e| &mut e.ext).unwrap().rq_ci = 1;
     r.b.post(r.rq, &[(64, DATA_BASE + 0x1000), (4096, DATA_BASE + 0x3000)]);
     r.receive(&f);
     let got = [r.b.mem.get(DATA_BASE + 0x1000, 64), r.b.mem.get(DATA_BASE + 0x3000, f.len() - 64)].concat();
@@ -236,7 +236,7 @@ fn bad_lkey_error_cqe_and_rq_to_error() {
     r.receive(&arp(OWN));
     let c = r.b.cqe(0);
     assert_eq!((c[0x3f] >> 4, c[0x37]), (14, 0x04), "RESP_ERR, LOCAL_PROT_ERR");
-    assert_eq!(r.b.fw.engine.qp(r.rq).unwrap().state, QpState::Err);
+    assert_eq!(r.b.fw.core.engine.qp(r.rq).unwrap().state, QpState::Err);
     r.receive(&arp(OWN));
     assert_eq!(r.b.fw.eth.dispatch.counters.rq_not_ready, 1, "an ERR RQ takes nothing");
 }
@@ -245,7 +245,7 @@ fn bad_lkey_error_cqe_and_rq_to_error() {
 fn rq_not_ready_drops() {
     let mut r = rx();
     r.b.post_buf(r.rq, 0);
-    r.b.fw.engine.qp_mut(r.rq).unwrap().state = QpState::Reset;
+    r.b.fw.core.engine.qp_mut(r.rq).unwrap().state = QpState::Reset;
     r.receive(&arp(OWN));
     assert_eq!((r.b.cqes(), r.b.fw.eth.dispatch.counters.rq_not_ready), (0, 1));
 }

@@ -115,6 +115,7 @@ impl EthBench {
     pub fn rq(&mut self, log_size: u8, stride: usize) -> u32 {
         let rqn = self
             .fw
+            .core
             .engine
             .create_qp(QpCreate {
                 qp_type: QpType::RawPacket,
@@ -132,7 +133,7 @@ impl EthBench {
         let buf = RQ_BASE + self.rqs as u64 * 0x10000;
         self.rqs += 1;
         let pas = (0..8).map(|p| buf + p * 0x1000).collect();
-        self.fw.engine.qp_mut(rqn).expect("qp").ext = QpCtx {
+        self.fw.core.engine.qp_mut(rqn).expect("qp").ext = QpCtx {
             created: Vec::new(),
             qpc: Vec::new(),
             pas,
@@ -150,12 +151,12 @@ impl EthBench {
             rq_ci: 0,
             rq_flush_until: 0,
         };
-        self.fw.engine.qp_mut(rqn).expect("qp").state = QpState::Rts;
+        self.fw.core.engine.qp_mut(rqn).expect("qp").state = QpState::Rts;
         rqn
     }
 
     fn rq_buf(&self, rqn: u32) -> (u64, u64, usize, u32) {
-        let c = &self.fw.engine.qp(rqn).expect("rq").ext;
+        let c = &self.fw.core.engine.qp(rqn).expect("rq").ext;
         (c.pas[0], c.dbr_addr, c.rq_stride, c.rq_entries)
     }
 

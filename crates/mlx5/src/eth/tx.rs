@@ -41,7 +41,7 @@ impl Firmware {
     /// A send doorbell on an Ethernet SQ: its WQEs up to DBR[1] through the
     /// firmware's SQ loop. A doorbell on an RQ (no send queue) is ignored.
     pub(crate) fn drain_eth_sq(&mut self, sqn: u32) {
-        if self.engine.qp(sqn).map(|e| &e.ext).is_none_or(|ctx| ctx.sq_entries == 0) {
+        if self.core.engine.qp(sqn).map(|e| &e.ext).is_none_or(|ctx| ctx.sq_entries == 0) {
             debug!(sqn, "send doorbell on a raw packet queue without a send queue ignored");
             return;
         }
@@ -84,7 +84,7 @@ impl Firmware {
             warn!(sqn, total, "Ethernet send WQE too long");
             return Err(syndrome::LOCAL_LENGTH_ERR);
         }
-        let pd = match self.engine.qp(sqn) {
+        let pd = match self.core.engine.qp(sqn) {
             Some(q) if q.qp_type == QpType::RawPacket => q.pd,
             _ => return Err(syndrome::LOCAL_QP_OP_ERR),
         };
@@ -102,13 +102,13 @@ impl Firmware {
         if d.len == 0 {
             return Ok(());
         }
-        let key = self.engine.lookup_key(d.lkey).ok_or(syndrome::LOCAL_PROT_ERR)?;
+        let key = self.core.engine.lookup_key(d.lkey).ok_or(syndrome::LOCAL_PROT_ERR)?;
         let chunks =
             key.translate(d.addr, d.len as u64, pd, Access::LOCAL_READ).map_err(|_| syndrome::LOCAL_PROT_ERR)?;
         for (pa, n) in chunks {
             let start = out.len();
             out.resize(start + n as usize, 0);
-            self.mem.read(pa, &mut out[start..]).map_err(|_| syndrome::LOCAL_PROT_ERR)?;
+            self.core.mem.read(pa, &mut out[start..]).map_err(|_| syndrome::LOCAL_PROT_ERR)?;
         }
         Ok(())
     }

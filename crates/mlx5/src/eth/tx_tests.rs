@@ -50,7 +50,8 @@ impl Tx {
         let cqn = t.cq(uar, eqn, CQ_BUF);
         let key = t.mkey(pd, &[], 0x5a);
         let sqn =
-            t.fw.engine
+            t.fw.core
+                .engine
                 .create_qp(QpCreate {
                     qp_type: QpType::RawPacket,
                     pd,
@@ -65,8 +66,8 @@ impl Tx {
                 })
                 .unwrap();
         // RDY (engine RTS), as eth-cmd's MODIFY_SQ RST->RDY leaves it.
-        t.fw.engine.qp_mut(sqn).unwrap().state = QpState::Rts;
-        t.fw.engine.qp_mut(sqn).expect("qp").ext = QpCtx {
+        t.fw.core.engine.qp_mut(sqn).unwrap().state = QpState::Rts;
+        t.fw.core.engine.qp_mut(sqn).expect("qp").ext = QpCtx {
             created: Vec::new(),
             qpc: Vec::new(),
             pas: vec![SQ_BUF],
@@ -134,7 +135,7 @@ impl Tx {
     }
 
     fn state(&self) -> QpState {
-        self.t.fw.engine.qp(self.sqn).unwrap().state
+        self.t.fw.core.engine.qp(self.sqn).unwrap().state
     }
 }
 
@@ -290,7 +291,7 @@ fn batch_signaled_on_the_last_gives_one_cqe() {
     assert_eq!(x.frames().len(), 4);
     assert_eq!(x.cqe(0), (op::REQ, 0, 3, sqn), "one CQE: the last WQE's counter");
     assert!(x.no_cqe(1));
-    assert_eq!(x.t.fw.engine.qp(sqn).unwrap().ext.sq_ci, 4);
+    assert_eq!(x.t.fw.core.engine.qp(sqn).unwrap().ext.sq_ci, 4);
 }
 
 #[test]
@@ -301,7 +302,7 @@ fn a_wqe_wrapping_the_ring_is_read_whole() {
         x.post(&nop(i, sqn, false));
     }
     x.ring();
-    assert_eq!(x.t.fw.engine.qp(sqn).unwrap().ext.sq_ci, 15, "the NOPs consumed, without CQEs");
+    assert_eq!(x.t.fw.core.engine.qp(sqn).unwrap().ext.sq_ci, 15, "the NOPs consumed, without CQEs");
     assert!(x.no_cqe(0));
     let f = pattern(98, 11);
     let w = wqe(opcode::SEND, 15, sqn, (0, 0), &f, &[], true);
@@ -310,7 +311,7 @@ fn a_wqe_wrapping_the_ring_is_read_whole() {
     x.ring();
     assert_eq!(x.frames(), vec![f]);
     assert_eq!(x.cqe(0), (op::REQ, 0, 15, sqn));
-    assert_eq!(x.t.fw.engine.qp(sqn).unwrap().ext.sq_ci, 17);
+    assert_eq!(x.t.fw.core.engine.qp(sqn).unwrap().ext.sq_ci, 17);
 }
 
 #[test]
@@ -404,7 +405,7 @@ fn no_link_and_oversize_frames_are_counted_drops_that_complete() {
 fn a_doorbell_on_a_queue_without_a_send_queue_is_ignored() {
     let mut x = Tx::new();
     let sqn = x.sqn;
-    x.t.fw.engine.qp_mut(sqn).map(|e| &mut e.ext).unwrap().sq_entries = 0;
+    x.t.fw.core.engine.qp_mut(sqn).map(|e| &mut e.ext).unwrap().sq_entries = 0;
     x.t.mem.put(SQ_DBR + 4, &1u32.to_be_bytes());
     x.t.fw.send_doorbell(sqn);
     assert!(x.no_cqe(0));
@@ -508,11 +509,11 @@ fn eth_segment_parse_errors() {
 fn an_sq_in_rst_sends_nothing_until_rdy() {
     let mut x = Tx::new();
     let sqn = x.sqn;
-    x.t.fw.engine.qp_mut(sqn).unwrap().state = QpState::Reset;
+    x.t.fw.core.engine.qp_mut(sqn).unwrap().state = QpState::Reset;
     x.post(&nop(0, sqn, true));
     x.ring();
     assert!(x.no_cqe(0), "RST: the doorbell waits");
-    x.t.fw.engine.qp_mut(sqn).unwrap().state = QpState::Rts;
+    x.t.fw.core.engine.qp_mut(sqn).unwrap().state = QpState::Rts;
     x.ring();
     assert_eq!(x.cqe(0), (op::REQ, 0, 0, sqn), "RDY: the WQE posted before runs");
 }

@@ -36,9 +36,9 @@ impl Firmware {
         let sub = if up { ifc::MLX5_PORT_CHANGE_SUBTYPE_ACTIVE } else { ifc::MLX5_PORT_CHANGE_SUBTYPE_DOWN };
         let ty = ifc::MLX5_EVENT_TYPE_PORT_CHANGE;
         let eqs: Vec<u32> =
-            self.eqs.iter().filter(|(_, e)| e.event_bitmask[0] & (1u64 << ty) != 0).map(|(n, _)| n).collect();
+            self.core.eqs.iter().filter(|(_, e)| e.event_bitmask[0] & (1u64 << ty) != 0).map(|(n, _)| n).collect();
         for eqn in eqs {
-            self.post_eqe(eqn, ty as u8, sub as u8, &data);
+            self.core.post_eqe(eqn, ty as u8, sub as u8, &data);
         }
     }
 

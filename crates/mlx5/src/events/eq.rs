@@ -25,7 +25,7 @@ pub fn create_eq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     if !fw.hca.uars.contains(uar) {
         return Err(fail!(status::BAD_RES, CREATE_EQ_BAD_RES));
     }
-    if log_size > fw.engine.limits().log_max_eq_size {
+    if log_size > fw.core.engine.limits().log_max_eq_size {
         return Err(fail!(status::BAD_PARAM, CREATE_EQ_BAD_PARAM_3));
     }
     let npages = pages_for(64u64 << log_size, log_page_size, page_offset);
@@ -47,7 +47,7 @@ pub fn create_eq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         consumer: 0,
         producer: 0,
     };
-    let eqn = fw.eqs.alloc_with(|_| ctx).ok_or(fail!(status::LIM, CREATE_EQ_ENGINE))?;
+    let eqn = fw.core.eqs.alloc_with(|_| ctx).ok_or(fail!(status::LIM, CREATE_EQ_ENGINE))?;
     let mut o = out(ifc::create_eq_out::SIZE);
     ifc::create_eq_out::eq_number.set(&mut o, eqn as u64);
     Ok(o)
@@ -55,21 +55,21 @@ pub fn create_eq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 
 pub fn destroy_eq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let eqn = r.get(ifc::destroy_eq_in::eq_number) as u32;
-    if !fw.eqs.contains(eqn) {
+    if !fw.core.eqs.contains(eqn) {
         return Err(fail!(status::BAD_RES, DESTROY_EQ_ENGINE));
     }
     // Busy while a CQ reports to it.
-    if fw.engine.cqs().any(|(_, c)| c.ext.eqn == eqn) {
+    if fw.core.engine.cqs().any(|(_, c)| c.ext.eqn == eqn) {
         return Err(fail!(status::BAD_RES_STATE, DESTROY_EQ_ENGINE));
     }
-    fw.eqs.remove(eqn);
+    fw.core.eqs.remove(eqn);
     Ok(out(ifc::destroy_eq_out::SIZE))
 }
 
 pub fn query_eq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     use ifc::query_eq_out::eq_context_entry as e;
     let eqn = r.get(ifc::query_eq_in::eq_number) as u32;
-    let ctx = fw.eqs.get(eqn).ok_or(fail!(status::BAD_RES, QUERY_EQ_BAD_RES))?;
+    let ctx = fw.core.eqs.get(eqn).ok_or(fail!(status::BAD_RES, QUERY_EQ_BAD_RES))?;
     let mut o = out(ifc::query_eq_out::SIZE);
     let range = ifc::query_eq_out::eq_context_entry.byte_range().ok_or(fail!(status::INT_ERR, QUERY_EQ_INT_ERR))?;
     o[range].copy_from_slice(&ctx.eqc);

@@ -20,7 +20,7 @@ const MAX_MCAST_PER_QP: usize = 64;
 
 pub fn attach_to_mcg(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let (qpn, gid) = mcg(r)?;
-    let ctx = fw.engine.qp_mut(qpn).map(|e| &mut e.ext).ok_or(fail!(status::BAD_RES, ATTACH_TO_MCG_BAD_RES))?;
+    let ctx = fw.core.engine.qp_mut(qpn).map(|e| &mut e.ext).ok_or(fail!(status::BAD_RES, ATTACH_TO_MCG_BAD_RES))?;
     if !matches!(ctx.st, ST_UD) {
         return Err(fail!(status::BAD_PARAM, ATTACH_TO_MCG_BAD_PARAM));
     }
@@ -33,7 +33,7 @@ pub fn attach_to_mcg(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 
 pub fn detach_from_mcg(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let (qpn, gid) = mcg(r)?;
-    let ctx = fw.engine.qp_mut(qpn).map(|e| &mut e.ext).ok_or(fail!(status::BAD_RES, DETACH_FROM_MCG_BAD_RES))?;
+    let ctx = fw.core.engine.qp_mut(qpn).map(|e| &mut e.ext).ok_or(fail!(status::BAD_RES, DETACH_FROM_MCG_BAD_RES))?;
     if !ctx.mcast.remove(&gid) {
         return Err(fail!(status::BAD_PARAM, DETACH_FROM_MCG_BAD_PARAM));
     }

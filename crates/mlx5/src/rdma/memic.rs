@@ -44,7 +44,7 @@ pub fn dealloc_memic(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             fw.rdma.memic_allocs.remove(&at);
             if let Some((off, _)) = fw.hca.memic {
                 let zero = vec![0u8; len as usize];
-                let _ = fw.mem.write(vrnic_engine::DEVICE_MEMORY | (at - off), &zero);
+                let _ = fw.core.mem.write(vrnic_engine::DEVICE_MEMORY | (at - off), &zero);
             }
             Ok(out(ifc::dealloc_memic_out::SIZE))
         }

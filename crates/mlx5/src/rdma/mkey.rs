@@ -96,7 +96,7 @@ pub fn create_mkey(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         uid: r.uid,
     };
     let ctx = MkeyCtx { mkc: r.sub(ifc::create_mkey_in::memory_key_mkey_entry)? };
-    let index = eng!(fw.engine.create_mkey_with(mkey, ctx), CREATE_MKEY_ENGINE)?;
+    let index = eng!(fw.core.engine.create_mkey_with(mkey, ctx), CREATE_MKEY_ENGINE)?;
     let mut o = out(ifc::create_mkey_out::SIZE);
     ifc::create_mkey_out::mkey_index.set(&mut o, index as u64);
     Ok(o)
@@ -104,13 +104,13 @@ pub fn create_mkey(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 
 pub fn destroy_mkey(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let index = r.get(ifc::destroy_mkey_in::mkey_index) as u32;
-    eng!(fw.engine.destroy_mkey(index), DESTROY_MKEY_ENGINE)?;
+    eng!(fw.core.engine.destroy_mkey(index), DESTROY_MKEY_ENGINE)?;
     Ok(out(ifc::destroy_mkey_out::SIZE))
 }
 
 pub fn query_mkey(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let index = r.get(ifc::query_mkey_in::mkey_index) as u32;
-    let mkc = fw.engine.mkey(index).map(|e| &e.ext).ok_or(fail!(status::BAD_RES, QUERY_MKEY_BAD_RES))?;
+    let mkc = fw.core.engine.mkey(index).map(|e| &e.ext).ok_or(fail!(status::BAD_RES, QUERY_MKEY_BAD_RES))?;
     let mut o = out(ifc::query_mkey_out::SIZE);
     let range =
         ifc::query_mkey_out::memory_key_mkey_entry.byte_range().ok_or(fail!(status::INT_ERR, QUERY_MKEY_INT_ERR))?;

@@ -117,7 +117,7 @@ pub fn create_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         rq_ci: 0,
         rq_flush_until: 0,
     };
-    let qpn = eng!(fw.engine.create_qp_with(create, ctx), CREATE_QP_ENGINE)?;
+    let qpn = eng!(fw.core.engine.create_qp_with(create, ctx), CREATE_QP_ENGINE)?;
     let mut o = out(ifc::create_qp_out::SIZE);
     ifc::create_qp_out::qpn.set(&mut o, qpn as u64);
     Ok(o)
@@ -127,7 +127,7 @@ pub fn destroy_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let qpn = r.get(ifc::destroy_qp_in::qpn) as u32;
     // Its counter set keeps what it counted (the engine's destroy only fails for a QP that is not there).
     crate::roce::qcounters::retire(fw, qpn);
-    eng!(fw.engine.destroy_qp(qpn), DESTROY_QP_ENGINE)?;
+    eng!(fw.core.engine.destroy_qp(qpn), DESTROY_QP_ENGINE)?;
     Ok(out(ifc::destroy_qp_out::SIZE))
 }
 
@@ -331,7 +331,7 @@ fn attrs_of(c: &[u8]) -> QpAttrUpdate {
 pub fn modify_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let t = transition(r.opcode).ok_or(fail!(status::BAD_OP, MODIFY_QP_BAD_OP))?;
     let qpn = r.get(ifc::rst2init_qp_in::qpn) as u32;
-    let ctx = fw.engine.qp(qpn).map(|e| &e.ext).ok_or(fail!(status::BAD_RES, MODIFY_QP_BAD_RES))?;
+    let ctx = fw.core.engine.qp(qpn).map(|e| &e.ext).ok_or(fail!(status::BAD_RES, MODIFY_QP_BAD_RES))?;
     let mut next = match t {
         QpTransition::ToRst => ctx.created.clone(),
         _ => ctx.qpc.clone(),
@@ -366,9 +366,9 @@ pub fn modify_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         crate::roce::qcounters::retire(fw, qpn);
     }
     let update = if t == QpTransition::ToRst { QpAttrUpdate::default() } else { attrs_of(&next) };
-    let state = eng!(fw.engine.modify_qp(qpn, t, &update), MODIFY_QP_ENGINE)?;
+    let state = eng!(fw.core.engine.modify_qp(qpn, t, &update), MODIFY_QP_ENGINE)?;
     qpc::state.set(&mut next, state_code(state) as u64);
-    if let Some(ctx) = fw.engine.qp_mut(qpn).map(|e| &mut e.ext) {
+    if let Some(ctx) = fw.core.engine.qp_mut(qpn).map(|e| &mut e.ext) {
         ctx.qpc = next;
         if t == QpTransition::ToRst {
             ctx.sq_ci = 0;
@@ -376,7 +376,7 @@ pub fn modify_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             ctx.rq_flush_until = 0;
         }
     }
-    let via_engine = fw.engine.qp(qpn).is_some_and(|q| fw.via_engine(q.qp_type));
+    let via_engine = fw.core.engine.qp(qpn).is_some_and(|q| fw.via_engine(q.qp_type));
     if via_engine {
         // The engine flushed what it held; what is still only in guest
         // memory follows in order. Completions of other transitions are
@@ -410,8 +410,8 @@ pub fn query_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         return Err(fail!(status::BAD_PARAM, QUERY_QP_BAD_PARAM));
     }
     let qpn = r.get(ifc::query_qp_in::qpn) as u32;
-    let ctx = fw.engine.qp(qpn).map(|e| &e.ext).ok_or(fail!(status::BAD_RES, QUERY_QP_BAD_RES))?;
-    let qp = fw.engine.qp(qpn).ok_or(fail!(status::BAD_RES, QUERY_QP_BAD_RES_2))?;
+    let ctx = fw.core.engine.qp(qpn).map(|e| &e.ext).ok_or(fail!(status::BAD_RES, QUERY_QP_BAD_RES))?;
+    let qp = fw.core.engine.qp(qpn).ok_or(fail!(status::BAD_RES, QUERY_QP_BAD_RES_2))?;
     let mut c = ctx.qpc.clone();
     qpc::state.set(&mut c, state_code(qp.state) as u64);
     qpc::next_send_psn.set(&mut c, qp.attrs.sq_psn as u64);

@@ -60,6 +60,7 @@ pub(super) fn new_srq(
         posted: 0,
     };
     let srqn = fw
+        .core
         .engine
         .create_srq_with(
             SrqCreate {
@@ -72,7 +73,7 @@ pub(super) fn new_srq(
             ctx,
         )
         .map_err(|e| crate::cmd::req::engine_failure(e, engine))?;
-    if let Some(srq) = fw.engine.srq_mut(srqn) {
+    if let Some(srq) = fw.core.engine.srq_mut(srqn) {
         srq.limit = s.lwm;
     }
     Ok(srqn)
@@ -80,10 +81,10 @@ pub(super) fn new_srq(
 
 /// Destroys SRQ `n` if a command of its own family asks.
 pub(super) fn destroy(fw: &mut Firmware, n: u32, kind: SrqKind, bad_res: CmdErr, engine: u32) -> Result<(), CmdErr> {
-    if fw.engine.srq(n).map(|e| &e.ext).is_none_or(|c| c.kind != kind) {
+    if fw.core.engine.srq(n).map(|e| &e.ext).is_none_or(|c| c.kind != kind) {
         return Err(bad_res);
     }
-    fw.engine.destroy_srq(n).map_err(|e| crate::cmd::req::engine_failure(e, engine))?;
+    fw.core.engine.destroy_srq(n).map_err(|e| crate::cmd::req::engine_failure(e, engine))?;
     Ok(())
 }
 
@@ -129,12 +130,13 @@ pub fn query_srq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     use ifc::query_srq_out::srq_context_entry as s;
     let n = r.get(ifc::query_srq_in::srqn) as u32;
     let ctx = fw
+        .core
         .engine
         .srq(n)
         .map(|e| &e.ext)
         .filter(|c| c.kind == SrqKind::Srq)
         .ok_or(fail!(status::BAD_RES, QUERY_SRQ_BAD_RES))?;
-    let srq = fw.engine.srq(n).ok_or(fail!(status::BAD_RES, QUERY_SRQ_BAD_RES_2))?;
+    let srq = fw.core.engine.srq(n).ok_or(fail!(status::BAD_RES, QUERY_SRQ_BAD_RES_2))?;
     let mut o = out(ifc::query_srq_out::SIZE);
     let range = ifc::query_srq_out::srq_context_entry.byte_range().ok_or(fail!(status::INT_ERR, QUERY_SRQ_INT_ERR))?;
     o.get_mut(range)
@@ -151,7 +153,7 @@ pub fn arm_rq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         return Err(fail!(status::BAD_PARAM, ARM_RQ_BAD_PARAM));
     }
     let n = r.get(ifc::arm_rq_in::srq_number) as u32;
-    if fw.engine.srq(n).map(|e| &e.ext).is_none_or(|c| c.kind != SrqKind::Srq) {
+    if fw.core.engine.srq(n).map(|e| &e.ext).is_none_or(|c| c.kind != SrqKind::Srq) {
         return Err(fail!(status::BAD_RES, ARM_RQ_BAD_RES));
     }
     set_limit(
@@ -165,7 +167,7 @@ pub fn arm_rq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 
 /// Arms SRQ `n`'s limit event at `lwm` WQEs (below its size).
 pub(super) fn set_limit(fw: &mut Firmware, n: u32, lwm: u16, bad_res: CmdErr, bad_param: CmdErr) -> CmdResult {
-    let srq = fw.engine.srq_mut(n).ok_or(bad_res)?;
+    let srq = fw.core.engine.srq_mut(n).ok_or(bad_res)?;
     if lwm as u32 >= 1u32 << srq.log_size {
         return Err(bad_param);
     }

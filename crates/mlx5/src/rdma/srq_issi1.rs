@@ -57,7 +57,7 @@ pub fn modify_rmp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     use ifc::modify_rmp_in as m;
     r.need(m::SIZE)?;
     let n = r.get(m::rmpn) as u32;
-    if fw.engine.srq(n).map(|e| &e.ext).is_none_or(|c| c.kind != SrqKind::Rmp) {
+    if fw.core.engine.srq(n).map(|e| &e.ext).is_none_or(|c| c.kind != SrqKind::Rmp) {
         return Err(fail!(status::BAD_RES, MODIFY_RMP_BAD_RES));
     }
     let only_lwm = r.get(m::bitmask) & !1 == 0;
@@ -81,8 +81,8 @@ pub fn query_rmp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     use ifc::query_rmp_out::rmp_context as c;
     let n = r.get(ifc::query_rmp_in::rmpn) as u32;
     let bad = fail!(status::BAD_RES, QUERY_RMP_BAD_RES);
-    let ctx = fw.engine.srq(n).map(|e| &e.ext).filter(|x| x.kind == SrqKind::Rmp).ok_or(bad)?;
-    let srq = fw.engine.srq(n).ok_or(bad)?;
+    let ctx = fw.core.engine.srq(n).map(|e| &e.ext).filter(|x| x.kind == SrqKind::Rmp).ok_or(bad)?;
+    let srq = fw.core.engine.srq(n).ok_or(bad)?;
     let mut o = out(ifc::query_rmp_out::SIZE);
     let range = ifc::query_rmp_out::rmp_context.byte_range().ok_or(fail!(status::INT_ERR, QUERY_RMP_INT_ERR))?;
     let dst =
@@ -134,8 +134,8 @@ pub fn query_xrc_srq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     use ifc::query_xrc_srq_out::xrc_srq_context_entry as c;
     let n = r.get(ifc::query_xrc_srq_in::xrc_srqn) as u32;
     let bad = fail!(status::BAD_RES, QUERY_XRC_SRQ_BAD_RES);
-    let ctx = fw.engine.srq(n).map(|e| &e.ext).filter(|x| x.kind == SrqKind::XrcSrq).ok_or(bad)?;
-    let srq = fw.engine.srq(n).ok_or(bad)?;
+    let ctx = fw.core.engine.srq(n).map(|e| &e.ext).filter(|x| x.kind == SrqKind::XrcSrq).ok_or(bad)?;
+    let srq = fw.core.engine.srq(n).ok_or(bad)?;
     let mut o = out(ifc::query_xrc_srq_out::SIZE);
     let range = ifc::query_xrc_srq_out::xrc_srq_context_entry
         .byte_range()
@@ -156,7 +156,7 @@ pub fn arm_xrc_srq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     }
     let n = r.get(ifc::arm_xrc_srq_in::xrc_srqn) as u32;
     let bad_res = fail!(status::BAD_RES, ARM_XRC_SRQ_BAD_RES);
-    if fw.engine.srq(n).map(|e| &e.ext).is_none_or(|c| c.kind != SrqKind::XrcSrq) {
+    if fw.core.engine.srq(n).map(|e| &e.ext).is_none_or(|c| c.kind != SrqKind::XrcSrq) {
         return Err(bad_res);
     }
     let lwm = r.get(ifc::arm_xrc_srq_in::lwm) as u16;

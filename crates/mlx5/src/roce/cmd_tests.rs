@@ -170,8 +170,9 @@ fn eth_qp(st: u64, qkey: u32, table: usize) -> (Bench, Arc<Capture>, u32, u32) {
     let mut t = Bench::eth();
     t.fw.roce = RoceState::new(Some((Arc::new(RoceGids::new(table)), Arc::default())));
     let cap = Arc::new(Capture::default());
-    let io = Io { mem: t.mem.clone(), packets: cap.clone(), completions: t.fw.pending.clone(), ..Default::default() };
-    t.fw.engine.attach(io);
+    let io =
+        Io { mem: t.mem.clone(), packets: cap.clone(), completions: t.fw.core.pending.clone(), ..Default::default() };
+    t.fw.core.engine.attach(io);
     let uar = t.up();
     let eqn = t.eq(uar, 1, 0, 0x100000);
     let pd = t.pd();
@@ -242,7 +243,7 @@ fn a_path_source_gid_index_past_the_table_is_refused() {
     assert_eq!(t.fails(&i, 16), (status::BAD_PARAM, syndrome::MODIFY_QP_BAD_SRC_ADDR_INDEX));
     q::primary_address_path::src_addr_index.set(&mut i, 3);
     t.ok(&i, 16);
-    let av = t.fw.engine.qp(qpn).unwrap().attrs.av;
+    let av = t.fw.core.engine.qp(qpn).unwrap().attrs.av;
     assert_eq!((av.sgid_index, av.dmac[..2].to_vec()), (3, vec![0x52, 0x54]));
 }
 
@@ -376,7 +377,7 @@ fn q_counters_sum_the_engine_counters_of_their_qps() {
     q::counter_set_id.set(&mut i, id);
     t.ok(&i, 16);
     {
-        let c = &mut t.fw.engine.qp_mut(qpn).unwrap().rt.counters;
+        let c = &mut t.fw.core.engine.qp_mut(qpn).unwrap().rt.counters;
         (c.rnr_nak_sent, c.out_of_sequence, c.duplicates, c.rnr_nak_received, c.nak_seq_received, c.timeouts) =
             (1, 2, 3, 4, 5, 6);
     }
@@ -386,7 +387,7 @@ fn q_counters_sum_the_engine_counters_of_their_qps() {
     assert_eq!(query(&mut t, true), [1, 2, 3, 4, 5, 6], "read, then cleared");
     assert_eq!(query(&mut t, false), [0; 6]);
     t.ok(&i, 16);
-    t.fw.engine.qp_mut(qpn).unwrap().rt.counters.duplicates = 7;
+    t.fw.core.engine.qp_mut(qpn).unwrap().rt.counters.duplicates = 7;
     let mut d = cmd(ifc::MLX5_CMD_OP_DESTROY_QP, 0, ifc::destroy_qp_in::SIZE);
     ifc::destroy_qp_in::qpn.set(&mut d, qpn as u64);
     t.ok(&d, 16);
@@ -477,7 +478,7 @@ fn own_multicast_loops_back_to_members_as_the_block_bits_allow() {
     assert!(!no_cqe(&t));
     // block_lb_mc: not back to the sender, still to another member.
     let (mut t, qpn, group) = ud_member();
-    ifc::qpc::block_lb_mc.set(&mut t.fw.engine.qp_mut(qpn).map(|e| &mut e.ext).unwrap().created, 1);
+    ifc::qpc::block_lb_mc.set(&mut t.fw.core.engine.qp_mut(qpn).map(|e| &mut e.ext).unwrap().created, 1);
     t.fw.datapath().rdma_receive(&mc_meta(group, true), &mc_pkt(qpn));
     assert!(no_cqe(&t));
     t.fw.datapath().rdma_receive(&mc_meta(group, true), &mc_pkt(qpn + 1));

@@ -39,13 +39,13 @@ fn add(a: &mut Counts, b: &Counts) {
 
 /// The counter set QP `qpn` counts into (0: none).
 fn set_of(fw: &Firmware, qpn: u32) -> u8 {
-    fw.engine.qp(qpn).map(|e| &e.ext).map(|c| qpc::counter_set_id.get(&c.qpc) as u8).unwrap_or(0)
+    fw.core.engine.qp(qpn).map(|e| &e.ext).map(|c| qpc::counter_set_id.get(&c.qpc) as u8).unwrap_or(0)
 }
 
 /// QP `qpn`'s counters are about to go (2RST, DESTROY_QP): keep them in its set.
 pub fn retire(fw: &mut Firmware, qpn: u32) {
     let id = set_of(fw, qpn);
-    if let Some(c) = fw.engine.qp_counters(qpn).filter(|_| id != 0) {
+    if let Some(c) = fw.core.engine.qp_counters(qpn).filter(|_| id != 0) {
         add(fw.roce.q_sets.retired.entry(id).or_default(), &counts(&c));
     }
 }
@@ -53,9 +53,9 @@ pub fn retire(fw: &mut Firmware, qpn: u32) {
 /// Set `id`'s RDMA counts since its last clear; `clear`: start again from now.
 pub fn query(fw: &mut Firmware, id: u8, clear: bool) -> Counts {
     let mut sum = fw.roce.q_sets.retired.get(&id).copied().unwrap_or_default();
-    for (qpn, q) in fw.engine.qps() {
+    for (qpn, q) in fw.core.engine.qps() {
         if qpc::counter_set_id.get(&q.ext.qpc) as u8 == id {
-            if let Some(c) = fw.engine.qp_counters(qpn) {
+            if let Some(c) = fw.core.engine.qp_counters(qpn) {
                 add(&mut sum, &counts(&c));
             }
         }

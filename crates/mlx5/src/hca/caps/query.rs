@@ -72,7 +72,7 @@ pub fn set_hca_cap(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             return Err(fail!(status::BAD_PARAM, SET_HCA_CAP_BAD_PARAM_6));
         }
         a::atomic_req_8B_endianness_mode.set(cur, mode);
-        fw.pending.set_atomic_reply_be(mode == 0);
+        fw.core.pending.set_atomic_reply_be(mode == 0);
     } else if cap_type == CAP_DEV_MEM {
         // Nothing on the DEV_MEM page is settable.
     } else {
