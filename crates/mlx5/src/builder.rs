@@ -10,8 +10,9 @@ use super::core::{Core, FwStats, MlxEngine};
 use super::datapath::ctx::EQN_LAST;
 use super::datapath::QueueSink;
 use super::eth::state::EthPort;
-use super::firmware::{Firmware, UarHook};
+use super::firmware::Firmware;
 use super::hca::state::Hca;
+use super::hca::state::UarHook;
 use super::ib::port::{IbPort, PortConfig};
 use super::link::LinkLayer;
 use super::rdma::state::RdmaObjects;
@@ -176,7 +177,7 @@ impl FirmwareBuilder {
         };
         engine.attach(io);
         engine.set_waker(waker);
-        let hca = Hca::new(engine.limits(), self.memic, self.link);
+        let hca = Hca::new(engine.limits(), self.memic, self.link, self.on_uar);
         let mut roce = RoceState::new(self.roce);
         if let Some(cc) = self.cc {
             roce.cc = cc;
@@ -189,6 +190,7 @@ impl FirmwareBuilder {
             eqs: Table::new(0, EQN_LAST, self.limits.eqs),
             cq_due: Default::default(),
             pending,
+            entered_err: Vec::new(),
         };
         let mut fw = Firmware {
             core,
@@ -199,7 +201,6 @@ impl FirmwareBuilder {
             roce,
             link_layer: self.link,
             gsi_on_wire: self.link.gsi_on_wire(),
-            on_uar: self.on_uar,
             trace: self.trace,
             commands,
         };

@@ -60,6 +60,9 @@ pub struct Core {
     pub(crate) cq_due: BTreeSet<u32>,
     /// The engine's completion sink (drained by [`Core::drain`]).
     pub(crate) pending: Arc<QueueSink>,
+    /// QPs a command moved to ERR: the data path's guard flushes their
+    /// outstanding work when the command returns (`datapath/mod.rs`).
+    pub(crate) entered_err: Vec<u32>,
 }
 
 impl Core {
@@ -73,6 +76,7 @@ impl Core {
         self.engine.reset();
         self.eqs.clear();
         self.cq_due.clear();
+        self.entered_err.clear();
         self.pending.forget_cqs();
         // Requester atomic results: big-endian until the driver selects
         // host endianness (atomic_req_8B_endianness_mode 1).

@@ -19,15 +19,18 @@ use super::cmd::req::{fail, Req};
 use super::cmd::{self, status, CmdOutput, CommandHandler, SlotResult};
 use super::core::{Core, FwStats, MlxEngine};
 use super::eth::state::EthPort;
+use super::eth::EthCx;
+use super::events::EventsCx;
 use super::hca::state::Hca;
+use super::hca::HcaCx;
 use super::ib::port::{IbPort, PortCounters};
+use super::ib::IbCx;
 use super::link_layer::LinkLayer;
 use super::rdma::state::RdmaObjects;
+use super::rdma::RdmaCx;
 use super::roce::state::RoceState;
+use super::roce::RoceCx;
 use crate::ifc;
-
-/// See [`Firmware::on_uar`].
-pub type UarHook = Arc<dyn Fn(u32, bool) + Send + Sync>;
 
 /// The firmware of one device instance. Its state is private to the mlx5
 /// personality: other layers use the methods below.
@@ -49,25 +52,45 @@ pub struct Firmware {
     /// QP1 runs through the engine onto the wire (`LinkLayer::gsi_on_wire`)
     /// instead of the firmware's local MAD path.
     pub(crate) gsi_on_wire: bool,
-    /// Called with (UAR index, allocated?) before ALLOC_UAR / DEALLOC_UAR
-    /// complete, so the doorbell page is being watched before the driver
-    /// can know its number (poll mode).
-    pub(crate) on_uar: Option<UarHook>,
     /// Log one line per command.
     pub(crate) trace: bool,
     /// Every command this instance executes (the link layer's domains).
     pub(crate) commands: CommandTable<Firmware>,
 }
 
+/// The narrow contexts the command handlers run on: split borrows of the
+/// firmware, each domain's own state writable and what it needs of the
+/// others (see each domain's `*Cx`).
+impl Firmware {
+    pub(crate) fn hca_cx(&mut self) -> HcaCx<'_> {
+        HcaCx { core: &mut self.core, hca: &mut self.hca, cfg: &self.ib.port }
+    }
+
+    pub(crate) fn events_cx(&mut self) -> EventsCx<'_> {
+        EventsCx { core: &mut self.core, hca: &self.hca }
+    }
+
+    pub(crate) fn rdma_cx(&mut self) -> RdmaCx<'_> {
+        let roce = (self.link_layer == LinkLayer::Eth).then_some(&mut self.roce);
+        RdmaCx { core: &mut self.core, hca: &self.hca, rdma: &mut self.rdma, cfg: &self.ib.port, roce }
+    }
+
+    pub(crate) fn ib_cx(&mut self) -> IbCx<'_> {
+        IbCx { ib: &mut self.ib }
+    }
+
+    pub(crate) fn eth_cx(&mut self) -> EthCx<'_> {
+        EthCx { core: &mut self.core, hca: &self.hca, cfg: &self.ib.port, eth: &mut self.eth, roce: &mut self.roce }
+    }
+
+    pub(crate) fn roce_cx(&mut self) -> RoceCx<'_> {
+        RoceCx { roce: &mut self.roce, cfg: &self.ib.port }
+    }
+}
+
 impl Firmware {
     /// FLR / device reset: every object and setting back to power-on.
     pub fn reset(&mut self) {
-        let uars: Vec<u32> = self.hca.uars.iter().map(|(n, _)| n).collect();
-        if let Some(h) = &self.on_uar {
-            for n in uars {
-                h(n, false);
-            }
-        }
         self.core.reset();
         self.rdma.reset();
         self.eth.reset();
@@ -93,7 +116,7 @@ impl Firmware {
 
     /// UAR pages allocated (ALLOC_UAR), for the control socket.
     pub fn uars_in_use(&self) -> usize {
-        self.hca.uars.len()
+        self.hca.uars_in_use()
     }
 
     /// Event queues (CREATE_EQ), for the control socket.

@@ -123,7 +123,7 @@ fn rc_send_and_write_between_two_devices_through_wqes() {
 fn memic_alloc_register_and_free() {
     use ifc::create_mkey_in::memory_key_mkey_entry as m;
     let mut t = Bench::new();
-    t.fw.hca.memic = Some((31 << 20, 1 << 20));
+    t.fw.hca.set_memic(Some((31 << 20, 1 << 20)));
     t.fw.reset();
     t.up();
     let o = t.ok(

@@ -46,11 +46,23 @@ impl<S> Command<S> {
     }
 }
 
-/// A row of a `COMMANDS` table: `command!(MLX5_CMD_OP_CREATE_CQ, Enabled, cq::create_cq)`.
+/// A row of a `COMMANDS` table. `command!(MLX5_CMD_OP_CREATE_CQ, Enabled, rdma_cx => cq::create_cq)`:
+/// the handler runs on the narrow context `Firmware::rdma_cx` lends (the domain's own state and
+/// what it may read or write of the others', split borrows of the firmware);
+/// `command!(MLX5_CMD_OP_ACCESS_REG, Enabled, access_reg::access_reg)`: a device-wide command,
+/// on the whole state `S` (ACCESS_REG dispatches to registers that run on their own contexts).
 macro_rules! command {
+    ($op:ident, $phase:ident, $cx:ident => $handler:path) => {
+        $crate::cmd::dispatch::Command {
+            opcode: $crate::ifc::$op as u16,
+            ifc_name: stringify!($op),
+            phase: $crate::cmd::dispatch::Phase::$phase,
+            handler: |fw, r| $handler(&mut $crate::firmware::Firmware::$cx(fw), r),
+        }
+    };
     ($op:ident, $phase:ident, $handler:path) => {
         $crate::cmd::dispatch::Command {
-            opcode: crate::ifc::$op as u16,
+            opcode: $crate::ifc::$op as u16,
             ifc_name: stringify!($op),
             phase: $crate::cmd::dispatch::Phase::$phase,
             handler: $handler,

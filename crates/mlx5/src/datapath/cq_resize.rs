@@ -19,9 +19,9 @@ use super::cqe::{op, Cqe};
 use super::ctx::CqeWriteError;
 use crate::cmd::req::{fail, out, CmdResult, Req};
 use crate::cmd::status;
-use crate::firmware::Firmware;
 use crate::ifc;
 use crate::queue_buf::{page_offset_bytes, pages_for};
+use crate::rdma::RdmaCx;
 
 /// `resize_field_select` bits (`MLX5_MODIFY_CQ_MASK_*`).
 pub const MASK_LOG_SIZE: u64 = 1 << 0;
@@ -36,18 +36,18 @@ pub const MASK_PG_SIZE: u64 = 1 << 2;
 /// the CQEs not yet polled plus the resize CQE (BAD_PARAM); a CQ in overrun,
 /// or one so full that the old buffer has no slot for the resize CQE
 /// (BAD_RES_STATE); an unknown CQ (BAD_RES).
-pub fn resize_cq(fw: &mut Firmware, r: &Req<'_>, cqn: u32) -> CmdResult {
+pub fn resize_cq(cx: &mut RdmaCx<'_>, r: &Req<'_>, cqn: u32) -> CmdResult {
     use ifc::modify_cq_in::cq_context as c;
     let select = r.get(ifc::modify_cq_in::modify_field_select_resize_field_select);
     if select & MASK_LOG_SIZE == 0 || select & !(MASK_LOG_SIZE | MASK_PG_OFFSET | MASK_PG_SIZE) != 0 {
         return Err(fail!(status::BAD_PARAM, RESIZE_CQ_BAD_PARAM));
     }
-    let ctx = fw.core.engine.cq(cqn).map(|e| &e.ext).ok_or(fail!(status::BAD_RES, RESIZE_CQ_BAD_RES))?;
+    let ctx = cx.core.engine.cq(cqn).map(|e| &e.ext).ok_or(fail!(status::BAD_RES, RESIZE_CQ_BAD_RES))?;
     let cqe_size = ctx.cqe_size;
     let log_size = c::log_cq_size.get(r.input) as u8;
     let log_page_size =
         if select & MASK_PG_SIZE != 0 { c::log_page_size.get(r.input) as u8 } else { ctx.log_page_size };
-    if log_size > fw.core.engine.limits().log_max_cq_size || log_page_size > 18 {
+    if log_size > cx.core.engine.limits().log_max_cq_size || log_page_size > 18 {
         return Err(fail!(status::BAD_PARAM, RESIZE_CQ_BAD_PARAM_2));
     }
     let page_offset = if select & MASK_PG_OFFSET != 0 {
@@ -62,9 +62,9 @@ pub fn resize_cq(fw: &mut Firmware, r: &Req<'_>, cqn: u32) -> CmdResult {
     // out with the old geometry before the resize, so this drain cannot wait
     // for the one that ends every command; the driver's consumer index is
     // then read fresh.
-    fw.core.drain();
-    fw.core.refresh_cq(cqn);
-    let cq = fw.core.engine.cq(cqn).ok_or(fail!(status::BAD_RES, RESIZE_CQ_BAD_RES_2))?;
+    cx.core.drain();
+    cx.core.refresh_cq(cqn);
+    let cq = cx.core.engine.cq(cqn).ok_or(fail!(status::BAD_RES, RESIZE_CQ_BAD_RES_2))?;
     if cq.overrun {
         return Err(fail!(status::BAD_RES_STATE, RESIZE_CQ_BAD_RES_STATE));
     }
@@ -80,18 +80,18 @@ pub fn resize_cq(fw: &mut Firmware, r: &Req<'_>, cqn: u32) -> CmdResult {
     let old_log = cq.log_size;
 
     // The resize CQE, in the old buffer with the old owner bit.
-    let old = fw.core.engine.cq(cqn).map(|e| &e.ext).ok_or(fail!(status::BAD_RES, RESIZE_CQ_BAD_RES_3))?;
+    let old = cx.core.engine.cq(cqn).map(|e| &e.ext).ok_or(fail!(status::BAD_RES, RESIZE_CQ_BAD_RES_3))?;
     let e = Cqe { opcode: op::RESIZE_CQ, ..Default::default() };
-    match old.write_cqe(&*fw.core.mem, index, old_log, &e) {
+    match old.write_cqe(&*cx.core.mem, index, old_log, &e) {
         Ok(()) => {}
         Err(CqeWriteError::OutsidePages) => return Err(fail!(status::INT_ERR, RESIZE_CQ_INT_ERR)),
         Err(CqeWriteError::OutsideMemory) => return Err(fail!(status::BAD_RES_STATE, RESIZE_CQ_BAD_RES_STATE_3)),
     }
 
-    let cq = fw.core.engine.cq_mut(cqn).ok_or(fail!(status::BAD_RES, RESIZE_CQ_BAD_RES_4))?;
+    let cq = cx.core.engine.cq_mut(cqn).ok_or(fail!(status::BAD_RES, RESIZE_CQ_BAD_RES_4))?;
     cq.producer = index.wrapping_add(1);
     cq.log_size = log_size;
-    let ctx = fw.core.engine.cq_mut(cqn).map(|e| &mut e.ext).ok_or(fail!(status::BAD_RES, RESIZE_CQ_BAD_RES_5))?;
+    let ctx = cx.core.engine.cq_mut(cqn).map(|e| &mut e.ext).ok_or(fail!(status::BAD_RES, RESIZE_CQ_BAD_RES_5))?;
     ctx.pas = pas;
     ctx.log_page_size = log_page_size;
     ctx.page_offset = page_offset;

@@ -80,7 +80,7 @@ impl Core {
     }
 
     /// The EQs whose event bitmask asks for events of type `ty`.
-    pub(super) fn eqs_for(&self, ty: u32) -> Vec<u32> {
+    pub(crate) fn eqs_for(&self, ty: u32) -> Vec<u32> {
         self.eqs.iter().filter(|(_, e)| e.event_bitmask[0] & (1u64 << ty) != 0).map(|(n, _)| n).collect()
     }
 

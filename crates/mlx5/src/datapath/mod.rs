@@ -62,6 +62,9 @@ pub struct DataPath<'a>(&'a mut Firmware);
 
 impl Drop for DataPath<'_> {
     fn drop(&mut self) {
+        for qpn in std::mem::take(&mut self.0.core.entered_err) {
+            self.0.flush_entered_err(qpn);
+        }
         self.0.core.drain();
     }
 }
@@ -99,6 +102,16 @@ impl Firmware {
     /// EQ doorbell: the driver's 24-bit consumer index, optionally re-arm.
     pub fn eq_doorbell(&mut self, eqn: u32, ci: u32, arm: bool) {
         self.datapath().core.update_eq(eqn, ci, arm);
+    }
+
+    /// A command moved QP `qpn` to ERR: its outstanding work completes with
+    /// WR_FLUSH_ERR, in order (an engine QP's, or the firmware's own queue's).
+    fn flush_entered_err(&mut self, qpn: u32) {
+        match self.core.engine.qp(qpn).map(|q| q.qp_type) {
+            Some(t) if self.via_engine(t) => self.engine_flush(qpn),
+            Some(_) => self.flush_qp(qpn),
+            None => {}
+        }
     }
 
     /// After a QP entered ERR: queued work was flushed by the engine; WQEs

@@ -57,7 +57,24 @@ mod steering_tests;
 mod test_bench;
 
 use crate::cmd::dispatch::Command;
+use crate::core::Core;
 use crate::firmware::Firmware;
+use crate::hca::state::Hca;
+use crate::ib::port::PortConfig;
+use crate::roce::state::RoceState;
+use state::EthPort;
+
+/// What the Ethernet port's commands and registers borrow: the core (the
+/// engine's raw-packet queues, port events), the HCA (capability pages), the
+/// port's identity, the Ethernet state, and the RoCE state beside it (the Q
+/// counter sets' RDMA half).
+pub struct EthCx<'a> {
+    pub core: &'a mut Core,
+    pub hca: &'a Hca,
+    pub cfg: &'a PortConfig,
+    pub eth: &'a mut EthPort,
+    pub roce: &'a mut RoceState,
+}
 
 /// The Ethernet link layer's command tables, one per file.
 pub static COMMAND_TABLES: &[&[Command<Firmware>]] =

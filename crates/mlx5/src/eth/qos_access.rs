@@ -3,9 +3,9 @@
 
 use super::layout::{qcam, qetcr, qpdpm, qpts, qtct};
 use super::qos::{MAX_GROUP, NUM_DSCP, NUM_PRIO, QCAM_REGISTERS, TRUST_DSCP, TRUST_PCP};
+use super::EthCx;
 use crate::cmd::req::{fail, CmdErr};
 use crate::cmd::status;
-use crate::firmware::Firmware;
 
 /// The register image of `size` bytes (BAD_INP_LEN when shorter).
 fn image(data: &[u8], size: usize) -> Result<Vec<u8>, CmdErr> {
@@ -29,7 +29,7 @@ fn port0or1(port: u64) -> Result<(), CmdErr> {
 }
 
 /// QCAM: the QoS access-register mask (group 0, feature group 0 only); no feature bits.
-pub fn qcam_access(_fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
+pub fn qcam_access(write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
     let img = image(data, qcam::SIZE)?;
     if write || qcam::access_reg_group.get(&img) != 0 || qcam::feature_group.get(&img) != 0 {
         return Err(fail!(status::BAD_PARAM, ETH_REG_QCAM_BAD_GROUP));
@@ -42,7 +42,7 @@ pub fn qcam_access(_fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u
 }
 
 /// QPTS: the trust state (1 PCP, 2 DSCP).
-pub fn qpts_access(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
+pub fn qpts_access(cx: &mut EthCx<'_>, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
     let mut img = image(data, qpts::SIZE)?;
     port1(qpts::local_port.get(&img))?;
     if write {
@@ -50,17 +50,17 @@ pub fn qpts_access(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8
         if t != TRUST_PCP && t != TRUST_DSCP {
             return Err(fail!(status::BAD_PARAM, ETH_REG_QPTS_BAD_TRUST));
         }
-        fw.eth.qos.trust = t;
-        fw.eth.apply_prio_map();
+        cx.eth.qos.trust = t;
+        cx.eth.apply_prio_map();
     }
     img.fill(0);
     qpts::local_port.set(&mut img, 1);
-    qpts::trust_state.set(&mut img, fw.eth.qos.trust as u64);
+    qpts::trust_state.set(&mut img, cx.eth.qos.trust as u64);
     Ok(img)
 }
 
 /// QPDPM: 64 entries; a write updates those with `e` set (priority < 8), a read returns them all.
-pub fn qpdpm_access(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
+pub fn qpdpm_access(cx: &mut EthCx<'_>, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
     let mut img = image(data, qpdpm::SIZE)?;
     port1(qpdpm::local_port.get(&img))?;
     if write {
@@ -72,13 +72,13 @@ pub fn qpdpm_access(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u
             return Err(fail!(status::BAD_PARAM, ETH_REG_QPDPM_BAD_PRIO));
         }
         for (d, p) in upd {
-            fw.eth.qos.dscp2prio[d] = p;
+            cx.eth.qos.dscp2prio[d] = p;
         }
-        fw.eth.apply_prio_map();
+        cx.eth.apply_prio_map();
     }
     img.fill(0);
     qpdpm::local_port.set(&mut img, 1);
-    for (d, &p) in fw.eth.qos.dscp2prio.iter().enumerate() {
+    for (d, &p) in cx.eth.qos.dscp2prio.iter().enumerate() {
         qpdpm::prio(d).set(&mut img, p as u64);
     }
     Ok(img)
@@ -86,27 +86,27 @@ pub fn qpdpm_access(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u
 
 /// QTCT: the traffic class of one priority. `mlx5_set_port_prio_tc` leaves `port_number` 0 (the
 /// query sets 1): both name the one port.
-pub fn qtct_access(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
+pub fn qtct_access(cx: &mut EthCx<'_>, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
     let mut img = image(data, qtct::SIZE)?;
     port0or1(qtct::port_number.get(&img))?;
     let prio = qtct::prio.get(&img) as usize;
     if write {
         // tclass is 3 bits: every value names one of the 8 TCs.
-        fw.eth.qos.prio2tc[prio] = qtct::tclass.get(&img) as u8;
+        cx.eth.qos.prio2tc[prio] = qtct::tclass.get(&img) as u8;
     }
     img.fill(0);
     qtct::port_number.set(&mut img, 1);
     qtct::prio.set(&mut img, prio as u64);
-    qtct::tclass.set(&mut img, fw.eth.qos.prio2tc[prio] as u64);
+    qtct::tclass.set(&mut img, cx.eth.qos.prio2tc[prio] as u64);
     Ok(img)
 }
 
 /// QETCR: per-TC group / bandwidth / rate limit, merged by valid bit; mlx5e leaves `port_number` 0.
-pub fn qetcr_access(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
+pub fn qetcr_access(cx: &mut EthCx<'_>, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
     let mut img = image(data, qetcr::SIZE)?;
     port0or1(qetcr::port_number.get(&img))?;
     if write {
-        let mut next = fw.eth.qos.clone();
+        let mut next = cx.eth.qos.clone();
         for (i, tc) in next.tc.iter_mut().enumerate() {
             if qetcr::g(i).get(&img) != 0 {
                 tc.group = qetcr::group(i).get(&img) as u8;
@@ -126,10 +126,10 @@ pub fn qetcr_access(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u
             next.global_max_bw =
                 (qetcr::global_max_bw_units.get(&img) as u8, qetcr::global_max_bw_value.get(&img) as u8);
         }
-        fw.eth.qos = next;
+        cx.eth.qos = next;
     }
     img.fill(0);
-    let q = &fw.eth.qos;
+    let q = &cx.eth.qos;
     for (i, tc) in q.tc.iter().enumerate() {
         qetcr::group(i).set(&mut img, tc.group as u64);
         qetcr::bw_allocation(i).set(&mut img, tc.bw_allocation as u64);

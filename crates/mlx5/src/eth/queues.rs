@@ -9,9 +9,11 @@
 
 use super::layout::{self as l, rqc, sqc, tisc};
 pub use super::queue_state::{EthQueues, EthRq, EthSq, QCounter, Tis, MAX_Q_COUNTERS, MAX_TDS, MAX_TISES};
+use super::EthCx;
 use crate::cmd::dispatch::{command, Command};
 use crate::cmd::req::{eng, fail, out, CmdErr, CmdResult, Req};
 use crate::cmd::status;
+use crate::core::MlxEngine;
 use crate::fields::{Array, Field};
 use crate::firmware::Firmware;
 use crate::ifc::{self, wq};
@@ -31,73 +33,73 @@ fn state_of(s: u64) -> Option<QpState> {
 
 // ---- transport domains, TISes, Q counters ----
 
-pub fn alloc_transport_domain(fw: &mut Firmware, _r: &Req<'_>) -> CmdResult {
-    let td = fw.eth.queues.tds.alloc_lowest_with(|_| ()).ok_or(fail!(status::LIM, ALLOC_TRANSPORT_DOMAIN_LIM))?;
+pub fn alloc_transport_domain(cx: &mut EthCx<'_>, _r: &Req<'_>) -> CmdResult {
+    let td = cx.eth.queues.tds.alloc_lowest_with(|_| ()).ok_or(fail!(status::LIM, ALLOC_TRANSPORT_DOMAIN_LIM))?;
     let mut o = out(16);
     l::OBJ_NUM.set(&mut o, td as u64);
     Ok(o)
 }
 
-pub fn dealloc_transport_domain(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn dealloc_transport_domain(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     let td = r.get(l::OBJ_NUM) as u32;
-    if fw.eth.queues.tises.iter().any(|(_, t)| t.transport_domain == td) {
+    if cx.eth.queues.tises.iter().any(|(_, t)| t.transport_domain == td) {
         return Err(fail!(status::BAD_RES_STATE, DEALLOC_TRANSPORT_DOMAIN_BUSY));
     }
-    fw.eth.queues.tds.remove(td).ok_or(fail!(status::BAD_RES, DEALLOC_TRANSPORT_DOMAIN_BAD_RES))?;
+    cx.eth.queues.tds.remove(td).ok_or(fail!(status::BAD_RES, DEALLOC_TRANSPORT_DOMAIN_BAD_RES))?;
     Ok(out(16))
 }
 
-pub fn create_tis(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn create_tis(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(tisc::CREATE_SIZE)?;
     let td = r.get(tisc::transport_domain) as u32;
-    if !fw.eth.queues.tds.contains(td) {
+    if !cx.eth.queues.tds.contains(td) {
         return Err(fail!(status::BAD_RES, CREATE_TIS_BAD_TD));
     }
     let tis = Tis { prio: r.get(tisc::prio) as u8, transport_domain: td };
-    let n = fw.eth.queues.tises.alloc_lowest_with(|_| tis).ok_or(fail!(status::LIM, CREATE_TIS_LIM))?;
+    let n = cx.eth.queues.tises.alloc_lowest_with(|_| tis).ok_or(fail!(status::LIM, CREATE_TIS_LIM))?;
     let mut o = out(16);
     l::OBJ_NUM.set(&mut o, n as u64);
     Ok(o)
 }
 
-pub fn destroy_tis(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn destroy_tis(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     let n = r.get(l::OBJ_NUM) as u32;
-    if fw.eth.queues.sqs.values().any(|s| s.tisn == n) {
+    if cx.eth.queues.sqs.values().any(|s| s.tisn == n) {
         return Err(fail!(status::BAD_RES_STATE, DESTROY_TIS_BUSY));
     }
-    fw.eth.queues.tises.remove(n).ok_or(fail!(status::BAD_RES, DESTROY_TIS_BAD_RES))?;
+    cx.eth.queues.tises.remove(n).ok_or(fail!(status::BAD_RES, DESTROY_TIS_BAD_RES))?;
     Ok(out(16))
 }
 
-pub fn alloc_q_counter(fw: &mut Firmware, _r: &Req<'_>) -> CmdResult {
-    let id = fw.eth.queues.q_counters.alloc_lowest_with(|_| QCounter::default());
+pub fn alloc_q_counter(cx: &mut EthCx<'_>, _r: &Req<'_>) -> CmdResult {
+    let id = cx.eth.queues.q_counters.alloc_lowest_with(|_| QCounter::default());
     let id = id.ok_or(fail!(status::LIM, ALLOC_Q_COUNTER_LIM))?;
     let mut o = out(ifc::alloc_q_counter_out::SIZE);
     ifc::alloc_q_counter_out::counter_set_id.set(&mut o, id as u64);
-    qcounters::forget(fw, id as u8);
+    cx.roce.q_sets.forget(id as u8);
     Ok(o)
 }
 
-pub fn dealloc_q_counter(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn dealloc_q_counter(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     let id = r.get(ifc::dealloc_q_counter_in::counter_set_id) as u32;
-    if fw.eth.queues.rqs.values().any(|q| q.counter_set_id as u32 == id) {
+    if cx.eth.queues.rqs.values().any(|q| q.counter_set_id as u32 == id) {
         return Err(fail!(status::BAD_RES_STATE, DEALLOC_Q_COUNTER_BUSY));
     }
-    fw.eth.queues.q_counters.remove(id).ok_or(fail!(status::BAD_RES, DEALLOC_Q_COUNTER_BAD_RES))?;
+    cx.eth.queues.q_counters.remove(id).ok_or(fail!(status::BAD_RES, DEALLOC_Q_COUNTER_BAD_RES))?;
     Ok(out(16))
 }
 
-pub fn query_q_counter(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn query_q_counter(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     use ifc::query_q_counter_in as i;
     if r.get(i::other_vport) != 0 || r.get(i::aggregate) != 0 {
         return Err(fail!(status::BAD_PARAM, QUERY_Q_COUNTER_BAD_PARAM));
     }
     let id = r.get(i::counter_set_id) as u32;
     let clear = r.get(i::clear) != 0;
-    fw.eth.queues.q_counters.get(id).ok_or(fail!(status::BAD_RES, QUERY_Q_COUNTER_BAD_RES))?;
+    cx.eth.queues.q_counters.get(id).ok_or(fail!(status::BAD_RES, QUERY_Q_COUNTER_BAD_RES))?;
     // The RDMA QPs' counts of this set (RoCE), then the Ethernet RQs' out_of_buffer on top.
-    let rdma = qcounters::query(fw, id as u8, clear);
-    let c = fw.eth.queues.q_counters.get_mut(id).ok_or(fail!(status::BAD_RES, QUERY_Q_COUNTER_BAD_RES))?;
+    let rdma = cx.roce.q_sets.query(&cx.core.engine, id as u8, clear);
+    let c = cx.eth.queues.q_counters.get_mut(id).ok_or(fail!(status::BAD_RES, QUERY_Q_COUNTER_BAD_RES))?;
     let mut o = out(ifc::query_q_counter_out::SIZE);
     for ((f, _), v) in qcounters::FIELDS.iter().zip(rdma) {
         f.set(&mut o, v.min(u32::MAX as u64));
@@ -121,7 +123,7 @@ struct WorkQueue {
 
 /// Parses the `wq` of a CREATE_SQ/CREATE_RQ and creates the `RawPacket` engine QP with its
 /// `rdma::QpCtx`. `send`: an SQ (64-byte WQEBBs, send CQ) or an RQ (`stride` from the wq, receive CQ).
-fn create_wq(fw: &mut Firmware, r: &Req<'_>, send: bool, cqn: u32) -> Result<WorkQueue, CmdErr> {
+fn create_wq(cx: &mut EthCx<'_>, r: &Req<'_>, send: bool, cqn: u32) -> Result<WorkQueue, CmdErr> {
     r.need(l::Q_CMD_SIZE)?;
     let ctx = r.input[l::Q_CTX..l::Q_PAS].to_vec();
     let w = |f: Field| r.get(Field::new(l::Q_WQ as u32 * 8, 0).inner(f));
@@ -132,7 +134,7 @@ fn create_wq(fw: &mut Firmware, r: &Req<'_>, send: bool, cqn: u32) -> Result<Wor
     let log_stride = w(wq::log_wq_stride) as u32;
     let log_page_size = w(wq::log_wq_pg_sz) as u8;
     let stride_ok = if send { log_stride == 6 } else { (4..=11).contains(&log_stride) };
-    if !stride_ok || log_wq_sz > fw.core.engine.limits().log_max_qp_size || log_page_size > 18 {
+    if !stride_ok || log_wq_sz > cx.core.engine.limits().log_max_qp_size || log_page_size > 18 {
         return Err(fail!(status::BAD_PARAM, ETH_WQ_BAD_SIZE));
     }
     if w(wq::wq_umem_valid) != 0 || w(wq::dbr_umem_valid) != 0 {
@@ -176,55 +178,55 @@ fn create_wq(fw: &mut Firmware, r: &Req<'_>, send: bool, cqn: u32) -> Result<Wor
         rq_ci: 0,
         rq_flush_until: 0,
     };
-    let qpn = eng!(fw.core.engine.create_qp_with(create, qp_ctx), ETH_WQ_ENGINE)?;
+    let qpn = eng!(cx.core.engine.create_qp_with(create, qp_ctx), ETH_WQ_ENGINE)?;
     Ok(WorkQueue { qpn, ctx })
 }
 
 /// `QpCtx.st` of an Ethernet SQ/RQ (`MLX5_QP_ST_RAW_ETHERTYPE`; no QP command accepts it).
 pub const ST_RAW: u8 = 0x6;
 
-fn check_cq(fw: &Firmware, cqn: u32) -> Result<(), CmdErr> {
-    if fw.core.engine.cq(cqn).is_none() {
+fn check_cq(cx: &EthCx<'_>, cqn: u32) -> Result<(), CmdErr> {
+    if cx.core.engine.cq(cqn).is_none() {
         return Err(fail!(status::BAD_RES, ETH_WQ_BAD_CQ));
     }
     Ok(())
 }
 
-pub fn create_sq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn create_sq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(l::Q_CMD_SIZE)?;
     let c = &r.input[l::Q_CTX..l::Q_WQ];
     let cqn = sqc::cqn.get(c) as u32;
     let tisn = sqc::tis_num_0.get(c) as u32;
-    check_cq(fw, cqn)?;
+    check_cq(cx, cqn)?;
     if sqc::state.get(c) != l::Q_STATE_RST || sqc::tis_lst_sz.get(c) > 1 {
         return Err(fail!(status::BAD_PARAM, CREATE_SQ_BAD_PARAM));
     }
-    if tisn != 0 && !fw.eth.queues.tises.contains(tisn) {
+    if tisn != 0 && !cx.eth.queues.tises.contains(tisn) {
         return Err(fail!(status::BAD_RES, CREATE_SQ_BAD_TIS));
     }
     let min_wqe_inline_mode = sqc::min_wqe_inline_mode.get(c) as u8;
-    let q = create_wq(fw, r, true, cqn)?;
-    fw.eth.queues.sqs.insert(q.qpn, EthSq { cqn, tisn, state: 0, min_wqe_inline_mode, ctx: q.ctx });
+    let q = create_wq(cx, r, true, cqn)?;
+    cx.eth.queues.sqs.insert(q.qpn, EthSq { cqn, tisn, state: 0, min_wqe_inline_mode, ctx: q.ctx });
     let mut o = out(16);
     l::OBJ_NUM.set(&mut o, q.qpn as u64);
     Ok(o)
 }
 
-pub fn create_rq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn create_rq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(l::Q_CMD_SIZE)?;
     let c = &r.input[l::Q_CTX..l::Q_WQ];
     let cqn = rqc::cqn.get(c) as u32;
-    check_cq(fw, cqn)?;
+    check_cq(cx, cqn)?;
     if rqc::mem_rq_type.get(c) != l::MEM_RQ_TYPE_INLINE || rqc::state.get(c) != l::Q_STATE_RST {
         return Err(fail!(status::BAD_PARAM, CREATE_RQ_BAD_PARAM));
     }
     let counter_set_id = rqc::counter_set_id.get(c) as u8;
-    if counter_set_id != 0 && !fw.eth.queues.q_counters.contains(counter_set_id as u32) {
+    if counter_set_id != 0 && !cx.eth.queues.q_counters.contains(counter_set_id as u32) {
         return Err(fail!(status::BAD_RES, CREATE_RQ_BAD_COUNTER));
     }
     let vsd = rqc::vsd.get(c) != 0;
-    let q = create_wq(fw, r, false, cqn)?;
-    fw.eth.queues.rqs.insert(q.qpn, EthRq { cqn, vsd, counter_set_id, state: 0, ctx: q.ctx });
+    let q = create_wq(cx, r, false, cqn)?;
+    cx.eth.queues.rqs.insert(q.qpn, EthRq { cqn, vsd, counter_set_id, state: 0, ctx: q.ctx });
     let mut o = out(16);
     l::OBJ_NUM.set(&mut o, q.qpn as u64);
     Ok(o)
@@ -232,18 +234,18 @@ pub fn create_rq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 
 /// MODIFY_SQ/RQ's state change: `cur` must be the queue's state; RDY→ERR flushes the queue's
 /// outstanding WQEs, →RST rewinds its consumer counters.
-fn change_state(fw: &mut Firmware, qpn: u32, cur: u8, next: u64) -> Result<u8, CmdErr> {
+fn change_state(cx: &mut EthCx<'_>, qpn: u32, cur: u8, next: u64) -> Result<u8, CmdErr> {
     let target = state_of(next).ok_or(fail!(status::BAD_PARAM, ETH_MODIFY_Q_BAD_STATE))?;
     let legal = matches!((cur as u64, next), (l::Q_STATE_RST, l::Q_STATE_RDY | l::Q_STATE_RST))
         || matches!((cur as u64, next), (l::Q_STATE_RDY, _) | (l::Q_STATE_ERR, l::Q_STATE_RST | l::Q_STATE_ERR));
     if !legal {
         return Err(fail!(status::BAD_RES_STATE, ETH_MODIFY_Q_BAD_TRANSITION));
     }
-    eng!(fw.core.engine.set_raw_state(qpn, target), ETH_MODIFY_Q_ENGINE)?;
+    eng!(cx.core.engine.set_raw_state(qpn, target), ETH_MODIFY_Q_ENGINE)?;
     match target {
-        QpState::Err if cur as u64 != l::Q_STATE_ERR => fw.flush_qp(qpn),
+        QpState::Err if cur as u64 != l::Q_STATE_ERR => cx.core.entered_err.push(qpn),
         QpState::Reset => {
-            if let Some(ctx) = fw.core.engine.qp_mut(qpn).map(|e| &mut e.ext) {
+            if let Some(ctx) = cx.core.engine.qp_mut(qpn).map(|e| &mut e.ext) {
                 ctx.sq_ci = 0;
                 ctx.rq_ci = 0;
             }
@@ -253,10 +255,10 @@ fn change_state(fw: &mut Firmware, qpn: u32, cur: u8, next: u64) -> Result<u8, C
     Ok(next as u8)
 }
 
-pub fn modify_sq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn modify_sq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(l::Q_WQ)?;
     let sqn = r.get(l::OBJ_NUM) as u32;
-    let sq = fw.eth.queues.sq(sqn).ok_or(fail!(status::BAD_RES, MODIFY_SQ_BAD_RES))?;
+    let sq = cx.eth.queues.sq(sqn).ok_or(fail!(status::BAD_RES, MODIFY_SQ_BAD_RES))?;
     let cur = sq.state;
     if r.get(l::MODIFY_Q_STATE) != cur as u64 {
         return Err(fail!(status::BAD_RES_STATE, MODIFY_SQ_BAD_CUR_STATE));
@@ -266,17 +268,17 @@ pub fn modify_sq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         return Err(fail!(status::BAD_PARAM, MODIFY_SQ_BAD_BITMASK));
     }
     let next = sqc::state.get(&r.input[l::Q_CTX..l::Q_WQ]);
-    let s = change_state(fw, sqn, cur, next)?;
-    if let Some(sq) = fw.eth.queues.sqs.get_mut(&sqn) {
+    let s = change_state(cx, sqn, cur, next)?;
+    if let Some(sq) = cx.eth.queues.sqs.get_mut(&sqn) {
         sq.state = s;
     }
     Ok(out(16))
 }
 
-pub fn modify_rq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn modify_rq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(l::Q_WQ)?;
     let rqn = r.get(l::OBJ_NUM) as u32;
-    let rq = fw.eth.queues.rq(rqn).ok_or(fail!(status::BAD_RES, MODIFY_RQ_BAD_RES))?;
+    let rq = cx.eth.queues.rq(rqn).ok_or(fail!(status::BAD_RES, MODIFY_RQ_BAD_RES))?;
     let cur = rq.state;
     if r.get(l::MODIFY_Q_STATE) != cur as u64 {
         return Err(fail!(status::BAD_RES_STATE, MODIFY_RQ_BAD_CUR_STATE));
@@ -287,12 +289,12 @@ pub fn modify_rq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         return Err(fail!(status::BAD_PARAM, MODIFY_RQ_BAD_BITMASK));
     }
     let counter = rqc::counter_set_id.get(c) as u8;
-    if mask & l::MODIFY_RQ_COUNTER_SET_ID != 0 && counter != 0 && !fw.eth.queues.q_counters.contains(counter as u32) {
+    if mask & l::MODIFY_RQ_COUNTER_SET_ID != 0 && counter != 0 && !cx.eth.queues.q_counters.contains(counter as u32) {
         return Err(fail!(status::BAD_RES, MODIFY_RQ_BAD_COUNTER));
     }
     let vsd = rqc::vsd.get(c) != 0;
-    let s = change_state(fw, rqn, cur, rqc::state.get(c))?;
-    if let Some(rq) = fw.eth.queues.rqs.get_mut(&rqn) {
+    let s = change_state(cx, rqn, cur, rqc::state.get(c))?;
+    if let Some(rq) = cx.eth.queues.rqs.get_mut(&rqn) {
         rq.state = s;
         if mask & l::MODIFY_RQ_VSD != 0 {
             rq.vsd = vsd;
@@ -304,31 +306,36 @@ pub fn modify_rq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     Ok(out(16))
 }
 
+/// True when `rqn` is an Ethernet RQ (a RawPacket engine QP with a receive queue).
+pub(crate) fn is_eth_rq(engine: &MlxEngine, rqn: u32) -> bool {
+    engine.qp(rqn).is_some_and(|q| q.qp_type == QpType::RawPacket && q.ext.rq_entries != 0)
+}
+
 /// Removes the engine QP and its contexts. The command runs with the data path drained and holds
 /// the firmware: after it no doorbell, frame or flush reaches the queue.
-fn destroy_wq(fw: &mut Firmware, qpn: u32) -> Result<(), CmdErr> {
-    eng!(fw.core.engine.destroy_qp(qpn), ETH_DESTROY_Q_ENGINE)?;
+fn destroy_wq(cx: &mut EthCx<'_>, qpn: u32) -> Result<(), CmdErr> {
+    eng!(cx.core.engine.destroy_qp(qpn), ETH_DESTROY_Q_ENGINE)?;
     Ok(())
 }
 
-pub fn destroy_sq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn destroy_sq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     let sqn = r.get(l::OBJ_NUM) as u32;
-    if fw.eth.queues.sq(sqn).is_none() {
+    if cx.eth.queues.sq(sqn).is_none() {
         return Err(fail!(status::BAD_RES, DESTROY_SQ_BAD_RES));
     }
-    destroy_wq(fw, sqn)?;
-    fw.eth.queues.sqs.remove(&sqn);
-    fw.eth.tx.remove_sq(sqn);
+    destroy_wq(cx, sqn)?;
+    cx.eth.queues.sqs.remove(&sqn);
+    cx.eth.tx.remove_sq(sqn);
     Ok(out(16))
 }
 
-pub fn destroy_rq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn destroy_rq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     let rqn = r.get(l::OBJ_NUM) as u32;
-    if fw.eth.queues.rq(rqn).is_none() {
+    if cx.eth.queues.rq(rqn).is_none() {
         return Err(fail!(status::BAD_RES, DESTROY_RQ_BAD_RES));
     }
-    destroy_wq(fw, rqn)?;
-    fw.eth.queues.rqs.remove(&rqn);
+    destroy_wq(cx, rqn)?;
+    cx.eth.queues.rqs.remove(&rqn);
     Ok(out(16))
 }
 
@@ -339,31 +346,31 @@ fn query_out(ctx: &[u8], state_field: Field, state: u8) -> Vec<u8> {
     o
 }
 
-pub fn query_sq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
-    let sq = fw.eth.queues.sq(r.get(l::OBJ_NUM) as u32).ok_or(fail!(status::BAD_RES, QUERY_SQ_BAD_RES))?;
+pub fn query_sq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
+    let sq = cx.eth.queues.sq(r.get(l::OBJ_NUM) as u32).ok_or(fail!(status::BAD_RES, QUERY_SQ_BAD_RES))?;
     Ok(query_out(&sq.ctx, sqc::state, sq.state))
 }
 
-pub fn query_rq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
-    let rq = fw.eth.queues.rq(r.get(l::OBJ_NUM) as u32).ok_or(fail!(status::BAD_RES, QUERY_RQ_BAD_RES))?;
+pub fn query_rq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
+    let rq = cx.eth.queues.rq(r.get(l::OBJ_NUM) as u32).ok_or(fail!(status::BAD_RES, QUERY_RQ_BAD_RES))?;
     Ok(query_out(&rq.ctx, rqc::state, rq.state))
 }
 
 /// The queue commands.
 pub static COMMANDS: &[Command<Firmware>] = &[
-    command!(MLX5_CMD_OP_ALLOC_TRANSPORT_DOMAIN, Enabled, alloc_transport_domain),
-    command!(MLX5_CMD_OP_DEALLOC_TRANSPORT_DOMAIN, Enabled, dealloc_transport_domain),
-    command!(MLX5_CMD_OP_CREATE_TIS, Enabled, create_tis),
-    command!(MLX5_CMD_OP_DESTROY_TIS, Enabled, destroy_tis),
-    command!(MLX5_CMD_OP_ALLOC_Q_COUNTER, Enabled, alloc_q_counter),
-    command!(MLX5_CMD_OP_DEALLOC_Q_COUNTER, Enabled, dealloc_q_counter),
-    command!(MLX5_CMD_OP_QUERY_Q_COUNTER, Enabled, query_q_counter),
-    command!(MLX5_CMD_OP_CREATE_SQ, Enabled, create_sq),
-    command!(MLX5_CMD_OP_MODIFY_SQ, Enabled, modify_sq),
-    command!(MLX5_CMD_OP_DESTROY_SQ, Enabled, destroy_sq),
-    command!(MLX5_CMD_OP_QUERY_SQ, Enabled, query_sq),
-    command!(MLX5_CMD_OP_CREATE_RQ, Enabled, create_rq),
-    command!(MLX5_CMD_OP_MODIFY_RQ, Enabled, modify_rq),
-    command!(MLX5_CMD_OP_DESTROY_RQ, Enabled, destroy_rq),
-    command!(MLX5_CMD_OP_QUERY_RQ, Enabled, query_rq),
+    command!(MLX5_CMD_OP_ALLOC_TRANSPORT_DOMAIN, Enabled, eth_cx => alloc_transport_domain),
+    command!(MLX5_CMD_OP_DEALLOC_TRANSPORT_DOMAIN, Enabled, eth_cx => dealloc_transport_domain),
+    command!(MLX5_CMD_OP_CREATE_TIS, Enabled, eth_cx => create_tis),
+    command!(MLX5_CMD_OP_DESTROY_TIS, Enabled, eth_cx => destroy_tis),
+    command!(MLX5_CMD_OP_ALLOC_Q_COUNTER, Enabled, eth_cx => alloc_q_counter),
+    command!(MLX5_CMD_OP_DEALLOC_Q_COUNTER, Enabled, eth_cx => dealloc_q_counter),
+    command!(MLX5_CMD_OP_QUERY_Q_COUNTER, Enabled, eth_cx => query_q_counter),
+    command!(MLX5_CMD_OP_CREATE_SQ, Enabled, eth_cx => create_sq),
+    command!(MLX5_CMD_OP_MODIFY_SQ, Enabled, eth_cx => modify_sq),
+    command!(MLX5_CMD_OP_DESTROY_SQ, Enabled, eth_cx => destroy_sq),
+    command!(MLX5_CMD_OP_QUERY_SQ, Enabled, eth_cx => query_sq),
+    command!(MLX5_CMD_OP_CREATE_RQ, Enabled, eth_cx => create_rq),
+    command!(MLX5_CMD_OP_MODIFY_RQ, Enabled, eth_cx => modify_rq),
+    command!(MLX5_CMD_OP_DESTROY_RQ, Enabled, eth_cx => destroy_rq),
+    command!(MLX5_CMD_OP_QUERY_RQ, Enabled, eth_cx => query_rq),
 ];

@@ -6,12 +6,12 @@ use super::layout::{pfcc_reg, NODE_DESC_SIZE};
 pub use super::port_regs::{PortRegs, DEFAULT_MTU, MAX_MTU, STATUS_DOWN, STATUS_UP};
 use super::qos_access;
 use super::vport::VportCounters;
+use super::EthCx;
 use crate::cmd::req::{fail, CmdErr};
 use crate::cmd::status;
 use crate::fields::Field;
-use crate::firmware::Firmware;
-use crate::hca::access_reg::{host_endianness, Register};
-use crate::ifc::{self, paos_reg, pmtu_reg, ppcnt_reg, ptys_reg};
+use crate::hca::access_reg::{host_endianness, register, Register};
+use crate::ifc::{paos_reg, pmtu_reg, ppcnt_reg, ptys_reg};
 use vrnic_fabric::ether::PrioSnapshot;
 
 /// The one link mode: 100GBASE-CR4 (`MLX5E_100GBASE_CR4` = bit 20 of the legacy map).
@@ -23,18 +23,18 @@ const PORT_DA: u64 = 7;
 
 /// The registers of an Ethernet port.
 pub static REGISTERS: &[Register] = &[
-    Register { id: ifc::MLX5_REG_HOST_ENDIANNESS, access: host_endianness },
-    Register { id: ifc::MLX5_REG_PAOS, access: paos },
-    Register { id: ifc::MLX5_REG_PMTU, access: pmtu },
-    Register { id: ifc::MLX5_REG_PTYS, access: ptys },
-    Register { id: ifc::MLX5_REG_PPCNT, access: ppcnt },
-    Register { id: ifc::MLX5_REG_PFCC, access: pfcc },
-    Register { id: ifc::MLX5_REG_NODE_DESC, access: node_desc },
-    Register { id: ifc::MLX5_REG_QCAM, access: qos_access::qcam_access },
-    Register { id: ifc::MLX5_REG_QPTS, access: qos_access::qpts_access },
-    Register { id: ifc::MLX5_REG_QPDPM, access: qos_access::qpdpm_access },
-    Register { id: ifc::MLX5_REG_QTCT, access: qos_access::qtct_access },
-    Register { id: ifc::MLX5_REG_QETCR, access: qos_access::qetcr_access },
+    register!(MLX5_REG_HOST_ENDIANNESS, host_endianness),
+    register!(MLX5_REG_PAOS, eth_cx => paos),
+    register!(MLX5_REG_PMTU, eth_cx => pmtu),
+    register!(MLX5_REG_PTYS, eth_cx => ptys),
+    register!(MLX5_REG_PPCNT, eth_cx => ppcnt),
+    register!(MLX5_REG_PFCC, eth_cx => pfcc),
+    register!(MLX5_REG_NODE_DESC, eth_cx => node_desc),
+    register!(MLX5_REG_QCAM, qos_access::qcam_access),
+    register!(MLX5_REG_QPTS, eth_cx => qos_access::qpts_access),
+    register!(MLX5_REG_QPDPM, eth_cx => qos_access::qpdpm_access),
+    register!(MLX5_REG_QTCT, eth_cx => qos_access::qtct_access),
+    register!(MLX5_REG_QETCR, eth_cx => qos_access::qetcr_access),
 ];
 
 /// The register image of `size` bytes (BAD_INP_LEN when shorter), for local port 1 only.
@@ -49,41 +49,41 @@ fn image(data: &[u8], size: usize, local_port: Option<Field>) -> Result<Vec<u8>,
 }
 
 /// PAOS: admin status (written only with `ase`), operational status = carrier.
-fn paos(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
+fn paos(cx: &mut EthCx<'_>, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
     let mut img = image(data, paos_reg::SIZE, Some(paos_reg::local_port))?;
     if write && paos_reg::ase.get(&img) != 0 {
         let s = paos_reg::admin_status.get(&img) as u8;
         if s != STATUS_UP && s != STATUS_DOWN {
             return Err(fail!(status::BAD_PARAM, ETH_REG_PAOS_BAD_STATUS));
         }
-        fw.eth.regs.admin_status = s;
-        fw.eth_link_changed();
+        cx.eth.regs.admin_status = s;
+        cx.link_changed();
     }
-    paos_reg::admin_status.set(&mut img, fw.eth.regs.admin_status as u64);
-    paos_reg::oper_status.set(&mut img, if fw.eth_oper_up() { STATUS_UP } else { STATUS_DOWN } as u64);
+    paos_reg::admin_status.set(&mut img, cx.eth.regs.admin_status as u64);
+    paos_reg::oper_status.set(&mut img, if cx.oper_up() { STATUS_UP } else { STATUS_DOWN } as u64);
     paos_reg::ase.set(&mut img, 0);
     Ok(img)
 }
 
 /// PMTU: `max_mtu` [`MAX_MTU`], `admin_mtu` as written (at least the 68-byte IPv4 minimum + 22),
 /// `oper_mtu` = admin.
-fn pmtu(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
+fn pmtu(cx: &mut EthCx<'_>, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
     let mut img = image(data, pmtu_reg::SIZE, Some(pmtu_reg::local_port))?;
     if write {
         let m = pmtu_reg::admin_mtu.get(&img);
         if !(68 + 22..=MAX_MTU as u64).contains(&m) {
             return Err(fail!(status::BAD_PARAM, ETH_REG_PMTU_BAD_MTU));
         }
-        fw.eth.regs.admin_mtu = m as u16;
+        cx.eth.regs.admin_mtu = m as u16;
     }
     pmtu_reg::max_mtu.set(&mut img, MAX_MTU as u64);
-    pmtu_reg::admin_mtu.set(&mut img, fw.eth.regs.admin_mtu as u64);
-    pmtu_reg::oper_mtu.set(&mut img, fw.eth.regs.admin_mtu as u64);
+    pmtu_reg::admin_mtu.set(&mut img, cx.eth.regs.admin_mtu as u64);
+    pmtu_reg::oper_mtu.set(&mut img, cx.eth.regs.admin_mtu as u64);
     Ok(img)
 }
 
 /// PTYS (Ethernet protocol mask only): one link mode, no extended map.
-fn ptys(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
+fn ptys(cx: &mut EthCx<'_>, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
     let mut img = image(data, ptys_reg::SIZE, Some(ptys_reg::local_port))?;
     if ptys_reg::proto_mask.get(&img) & PTYS_EN == 0 {
         return Err(fail!(status::BAD_PARAM, ETH_REG_PTYS_BAD_MASK));
@@ -94,7 +94,7 @@ fn ptys(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> 
             return Err(fail!(status::BAD_PARAM, ETH_REG_PTYS_BAD_ADMIN));
         }
     }
-    let up = fw.eth_oper_up();
+    let up = cx.oper_up();
     let mut o = vec![0u8; ptys_reg::SIZE];
     ptys_reg::local_port.set(&mut o, 1);
     ptys_reg::proto_mask.set(&mut o, PTYS_EN);
@@ -183,7 +183,7 @@ pub fn ppcnt_per_prio(s: &PrioSnapshot) -> Vec<u64> {
 }
 
 /// PPCNT: the groups mlx5e reads; other groups are not implemented (BAD_PARAM).
-fn ppcnt(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
+fn ppcnt(cx: &mut EthCx<'_>, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
     let mut img = image(data, ppcnt_reg::SIZE, Some(ppcnt_reg::local_port))?;
     if write || ppcnt_reg::clr.get(&img) != 0 {
         // The counters are the data path's; clearing them is not offered.
@@ -198,9 +198,9 @@ fn ppcnt(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr>
     img[8..].fill(0);
     let values = if grp == PPCNT_PER_PRIO {
         let prio = ppcnt_reg::prio_tc.get(&img) as usize;
-        fw.eth.link.as_ref().and_then(|l| l.prio_counters(prio)).map(|s| ppcnt_per_prio(&s)).unwrap_or_default()
+        cx.eth.link.as_ref().and_then(|l| l.prio_counters(prio)).map(|s| ppcnt_per_prio(&s)).unwrap_or_default()
     } else {
-        ppcnt_counters(grp, &fw.eth.vport.counters)
+        ppcnt_counters(grp, &cx.eth.vport.counters)
     };
     for (k, v) in values.into_iter().enumerate() {
         img[8 + k * 8..16 + k * 8].copy_from_slice(&v.to_be_bytes());
@@ -210,11 +210,11 @@ fn ppcnt(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr>
 
 /// PFCC: global pause (`ethtool -a/-A`) and PFC enables, stored and read back; the receive policy
 /// (`pfcrx`, `pprx`) goes to the link's pause gate (`fabric/ether/pfc.rs`).
-fn pfcc(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
+fn pfcc(cx: &mut EthCx<'_>, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
     use pfcc_reg as p;
     let mut img = image(data, p::SIZE, Some(p::local_port))?;
     if write {
-        let r = &mut fw.eth.regs;
+        let r = &mut cx.eth.regs;
         if p::pptx_mask_n.get(&img) == 0 {
             r.pause_tx = p::pptx.get(&img) != 0;
         }
@@ -224,9 +224,9 @@ fn pfcc(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> 
         let (mtx, mrx) = (p::prio_mask_tx.get(&img) as u8, p::prio_mask_rx.get(&img) as u8);
         r.pfc_tx = (r.pfc_tx & !mtx) | (p::pfctx.get(&img) as u8 & mtx);
         r.pfc_rx = (r.pfc_rx & !mrx) | (p::pfcrx.get(&img) as u8 & mrx);
-        fw.eth.apply_pause_policy();
+        cx.eth.apply_pause_policy();
     }
-    let r = &fw.eth.regs;
+    let r = &cx.eth.regs;
     let mut o = vec![0u8; p::SIZE];
     p::local_port.set(&mut o, 1);
     p::pptx.set(&mut o, r.pause_tx as u64);
@@ -238,13 +238,13 @@ fn pfcc(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> 
 }
 
 /// NODE_DESC: the 64-byte node description (mlx5_ib reads it on Ethernet too: fatal if missing).
-fn node_desc(fw: &mut Firmware, write: bool, _data: &[u8]) -> Result<Vec<u8>, CmdErr> {
+fn node_desc(cx: &mut EthCx<'_>, write: bool, _data: &[u8]) -> Result<Vec<u8>, CmdErr> {
     if write {
         // The description is the device's (`[identity]`); a write is not executed.
         return Err(fail!(status::BAD_PARAM, ETH_REG_NODE_DESC_WRITE));
     }
     let mut img = vec![0u8; NODE_DESC_SIZE];
-    let s = fw.ib.port.node_desc.as_bytes();
+    let s = cx.cfg.node_desc.as_bytes();
     let n = s.len().min(NODE_DESC_SIZE - 1);
     img[..n].copy_from_slice(&s[..n]);
     Ok(img)

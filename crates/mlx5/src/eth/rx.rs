@@ -220,12 +220,6 @@ impl Firmware {
         (&mut d.counters, &mut self.eth.steering.drops, &mut d.rq_counters)
     }
 
-    /// True when `rqn` is an Ethernet RQ (a RawPacket engine QP with a receive queue).
-    pub(crate) fn is_eth_rq(&self, rqn: u32) -> bool {
-        self.core.engine.qp(rqn).is_some_and(|q| q.qp_type == QpType::RawPacket)
-            && self.core.engine.qp(rqn).map(|e| &e.ext).is_some_and(|c| c.rq_entries != 0)
-    }
-
     /// The RQ `rqn` if it takes frames now (RDY, with a CQ).
     fn rx_queue(&self, rqn: u32) -> Option<RxQueue> {
         let qp = self.core.engine.qp(rqn).filter(|q| q.qp_type == QpType::RawPacket && q.state == QpState::Rts)?;

@@ -20,6 +20,7 @@ pub use super::flow_table::{
 };
 use super::match_image::PARAM_LEN;
 use super::steering_layout::{action, dest_type, flow_group as fg, flow_table_context as ftc, ft_in, fte};
+use super::EthCx;
 use crate::cmd::dispatch::{command, Command};
 use crate::cmd::req::{fail, out, CmdErr, CmdResult, Req};
 use crate::cmd::status;
@@ -34,12 +35,12 @@ fn check_type(r: &Req<'_>, syndrome: u32) -> Result<(), CmdErr> {
 }
 
 /// The miss action of a `flow_table_context`.
-fn miss_of(fw: &Firmware, r: &Req<'_>) -> Result<Miss, CmdErr> {
+fn miss_of(cx: &EthCx<'_>, r: &Req<'_>) -> Result<Miss, CmdErr> {
     match r.get(ftc::table_miss_action) {
         0 => Ok(Miss::Drop),
         1 => {
             let id = r.get(ftc::table_miss_id) as u32;
-            if !fw.eth.steering.tables.contains_key(&id) {
+            if !cx.eth.steering.tables.contains_key(&id) {
                 return Err(fail!(status::BAD_PARAM, FLOW_TABLE_BAD_MISS_ID));
             }
             Ok(Miss::Table(id))
@@ -48,15 +49,15 @@ fn miss_of(fw: &Firmware, r: &Req<'_>) -> Result<Miss, CmdErr> {
     }
 }
 
-pub fn create_flow_table(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn create_flow_table(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(0x20)?;
     check_type(r, syn::CREATE_FLOW_TABLE_BAD_TYPE)?;
     let log_size = r.get(ftc::log_size) as u8;
     if log_size > LOG_MAX_FT_SIZE {
         return Err(fail!(status::BAD_PARAM, CREATE_FLOW_TABLE_BAD_SIZE));
     }
-    let miss = miss_of(fw, r)?;
-    let s = &mut fw.eth.steering;
+    let miss = miss_of(cx, r)?;
+    let s = &mut cx.eth.steering;
     if s.tables.len() >= MAX_TABLES {
         return Err(fail!(status::LIM, CREATE_FLOW_TABLE_LIM));
     }
@@ -73,10 +74,10 @@ pub fn create_flow_table(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     Ok(o)
 }
 
-pub fn destroy_flow_table(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn destroy_flow_table(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(0x18)?;
     check_type(r, syn::DESTROY_FLOW_TABLE_BAD_TYPE)?;
-    let s = &mut fw.eth.steering;
+    let s = &mut cx.eth.steering;
     let id = r.get(ft_in::table_id) as u32;
     let t = s.table_mut(r, syn::DESTROY_FLOW_TABLE_BAD_ID)?;
     if !t.groups.is_empty() || !t.entries.is_empty() {
@@ -89,7 +90,7 @@ pub fn destroy_flow_table(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     Ok(out(0x10))
 }
 
-pub fn modify_flow_table(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn modify_flow_table(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(0x20)?;
     check_type(r, syn::MODIFY_FLOW_TABLE_BAD_TYPE)?;
     let select = r.get(ftc::modify_field_select);
@@ -97,21 +98,21 @@ pub fn modify_flow_table(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         return Err(fail!(status::BAD_PARAM, MODIFY_FLOW_TABLE_BAD_SELECT));
     }
     let id = r.get(ft_in::table_id) as u32;
-    let miss = if select != 0 { Some(miss_of(fw, r)?) } else { None };
+    let miss = if select != 0 { Some(miss_of(cx, r)?) } else { None };
     if miss == Some(Miss::Table(id)) {
         return Err(fail!(status::BAD_PARAM, MODIFY_FLOW_TABLE_SELF_MISS));
     }
-    let t = fw.eth.steering.table_mut(r, syn::MODIFY_FLOW_TABLE_BAD_ID)?;
+    let t = cx.eth.steering.table_mut(r, syn::MODIFY_FLOW_TABLE_BAD_ID)?;
     if let Some(m) = miss {
         t.miss = m;
     }
     Ok(out(0x10))
 }
 
-pub fn set_flow_table_root(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn set_flow_table_root(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(0x18)?;
     check_type(r, syn::SET_FLOW_TABLE_ROOT_BAD_TYPE)?;
-    let s = &mut fw.eth.steering;
+    let s = &mut cx.eth.steering;
     if r.op_mod == 1 {
         s.root = None;
         return Ok(out(0x10));
@@ -129,12 +130,12 @@ fn param(r: &Req<'_>, at: usize) -> Result<Box<[u8; PARAM_LEN]>, CmdErr> {
     Ok(Box::new(b.try_into().expect("512 bytes")))
 }
 
-pub fn create_flow_group(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn create_flow_group(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     check_type(r, syn::CREATE_FLOW_GROUP_BAD_TYPE)?;
     let mask = param(r, fg::MATCH_CRITERIA)?;
     let (start, end) = (r.get(fg::start_flow_index) as u32, r.get(fg::end_flow_index) as u32);
     let enable = r.get(fg::match_criteria_enable) as u8;
-    let s = &mut fw.eth.steering;
+    let s = &mut cx.eth.steering;
     if s.groups >= MAX_GROUPS {
         return Err(fail!(status::LIM, CREATE_FLOW_GROUP_LIM));
     }
@@ -160,11 +161,11 @@ pub fn create_flow_group(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     Ok(o)
 }
 
-pub fn destroy_flow_group(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn destroy_flow_group(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(0x1c)?;
     check_type(r, syn::DESTROY_FLOW_GROUP_BAD_TYPE)?;
     let gid = r.get(fg::group_id) as u32;
-    let s = &mut fw.eth.steering;
+    let s = &mut cx.eth.steering;
     let t = s.table_mut(r, syn::DESTROY_FLOW_GROUP_BAD_TABLE)?;
     if !t.groups.contains_key(&gid) {
         return Err(fail!(status::BAD_PARAM, DESTROY_FLOW_GROUP_BAD_ID));
@@ -186,7 +187,7 @@ mod modify {
 
 /// The destination list of a `flow_context` (flow counters after it are
 /// read past and ignored: no flow counter is ever allocated).
-fn destinations(fw: &Firmware, r: &Req<'_>, act: u32) -> Result<Vec<Dest>, CmdErr> {
+fn destinations(cx: &EthCx<'_>, r: &Req<'_>, act: u32) -> Result<Vec<Dest>, CmdErr> {
     if r.get(fte::extended_destination) != 0 {
         return Err(fail!(status::BAD_PARAM, SET_FTE_EXTENDED_DEST));
     }
@@ -206,8 +207,8 @@ fn destinations(fw: &Firmware, r: &Req<'_>, act: u32) -> Result<Vec<Dest>, CmdEr
         let d = &r.input[fte::DESTINATION + i * 8..];
         let id = u32::from_be_bytes([0, d[1], d[2], d[3]]);
         let dest = match d[0] {
-            dest_type::FLOW_TABLE if fw.eth.steering.tables.contains_key(&id) => Dest::Table(id),
-            dest_type::TIR if fw.eth.dispatch.tirs.contains_key(&id) => Dest::Tir(id),
+            dest_type::FLOW_TABLE if cx.eth.steering.tables.contains_key(&id) => Dest::Table(id),
+            dest_type::TIR if cx.eth.dispatch.tirs.contains_key(&id) => Dest::Tir(id),
             dest_type::FLOW_TABLE | dest_type::TIR => return Err(fail!(status::BAD_PARAM, SET_FTE_BAD_DEST_ID)),
             _ => return Err(fail!(status::BAD_PARAM, SET_FTE_BAD_DEST_TYPE)),
         };
@@ -216,7 +217,7 @@ fn destinations(fw: &Firmware, r: &Req<'_>, act: u32) -> Result<Vec<Dest>, CmdEr
     Ok(v)
 }
 
-pub fn set_flow_table_entry(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn set_flow_table_entry(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(fte::DESTINATION)?;
     check_type(r, syn::SET_FTE_BAD_TYPE)?;
     let act = r.get(fte::action) as u32;
@@ -225,10 +226,10 @@ pub fn set_flow_table_entry(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     {
         return Err(fail!(status::BAD_PARAM, SET_FTE_BAD_ACTION));
     }
-    let dests = destinations(fw, r, act)?;
+    let dests = destinations(cx, r, act)?;
     let value = param(r, fte::MATCH_VALUE)?;
     let (index, gid, tag) = (r.get(fte::flow_index) as u32, r.get(fte::group_id) as u32, r.get(fte::flow_tag) as u32);
-    let s = &mut fw.eth.steering;
+    let s = &mut cx.eth.steering;
     let table_id = r.get(ft_in::table_id) as u32;
     if let Some(Dest::Table(_)) = dests.iter().find(|d| **d == Dest::Table(table_id)) {
         return Err(fail!(status::BAD_PARAM, SET_FTE_SELF_DEST));
@@ -274,11 +275,11 @@ pub fn set_flow_table_entry(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     Ok(out(0x10))
 }
 
-pub fn delete_flow_table_entry(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn delete_flow_table_entry(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(0x24)?;
     check_type(r, syn::DELETE_FTE_BAD_TYPE)?;
     let index = r.get(fte::flow_index) as u32;
-    let s = &mut fw.eth.steering;
+    let s = &mut cx.eth.steering;
     let t = s.table_mut(r, syn::DELETE_FTE_BAD_TABLE)?;
     if t.entries.remove(&index).is_none() {
         return Err(fail!(status::BAD_PARAM, DELETE_FTE_NO_ENTRY));
@@ -289,12 +290,12 @@ pub fn delete_flow_table_entry(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 
 /// The flow-table commands.
 pub static COMMANDS: &[Command<Firmware>] = &[
-    command!(MLX5_CMD_OP_CREATE_FLOW_TABLE, Enabled, create_flow_table),
-    command!(MLX5_CMD_OP_DESTROY_FLOW_TABLE, Enabled, destroy_flow_table),
-    command!(MLX5_CMD_OP_MODIFY_FLOW_TABLE, Enabled, modify_flow_table),
-    command!(MLX5_CMD_OP_SET_FLOW_TABLE_ROOT, Enabled, set_flow_table_root),
-    command!(MLX5_CMD_OP_CREATE_FLOW_GROUP, Enabled, create_flow_group),
-    command!(MLX5_CMD_OP_DESTROY_FLOW_GROUP, Enabled, destroy_flow_group),
-    command!(MLX5_CMD_OP_SET_FLOW_TABLE_ENTRY, Enabled, set_flow_table_entry),
-    command!(MLX5_CMD_OP_DELETE_FLOW_TABLE_ENTRY, Enabled, delete_flow_table_entry),
+    command!(MLX5_CMD_OP_CREATE_FLOW_TABLE, Enabled, eth_cx => create_flow_table),
+    command!(MLX5_CMD_OP_DESTROY_FLOW_TABLE, Enabled, eth_cx => destroy_flow_table),
+    command!(MLX5_CMD_OP_MODIFY_FLOW_TABLE, Enabled, eth_cx => modify_flow_table),
+    command!(MLX5_CMD_OP_SET_FLOW_TABLE_ROOT, Enabled, eth_cx => set_flow_table_root),
+    command!(MLX5_CMD_OP_CREATE_FLOW_GROUP, Enabled, eth_cx => create_flow_group),
+    command!(MLX5_CMD_OP_DESTROY_FLOW_GROUP, Enabled, eth_cx => destroy_flow_group),
+    command!(MLX5_CMD_OP_SET_FLOW_TABLE_ENTRY, Enabled, eth_cx => set_flow_table_entry),
+    command!(MLX5_CMD_OP_DELETE_FLOW_TABLE_ENTRY, Enabled, eth_cx => delete_flow_table_entry),
 ];

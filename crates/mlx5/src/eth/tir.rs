@@ -3,10 +3,12 @@
 //! A direct TIR names its RQ (`inline_rqn`); an indirect one an RQT, whose
 //! entry `hash % rqt_actual_size` is the RQ ([`super::rss`] computes the hash).
 
+use super::queues::is_eth_rq;
 use super::rss::{self, RxHash};
 use super::rx_dispatch::next_id;
 pub use super::rx_dispatch::{Disp, RqChoice, Rqt, RxDispatch, Tir, MAX_RQTS, MAX_RQT_SIZE, MAX_TIRS};
 use super::steering_layout::{rqtc, tirc};
+use super::EthCx;
 use crate::cmd::dispatch::{command, Command};
 use crate::cmd::req::{fail, out, CmdErr, CmdResult, Req};
 use crate::cmd::status;
@@ -37,20 +39,20 @@ fn no_lro(r: &Req<'_>) -> Result<(), CmdErr> {
     Ok(())
 }
 
-pub fn create_tir(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn create_tir(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(tirc::SIZE)?;
     no_lro(r)?;
     let disp = match r.get(tirc::disp_type) {
         0 => {
             let rqn = r.get(tirc::inline_rqn) as u32;
-            if !fw.is_eth_rq(rqn) {
+            if !is_eth_rq(&cx.core.engine, rqn) {
                 return Err(fail!(status::BAD_PARAM, CREATE_TIR_BAD_RQN));
             }
             Disp::Direct(rqn)
         }
         1 => {
             let rqtn = r.get(tirc::indirect_table) as u32;
-            if !fw.eth.dispatch.rqts.contains_key(&rqtn) {
+            if !cx.eth.dispatch.rqts.contains_key(&rqtn) {
                 return Err(fail!(status::BAD_PARAM, CREATE_TIR_BAD_RQT));
             }
             Disp::Indirect(rqtn)
@@ -63,7 +65,7 @@ pub fn create_tir(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         self_lb_block: r.get(tirc::self_lb_block) as u8,
         transport_domain: r.get(tirc::transport_domain) as u32,
     };
-    let d = &mut fw.eth.dispatch;
+    let d = &mut cx.eth.dispatch;
     if d.tirs.len() >= MAX_TIRS {
         return Err(fail!(status::LIM, CREATE_TIR_LIM));
     }
@@ -75,7 +77,7 @@ pub fn create_tir(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     Ok(o)
 }
 
-pub fn modify_tir(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn modify_tir(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(tirc::SIZE)?;
     let known = [tirc::bitmask_lro, tirc::bitmask_hash, tirc::bitmask_self_lb_en];
     let mask = u32::from_be_bytes(r.input[0x14..0x18].try_into().expect("4 bytes"));
@@ -88,7 +90,7 @@ pub fn modify_tir(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     }
     let hash = if r.get(tirc::bitmask_hash) != 0 { Some(hash_of(r)?) } else { None };
     let n = r.get(tirc::tirn) as u32;
-    let Some(tir) = fw.eth.dispatch.tirs.get_mut(&n) else {
+    let Some(tir) = cx.eth.dispatch.tirs.get_mut(&n) else {
         return Err(fail!(status::BAD_PARAM, MODIFY_TIR_BAD_TIRN));
     };
     if let Some(h) = hash {
@@ -100,37 +102,37 @@ pub fn modify_tir(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     Ok(out(0x10))
 }
 
-pub fn destroy_tir(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn destroy_tir(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(0x0c)?;
     let n = r.get(tirc::tirn) as u32;
-    if fw.eth.dispatch.tirs.remove(&n).is_none() {
+    if cx.eth.dispatch.tirs.remove(&n).is_none() {
         return Err(fail!(status::BAD_PARAM, DESTROY_TIR_BAD_TIRN));
     }
     Ok(out(0x10))
 }
 
 /// The RQ list of an `rqtc`: `rqt_actual_size` entries, each an existing RQ.
-fn rq_list(fw: &Firmware, r: &Req<'_>, max: u16) -> Result<Vec<u32>, CmdErr> {
+fn rq_list(cx: &EthCx<'_>, r: &Req<'_>, max: u16) -> Result<Vec<u32>, CmdErr> {
     let n = r.get(rqtc::rqt_actual_size) as usize;
     if n == 0 || n > max as usize {
         return Err(fail!(status::BAD_PARAM, RQT_BAD_SIZE));
     }
     let list = r.input.get(rqtc::RQ_NUM..rqtc::RQ_NUM + n * 4).ok_or(fail!(status::BAD_INP_LEN, RQT_SHORT_LIST))?;
     let rqns: Vec<u32> = list.chunks_exact(4).map(|c| u32::from_be_bytes([0, c[1], c[2], c[3]])).collect();
-    if !rqns.iter().all(|&q| fw.is_eth_rq(q)) {
+    if !rqns.iter().all(|&q| is_eth_rq(&cx.core.engine, q)) {
         return Err(fail!(status::BAD_PARAM, RQT_BAD_RQN));
     }
     Ok(rqns)
 }
 
-pub fn create_rqt(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn create_rqt(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(rqtc::RQ_NUM)?;
     let max = r.get(rqtc::rqt_max_size) as usize;
     if max == 0 || max > MAX_RQT_SIZE {
         return Err(fail!(status::BAD_PARAM, CREATE_RQT_BAD_MAX));
     }
-    let rqns = rq_list(fw, r, max as u16)?;
-    let d = &mut fw.eth.dispatch;
+    let rqns = rq_list(cx, r, max as u16)?;
+    let d = &mut cx.eth.dispatch;
     if d.rqts.len() >= MAX_RQTS {
         return Err(fail!(status::LIM, CREATE_RQT_LIM));
     }
@@ -142,26 +144,26 @@ pub fn create_rqt(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     Ok(o)
 }
 
-pub fn modify_rqt(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn modify_rqt(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(rqtc::RQ_NUM)?;
     let n = r.get(rqtc::rqtn) as u32;
-    let Some(max) = fw.eth.dispatch.rqts.get(&n).map(|q| q.max_size) else {
+    let Some(max) = cx.eth.dispatch.rqts.get(&n).map(|q| q.max_size) else {
         return Err(fail!(status::BAD_PARAM, MODIFY_RQT_BAD_RQTN));
     };
     if r.get(rqtc::bitmask_rqn_list) == 0 {
         return Ok(out(0x10));
     }
-    let rqns = rq_list(fw, r, max)?;
-    if let Some(q) = fw.eth.dispatch.rqts.get_mut(&n) {
+    let rqns = rq_list(cx, r, max)?;
+    if let Some(q) = cx.eth.dispatch.rqts.get_mut(&n) {
         q.rqns = rqns;
     }
     Ok(out(0x10))
 }
 
-pub fn destroy_rqt(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn destroy_rqt(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(0x0c)?;
     let n = r.get(rqtc::rqtn) as u32;
-    if fw.eth.dispatch.rqts.remove(&n).is_none() {
+    if cx.eth.dispatch.rqts.remove(&n).is_none() {
         return Err(fail!(status::BAD_PARAM, DESTROY_RQT_BAD_RQTN));
     }
     Ok(out(0x10))
@@ -169,10 +171,10 @@ pub fn destroy_rqt(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 
 /// The TIR and RQT commands.
 pub static COMMANDS: &[Command<Firmware>] = &[
-    command!(MLX5_CMD_OP_CREATE_TIR, Enabled, create_tir),
-    command!(MLX5_CMD_OP_MODIFY_TIR, Enabled, modify_tir),
-    command!(MLX5_CMD_OP_DESTROY_TIR, Enabled, destroy_tir),
-    command!(MLX5_CMD_OP_CREATE_RQT, Enabled, create_rqt),
-    command!(MLX5_CMD_OP_MODIFY_RQT, Enabled, modify_rqt),
-    command!(MLX5_CMD_OP_DESTROY_RQT, Enabled, destroy_rqt),
+    command!(MLX5_CMD_OP_CREATE_TIR, Enabled, eth_cx => create_tir),
+    command!(MLX5_CMD_OP_MODIFY_TIR, Enabled, eth_cx => modify_tir),
+    command!(MLX5_CMD_OP_DESTROY_TIR, Enabled, eth_cx => destroy_tir),
+    command!(MLX5_CMD_OP_CREATE_RQT, Enabled, eth_cx => create_rqt),
+    command!(MLX5_CMD_OP_MODIFY_RQT, Enabled, eth_cx => modify_rqt),
+    command!(MLX5_CMD_OP_DESTROY_RQT, Enabled, eth_cx => destroy_rqt),
 ];

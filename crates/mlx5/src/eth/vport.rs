@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use super::layout::{modify_nic_vport_context_in as mi, modify_vport_state_in, query_vport_counter as vc};
 pub use super::vport_state::{Vport, VportCounters};
+use super::EthCx;
 use crate::cmd::dispatch::{command, Command};
 use crate::cmd::req::{fail, out, CmdResult, Req};
 use crate::cmd::status;
@@ -17,16 +18,16 @@ use crate::fields::Field;
 use crate::firmware::Firmware;
 use crate::ifc;
 
-impl Firmware {
+impl EthCx<'_> {
     /// The port's operational state: cable connected and PAOS admin up.
-    pub(crate) fn eth_oper_up(&self) -> bool {
+    pub(crate) fn oper_up(&self) -> bool {
         self.eth.vport.cable && self.eth.regs.admin_up()
     }
 
     /// Announces a change of the operational state (cable or PAOS): a PORT_CHANGE EQE (sub_type 4
     /// ACTIVE, 1 DOWN, port 1) on every EQ that asked for port events, once per flip.
-    pub(crate) fn eth_link_changed(&mut self) {
-        let up = self.eth_oper_up();
+    pub(crate) fn link_changed(&mut self) {
+        let up = self.oper_up();
         if up == self.eth.vport.announced_up {
             return;
         }
@@ -35,17 +36,18 @@ impl Firmware {
         ifc::port_state_change_event::port_num.set(&mut data, 1);
         let sub = if up { ifc::MLX5_PORT_CHANGE_SUBTYPE_ACTIVE } else { ifc::MLX5_PORT_CHANGE_SUBTYPE_DOWN };
         let ty = ifc::MLX5_EVENT_TYPE_PORT_CHANGE;
-        let eqs: Vec<u32> =
-            self.core.eqs.iter().filter(|(_, e)| e.event_bitmask[0] & (1u64 << ty) != 0).map(|(n, _)| n).collect();
-        for eqn in eqs {
+        for eqn in self.core.eqs_for(ty) {
             self.core.post_eqe(eqn, ty as u8, sub as u8, &data);
         }
     }
+}
 
+impl Firmware {
     /// The emulated cable of an Ethernet port (control socket `link up|down`).
     pub fn eth_set_cable(&mut self, connected: bool) {
-        self.eth.vport.cable = connected;
-        self.eth_link_changed();
+        let mut cx = self.eth_cx();
+        cx.eth.vport.cable = connected;
+        cx.link_changed();
     }
 
     /// The Ethernet port's traffic counters, for the data path and `stats`.
@@ -63,13 +65,13 @@ fn mac_of(v: u64) -> [u8; 6] {
     [b[2], b[3], b[4], b[5], b[6], b[7]]
 }
 
-pub fn query_nic_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn query_nic_vport_context(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     use ifc::query_nic_vport_context_in as i;
     use ifc::query_nic_vport_context_out::nic_vport_context as c;
     r.own_vport(i::other_vport, fail!(status::BAD_PARAM, QUERY_NIC_VPORT_CONTEXT_BAD_PARAM))?;
     let list_type = r.get(i::allowed_list_type);
-    let v = &fw.eth.vport;
-    let p = &fw.ib.port;
+    let v = &cx.eth.vport;
+    let p = &cx.cfg;
     // Each list element is 8 bytes: a MAC in the low 48 bits, or a VLAN
     // (`struct mlx5_ifc_vlan_layout_bits`) in bits 43:32.
     let list: Vec<u64> = match list_type {
@@ -100,7 +102,7 @@ pub fn query_nic_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     Ok(o)
 }
 
-pub fn modify_nic_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn modify_nic_vport_context(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     use ifc::nic_vport_context as c;
     r.own_vport(mi::other_vport, fail!(status::BAD_PARAM, MODIFY_NIC_VPORT_CONTEXT_BAD_PARAM))?;
     r.need(mi::SIZE)?;
@@ -121,7 +123,7 @@ pub fn modify_nic_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             2 => ifc::cmd_hca_cap::log_max_vlan_list,
             _ => return Err(fail!(status::BAD_PARAM, MODIFY_NIC_VPORT_CONTEXT_BAD_PARAM_3)),
         };
-        let cap = fw.hca.caps_cur.get(&0).map(|p| max_log.get(p)).unwrap_or(0);
+        let cap = cx.hca.cap(0).map(|p| max_log.get(p)).unwrap_or(0);
         if n > 1usize << cap {
             return Err(fail!(status::BAD_PARAM, MODIFY_NIC_VPORT_CONTEXT_BAD_PARAM_4));
         }
@@ -132,7 +134,7 @@ pub fn modify_nic_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         lists = Some((ty, elems));
     }
     // Everything validated: apply.
-    let v = &mut fw.eth.vport;
+    let v = &mut cx.eth.vport;
     if r.get(mi::fs_mtu) != 0 {
         v.mtu = ctx(c::mtu) as u16;
     }
@@ -159,7 +161,7 @@ pub fn modify_nic_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     Ok(out(16))
 }
 
-pub fn query_vport_state(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn query_vport_state(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     use ifc::query_vport_state_in as i;
     use ifc::query_vport_state_out as o_;
     r.own_vport(i::other_vport, fail!(status::BAD_PARAM, ETH_QUERY_VPORT_STATE_BAD_PARAM))?;
@@ -168,24 +170,24 @@ pub fn query_vport_state(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         return Err(fail!(status::BAD_PARAM, ETH_QUERY_VPORT_STATE_BAD_PARAM_2));
     }
     let mut o = out(o_::SIZE);
-    o_::admin_state.set(&mut o, fw.eth.vport.admin_state as u64);
-    o_::state.set(&mut o, fw.eth_oper_up() as u64);
+    o_::admin_state.set(&mut o, cx.eth.vport.admin_state as u64);
+    o_::state.set(&mut o, cx.oper_up() as u64);
     Ok(o)
 }
 
-pub fn modify_vport_state(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn modify_vport_state(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.own_vport(modify_vport_state_in::other_vport, fail!(status::BAD_PARAM, MODIFY_VPORT_STATE_BAD_PARAM))?;
     let s = r.get(modify_vport_state_in::admin_state);
     if !(1..=3).contains(&s) {
         return Err(fail!(status::BAD_PARAM, MODIFY_VPORT_STATE_BAD_PARAM_2));
     }
-    fw.eth.vport.admin_state = s as u8;
+    cx.eth.vport.admin_state = s as u8;
     Ok(out(16))
 }
 
-pub fn query_vport_counter(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn query_vport_counter(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.own_vport(vc::in_other_vport, fail!(status::BAD_PARAM, QUERY_VPORT_COUNTER_BAD_PARAM))?;
-    let c = &fw.eth.vport.counters;
+    let c = &cx.eth.vport.counters;
     let mut o = out(vc::OUT_SIZE);
     let mut put = |at: usize, p: &AtomicU64, b: &AtomicU64| {
         o[at..at + 8].copy_from_slice(&p.load(Ordering::Relaxed).to_be_bytes());
@@ -207,7 +209,7 @@ pub fn query_vport_counter(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 /// Ethernet): the default P_Key at index 0, every other entry 0. Its size is `pkey_table_size`'s (0: 128).
 pub const PKEY_TABLE_LEN: usize = 128;
 
-pub fn query_hca_vport_pkey(_fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn query_hca_vport_pkey(_cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     use ifc::query_hca_vport_pkey_in as i;
     r.own_vport(i::other_vport, fail!(status::BAD_PARAM, QUERY_HCA_VPORT_PKEY_BAD_PARAM))?;
     if r.get(i::port_num) > 1 {
@@ -230,10 +232,10 @@ pub fn query_hca_vport_pkey(_fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 
 /// The vport commands.
 pub static COMMANDS: &[Command<Firmware>] = &[
-    command!(MLX5_CMD_OP_QUERY_NIC_VPORT_CONTEXT, Enabled, query_nic_vport_context),
-    command!(MLX5_CMD_OP_MODIFY_NIC_VPORT_CONTEXT, Enabled, modify_nic_vport_context),
-    command!(MLX5_CMD_OP_QUERY_VPORT_STATE, Enabled, query_vport_state),
-    command!(MLX5_CMD_OP_MODIFY_VPORT_STATE, Enabled, modify_vport_state),
-    command!(MLX5_CMD_OP_QUERY_VPORT_COUNTER, Enabled, query_vport_counter),
-    command!(MLX5_CMD_OP_QUERY_HCA_VPORT_PKEY, Enabled, query_hca_vport_pkey),
+    command!(MLX5_CMD_OP_QUERY_NIC_VPORT_CONTEXT, Enabled, eth_cx => query_nic_vport_context),
+    command!(MLX5_CMD_OP_MODIFY_NIC_VPORT_CONTEXT, Enabled, eth_cx => modify_nic_vport_context),
+    command!(MLX5_CMD_OP_QUERY_VPORT_STATE, Enabled, eth_cx => query_vport_state),
+    command!(MLX5_CMD_OP_MODIFY_VPORT_STATE, Enabled, eth_cx => modify_vport_state),
+    command!(MLX5_CMD_OP_QUERY_VPORT_COUNTER, Enabled, eth_cx => query_vport_counter),
+    command!(MLX5_CMD_OP_QUERY_HCA_VPORT_PKEY, Enabled, eth_cx => query_hca_vport_pkey),
 ];

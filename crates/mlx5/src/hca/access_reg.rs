@@ -6,6 +6,7 @@
 use crate::cmd::req::{fail, out, CmdErr, CmdResult, Req};
 use crate::cmd::status;
 use crate::firmware::Firmware;
+use crate::ib::IbCx;
 use crate::ifc;
 
 /// A register access: (firmware, write?, the register image the driver sent) → the image to return.
@@ -17,11 +18,25 @@ pub struct Register {
     pub access: RegAccess,
 }
 
+/// A row of a register table: `register!(MLX5_REG_PAOS, eth_cx => paos)` runs `paos` on the
+/// narrow context `Firmware::eth_cx` lends (as a command row does); `register!(ID, f)`: `f` needs
+/// no state.
+macro_rules! register {
+    ($id:ident, $cx:ident => $access:path) => {
+        $crate::hca::access_reg::Register {
+            id: $crate::ifc::$id,
+            access: |fw, write, data| $access(&mut $crate::firmware::Firmware::$cx(fw), write, data),
+        }
+    };
+    ($id:ident, $access:path) => {
+        $crate::hca::access_reg::Register { id: $crate::ifc::$id, access: |_, write, data| $access(write, data) }
+    };
+}
+pub(crate) use register;
+
 /// The registers of an InfiniBand port.
-pub static IB_REGISTERS: &[Register] = &[
-    Register { id: ifc::MLX5_REG_HOST_ENDIANNESS, access: host_endianness },
-    Register { id: ifc::MLX5_REG_PCAP, access: pcap },
-];
+pub static IB_REGISTERS: &[Register] =
+    &[register!(MLX5_REG_HOST_ENDIANNESS, host_endianness), register!(MLX5_REG_PCAP, ib_cx => pcap)];
 
 pub fn access_reg(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let id = r.get(ifc::access_register_in::register_id) as u32;
@@ -42,12 +57,12 @@ pub fn access_reg(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 }
 
 /// HOST_ENDIANNESS: accept and echo (`he`: 0 = little-endian host).
-pub fn host_endianness(_fw: &mut Firmware, _write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
+pub fn host_endianness(_write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
     Ok(data.to_vec())
 }
 
 /// PCAP: byte 1 local_port; bytes 4..8 the PortInfo CapabilityMask (caps_127_96).
-fn pcap(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
+fn pcap(cx: &mut IbCx<'_>, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> {
     if data.len() < 8 {
         return Err(fail!(status::BAD_INP_LEN, ACCESS_REG_BAD_INP_LEN));
     }
@@ -57,10 +72,10 @@ fn pcap(fw: &mut Firmware, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> 
     if write {
         let mask = u32::from_be_bytes(data[4..8].try_into().expect("4 bytes"));
         // Never let the driver claim to be an SM (bit 1).
-        fw.ib.port.cap_mask = mask & !(1 << 1);
+        cx.ib.port.cap_mask = mask & !(1 << 1);
     }
     let mut img = vec![0u8; 8];
     img[1] = 1;
-    img[4..8].copy_from_slice(&fw.ib.port.cap_mask.to_be_bytes());
+    img[4..8].copy_from_slice(&cx.ib.port.cap_mask.to_be_bytes());
     Ok(img)
 }

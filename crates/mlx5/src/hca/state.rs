@@ -17,31 +17,38 @@ use vrnic_engine::Limits;
 /// Lifecycle, capabilities and pages of the function (the `hca/` domain's state).
 pub struct Hca {
     /// ENABLE_HCA done (and no DISABLE_HCA since).
-    pub enabled: bool,
+    pub(in crate::hca) enabled: bool,
     /// INIT_HCA done (and no TEARDOWN_HCA since).
-    pub initialized: bool,
+    pub(in crate::hca) initialized: bool,
     /// Capability pages by type: what the device offers (MAX) and what is set (CUR).
-    pub caps_max: BTreeMap<u16, Vec<u8>>,
-    pub caps_cur: BTreeMap<u16, Vec<u8>>,
+    pub(in crate::hca) caps_max: BTreeMap<u16, Vec<u8>>,
+    pub(in crate::hca) caps_cur: BTreeMap<u16, Vec<u8>>,
     /// QUERY_ADAPTER's PSID.
-    pub board_id: String,
+    pub(in crate::hca) board_id: String,
     /// SET_DRIVER_VERSION's string.
-    pub driver_version: String,
+    pub(in crate::hca) driver_version: String,
     /// Pages the driver gave us through MANAGE_PAGES.
-    pub pages: Vec<u64>,
+    pub(in crate::hca) pages: Vec<u64>,
     /// The MEMIC window: BAR0 offset and size of on-device memory.
-    pub memic: Option<(u64, u64)>,
+    pub(in crate::hca) memic: Option<(u64, u64)>,
     /// Allocated UAR pages (ALLOC_UAR), each with the uid that owns it.
-    pub uars: Table<u16>,
+    pub(in crate::hca) uars: Table<u16>,
     /// The port's link layer: which capability pages the function offers.
-    pub link: LinkLayer,
+    pub(in crate::hca) link: LinkLayer,
     /// The interface step SET_ISSI chose (0 until it runs; QUERY_ISSI's `current_issi`).
-    pub issi: u8,
+    pub(in crate::hca) issi: u8,
+    /// Called with (UAR index, allocated?) before ALLOC_UAR / DEALLOC_UAR
+    /// complete, so the doorbell page is being watched before the driver
+    /// can know its number (poll mode).
+    pub(in crate::hca) on_uar: Option<UarHook>,
 }
+
+/// See [`Hca::on_uar`](Hca#structfield.on_uar).
+pub type UarHook = std::sync::Arc<dyn Fn(u32, bool) + Send + Sync>;
 
 impl Hca {
     /// Power-on state for a device with `limits`, an optional MEMIC window and the port's link layer.
-    pub fn new(limits: &Limits, memic: Option<(u64, u64)>, link: LinkLayer) -> Hca {
+    pub fn new(limits: &Limits, memic: Option<(u64, u64)>, link: LinkLayer, on_uar: Option<UarHook>) -> Hca {
         let mut h = Hca {
             enabled: false,
             initialized: false,
@@ -54,6 +61,7 @@ impl Hca {
             uars: Table::new(limits.uar_first, limits.uar_last, (limits.uar_last - limits.uar_first + 1) as usize),
             link,
             issi: 0,
+            on_uar,
         };
         h.reset(limits);
         h
@@ -68,8 +76,40 @@ impl Hca {
         }
     }
 
-    /// FLR / device reset: lifecycle, pages and capabilities back to power-on.
+    /// Whether UAR page `n` is allocated (ALLOC_UAR).
+    pub fn uar_allocated(&self, n: u32) -> bool {
+        self.uars.contains(n)
+    }
+
+    /// UAR pages allocated, for the control socket.
+    pub fn uars_in_use(&self) -> usize {
+        self.uars.len()
+    }
+
+    /// The MEMIC window (BAR0 offset, size), if the device has one.
+    pub fn memic(&self) -> Option<(u64, u64)> {
+        self.memic
+    }
+
+    /// Gives the device a MEMIC window (tests; a built device gets it from the builder).
+    #[cfg(test)]
+    pub fn set_memic(&mut self, window: Option<(u64, u64)>) {
+        self.memic = window;
+    }
+
+    /// The current capability page of `kind` (SET_HCA_CAP changes some), if offered.
+    pub fn cap(&self, kind: u16) -> Option<&[u8]> {
+        self.caps_cur.get(&kind).map(|v| &v[..])
+    }
+
+    /// FLR / device reset: lifecycle, pages and capabilities back to power-on;
+    /// the UAR hook hears every page go.
     pub fn reset(&mut self, limits: &Limits) {
+        if let Some(h) = &self.on_uar {
+            for (n, _) in self.uars.iter() {
+                h(n, false);
+            }
+        }
         self.pages.clear();
         self.uars.clear();
         self.enabled = false;

@@ -3,15 +3,15 @@
 
 use crate::cmd::req::{fail, out, CmdResult, Req};
 use crate::cmd::status;
-use crate::firmware::Firmware;
+use crate::hca::HcaCx;
 use crate::ifc;
 
-pub fn alloc_uar(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn alloc_uar(cx: &mut HcaCx<'_>, r: &Req<'_>) -> CmdResult {
     // The lowest free page: the driver's own (first) UARs land on the
     // pages the device keeps trapped in poll mode.
     let uid = r.uid;
-    let n = fw.hca.uars.alloc_lowest_with(|_| uid).ok_or(fail!(status::LIM, ALLOC_UAR_ENGINE))?;
-    if let Some(h) = &fw.on_uar {
+    let n = cx.hca.uars.alloc_lowest_with(|_| uid).ok_or(fail!(status::LIM, ALLOC_UAR_ENGINE))?;
+    if let Some(h) = &cx.hca.on_uar {
         h(n, true);
     }
     let mut o = out(ifc::alloc_uar_out::SIZE);
@@ -19,10 +19,10 @@ pub fn alloc_uar(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     Ok(o)
 }
 
-pub fn dealloc_uar(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn dealloc_uar(cx: &mut HcaCx<'_>, r: &Req<'_>) -> CmdResult {
     let n = r.get(ifc::dealloc_uar_in::uar) as u32;
-    fw.hca.uars.remove(n).ok_or(fail!(status::BAD_RES, DEALLOC_UAR_ENGINE))?;
-    if let Some(h) = &fw.on_uar {
+    cx.hca.uars.remove(n).ok_or(fail!(status::BAD_RES, DEALLOC_UAR_ENGINE))?;
+    if let Some(h) = &cx.hca.on_uar {
         h(n, false);
     }
     Ok(out(ifc::dealloc_uar_out::SIZE))

@@ -4,10 +4,10 @@
 use super::mad;
 use crate::cmd::req::{fail, out, CmdResult, Req};
 use crate::cmd::status;
-use crate::firmware::Firmware;
+use crate::ib::IbCx;
 use crate::ifc;
 
-pub fn mad_ifc(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn mad_ifc(cx: &mut IbCx<'_>, r: &Req<'_>) -> CmdResult {
     let port = r.get(ifc::mad_ifc_in::port) as u8;
     if port != 1 {
         return Err(fail!(status::BAD_PARAM, MAD_IFC_BAD_PARAM));
@@ -15,12 +15,12 @@ pub fn mad_ifc(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let mad_in = ifc::mad_ifc_in::mad.bytes(r.input).ok_or(fail!(status::BAD_INP_LEN, MAD_IFC_BAD_INP_LEN))?;
     let req: [u8; mad::MAD_SIZE] = mad_in.try_into().map_err(|_| fail!(status::BAD_INP_LEN, MAD_IFC_BAD_INP_LEN_2))?;
     // PerfMgt answers from the port's real totals (fabric + local MADs).
-    let now = fw.ib.totals();
-    let view = super::port::PortCounters::pma_view(&now, &fw.ib.pma_base);
-    let reply = mad::process(&req, port, &fw.ib.port, &view);
+    let now = cx.ib.totals();
+    let view = super::port::PortCounters::pma_view(&now, &cx.ib.pma_base);
+    let reply = mad::process(&req, port, &cx.ib.port, &view);
     let is_clear = req[1] == mad::MGMT_CLASS_PERF_MGMT && req[3] == mad::METHOD_SET && req[66..68] != [0, 0];
     if is_clear && reply.status == 0 {
-        fw.ib.pma_base = now;
+        cx.ib.pma_base = now;
     }
     let mut o = out(ifc::mad_ifc_out::SIZE);
     let range = ifc::mad_ifc_out::response_mad_packet.byte_range().ok_or(fail!(status::INT_ERR, MAD_IFC_INT_ERR))?;

@@ -10,10 +10,16 @@ pub mod vport;
 
 use crate::cmd::dispatch::{command, Command};
 use crate::firmware::Firmware;
+use port::IbPort;
+
+/// What the InfiniBand port's commands borrow: the port (its identity, SMA/PMA state).
+pub struct IbCx<'a> {
+    pub ib: &'a mut IbPort,
+}
 
 /// The IB link layer's commands.
 pub static COMMANDS: &[Command<Firmware>] = &[
-    command!(MLX5_CMD_OP_MAD_IFC, Enabled, mad_ifc::mad_ifc),
-    command!(MLX5_CMD_OP_QUERY_VPORT_STATE, Enabled, vport::query_vport_state),
-    command!(MLX5_CMD_OP_QUERY_HCA_VPORT_CONTEXT, Enabled, vport::query_hca_vport_context),
+    command!(MLX5_CMD_OP_MAD_IFC, Enabled, ib_cx => mad_ifc::mad_ifc),
+    command!(MLX5_CMD_OP_QUERY_VPORT_STATE, Enabled, ib_cx => vport::query_vport_state),
+    command!(MLX5_CMD_OP_QUERY_HCA_VPORT_CONTEXT, Enabled, ib_cx => vport::query_hca_vport_context),
 ];

@@ -2,10 +2,10 @@
 
 use crate::cmd::req::{fail, out, CmdResult, Req};
 use crate::cmd::status;
-use crate::firmware::Firmware;
+use crate::ib::IbCx;
 use crate::ifc;
 
-pub fn query_hca_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn query_hca_vport_context(cx: &mut IbCx<'_>, r: &Req<'_>) -> CmdResult {
     use ifc::query_hca_vport_context_out::hca_vport_context as c;
     if r.get(ifc::query_hca_vport_context_in::other_vport) != 0
         || r.get(ifc::query_hca_vport_context_in::vport_number) != 0
@@ -16,7 +16,7 @@ pub fn query_hca_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     if pn > 1 {
         return Err(fail!(status::BAD_PARAM, QUERY_HCA_VPORT_CONTEXT_BAD_PARAM_2));
     }
-    let p = &fw.ib.port;
+    let p = &cx.ib.port;
     let mut o = out(ifc::query_hca_vport_context_out::SIZE);
     c::has_smi.set(&mut o, 1);
     c::grh_required.set(&mut o, 0);
@@ -34,9 +34,9 @@ pub fn query_hca_vport_context(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     Ok(o)
 }
 
-pub fn query_vport_state(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn query_vport_state(cx: &mut IbCx<'_>, r: &Req<'_>) -> CmdResult {
     r.own_vport(ifc::query_vport_state_in::other_vport, fail!(status::BAD_PARAM, QUERY_VPORT_STATE_BAD_PARAM))?;
-    let up = if fw.ib.port.port_state == 4 { 1 } else { 0 };
+    let up = if cx.ib.port.port_state == 4 { 1 } else { 0 };
     let mut o = out(ifc::query_vport_state_out::SIZE);
     ifc::query_vport_state_out::admin_state.set(&mut o, 1);
     ifc::query_vport_state_out::state.set(&mut o, up);

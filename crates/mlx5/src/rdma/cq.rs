@@ -4,11 +4,11 @@
 use crate::cmd::req::{eng, fail, out, CmdResult, Req};
 use crate::cmd::status;
 use crate::datapath::{CqCtx, CQ_ARM_UNSET};
-use crate::firmware::Firmware;
 use crate::ifc;
 use crate::queue_buf::{page_offset_bytes, pages_for};
+use crate::rdma::RdmaCx;
 
-pub fn create_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn create_cq(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     use ifc::create_cq_in::cq_context as c;
     r.need(ifc::create_cq_in::SIZE)?;
     let cqe_size = match c::cqe_sz.get(r.input) {
@@ -28,50 +28,50 @@ pub fn create_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let page_offset = page_offset_bytes(c::page_offset.get(r.input), log_page_size);
     let eqn = c::c_eqn_or_apu_element.get(r.input) as u32;
     let uar = c::uar_page.get(r.input) as u32;
-    if !fw.hca.uars.contains(uar) {
+    if !cx.hca.uar_allocated(uar) {
         return Err(fail!(status::BAD_RES, CREATE_CQ_BAD_RES));
     }
-    if log_size > fw.core.engine.limits().log_max_cq_size {
+    if log_size > cx.core.engine.limits().log_max_cq_size {
         return Err(fail!(status::BAD_PARAM, CREATE_CQ_BAD_PARAM_4));
     }
     let npages = pages_for((cqe_size as u64) << log_size, log_page_size, page_offset);
     let pas = r.pas(ifc::create_cq_in::pas, npages)?;
     let dbr_addr = c::dbr_addr.get(r.input);
     let cqc = r.sub(ifc::create_cq_in::cq_context)?;
-    if !fw.core.eqs.contains(eqn) {
+    if !cx.core.eqs.contains(eqn) {
         return Err(fail!(status::BAD_RES, CREATE_CQ_ENGINE));
     }
     let ctx = CqCtx { cqc, pas, cqe_size, log_page_size, page_offset, dbr_addr, eqn, uar, arming: Default::default() };
-    let cqn = eng!(fw.core.engine.create_cq_with(log_size, ctx), CREATE_CQ_ENGINE)?;
-    if let Some(cq) = fw.core.engine.cq_mut(cqn) {
+    let cqn = eng!(cx.core.engine.create_cq_with(log_size, ctx), CREATE_CQ_ENGINE)?;
+    if let Some(cq) = cx.core.engine.cq_mut(cqn) {
         cq.period = c::cq_period.get(r.input) as u16;
         cq.max_count = c::cq_max_count.get(r.input) as u16;
     }
     // Mark the arm doorbell record "never armed" (the driver zeroed it, and
     // its first arm word, sn 0 / next / ci 0, is 0 too): the poll-mode scan
     // finds a first arm whose UAR store another CQ's arm overwrote.
-    if fw.core.mem.write(dbr_addr.wrapping_add(4), &CQ_ARM_UNSET.to_be_bytes()).is_err() {
+    if cx.core.mem.write(dbr_addr.wrapping_add(4), &CQ_ARM_UNSET.to_be_bytes()).is_err() {
         tracing::debug!(cqn, dbr_addr, "CQ doorbell record outside guest memory");
     }
-    fw.core.pending.cq_dbr(cqn, Some(dbr_addr));
+    cx.core.pending.cq_dbr(cqn, Some(dbr_addr));
     let mut o = out(ifc::create_cq_out::SIZE);
     ifc::create_cq_out::cqn.set(&mut o, cqn as u64);
     Ok(o)
 }
 
-pub fn destroy_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn destroy_cq(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     let cqn = r.get(ifc::destroy_cq_in::cqn) as u32;
-    eng!(fw.core.engine.destroy_cq(cqn), DESTROY_CQ_ENGINE)?;
-    fw.core.pending.cq_dbr(cqn, None);
+    eng!(cx.core.engine.destroy_cq(cqn), DESTROY_CQ_ENGINE)?;
+    cx.core.pending.cq_dbr(cqn, None);
     Ok(out(ifc::destroy_cq_out::SIZE))
 }
 
-pub fn query_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn query_cq(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     use ifc::query_cq_out::cq_context as c;
     let cqn = r.get(ifc::query_cq_in::cqn) as u32;
-    fw.core.refresh_cq(cqn);
-    let ctx = fw.core.engine.cq(cqn).map(|e| &e.ext).ok_or(fail!(status::BAD_RES, QUERY_CQ_BAD_RES))?;
-    let cq = fw.core.engine.cq(cqn).ok_or(fail!(status::BAD_RES, QUERY_CQ_BAD_RES_2))?;
+    cx.core.refresh_cq(cqn);
+    let ctx = cx.core.engine.cq(cqn).map(|e| &e.ext).ok_or(fail!(status::BAD_RES, QUERY_CQ_BAD_RES))?;
+    let cq = cx.core.engine.cq(cqn).ok_or(fail!(status::BAD_RES, QUERY_CQ_BAD_RES_2))?;
     let mut o = out(ifc::query_cq_out::SIZE);
     let range = ifc::query_cq_out::cq_context.byte_range().ok_or(fail!(status::INT_ERR, QUERY_CQ_INT_ERR))?;
     o[range].copy_from_slice(&ctx.cqc);
@@ -87,7 +87,7 @@ pub fn query_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 const MODIFY_PERIOD: u64 = 1 << 0;
 const MODIFY_COUNT: u64 = 1 << 1;
 
-pub fn modify_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn modify_cq(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     use ifc::modify_cq_in::cq_context as c;
     r.need(ifc::modify_cq_in::SIZE)?;
     let cqn = r.get(ifc::modify_cq_in::cqn) as u32;
@@ -95,17 +95,17 @@ pub fn modify_cq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     match r.op_mod {
         // MLX5_CQ_OPMOD_MODIFY: moderation.
         0 => {
-            let cq = fw.core.engine.cq_mut(cqn).ok_or(fail!(status::BAD_RES, MODIFY_CQ_BAD_RES))?;
+            let cq = cx.core.engine.cq_mut(cqn).ok_or(fail!(status::BAD_RES, MODIFY_CQ_BAD_RES))?;
             if select & MODIFY_PERIOD != 0 {
                 cq.period = c::cq_period.get(r.input) as u16;
             }
             if select & MODIFY_COUNT != 0 {
                 cq.max_count = c::cq_max_count.get(r.input) as u16;
             }
-            fw.core.stats.cq_moder_changes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            cx.core.stats.cq_moder_changes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         // MLX5_CQ_OPMOD_RESIZE: new size and buffer.
-        1 => return crate::datapath::cq_resize::resize_cq(fw, r, cqn),
+        1 => return crate::datapath::cq_resize::resize_cq(cx, r, cqn),
         _ => return Err(fail!(status::BAD_PARAM, MODIFY_CQ_BAD_PARAM)),
     }
     Ok(out(ifc::modify_cq_out::SIZE))

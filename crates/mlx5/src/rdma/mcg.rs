@@ -4,8 +4,8 @@ use super::qp::ST_UD;
 use crate::cmd::req::CmdErr;
 use crate::cmd::req::{fail, out, CmdResult, Req};
 use crate::cmd::status;
-use crate::firmware::Firmware;
 use crate::ifc;
+use crate::rdma::RdmaCx;
 
 fn mcg(r: &Req<'_>) -> Result<(u32, [u8; 16]), CmdErr> {
     let qpn = r.get(ifc::attach_to_mcg_in::qpn) as u32;
@@ -18,9 +18,9 @@ fn mcg(r: &Req<'_>) -> Result<(u32, [u8; 16]), CmdErr> {
 /// Multicast groups a QP may join.
 const MAX_MCAST_PER_QP: usize = 64;
 
-pub fn attach_to_mcg(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn attach_to_mcg(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     let (qpn, gid) = mcg(r)?;
-    let ctx = fw.core.engine.qp_mut(qpn).map(|e| &mut e.ext).ok_or(fail!(status::BAD_RES, ATTACH_TO_MCG_BAD_RES))?;
+    let ctx = cx.core.engine.qp_mut(qpn).map(|e| &mut e.ext).ok_or(fail!(status::BAD_RES, ATTACH_TO_MCG_BAD_RES))?;
     if !matches!(ctx.st, ST_UD) {
         return Err(fail!(status::BAD_PARAM, ATTACH_TO_MCG_BAD_PARAM));
     }
@@ -31,9 +31,9 @@ pub fn attach_to_mcg(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     Ok(out(ifc::attach_to_mcg_out::SIZE))
 }
 
-pub fn detach_from_mcg(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn detach_from_mcg(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     let (qpn, gid) = mcg(r)?;
-    let ctx = fw.core.engine.qp_mut(qpn).map(|e| &mut e.ext).ok_or(fail!(status::BAD_RES, DETACH_FROM_MCG_BAD_RES))?;
+    let ctx = cx.core.engine.qp_mut(qpn).map(|e| &mut e.ext).ok_or(fail!(status::BAD_RES, DETACH_FROM_MCG_BAD_RES))?;
     if !ctx.mcast.remove(&gid) {
         return Err(fail!(status::BAD_PARAM, DETACH_FROM_MCG_BAD_PARAM));
     }

@@ -2,13 +2,13 @@
 
 use crate::cmd::req::{fail, out, CmdResult, Req};
 use crate::cmd::status;
-use crate::firmware::Firmware;
 use crate::ifc;
+use crate::rdma::RdmaCx;
 
 /// ALLOC_MEMIC: a block of on-device memory inside the driver's range.
-pub fn alloc_memic(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn alloc_memic(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     use ifc::alloc_memic_in as a;
-    let (off, size) = fw.hca.memic.ok_or(fail!(status::BAD_OP, ALLOC_MEMIC_BAD_OP))?;
+    let (off, size) = cx.hca.memic().ok_or(fail!(status::BAD_OP, ALLOC_MEMIC_BAD_OP))?;
     let range_start = r.get(a::range_start_addr);
     let range_size = r.get(a::range_size);
     let len = r.get(a::memic_size);
@@ -20,9 +20,9 @@ pub fn alloc_memic(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     // First fit inside the range, aligned, clear of every allocation.
     let mut at = range_start.next_multiple_of(align);
     while at + len <= range_end {
-        match fw.rdma.memic_allocs.iter().find(|(&s, &n)| at < s + n && s < at + len) {
+        match cx.rdma.memic_allocs.iter().find(|(&s, &n)| at < s + n && s < at + len) {
             None => {
-                fw.rdma.memic_allocs.insert(at, len);
+                cx.rdma.memic_allocs.insert(at, len);
                 let mut o = out(ifc::alloc_memic_out::SIZE);
                 ifc::alloc_memic_out::memic_start_addr.set(&mut o, at);
                 return Ok(o);
@@ -35,16 +35,16 @@ pub fn alloc_memic(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 }
 
 /// DEALLOC_MEMIC: frees a block (the bytes are cleared).
-pub fn dealloc_memic(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn dealloc_memic(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     use ifc::dealloc_memic_in as d;
     let at = r.get(d::memic_start_addr);
     let len = r.get(d::memic_size);
-    match fw.rdma.memic_allocs.get(&at) {
+    match cx.rdma.memic_allocs.get(&at) {
         Some(&n) if n == len => {
-            fw.rdma.memic_allocs.remove(&at);
-            if let Some((off, _)) = fw.hca.memic {
+            cx.rdma.memic_allocs.remove(&at);
+            if let Some((off, _)) = cx.hca.memic() {
                 let zero = vec![0u8; len as usize];
-                let _ = fw.core.mem.write(vrnic_engine::DEVICE_MEMORY | (at - off), &zero);
+                let _ = cx.core.mem.write(vrnic_engine::DEVICE_MEMORY | (at - off), &zero);
             }
             Ok(out(ifc::dealloc_memic_out::SIZE))
         }

@@ -3,8 +3,8 @@
 use super::state::MkeyCtx;
 use crate::cmd::req::{eng, fail, out, CmdResult, Req};
 use crate::cmd::status;
-use crate::firmware::Firmware;
 use crate::ifc;
+use crate::rdma::RdmaCx;
 use vrnic_engine::{Access, Mkey, Translation};
 
 /// `access_mode`: PA and MTT are implemented; KLM/KSM are not.
@@ -13,7 +13,7 @@ const ACCESS_MODE_MTT: u64 = 1;
 /// `MLX5_MKC_ACCESS_MODE_MEMIC`: start_addr is a BAR0 offset in the MEMIC window.
 const ACCESS_MODE_MEMIC: u64 = 5;
 
-pub fn create_mkey(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn create_mkey(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     use ifc::create_mkey_in::memory_key_mkey_entry as m;
     r.need(ifc::create_mkey_in::SIZE)?;
     if r.get(ifc::create_mkey_in::pg_access) != 0 {
@@ -64,13 +64,13 @@ pub fn create_mkey(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             }
         }
         ACCESS_MODE_MEMIC => {
-            let (off, size) = fw.hca.memic.ok_or(fail!(status::BAD_PARAM, CREATE_MKEY_BAD_PARAM_6))?;
+            let (off, size) = cx.hca.memic().ok_or(fail!(status::BAD_PARAM, CREATE_MKEY_BAD_PARAM_6))?;
             let end = start.checked_add(length).ok_or(fail!(status::BAD_PARAM, CREATE_MKEY_BAD_PARAM_7))?;
             if whole_space || start < off || end > off + size {
                 return Err(fail!(status::BAD_PARAM, CREATE_MKEY_BAD_PARAM_8));
             }
             // Only allocated device memory can be registered.
-            let inside = fw.rdma.memic_allocs.range(..=start).next_back().is_some_and(|(&a, &n)| end <= a + n);
+            let inside = cx.rdma.memic_allocs.range(..=start).next_back().is_some_and(|(&a, &n)| end <= a + n);
             if !inside {
                 return Err(fail!(status::BAD_PARAM, CREATE_MKEY_BAD_PARAM_9));
             }
@@ -96,21 +96,21 @@ pub fn create_mkey(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         uid: r.uid,
     };
     let ctx = MkeyCtx { mkc: r.sub(ifc::create_mkey_in::memory_key_mkey_entry)? };
-    let index = eng!(fw.core.engine.create_mkey_with(mkey, ctx), CREATE_MKEY_ENGINE)?;
+    let index = eng!(cx.core.engine.create_mkey_with(mkey, ctx), CREATE_MKEY_ENGINE)?;
     let mut o = out(ifc::create_mkey_out::SIZE);
     ifc::create_mkey_out::mkey_index.set(&mut o, index as u64);
     Ok(o)
 }
 
-pub fn destroy_mkey(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn destroy_mkey(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     let index = r.get(ifc::destroy_mkey_in::mkey_index) as u32;
-    eng!(fw.core.engine.destroy_mkey(index), DESTROY_MKEY_ENGINE)?;
+    eng!(cx.core.engine.destroy_mkey(index), DESTROY_MKEY_ENGINE)?;
     Ok(out(ifc::destroy_mkey_out::SIZE))
 }
 
-pub fn query_mkey(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn query_mkey(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     let index = r.get(ifc::query_mkey_in::mkey_index) as u32;
-    let mkc = fw.core.engine.mkey(index).map(|e| &e.ext).ok_or(fail!(status::BAD_RES, QUERY_MKEY_BAD_RES))?;
+    let mkc = cx.core.engine.mkey(index).map(|e| &e.ext).ok_or(fail!(status::BAD_RES, QUERY_MKEY_BAD_RES))?;
     let mut o = out(ifc::query_mkey_out::SIZE);
     let range =
         ifc::query_mkey_out::memory_key_mkey_entry.byte_range().ok_or(fail!(status::INT_ERR, QUERY_MKEY_INT_ERR))?;

@@ -11,9 +11,9 @@ use super::state::QpCtx;
 use crate::cmd::req::{eng, fail, out, CmdErr, CmdResult, Req};
 use crate::cmd::status;
 use crate::fields::Field;
-use crate::firmware::Firmware;
 use crate::ifc::{self, qpc};
 use crate::queue_buf::{page_offset_bytes, pages_for};
+use crate::rdma::RdmaCx;
 use vrnic_engine::{Access, AddressVector, Mtu, QpAttrUpdate, QpCreate, QpState, QpTransition, QpType};
 
 /// `qpc.st` values.
@@ -48,7 +48,7 @@ fn input_qpc(r: &Req<'_>) -> Result<Vec<u8>, CmdErr> {
     r.sub(ifc::create_qp_in::qpc)
 }
 
-pub fn create_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn create_qp(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(ifc::create_qp_in::SIZE)?;
     if r.get(ifc::create_qp_in::input_qpn) != 0 || r.get(ifc::create_qp_in::qpc_ext) != 0 {
         return Err(fail!(status::BAD_PARAM, CREATE_QP_BAD_PARAM));
@@ -72,7 +72,7 @@ pub fn create_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     }
     let page_offset = page_offset_bytes(qpc::page_offset.get(&c), log_page_size);
     let uar = qpc::uar_page.get(&c) as u32;
-    if !fw.hca.uars.contains(uar) && !matches!(qp_type, QpType::RegUmr | QpType::XrcTarget) {
+    if !cx.hca.uar_allocated(uar) && !matches!(qp_type, QpType::RegUmr | QpType::XrcTarget) {
         return Err(fail!(status::BAD_RES, CREATE_QP_BAD_RES));
     }
     let rq_entries = if rq_type == RQ_REGULAR { 1u32 << log_rq_size } else { 0 };
@@ -117,17 +117,17 @@ pub fn create_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         rq_ci: 0,
         rq_flush_until: 0,
     };
-    let qpn = eng!(fw.core.engine.create_qp_with(create, ctx), CREATE_QP_ENGINE)?;
+    let qpn = eng!(cx.core.engine.create_qp_with(create, ctx), CREATE_QP_ENGINE)?;
     let mut o = out(ifc::create_qp_out::SIZE);
     ifc::create_qp_out::qpn.set(&mut o, qpn as u64);
     Ok(o)
 }
 
-pub fn destroy_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn destroy_qp(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     let qpn = r.get(ifc::destroy_qp_in::qpn) as u32;
     // Its counter set keeps what it counted (the engine's destroy only fails for a QP that is not there).
-    crate::roce::qcounters::retire(fw, qpn);
-    eng!(fw.core.engine.destroy_qp(qpn), DESTROY_QP_ENGINE)?;
+    cx.retire_counters(qpn);
+    eng!(cx.core.engine.destroy_qp(qpn), DESTROY_QP_ENGINE)?;
     Ok(out(ifc::destroy_qp_out::SIZE))
 }
 
@@ -328,10 +328,10 @@ fn attrs_of(c: &[u8]) -> QpAttrUpdate {
     }
 }
 
-pub fn modify_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn modify_qp(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     let t = transition(r.opcode).ok_or(fail!(status::BAD_OP, MODIFY_QP_BAD_OP))?;
     let qpn = r.get(ifc::rst2init_qp_in::qpn) as u32;
-    let ctx = fw.core.engine.qp(qpn).map(|e| &e.ext).ok_or(fail!(status::BAD_RES, MODIFY_QP_BAD_RES))?;
+    let ctx = cx.core.engine.qp(qpn).map(|e| &e.ext).ok_or(fail!(status::BAD_RES, MODIFY_QP_BAD_RES))?;
     let mut next = match t {
         QpTransition::ToRst => ctx.created.clone(),
         _ => ctx.qpc.clone(),
@@ -357,18 +357,18 @@ pub fn modify_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             return Err(fail!(status::BAD_PARAM, MODIFY_QP_BAD_PARAM));
         }
         // The source GID (RoCE: source IP, MAC, VLAN and frame format) must be a table entry.
-        if pap::src_addr_index.get(&next) as usize >= fw.roce.gids.len() {
+        if pap::src_addr_index.get(&next) as usize >= cx.gid_table_len() {
             return Err(fail!(status::BAD_PARAM, MODIFY_QP_BAD_SRC_ADDR_INDEX));
         }
     }
     if t == QpTransition::ToRst {
         // The engine's counters of the QP start again: its Q counter set keeps them.
-        crate::roce::qcounters::retire(fw, qpn);
+        cx.retire_counters(qpn);
     }
     let update = if t == QpTransition::ToRst { QpAttrUpdate::default() } else { attrs_of(&next) };
-    let state = eng!(fw.core.engine.modify_qp(qpn, t, &update), MODIFY_QP_ENGINE)?;
+    let state = eng!(cx.core.engine.modify_qp(qpn, t, &update), MODIFY_QP_ENGINE)?;
     qpc::state.set(&mut next, state_code(state) as u64);
-    if let Some(ctx) = fw.core.engine.qp_mut(qpn).map(|e| &mut e.ext) {
+    if let Some(ctx) = cx.core.engine.qp_mut(qpn).map(|e| &mut e.ext) {
         ctx.qpc = next;
         if t == QpTransition::ToRst {
             ctx.sq_ci = 0;
@@ -376,17 +376,11 @@ pub fn modify_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             ctx.rq_flush_until = 0;
         }
     }
-    let via_engine = fw.core.engine.qp(qpn).is_some_and(|q| fw.via_engine(q.qp_type));
-    if via_engine {
-        // The engine flushed what it held; what is still only in guest
-        // memory follows in order. Completions of other transitions are
-        // written when the command returns (`CommandHandler::execute`).
-        if t == QpTransition::ToErr {
-            fw.engine_flush(qpn);
-        }
-    } else if t == QpTransition::ToErr {
-        // Outstanding work completes with WR_FLUSH_ERR.
-        fw.flush_qp(qpn);
+    if t == QpTransition::ToErr {
+        // The engine flushed what it held; the work still only in guest memory completes with
+        // WR_FLUSH_ERR, in order, when the command returns (the data path's guard), as do the
+        // completions of every other transition.
+        cx.core.entered_err.push(qpn);
     }
     // Every *_qp_out is the 16-byte header.
     Ok(out(16))
@@ -405,13 +399,13 @@ pub fn state_code(s: QpState) -> u8 {
     }
 }
 
-pub fn query_qp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn query_qp(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     if r.get(ifc::query_qp_in::qpc_ext) != 0 {
         return Err(fail!(status::BAD_PARAM, QUERY_QP_BAD_PARAM));
     }
     let qpn = r.get(ifc::query_qp_in::qpn) as u32;
-    let ctx = fw.core.engine.qp(qpn).map(|e| &e.ext).ok_or(fail!(status::BAD_RES, QUERY_QP_BAD_RES))?;
-    let qp = fw.core.engine.qp(qpn).ok_or(fail!(status::BAD_RES, QUERY_QP_BAD_RES_2))?;
+    let ctx = cx.core.engine.qp(qpn).map(|e| &e.ext).ok_or(fail!(status::BAD_RES, QUERY_QP_BAD_RES))?;
+    let qp = cx.core.engine.qp(qpn).ok_or(fail!(status::BAD_RES, QUERY_QP_BAD_RES_2))?;
     let mut c = ctx.qpc.clone();
     qpc::state.set(&mut c, state_code(qp.state) as u64);
     qpc::next_send_psn.set(&mut c, qp.attrs.sq_psn as u64);

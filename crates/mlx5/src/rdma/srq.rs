@@ -6,9 +6,9 @@ use super::state::{SrqCtx, SrqKind};
 use crate::cmd::req::{fail, out, CmdErr, CmdResult, Req};
 use crate::cmd::status;
 use crate::fields::Array;
-use crate::firmware::Firmware;
 use crate::ifc;
 use crate::queue_buf::{page_offset_bytes, pages_for};
+use crate::rdma::RdmaCx;
 use vrnic_engine::SrqCreate;
 
 /// An SRQ as a creating command describes it.
@@ -35,7 +35,7 @@ pub(super) struct NewSrq {
 /// Creates the engine's SRQ and its mlx5 context; `bad_param` and `engine`
 /// are the creating command's syndromes.
 pub(super) fn new_srq(
-    fw: &mut Firmware,
+    cx: &mut RdmaCx<'_>,
     r: &Req<'_>,
     s: NewSrq,
     bad_param: CmdErr,
@@ -59,7 +59,7 @@ pub(super) fn new_srq(
         head: 0,
         posted: 0,
     };
-    let srqn = fw
+    let srqn = cx
         .core
         .engine
         .create_srq_with(
@@ -73,22 +73,22 @@ pub(super) fn new_srq(
             ctx,
         )
         .map_err(|e| crate::cmd::req::engine_failure(e, engine))?;
-    if let Some(srq) = fw.core.engine.srq_mut(srqn) {
+    if let Some(srq) = cx.core.engine.srq_mut(srqn) {
         srq.limit = s.lwm;
     }
     Ok(srqn)
 }
 
 /// Destroys SRQ `n` if a command of its own family asks.
-pub(super) fn destroy(fw: &mut Firmware, n: u32, kind: SrqKind, bad_res: CmdErr, engine: u32) -> Result<(), CmdErr> {
-    if fw.core.engine.srq(n).map(|e| &e.ext).is_none_or(|c| c.kind != kind) {
+pub(super) fn destroy(cx: &mut RdmaCx<'_>, n: u32, kind: SrqKind, bad_res: CmdErr, engine: u32) -> Result<(), CmdErr> {
+    if cx.core.engine.srq(n).map(|e| &e.ext).is_none_or(|c| c.kind != kind) {
         return Err(bad_res);
     }
-    fw.core.engine.destroy_srq(n).map_err(|e| crate::cmd::req::engine_failure(e, engine))?;
+    cx.core.engine.destroy_srq(n).map_err(|e| crate::cmd::req::engine_failure(e, engine))?;
     Ok(())
 }
 
-pub fn create_srq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn create_srq(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     use ifc::create_srq_in::srq_context_entry as s;
     r.need(ifc::create_srq_in::SIZE)?;
     let new = NewSrq {
@@ -108,16 +108,16 @@ pub fn create_srq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         user_index: None,
     };
     let srqn =
-        new_srq(fw, r, new, fail!(status::BAD_PARAM, CREATE_SRQ_BAD_PARAM), crate::cmd::syndrome::CREATE_SRQ_ENGINE)?;
+        new_srq(cx, r, new, fail!(status::BAD_PARAM, CREATE_SRQ_BAD_PARAM), crate::cmd::syndrome::CREATE_SRQ_ENGINE)?;
     let mut o = out(ifc::create_srq_out::SIZE);
     ifc::create_srq_out::srqn.set(&mut o, srqn as u64);
     Ok(o)
 }
 
-pub fn destroy_srq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn destroy_srq(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     let n = r.get(ifc::destroy_srq_in::srqn) as u32;
     destroy(
-        fw,
+        cx,
         n,
         SrqKind::Srq,
         fail!(status::BAD_RES, DESTROY_SRQ_BAD_RES),
@@ -126,17 +126,17 @@ pub fn destroy_srq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     Ok(out(ifc::destroy_srq_out::SIZE))
 }
 
-pub fn query_srq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn query_srq(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     use ifc::query_srq_out::srq_context_entry as s;
     let n = r.get(ifc::query_srq_in::srqn) as u32;
-    let ctx = fw
+    let ctx = cx
         .core
         .engine
         .srq(n)
         .map(|e| &e.ext)
         .filter(|c| c.kind == SrqKind::Srq)
         .ok_or(fail!(status::BAD_RES, QUERY_SRQ_BAD_RES))?;
-    let srq = fw.core.engine.srq(n).ok_or(fail!(status::BAD_RES, QUERY_SRQ_BAD_RES_2))?;
+    let srq = cx.core.engine.srq(n).ok_or(fail!(status::BAD_RES, QUERY_SRQ_BAD_RES_2))?;
     let mut o = out(ifc::query_srq_out::SIZE);
     let range = ifc::query_srq_out::srq_context_entry.byte_range().ok_or(fail!(status::INT_ERR, QUERY_SRQ_INT_ERR))?;
     o.get_mut(range)
@@ -147,17 +147,17 @@ pub fn query_srq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     Ok(o)
 }
 
-pub fn arm_rq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn arm_rq(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     // op_mod 1 = MLX5_ARM_RQ_IN_OP_MOD_SRQ: set the limit watermark.
     if r.op_mod != 1 {
         return Err(fail!(status::BAD_PARAM, ARM_RQ_BAD_PARAM));
     }
     let n = r.get(ifc::arm_rq_in::srq_number) as u32;
-    if fw.core.engine.srq(n).map(|e| &e.ext).is_none_or(|c| c.kind != SrqKind::Srq) {
+    if cx.core.engine.srq(n).map(|e| &e.ext).is_none_or(|c| c.kind != SrqKind::Srq) {
         return Err(fail!(status::BAD_RES, ARM_RQ_BAD_RES));
     }
     set_limit(
-        fw,
+        cx,
         n,
         r.get(ifc::arm_rq_in::lwm) as u16,
         fail!(status::BAD_RES, ARM_RQ_BAD_RES),
@@ -166,8 +166,8 @@ pub fn arm_rq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
 }
 
 /// Arms SRQ `n`'s limit event at `lwm` WQEs (below its size).
-pub(super) fn set_limit(fw: &mut Firmware, n: u32, lwm: u16, bad_res: CmdErr, bad_param: CmdErr) -> CmdResult {
-    let srq = fw.core.engine.srq_mut(n).ok_or(bad_res)?;
+pub(super) fn set_limit(cx: &mut RdmaCx<'_>, n: u32, lwm: u16, bad_res: CmdErr, bad_param: CmdErr) -> CmdResult {
+    let srq = cx.core.engine.srq_mut(n).ok_or(bad_res)?;
     if lwm as u32 >= 1u32 << srq.log_size {
         return Err(bad_param);
     }

@@ -9,13 +9,13 @@ use super::state::SrqKind;
 use crate::cmd::req::{fail, out, CmdResult, Req};
 use crate::cmd::status;
 use crate::cmd::syndrome as syn;
-use crate::firmware::Firmware;
 use crate::ifc;
+use crate::rdma::RdmaCx;
 
 /// `rmpc.state` / `modify_rmp_in.rmp_state` RDY, the only state an RMP has here.
 const RMP_RDY: u64 = 1;
 
-pub fn create_rmp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn create_rmp(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     use ifc::create_rmp_in::ctx::wq as w;
     r.need(ifc::create_rmp_in::SIZE)?;
     let bad = fail!(status::BAD_PARAM, CREATE_RMP_BAD_PARAM);
@@ -40,24 +40,24 @@ pub fn create_rmp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         ctx: r.sub(ifc::create_rmp_in::ctx)?,
         user_index: None,
     };
-    let n = new_srq(fw, r, new, bad, syn::CREATE_RMP_ENGINE)?;
+    let n = new_srq(cx, r, new, bad, syn::CREATE_RMP_ENGINE)?;
     let mut o = out(ifc::create_rmp_out::SIZE);
     ifc::create_rmp_out::rmpn.set(&mut o, n as u64);
     Ok(o)
 }
 
-pub fn destroy_rmp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn destroy_rmp(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     let n = r.get(ifc::destroy_rmp_in::rmpn) as u32;
-    destroy(fw, n, SrqKind::Rmp, fail!(status::BAD_RES, DESTROY_RMP_BAD_RES), syn::DESTROY_RMP_ENGINE)?;
+    destroy(cx, n, SrqKind::Rmp, fail!(status::BAD_RES, DESTROY_RMP_BAD_RES), syn::DESTROY_RMP_ENGINE)?;
     Ok(out(ifc::destroy_rmp_out::SIZE))
 }
 
 /// MODIFY_RMP: RDY to RDY, changing at most the limit watermark (mlx5_ib's arm_rmp_cmd).
-pub fn modify_rmp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn modify_rmp(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     use ifc::modify_rmp_in as m;
     r.need(m::SIZE)?;
     let n = r.get(m::rmpn) as u32;
-    if fw.core.engine.srq(n).map(|e| &e.ext).is_none_or(|c| c.kind != SrqKind::Rmp) {
+    if cx.core.engine.srq(n).map(|e| &e.ext).is_none_or(|c| c.kind != SrqKind::Rmp) {
         return Err(fail!(status::BAD_RES, MODIFY_RMP_BAD_RES));
     }
     let only_lwm = r.get(m::bitmask) & !1 == 0;
@@ -67,7 +67,7 @@ pub fn modify_rmp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     if r.get(m::bitmask::lwm) == 1 {
         let lwm = r.get(m::ctx::wq::lwm) as u16;
         set_limit(
-            fw,
+            cx,
             n,
             lwm,
             fail!(status::BAD_RES, MODIFY_RMP_BAD_RES_2),
@@ -77,12 +77,12 @@ pub fn modify_rmp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     Ok(out(ifc::modify_rmp_out::SIZE))
 }
 
-pub fn query_rmp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn query_rmp(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     use ifc::query_rmp_out::rmp_context as c;
     let n = r.get(ifc::query_rmp_in::rmpn) as u32;
     let bad = fail!(status::BAD_RES, QUERY_RMP_BAD_RES);
-    let ctx = fw.core.engine.srq(n).map(|e| &e.ext).filter(|x| x.kind == SrqKind::Rmp).ok_or(bad)?;
-    let srq = fw.core.engine.srq(n).ok_or(bad)?;
+    let ctx = cx.core.engine.srq(n).map(|e| &e.ext).filter(|x| x.kind == SrqKind::Rmp).ok_or(bad)?;
+    let srq = cx.core.engine.srq(n).ok_or(bad)?;
     let mut o = out(ifc::query_rmp_out::SIZE);
     let range = ifc::query_rmp_out::rmp_context.byte_range().ok_or(fail!(status::INT_ERR, QUERY_RMP_INT_ERR))?;
     let dst =
@@ -93,7 +93,7 @@ pub fn query_rmp(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     Ok(o)
 }
 
-pub fn create_xrc_srq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn create_xrc_srq(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     // The context is an `srqc` plus `user_index`, at the same place as CREATE_SRQ's.
     use ifc::create_srq_in::srq_context_entry as s;
     use ifc::create_xrc_srq_in::xrc_srq_context_entry as x;
@@ -118,24 +118,24 @@ pub fn create_xrc_srq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
         ctx: r.sub(ifc::create_xrc_srq_in::xrc_srq_context_entry)?,
         user_index: Some(x::user_index.get(r.input) as u32),
     };
-    let n = new_srq(fw, r, new, bad, syn::CREATE_XRC_SRQ_ENGINE)?;
+    let n = new_srq(cx, r, new, bad, syn::CREATE_XRC_SRQ_ENGINE)?;
     let mut o = out(ifc::create_xrc_srq_out::SIZE);
     ifc::create_xrc_srq_out::xrc_srqn.set(&mut o, n as u64);
     Ok(o)
 }
 
-pub fn destroy_xrc_srq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn destroy_xrc_srq(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     let n = r.get(ifc::destroy_xrc_srq_in::xrc_srqn) as u32;
-    destroy(fw, n, SrqKind::XrcSrq, fail!(status::BAD_RES, DESTROY_XRC_SRQ_BAD_RES), syn::DESTROY_XRC_SRQ_ENGINE)?;
+    destroy(cx, n, SrqKind::XrcSrq, fail!(status::BAD_RES, DESTROY_XRC_SRQ_BAD_RES), syn::DESTROY_XRC_SRQ_ENGINE)?;
     Ok(out(ifc::destroy_xrc_srq_out::SIZE))
 }
 
-pub fn query_xrc_srq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn query_xrc_srq(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     use ifc::query_xrc_srq_out::xrc_srq_context_entry as c;
     let n = r.get(ifc::query_xrc_srq_in::xrc_srqn) as u32;
     let bad = fail!(status::BAD_RES, QUERY_XRC_SRQ_BAD_RES);
-    let ctx = fw.core.engine.srq(n).map(|e| &e.ext).filter(|x| x.kind == SrqKind::XrcSrq).ok_or(bad)?;
-    let srq = fw.core.engine.srq(n).ok_or(bad)?;
+    let ctx = cx.core.engine.srq(n).map(|e| &e.ext).filter(|x| x.kind == SrqKind::XrcSrq).ok_or(bad)?;
+    let srq = cx.core.engine.srq(n).ok_or(bad)?;
     let mut o = out(ifc::query_xrc_srq_out::SIZE);
     let range = ifc::query_xrc_srq_out::xrc_srq_context_entry
         .byte_range()
@@ -149,16 +149,16 @@ pub fn query_xrc_srq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     Ok(o)
 }
 
-pub fn arm_xrc_srq(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn arm_xrc_srq(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     // op_mod 1 = MLX5_ARM_XRC_SRQ_IN_OP_MOD_XRC_SRQ.
     if r.op_mod != 1 {
         return Err(fail!(status::BAD_PARAM, ARM_XRC_SRQ_BAD_PARAM));
     }
     let n = r.get(ifc::arm_xrc_srq_in::xrc_srqn) as u32;
     let bad_res = fail!(status::BAD_RES, ARM_XRC_SRQ_BAD_RES);
-    if fw.core.engine.srq(n).map(|e| &e.ext).is_none_or(|c| c.kind != SrqKind::XrcSrq) {
+    if cx.core.engine.srq(n).map(|e| &e.ext).is_none_or(|c| c.kind != SrqKind::XrcSrq) {
         return Err(bad_res);
     }
     let lwm = r.get(ifc::arm_xrc_srq_in::lwm) as u16;
-    set_limit(fw, n, lwm, bad_res, fail!(status::BAD_PARAM, ARM_XRC_SRQ_BAD_PARAM_2))
+    set_limit(cx, n, lwm, bad_res, fail!(status::BAD_PARAM, ARM_XRC_SRQ_BAD_PARAM_2))
 }

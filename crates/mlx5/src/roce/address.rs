@@ -6,7 +6,7 @@
 use crate::cmd::req::{fail, out, CmdResult, Req};
 use crate::cmd::status;
 use crate::fields::Field;
-use crate::firmware::Firmware;
+use crate::roce::RoceCx;
 use vrnic_fabric::roce::{GidEntry, RoceVersion};
 
 /// `set_roce_address_in` / `query_roce_address_in` (mlx5_ifc.h; not in the
@@ -50,12 +50,12 @@ const L3_IPV4: u64 = 0;
 const L3_IPV6: u64 = 1;
 
 /// The entry index a command names, if inside the table and on port 1.
-fn index(fw: &Firmware, r: &Req<'_>) -> Result<usize, crate::cmd::req::CmdErr> {
+fn index(cx: &RoceCx<'_>, r: &Req<'_>) -> Result<usize, crate::cmd::req::CmdErr> {
     if r.get(roce_address_in::vhca_port_num) > 1 {
         return Err(fail!(status::BAD_PARAM, ROCE_ADDRESS_BAD_PORT));
     }
     let i = r.get(roce_address_in::roce_address_index) as usize;
-    if i >= fw.roce.gids.len() {
+    if i >= cx.roce.gids.len() {
         return Err(fail!(status::BAD_PARAM, ROCE_ADDRESS_BAD_INDEX));
     }
     Ok(i)
@@ -106,19 +106,19 @@ fn encode(e: &GidEntry, o: &mut [u8]) {
     a::roce_version.set(o, if e.version == RoceVersion::V1 { ROCE_VERSION_1 } else { ROCE_VERSION_2 });
 }
 
-pub fn set_roce_address(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn set_roce_address(cx: &mut RoceCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(roce_address_in::SET_SIZE)?;
-    let i = index(fw, r)?;
+    let i = index(cx, r)?;
     let entry = decode(r.input)?;
-    fw.roce.gids.set(i, entry).map_err(|_| fail!(status::BAD_PARAM, ROCE_ADDRESS_BAD_INDEX))?;
+    cx.roce.gids.set(i, entry).map_err(|_| fail!(status::BAD_PARAM, ROCE_ADDRESS_BAD_INDEX))?;
     Ok(out(16))
 }
 
-pub fn query_roce_address(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn query_roce_address(cx: &mut RoceCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(roce_address_in::QUERY_SIZE)?;
-    let i = index(fw, r)?;
+    let i = index(cx, r)?;
     let mut o = out(a::QUERY_OUT_SIZE);
-    if let Some(e) = fw.roce.gids.get(i) {
+    if let Some(e) = cx.roce.gids.get(i) {
         encode(&e, &mut o);
     }
     Ok(o)

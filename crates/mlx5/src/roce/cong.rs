@@ -31,7 +31,7 @@ use super::state::CongGeneral;
 use crate::cmd::req::{fail, out, CmdErr, CmdResult, Req};
 use crate::cmd::status;
 use crate::fields::Field;
-use crate::firmware::Firmware;
+use crate::roce::RoceCx;
 use vrnic_cc::{CcConfig, NpParams, RpParams};
 
 /// One parameter of a node's block: its field, its `field_select` bit, the
@@ -142,39 +142,39 @@ fn status_target(r: &Req<'_>) -> Result<(u64, u8), CmdErr> {
     Ok((node, prio as u8))
 }
 
-pub fn query_cong_status(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn query_cong_status(cx: &mut RoceCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(cong_status::SIZE)?;
     let (node, prio) = status_target(r)?;
-    let c = fw.roce.cc.config();
+    let c = cx.roce.cc.config();
     let on = if node == NODE_RP { c.rp_on(prio) } else { c.np_on(prio) };
     let mut o = out(cong_status::SIZE);
     cong_status::enable.set_bool(&mut o, on);
     Ok(o)
 }
 
-pub fn modify_cong_status(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn modify_cong_status(cx: &mut RoceCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(cong_status::SIZE)?;
     let (node, prio) = status_target(r)?;
     let on = r.get(cong_status::enable) != 0;
-    let mut c = fw.roce.cc.config();
+    let mut c = cx.roce.cc.config();
     let mask = if node == NODE_RP { &mut c.rp_enabled } else { &mut c.np_enabled };
     if on {
         *mask |= 1 << prio;
     } else {
         *mask &= !(1 << prio);
     }
-    fw.roce.cc.set_config(c);
+    cx.roce.cc.set_config(c);
     Ok(out(16))
 }
 
-pub fn query_cong_params(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn query_cong_params(cx: &mut RoceCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(cong_params::QUERY_IN_SIZE)?;
     let mut block = [0u8; cong_params::BLOCK_SIZE];
-    let c = fw.roce.cc.config();
+    let c = cx.roce.cc.config();
     match r.get(cong_params::cong_protocol) {
         NODE_RP => encode(RP_PARAMS, &c.rp, &mut block),
         NODE_NP => encode(NP_PARAMS, &c.np, &mut block),
-        NODE_GENERAL => encode(GENERAL_PARAMS, &fw.roce.cong_general, &mut block),
+        NODE_GENERAL => encode(GENERAL_PARAMS, &cx.roce.cong_general, &mut block),
         _ => return Err(fail!(status::BAD_PARAM, CONG_PARAMS_BAD_PROTOCOL)),
     }
     let mut o = out(cong_params::QUERY_OUT_SIZE);
@@ -184,29 +184,29 @@ pub fn query_cong_params(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     Ok(o)
 }
 
-pub fn modify_cong_params(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn modify_cong_params(cx: &mut RoceCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(cong_params::MODIFY_IN_SIZE)?;
     let block = r.sub(cong_params::modify_parameters)?;
     let select = r.get(cong_params::field_select) as u32;
-    let c = fw.roce.cc.config();
+    let c = cx.roce.cc.config();
     match r.get(cong_params::cong_protocol) {
         NODE_RP => {
             let rp = apply(RP_PARAMS, select, &block, &c.rp)?;
-            fw.roce.cc.set_config(CcConfig { rp, ..c });
+            cx.roce.cc.set_config(CcConfig { rp, ..c });
         }
         NODE_NP => {
             let np = apply(NP_PARAMS, select, &block, &c.np)?;
-            fw.roce.cc.set_config(CcConfig { np, ..c });
+            cx.roce.cc.set_config(CcConfig { np, ..c });
         }
-        NODE_GENERAL => fw.roce.cong_general = apply(GENERAL_PARAMS, select, &block, &fw.roce.cong_general)?,
+        NODE_GENERAL => cx.roce.cong_general = apply(GENERAL_PARAMS, select, &block, &cx.roce.cong_general)?,
         _ => return Err(fail!(status::BAD_PARAM, CONG_PARAMS_BAD_PROTOCOL)),
     }
     Ok(out(16))
 }
 
-pub fn query_cong_statistics(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn query_cong_statistics(cx: &mut RoceCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(cong_statistics::IN_SIZE)?;
-    let s = if r.get(cong_statistics::clear) != 0 { fw.roce.cc.take_statistics() } else { fw.roce.cc.statistics() };
+    let s = if r.get(cong_statistics::clear) != 0 { cx.roce.cc.take_statistics() } else { cx.roce.cc.statistics() };
     let mut o = out(cong_statistics::OUT_SIZE);
     cong_statistics::rp_cnp_ignored.set(&mut o, s.rp_cnp_ignored);
     cong_statistics::rp_cnp_handled.set(&mut o, s.rp_cnp_handled);

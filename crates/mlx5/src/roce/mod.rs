@@ -18,15 +18,24 @@ pub mod state;
 
 use crate::cmd::dispatch::{command, Command};
 use crate::firmware::Firmware;
+use crate::ib::port::PortConfig;
+use state::RoceState;
+
+/// What the RoCE commands borrow: the RoCE state (GID table, congestion
+/// control, PerfMgt baseline) and the port's identity (PerfMgt answers).
+pub struct RoceCx<'a> {
+    pub roce: &'a mut RoceState,
+    pub cfg: &'a PortConfig,
+}
 
 /// The RoCE domain's commands.
 pub static COMMANDS: &[Command<Firmware>] = &[
-    command!(MLX5_CMD_OP_QUERY_ROCE_ADDRESS, Enabled, address::query_roce_address),
-    command!(MLX5_CMD_OP_SET_ROCE_ADDRESS, Enabled, address::set_roce_address),
-    command!(MLX5_CMD_OP_MAD_IFC, Enabled, pma::mad_ifc),
-    command!(MLX5_CMD_OP_QUERY_CONG_STATUS, Enabled, cong::query_cong_status),
-    command!(MLX5_CMD_OP_MODIFY_CONG_STATUS, Enabled, cong::modify_cong_status),
-    command!(MLX5_CMD_OP_QUERY_CONG_PARAMS, Enabled, cong::query_cong_params),
-    command!(MLX5_CMD_OP_MODIFY_CONG_PARAMS, Enabled, cong::modify_cong_params),
-    command!(MLX5_CMD_OP_QUERY_CONG_STATISTICS, Enabled, cong::query_cong_statistics),
+    command!(MLX5_CMD_OP_QUERY_ROCE_ADDRESS, Enabled, roce_cx => address::query_roce_address),
+    command!(MLX5_CMD_OP_SET_ROCE_ADDRESS, Enabled, roce_cx => address::set_roce_address),
+    command!(MLX5_CMD_OP_MAD_IFC, Enabled, roce_cx => pma::mad_ifc),
+    command!(MLX5_CMD_OP_QUERY_CONG_STATUS, Enabled, roce_cx => cong::query_cong_status),
+    command!(MLX5_CMD_OP_MODIFY_CONG_STATUS, Enabled, roce_cx => cong::modify_cong_status),
+    command!(MLX5_CMD_OP_QUERY_CONG_PARAMS, Enabled, roce_cx => cong::query_cong_params),
+    command!(MLX5_CMD_OP_MODIFY_CONG_PARAMS, Enabled, roce_cx => cong::modify_cong_params),
+    command!(MLX5_CMD_OP_QUERY_CONG_STATISTICS, Enabled, roce_cx => cong::query_cong_statistics),
 ];

@@ -9,15 +9,15 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use crate::cmd::req::{fail, out, CmdResult, Req};
 use crate::cmd::status;
-use crate::firmware::Firmware;
 use crate::ib::mad;
 use crate::ib::port::PortCounters;
 use crate::ifc;
+use crate::roce::RoceCx;
 
 /// The RoCE port's totals in PortCounters order: data words out/in,
 /// packets out/in, receive errors, transmit discards.
-fn totals(fw: &Firmware) -> [u64; 6] {
-    match fw.roce.counters.as_deref() {
+fn totals(cx: &RoceCx<'_>) -> [u64; 6] {
+    match cx.roce.counters.as_deref() {
         Some(c) => [
             c.tx_bytes.load(Relaxed) / 4,
             c.rx_bytes.load(Relaxed) / 4,
@@ -30,7 +30,7 @@ fn totals(fw: &Firmware) -> [u64; 6] {
     }
 }
 
-pub fn mad_ifc(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn mad_ifc(cx: &mut RoceCx<'_>, r: &Req<'_>) -> CmdResult {
     if r.get(ifc::mad_ifc_in::port) != 1 {
         return Err(fail!(status::BAD_PARAM, ROCE_MAD_IFC_BAD_PORT));
     }
@@ -40,12 +40,12 @@ pub fn mad_ifc(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     if req[1] != mad::MGMT_CLASS_PERF_MGMT {
         return Err(fail!(status::BAD_PARAM, ROCE_MAD_IFC_NOT_PMA));
     }
-    let now = totals(fw);
-    let view = PortCounters::pma_view(&now, &fw.roce.pma_base);
-    let reply = mad::process(&req, 1, &fw.ib.port, &view);
+    let now = totals(cx);
+    let view = PortCounters::pma_view(&now, &cx.roce.pma_base);
+    let reply = mad::process(&req, 1, cx.cfg, &view);
     let is_clear = req[3] == mad::METHOD_SET && req[66..68] != [0, 0];
     if is_clear && reply.status == 0 {
-        fw.roce.pma_base = now;
+        cx.roce.pma_base = now;
     }
     let mut o = out(ifc::mad_ifc_out::SIZE);
     let range =

@@ -6,12 +6,13 @@
 //! last clear. `out_of_buffer` adds the RNR NAKs sent and the UD datagrams
 //! dropped for want of a receive WQE to the Ethernet RQs' count.
 
+use crate::core::MlxEngine;
 use crate::fields::Field;
-use crate::firmware::Firmware;
 use crate::ifc::{self, qpc};
 use vrnic_engine::QpCounters;
 
 pub use super::state::Counts;
+use super::state::QCounterSets;
 
 /// One Q counter field and how the engine's counters of a QP make it.
 pub type Source = (Field, fn(&QpCounters) -> u64);
@@ -38,41 +39,43 @@ fn add(a: &mut Counts, b: &Counts) {
 }
 
 /// The counter set QP `qpn` counts into (0: none).
-fn set_of(fw: &Firmware, qpn: u32) -> u8 {
-    fw.core.engine.qp(qpn).map(|e| &e.ext).map(|c| qpc::counter_set_id.get(&c.qpc) as u8).unwrap_or(0)
+fn set_of(engine: &MlxEngine, qpn: u32) -> u8 {
+    engine.qp(qpn).map(|e| qpc::counter_set_id.get(&e.ext.qpc) as u8).unwrap_or(0)
 }
 
-/// QP `qpn`'s counters are about to go (2RST, DESTROY_QP): keep them in its set.
-pub fn retire(fw: &mut Firmware, qpn: u32) {
-    let id = set_of(fw, qpn);
-    if let Some(c) = fw.core.engine.qp_counters(qpn).filter(|_| id != 0) {
-        add(fw.roce.q_sets.retired.entry(id).or_default(), &counts(&c));
-    }
-}
-
-/// Set `id`'s RDMA counts since its last clear; `clear`: start again from now.
-pub fn query(fw: &mut Firmware, id: u8, clear: bool) -> Counts {
-    let mut sum = fw.roce.q_sets.retired.get(&id).copied().unwrap_or_default();
-    for (qpn, q) in fw.core.engine.qps() {
-        if qpc::counter_set_id.get(&q.ext.qpc) as u8 == id {
-            if let Some(c) = fw.core.engine.qp_counters(qpn) {
-                add(&mut sum, &counts(&c));
-            }
+impl QCounterSets {
+    /// QP `qpn`'s counters are about to go (2RST, DESTROY_QP): keep them in its set.
+    pub fn retire(&mut self, engine: &MlxEngine, qpn: u32) {
+        let id = set_of(engine, qpn);
+        if let Some(c) = engine.qp_counters(qpn).filter(|_| id != 0) {
+            add(self.retired.entry(id).or_default(), &counts(&c));
         }
     }
-    let base = fw.roce.q_sets.base.get(&id).copied().unwrap_or_default();
-    if clear {
-        fw.roce.q_sets.base.insert(id, sum);
-    }
-    let mut out = [0u64; 6];
-    for i in 0..6 {
-        out[i] = sum[i].saturating_sub(base[i]);
-    }
-    out
-}
 
-/// A set allocated or freed: nothing of an earlier holder of the id remains.
-pub fn forget(fw: &mut Firmware, id: u8) {
-    fw.roce.q_sets.retired.remove(&id);
-    fw.roce.q_sets.base.remove(&id);
+    /// Set `id`'s RDMA counts since its last clear; `clear`: start again from now.
+    pub fn query(&mut self, engine: &MlxEngine, id: u8, clear: bool) -> Counts {
+        let mut sum = self.retired.get(&id).copied().unwrap_or_default();
+        for (qpn, q) in engine.qps() {
+            if qpc::counter_set_id.get(&q.ext.qpc) as u8 == id {
+                if let Some(c) = engine.qp_counters(qpn) {
+                    add(&mut sum, &counts(&c));
+                }
+            }
+        }
+        let base = self.base.get(&id).copied().unwrap_or_default();
+        if clear {
+            self.base.insert(id, sum);
+        }
+        let mut out = [0u64; 6];
+        for i in 0..6 {
+            out[i] = sum[i].saturating_sub(base[i]);
+        }
+        out
+    }
+
+    /// A set allocated or freed: nothing of an earlier holder of the id remains.
+    pub fn forget(&mut self, id: u8) {
+        self.retired.remove(&id);
+        self.base.remove(&id);
+    }
 }

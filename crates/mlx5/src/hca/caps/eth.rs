@@ -156,10 +156,10 @@ mod tests {
     #[test]
     fn the_ib_function_keeps_its_pages_and_eth_differs_only_by_the_deltas() {
         let l = Limits::default();
-        let ib = Hca::new(&l, None, LinkLayer::Ib);
+        let ib = Hca::new(&l, None, LinkLayer::Ib, None);
         assert_eq!(ib.caps_max.keys().copied().collect::<Vec<_>>(), vec![CAP_GENERAL, CAP_ATOMIC]);
         assert_eq!(ib.caps_max[&CAP_GENERAL], general_caps(&l), "IB general page byte for byte");
-        let eth = Hca::new(&l, None, LinkLayer::Eth);
+        let eth = Hca::new(&l, None, LinkLayer::Eth, None);
         let mut keys: Vec<u16> = eth.caps_max.keys().copied().collect();
         keys.sort();
         assert_eq!(

@@ -4,17 +4,17 @@ use super::image::{CAP_AREA, CAP_ATOMIC, CAP_DEV_MEM, CAP_GENERAL};
 use crate::cmd::req::{fail, out, CmdResult, Req};
 use crate::cmd::status;
 use crate::fields::Field;
-use crate::firmware::Firmware;
+use crate::hca::HcaCx;
 use crate::ifc;
 use crate::ifc::cmd_hca_cap;
 
-pub fn query_hca_cap(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn query_hca_cap(cx: &mut HcaCx<'_>, r: &Req<'_>) -> CmdResult {
     if r.get(ifc::query_hca_cap_in::other_function) != 0 {
         return Err(fail!(status::BAD_PARAM, QUERY_HCA_CAP_BAD_PARAM));
     }
     let cap_type = r.op_mod >> 1;
     let current = r.op_mod & 1 == 1;
-    let table = if current { &fw.hca.caps_cur } else { &fw.hca.caps_max };
+    let table = if current { &cx.hca.caps_cur } else { &cx.hca.caps_max };
     let page = table.get(&cap_type).ok_or(fail!(status::BAD_PARAM, QUERY_HCA_CAP_BAD_PARAM_2))?;
     let mut o = out(ifc::query_hca_cap_out::SIZE);
     let range = ifc::query_hca_cap_out::capability.byte_range().ok_or(fail!(status::INT_ERR, QUERY_HCA_CAP_INT_ERR))?;
@@ -36,14 +36,14 @@ const SETTABLE_GENERAL: &[Field] = &[
     cmd_hca_cap::mkey_by_name,
 ];
 
-pub fn set_hca_cap(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
+pub fn set_hca_cap(cx: &mut HcaCx<'_>, r: &Req<'_>) -> CmdResult {
     let cap_type = r.op_mod >> 1;
     if r.op_mod & 1 != 0 || r.get(ifc::set_hca_cap_in::other_function) != 0 {
         return Err(fail!(status::BAD_PARAM, SET_HCA_CAP_BAD_PARAM));
     }
     let new = r.sub(ifc::set_hca_cap_in::capability)?;
-    let max = fw.hca.caps_max.get(&cap_type).ok_or(fail!(status::BAD_PARAM, SET_HCA_CAP_BAD_PARAM_2))?.clone();
-    let cur = fw.hca.caps_cur.get_mut(&cap_type).ok_or(fail!(status::BAD_PARAM, SET_HCA_CAP_BAD_PARAM_3))?;
+    let max = cx.hca.caps_max.get(&cap_type).ok_or(fail!(status::BAD_PARAM, SET_HCA_CAP_BAD_PARAM_2))?.clone();
+    let cur = cx.hca.caps_cur.get_mut(&cap_type).ok_or(fail!(status::BAD_PARAM, SET_HCA_CAP_BAD_PARAM_3))?;
     if cap_type == CAP_GENERAL {
         for &f in SETTABLE_GENERAL {
             let v = f.get(&new);
@@ -72,7 +72,7 @@ pub fn set_hca_cap(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
             return Err(fail!(status::BAD_PARAM, SET_HCA_CAP_BAD_PARAM_6));
         }
         a::atomic_req_8B_endianness_mode.set(cur, mode);
-        fw.core.pending.set_atomic_reply_be(mode == 0);
+        cx.core.pending.set_atomic_reply_be(mode == 0);
     } else if cap_type == CAP_DEV_MEM {
         // Nothing on the DEV_MEM page is settable.
     } else {
