@@ -178,10 +178,7 @@ impl FirmwareBuilder {
         engine.attach(io);
         engine.set_waker(waker);
         let hca = Hca::new(engine.limits(), self.memic, self.link, self.on_uar);
-        let mut roce = RoceState::new(self.roce);
-        if let Some(cc) = self.cc {
-            roce.cc = cc;
-        }
+        let roce = RoceState::new(self.roce, self.cc);
         let core = Core {
             engine,
             mem: self.mem,

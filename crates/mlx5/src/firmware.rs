@@ -146,18 +146,18 @@ impl Firmware {
 
     /// The RoCE GID table's programmed entries (control socket `stats`).
     pub fn roce_gids(&self) -> Vec<(usize, vrnic_fabric::roce::GidEntry)> {
-        self.roce.gids.snapshot()
+        self.roce.gids().snapshot()
     }
 
     /// The RoCE port's counters (`None` without a RoCE port).
     pub fn roce_counters(&self) -> Option<&Arc<vrnic_fabric::roce::RoceCounters>> {
-        self.roce.counters.as_ref()
+        self.roce.counters()
     }
 
     /// The congestion control the congestion commands act on (the RoCE
     /// port's; a private one without a port).
     pub fn roce_cc(&self) -> &Arc<vrnic_cc::CcControl> {
-        &self.roce.cc
+        self.roce.cc()
     }
 
     /// The name of an opcode this instance executes, for logs.

@@ -41,6 +41,4 @@ pub use init_seg::{FwVersion, InitSegEvent, InitSegment};
 pub use uar::{Doorbell, DoorbellSink, DoorbellStats, PollerStats, UarPoller};
 
 #[cfg(test)]
-mod fw_tests;
-#[cfg(test)]
-mod opcode_tests;
+mod test_support;

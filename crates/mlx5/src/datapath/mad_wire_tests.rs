@@ -6,9 +6,9 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-use super::*;
 use crate::datapath::cqe::op;
 use crate::datapath::mad_wire::{parse_mad_packet, MadDrop};
+use crate::test_support::*;
 use vrnic_fabric::{Endpoint, InProcNet, RxMeta};
 use vrnic_wire::bth::{self, Opcode};
 use vrnic_wire::packet::{self, Headers};
@@ -21,7 +21,7 @@ pub(super) const QP1_ST: u64 = 8;
 /// of `st` in RTS (Q_Key as ib_mad sets it) and one 296-byte receive posted.
 pub(super) fn special_pair(st: u64) -> (Arc<InProcNet>, Side, Side) {
     use ifc::rst2init_qp_in::qpc as q;
-    let net = crate::fw_tests::two_port_net();
+    let net = crate::test_support::two_port_net();
     let mut sides = [side_at(1, &net, 0, QP_BUF, st), side_at(2, &net, 1, QP_BUF, st)];
     for s in &mut sides {
         let mut i = transition_in(ifc::MLX5_CMD_OP_RST2INIT_QP, s.qpn);

@@ -6,8 +6,8 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::*;
 use crate::datapath::cqe::op;
+use crate::test_support::*;
 
 const QKEY: u32 = 0x0b1b;
 const MGID: [u8; 16] = [0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff];
@@ -85,7 +85,7 @@ fn recv_cqe(s: &Side, slot: u64) -> Option<(u8, u32, u32, u16, bool)> {
 /// source QP and LID; `block_lb_mc` would stop it).
 #[test]
 fn multicast_reaches_attached_qps_on_every_port() {
-    let net = crate::fw_tests::two_port_net();
+    let net = crate::test_support::two_port_net();
     let (mut a, mut b) = (ud(1, &net, 0), ud(2, &net, 1));
     attach(&mut a, MGID);
     attach(&mut b, MGID);
@@ -112,7 +112,7 @@ fn multicast_reaches_attached_qps_on_every_port() {
 /// is a counted drop; no CQE. No GRH on a multicast LID: not sent at all.
 #[test]
 fn multicast_without_member_or_grh_is_dropped_and_counted() {
-    let net = crate::fw_tests::two_port_net();
+    let net = crate::test_support::two_port_net();
     let (mut a, mut b) = (ud(1, &net, 0), ud(2, &net, 1));
     attach(&mut b, MGID);
     let mut d = cmd(ifc::MLX5_CMD_OP_DETACH_FROM_MCG, 0, ifc::detach_from_mcg_in::SIZE);

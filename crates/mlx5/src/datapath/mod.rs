@@ -44,6 +44,27 @@ pub mod sq_ops;
 pub mod umr;
 pub mod wqe;
 
+#[cfg(test)]
+mod cq_tests;
+#[cfg(test)]
+mod event_tests;
+#[cfg(test)]
+mod mad_wire_tests;
+#[cfg(test)]
+mod mcast_wire_tests;
+#[cfg(test)]
+mod moder_tests;
+#[cfg(test)]
+mod opcode_tests;
+#[cfg(test)]
+mod sa_wire_tests;
+#[cfg(test)]
+mod sm_wire_tests;
+#[cfg(test)]
+mod smi_route_tests;
+#[cfg(test)]
+mod wqe_path_tests;
+
 pub use ctx::{expand_ci, CqCtx, EqCtx, CQ_ARM_UNSET};
 pub use datagram::{Datagram, GRH_LEN, GSI_QKEY, PERMISSIVE_LID};
 pub use rx::FwHandler;

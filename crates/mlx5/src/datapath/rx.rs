@@ -107,7 +107,7 @@ impl Firmware {
         };
         let mut sender = None;
         if meta.local {
-            if self.eth.vport.disable_mc_local_lb {
+            if self.eth.mc_local_lb_disabled() {
                 return;
             }
             sender = pkt

@@ -5,9 +5,9 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::mad_wire::{be32, send_mad, special_pair, QP1_ST};
-use super::*;
+use super::mad_wire_tests::{be32, send_mad, special_pair, QP1_ST};
 use crate::datapath::cqe::op;
+use crate::test_support::*;
 use vrnic_subnet::test_support::{request, sa_with, TID};
 use vrnic_wire::mad::{METHOD_GET, METHOD_GET_RESP, MGMT_CLASS_SUBN_ADM};
 use vrnic_wire::sa::{ATTR_NODE_RECORD, DATA_OFFSET};

@@ -7,8 +7,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::*;
 use crate::datapath::FwHandler;
+use crate::test_support::*;
 use vrnic_fabric::{Endpoint, InProcNet, PacketHandler, RxMeta};
 use vrnic_subnet::sm_role::{SmRoles, SmTiming};
 use vrnic_subnet::PortRecord;

@@ -4,8 +4,8 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::mad_wire::{be32, send_mad, special_pair};
-use super::*;
+use super::mad_wire_tests::{be32, send_mad, special_pair};
+use crate::test_support::*;
 use vrnic_subnet::sm_info::SmInfoAgent;
 use vrnic_subnet::switch::{Switch, SwitchConfig};
 use vrnic_wire::smp::ATTR_NODE_INFO;

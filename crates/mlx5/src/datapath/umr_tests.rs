@@ -4,8 +4,8 @@
 
 use super::*;
 use crate::datapath::cqe::{op, syndrome};
-use crate::fw_tests::{cmd, transition_in, Bench};
 use crate::ifc::{self, mkc};
+use crate::test_support::{cmd, transition_in, Bench};
 use vrnic_engine::{KeyFault, Mkey, QpState};
 
 const SQ: u64 = 0x200000 + 256; // RQ 16 x 16 B, then the SQ (16 x 64 B)

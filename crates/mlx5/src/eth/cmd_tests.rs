@@ -1,13 +1,13 @@
 //! Ethernet port commands through the real command transport: capability pages, NIC vport
 //! context, vport state and carrier events, port registers.
 
-use super::{cmd, Bench};
 use crate::cmd::status;
 use crate::eth::layout::{self as l, modify_nic_vport_context_in as mi, pfcc_reg};
 use crate::eth::regs::MAX_MTU;
 use crate::fields::Field;
 use crate::ifc::{self, cmd_hca_cap, flow_table_nic_cap, flow_table_prop_layout as ft};
 use crate::ifc::{paos_reg, per_protocol_networking_offload_caps as eo, pmtu_reg, ppcnt_reg, ptys_reg};
+use crate::test_support::{cmd, Bench};
 
 /// QUERY_HCA_CAP of `cap_type` (current); the 4 KiB page.
 fn cap(t: &mut Bench, cap_type: u16) -> Vec<u8> {

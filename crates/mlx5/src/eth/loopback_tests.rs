@@ -4,8 +4,8 @@
 use super::loopback::LbRoute;
 use super::queue_state::{EthSq, Tis};
 use super::steering_layout::tirc;
-use super::test_bench::build::{self, outer, To};
-use super::test_bench::{EthBench, DATA_BASE};
+use super::test_support::build::{self, outer, To};
+use super::test_support::{EthBench, DATA_BASE};
 use crate::ifc;
 
 /// rdma-core's raw traffic tests' `PacketConsts.DST_MAC` (a multicast MAC).

@@ -50,11 +50,17 @@ pub mod vport_state;
 // The Ethernet command and data-path tests are safe Rust over the GuestMemory that Miri already
 // checks elsewhere; under the interpreter they take tens of minutes, so ci/miri leaves them out.
 #[cfg(all(test, not(miri)))]
+mod cmd_tests;
+#[cfg(all(test, not(miri)))]
+mod qos_tests;
+#[cfg(all(test, not(miri)))]
+mod queue_tests;
+#[cfg(all(test, not(miri)))]
 mod rx_tests;
 #[cfg(all(test, not(miri)))]
 mod steering_tests;
 #[cfg(all(test, not(miri)))]
-mod test_bench;
+mod test_support;
 
 use crate::cmd::dispatch::Command;
 use crate::core::Core;

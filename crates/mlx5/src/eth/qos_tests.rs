@@ -1,11 +1,11 @@
 //! The QoS registers (QCAM, QPTS, QPDPM, QTCT, QETCR) through ACCESS_REG, as mlx5e's dcbnl code
 //! drives them (`en_dcbnl.c`, `port.c`); images checked byte for byte against the `mlx5_ifc.h` layout.
 
-use super::eth_cmds::reg;
-use super::Bench;
+use super::cmd_tests::reg;
 use crate::cmd::status;
 use crate::eth::layout::{qcam, qetcr, qpdpm, qpts, qtct};
 use crate::ifc::{self, qcam_access_reg_cap_mask as qm};
+use crate::test_support::Bench;
 
 fn bench() -> Bench {
     let mut t = Bench::eth();

@@ -1,10 +1,10 @@
 //! Transport domains, TISes, Q counters, SQs and RQs through the real command transport.
 
-use super::{cmd, Bench};
 use crate::cmd::status;
 use crate::eth::layout::{self as l, rqc, sqc, tisc};
 use crate::fields::Field;
 use crate::ifc::{self, wq};
+use crate::test_support::{cmd, Bench};
 use vrnic_engine::{QpState, QpType};
 
 const SQ_BUF: u64 = 0x200000;

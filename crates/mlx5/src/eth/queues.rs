@@ -76,7 +76,7 @@ pub fn alloc_q_counter(cx: &mut EthCx<'_>, _r: &Req<'_>) -> CmdResult {
     let id = id.ok_or(fail!(status::LIM, ALLOC_Q_COUNTER_LIM))?;
     let mut o = out(ifc::alloc_q_counter_out::SIZE);
     ifc::alloc_q_counter_out::counter_set_id.set(&mut o, id as u64);
-    cx.roce.q_sets.forget(id as u8);
+    cx.roce.q_sets().forget(id as u8);
     Ok(o)
 }
 
@@ -98,7 +98,7 @@ pub fn query_q_counter(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     let clear = r.get(i::clear) != 0;
     cx.eth.queues.q_counters.get(id).ok_or(fail!(status::BAD_RES, QUERY_Q_COUNTER_BAD_RES))?;
     // The RDMA QPs' counts of this set (RoCE), then the Ethernet RQs' out_of_buffer on top.
-    let rdma = cx.roce.q_sets.query(&cx.core.engine, id as u8, clear);
+    let rdma = cx.roce.q_sets().query(&cx.core.engine, id as u8, clear);
     let c = cx.eth.queues.q_counters.get_mut(id).ok_or(fail!(status::BAD_RES, QUERY_Q_COUNTER_BAD_RES))?;
     let mut o = out(ifc::query_q_counter_out::SIZE);
     for ((f, _), v) in qcounters::FIELDS.iter().zip(rdma) {

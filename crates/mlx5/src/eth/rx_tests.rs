@@ -2,8 +2,8 @@
 //! RQ's WQE into guest memory, checked by the buffers and the CQE bytes.
 
 use super::rss::hash_type;
-use super::test_bench::build::{self, outer, To};
-use super::test_bench::{EthBench, DATA_BASE};
+use super::test_support::build::{self, outer, To};
+use super::test_support::{EthBench, DATA_BASE};
 use crate::ifc;
 use std::sync::atomic::Ordering::Relaxed;
 use vrnic_engine::QpState;

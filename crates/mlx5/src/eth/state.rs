@@ -16,21 +16,21 @@ use vrnic_fabric::ether::{FrameSink, PausePolicy};
 #[derive(Default)]
 pub struct EthPort {
     /// NIC vport context, admin/oper state, MAC, MTU, counters.
-    pub vport: Vport,
+    pub(in crate::eth) vport: Vport,
     /// PAOS, PMTU, PFCC settings.
-    pub regs: PortRegs,
+    pub(in crate::eth) regs: PortRegs,
     /// Trust state, DSCP → priority, priority → TC, ETS (the QoS registers).
-    pub qos: QosRegs,
+    pub(in crate::eth) qos: QosRegs,
     /// Transport domains, TISes, Q counters, SQ/RQ contexts.
-    pub queues: EthQueues,
+    pub(in crate::eth) queues: EthQueues,
     /// NIC RX flow tables.
-    pub steering: Steering,
+    pub(in crate::eth) steering: Steering,
     /// TIRs and RQTs.
-    pub dispatch: RxDispatch,
+    pub(in crate::eth) dispatch: RxDispatch,
     /// Transmit counters and the MTU transmit checks against.
-    pub tx: EthTx,
+    pub(in crate::eth) tx: EthTx,
     /// Where transmitted frames go (none: dropped and counted).
-    pub link: Option<Arc<dyn FrameSink>>,
+    pub(in crate::eth) link: Option<Arc<dyn FrameSink>>,
 }
 
 impl EthPort {
@@ -43,6 +43,17 @@ impl EthPort {
 
     /// FLR / device reset: every object gone, settings back to power-on
     /// (the link and the port identity stay).
+    /// Sets the NIC vport's `disable_mc_local_lb` (tests of the shared receive path).
+    #[cfg(test)]
+    pub fn set_mc_local_lb_disabled(&mut self, v: bool) {
+        self.vport.disable_mc_local_lb = v;
+    }
+
+    /// NIC vport `disable_mc_local_lb`: multicast this port sends does not loop back to it.
+    pub fn mc_local_lb_disabled(&self) -> bool {
+        self.vport.disable_mc_local_lb
+    }
+
     pub fn reset(&mut self) {
         self.vport.reset();
         self.regs = PortRegs::default();

@@ -4,8 +4,8 @@
 
 use super::match_image::{criteria, MatchImage};
 use super::steering::{DropReason, Verdict};
-use super::test_bench::build::{self, outer, To};
-use super::test_bench::EthBench;
+use super::test_support::build::{self, outer, To};
+use super::test_support::EthBench;
 use crate::cmd::{status, syndrome as syn};
 use crate::ifc;
 use vrnic_wire::ether::{FrameInfo, VlanTag, L3, L4, TPID_CTAG, TPID_STAG};

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::datapath::cqe::{op, syndrome};
 use crate::datapath::wqe::{opcode, CTRL_CQ_UPDATE};
-use crate::fw_tests::{ctrl_seg, data_seg, Bench};
 use crate::rdma::state::QpCtx;
+use crate::test_support::{ctrl_seg, data_seg, Bench};
 use vrnic_engine::{QpCreate, QpState, QpType};
 use vrnic_fabric::ether::FrameSink;
 

@@ -43,3 +43,6 @@ pub static COMMANDS: &[Command<Firmware>] = &[
     command!(MLX5_CMD_OP_DEALLOC_UAR, Enabled, hca_cx => uar_alloc::dealloc_uar),
     command!(MLX5_CMD_OP_ACCESS_REG, Enabled, access_reg::access_reg),
 ];
+
+#[cfg(test)]
+mod cmd_tests;

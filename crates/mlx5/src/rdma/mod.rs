@@ -36,13 +36,13 @@ pub struct RdmaCx<'a> {
 impl RdmaCx<'_> {
     /// Entries of the port's GID table (the RoCE address table on an Ethernet port).
     pub fn gid_table_len(&self) -> usize {
-        self.roce.as_ref().map_or(self.cfg.gid_table_len as usize, |r| r.gids.len())
+        self.roce.as_ref().map_or(self.cfg.gid_table_len as usize, |r| r.gids().len())
     }
 
     /// QP `qpn`'s counters are about to go (2RST, DESTROY_QP): its Q counter set (RoCE) keeps them.
     pub fn retire_counters(&mut self, qpn: u32) {
         if let Some(r) = self.roce.as_mut() {
-            r.q_sets.retire(&self.core.engine, qpn);
+            r.q_sets().retire(&self.core.engine, qpn);
         }
     }
 }
@@ -89,3 +89,8 @@ pub static COMMANDS: &[Command<Firmware>] = &[
     command!(MLX5_CMD_OP_ALLOC_MEMIC, Enabled, rdma_cx => memic::alloc_memic),
     command!(MLX5_CMD_OP_DEALLOC_MEMIC, Enabled, rdma_cx => memic::dealloc_memic),
 ];
+
+#[cfg(test)]
+mod qp_tests;
+#[cfg(test)]
+mod xrc_tests;

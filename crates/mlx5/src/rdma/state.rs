@@ -75,9 +75,9 @@ pub struct MkeyCtx {
 #[derive(Debug, Default)]
 pub struct RdmaObjects {
     /// MEMIC allocations: BAR0 offset -> bytes.
-    pub memic_allocs: BTreeMap<u64, u64>,
+    pub(in crate::rdma) memic_allocs: BTreeMap<u64, u64>,
     /// QPs whose `rq_flush_until` is set (the poll pass looks at these only).
-    pub err_rq_watch: BTreeSet<u32>,
+    pub(crate) err_rq_watch: BTreeSet<u32>,
 }
 
 impl RdmaObjects {

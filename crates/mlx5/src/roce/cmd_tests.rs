@@ -4,12 +4,12 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::{cmd, data_seg, transition_in, Bench};
 use crate::cmd::{status, syndrome};
 use crate::hca::caps::roce::ROCE_ADDRESS_TABLE_SIZE;
 use crate::ifc::{self, roce_cap};
 use crate::roce::address::{roce_addr_layout as a, roce_address_in as ai};
 use crate::roce::state::RoceState;
+use crate::test_support::{cmd, data_seg, transition_in, Bench};
 use vrnic_engine::Io;
 use vrnic_fabric::roce::{GidEntry, RoceGids, RoceVersion};
 use vrnic_fabric::{Dest, PacketSink};
@@ -76,7 +76,7 @@ fn the_roce_page_answers_max_and_cur_with_the_table_size() {
 fn set_roce_address_programs_the_shared_table_and_query_reads_it_back() {
     let mut t = Bench::eth();
     let shared = Arc::new(RoceGids::new(ROCE_ADDRESS_TABLE_SIZE));
-    t.fw.roce = RoceState::new(Some((shared.clone(), Arc::default())));
+    t.fw.roce = RoceState::new(Some((shared.clone(), Arc::default())), None);
     t.up();
     // Index 1: the first IPv4 address as a RoCEv2 GID (l3 type 0).
     let v4 = set_in(1, v4_gid([10, 0, 0, 1]), MAC, None, 2, 0);
@@ -168,7 +168,7 @@ fn eth_qp(st: u64, qkey: u32, table: usize) -> (Bench, Arc<Capture>, u32, u32) {
     use ifc::create_mkey_in::memory_key_mkey_entry as m;
     use ifc::rst2init_qp_in::qpc as q;
     let mut t = Bench::eth();
-    t.fw.roce = RoceState::new(Some((Arc::new(RoceGids::new(table)), Arc::default())));
+    t.fw.roce = RoceState::new(Some((Arc::new(RoceGids::new(table)), Arc::default())), None);
     let cap = Arc::new(Capture::default());
     let io =
         Io { mem: t.mem.clone(), packets: cap.clone(), completions: t.fw.core.pending.clone(), ..Default::default() };
@@ -195,7 +195,7 @@ fn qp1_sends_leave_through_the_engine_on_an_ethernet_port() {
     // A CM MAD as ib_mad posts it: ctrl + datagram segment (the kernel AH) + one data segment.
     let sq = QP_BUF + 16 * 16;
     let mut w = vec![0u8; 128];
-    w[..16].copy_from_slice(&super::ctrl_seg(crate::datapath::wqe::opcode::SEND, 0, qpn, 5));
+    w[..16].copy_from_slice(&crate::test_support::ctrl_seg(crate::datapath::wqe::opcode::SEND, 0, qpn, 5));
     let av = &mut w[16..64];
     av[0..4].copy_from_slice(&0x8001_0000u32.to_be_bytes());
     av[8..12].copy_from_slice(&1u32.to_be_bytes());
@@ -311,7 +311,7 @@ fn mad_ifc_on_roce_is_the_pma_over_the_roce_port_counters() {
     use std::sync::atomic::Ordering::Relaxed;
     let mut t = Bench::eth();
     let c = Arc::new(vrnic_fabric::roce::RoceCounters::default());
-    t.fw.roce = RoceState::new(Some((Arc::new(RoceGids::new(4)), c.clone())));
+    t.fw.roce = RoceState::new(Some((Arc::new(RoceGids::new(4)), c.clone())), None);
     t.up();
     c.tx_packets.store(7, Relaxed);
     c.rx_packets.store(5, Relaxed);
@@ -470,7 +470,7 @@ fn own_multicast_loops_back_to_members_as_the_block_bits_allow() {
     assert_eq!(&cqe[0x19..0x1c], &qpn.to_be_bytes()[1..], "source QP: the sender");
     // The vport's disable_mc_local_lb: no member gets it.
     let (mut t, qpn, group) = ud_member();
-    t.fw.eth.vport.disable_mc_local_lb = true;
+    t.fw.eth.set_mc_local_lb_disabled(true);
     t.fw.datapath().rdma_receive(&mc_meta(group, true), &mc_pkt(qpn + 1));
     assert!(no_cqe(&t));
     // ... which does not concern multicast from the link.

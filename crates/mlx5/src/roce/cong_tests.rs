@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use super::{cmd, Bench};
 use crate::cmd::{status, syndrome};
 use crate::ifc;
+use crate::test_support::{cmd, Bench};
 use vrnic_cc::{CcConfig, CcControl, CcCounter};
 
 /// The 32-bit big-endian word at byte `at`.

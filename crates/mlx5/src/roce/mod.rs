@@ -39,3 +39,8 @@ pub static COMMANDS: &[Command<Firmware>] = &[
     command!(MLX5_CMD_OP_MODIFY_CONG_PARAMS, Enabled, roce_cx => cong::modify_cong_params),
     command!(MLX5_CMD_OP_QUERY_CONG_STATISTICS, Enabled, roce_cx => cong::query_cong_statistics),
 ];
+
+#[cfg(all(test, not(miri)))]
+mod cmd_tests;
+#[cfg(all(test, not(miri)))]
+mod cong_tests;

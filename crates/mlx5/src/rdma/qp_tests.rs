@@ -2,7 +2,7 @@
 //! latched fields, UD Q_Keys, MAD_IFC, the QP1 MAD loopback, port events
 //! and PerfMgt counters.
 
-use super::*;
+use crate::test_support::*;
 
 #[test]
 fn qp_transitions_latch_only_their_fields() {

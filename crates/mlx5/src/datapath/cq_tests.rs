@@ -3,11 +3,11 @@
 //! completes with WR_FLUSH_ERR, in order, `wqe_counter` = the WQE's index,
 //! so a test controls exactly how many CQEs there are and which.
 
-use super::super::cmd::status;
-use super::super::{clock, ifc};
-use super::{cmd, ctrl_seg, transition_in, Bench, QP_BUF, QP_DBR};
+use crate::cmd::status;
 use crate::datapath::cq_resize::{MASK_LOG_SIZE, MASK_PG_OFFSET, MASK_PG_SIZE};
 use crate::datapath::cqe::{op, syndrome};
+use crate::test_support::{cmd, ctrl_seg, transition_in, Bench, QP_BUF, QP_DBR};
+use crate::{clock, ifc};
 
 const CQ_BUF: u64 = 0x120000; // 64 x 64 B, doorbell record at +0x1000
 const CQ_DBR: u64 = CQ_BUF + 0x1000;
@@ -245,7 +245,7 @@ fn resize_and_clock_capabilities() {
 /// ticks apart.
 #[test]
 fn rc_cqes_carry_non_decreasing_device_timestamps() {
-    use super::{data_seg, pump, rc_pair, DATA};
+    use crate::test_support::{data_seg, pump, rc_pair, DATA};
     let (net, mut a, mut b) = rc_pair(QP_BUF);
     let qa = a.qpn;
     let sq = QP_BUF + 16 * 16;

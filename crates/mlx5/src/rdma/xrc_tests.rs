@@ -6,8 +6,8 @@
 //! libmlx5 looks the SRQ up by). The ISSI 1 SRQ commands answer only for
 //! their own kind of SRQ.
 
-use super::*;
 use crate::datapath::wqe::{opcode, CTRL_CQ_UPDATE};
+use crate::test_support::*;
 
 const SRQ_BUF: u64 = 0x340000;
 const SRQ_DBR: u64 = 0x380000;

@@ -6,9 +6,9 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use super::{cmd, Bench};
 use crate::datapath::cqe::{op, Cqe};
 use crate::ifc;
+use crate::test_support::{cmd, Bench};
 use vrnic_sys::clock::{Clock, ManualClock};
 
 const US: u64 = 1000;

@@ -1,7 +1,7 @@
 //! Completion events end to end in the firmware: CQ arm doorbells (trapped
 //! UAR store or poll-mode page scan), CQEs from the engine, EQEs counted.
 
-use super::*;
+use crate::test_support::*;
 use crate::Doorbell;
 
 /// The arm word libmlx5's `mlx5_arm_cq` writes to the CQ doorbell record

@@ -1,8 +1,8 @@
 //! Firmware tests, HCA and object commands: bring-up, capabilities, dispatch
 //! failures, the command EQ, object references and limits, memory keys.
 
-use super::*;
 use crate::cmd::syndrome as syn;
+use crate::test_support::*;
 
 #[test]
 fn bring_up_and_capabilities() {

@@ -2,7 +2,7 @@
 //! SEND/WRITE between two devices, WQEs that mix inline and data segments
 //! (UD and RC, across the SQ wrap), MEMIC.
 
-use super::*;
+use crate::test_support::*;
 
 /// An RC QP whose SQ lies outside guest memory: the WQE fetch at the
 /// doorbell faults, the requester gets LOCAL_QP_OP_ERR for that slot and
@@ -187,7 +187,7 @@ fn inline_seg(data: &[u8]) -> Vec<u8> {
 fn ud_send_of_inline_header_and_data_segment_delivers_both() {
     use crate::datapath::cqe::op;
     use crate::datapath::wqe::opcode;
-    use crate::fw_tests::{side_at, transition_in};
+    use crate::test_support::{side_at, transition_in};
     use ifc::rst2init_qp_in::qpc as q;
     let net = {
         use vrnic_fabric::{Endpoint, InProcNet};

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use crate::builder::FirmwareBuilder;
 use crate::cmd::{CmdOutput, CommandHandler};
 use crate::firmware::Firmware;
-use crate::fw_tests::cmd;
 use crate::ib::port::PortConfig;
 use crate::ifc;
 use crate::link::LinkLayer;
 use crate::rdma::state::QpCtx;
+use crate::test_support::cmd;
 use vrnic_engine::mem::FlatMem;
 use vrnic_engine::{Limits, QpCreate, QpState, QpType};
 use vrnic_vfio::Interrupts;
@@ -205,8 +205,8 @@ impl EthBench {
 /// Command inputs the driver sends (layouts of [`crate::eth::layout`]).
 pub mod build {
     use crate::eth::steering_layout::{flow_group as fg, flow_table_context as ftc, ft_in, fte, rqtc, tirc};
-    use crate::fw_tests::cmd;
     use crate::ifc;
+    use crate::test_support::cmd;
 
     /// CREATE_FLOW_TABLE (NIC RX) of `2^log_size` entries; `miss` Some: forward misses there.
     pub fn flow_table(level: u8, log_size: u8, miss: Option<u32>) -> Vec<u8> {

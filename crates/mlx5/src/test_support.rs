@@ -1,48 +1,49 @@
-//! Firmware tests through the real command transport: hand-built command
-//! entries and mailbox chains in a fake guest memory, executed by
-//! [`Firmware::doorbell`] exactly as a `cmd_dbell` write would.
+//! The firmware test bench: hand-built command entries and mailbox chains
+//! in a fake guest memory, executed by [`Firmware::doorbell`] exactly as a
+//! `cmd_dbell` write would, and the QP pairs on an in-process fabric the
+//! data-path tests drive. Every domain's command tests use it.
 
-use std::sync::Arc;
+pub(crate) use std::sync::Arc;
 
-use super::builder::FirmwareBuilder;
-use super::cmd::tests::{Builder, FlatMem};
-use super::cmd::{status, Delivery};
-use super::firmware::Firmware;
-use super::ib::port::PortConfig;
-use crate::fields::Field;
-use crate::ifc;
-use vmm_sys_util::eventfd::EventFd;
-use vrnic_engine::{Access, Limits, QpState};
-use vrnic_vfio::protocol::vfio::*;
-use vrnic_vfio::Interrupts;
+pub(crate) use crate::builder::FirmwareBuilder;
+pub(crate) use crate::cmd::tests::{Builder, FlatMem};
+pub(crate) use crate::cmd::{status, Delivery};
+pub(crate) use crate::fields::Field;
+pub(crate) use crate::firmware::Firmware;
+pub(crate) use crate::ib::port::PortConfig;
+pub(crate) use crate::ifc;
+pub(crate) use vmm_sys_util::eventfd::EventFd;
+pub(crate) use vrnic_engine::{Access, Limits, QpState};
+pub(crate) use vrnic_vfio::protocol::vfio::*;
+pub(crate) use vrnic_vfio::Interrupts;
 
-pub(super) struct Bench {
-    pub(super) mem: Arc<FlatMem>,
+pub(crate) struct Bench {
+    pub(crate) mem: Arc<FlatMem>,
     b: Builder,
-    pub(super) fw: Firmware,
-    irqs: Arc<Interrupts>,
+    pub(crate) fw: Firmware,
+    pub(crate) irqs: Arc<Interrupts>,
 }
 
 /// Output of one command.
-struct Out {
-    delivery: Delivery,
-    status: u8,
-    syndrome: u32,
-    data: Vec<u8>,
+pub(crate) struct Out {
+    pub(crate) delivery: Delivery,
+    pub(crate) status: u8,
+    pub(crate) syndrome: u32,
+    pub(crate) data: Vec<u8>,
 }
 
 impl Bench {
-    pub(super) fn new() -> Bench {
+    pub(crate) fn new() -> Bench {
         Bench::with_limits(Limits::default())
     }
 
     /// A firmware whose port is Ethernet (MAC 02:00:00:00:00:07).
-    pub(super) fn eth() -> Bench {
+    pub(crate) fn eth() -> Bench {
         let mem = Arc::new(FlatMem::new(4 << 20));
         let irqs = Arc::new(Interrupts::new(64));
         let port = PortConfig::new(0x1111, 0x2222, 3, 0x1017);
         let fw = FirmwareBuilder::new(mem.clone(), irqs.clone(), port, Limits::default())
-            .link(super::link::LinkLayer::Eth)
+            .link(crate::link::LinkLayer::Eth)
             .mac([0x02, 0, 0, 0, 0, 7])
             .build()
             .expect("command table");
@@ -50,21 +51,21 @@ impl Bench {
     }
 
     /// Runs a command; its status and output.
-    pub(super) fn run_raw(&mut self, input: &[u8], outlen: usize) -> (u8, Vec<u8>) {
+    pub(crate) fn run_raw(&mut self, input: &[u8], outlen: usize) -> (u8, Vec<u8>) {
         let o = self.run(input, outlen);
         assert_eq!(o.delivery, Delivery::Ok);
         (o.status, o.data)
     }
 
     /// Runs a command that must fail; its (status, syndrome).
-    pub(super) fn fails(&mut self, input: &[u8], outlen: usize) -> (u8, u32) {
+    pub(crate) fn fails(&mut self, input: &[u8], outlen: usize) -> (u8, u32) {
         let o = self.run(input, outlen);
         assert_eq!(o.delivery, Delivery::Ok);
         assert_ne!(o.status, 0, "opcode {:#x} must fail", u16::from_be_bytes([input[0], input[1]]));
         (o.status, o.syndrome)
     }
 
-    fn with_limits(limits: Limits) -> Bench {
+    pub(crate) fn with_limits(limits: Limits) -> Bench {
         let mem = Arc::new(FlatMem::new(4 << 20));
         let irqs = Arc::new(Interrupts::new(64));
         let port = PortConfig::new(0x1111, 0x2222, 3, 0x1017);
@@ -72,7 +73,7 @@ impl Bench {
         Bench { mem, b: Builder::new(), fw, irqs }
     }
 
-    fn run(&mut self, input: &[u8], outlen: usize) -> Out {
+    pub(crate) fn run(&mut self, input: &[u8], outlen: usize) -> Out {
         self.b.next_block = 0x10000;
         let ea = self.b.entry(&self.mem, 0, input, outlen);
         let r = self.fw.doorbell(self.b.cmdq, 1);
@@ -87,7 +88,7 @@ impl Bench {
     }
 
     /// Runs a command that must succeed.
-    pub(super) fn ok(&mut self, input: &[u8], outlen: usize) -> Vec<u8> {
+    pub(crate) fn ok(&mut self, input: &[u8], outlen: usize) -> Vec<u8> {
         let o = self.run(input, outlen);
         assert_eq!(
             (o.delivery, o.status),
@@ -99,13 +100,13 @@ impl Bench {
         o.data
     }
 
-    pub(super) fn status(&mut self, input: &[u8], outlen: usize) -> u8 {
+    pub(crate) fn status(&mut self, input: &[u8], outlen: usize) -> u8 {
         let o = self.run(input, outlen);
         assert_eq!(o.delivery, Delivery::Ok);
         o.status
     }
 
-    pub(super) fn up(&mut self) -> u32 {
+    pub(crate) fn up(&mut self) -> u32 {
         self.ok(&cmd(ifc::MLX5_CMD_OP_ENABLE_HCA, 0, 16), 12);
         self.ok(&cmd(ifc::MLX5_CMD_OP_INIT_HCA, 0, 32), 16);
         let o = self.ok(&cmd(ifc::MLX5_CMD_OP_ALLOC_UAR, 0, 16), 16);
@@ -113,7 +114,7 @@ impl Bench {
     }
 
     /// Creates an EQ of 64 entries at guest address `buf` with `mask` word 0.
-    pub(super) fn eq(&mut self, uar: u32, vector: u32, mask: u64, buf: u64) -> u32 {
+    pub(crate) fn eq(&mut self, uar: u32, vector: u32, mask: u64, buf: u64) -> u32 {
         use ifc::create_eq_in as c;
         let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_EQ, 0, c::SIZE + 8);
         c::eq_context_entry::log_eq_size.set(&mut i, 6);
@@ -129,14 +130,14 @@ impl Bench {
         ifc::create_eq_out::eq_number.get(&o) as u32
     }
 
-    pub(super) fn pd(&mut self) -> u32 {
+    pub(crate) fn pd(&mut self) -> u32 {
         let o = self.ok(&cmd(ifc::MLX5_CMD_OP_ALLOC_PD, 0, 16), 16);
         ifc::alloc_pd_out::pd.get(&o) as u32
     }
 
     /// A 64-entry CQ at `buf` (doorbell record at `buf + 0x1000`), its CQEs
     /// first marked invalid and hardware-owned (0xf1), as the driver does.
-    pub(super) fn cq(&mut self, uar: u32, eqn: u32, buf: u64) -> u32 {
+    pub(crate) fn cq(&mut self, uar: u32, eqn: u32, buf: u64) -> u32 {
         use ifc::create_cq_in as c;
         for k in 0..64 {
             self.mem.put(buf + k * 64 + 63, &[0xf1]);
@@ -152,12 +153,12 @@ impl Bench {
     }
 
     /// A QP with 16-entry RQ and SQ at 0x200000, user index 0x77.
-    pub(super) fn qp(&mut self, st: u64, pd: u32, uar: u32, cqn: u32) -> u32 {
+    pub(crate) fn qp(&mut self, st: u64, pd: u32, uar: u32, cqn: u32) -> u32 {
         self.qp_with(st, pd, uar, cqn, 0x200000, |i| ifc::create_qp_in::qpc::user_index.set(i, 0x77))
     }
 
     /// A QP with 16-entry RQ and SQ in `buf`; `extra` sets more of the input.
-    pub(super) fn qp_with(
+    pub(crate) fn qp_with(
         &mut self,
         st: u64,
         pd: u32,
@@ -184,7 +185,7 @@ impl Bench {
 
     /// A PA-mode key over the whole address space with the `access` bits of
     /// the mkey entry set and `tag` as its low byte; returns the key.
-    pub(super) fn mkey(&mut self, pd: u32, access: &[Field], tag: u8) -> u32 {
+    pub(crate) fn mkey(&mut self, pd: u32, access: &[Field], tag: u8) -> u32 {
         use ifc::create_mkey_in::memory_key_mkey_entry as m;
         let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_MKEY, 0, ifc::create_mkey_in::SIZE);
         for f in access.iter().chain(&[m::length64]) {
@@ -198,14 +199,14 @@ impl Bench {
 }
 
 /// A zeroed command input with opcode and op_mod.
-pub(super) fn cmd(opcode: u32, op_mod: u16, len: usize) -> Vec<u8> {
+pub(crate) fn cmd(opcode: u32, op_mod: u16, len: usize) -> Vec<u8> {
     let mut v = vec![0u8; len.max(16)];
     ifc::mbox_in::opcode.set(&mut v, opcode as u64);
     ifc::mbox_in::op_mod.set(&mut v, op_mod as u64);
     v
 }
 
-pub(super) fn transition_in(opcode: u32, qpn: u32) -> Vec<u8> {
+pub(crate) fn transition_in(opcode: u32, qpn: u32) -> Vec<u8> {
     let mut i = cmd(opcode, 0, ifc::rst2init_qp_in::SIZE);
     ifc::rst2init_qp_in::qpn.set(&mut i, qpn as u64);
     i
@@ -213,20 +214,20 @@ pub(super) fn transition_in(opcode: u32, qpn: u32) -> Vec<u8> {
 
 /// One side of the two-device data-path test: commands through the real
 /// transport, then WQEs and doorbell records in its own guest memory.
-pub(super) struct Side {
-    pub(super) t: Bench,
-    pub(super) qpn: u32,
-    pub(super) key: u32,
-    pub(super) cq_buf: u64,
-    pub(super) cqn: u32,
+pub(crate) struct Side {
+    pub(crate) t: Bench,
+    pub(crate) qpn: u32,
+    pub(crate) key: u32,
+    pub(crate) cq_buf: u64,
+    pub(crate) cqn: u32,
 }
 
-pub(super) const QP_BUF: u64 = 0x200000; // RQ: 16 x 16 B, then SQ: 16 x 64 B
-pub(super) const QP_DBR: u64 = 0x280000;
-pub(super) const DATA: u64 = 0x300000;
+pub(crate) const QP_BUF: u64 = 0x200000; // RQ: 16 x 16 B, then SQ: 16 x 64 B
+pub(crate) const QP_DBR: u64 = 0x280000;
+pub(crate) const DATA: u64 = 0x300000;
 
 /// A side with a QP of `qpc.st` `st` whose QP buffer (RQ, then SQ) is at `qp_buf`.
-pub(super) fn side_at(lid: u16, net: &Arc<vrnic_fabric::InProcNet>, index: usize, qp_buf: u64, st: u64) -> Side {
+pub(crate) fn side_at(lid: u16, net: &Arc<vrnic_fabric::InProcNet>, index: usize, qp_buf: u64, st: u64) -> Side {
     use ifc::create_mkey_in::memory_key_mkey_entry as m;
     let mut t = Bench::new();
     t.fw.ib.port.lid = lid;
@@ -248,7 +249,7 @@ pub(super) fn side_at(lid: u16, net: &Arc<vrnic_fabric::InProcNet>, index: usize
     Side { t, qpn, key, cq_buf, cqn }
 }
 
-pub(super) fn connect(s: &mut Side, peer_qpn: u32, peer_lid: u16) {
+pub(crate) fn connect(s: &mut Side, peer_qpn: u32, peer_lid: u16) {
     use ifc::rst2init_qp_in::qpc as q;
     let mut i = transition_in(ifc::MLX5_CMD_OP_RST2INIT_QP, s.qpn);
     q::rre.set(&mut i, 1);
@@ -273,12 +274,12 @@ pub(super) fn connect(s: &mut Side, peer_qpn: u32, peer_lid: u16) {
 
 /// Two connected RC sides (LIDs 1 and 2) on an in-process network; A's QP
 /// buffer at `a_qp_buf`.
-pub(super) fn rc_pair(a_qp_buf: u64) -> (Arc<vrnic_fabric::InProcNet>, Side, Side) {
+pub(crate) fn rc_pair(a_qp_buf: u64) -> (Arc<vrnic_fabric::InProcNet>, Side, Side) {
     pair_of(a_qp_buf, 0)
 }
 
 /// An in-process fabric of two ports, LIDs 1 and 2 (127.0.0.1 and .2).
-pub(super) fn two_port_net() -> Arc<vrnic_fabric::InProcNet> {
+pub(crate) fn two_port_net() -> Arc<vrnic_fabric::InProcNet> {
     use vrnic_fabric::{Endpoint, InProcNet};
     let eps = [
         Endpoint::v4(1, std::net::Ipv4Addr::new(127, 0, 0, 1)),
@@ -292,7 +293,7 @@ pub(super) fn two_port_net() -> Arc<vrnic_fabric::InProcNet> {
 }
 
 /// [`rc_pair`] with QPs of `qpc.st` `st` (RC or UC: connected to each other).
-pub(super) fn pair_of(a_qp_buf: u64, st: u64) -> (Arc<vrnic_fabric::InProcNet>, Side, Side) {
+pub(crate) fn pair_of(a_qp_buf: u64, st: u64) -> (Arc<vrnic_fabric::InProcNet>, Side, Side) {
     let net = two_port_net();
     let mut a = side_at(1, &net, 0, a_qp_buf, st);
     let mut b = side_at(2, &net, 1, QP_BUF, st);
@@ -303,7 +304,7 @@ pub(super) fn pair_of(a_qp_buf: u64, st: u64) -> (Arc<vrnic_fabric::InProcNet>, 
 }
 
 /// Runs both firmwares' packet handlers until the network is quiet.
-pub(super) fn pump(net: &vrnic_fabric::InProcNet, a: &mut Side, b: &mut Side) {
+pub(crate) fn pump(net: &vrnic_fabric::InProcNet, a: &mut Side, b: &mut Side) {
     use super::datapath::FwHandler;
     use std::sync::Mutex;
     let fa = Arc::new(Mutex::new(std::mem::replace(
@@ -329,58 +330,18 @@ pub(super) fn pump(net: &vrnic_fabric::InProcNet, a: &mut Side, b: &mut Side) {
     b.t.fw = Arc::try_unwrap(fb).ok().unwrap().into_inner().unwrap();
 }
 
-pub(super) fn ctrl_seg(op: u8, idx: u16, qpn: u32, ds: u8) -> [u8; 16] {
+pub(crate) fn ctrl_seg(op: u8, idx: u16, qpn: u32, ds: u8) -> [u8; 16] {
     let mut c = [0u8; 16];
     c[0..4].copy_from_slice(&(((idx as u32) << 8) | op as u32).to_be_bytes());
     c[4..8].copy_from_slice(&((qpn << 8) | ds as u32).to_be_bytes());
-    c[11] = super::datapath::wqe::CTRL_CQ_UPDATE;
+    c[11] = crate::datapath::wqe::CTRL_CQ_UPDATE;
     c
 }
 
-pub(super) fn data_seg(len: u32, key: u32, addr: u64) -> [u8; 16] {
+pub(crate) fn data_seg(len: u32, key: u32, addr: u64) -> [u8; 16] {
     let mut d = [0u8; 16];
     d[0..4].copy_from_slice(&len.to_be_bytes());
     d[4..8].copy_from_slice(&key.to_be_bytes());
     d[8..16].copy_from_slice(&addr.to_be_bytes());
     d
 }
-
-#[path = "datapath/fw_tests_cq.rs"]
-mod cq;
-#[cfg(not(miri))]
-#[path = "eth/cmd_tests.rs"]
-mod eth_cmds;
-#[cfg(not(miri))]
-#[path = "eth/qos_tests.rs"]
-mod eth_qos;
-#[cfg(not(miri))]
-#[path = "eth/queue_tests.rs"]
-mod eth_queues;
-#[path = "datapath/fw_event_tests.rs"]
-mod events;
-#[path = "fw_tests_hca.rs"]
-mod hca_cmds;
-#[path = "datapath/mad_wire_tests.rs"]
-mod mad_wire;
-#[path = "datapath/mcast_wire_tests.rs"]
-mod mcast_wire;
-#[path = "datapath/fw_moder_tests.rs"]
-mod moder;
-#[path = "fw_tests_qp.rs"]
-mod qp_cmds;
-#[cfg(not(miri))]
-#[path = "roce/cmd_tests.rs"]
-mod roce_cmds;
-#[cfg(not(miri))]
-#[path = "roce/cong_tests.rs"]
-mod roce_cong;
-#[path = "datapath/sa_wire_tests.rs"]
-mod sa_wire;
-#[path = "datapath/sm_wire_tests.rs"]
-mod sm_wire;
-#[path = "datapath/smi_route_tests.rs"]
-mod smi_route;
-#[path = "fw_tests_wqe.rs"]
-mod wqe_paths;
-#[path = "fw_tests_xrc.rs"]
-mod xrc;

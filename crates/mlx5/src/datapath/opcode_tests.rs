@@ -4,12 +4,12 @@
 //! execute completes with an error CQE (REQ_ERR, LOCAL_QP_OP_ERR, its
 //! wqe_counter and opcode), the QP moves to ERR and the next WQE flushes.
 
-use super::datapath::cqe::{op, syndrome};
-use super::datapath::wqe::{opcode, CTRL_CQ_UPDATE};
-use super::fw_tests::{
+use crate::datapath::cqe::{op, syndrome};
+use crate::datapath::wqe::{opcode, CTRL_CQ_UPDATE};
+use crate::ifc;
+use crate::test_support::{
     connect, ctrl_seg, data_seg, pair_of, pump, rc_pair, side_at, transition_in, Bench, Side, DATA, QP_BUF, QP_DBR,
 };
-use crate::ifc;
 use vrnic_engine::QpState;
 
 const SQ: u64 = QP_BUF + 16 * 16;
@@ -354,7 +354,7 @@ fn every_opcode_on_uc() {
 /// A UD QP (engine path) at LID 1 on an in-process network with LID 2.
 fn ud_side() -> (std::sync::Arc<vrnic_fabric::InProcNet>, Side) {
     use ifc::rst2init_qp_in::qpc as q;
-    let net = super::fw_tests::two_port_net();
+    let net = crate::test_support::two_port_net();
     let mut s = side_at(1, &net, 0, QP_BUF, 2);
     let qpn = s.qpn;
     let mut i = transition_in(ifc::MLX5_CMD_OP_RST2INIT_QP, qpn);
