@@ -31,3 +31,17 @@ impl BufPool {
         }
     }
 }
+
+/// A sender's reusable frame buffer (no allocation per packet). A sender
+/// that finds it in use (a nested send, another thread) builds in a fresh one.
+#[derive(Default)]
+pub(crate) struct Scratch(Mutex<Vec<u8>>);
+
+impl Scratch {
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+        match self.0.try_lock() {
+            Ok(mut v) => f(&mut v),
+            Err(_) => f(&mut Vec::new()),
+        }
+    }
+}

@@ -6,7 +6,7 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::udp::{UdpFabric, UdpShared, INLINE};
+use super::udp::{UdpFabric, UdpShared};
 use vrnic_packet::RxMeta;
 use vrnic_sys::net::recv_gro;
 
@@ -19,14 +19,21 @@ pub struct LoopbackPump(Arc<UdpShared>);
 
 impl LoopbackPump {
     /// Runs `body` (a doorbell), then delivers what it looped back; what
-    /// it sends to peers leaves in one batch at the end.
+    /// it sends to peers leaves in one batch at the end. While a pump runs,
+    /// looped-back packets do not wake the worker: the outermost pump
+    /// delivers them when its body returns, and wakes the worker for any
+    /// that arrived after its last look.
     pub fn run<R>(&self, body: impl FnOnce() -> R) -> R {
-        self.0.batched(|| {
-            let outer = INLINE.with(|c| c.replace(true));
+        let s = &self.0;
+        s.batched(|| {
+            let outer = s.pumps.fetch_add(1, Ordering::SeqCst);
             let r = body();
-            if !outer {
+            if outer == 0 {
                 self.drain();
-                INLINE.with(|c| c.set(false));
+            }
+            s.pumps.fetch_sub(1, Ordering::SeqCst);
+            if outer == 0 && s.loopback_pending() {
+                s.wake.notify_one();
             }
             r
         })

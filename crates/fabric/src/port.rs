@@ -12,16 +12,12 @@ use super::middleware::{Capture, Faults, Tap};
 use super::route::PeerTable;
 use super::route::{is_multicast_lid, Peer, Route, LOCAL};
 use vrnic_packet::{Dest, Endpoint, RxMeta};
+use super::buf::Scratch;
 use vrnic_sys::clock::Clock;
 use vrnic_wire::bth;
 use vrnic_wire::grh;
 use vrnic_wire::icrc;
 use vrnic_wire::ip::PseudoHeader;
-
-thread_local! {
-    /// Scratch for framing packets with a GRH ([`Port::transmit`]).
-    static FRAME: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-}
 
 /// The packet path of one port.
 pub struct Port {
@@ -34,6 +30,8 @@ pub struct Port {
     /// The GID table the guest sees (set once, before traffic): SGIDs of
     /// sent GRHs, and the DGIDs received GRHs must carry.
     gids: std::sync::OnceLock<Vec<[u8; 16]>>,
+    /// Where a packet with a GRH is framed ([`Port::transmit`]).
+    frame: Scratch,
 }
 
 impl Port {
@@ -52,6 +50,7 @@ impl Port {
             capture: Capture::open(pcap)?,
             in_process: false,
             gids: std::sync::OnceLock::new(),
+            frame: Scratch::default(),
         })
     }
 
@@ -126,19 +125,13 @@ impl Port {
                 ),
             }
         }
-        // The envelope + GRH + packet, built in this thread's scratch buffer
-        // (taken, not borrowed: a nested send would just get a fresh one).
-        let mut framed = if dest.grh.is_some() { FRAME.with(|f| f.take()) } else { Vec::new() };
-        let datagram: &mut [u8] = match &dest.grh {
-            Some(g) => {
-                grh::frame(g, pkt, &mut framed);
-                &mut framed
-            }
-            None => pkt,
-        };
-        self.faults.transmit(route, datagram, &*self.counters, &self.tap(link));
-        if dest.grh.is_some() {
-            FRAME.with(|f| f.set(framed));
+        // The envelope + GRH + packet, built in the port's frame buffer.
+        match &dest.grh {
+            Some(g) => self.frame.with(|framed| {
+                grh::frame(g, pkt, framed);
+                self.faults.transmit(route, framed, &*self.counters, &self.tap(link));
+            }),
+            None => self.faults.transmit(route, pkt, &*self.counters, &self.tap(link)),
         }
     }
 

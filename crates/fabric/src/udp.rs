@@ -42,14 +42,14 @@ pub(super) struct UdpShared {
     /// Active [`super::FabricPoller`]s: while any is active, the worker takes the
     /// socket out of its epoll set and receiving is left to the pollers.
     pub(super) polling: AtomicUsize,
-    /// Datagrams a batching thread has not sent yet (see `batched`).
+    /// Datagrams a batch has not sent yet (see [`UdpShared::batched`]).
     tx: Mutex<TxQueue>,
-}
-
-thread_local! {
-    /// Set while a [`super::LoopbackPump`] runs on this thread: it will deliver
-    /// what this thread loops back itself, so the worker is not woken.
-    pub(super) static INLINE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Open send batches ([`UdpShared::batched`]): while any is open, sends
+    /// to peers queue and the last batch to close sends them together.
+    batches: AtomicUsize,
+    /// Open [`super::LoopbackPump`]s: while any runs, what loops back is
+    /// delivered by the pump when it ends, so the worker is not woken.
+    pub(super) pumps: AtomicUsize,
 }
 
 impl UdpShared {
@@ -59,7 +59,7 @@ impl UdpShared {
             if let Ok(mut q) = self.loopback.lock() {
                 q.push_back(b);
             }
-            if !INLINE.with(|c| c.get()) {
+            if self.pumps.load(Ordering::SeqCst) == 0 {
                 self.wake.notify_one();
             }
             return;
@@ -69,9 +69,10 @@ impl UdpShared {
             return;
         };
         // One queue, sent in order by whoever flushes: a datagram never
-        // overtakes one another thread batched before it.
+        // overtakes one batched before it. The batch count is read under
+        // the queue's lock, so a batch that closes meanwhile flushes this one too.
         let mut tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
-        let batching = TX_BATCH.with(|c| c.get()) == self.id();
+        let batching = self.batches.load(Ordering::SeqCst) > 0;
         if tx.is_empty() && !batching {
             drop(tx);
             let c = &self.port.counters;
@@ -88,31 +89,38 @@ impl UdpShared {
         }
     }
 
-    fn id(&self) -> usize {
-        self as *const UdpShared as usize
-    }
-
-    /// Runs `body` with this thread's sends to peers gathered and sent
-    /// together (one `sendmmsg`) when it returns: a receive pass's
-    /// responses and ACKs, a doorbell's packets. Nested calls join the
-    /// outer batch.
+    /// Runs `body` inside a send batch: what anyone sends to peers while a
+    /// batch is open is gathered and sent together (one `sendmmsg`) when
+    /// the last open batch closes: a receive pass's responses and ACKs, a
+    /// doorbell's packets. Batches nest (the worker's pass, a doorbell's
+    /// pump) and may overlap on different threads; the last to close sends.
     pub(super) fn batched<R>(&self, body: impl FnOnce() -> R) -> R {
-        let outer = TX_BATCH.with(|c| c.replace(self.id()));
-        let r = body();
-        TX_BATCH.with(|c| c.set(outer));
-        if outer != self.id() {
-            let mut tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
-            if !tx.is_empty() {
-                tx.send(&self.sock, &self.port.counters, &self.spare);
-            }
-        }
-        r
+        let _batch = TxBatch::open(self);
+        body()
     }
 }
 
-thread_local! {
-    /// The [`UdpShared`] (by address) whose sends this thread is batching.
-    static TX_BATCH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+/// An open send batch of a [`UdpShared`] (see [`UdpShared::batched`]):
+/// closing the last one sends what the batches queued.
+struct TxBatch<'a>(&'a UdpShared);
+
+impl<'a> TxBatch<'a> {
+    fn open(s: &'a UdpShared) -> TxBatch<'a> {
+        s.batches.fetch_add(1, Ordering::SeqCst);
+        TxBatch(s)
+    }
+}
+
+impl Drop for TxBatch<'_> {
+    fn drop(&mut self) {
+        let s = self.0;
+        if s.batches.fetch_sub(1, Ordering::SeqCst) == 1 {
+            let mut tx = s.tx.lock().unwrap_or_else(|e| e.into_inner());
+            if !tx.is_empty() {
+                tx.send(&s.sock, &s.port.counters, &s.spare);
+            }
+        }
+    }
 }
 
 /// Most datagrams one `sendmmsg` carries; a batch that reaches it is sent.
@@ -255,6 +263,8 @@ impl UdpFabric {
                 stop: AtomicBool::new(false),
                 polling: AtomicUsize::new(0),
                 tx: Mutex::new(TxQueue::default()),
+                batches: AtomicUsize::new(0),
+                pumps: AtomicUsize::new(0),
             }),
             clock,
             worker: None,

@@ -1,6 +1,5 @@
 //! The RoCE port's send and receive path (see the module doc).
 
-use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
@@ -8,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use super::counters::RoceCounters;
 use super::gids::{GidEntry, RoceGids, RoceVersion};
 use crate::counters::bump;
+use crate::buf::Scratch;
 use crate::ether::{FrameSink, MAX_FRAME, MIN_FRAME};
 use vrnic_cc::control::{CcConfig, CcControl};
 use vrnic_packet::{Dest, Endpoint, PacketSink, RxMeta};
@@ -23,11 +23,6 @@ const OPCODE_CNP: u8 = 0x81;
 /// Hop limit of a packet whose GRH says 0 (ib_core fills the route's).
 const DEFAULT_HOP_LIMIT: u8 = 64;
 
-thread_local! {
-    /// The frame being built on this thread (no allocation per packet).
-    static SCRATCH: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(MAX_FRAME));
-}
-
 /// The RoCE packet path of one Ethernet port.
 pub struct RocePort {
     gids: Arc<RoceGids>,
@@ -41,6 +36,8 @@ pub struct RocePort {
     /// Congestion control (ECN/CNP/DCQCN): the settings the mlx5
     /// congestion commands write and the counters the data path adds to.
     cc: Arc<CcControl>,
+    /// Where a frame is built (no allocation per packet).
+    frame: Scratch,
 }
 
 impl RocePort {
@@ -52,6 +49,7 @@ impl RocePort {
             wake,
             loopback: Mutex::new(VecDeque::new()),
             cc: CcControl::new(CcConfig::connectx_default()),
+            frame: Scratch::default(),
         }
     }
 
@@ -238,11 +236,7 @@ impl PacketSink for RocePort {
                 r.grh.traffic_class = Ecn::Ect0.apply(r.grh.traffic_class);
             }
         }
-        let sent = SCRATCH.with(|s| match s.try_borrow_mut() {
-            Ok(mut out) => self.send_frame(&r, pkt, &mut out),
-            // Re-entered on this thread (a sink that delivers synchronously).
-            Err(_) => self.send_frame(&r, pkt, &mut Vec::new()),
-        });
+        let sent = self.frame.with(|out| self.send_frame(&r, pkt, out));
         if sent.is_err() {
             bump(&c.tx_errors, 1);
         }
@@ -284,10 +278,7 @@ impl PacketSink for RocePort {
         }
         r.grh.payload_len = pkt.len() as u16;
         r.grh.next_header = grh::NXTHDR_IBA;
-        let sent = SCRATCH.with(|s| match s.try_borrow_mut() {
-            Ok(mut out) => self.send_frame(&r, &mut pkt, &mut out),
-            Err(_) => self.send_frame(&r, &mut pkt, &mut Vec::new()),
-        });
+        let sent = self.frame.with(|out| self.send_frame(&r, &mut pkt, out));
         if sent.is_err() {
             bump(&c.tx_errors, 1);
         }
