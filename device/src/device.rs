@@ -126,48 +126,23 @@ impl vrnic_engine::GuestMemory for DeviceMemory {
     }
 }
 
-/// Routes decoded doorbells: EQ and CQ doorbells to the firmware, every
-/// doorbell to the counters.
-/// With `fabric.inline_loopback` (default), both sinks run the doorbell
-/// inside the fabric's [`LoopbackPump`], so traffic to this port's own QPs
-/// is delivered on the doorbell's thread instead of the fabric worker's.
+/// Hands decoded doorbells to the firmware (which routes them:
+/// `Firmware::uar_doorbell`), and counts every one. In poll mode a store is
+/// a hint and the doorbell records of its page are the truth (`scan_page`).
+/// With `fabric.inline_loopback` (default), the doorbell runs inside the
+/// fabric's [`LoopbackPump`], so traffic to this port's own QPs is delivered
+/// on the doorbell's thread instead of the fabric worker's.
 struct FwSink {
     fw: Arc<Mutex<Firmware>>,
     stats: Arc<DoorbellStats>,
     pump: Option<LoopbackPump>,
+    scan_page: bool,
 }
 
 impl DoorbellSink for FwSink {
     fn doorbell(&self, db: Doorbell) {
         self.stats.doorbell(db);
-        let body = || match db {
-            Doorbell::EqUpdate { eqn, ci, arm, .. } => lock(&self.fw).eq_doorbell(eqn as u32, ci, arm),
-            Doorbell::CqArm { cqn, sn, solicited, ci, .. } => lock(&self.fw).cq_arm(cqn, sn, solicited, ci),
-            Doorbell::Send { qpn_ds, .. } => lock(&self.fw).send_doorbell(qpn_ds >> 8),
-        };
-        pumped(self.pump.as_ref(), body)
-    }
-}
-
-/// Poll mode: a decoded store is a hint; the doorbell records of every QP
-/// and CQ on its page are the truth (stores to a shared slot collapse).
-struct PollSink {
-    fw: Arc<Mutex<Firmware>>,
-    stats: Arc<DoorbellStats>,
-    pump: Option<LoopbackPump>,
-}
-
-impl DoorbellSink for PollSink {
-    fn doorbell(&self, db: Doorbell) {
-        self.stats.doorbell(db);
-        let body = || {
-            let mut fw = lock(&self.fw);
-            match db {
-                Doorbell::EqUpdate { eqn, ci, arm, .. } => fw.eq_doorbell(eqn as u32, ci, arm),
-                Doorbell::CqArm { uar, .. } | Doorbell::Send { uar, .. } => fw.uar_activity(uar as u32, db),
-            }
-        };
-        pumped(self.pump.as_ref(), body)
+        pumped(self.pump.as_ref(), || lock(&self.fw).uar_doorbell(db, self.scan_page))
     }
 }
 
@@ -409,13 +384,10 @@ impl Vrnic {
         let firmware = builder.fabric(fabric_io).build().map_err(io::Error::other)?;
         let fw = Arc::new(Mutex::new(firmware));
         let pump = || fabric.as_ref().filter(|_| config.fabric.inline_loopback).map(|f| f.loopback_pump());
-        let sink: Arc<dyn DoorbellSink> = Arc::new(FwSink { fw: fw.clone(), stats: doorbells.clone(), pump: pump() });
+        let fw_sink = |scan_page| FwSink { fw: fw.clone(), stats: doorbells.clone(), pump: pump(), scan_page };
+        let sink: Arc<dyn DoorbellSink> = Arc::new(fw_sink(false));
         let poller = match config.doorbell.mode {
-            DoorbellMode::Poll => {
-                let poll_sink: Arc<dyn DoorbellSink> =
-                    Arc::new(PollSink { fw: fw.clone(), stats: doorbells.clone(), pump: pump() });
-                Some(UarPoller::start_with(mem.clone(), poll_sink, watched))
-            }
+            DoorbellMode::Poll => Some(UarPoller::start_with(mem.clone(), Arc::new(fw_sink(true)), watched)),
             DoorbellMode::Trap => None,
         };
         let kick = poller.as_ref().and_then(|p| p.kick_handle());

@@ -5,6 +5,7 @@
 use std::io;
 use std::sync::Arc;
 
+use super::buf::Scratch;
 use super::counters::{bump, PortCounters};
 use super::fault::FaultConfig;
 use super::link::Link;
@@ -12,7 +13,6 @@ use super::middleware::{Capture, Faults, Tap};
 use super::route::PeerTable;
 use super::route::{is_multicast_lid, Peer, Route, LOCAL};
 use vrnic_packet::{Dest, Endpoint, RxMeta};
-use super::buf::Scratch;
 use vrnic_sys::clock::Clock;
 use vrnic_wire::bth;
 use vrnic_wire::grh;

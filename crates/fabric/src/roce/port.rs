@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use super::counters::RoceCounters;
 use super::gids::{GidEntry, RoceGids, RoceVersion};
-use crate::counters::bump;
 use crate::buf::Scratch;
+use crate::counters::bump;
 use crate::ether::{FrameSink, MAX_FRAME, MIN_FRAME};
 use vrnic_cc::control::{CcConfig, CcControl};
 use vrnic_packet::{Dest, Endpoint, PacketSink, RxMeta};

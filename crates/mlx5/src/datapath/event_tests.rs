@@ -40,7 +40,7 @@ fn rearm_before_polling_raises_no_second_event() {
             a.t.mem.put(a.cq_buf + 0x1004, &w.to_be_bytes());
             if poll_mode {
                 let db = Doorbell::CqArm { uar: 0, cqn, sn, solicited: false, ci };
-                a.t.fw.uar_activity(0, db);
+                a.t.fw.uar_doorbell(db, true);
             } else {
                 a.t.fw.cq_arm(cqn, sn, false, ci);
             }
@@ -93,14 +93,14 @@ fn poll_mode_scan_finds_a_first_arm_whose_store_was_overwritten() {
     }
     // No arm yet: UAR activity (a send doorbell) arms nothing.
     a.t.fw
-        .uar_activity(uar, Doorbell::Send { uar: uar as u64, offset: 0x800, opmod_idx_opcode: 0, qpn_ds: a.qpn << 8 });
+        .uar_doorbell(Doorbell::Send { uar: uar as u64, offset: 0x800, opmod_idx_opcode: 0, qpn_ds: a.qpn << 8 }, true);
     assert_eq!(a.t.fw.core.engine.cq(a.cqn).map(|e| &e.ext).unwrap().arming.arm, CqArm::None);
     // libmlx5 writes each record, then stores to the UAR slot; only the
     // second store reaches the poller.
     for buf in [a.cq_buf, second_buf] {
         a.t.mem.put(buf + 0x1004, &arm_word(0, false, 0).to_be_bytes());
     }
-    a.t.fw.uar_activity(uar, Doorbell::CqArm { uar: uar as u64, cqn: second, sn: 0, solicited: false, ci: 0 });
+    a.t.fw.uar_doorbell(Doorbell::CqArm { uar: uar as u64, cqn: second, sn: 0, solicited: false, ci: 0 }, true);
     assert_eq!(a.t.fw.core.engine.cq(second).map(|e| &e.ext).unwrap().arming.arm, CqArm::Next);
     assert_eq!(
         a.t.fw.core.engine.cq(a.cqn).map(|e| &e.ext).unwrap().arming.arm,

@@ -144,38 +144,54 @@ impl Firmware {
         dp.watch_err_rq(qpn);
     }
 
-    /// Poll mode: a store landed somewhere on UAR page `uar`. Doorbells that
-    /// share a slot on a page (every QP and CQ of a libmlx5 context uses
-    /// its one UAR) collapse into the last value, so look at the doorbell
-    /// records of every QP and CQ on that page instead: new send WQEs and
-    /// new arm words are found there.
-    pub fn uar_activity(&mut self, uar: u32, db: Doorbell) {
+    /// A decoded UAR doorbell: a send doorbell to the QP's send path, a CQ
+    /// arm or an EQ update to the core. `scan_page` (poll mode): doorbells
+    /// that share a slot on a page (every QP and CQ of a libmlx5 context
+    /// uses its one UAR) collapse into the last value, so after the store's
+    /// own target the doorbell records of every QP and CQ on its page are
+    /// looked at: new send WQEs and new arm words are found there.
+    pub fn uar_doorbell(&mut self, db: Doorbell, scan_page: bool) {
         let mut dp = self.datapath();
-        // The store itself names one target: act on it first.
-        match db {
-            Doorbell::Send { qpn_ds, .. } => dp.route_send(qpn_ds >> 8),
-            Doorbell::CqArm { cqn, sn, solicited, ci, .. } => dp.core.arm_cq(cqn, sn, solicited, ci),
-            Doorbell::EqUpdate { eqn, ci, arm, .. } => dp.core.update_eq(eqn as u32, ci, arm),
+        let uar = match db {
+            Doorbell::Send { uar, qpn_ds, .. } => {
+                dp.route_send(qpn_ds >> 8);
+                uar
+            }
+            Doorbell::CqArm { uar, cqn, sn, solicited, ci } => {
+                dp.core.arm_cq(cqn, sn, solicited, ci);
+                uar
+            }
+            // EQ doorbells have their own slot: nothing collapses into them.
+            Doorbell::EqUpdate { eqn, ci, arm, .. } => return dp.core.update_eq(eqn as u32, ci, arm),
+        };
+        if scan_page {
+            dp.scan_uar_page(uar as u32);
         }
+    }
+}
+
+impl DataPath<'_> {
+    /// The doorbell records of every QP and CQ on UAR page `uar`.
+    fn scan_uar_page(&mut self, uar: u32) {
         // Stores that the last one overwrote: new send WQEs of QPs on this page.
         let qps: Vec<u32> =
-            dp.core.engine.qps().filter(|(_, q)| q.ext.uar == uar && q.ext.sq_entries > 0).map(|(n, _)| n).collect();
+            self.core.engine.qps().filter(|(_, q)| q.ext.uar == uar && q.ext.sq_entries > 0).map(|(n, _)| n).collect();
         for qpn in qps {
-            let Some(ctx) = dp.core.engine.qp(qpn).map(|e| &e.ext) else { continue };
-            if be32_at(&*dp.core.mem, ctx.dbr_addr + 4).is_some_and(|pc| pc as u16 != ctx.sq_ci) {
-                dp.route_send(qpn);
+            let Some(ctx) = self.core.engine.qp(qpn).map(|e| &e.ext) else { continue };
+            if be32_at(&*self.core.mem, ctx.dbr_addr + 4).is_some_and(|pc| pc as u16 != ctx.sq_ci) {
+                self.route_send(qpn);
             }
         }
         // ... and arm words not acted on yet (any CQ: libmlx5 may ring a CQ's
         // arm on another page than the one in its context).
-        let cqs: Vec<u32> = dp.core.engine.cqs().map(|(n, _)| n).collect();
+        let cqs: Vec<u32> = self.core.engine.cqs().map(|(n, _)| n).collect();
         for cqn in cqs {
-            let Some(ctx) = dp.core.engine.cq(cqn).map(|e| &e.ext) else { continue };
-            let Some(w) = be32_at(&*dp.core.mem, ctx.dbr_addr + 4) else { continue };
+            let Some(ctx) = self.core.engine.cq(cqn).map(|e| &e.ext) else { continue };
+            let Some(w) = be32_at(&*self.core.mem, ctx.dbr_addr + 4) else { continue };
             // Bits outside an arm word: the record still holds CQ_ARM_UNSET
             // (or garbage), no arm to act on.
             if w & !0x31ff_ffff == 0 && ctx.arming.last_arm != Some(w) {
-                dp.core.arm_cq(cqn, ((w >> 28) & 3) as u8, w & (1 << 24) != 0, w & 0x00ff_ffff);
+                self.core.arm_cq(cqn, ((w >> 28) & 3) as u8, w & (1 << 24) != 0, w & 0x00ff_ffff);
             }
         }
     }
