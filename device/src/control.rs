@@ -35,7 +35,7 @@ pub struct ControlHandles {
     pub device: Arc<DeviceStats>,
     pub doorbells: Arc<DoorbellStats>,
     /// Poll mode: the UAR poller's counters.
-    pub poller: Option<Arc<vrnic_mlx5::PollerStats>>,
+    pub poller: Option<Arc<crate::uar_poller::PollerStats>>,
     pub fw: Option<Arc<std::sync::Mutex<Firmware>>>,
     /// The CPU latency request thread's state ([`crate::qos`]).
     pub qos: Arc<vrnic_sys::host::qos::QosStats>,

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tracing::{info, warn};
 
 use crate::config::{Config, DoorbellMode};
+use crate::uar_poller::{PollerStats, UarPoller};
 use vrnic_engine::Limits;
 use vrnic_fabric::ether::{EtherCounters, EtherLink};
 use vrnic_fabric::roce::{RoceGids, RocePort};
@@ -29,7 +30,7 @@ use vrnic_mlx5::ib::port::PortConfig;
 use vrnic_mlx5::link::LinkLayer;
 use vrnic_mlx5::uar::BurstKick;
 use vrnic_mlx5::uar::{arm_page, Doorbell, UAR_PAGE};
-use vrnic_mlx5::{DoorbellSink, DoorbellStats, InitSegment, UarPoller};
+use vrnic_mlx5::{DoorbellSink, DoorbellStats, InitSegment, Kick};
 use vrnic_pci::*;
 use vrnic_sys::clock::MonotonicClock;
 use vrnic_sys::{memfd, SharedMem};
@@ -390,7 +391,8 @@ impl Vrnic {
             DoorbellMode::Poll => Some(UarPoller::start_with(mem.clone(), Arc::new(fw_sink(true)), watched)),
             DoorbellMode::Trap => None,
         };
-        let kick = poller.as_ref().and_then(|p| p.kick_handle());
+        let kick: Option<Arc<dyn Kick>> =
+            poller.as_ref().and_then(|p| p.kick_handle()).map(|k| Arc::new(k) as Arc<dyn Kick>);
         if let Some(l) = &mut ether {
             l.start(Arc::new(EthRx::new(fw.clone(), roce.clone(), kick.clone())))?;
             info!(backend = %config.eth.backend, addr = %l.local_addr().map(|a| a.to_string()).unwrap_or_default(), carrier = l.carrier(), roce = roce.is_some(), "Ethernet link open");
@@ -431,7 +433,7 @@ impl Vrnic {
     }
 
     /// The UAR poller's counters (poll mode only).
-    pub fn poller_stats(&self) -> Option<Arc<vrnic_mlx5::PollerStats>> {
+    pub fn poller_stats(&self) -> Option<Arc<PollerStats>> {
         self.poller.as_ref().map(|p| p.stats.clone())
     }
 

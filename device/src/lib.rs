@@ -13,6 +13,7 @@
 pub mod config;
 pub mod control;
 pub mod device;
+pub mod uar_poller;
 
 pub use config::{Config, DoorbellMode};
 pub use device::Vrnic;

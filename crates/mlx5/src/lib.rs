@@ -38,7 +38,7 @@ pub mod roce;
 pub mod uar;
 
 pub use init_seg::{FwVersion, InitSegEvent, InitSegment};
-pub use uar::{Doorbell, DoorbellSink, DoorbellStats, PollerStats, UarPoller};
+pub use uar::{Doorbell, DoorbellSink, DoorbellStats, Kick};
 
 #[cfg(test)]
 mod test_support;

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::ControlHandles;
 use crate::device::DeviceStats;
+use crate::uar_poller::PollerStats;
 use vrnic_engine::transport::EngineDrops;
 use vrnic_engine::QpCounters;
 use vrnic_fabric::counters::PortSnapshot;
@@ -24,7 +25,7 @@ use vrnic_mlx5::eth::tx_state::SqTxCounters;
 use vrnic_mlx5::eth::vport::VportCounters;
 use vrnic_mlx5::firmware::Firmware;
 use vrnic_mlx5::ib::port::PortCounters as IbPortCounters;
-use vrnic_mlx5::{DoorbellStats, PollerStats};
+use vrnic_mlx5::DoorbellStats;
 use vrnic_subnet::sa::SaStats;
 use vrnic_sys::host::qos::QosStats;
 use vrnic_vfio::dma::DmaStats;

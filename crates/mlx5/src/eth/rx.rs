@@ -21,7 +21,7 @@ use crate::datapath::wqe;
 use crate::firmware::Firmware;
 use crate::queue_buf::buf_addr;
 use crate::roce::mcast::accept_multicast;
-use crate::uar::{BurstKick, PollerKick};
+use crate::uar::{BurstKick, Kick};
 use vrnic_engine::{Access, QpState, QpType};
 use vrnic_fabric::ether::{FrameHandler, Offer};
 use vrnic_fabric::roce::RocePort;
@@ -86,7 +86,7 @@ pub struct EthRx {
 }
 
 impl EthRx {
-    pub fn new(fw: Arc<Mutex<Firmware>>, roce: Option<Arc<RocePort>>, kick: Option<PollerKick>) -> EthRx {
+    pub fn new(fw: Arc<Mutex<Firmware>>, roce: Option<Arc<RocePort>>, kick: Option<Arc<dyn Kick>>) -> EthRx {
         EthRx { fw, roce, kick: kick.map(BurstKick::new) }
     }
 
