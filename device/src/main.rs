@@ -1,5 +1,7 @@
 //! `vrnic`: the vfio-user server process.
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;

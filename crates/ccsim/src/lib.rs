@@ -16,6 +16,8 @@
 //! marks on enqueue on Linux's EWMA of the queue (`sch_red`), senders driven
 //! through the live path's [`Limiter`].
 
+#![forbid(unsafe_code)]
+
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 

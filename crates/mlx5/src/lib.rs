@@ -14,7 +14,7 @@
 //! - [`ifc`]: the `mlx5_ifc.h` layouts as generated field accessors (from
 //!   `tools/mlx5/ifcgen.py`, with the [`fields`] runtime).
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub use vrnic_mlx5_ifc as ifc;
 pub use vrnic_mlx5_ifc::fields;
