@@ -157,7 +157,7 @@ impl Default for Bars {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
-pub struct Doorbell {
+pub struct DoorbellSection {
     pub mode: DoorbellMode,
     /// Poll mode: how many UAR pages (from the first) are watched from reset.
     pub watch_uars: u32,
@@ -170,9 +170,9 @@ pub struct Doorbell {
     pub cpu_latency_qos: bool,
 }
 
-impl Default for Doorbell {
+impl Default for DoorbellSection {
     fn default() -> Self {
-        Doorbell { mode: DoorbellMode::Trap, watch_uars: 16, trap_spin_us: 50, cpu_latency_qos: true }
+        DoorbellSection { mode: DoorbellMode::Trap, watch_uars: 16, trap_spin_us: 50, cpu_latency_qos: true }
     }
 }
 
@@ -216,7 +216,7 @@ impl Congestion {
 /// The port: its link layer and, on Ethernet, its MAC address and congestion control.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
-pub struct Port {
+pub struct PortSection {
     /// `ib` (InfiniBand, the default) or `eth` (Ethernet: the mlx5e netdev).
     pub link_layer: String,
     /// Ethernet MAC address `aa:bb:cc:dd:ee:ff`; empty: derived from the
@@ -226,9 +226,9 @@ pub struct Port {
     pub congestion: Congestion,
 }
 
-impl Default for Port {
+impl Default for PortSection {
     fn default() -> Self {
-        Port { link_layer: "ib".into(), mac: String::new(), congestion: Congestion::default() }
+        PortSection { link_layer: "ib".into(), mac: String::new(), congestion: Congestion::default() }
     }
 }
 
@@ -238,9 +238,9 @@ impl Default for Port {
 pub struct Config {
     pub identity: Identity,
     pub bars: Bars,
-    pub doorbell: Doorbell,
+    pub doorbell: DoorbellSection,
     pub logging: Logging,
-    pub port: Port,
+    pub port: PortSection,
     /// The RoCEv2 socket and its peers. Without a `[fabric]` section the
     /// device binds an ephemeral UDP port on [`vrnic_fabric::config::DEFAULT_BIND`]
     /// (loopback) with no peers (its own LID still works: loopback).
@@ -276,9 +276,9 @@ impl Default for Config {
         Config {
             identity: Identity::default(),
             bars: Bars::default(),
-            doorbell: Doorbell::default(),
+            doorbell: DoorbellSection::default(),
             logging: Logging::default(),
-            port: Port::default(),
+            port: PortSection::default(),
             fabric: vrnic_fabric::FabricConfig { port: 0, ..Default::default() },
             eth: Default::default(),
             sm: Sm::default(),

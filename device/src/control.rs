@@ -147,4 +147,5 @@ fn serve(s: UnixStream, h: &ControlHandles) {
 }
 
 #[cfg(test)]
+#[path = "control/control_tests.rs"]
 mod tests;

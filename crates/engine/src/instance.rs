@@ -4,7 +4,7 @@ use super::objects::*;
 use super::personality::{Personality, Slot};
 use super::qp::Qp;
 use super::table::Table;
-use super::transport::state::Runtime;
+use super::transport::state::{EngineDrops, QpCounters, Runtime};
 use super::types::{EngineError, Kind};
 
 /// Per-instance object limits (advertised through the capabilities).
@@ -469,13 +469,13 @@ impl<P: Personality> Engine<P> {
     }
 
     /// Received packets the engine could hand to no QP.
-    pub fn drops(&self) -> &crate::transport::EngineDrops {
+    pub fn drops(&self) -> &EngineDrops {
         &self.rt.drops
     }
 
     /// The runtime's counters, writable (tests of other layers set them).
     #[doc(hidden)]
-    pub fn counters_mut(&mut self) -> (&mut crate::QpCounters, &mut crate::transport::EngineDrops) {
+    pub fn counters_mut(&mut self) -> (&mut QpCounters, &mut EngineDrops) {
         (&mut self.rt.totals, &mut self.rt.drops)
     }
 

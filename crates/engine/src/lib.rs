@@ -17,27 +17,27 @@ pub mod types;
 pub mod verbs;
 
 #[cfg(test)]
-mod tests_cc;
+mod cc_tests;
 #[cfg(test)]
-mod tests_errors;
+mod errors_tests;
 #[cfg(test)]
-mod tests_grh;
+mod grh_tests;
 #[cfg(test)]
-mod tests_harness;
+mod loss_tests;
 #[cfg(test)]
-mod tests_loss;
+mod nop_tests;
 #[cfg(test)]
-mod tests_nop;
+mod pkey_tests;
 #[cfg(test)]
-mod tests_pkey;
+mod rc_tests;
 #[cfg(test)]
-mod tests_rc;
+mod responder_tests;
 #[cfg(test)]
-mod tests_responder;
+mod test_support;
 #[cfg(test)]
-mod tests_ud_uc;
+mod ud_uc_tests;
 #[cfg(test)]
-mod tests_xrc;
+mod xrc_tests;
 
 pub use instance::{Engine, Limits, ObjectCounts, QpCreate, SrqCreate};
 pub use objects::*;

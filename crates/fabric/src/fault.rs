@@ -30,26 +30,34 @@ pub trait FaultTally {
     fn fault_ce_marked(&self) -> Option<&AtomicU64>;
 }
 
-impl FaultTally for PortCounters {
-    fn fault_dropped(&self) -> &AtomicU64 {
-        &self.fault_dropped
-    }
-    fn fault_duplicated(&self) -> &AtomicU64 {
-        &self.fault_duplicated
-    }
-    fn fault_reordered(&self) -> &AtomicU64 {
-        &self.fault_reordered
-    }
-    fn fault_delayed(&self) -> &AtomicU64 {
-        &self.fault_delayed
-    }
-    fn fault_corrupted(&self) -> &AtomicU64 {
-        &self.fault_corrupted
-    }
-    fn fault_ce_marked(&self) -> Option<&AtomicU64> {
-        Some(&self.fault_ce_marked)
-    }
+/// [`FaultTally`] for a counters struct with the six `fault_*` fields.
+macro_rules! fault_tally {
+    ($t:ty) => {
+        impl $crate::fault::FaultTally for $t {
+            fn fault_dropped(&self) -> &std::sync::atomic::AtomicU64 {
+                &self.fault_dropped
+            }
+            fn fault_duplicated(&self) -> &std::sync::atomic::AtomicU64 {
+                &self.fault_duplicated
+            }
+            fn fault_reordered(&self) -> &std::sync::atomic::AtomicU64 {
+                &self.fault_reordered
+            }
+            fn fault_delayed(&self) -> &std::sync::atomic::AtomicU64 {
+                &self.fault_delayed
+            }
+            fn fault_corrupted(&self) -> &std::sync::atomic::AtomicU64 {
+                &self.fault_corrupted
+            }
+            fn fault_ce_marked(&self) -> Option<&std::sync::atomic::AtomicU64> {
+                Some(&self.fault_ce_marked)
+            }
+        }
+    };
 }
+pub(crate) use fault_tally;
+
+fault_tally!(PortCounters);
 
 /// What an injector's packets are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

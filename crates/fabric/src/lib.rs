@@ -46,15 +46,15 @@ mod udp;
 mod worker;
 
 #[cfg(test)]
+mod faults_tests;
+#[cfg(test)]
 mod grh_tests;
+#[cfg(test)]
+mod inproc_tests;
 #[cfg(test)]
 mod test_support;
 #[cfg(test)]
-mod tests_faults;
-#[cfg(test)]
-mod tests_inproc;
-#[cfg(test)]
-mod tests_udp;
+mod udp_tests;
 
 pub use config::{parse_gid, FabricConfig, PeerConfig};
 pub use counters::{PortCounters, PortSnapshot};

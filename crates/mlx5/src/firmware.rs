@@ -19,17 +19,11 @@ use super::cmd::req::{fail, Req};
 use super::cmd::{self, status, CmdOutput, CommandHandler, SlotResult};
 use super::core::{Core, FwStats, MlxEngine};
 use super::eth::state::EthPort;
-use super::eth::EthCx;
-use super::events::EventsCx;
 use super::hca::state::Hca;
-use super::hca::HcaCx;
 use super::ib::port::{IbPort, PortCounters};
-use super::ib::IbCx;
 use super::link_layer::LinkLayer;
 use super::rdma::state::RdmaObjects;
-use super::rdma::RdmaCx;
 use super::roce::state::RoceState;
-use super::roce::RoceCx;
 use crate::ifc;
 
 /// The firmware of one device instance. Its state is private to the mlx5
@@ -56,36 +50,6 @@ pub struct Firmware {
     pub(crate) trace: bool,
     /// Every command this instance executes (the link layer's domains).
     pub(crate) commands: CommandTable<Firmware>,
-}
-
-/// The narrow contexts the command handlers run on: split borrows of the
-/// firmware, each domain's own state writable and what it needs of the
-/// others (see each domain's `*Cx`).
-impl Firmware {
-    pub(crate) fn hca_cx(&mut self) -> HcaCx<'_> {
-        HcaCx { core: &mut self.core, hca: &mut self.hca, cfg: &self.ib.port }
-    }
-
-    pub(crate) fn events_cx(&mut self) -> EventsCx<'_> {
-        EventsCx { core: &mut self.core, hca: &self.hca }
-    }
-
-    pub(crate) fn rdma_cx(&mut self) -> RdmaCx<'_> {
-        let roce = (self.link_layer == LinkLayer::Eth).then_some(&mut self.roce);
-        RdmaCx { core: &mut self.core, hca: &self.hca, rdma: &mut self.rdma, cfg: &self.ib.port, roce }
-    }
-
-    pub(crate) fn ib_cx(&mut self) -> IbCx<'_> {
-        IbCx { ib: &mut self.ib }
-    }
-
-    pub(crate) fn eth_cx(&mut self) -> EthCx<'_> {
-        EthCx { core: &mut self.core, hca: &self.hca, cfg: &self.ib.port, eth: &mut self.eth, roce: &mut self.roce }
-    }
-
-    pub(crate) fn roce_cx(&mut self) -> RoceCx<'_> {
-        RoceCx { roce: &mut self.roce, cfg: &self.ib.port }
-    }
 }
 
 impl Firmware {

@@ -22,18 +22,18 @@ pub mod source;
 pub mod switch;
 
 // Test helpers (a small subnet, SA request MADs), also for other crates' tests.
+#[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
+mod mcast_tests;
+#[cfg(test)]
+mod records_tests;
+#[cfg(test)]
+mod rmpp_tests;
+#[cfg(test)]
+mod switch_tests;
 #[doc(hidden)]
 pub mod test_support;
-#[cfg(test)]
-mod tests_fuzz;
-#[cfg(test)]
-mod tests_mcast;
-#[cfg(test)]
-mod tests_records;
-#[cfg(test)]
-mod tests_rmpp;
-#[cfg(test)]
-mod tests_switch;
 
 pub use db::Subnet;
 pub use error::{SaError, SubnetError};

@@ -55,7 +55,7 @@ pub use state::{
     EngineDrops, Io, NoMemory, QpCounters, QpRt, Runtime, ACK_EVERY, ATOMIC_REPLAY, MAX_MSG, MIN_CWND, WINDOW_PSNS,
 };
 pub use timers::{ack_timeout_ns, RNR_TIMER_US};
-pub use ud::{GRH_LEN, MAX_DATAGRAM};
+pub use ud::MAX_DATAGRAM;
 pub use xfer::XferError;
 
 impl<P: Personality> Engine<P> {

@@ -16,9 +16,6 @@ use vrnic_wire::immdt;
 use vrnic_wire::packet::{self, Headers, RocePacket};
 use vrnic_wire::roce::{self, NetHdr};
 
-/// The GRH area at the start of a UD receive buffer.
-pub const GRH_LEN: u32 = 40;
-
 /// The largest datagram payload [`Engine::send_datagram`] sends (a 4096-byte MTU).
 pub const MAX_DATAGRAM: usize = 4096;
 
@@ -63,7 +60,7 @@ impl<P: Personality> Engine<P> {
             count!(rt, qp, no_recv_drops);
             return;
         };
-        let total = GRH_LEN as u64 + p.payload.len() as u64;
+        let total = vrnic_wire::grh::field::HEADER_LEN as u64 + p.payload.len() as u64;
         let mut c = Completion::new(wr.wr_id, qpn, WcOpcode::Recv, WcStatus::Success);
         let cq = qp.recv_cq;
         if total > sgl_capacity(&wr.sgl) {
@@ -86,7 +83,15 @@ impl<P: Personality> Engine<P> {
             None => Ok(()),
         }
         .and_then(|()| {
-            sgl_xfer(mkeys, mem, qp.pd, &wr.sgl, GRH_LEN as u64, Xfer::Write(p.payload), Access::LOCAL_WRITE)
+            sgl_xfer(
+                mkeys,
+                mem,
+                qp.pd,
+                &wr.sgl,
+                vrnic_wire::grh::field::HEADER_LEN as u64,
+                Xfer::Write(p.payload),
+                Access::LOCAL_WRITE,
+            )
         });
         if let Err(err) = placed {
             c.status = err.local_status();

@@ -3,8 +3,6 @@
 
 use std::sync::atomic::AtomicU64;
 
-use crate::fault::FaultTally;
-
 /// An Ethernet link's counters (lock-free).
 #[derive(Debug, Default, serde::Serialize)]
 pub struct EtherCounters {
@@ -134,23 +132,4 @@ impl PrioCounters {
     }
 }
 
-impl FaultTally for EtherCounters {
-    fn fault_dropped(&self) -> &AtomicU64 {
-        &self.fault_dropped
-    }
-    fn fault_duplicated(&self) -> &AtomicU64 {
-        &self.fault_duplicated
-    }
-    fn fault_reordered(&self) -> &AtomicU64 {
-        &self.fault_reordered
-    }
-    fn fault_delayed(&self) -> &AtomicU64 {
-        &self.fault_delayed
-    }
-    fn fault_corrupted(&self) -> &AtomicU64 {
-        &self.fault_corrupted
-    }
-    fn fault_ce_marked(&self) -> Option<&AtomicU64> {
-        Some(&self.fault_ce_marked)
-    }
-}
+crate::fault::fault_tally!(EtherCounters);

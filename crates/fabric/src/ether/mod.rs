@@ -29,6 +29,7 @@ mod tap;
 mod udp;
 
 #[cfg(test)]
+#[path = "ether_tests.rs"]
 mod tests;
 
 pub use classify::{Classifier, PrioMap, NUM_DSCP};

@@ -47,7 +47,7 @@ impl<S> Command<S> {
 }
 
 /// A row of a `COMMANDS` table. `command!(MLX5_CMD_OP_CREATE_CQ, Enabled, rdma_cx => cq::create_cq)`:
-/// the handler runs on the narrow context `Firmware::rdma_cx` lends (the domain's own state and
+/// the handler runs on the narrow context the firmware's `rdma_cx()` lends (the domain's own state and
 /// what it may read or write of the others', split borrows of the firmware);
 /// `command!(MLX5_CMD_OP_ACCESS_REG, Enabled, access_reg::access_reg)`: a device-wide command,
 /// on the whole state `S` (ACCESS_REG dispatches to registers that run on their own contexts).
@@ -57,7 +57,7 @@ macro_rules! command {
             opcode: $crate::ifc::$op as u16,
             ifc_name: stringify!($op),
             phase: $crate::cmd::dispatch::Phase::$phase,
-            handler: |fw, r| $handler(&mut $crate::firmware::Firmware::$cx(fw), r),
+            handler: |fw, r| $handler(&mut fw.$cx(), r),
         }
     };
     ($op:ident, $phase:ident, $handler:path) => {

@@ -133,12 +133,12 @@ impl Firmware {
                     out.extend_from_slice(d);
                     continue;
                 }
-                Piece::Sge(sge) if sge.len == 0 => continue,
+                Piece::Sge(sge) if sge.length == 0 => continue,
                 Piece::Sge(sge) => sge,
             };
             let key = self.core.engine.lookup_key(sge.lkey).ok_or(syndrome::LOCAL_PROT_ERR)?;
             let chunks = key
-                .translate(sge.addr, sge.len as u64, pd, Access::LOCAL_READ)
+                .translate(sge.addr, sge.length as u64, pd, Access::LOCAL_READ)
                 .map_err(|_| syndrome::LOCAL_PROT_ERR)?;
             for (pa, n) in chunks {
                 let start = out.len();
@@ -201,7 +201,7 @@ impl Firmware {
             if done == msg.len() {
                 break;
             }
-            let n = (sge.len as usize).min(msg.len() - done);
+            let n = (sge.length as usize).min(msg.len() - done);
             let Some(key) = self.core.engine.lookup_key(sge.lkey) else {
                 self.qp_error(qpn, ci, 0, syndrome::LOCAL_PROT_ERR, false);
                 return;

@@ -13,7 +13,7 @@ use super::wqe;
 use crate::firmware::Firmware;
 use crate::queue_buf::buf_addr;
 use crate::rdma::state::QpCtx;
-use vrnic_engine::verbs::{RecvWr, Sge};
+use vrnic_engine::verbs::RecvWr;
 use vrnic_engine::QpState;
 
 /// How long after entering ERR a QP's receive doorbell record is watched.
@@ -100,7 +100,7 @@ impl Firmware {
             if let Some(ctx) = self.core.engine.qp_mut(qpn).map(|e| &mut e.ext) {
                 ctx.rq_ci = idx.wrapping_add(1);
             }
-            let sgl = wqe::parse_recv(&w).iter().map(|g| Sge { addr: g.addr, length: g.len, lkey: g.lkey }).collect();
+            let sgl = wqe::parse_recv(&w);
             if let Err(e) = self.core.engine.post_recv(qpn, RecvWr { wr_id: idx as u64, sgl }) {
                 warn!(qpn, "post_recv: {e}");
                 return;
@@ -128,8 +128,7 @@ impl Firmware {
                 return;
             }
             let next = u16::from_be_bytes([w[2], w[3]]);
-            let sgl =
-                wqe::parse_recv(&w[16..]).iter().map(|g| Sge { addr: g.addr, length: g.len, lkey: g.lkey }).collect();
+            let sgl = wqe::parse_recv(&w[16..]);
             if let Some(ctx) = self.core.engine.srq_mut(srqn).map(|e| &mut e.ext) {
                 ctx.head = next;
                 ctx.posted = ctx.posted.wrapping_add(1);

@@ -14,7 +14,7 @@ use super::wqe::{self, CtrlSeg, Payload, Piece, WQEBB};
 use crate::firmware::Firmware;
 use crate::queue_buf::buf_addr;
 use crate::rdma::state::QpCtx;
-use vrnic_engine::verbs::{Run, SendWr, Sge, UdDest, WcStatus, WrOpcode};
+use vrnic_engine::verbs::{Run, SendWr, UdDest, WcStatus, WrOpcode};
 use vrnic_engine::{AddressVector, QpState, QpType};
 
 /// QP types whose send and receive queues the engine runs (QP0/QP1 are the
@@ -280,7 +280,6 @@ pub(super) fn ud_av(av: &wqe::DatagramSeg) -> AddressVector {
 /// Puts a WQE's data and inline segments into `wr` (`sgl`, `inline` and,
 /// only where they interleave beyond an inline header, `order`).
 fn send_data(p: Payload, wr: &mut SendWr) {
-    let sge = |g: wqe::Sge| Sge { addr: g.addr, length: g.len, lkey: g.lkey };
     let mut pieces = p.0;
     if let [Piece::Inline(_)] = pieces.as_slice() {
         if let Some(Piece::Inline(d)) = pieces.pop() {
@@ -289,7 +288,7 @@ fn send_data(p: Payload, wr: &mut SendWr) {
         return;
     }
     if !pieces.iter().any(|p| matches!(p, Piece::Inline(_))) {
-        wr.sgl = pieces.into_iter().filter_map(|p| if let Piece::Sge(g) = p { Some(sge(g)) } else { None }).collect();
+        wr.sgl = pieces.into_iter().filter_map(|p| if let Piece::Sge(g) = p { Some(g) } else { None }).collect();
         return;
     }
     wr.sgl.reserve(pieces.len());
@@ -298,7 +297,7 @@ fn send_data(p: Payload, wr: &mut SendWr) {
     for piece in pieces {
         match piece {
             Piece::Sge(g) => {
-                wr.sgl.push(sge(g));
+                wr.sgl.push(g);
                 match order.last_mut() {
                     Some(Run::Sges(n)) => *n += 1,
                     _ => order.push(Run::Sges(1)),

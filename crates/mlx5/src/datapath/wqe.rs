@@ -194,13 +194,8 @@ impl DatagramSeg {
     }
 }
 
-/// One gather/scatter entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sge {
-    pub addr: u64,
-    pub len: u32,
-    pub lkey: u32,
-}
+/// One gather/scatter entry (a `mlx5_wqe_data_seg`): the engine's.
+pub use vrnic_engine::verbs::Sge;
 
 /// One data or inline segment of a send WQE.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -231,7 +226,7 @@ impl Payload {
         self.0
             .iter()
             .map(|p| match p {
-                Piece::Sge(s) => s.len as u64,
+                Piece::Sge(s) => s.length as u64,
                 Piece::Inline(d) => d.len() as u64,
             })
             .sum()
@@ -263,7 +258,7 @@ pub fn parse_payload(b: &[u8]) -> Result<Payload, WqeError> {
             pieces.push(Piece::Inline(seg[4..4 + n].to_vec()));
             at += (4 + n).next_multiple_of(DS);
         } else {
-            pieces.push(Piece::Sge(Sge { len: word, lkey: be32(seg, 4), addr: be64(seg, 8) }));
+            pieces.push(Piece::Sge(Sge { length: word, lkey: be32(seg, 4), addr: be64(seg, 8) }));
             at += DS;
         }
     }
@@ -278,7 +273,7 @@ pub fn parse_recv(b: &[u8]) -> Vec<Sge> {
         if lkey == INVALID_LKEY {
             break;
         }
-        v.push(Sge { len: be32(seg, 0) & !INLINE_SEG, lkey, addr: be64(seg, 8) });
+        v.push(Sge { length: be32(seg, 0) & !INLINE_SEG, lkey, addr: be64(seg, 8) });
     }
     v
 }

@@ -33,7 +33,7 @@ fn xrc_segment_follows_the_ctrl_segment() {
     let s = parse_send_xrc(&w).unwrap();
     assert_eq!(s.xrc_srqn, Some(0x42));
     assert_eq!(s.raddr, Some(RaddrSeg { raddr: 0x2000, rkey: 0x77 }));
-    assert_eq!(s.payload, Payload::gather(vec![Sge { len: 8, lkey: 0x5a00, addr: 0x1000 }]));
+    assert_eq!(s.payload, Payload::gather(vec![Sge { length: 8, lkey: 0x5a00, addr: 0x1000 }]));
     // The same bytes as an RC WQE read the XRC segment as the remote address: not the same WQE.
     assert_ne!(parse_send(&w, false).unwrap().raddr, s.raddr);
     // ds 1: no room for the XRC segment.
@@ -59,7 +59,7 @@ fn ud_send_with_gather_and_inline() {
         (0x8001_0000, 1, 3, 7, true),
         "bit 31: the QP's Q_Key"
     );
-    assert_eq!(s.payload, Payload::gather(vec![Sge { addr: 0x1000, len: 256, lkey: 0x5a00 }]));
+    assert_eq!(s.payload, Payload::gather(vec![Sge { addr: 0x1000, length: 256, lkey: 0x5a00 }]));
     // Inline.
     w[64..68].copy_from_slice(&(INLINE_SEG | 5).to_be_bytes());
     w[68..73].copy_from_slice(b"hello");
@@ -86,7 +86,7 @@ fn rdma_and_atomic_segments() {
     let s = parse_send(&w, false).unwrap();
     assert_eq!(s.raddr, Some(RaddrSeg { raddr: 0xdead_0000, rkey: 0x1234 }));
     assert_eq!(s.atomic, Some(AtomicSeg { swap_add: 5, compare: 0 }));
-    assert_eq!(s.payload, Payload::gather(vec![Sge { addr: 0x9000, len: 8, lkey: 0x77 }]));
+    assert_eq!(s.payload, Payload::gather(vec![Sge { addr: 0x9000, length: 8, lkey: 0x77 }]));
     // An atomic whose ds leaves no room for its segments.
     w[4..8].copy_from_slice(&((0x200u32 << 8) | 2).to_be_bytes());
     assert_eq!(parse_send(&w, false), Err(WqeError::Truncated));
@@ -112,7 +112,7 @@ fn recv_list_terminator() {
     b[4..8].copy_from_slice(&0x77u32.to_be_bytes());
     b[20..24].copy_from_slice(&INVALID_LKEY.to_be_bytes());
     b[32..36].copy_from_slice(&999u32.to_be_bytes());
-    assert_eq!(parse_recv(&b), vec![Sge { addr: 0, len: 296, lkey: 0x77 }]);
+    assert_eq!(parse_recv(&b), vec![Sge { addr: 0, length: 296, lkey: 0x77 }]);
 }
 
 /// `mlx5_wqe_data_seg` bytes.
@@ -155,7 +155,7 @@ fn ucx_ud_resend_inline_header_then_data_segment() {
     assert_eq!((s.av.dqpn, s.av.rlid), (0x123, 2));
     assert_eq!(
         s.payload,
-        Payload(vec![Piece::Inline(neth.to_vec()), Piece::Sge(Sge { len: 58, lkey: 0x5a00, addr: 0x7000_1000 })])
+        Payload(vec![Piece::Inline(neth.to_vec()), Piece::Sge(Sge { length: 58, lkey: 0x5a00, addr: 0x7000_1000 })])
     );
     assert_eq!(s.payload.len(), 70, "12 inline bytes, then 58 through the key");
     // The same WQE with ds 5 ends after the inline segment: the data segment is not read.
@@ -177,8 +177,8 @@ fn rc_am_zcopy_inline_headers_then_two_data_segments() {
         s.payload,
         Payload(vec![
             Piece::Inline(hdr),
-            Piece::Sge(Sge { len: 4096, lkey: 0x11, addr: 0x10_0000 }),
-            Piece::Sge(Sge { len: 100, lkey: 0x22, addr: 0x20_0000 }),
+            Piece::Sge(Sge { length: 4096, lkey: 0x11, addr: 0x10_0000 }),
+            Piece::Sge(Sge { length: 100, lkey: 0x22, addr: 0x20_0000 }),
         ])
     );
     assert_eq!(s.payload.len(), 17 + 4096 + 100);
@@ -200,9 +200,9 @@ fn inline_after_gather_keeps_wqe_order() {
     assert_eq!(
         s.payload,
         Payload(vec![
-            Piece::Sge(Sge { len: 8, lkey: 0x11, addr: 0x1000 }),
+            Piece::Sge(Sge { length: 8, lkey: 0x11, addr: 0x1000 }),
             Piece::Inline(vec![9; 28]),
-            Piece::Sge(Sge { len: 16, lkey: 0x22, addr: 0x2000 }),
+            Piece::Sge(Sge { length: 16, lkey: 0x22, addr: 0x2000 }),
             Piece::Inline(vec![]),
             Piece::Inline(b"end".to_vec()),
         ])

@@ -82,6 +82,13 @@ pub struct EthCx<'a> {
     pub roce: &'a mut RoceState,
 }
 
+impl Firmware {
+    /// The context the Ethernet port's commands and registers run on.
+    pub(crate) fn eth_cx(&mut self) -> EthCx<'_> {
+        EthCx { core: &mut self.core, hca: &self.hca, cfg: &self.ib.port, eth: &mut self.eth, roce: &mut self.roce }
+    }
+}
+
 /// The Ethernet link layer's command tables, one per file.
 pub static COMMAND_TABLES: &[&[Command<Firmware>]] =
     &[vport::COMMANDS, queues::COMMANDS, steering::COMMANDS, tir::COMMANDS];

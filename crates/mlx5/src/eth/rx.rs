@@ -347,7 +347,7 @@ impl Firmware {
             None => frame.into(),
         };
         let sges = wqe::parse_recv(&w);
-        if sges.iter().map(|s| s.len as u64).sum::<u64>() < data.len() as u64 {
+        if sges.iter().map(|s| s.length as u64).sum::<u64>() < data.len() as u64 {
             self.eth.dispatch.counters.too_long += 1;
             self.rq_counters(rqn).drops += 1;
             return false;
@@ -404,7 +404,7 @@ impl Firmware {
             if done == data.len() {
                 break;
             }
-            let n = (sge.len as usize).min(data.len() - done);
+            let n = (sge.length as usize).min(data.len() - done);
             let key = self.core.engine.lookup_key(sge.lkey).ok_or(syndrome::LOCAL_PROT_ERR)?;
             let chunks =
                 key.translate(sge.addr, n as u64, pd, Access::LOCAL_WRITE).map_err(|_| syndrome::LOCAL_PROT_ERR)?;

@@ -13,6 +13,13 @@ pub struct EventsCx<'a> {
     pub hca: &'a Hca,
 }
 
+impl Firmware {
+    /// The context the EQ commands run on.
+    pub(crate) fn events_cx(&mut self) -> EventsCx<'_> {
+        EventsCx { core: &mut self.core, hca: &self.hca }
+    }
+}
+
 /// The event domain's commands.
 pub static COMMANDS: &[Command<Firmware>] = &[
     command!(MLX5_CMD_OP_CREATE_EQ, Enabled, events_cx => eq::create_eq),

@@ -19,13 +19,13 @@ pub struct Register {
 }
 
 /// A row of a register table: `register!(MLX5_REG_PAOS, eth_cx => paos)` runs `paos` on the
-/// narrow context `Firmware::eth_cx` lends (as a command row does); `register!(ID, f)`: `f` needs
+/// narrow context the firmware's `eth_cx()` lends (as a command row does); `register!(ID, f)`: `f` needs
 /// no state.
 macro_rules! register {
     ($id:ident, $cx:ident => $access:path) => {
         $crate::hca::access_reg::Register {
             id: $crate::ifc::$id,
-            access: |fw, write, data| $access(&mut $crate::firmware::Firmware::$cx(fw), write, data),
+            access: |fw, write, data| $access(&mut fw.$cx(), write, data),
         }
     };
     ($id:ident, $access:path) => {

@@ -24,6 +24,13 @@ pub struct HcaCx<'a> {
     pub cfg: &'a PortConfig,
 }
 
+impl Firmware {
+    /// The context the HCA commands run on (split borrows of the firmware).
+    pub(crate) fn hca_cx(&mut self) -> HcaCx<'_> {
+        HcaCx { core: &mut self.core, hca: &mut self.hca, cfg: &self.ib.port }
+    }
+}
+
 /// The HCA domain's commands.
 pub static COMMANDS: &[Command<Firmware>] = &[
     command!(MLX5_CMD_OP_ENABLE_HCA, Boot, hca_cx => lifecycle::enable_hca),

@@ -17,6 +17,13 @@ pub struct IbCx<'a> {
     pub ib: &'a mut IbPort,
 }
 
+impl Firmware {
+    /// The context the InfiniBand port's commands and registers run on.
+    pub(crate) fn ib_cx(&mut self) -> IbCx<'_> {
+        IbCx { ib: &mut self.ib }
+    }
+}
+
 /// The IB link layer's commands.
 pub static COMMANDS: &[Command<Firmware>] = &[
     command!(MLX5_CMD_OP_MAD_IFC, Enabled, ib_cx => mad_ifc::mad_ifc),

@@ -33,6 +33,14 @@ pub struct RdmaCx<'a> {
     pub roce: Option<&'a mut RoceState>,
 }
 
+impl Firmware {
+    /// The context the RDMA object commands run on.
+    pub(crate) fn rdma_cx(&mut self) -> RdmaCx<'_> {
+        let roce = (self.link_layer == crate::link_layer::LinkLayer::Eth).then_some(&mut self.roce);
+        RdmaCx { core: &mut self.core, hca: &self.hca, rdma: &mut self.rdma, cfg: &self.ib.port, roce }
+    }
+}
+
 impl RdmaCx<'_> {
     /// Entries of the port's GID table (the RoCE address table on an Ethernet port).
     pub fn gid_table_len(&self) -> usize {

@@ -28,6 +28,13 @@ pub struct RoceCx<'a> {
     pub cfg: &'a PortConfig,
 }
 
+impl Firmware {
+    /// The context the RoCE commands run on.
+    pub(crate) fn roce_cx(&mut self) -> RoceCx<'_> {
+        RoceCx { roce: &mut self.roce, cfg: &self.ib.port }
+    }
+}
+
 /// The RoCE domain's commands.
 pub static COMMANDS: &[Command<Firmware>] = &[
     command!(MLX5_CMD_OP_QUERY_ROCE_ADDRESS, Enabled, roce_cx => address::query_roce_address),

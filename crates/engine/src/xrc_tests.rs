@@ -3,7 +3,7 @@
 //! RDMA WRITE/READ and atomics go through the target and are checked against
 //! the SRQ's PD; an SRQ outside the target's XRC domain is NAKed.
 
-use super::tests_harness::*;
+use super::test_support::*;
 use super::*;
 
 struct Xrc {

@@ -1,7 +1,7 @@
 //! NOP work requests in the transport: no PSN, in-order completion, also
 //! when the requests around them are lost, reordered and retransmitted.
 
-use super::tests_harness::{Pair, BASE};
+use super::test_support::{Pair, BASE};
 use super::*;
 use vrnic_fabric::fault::{FaultConfig, FaultRates};
 

@@ -1,6 +1,6 @@
 //! Transport error tests: remote and local errors, retries, RNR, CQ overrun.
 
-use super::tests_harness::*;
+use super::test_support::*;
 use super::*;
 
 fn statuses(v: &[Completion]) -> Vec<(u64, WcStatus)> {

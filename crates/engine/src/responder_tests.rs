@@ -4,7 +4,7 @@
 
 use std::sync::Mutex;
 
-use super::tests_harness::*;
+use super::test_support::*;
 use super::transport::RespStep::{self, *};
 use super::*;
 use vrnic_fabric::{PacketHandler, RxMeta};

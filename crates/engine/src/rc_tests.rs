@@ -1,6 +1,6 @@
 //! RC transport tests: SEND/WRITE/READ/atomics, signaling, SRQs, fences.
 
-use super::tests_harness::*;
+use super::test_support::*;
 use super::*;
 
 #[test]

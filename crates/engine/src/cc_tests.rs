@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use super::tests_harness::*;
+use super::test_support::*;
 use super::*;
 use vrnic_cc::{CcConfig, CcControl, CongStatistics, RpParams};
 use vrnic_fabric::ether::{EtherCounters, FrameSink};

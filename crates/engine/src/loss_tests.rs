@@ -1,6 +1,6 @@
 //! Transport tests under loss: go-back-N, timeouts and real UDP sockets.
 
-use super::tests_harness::*;
+use super::test_support::*;
 use super::*;
 use std::sync::Arc;
 

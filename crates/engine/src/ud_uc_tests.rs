@@ -1,6 +1,6 @@
 //! UD and UC transport tests: Q_Keys, sources, unacknowledged traffic, dropped messages.
 
-use super::tests_harness::*;
+use super::test_support::*;
 use super::*;
 
 #[test]

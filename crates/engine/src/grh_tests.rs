@@ -2,7 +2,7 @@
 //! GID): RC, UC and UD between two engines and in loopback. The port routes
 //! by the DLID; the receiver checks the DGID against its GID table.
 
-use super::tests_harness::*;
+use super::test_support::*;
 use super::*;
 use vrnic_wire::grh;
 

@@ -1,6 +1,6 @@
 //! P_Key checks (IBTA 10.9.3).
 
-use super::tests_harness::*;
+use super::test_support::*;
 use super::*;
 
 /// IBTA 10.9.3: a request whose BTH P_Key does not match the QP's partition
