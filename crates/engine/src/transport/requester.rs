@@ -5,7 +5,7 @@ use super::super::instance::Engine;
 use super::super::objects::QpState;
 use super::super::verbs::*;
 use super::gather::gather;
-use super::state::{av_dest, transport_bits, wire_qpn, Runtime, ACK_EVERY, MIN_CWND, WINDOW_PSNS};
+use super::state::{av_dest, transport_bits, wire_qpn, Runtime, SqEntry, ACK_EVERY, MIN_CWND, WINDOW_PSNS};
 use crate::personality::Personality;
 use vrnic_wire::bth::{self, Opcode};
 use vrnic_wire::packet::{self, Headers};
@@ -94,7 +94,6 @@ impl<P: Personality> Engine<P> {
         let cur = qp.rt.cur;
         let cur_pkt = qp.rt.cur_pkt;
         let e = &qp.rt.sq[cur];
-        let op = e.wr.opcode;
         let (dest, dqpn) = match &e.wr.ud {
             Some(u) if tb == Opcode::UD => (av_dest(&u.av, &*self.rt.io.packets), u.remote_qpn),
             _ => (av_dest(&qp.attrs.av, &*self.rt.io.packets), qp.attrs.dest_qpn),
@@ -107,106 +106,9 @@ impl<P: Personality> Engine<P> {
             }
             return false;
         };
-        let mut bth = bth::Repr { dest_qp: dqpn, ..Default::default() };
-        let mut h;
-        // (payload offset in the message, payload length)
-        let (off, plen);
-        let last_pkt;
-        let psn_sent;
-        let psn_end; // one past the PSNs this packet accounts for
-        if op.is_read_or_atomic() {
-            psn_sent = psn::add(e.first_psn, e.resp_pkts);
-            bth.psn = psn_sent;
-            bth.ack_req = true;
-            if op == WrOpcode::Read {
-                let done = e.resp_pkts as u64 * mtu as u64;
-                bth.opcode = Opcode::new(tb, Opcode::READ_REQUEST);
-                h = Headers::new(bth);
-                h.reth = Some(reth::Repr {
-                    va: e.wr.remote_addr.wrapping_add(done),
-                    rkey: e.wr.rkey,
-                    dma_len: (e.len as u64).saturating_sub(done) as u32,
-                });
-            } else {
-                bth.opcode =
-                    Opcode::new(tb, if op == WrOpcode::CmpSwap { Opcode::CMP_SWAP } else { Opcode::FETCH_ADD });
-                h = Headers::new(bth);
-                h.atomic_eth = Some(atomic_eth::Repr {
-                    va: e.wr.remote_addr,
-                    rkey: e.wr.rkey,
-                    swap_add: e.wr.swap_add,
-                    compare: e.wr.compare,
-                });
-            }
-            off = 0;
-            plen = 0;
-            last_pkt = true;
-            psn_end = psn::add(e.first_psn, e.npkts);
-        } else {
-            let n = e.npkts;
-            let i = cur_pkt;
-            let first = i == 0;
-            let last = i + 1 == n;
-            let is_send = matches!(op, WrOpcode::Send | WrOpcode::SendImm | WrOpcode::SendInv);
-            let code = match (is_send, n == 1, first, last) {
-                (true, true, _, _) => match op {
-                    WrOpcode::SendImm => Opcode::SEND_ONLY_IMM,
-                    WrOpcode::SendInv => Opcode::SEND_ONLY_INV,
-                    _ => Opcode::SEND_ONLY,
-                },
-                (true, false, true, _) => Opcode::SEND_FIRST,
-                (true, false, _, true) => match op {
-                    WrOpcode::SendImm => Opcode::SEND_LAST_IMM,
-                    WrOpcode::SendInv => Opcode::SEND_LAST_INV,
-                    _ => Opcode::SEND_LAST,
-                },
-                (true, false, false, false) => Opcode::SEND_MIDDLE,
-                (false, true, _, _) => {
-                    if op == WrOpcode::WriteImm {
-                        Opcode::WRITE_ONLY_IMM
-                    } else {
-                        Opcode::WRITE_ONLY
-                    }
-                }
-                (false, false, true, _) => Opcode::WRITE_FIRST,
-                (false, false, _, true) => {
-                    if op == WrOpcode::WriteImm {
-                        Opcode::WRITE_LAST_IMM
-                    } else {
-                        Opcode::WRITE_LAST
-                    }
-                }
-                (false, false, false, false) => Opcode::WRITE_MIDDLE,
-            };
-            psn_sent = psn::add(e.first_psn, i);
-            bth.psn = psn_sent;
-            bth.opcode = Opcode::new(tb, code);
-            bth.solicited = last && e.wr.solicited;
-            bth.ack_req = reliable && (last || (i + 1) % ACK_EVERY == 0);
-            h = Headers::new(bth);
-            if !is_send && first {
-                h.reth = Some(reth::Repr { va: e.wr.remote_addr, rkey: e.wr.rkey, dma_len: e.len });
-            }
-            if last && matches!(op, WrOpcode::SendImm | WrOpcode::WriteImm) {
-                h.immdt = Some(immdt::Repr { imm: e.wr.imm.to_be_bytes() });
-            }
-            if last && op == WrOpcode::SendInv {
-                h.ieth = Some(ieth::Repr { rkey: e.wr.invalidate_rkey });
-            }
-            if tb == Opcode::UD {
-                let u = e.wr.ud.unwrap_or_default();
-                let qkey = if u.remote_qkey & 0x8000_0000 != 0 { qp.attrs.qkey } else { u.remote_qkey };
-                h.deth = Some(deth::Repr { qkey, src_qp: my_qpn });
-            }
-            off = i * mtu;
-            plen = (e.len - off).min(mtu);
-            last_pkt = last;
-            psn_end = psn::add(psn_sent, 1);
-        }
-        if tb == Opcode::XRC {
-            // Every XRC request names the remote XRC SRQ (IBTA 9.3.6).
-            h.xrceth = Some(xrceth::Repr { xrc_srq: e.wr.xrc_srqn });
-        }
+        let qkey = qp.attrs.qkey;
+        let Request { h, off, plen, last_pkt, psn_sent, psn_end } =
+            request(e, cur_pkt, Wire { tb, mtu, reliable, dqpn, my_qpn, qkey });
         let Runtime { io, buf, totals, .. } = &mut self.rt;
         let range = match packet::build(&h, plen as usize, buf) {
             Ok(r) => r,
@@ -257,5 +159,120 @@ impl<P: Personality> Engine<P> {
             self.complete_front(qpn, WcStatus::Success, None);
         }
         true
+    }
+}
+
+/// What the next request packet of a QP is framed with.
+struct Wire {
+    /// The transport's BTH opcode bits (RC, UC, UD, XRC).
+    tb: u8,
+    mtu: u32,
+    reliable: bool,
+    dqpn: u32,
+    /// The QPN the packet carries as its source (DETH).
+    my_qpn: u32,
+    /// The QP's own Q_Key (a UD WR's Q_Key with its high bit set asks for it).
+    qkey: u32,
+}
+
+/// The request packet number `cur_pkt` of send-queue entry `e`: its headers,
+/// where its payload sits in the message, whether it is the message's last,
+/// its PSN and one past the PSNs it accounts for.
+struct Request {
+    h: Headers,
+    off: u32,
+    plen: u32,
+    last_pkt: bool,
+    psn_sent: u32,
+    psn_end: u32,
+}
+
+fn request(e: &SqEntry, cur_pkt: u32, w: Wire) -> Request {
+    let op = e.wr.opcode;
+    let mut bth = bth::Repr { dest_qp: w.dqpn, ..Default::default() };
+    let mut r = if op.is_read_or_atomic() {
+        // The next READ request resumes after the responses received so far.
+        let psn_sent = psn::add(e.first_psn, e.resp_pkts);
+        bth.psn = psn_sent;
+        bth.ack_req = true;
+        let h = if op == WrOpcode::Read {
+            let done = e.resp_pkts as u64 * w.mtu as u64;
+            bth.opcode = Opcode::new(w.tb, Opcode::READ_REQUEST);
+            let mut h = Headers::new(bth);
+            h.reth = Some(reth::Repr {
+                va: e.wr.remote_addr.wrapping_add(done),
+                rkey: e.wr.rkey,
+                dma_len: (e.len as u64).saturating_sub(done) as u32,
+            });
+            h
+        } else {
+            bth.opcode = Opcode::new(w.tb, if op == WrOpcode::CmpSwap { Opcode::CMP_SWAP } else { Opcode::FETCH_ADD });
+            let mut h = Headers::new(bth);
+            h.atomic_eth = Some(atomic_eth::Repr {
+                va: e.wr.remote_addr,
+                rkey: e.wr.rkey,
+                swap_add: e.wr.swap_add,
+                compare: e.wr.compare,
+            });
+            h
+        };
+        Request { h, off: 0, plen: 0, last_pkt: true, psn_sent, psn_end: psn::add(e.first_psn, e.npkts) }
+    } else {
+        let (n, i) = (e.npkts, cur_pkt);
+        let (first, last) = (i == 0, i + 1 == n);
+        let psn_sent = psn::add(e.first_psn, i);
+        bth.psn = psn_sent;
+        bth.opcode = Opcode::new(w.tb, send_write_opcode(op, n == 1, first, last));
+        bth.solicited = last && e.wr.solicited;
+        bth.ack_req = w.reliable && (last || (i + 1) % ACK_EVERY == 0);
+        let mut h = Headers::new(bth);
+        let is_send = matches!(op, WrOpcode::Send | WrOpcode::SendImm | WrOpcode::SendInv);
+        if !is_send && first {
+            h.reth = Some(reth::Repr { va: e.wr.remote_addr, rkey: e.wr.rkey, dma_len: e.len });
+        }
+        if last && matches!(op, WrOpcode::SendImm | WrOpcode::WriteImm) {
+            h.immdt = Some(immdt::Repr { imm: e.wr.imm.to_be_bytes() });
+        }
+        if last && op == WrOpcode::SendInv {
+            h.ieth = Some(ieth::Repr { rkey: e.wr.invalidate_rkey });
+        }
+        if w.tb == Opcode::UD {
+            let u = e.wr.ud.unwrap_or_default();
+            let qkey = if u.remote_qkey & 0x8000_0000 != 0 { w.qkey } else { u.remote_qkey };
+            h.deth = Some(deth::Repr { qkey, src_qp: w.my_qpn });
+        }
+        let off = i * w.mtu;
+        Request { h, off, plen: (e.len - off).min(w.mtu), last_pkt: last, psn_sent, psn_end: psn::add(psn_sent, 1) }
+    };
+    if w.tb == Opcode::XRC {
+        // Every XRC request names the remote XRC SRQ (IBTA 9.3.6).
+        r.h.xrceth = Some(xrceth::Repr { xrc_srq: e.wr.xrc_srqn });
+    }
+    r
+}
+
+/// The BTH opcode (less the transport bits) of a SEND or WRITE packet: the
+/// message's only, first, middle or last.
+fn send_write_opcode(op: WrOpcode, only: bool, first: bool, last: bool) -> u8 {
+    let imm = matches!(op, WrOpcode::SendImm | WrOpcode::WriteImm);
+    match op {
+        WrOpcode::Send | WrOpcode::SendImm | WrOpcode::SendInv => match (only, first, last) {
+            (true, _, _) if op == WrOpcode::SendInv => Opcode::SEND_ONLY_INV,
+            (true, _, _) if imm => Opcode::SEND_ONLY_IMM,
+            (true, _, _) => Opcode::SEND_ONLY,
+            (false, true, _) => Opcode::SEND_FIRST,
+            (false, _, true) if op == WrOpcode::SendInv => Opcode::SEND_LAST_INV,
+            (false, _, true) if imm => Opcode::SEND_LAST_IMM,
+            (false, _, true) => Opcode::SEND_LAST,
+            (false, false, false) => Opcode::SEND_MIDDLE,
+        },
+        _ => match (only, first, last) {
+            (true, _, _) if imm => Opcode::WRITE_ONLY_IMM,
+            (true, _, _) => Opcode::WRITE_ONLY,
+            (false, true, _) => Opcode::WRITE_FIRST,
+            (false, _, true) if imm => Opcode::WRITE_LAST_IMM,
+            (false, _, true) => Opcode::WRITE_LAST,
+            (false, false, false) => Opcode::WRITE_MIDDLE,
+        },
     }
 }
