@@ -18,7 +18,7 @@ linux-source-6.12 (the guest's kernel):
     tools/mlx5/ifcgen.py linux-source-6.12
 
 The output header records the kernel version and the sha256 of every source file. The output is
-passed through rustfmt (when installed) so that it is `cargo fmt` clean.
+passed through rustfmt (when installed, default style whatever rustfmt.toml is around the output).
 
 Output, for every struct/union `mlx5_ifc_<name>_bits` in STRUCTS (plus, transitively, every struct
 type nested in them by value or as an array element):
@@ -37,7 +37,9 @@ Naming: field names exactly as in mlx5_ifc.h (a Rust keyword becomes a raw ident
 `reserved_*` fields are skipped. Anonymous inline unions/structs are flattened into their parent (as
 C does). Nested unions (e.g. `hca_cap_union capability`) get only the region constant: compose with the
 union member's own module, `query_hca_cap_out::capability.inner(cmd_hca_cap::log_max_qp)`.
-Flexible arrays (`pas[]`) are Arrays with count 0.
+Flexible arrays (`pas[]`) are Arrays with count 0. A 64-bit counter split in two dwords (`u8 X_high[0x20]`
+directly followed by `u8 X_low[0x20]`) also gets `pub const X: Field` over both (what MLX5_GET64 at `X_high`
+reads); it is not in FIELDS, which holds header names only.
 
 Constants: every enum entry whose name starts with one of CONST_PREFIXES, from the headers in
 CONST_HEADERS, as `pub const NAME: u32` (u64 when it does not fit).
@@ -48,6 +50,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 # ---------------------------------------------------------------------------------------------
 # The layouts we need (names without `mlx5_ifc_` / `_bits`).
@@ -110,6 +113,32 @@ STRUCTS = [
     "device_mem_cap", "device_event_cap", "per_protocol_networking_offload_caps", "flow_table_nic_cap",
     "e_switch_cap", "flow_table_eswitch_cap", "qos_cap", "debug_cap", "port_selection_cap", "tls_cap",
     "ipsec_cap", "crypto_cap", "macsec_cap", "virtio_emulation_cap", "adv_virtualization_cap",
+    # Ethernet: transport domains, TISes, SQs and RQs (eth/queues.rs)
+    "alloc_transport_domain_in", "alloc_transport_domain_out", "dealloc_transport_domain_in",
+    "dealloc_transport_domain_out", "create_tis_in", "create_tis_out", "destroy_tis_in", "destroy_tis_out", "tisc",
+    "create_sq_in", "create_sq_out", "modify_sq_in", "modify_sq_out", "query_sq_in", "query_sq_out",
+    "destroy_sq_in", "destroy_sq_out", "sqc",
+    "create_rq_in", "create_rq_out", "modify_rq_in", "modify_rq_out", "query_rq_in", "query_rq_out",
+    "destroy_rq_in", "destroy_rq_out", "rqc",
+    # Ethernet vport and port/QoS registers (eth/vport.rs, eth/regs.rs, eth/qos_access.rs)
+    "modify_nic_vport_context_in", "modify_nic_vport_context_out", "modify_vport_state_in", "modify_vport_state_out",
+    "query_vport_counter_in", "query_vport_counter_out",
+    "pfcc_reg", "qpts_reg", "qpdpm_reg", "qtct_reg", "qetc_reg",
+    # NIC RX steering: flow tables, groups and entries, TIRs, RQTs (eth/steering.rs, eth/tir.rs).
+    # dest_format: a non-extended `flow_context.destination[]` entry (8 bytes; the array's element type is
+    # the 16-byte union of the extended format and the flow counter list)
+    "create_flow_table_in", "create_flow_table_out", "modify_flow_table_in", "modify_flow_table_out",
+    "destroy_flow_table_in", "destroy_flow_table_out", "set_flow_table_root_in", "set_flow_table_root_out",
+    "create_flow_group_in", "create_flow_group_out", "destroy_flow_group_in", "destroy_flow_group_out",
+    "set_fte_in", "set_fte_out", "delete_fte_in", "delete_fte_out", "flow_context", "dest_format",
+    "create_tir_in", "create_tir_out", "modify_tir_in", "modify_tir_out", "destroy_tir_in", "destroy_tir_out",
+    "create_rqt_in", "create_rqt_out", "modify_rqt_in", "modify_rqt_out", "destroy_rqt_in", "destroy_rqt_out",
+    # RoCE: the GID table, congestion control (roce/address.rs, roce/cong.rs)
+    "set_roce_address_in", "set_roce_address_out", "query_roce_address_in", "query_roce_address_out",
+    "query_cong_status_in", "query_cong_status_out", "modify_cong_status_in", "modify_cong_status_out",
+    "query_cong_params_in", "query_cong_params_out", "modify_cong_params_in", "modify_cong_params_out",
+    "cong_control_roce_ecn_auto", "cong_control_r_roce_ecn_rp", "cong_control_r_roce_ecn_np",
+    "cong_control_r_roce_general", "query_cong_statistics_in", "query_cong_statistics_out",
 ]
 
 # Files read, relative to KERNEL_SRC: (path, read struct definitions too). Enums/#defines are read from
@@ -137,6 +166,8 @@ CONST_PREFIXES = [
     "MLX5_MKC_ACCESS_MODE_", "MLX5_CQC_", "MLX5_CQE_", "MLX5_SRQC_", "MLX5_RQC_", "MLX5_WQ_TYPE_",
     "MLX5_VPORT_STATE_", "MLX5_HCA_VPORT_", "MLX5_ATOMIC_CAPS_", "MLX5_ATOMIC_OPS_",
     "MLX5_OPCODE_", "MLX5_ADS_STAT_RATE_", "MLX5_GENERAL_OBJ_TYPES_CAP_", "MLX5_DEV_CAP_FLAG_",
+    "MLX5_SQC_STATE_", "MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_", "MLX5_FLOW_CONTEXT_ACTION_",
+    "MLX5_IFC_FLOW_DESTINATION_TYPE_", "MLX5_MODIFY_FLOW_TABLE_", "MLX5_ROCE_VERSION_", "MLX5_ROCE_L3_TYPE_",
 ]
 
 # Big capability layouts the device reports as all-zero: their nested struct members get only the region
@@ -409,7 +440,7 @@ class Emitter:
         """emit the constants of an aggregate whose first bit is at `base`; `expand`: nested struct
         members also get a submodule (not inside unions, whose struct members have their own modules)"""
         off = base
-        for m in members:
+        for k, m in enumerate(members):
             size = self.L.member_size(m)
             name = m.get("name")
             if m["kind"] == "u8":
@@ -417,6 +448,7 @@ class Emitter:
                     dims = m["dims"]
                     if len(dims) == 1:
                         self.emit_field(depth, name, off, dims[0], names, "u8 %s[0x%x]" % (name, dims[0]))
+                        self.emit_high_low(depth, members, k, off, names)
                     elif len(dims) == 2 and dims[1] == 8 and dims[0] > 0:
                         # a byte array (u8 mad[256][0x8]): one Field over all of it, read with bytes()
                         self.emit_field(depth, name, off, dims[0] * 8, names, "u8 %s[%d][0x8]" % (name, dims[0]))
@@ -480,6 +512,24 @@ class Emitter:
             self.table.append(name)
         self.w(depth, "/// `%s` @ byte 0x%x%s" % (cdecl, off // 8, dwdesc(off, bits)))
         self.w(depth, "pub const %s: Field = Field::new(0x%x, 0x%x);" % (rust_ident(name), off, bits))
+
+    def emit_high_low(self, depth, members, k, off, names):
+        """after `X_low[0x20]` (members[k], at `off`) that directly follows `X_high[0x20]` (a 64-bit counter
+        split in two dwords, which the driver reads with MLX5_GET64 at `X_high`): `X`, both dwords as one
+        64-bit field; not in FIELDS (not a header name), skipped where the struct has a member `X`"""
+        m = members[k]
+        if k == 0 or not m["name"].endswith("_low") or m["dims"] != [0x20]:
+            return
+        x = m["name"][:-len("_low")]
+        h = members[k - 1]
+        if h["kind"] != "u8" or h.get("name") != x + "_high" or h["dims"] != [0x20]:
+            return
+        if x in names or any(o.get("name") == x for o in members):
+            return
+        names.add(x)
+        self.w(depth, "/// `u8 %s_high[0x20]` + `u8 %s_low[0x20]` @ byte 0x%x: one 64-bit value (`MLX5_GET64` at `%s_high`)"
+               % (x, x, (off - 0x20) // 8, x))
+        self.w(depth, "pub const %s: Field = Field::new(0x%x, 0x40);" % (rust_ident(x), off - 0x20))
 
     def emit_array(self, depth, name, off, elem, count, names, cdecl):
         if name in names:
@@ -567,6 +617,7 @@ def main():
         "// `Field` for its whole region plus a submodule of the same name holding its fields at offsets",
         "// from the start of the outer struct; nested unions only get the region (compose with",
         "// `Field::inner`). Offsets are in bits, as in the header's `reserved_at_<bit offset>` names.",
+        "// A `X_high`/`X_low` dword pair also gets `X`: both dwords as one 64-bit field.",
         "",
         "#![allow(non_upper_case_globals, non_snake_case, dead_code, clippy::all)]",
         "",
@@ -590,9 +641,14 @@ def main():
     text = text.rstrip("\n") + "\n"
     with open(a.output, "w") as f:
         f.write(text)
-    # canonical formatting, so `cargo fmt --check` stays clean (skipped if rustfmt is not installed)
+    # canonical formatting (skipped if rustfmt is not installed): rustfmt's default style whatever rustfmt.toml
+    # lies above the output path (the workspace's has max_width = 120); `cargo fmt` skips the module
+    # (`#[rustfmt::skip] mod ifc`), so the output is the same wherever it is written
     try:
-        subprocess.run(["rustfmt", "--edition", "2021", a.output], check=True)
+        with tempfile.TemporaryDirectory() as cfg:
+            with open(os.path.join(cfg, "rustfmt.toml"), "w") as f:
+                f.write("max_width = 100\n")  # the default; the file only masks any other configuration
+            subprocess.run(["rustfmt", "--edition", "2021", "--config-path", cfg, a.output], check=True)
     except FileNotFoundError:
         print("ifcgen: rustfmt not found, output left unformatted", file=sys.stderr)
     print("ifcgen: %d structs (%d requested), %d constants -> %s (%d lines)" % (

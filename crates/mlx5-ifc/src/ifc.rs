@@ -15,6 +15,7 @@
 // `Field` for its whole region plus a submodule of the same name holding its fields at offsets
 // from the start of the outer struct; nested unions only get the region (compose with
 // `Field::inner`). Offsets are in bits, as in the header's `reserved_at_<bit offset>` names.
+// A `X_high`/`X_low` dword pair also gets `X`: both dwords as one 64-bit field.
 
 #![allow(non_upper_case_globals, non_snake_case, dead_code, clippy::all)]
 
@@ -118,6 +119,22 @@ pub const MLX5_PORT_CHANGE_SUBTYPE_PKEY: u32 = 0x7;
 pub const MLX5_PORT_CHANGE_SUBTYPE_GUID: u32 = 0x8;
 /// `MLX5_PORT_CHANGE_SUBTYPE_CLIENT_REREG` (device.h)
 pub const MLX5_PORT_CHANGE_SUBTYPE_CLIENT_REREG: u32 = 0x9;
+/// `MLX5_ROCE_VERSION_1` (device.h)
+pub const MLX5_ROCE_VERSION_1: u32 = 0x0;
+/// `MLX5_ROCE_VERSION_2` (device.h)
+pub const MLX5_ROCE_VERSION_2: u32 = 0x2;
+/// `MLX5_ROCE_VERSION_1_CAP` (device.h)
+pub const MLX5_ROCE_VERSION_1_CAP: u32 = 0x1;
+/// `MLX5_ROCE_VERSION_2_CAP` (device.h)
+pub const MLX5_ROCE_VERSION_2_CAP: u32 = 0x4;
+/// `MLX5_ROCE_L3_TYPE_IPV4` (device.h)
+pub const MLX5_ROCE_L3_TYPE_IPV4: u32 = 0x0;
+/// `MLX5_ROCE_L3_TYPE_IPV6` (device.h)
+pub const MLX5_ROCE_L3_TYPE_IPV6: u32 = 0x1;
+/// `MLX5_ROCE_L3_TYPE_IPV4_CAP` (device.h)
+pub const MLX5_ROCE_L3_TYPE_IPV4_CAP: u32 = 0x2;
+/// `MLX5_ROCE_L3_TYPE_IPV6_CAP` (device.h)
+pub const MLX5_ROCE_L3_TYPE_IPV6_CAP: u32 = 0x4;
 /// `MLX5_OPCODE_NOP` (device.h)
 pub const MLX5_OPCODE_NOP: u32 = 0x0;
 /// `MLX5_OPCODE_SEND_INVAL` (device.h)
@@ -1058,6 +1075,18 @@ pub const MLX5_WQ_TYPE_CYCLIC_STRIDING_RQ: u32 = 0x3;
 pub const MLX5_CAP_PORT_TYPE_IB: u32 = 0x0;
 /// `MLX5_CAP_PORT_TYPE_ETH` (mlx5_ifc.h)
 pub const MLX5_CAP_PORT_TYPE_ETH: u32 = 0x1;
+/// `MLX5_IFC_FLOW_DESTINATION_TYPE_VPORT` (mlx5_ifc.h)
+pub const MLX5_IFC_FLOW_DESTINATION_TYPE_VPORT: u32 = 0x0;
+/// `MLX5_IFC_FLOW_DESTINATION_TYPE_FLOW_TABLE` (mlx5_ifc.h)
+pub const MLX5_IFC_FLOW_DESTINATION_TYPE_FLOW_TABLE: u32 = 0x1;
+/// `MLX5_IFC_FLOW_DESTINATION_TYPE_TIR` (mlx5_ifc.h)
+pub const MLX5_IFC_FLOW_DESTINATION_TYPE_TIR: u32 = 0x2;
+/// `MLX5_IFC_FLOW_DESTINATION_TYPE_FLOW_SAMPLER` (mlx5_ifc.h)
+pub const MLX5_IFC_FLOW_DESTINATION_TYPE_FLOW_SAMPLER: u32 = 0x6;
+/// `MLX5_IFC_FLOW_DESTINATION_TYPE_UPLINK` (mlx5_ifc.h)
+pub const MLX5_IFC_FLOW_DESTINATION_TYPE_UPLINK: u32 = 0x8;
+/// `MLX5_IFC_FLOW_DESTINATION_TYPE_TABLE_TYPE` (mlx5_ifc.h)
+pub const MLX5_IFC_FLOW_DESTINATION_TYPE_TABLE_TYPE: u32 = 0xa;
 /// `MLX5_QPC_STATE_RST` (mlx5_ifc.h)
 pub const MLX5_QPC_STATE_RST: u32 = 0x0;
 /// `MLX5_QPC_STATE_INIT` (mlx5_ifc.h)
@@ -1140,10 +1169,44 @@ pub const MLX5_QPC_CS_RES_DISABLE: u32 = 0x0;
 pub const MLX5_QPC_CS_RES_UP_TO_32B: u32 = 0x1;
 /// `MLX5_QPC_CS_RES_UP_TO_64B` (mlx5_ifc.h)
 pub const MLX5_QPC_CS_RES_UP_TO_64B: u32 = 0x2;
+/// `MLX5_FLOW_CONTEXT_ACTION_ALLOW` (mlx5_ifc.h)
+pub const MLX5_FLOW_CONTEXT_ACTION_ALLOW: u32 = 0x1;
+/// `MLX5_FLOW_CONTEXT_ACTION_DROP` (mlx5_ifc.h)
+pub const MLX5_FLOW_CONTEXT_ACTION_DROP: u32 = 0x2;
+/// `MLX5_FLOW_CONTEXT_ACTION_FWD_DEST` (mlx5_ifc.h)
+pub const MLX5_FLOW_CONTEXT_ACTION_FWD_DEST: u32 = 0x4;
+/// `MLX5_FLOW_CONTEXT_ACTION_COUNT` (mlx5_ifc.h)
+pub const MLX5_FLOW_CONTEXT_ACTION_COUNT: u32 = 0x8;
+/// `MLX5_FLOW_CONTEXT_ACTION_PACKET_REFORMAT` (mlx5_ifc.h)
+pub const MLX5_FLOW_CONTEXT_ACTION_PACKET_REFORMAT: u32 = 0x10;
+/// `MLX5_FLOW_CONTEXT_ACTION_DECAP` (mlx5_ifc.h)
+pub const MLX5_FLOW_CONTEXT_ACTION_DECAP: u32 = 0x20;
+/// `MLX5_FLOW_CONTEXT_ACTION_MOD_HDR` (mlx5_ifc.h)
+pub const MLX5_FLOW_CONTEXT_ACTION_MOD_HDR: u32 = 0x40;
+/// `MLX5_FLOW_CONTEXT_ACTION_VLAN_POP` (mlx5_ifc.h)
+pub const MLX5_FLOW_CONTEXT_ACTION_VLAN_POP: u32 = 0x80;
+/// `MLX5_FLOW_CONTEXT_ACTION_VLAN_PUSH` (mlx5_ifc.h)
+pub const MLX5_FLOW_CONTEXT_ACTION_VLAN_PUSH: u32 = 0x100;
+/// `MLX5_FLOW_CONTEXT_ACTION_VLAN_POP_2` (mlx5_ifc.h)
+pub const MLX5_FLOW_CONTEXT_ACTION_VLAN_POP_2: u32 = 0x400;
+/// `MLX5_FLOW_CONTEXT_ACTION_VLAN_PUSH_2` (mlx5_ifc.h)
+pub const MLX5_FLOW_CONTEXT_ACTION_VLAN_PUSH_2: u32 = 0x800;
+/// `MLX5_FLOW_CONTEXT_ACTION_CRYPTO_DECRYPT` (mlx5_ifc.h)
+pub const MLX5_FLOW_CONTEXT_ACTION_CRYPTO_DECRYPT: u32 = 0x1000;
+/// `MLX5_FLOW_CONTEXT_ACTION_CRYPTO_ENCRYPT` (mlx5_ifc.h)
+pub const MLX5_FLOW_CONTEXT_ACTION_CRYPTO_ENCRYPT: u32 = 0x2000;
+/// `MLX5_FLOW_CONTEXT_ACTION_EXECUTE_ASO` (mlx5_ifc.h)
+pub const MLX5_FLOW_CONTEXT_ACTION_EXECUTE_ASO: u32 = 0x4000;
 /// `MLX5_SRQC_STATE_GOOD` (mlx5_ifc.h)
 pub const MLX5_SRQC_STATE_GOOD: u32 = 0x0;
 /// `MLX5_SRQC_STATE_ERROR` (mlx5_ifc.h)
 pub const MLX5_SRQC_STATE_ERROR: u32 = 0x1;
+/// `MLX5_SQC_STATE_RST` (mlx5_ifc.h)
+pub const MLX5_SQC_STATE_RST: u32 = 0x0;
+/// `MLX5_SQC_STATE_RDY` (mlx5_ifc.h)
+pub const MLX5_SQC_STATE_RDY: u32 = 0x1;
+/// `MLX5_SQC_STATE_ERR` (mlx5_ifc.h)
+pub const MLX5_SQC_STATE_ERR: u32 = 0x3;
 /// `MLX5_RQC_MEM_RQ_TYPE_MEMORY_RQ_INLINE` (mlx5_ifc.h)
 pub const MLX5_RQC_MEM_RQ_TYPE_MEMORY_RQ_INLINE: u32 = 0x0;
 /// `MLX5_RQC_MEM_RQ_TYPE_MEMORY_RQ_RMP` (mlx5_ifc.h)
@@ -1224,6 +1287,16 @@ pub const MLX5_HCA_VPORT_SEL_PORT_GUID: u32 = 0x1;
 pub const MLX5_HCA_VPORT_SEL_NODE_GUID: u32 = 0x2;
 /// `MLX5_HCA_VPORT_SEL_STATE_POLICY` (mlx5_ifc.h)
 pub const MLX5_HCA_VPORT_SEL_STATE_POLICY: u32 = 0x4;
+/// `MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_VSD` (mlx5_ifc.h)
+pub const MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_VSD: u32 = 0x2;
+/// `MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_SCATTER_FCS` (mlx5_ifc.h)
+pub const MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_SCATTER_FCS: u32 = 0x4;
+/// `MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_RQ_COUNTER_SET_ID` (mlx5_ifc.h)
+pub const MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_RQ_COUNTER_SET_ID: u32 = 0x8;
+/// `MLX5_MODIFY_FLOW_TABLE_MISS_TABLE_ID` (mlx5_ifc.h)
+pub const MLX5_MODIFY_FLOW_TABLE_MISS_TABLE_ID: u32 = 0x1;
+/// `MLX5_MODIFY_FLOW_TABLE_LAG_NEXT_TABLE_ID` (mlx5_ifc.h)
+pub const MLX5_MODIFY_FLOW_TABLE_LAG_NEXT_TABLE_ID: u32 = 0x8000;
 /// `CMD_IF_REV` (cmd.c)
 pub const CMD_IF_REV: u32 = 0x5;
 /// `MLX5_CMD_DELIVERY_STAT_OK` (cmd.c)
@@ -11757,6 +11830,4790 @@ pub mod adv_virtualization_cap {
     ];
 }
 
+/// `struct mlx5_ifc_alloc_transport_domain_in_bits`: 16 bytes.
+pub mod alloc_transport_domain_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("opcode", opcode), ("uid", uid), ("op_mod", op_mod)];
+}
+
+/// `struct mlx5_ifc_alloc_transport_domain_out_bits`: 16 bytes.
+pub mod alloc_transport_domain_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// `u8 transport_domain[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const transport_domain: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("status", status),
+        ("syndrome", syndrome),
+        ("transport_domain", transport_domain),
+    ];
+}
+
+/// `struct mlx5_ifc_dealloc_transport_domain_in_bits`: 16 bytes.
+pub mod dealloc_transport_domain_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 transport_domain[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const transport_domain: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("transport_domain", transport_domain),
+    ];
+}
+
+/// `struct mlx5_ifc_dealloc_transport_domain_out_bits`: 16 bytes.
+pub mod dealloc_transport_domain_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_create_tis_in_bits`: 192 bytes.
+pub mod create_tis_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0xc0;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `struct mlx5_ifc_tisc_bits ctx` @ byte 0x20, DW8, 1280 bits
+    pub const ctx: Field = Field::new(0x100, 0x500);
+    /// Fields of `ctx`, offsets from the start of the enclosing top-level struct.
+    pub mod ctx {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 strict_lag_tx_port_affinity[0x1]` @ byte 0x20, DW8 bit 31
+        pub const strict_lag_tx_port_affinity: Field = Field::new(0x100, 0x1);
+        /// `u8 tls_en[0x1]` @ byte 0x20, DW8 bit 30
+        pub const tls_en: Field = Field::new(0x101, 0x1);
+        /// `u8 lag_tx_port_affinity[0x4]` @ byte 0x20, DW8 bits[27:24]
+        pub const lag_tx_port_affinity: Field = Field::new(0x104, 0x4);
+        /// `u8 prio[0x4]` @ byte 0x21, DW8 bits[19:16]
+        pub const prio: Field = Field::new(0x10c, 0x4);
+        /// `u8 transport_domain[0x18]` @ byte 0x45, DW17 bits[23:0]
+        pub const transport_domain: Field = Field::new(0x228, 0x18);
+        /// `u8 underlay_qpn[0x18]` @ byte 0x49, DW18 bits[23:0]
+        pub const underlay_qpn: Field = Field::new(0x248, 0x18);
+        /// `u8 pd[0x18]` @ byte 0x4d, DW19 bits[23:0]
+        pub const pd: Field = Field::new(0x268, 0x18);
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("ctx", ctx),
+    ];
+}
+
+/// `struct mlx5_ifc_create_tis_out_bits`: 16 bytes.
+pub mod create_tis_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// `u8 tisn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const tisn: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] =
+        &[("status", status), ("syndrome", syndrome), ("tisn", tisn)];
+}
+
+/// `struct mlx5_ifc_destroy_tis_in_bits`: 16 bytes.
+pub mod destroy_tis_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 tisn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const tisn: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("tisn", tisn),
+    ];
+}
+
+/// `struct mlx5_ifc_destroy_tis_out_bits`: 16 bytes.
+pub mod destroy_tis_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_tisc_bits`: 160 bytes.
+pub mod tisc {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0xa0;
+    /// `u8 strict_lag_tx_port_affinity[0x1]` @ byte 0x0, DW0 bit 31
+    pub const strict_lag_tx_port_affinity: Field = Field::new(0x0, 0x1);
+    /// `u8 tls_en[0x1]` @ byte 0x0, DW0 bit 30
+    pub const tls_en: Field = Field::new(0x1, 0x1);
+    /// `u8 lag_tx_port_affinity[0x4]` @ byte 0x0, DW0 bits[27:24]
+    pub const lag_tx_port_affinity: Field = Field::new(0x4, 0x4);
+    /// `u8 prio[0x4]` @ byte 0x1, DW0 bits[19:16]
+    pub const prio: Field = Field::new(0xc, 0x4);
+    /// `u8 transport_domain[0x18]` @ byte 0x25, DW9 bits[23:0]
+    pub const transport_domain: Field = Field::new(0x128, 0x18);
+    /// `u8 underlay_qpn[0x18]` @ byte 0x29, DW10 bits[23:0]
+    pub const underlay_qpn: Field = Field::new(0x148, 0x18);
+    /// `u8 pd[0x18]` @ byte 0x2d, DW11 bits[23:0]
+    pub const pd: Field = Field::new(0x168, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("strict_lag_tx_port_affinity", strict_lag_tx_port_affinity),
+        ("tls_en", tls_en),
+        ("lag_tx_port_affinity", lag_tx_port_affinity),
+        ("prio", prio),
+        ("transport_domain", transport_domain),
+        ("underlay_qpn", underlay_qpn),
+        ("pd", pd),
+    ];
+}
+
+/// `struct mlx5_ifc_create_sq_in_bits`: 272 bytes.
+pub mod create_sq_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x110;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `struct mlx5_ifc_sqc_bits ctx` @ byte 0x20, DW8, 1920 bits
+    pub const ctx: Field = Field::new(0x100, 0x780);
+    /// Fields of `ctx`, offsets from the start of the enclosing top-level struct.
+    pub mod ctx {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 rlky[0x1]` @ byte 0x20, DW8 bit 31
+        pub const rlky: Field = Field::new(0x100, 0x1);
+        /// `u8 cd_master[0x1]` @ byte 0x20, DW8 bit 30
+        pub const cd_master: Field = Field::new(0x101, 0x1);
+        /// `u8 fre[0x1]` @ byte 0x20, DW8 bit 29
+        pub const fre: Field = Field::new(0x102, 0x1);
+        /// `u8 flush_in_error_en[0x1]` @ byte 0x20, DW8 bit 28
+        pub const flush_in_error_en: Field = Field::new(0x103, 0x1);
+        /// `u8 allow_multi_pkt_send_wqe[0x1]` @ byte 0x20, DW8 bit 27
+        pub const allow_multi_pkt_send_wqe: Field = Field::new(0x104, 0x1);
+        /// `u8 min_wqe_inline_mode[0x3]` @ byte 0x20, DW8 bits[26:24]
+        pub const min_wqe_inline_mode: Field = Field::new(0x105, 0x3);
+        /// `u8 state[0x4]` @ byte 0x21, DW8 bits[23:20]
+        pub const state: Field = Field::new(0x108, 0x4);
+        /// `u8 reg_umr[0x1]` @ byte 0x21, DW8 bit 19
+        pub const reg_umr: Field = Field::new(0x10c, 0x1);
+        /// `u8 allow_swp[0x1]` @ byte 0x21, DW8 bit 18
+        pub const allow_swp: Field = Field::new(0x10d, 0x1);
+        /// `u8 hairpin[0x1]` @ byte 0x21, DW8 bit 17
+        pub const hairpin: Field = Field::new(0x10e, 0x1);
+        /// `u8 non_wire[0x1]` @ byte 0x21, DW8 bit 16
+        pub const non_wire: Field = Field::new(0x10f, 0x1);
+        /// `u8 ts_format[0x2]` @ byte 0x23, DW8 bits[5:4]
+        pub const ts_format: Field = Field::new(0x11a, 0x2);
+        /// `u8 user_index[0x18]` @ byte 0x25, DW9 bits[23:0]
+        pub const user_index: Field = Field::new(0x128, 0x18);
+        /// `u8 cqn[0x18]` @ byte 0x29, DW10 bits[23:0]
+        pub const cqn: Field = Field::new(0x148, 0x18);
+        /// `u8 hairpin_peer_rq[0x18]` @ byte 0x2d, DW11 bits[23:0]
+        pub const hairpin_peer_rq: Field = Field::new(0x168, 0x18);
+        /// `u8 hairpin_peer_vhca[0x10]` @ byte 0x32, DW12 bits[15:0]
+        pub const hairpin_peer_vhca: Field = Field::new(0x190, 0x10);
+        /// `u8 ts_cqe_to_dest_cqn[0x18]` @ byte 0x39, DW14 bits[23:0]
+        pub const ts_cqe_to_dest_cqn: Field = Field::new(0x1c8, 0x18);
+        /// `u8 packet_pacing_rate_limit_index[0x10]` @ byte 0x3e, DW15 bits[15:0]
+        pub const packet_pacing_rate_limit_index: Field = Field::new(0x1f0, 0x10);
+        /// `u8 tis_lst_sz[0x10]` @ byte 0x40, DW16 bits[31:16]
+        pub const tis_lst_sz: Field = Field::new(0x200, 0x10);
+        /// `u8 qos_queue_group_id[0x10]` @ byte 0x42, DW16 bits[15:0]
+        pub const qos_queue_group_id: Field = Field::new(0x210, 0x10);
+        /// `u8 tis_num_0[0x18]` @ byte 0x4d, DW19 bits[23:0]
+        pub const tis_num_0: Field = Field::new(0x268, 0x18);
+        /// `struct mlx5_ifc_wq_bits wq` @ byte 0x50, DW20, 1536 bits
+        pub const wq: Field = Field::new(0x280, 0x600);
+        /// Fields of `wq`, offsets from the start of the enclosing top-level struct.
+        pub mod wq {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 wq_type[0x4]` @ byte 0x50, DW20 bits[31:28]
+            pub const wq_type: Field = Field::new(0x280, 0x4);
+            /// `u8 wq_signature[0x1]` @ byte 0x50, DW20 bit 27
+            pub const wq_signature: Field = Field::new(0x284, 0x1);
+            /// `u8 end_padding_mode[0x2]` @ byte 0x50, DW20 bits[26:25]
+            pub const end_padding_mode: Field = Field::new(0x285, 0x2);
+            /// `u8 cd_slave[0x1]` @ byte 0x50, DW20 bit 24
+            pub const cd_slave: Field = Field::new(0x287, 0x1);
+            /// `u8 hds_skip_first_sge[0x1]` @ byte 0x54, DW21 bit 31
+            pub const hds_skip_first_sge: Field = Field::new(0x2a0, 0x1);
+            /// `u8 log2_hds_buf_size[0x3]` @ byte 0x54, DW21 bits[30:28]
+            pub const log2_hds_buf_size: Field = Field::new(0x2a1, 0x3);
+            /// `u8 page_offset[0x5]` @ byte 0x55, DW21 bits[20:16]
+            pub const page_offset: Field = Field::new(0x2ab, 0x5);
+            /// `u8 lwm[0x10]` @ byte 0x56, DW21 bits[15:0]
+            pub const lwm: Field = Field::new(0x2b0, 0x10);
+            /// `u8 pd[0x18]` @ byte 0x59, DW22 bits[23:0]
+            pub const pd: Field = Field::new(0x2c8, 0x18);
+            /// `u8 uar_page[0x18]` @ byte 0x5d, DW23 bits[23:0]
+            pub const uar_page: Field = Field::new(0x2e8, 0x18);
+            /// `u8 dbr_addr[0x40]` @ byte 0x60, DW24, 64 bits
+            pub const dbr_addr: Field = Field::new(0x300, 0x40);
+            /// `u8 hw_counter[0x20]` @ byte 0x68, DW26, 32 bits
+            pub const hw_counter: Field = Field::new(0x340, 0x20);
+            /// `u8 sw_counter[0x20]` @ byte 0x6c, DW27, 32 bits
+            pub const sw_counter: Field = Field::new(0x360, 0x20);
+            /// `u8 log_wq_stride[0x4]` @ byte 0x71, DW28 bits[19:16]
+            pub const log_wq_stride: Field = Field::new(0x38c, 0x4);
+            /// `u8 log_wq_pg_sz[0x5]` @ byte 0x72, DW28 bits[12:8]
+            pub const log_wq_pg_sz: Field = Field::new(0x393, 0x5);
+            /// `u8 log_wq_sz[0x5]` @ byte 0x73, DW28 bits[4:0]
+            pub const log_wq_sz: Field = Field::new(0x39b, 0x5);
+            /// `u8 dbr_umem_valid[0x1]` @ byte 0x74, DW29 bit 31
+            pub const dbr_umem_valid: Field = Field::new(0x3a0, 0x1);
+            /// `u8 wq_umem_valid[0x1]` @ byte 0x74, DW29 bit 30
+            pub const wq_umem_valid: Field = Field::new(0x3a1, 0x1);
+            /// `u8 log_hairpin_num_packets[0x5]` @ byte 0x74, DW29 bits[28:24]
+            pub const log_hairpin_num_packets: Field = Field::new(0x3a3, 0x5);
+            /// `u8 log_hairpin_data_sz[0x5]` @ byte 0x75, DW29 bits[20:16]
+            pub const log_hairpin_data_sz: Field = Field::new(0x3ab, 0x5);
+            /// `u8 log_wqe_num_of_strides[0x4]` @ byte 0x76, DW29 bits[11:8]
+            pub const log_wqe_num_of_strides: Field = Field::new(0x3b4, 0x4);
+            /// `u8 two_byte_shift_en[0x1]` @ byte 0x77, DW29 bit 7
+            pub const two_byte_shift_en: Field = Field::new(0x3b8, 0x1);
+            /// `u8 log_wqe_stride_size[0x3]` @ byte 0x77, DW29 bits[2:0]
+            pub const log_wqe_stride_size: Field = Field::new(0x3bd, 0x3);
+            /// `u8 dbr_umem_id[0x20]` @ byte 0x78, DW30, 32 bits
+            pub const dbr_umem_id: Field = Field::new(0x3c0, 0x20);
+            /// `u8 wq_umem_id[0x20]` @ byte 0x7c, DW31, 32 bits
+            pub const wq_umem_id: Field = Field::new(0x3e0, 0x20);
+            /// `u8 wq_umem_offset[0x40]` @ byte 0x80, DW32, 64 bits
+            pub const wq_umem_offset: Field = Field::new(0x400, 0x40);
+            /// `u8 headers_mkey[0x20]` @ byte 0x88, DW34, 32 bits
+            pub const headers_mkey: Field = Field::new(0x440, 0x20);
+            /// `u8 shampo_enable[0x1]` @ byte 0x8c, DW35 bit 31
+            pub const shampo_enable: Field = Field::new(0x460, 0x1);
+            /// `u8 log_reservation_size[0x3]` @ byte 0x8c, DW35 bits[26:24]
+            pub const log_reservation_size: Field = Field::new(0x465, 0x3);
+            /// `u8 log_max_num_of_packets_per_reservation[0x3]` @ byte 0x8d, DW35 bits[18:16]
+            pub const log_max_num_of_packets_per_reservation: Field = Field::new(0x46d, 0x3);
+            /// `u8 log_headers_entry_size[0x2]` @ byte 0x8e, DW35 bits[9:8]
+            pub const log_headers_entry_size: Field = Field::new(0x476, 0x2);
+            /// `u8 log_headers_buffer_entry_num[0x4]` @ byte 0x8f, DW35 bits[3:0]
+            pub const log_headers_buffer_entry_num: Field = Field::new(0x47c, 0x4);
+            /// `struct mlx5_ifc_cmd_pas_bits pas[]` @ byte 0x110, flexible
+            pub const pas: Array = Array::new(0x880, 0x40, 0);
+        }
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("ctx", ctx),
+    ];
+}
+
+/// `struct mlx5_ifc_create_sq_out_bits`: 16 bytes.
+pub mod create_sq_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// `u8 sqn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const sqn: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] =
+        &[("status", status), ("syndrome", syndrome), ("sqn", sqn)];
+}
+
+/// `struct mlx5_ifc_modify_sq_in_bits`: 272 bytes.
+pub mod modify_sq_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x110;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 sq_state[0x4]` @ byte 0x8, DW2 bits[31:28]
+    pub const sq_state: Field = Field::new(0x40, 0x4);
+    /// `u8 sqn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const sqn: Field = Field::new(0x48, 0x18);
+    /// `u8 modify_bitmask[0x40]` @ byte 0x10, DW4, 64 bits
+    pub const modify_bitmask: Field = Field::new(0x80, 0x40);
+    /// `struct mlx5_ifc_sqc_bits ctx` @ byte 0x20, DW8, 1920 bits
+    pub const ctx: Field = Field::new(0x100, 0x780);
+    /// Fields of `ctx`, offsets from the start of the enclosing top-level struct.
+    pub mod ctx {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 rlky[0x1]` @ byte 0x20, DW8 bit 31
+        pub const rlky: Field = Field::new(0x100, 0x1);
+        /// `u8 cd_master[0x1]` @ byte 0x20, DW8 bit 30
+        pub const cd_master: Field = Field::new(0x101, 0x1);
+        /// `u8 fre[0x1]` @ byte 0x20, DW8 bit 29
+        pub const fre: Field = Field::new(0x102, 0x1);
+        /// `u8 flush_in_error_en[0x1]` @ byte 0x20, DW8 bit 28
+        pub const flush_in_error_en: Field = Field::new(0x103, 0x1);
+        /// `u8 allow_multi_pkt_send_wqe[0x1]` @ byte 0x20, DW8 bit 27
+        pub const allow_multi_pkt_send_wqe: Field = Field::new(0x104, 0x1);
+        /// `u8 min_wqe_inline_mode[0x3]` @ byte 0x20, DW8 bits[26:24]
+        pub const min_wqe_inline_mode: Field = Field::new(0x105, 0x3);
+        /// `u8 state[0x4]` @ byte 0x21, DW8 bits[23:20]
+        pub const state: Field = Field::new(0x108, 0x4);
+        /// `u8 reg_umr[0x1]` @ byte 0x21, DW8 bit 19
+        pub const reg_umr: Field = Field::new(0x10c, 0x1);
+        /// `u8 allow_swp[0x1]` @ byte 0x21, DW8 bit 18
+        pub const allow_swp: Field = Field::new(0x10d, 0x1);
+        /// `u8 hairpin[0x1]` @ byte 0x21, DW8 bit 17
+        pub const hairpin: Field = Field::new(0x10e, 0x1);
+        /// `u8 non_wire[0x1]` @ byte 0x21, DW8 bit 16
+        pub const non_wire: Field = Field::new(0x10f, 0x1);
+        /// `u8 ts_format[0x2]` @ byte 0x23, DW8 bits[5:4]
+        pub const ts_format: Field = Field::new(0x11a, 0x2);
+        /// `u8 user_index[0x18]` @ byte 0x25, DW9 bits[23:0]
+        pub const user_index: Field = Field::new(0x128, 0x18);
+        /// `u8 cqn[0x18]` @ byte 0x29, DW10 bits[23:0]
+        pub const cqn: Field = Field::new(0x148, 0x18);
+        /// `u8 hairpin_peer_rq[0x18]` @ byte 0x2d, DW11 bits[23:0]
+        pub const hairpin_peer_rq: Field = Field::new(0x168, 0x18);
+        /// `u8 hairpin_peer_vhca[0x10]` @ byte 0x32, DW12 bits[15:0]
+        pub const hairpin_peer_vhca: Field = Field::new(0x190, 0x10);
+        /// `u8 ts_cqe_to_dest_cqn[0x18]` @ byte 0x39, DW14 bits[23:0]
+        pub const ts_cqe_to_dest_cqn: Field = Field::new(0x1c8, 0x18);
+        /// `u8 packet_pacing_rate_limit_index[0x10]` @ byte 0x3e, DW15 bits[15:0]
+        pub const packet_pacing_rate_limit_index: Field = Field::new(0x1f0, 0x10);
+        /// `u8 tis_lst_sz[0x10]` @ byte 0x40, DW16 bits[31:16]
+        pub const tis_lst_sz: Field = Field::new(0x200, 0x10);
+        /// `u8 qos_queue_group_id[0x10]` @ byte 0x42, DW16 bits[15:0]
+        pub const qos_queue_group_id: Field = Field::new(0x210, 0x10);
+        /// `u8 tis_num_0[0x18]` @ byte 0x4d, DW19 bits[23:0]
+        pub const tis_num_0: Field = Field::new(0x268, 0x18);
+        /// `struct mlx5_ifc_wq_bits wq` @ byte 0x50, DW20, 1536 bits
+        pub const wq: Field = Field::new(0x280, 0x600);
+        /// Fields of `wq`, offsets from the start of the enclosing top-level struct.
+        pub mod wq {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 wq_type[0x4]` @ byte 0x50, DW20 bits[31:28]
+            pub const wq_type: Field = Field::new(0x280, 0x4);
+            /// `u8 wq_signature[0x1]` @ byte 0x50, DW20 bit 27
+            pub const wq_signature: Field = Field::new(0x284, 0x1);
+            /// `u8 end_padding_mode[0x2]` @ byte 0x50, DW20 bits[26:25]
+            pub const end_padding_mode: Field = Field::new(0x285, 0x2);
+            /// `u8 cd_slave[0x1]` @ byte 0x50, DW20 bit 24
+            pub const cd_slave: Field = Field::new(0x287, 0x1);
+            /// `u8 hds_skip_first_sge[0x1]` @ byte 0x54, DW21 bit 31
+            pub const hds_skip_first_sge: Field = Field::new(0x2a0, 0x1);
+            /// `u8 log2_hds_buf_size[0x3]` @ byte 0x54, DW21 bits[30:28]
+            pub const log2_hds_buf_size: Field = Field::new(0x2a1, 0x3);
+            /// `u8 page_offset[0x5]` @ byte 0x55, DW21 bits[20:16]
+            pub const page_offset: Field = Field::new(0x2ab, 0x5);
+            /// `u8 lwm[0x10]` @ byte 0x56, DW21 bits[15:0]
+            pub const lwm: Field = Field::new(0x2b0, 0x10);
+            /// `u8 pd[0x18]` @ byte 0x59, DW22 bits[23:0]
+            pub const pd: Field = Field::new(0x2c8, 0x18);
+            /// `u8 uar_page[0x18]` @ byte 0x5d, DW23 bits[23:0]
+            pub const uar_page: Field = Field::new(0x2e8, 0x18);
+            /// `u8 dbr_addr[0x40]` @ byte 0x60, DW24, 64 bits
+            pub const dbr_addr: Field = Field::new(0x300, 0x40);
+            /// `u8 hw_counter[0x20]` @ byte 0x68, DW26, 32 bits
+            pub const hw_counter: Field = Field::new(0x340, 0x20);
+            /// `u8 sw_counter[0x20]` @ byte 0x6c, DW27, 32 bits
+            pub const sw_counter: Field = Field::new(0x360, 0x20);
+            /// `u8 log_wq_stride[0x4]` @ byte 0x71, DW28 bits[19:16]
+            pub const log_wq_stride: Field = Field::new(0x38c, 0x4);
+            /// `u8 log_wq_pg_sz[0x5]` @ byte 0x72, DW28 bits[12:8]
+            pub const log_wq_pg_sz: Field = Field::new(0x393, 0x5);
+            /// `u8 log_wq_sz[0x5]` @ byte 0x73, DW28 bits[4:0]
+            pub const log_wq_sz: Field = Field::new(0x39b, 0x5);
+            /// `u8 dbr_umem_valid[0x1]` @ byte 0x74, DW29 bit 31
+            pub const dbr_umem_valid: Field = Field::new(0x3a0, 0x1);
+            /// `u8 wq_umem_valid[0x1]` @ byte 0x74, DW29 bit 30
+            pub const wq_umem_valid: Field = Field::new(0x3a1, 0x1);
+            /// `u8 log_hairpin_num_packets[0x5]` @ byte 0x74, DW29 bits[28:24]
+            pub const log_hairpin_num_packets: Field = Field::new(0x3a3, 0x5);
+            /// `u8 log_hairpin_data_sz[0x5]` @ byte 0x75, DW29 bits[20:16]
+            pub const log_hairpin_data_sz: Field = Field::new(0x3ab, 0x5);
+            /// `u8 log_wqe_num_of_strides[0x4]` @ byte 0x76, DW29 bits[11:8]
+            pub const log_wqe_num_of_strides: Field = Field::new(0x3b4, 0x4);
+            /// `u8 two_byte_shift_en[0x1]` @ byte 0x77, DW29 bit 7
+            pub const two_byte_shift_en: Field = Field::new(0x3b8, 0x1);
+            /// `u8 log_wqe_stride_size[0x3]` @ byte 0x77, DW29 bits[2:0]
+            pub const log_wqe_stride_size: Field = Field::new(0x3bd, 0x3);
+            /// `u8 dbr_umem_id[0x20]` @ byte 0x78, DW30, 32 bits
+            pub const dbr_umem_id: Field = Field::new(0x3c0, 0x20);
+            /// `u8 wq_umem_id[0x20]` @ byte 0x7c, DW31, 32 bits
+            pub const wq_umem_id: Field = Field::new(0x3e0, 0x20);
+            /// `u8 wq_umem_offset[0x40]` @ byte 0x80, DW32, 64 bits
+            pub const wq_umem_offset: Field = Field::new(0x400, 0x40);
+            /// `u8 headers_mkey[0x20]` @ byte 0x88, DW34, 32 bits
+            pub const headers_mkey: Field = Field::new(0x440, 0x20);
+            /// `u8 shampo_enable[0x1]` @ byte 0x8c, DW35 bit 31
+            pub const shampo_enable: Field = Field::new(0x460, 0x1);
+            /// `u8 log_reservation_size[0x3]` @ byte 0x8c, DW35 bits[26:24]
+            pub const log_reservation_size: Field = Field::new(0x465, 0x3);
+            /// `u8 log_max_num_of_packets_per_reservation[0x3]` @ byte 0x8d, DW35 bits[18:16]
+            pub const log_max_num_of_packets_per_reservation: Field = Field::new(0x46d, 0x3);
+            /// `u8 log_headers_entry_size[0x2]` @ byte 0x8e, DW35 bits[9:8]
+            pub const log_headers_entry_size: Field = Field::new(0x476, 0x2);
+            /// `u8 log_headers_buffer_entry_num[0x4]` @ byte 0x8f, DW35 bits[3:0]
+            pub const log_headers_buffer_entry_num: Field = Field::new(0x47c, 0x4);
+            /// `struct mlx5_ifc_cmd_pas_bits pas[]` @ byte 0x110, flexible
+            pub const pas: Array = Array::new(0x880, 0x40, 0);
+        }
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("sq_state", sq_state),
+        ("sqn", sqn),
+        ("modify_bitmask", modify_bitmask),
+        ("ctx", ctx),
+    ];
+}
+
+/// `struct mlx5_ifc_modify_sq_out_bits`: 16 bytes.
+pub mod modify_sq_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_query_sq_in_bits`: 16 bytes.
+pub mod query_sq_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 sqn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const sqn: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("opcode", opcode), ("op_mod", op_mod), ("sqn", sqn)];
+}
+
+/// `struct mlx5_ifc_query_sq_out_bits`: 272 bytes.
+pub mod query_sq_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x110;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// `struct mlx5_ifc_sqc_bits sq_context` @ byte 0x20, DW8, 1920 bits
+    pub const sq_context: Field = Field::new(0x100, 0x780);
+    /// Fields of `sq_context`, offsets from the start of the enclosing top-level struct.
+    pub mod sq_context {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 rlky[0x1]` @ byte 0x20, DW8 bit 31
+        pub const rlky: Field = Field::new(0x100, 0x1);
+        /// `u8 cd_master[0x1]` @ byte 0x20, DW8 bit 30
+        pub const cd_master: Field = Field::new(0x101, 0x1);
+        /// `u8 fre[0x1]` @ byte 0x20, DW8 bit 29
+        pub const fre: Field = Field::new(0x102, 0x1);
+        /// `u8 flush_in_error_en[0x1]` @ byte 0x20, DW8 bit 28
+        pub const flush_in_error_en: Field = Field::new(0x103, 0x1);
+        /// `u8 allow_multi_pkt_send_wqe[0x1]` @ byte 0x20, DW8 bit 27
+        pub const allow_multi_pkt_send_wqe: Field = Field::new(0x104, 0x1);
+        /// `u8 min_wqe_inline_mode[0x3]` @ byte 0x20, DW8 bits[26:24]
+        pub const min_wqe_inline_mode: Field = Field::new(0x105, 0x3);
+        /// `u8 state[0x4]` @ byte 0x21, DW8 bits[23:20]
+        pub const state: Field = Field::new(0x108, 0x4);
+        /// `u8 reg_umr[0x1]` @ byte 0x21, DW8 bit 19
+        pub const reg_umr: Field = Field::new(0x10c, 0x1);
+        /// `u8 allow_swp[0x1]` @ byte 0x21, DW8 bit 18
+        pub const allow_swp: Field = Field::new(0x10d, 0x1);
+        /// `u8 hairpin[0x1]` @ byte 0x21, DW8 bit 17
+        pub const hairpin: Field = Field::new(0x10e, 0x1);
+        /// `u8 non_wire[0x1]` @ byte 0x21, DW8 bit 16
+        pub const non_wire: Field = Field::new(0x10f, 0x1);
+        /// `u8 ts_format[0x2]` @ byte 0x23, DW8 bits[5:4]
+        pub const ts_format: Field = Field::new(0x11a, 0x2);
+        /// `u8 user_index[0x18]` @ byte 0x25, DW9 bits[23:0]
+        pub const user_index: Field = Field::new(0x128, 0x18);
+        /// `u8 cqn[0x18]` @ byte 0x29, DW10 bits[23:0]
+        pub const cqn: Field = Field::new(0x148, 0x18);
+        /// `u8 hairpin_peer_rq[0x18]` @ byte 0x2d, DW11 bits[23:0]
+        pub const hairpin_peer_rq: Field = Field::new(0x168, 0x18);
+        /// `u8 hairpin_peer_vhca[0x10]` @ byte 0x32, DW12 bits[15:0]
+        pub const hairpin_peer_vhca: Field = Field::new(0x190, 0x10);
+        /// `u8 ts_cqe_to_dest_cqn[0x18]` @ byte 0x39, DW14 bits[23:0]
+        pub const ts_cqe_to_dest_cqn: Field = Field::new(0x1c8, 0x18);
+        /// `u8 packet_pacing_rate_limit_index[0x10]` @ byte 0x3e, DW15 bits[15:0]
+        pub const packet_pacing_rate_limit_index: Field = Field::new(0x1f0, 0x10);
+        /// `u8 tis_lst_sz[0x10]` @ byte 0x40, DW16 bits[31:16]
+        pub const tis_lst_sz: Field = Field::new(0x200, 0x10);
+        /// `u8 qos_queue_group_id[0x10]` @ byte 0x42, DW16 bits[15:0]
+        pub const qos_queue_group_id: Field = Field::new(0x210, 0x10);
+        /// `u8 tis_num_0[0x18]` @ byte 0x4d, DW19 bits[23:0]
+        pub const tis_num_0: Field = Field::new(0x268, 0x18);
+        /// `struct mlx5_ifc_wq_bits wq` @ byte 0x50, DW20, 1536 bits
+        pub const wq: Field = Field::new(0x280, 0x600);
+        /// Fields of `wq`, offsets from the start of the enclosing top-level struct.
+        pub mod wq {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 wq_type[0x4]` @ byte 0x50, DW20 bits[31:28]
+            pub const wq_type: Field = Field::new(0x280, 0x4);
+            /// `u8 wq_signature[0x1]` @ byte 0x50, DW20 bit 27
+            pub const wq_signature: Field = Field::new(0x284, 0x1);
+            /// `u8 end_padding_mode[0x2]` @ byte 0x50, DW20 bits[26:25]
+            pub const end_padding_mode: Field = Field::new(0x285, 0x2);
+            /// `u8 cd_slave[0x1]` @ byte 0x50, DW20 bit 24
+            pub const cd_slave: Field = Field::new(0x287, 0x1);
+            /// `u8 hds_skip_first_sge[0x1]` @ byte 0x54, DW21 bit 31
+            pub const hds_skip_first_sge: Field = Field::new(0x2a0, 0x1);
+            /// `u8 log2_hds_buf_size[0x3]` @ byte 0x54, DW21 bits[30:28]
+            pub const log2_hds_buf_size: Field = Field::new(0x2a1, 0x3);
+            /// `u8 page_offset[0x5]` @ byte 0x55, DW21 bits[20:16]
+            pub const page_offset: Field = Field::new(0x2ab, 0x5);
+            /// `u8 lwm[0x10]` @ byte 0x56, DW21 bits[15:0]
+            pub const lwm: Field = Field::new(0x2b0, 0x10);
+            /// `u8 pd[0x18]` @ byte 0x59, DW22 bits[23:0]
+            pub const pd: Field = Field::new(0x2c8, 0x18);
+            /// `u8 uar_page[0x18]` @ byte 0x5d, DW23 bits[23:0]
+            pub const uar_page: Field = Field::new(0x2e8, 0x18);
+            /// `u8 dbr_addr[0x40]` @ byte 0x60, DW24, 64 bits
+            pub const dbr_addr: Field = Field::new(0x300, 0x40);
+            /// `u8 hw_counter[0x20]` @ byte 0x68, DW26, 32 bits
+            pub const hw_counter: Field = Field::new(0x340, 0x20);
+            /// `u8 sw_counter[0x20]` @ byte 0x6c, DW27, 32 bits
+            pub const sw_counter: Field = Field::new(0x360, 0x20);
+            /// `u8 log_wq_stride[0x4]` @ byte 0x71, DW28 bits[19:16]
+            pub const log_wq_stride: Field = Field::new(0x38c, 0x4);
+            /// `u8 log_wq_pg_sz[0x5]` @ byte 0x72, DW28 bits[12:8]
+            pub const log_wq_pg_sz: Field = Field::new(0x393, 0x5);
+            /// `u8 log_wq_sz[0x5]` @ byte 0x73, DW28 bits[4:0]
+            pub const log_wq_sz: Field = Field::new(0x39b, 0x5);
+            /// `u8 dbr_umem_valid[0x1]` @ byte 0x74, DW29 bit 31
+            pub const dbr_umem_valid: Field = Field::new(0x3a0, 0x1);
+            /// `u8 wq_umem_valid[0x1]` @ byte 0x74, DW29 bit 30
+            pub const wq_umem_valid: Field = Field::new(0x3a1, 0x1);
+            /// `u8 log_hairpin_num_packets[0x5]` @ byte 0x74, DW29 bits[28:24]
+            pub const log_hairpin_num_packets: Field = Field::new(0x3a3, 0x5);
+            /// `u8 log_hairpin_data_sz[0x5]` @ byte 0x75, DW29 bits[20:16]
+            pub const log_hairpin_data_sz: Field = Field::new(0x3ab, 0x5);
+            /// `u8 log_wqe_num_of_strides[0x4]` @ byte 0x76, DW29 bits[11:8]
+            pub const log_wqe_num_of_strides: Field = Field::new(0x3b4, 0x4);
+            /// `u8 two_byte_shift_en[0x1]` @ byte 0x77, DW29 bit 7
+            pub const two_byte_shift_en: Field = Field::new(0x3b8, 0x1);
+            /// `u8 log_wqe_stride_size[0x3]` @ byte 0x77, DW29 bits[2:0]
+            pub const log_wqe_stride_size: Field = Field::new(0x3bd, 0x3);
+            /// `u8 dbr_umem_id[0x20]` @ byte 0x78, DW30, 32 bits
+            pub const dbr_umem_id: Field = Field::new(0x3c0, 0x20);
+            /// `u8 wq_umem_id[0x20]` @ byte 0x7c, DW31, 32 bits
+            pub const wq_umem_id: Field = Field::new(0x3e0, 0x20);
+            /// `u8 wq_umem_offset[0x40]` @ byte 0x80, DW32, 64 bits
+            pub const wq_umem_offset: Field = Field::new(0x400, 0x40);
+            /// `u8 headers_mkey[0x20]` @ byte 0x88, DW34, 32 bits
+            pub const headers_mkey: Field = Field::new(0x440, 0x20);
+            /// `u8 shampo_enable[0x1]` @ byte 0x8c, DW35 bit 31
+            pub const shampo_enable: Field = Field::new(0x460, 0x1);
+            /// `u8 log_reservation_size[0x3]` @ byte 0x8c, DW35 bits[26:24]
+            pub const log_reservation_size: Field = Field::new(0x465, 0x3);
+            /// `u8 log_max_num_of_packets_per_reservation[0x3]` @ byte 0x8d, DW35 bits[18:16]
+            pub const log_max_num_of_packets_per_reservation: Field = Field::new(0x46d, 0x3);
+            /// `u8 log_headers_entry_size[0x2]` @ byte 0x8e, DW35 bits[9:8]
+            pub const log_headers_entry_size: Field = Field::new(0x476, 0x2);
+            /// `u8 log_headers_buffer_entry_num[0x4]` @ byte 0x8f, DW35 bits[3:0]
+            pub const log_headers_buffer_entry_num: Field = Field::new(0x47c, 0x4);
+            /// `struct mlx5_ifc_cmd_pas_bits pas[]` @ byte 0x110, flexible
+            pub const pas: Array = Array::new(0x880, 0x40, 0);
+        }
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("status", status),
+        ("syndrome", syndrome),
+        ("sq_context", sq_context),
+    ];
+}
+
+/// `struct mlx5_ifc_destroy_sq_in_bits`: 16 bytes.
+pub mod destroy_sq_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 sqn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const sqn: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("sqn", sqn),
+    ];
+}
+
+/// `struct mlx5_ifc_destroy_sq_out_bits`: 16 bytes.
+pub mod destroy_sq_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_sqc_bits`: 240 bytes.
+pub mod sqc {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0xf0;
+    /// `u8 rlky[0x1]` @ byte 0x0, DW0 bit 31
+    pub const rlky: Field = Field::new(0x0, 0x1);
+    /// `u8 cd_master[0x1]` @ byte 0x0, DW0 bit 30
+    pub const cd_master: Field = Field::new(0x1, 0x1);
+    /// `u8 fre[0x1]` @ byte 0x0, DW0 bit 29
+    pub const fre: Field = Field::new(0x2, 0x1);
+    /// `u8 flush_in_error_en[0x1]` @ byte 0x0, DW0 bit 28
+    pub const flush_in_error_en: Field = Field::new(0x3, 0x1);
+    /// `u8 allow_multi_pkt_send_wqe[0x1]` @ byte 0x0, DW0 bit 27
+    pub const allow_multi_pkt_send_wqe: Field = Field::new(0x4, 0x1);
+    /// `u8 min_wqe_inline_mode[0x3]` @ byte 0x0, DW0 bits[26:24]
+    pub const min_wqe_inline_mode: Field = Field::new(0x5, 0x3);
+    /// `u8 state[0x4]` @ byte 0x1, DW0 bits[23:20]
+    pub const state: Field = Field::new(0x8, 0x4);
+    /// `u8 reg_umr[0x1]` @ byte 0x1, DW0 bit 19
+    pub const reg_umr: Field = Field::new(0xc, 0x1);
+    /// `u8 allow_swp[0x1]` @ byte 0x1, DW0 bit 18
+    pub const allow_swp: Field = Field::new(0xd, 0x1);
+    /// `u8 hairpin[0x1]` @ byte 0x1, DW0 bit 17
+    pub const hairpin: Field = Field::new(0xe, 0x1);
+    /// `u8 non_wire[0x1]` @ byte 0x1, DW0 bit 16
+    pub const non_wire: Field = Field::new(0xf, 0x1);
+    /// `u8 ts_format[0x2]` @ byte 0x3, DW0 bits[5:4]
+    pub const ts_format: Field = Field::new(0x1a, 0x2);
+    /// `u8 user_index[0x18]` @ byte 0x5, DW1 bits[23:0]
+    pub const user_index: Field = Field::new(0x28, 0x18);
+    /// `u8 cqn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const cqn: Field = Field::new(0x48, 0x18);
+    /// `u8 hairpin_peer_rq[0x18]` @ byte 0xd, DW3 bits[23:0]
+    pub const hairpin_peer_rq: Field = Field::new(0x68, 0x18);
+    /// `u8 hairpin_peer_vhca[0x10]` @ byte 0x12, DW4 bits[15:0]
+    pub const hairpin_peer_vhca: Field = Field::new(0x90, 0x10);
+    /// `u8 ts_cqe_to_dest_cqn[0x18]` @ byte 0x19, DW6 bits[23:0]
+    pub const ts_cqe_to_dest_cqn: Field = Field::new(0xc8, 0x18);
+    /// `u8 packet_pacing_rate_limit_index[0x10]` @ byte 0x1e, DW7 bits[15:0]
+    pub const packet_pacing_rate_limit_index: Field = Field::new(0xf0, 0x10);
+    /// `u8 tis_lst_sz[0x10]` @ byte 0x20, DW8 bits[31:16]
+    pub const tis_lst_sz: Field = Field::new(0x100, 0x10);
+    /// `u8 qos_queue_group_id[0x10]` @ byte 0x22, DW8 bits[15:0]
+    pub const qos_queue_group_id: Field = Field::new(0x110, 0x10);
+    /// `u8 tis_num_0[0x18]` @ byte 0x2d, DW11 bits[23:0]
+    pub const tis_num_0: Field = Field::new(0x168, 0x18);
+    /// `struct mlx5_ifc_wq_bits wq` @ byte 0x30, DW12, 1536 bits
+    pub const wq: Field = Field::new(0x180, 0x600);
+    /// Fields of `wq`, offsets from the start of the enclosing top-level struct.
+    pub mod wq {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 wq_type[0x4]` @ byte 0x30, DW12 bits[31:28]
+        pub const wq_type: Field = Field::new(0x180, 0x4);
+        /// `u8 wq_signature[0x1]` @ byte 0x30, DW12 bit 27
+        pub const wq_signature: Field = Field::new(0x184, 0x1);
+        /// `u8 end_padding_mode[0x2]` @ byte 0x30, DW12 bits[26:25]
+        pub const end_padding_mode: Field = Field::new(0x185, 0x2);
+        /// `u8 cd_slave[0x1]` @ byte 0x30, DW12 bit 24
+        pub const cd_slave: Field = Field::new(0x187, 0x1);
+        /// `u8 hds_skip_first_sge[0x1]` @ byte 0x34, DW13 bit 31
+        pub const hds_skip_first_sge: Field = Field::new(0x1a0, 0x1);
+        /// `u8 log2_hds_buf_size[0x3]` @ byte 0x34, DW13 bits[30:28]
+        pub const log2_hds_buf_size: Field = Field::new(0x1a1, 0x3);
+        /// `u8 page_offset[0x5]` @ byte 0x35, DW13 bits[20:16]
+        pub const page_offset: Field = Field::new(0x1ab, 0x5);
+        /// `u8 lwm[0x10]` @ byte 0x36, DW13 bits[15:0]
+        pub const lwm: Field = Field::new(0x1b0, 0x10);
+        /// `u8 pd[0x18]` @ byte 0x39, DW14 bits[23:0]
+        pub const pd: Field = Field::new(0x1c8, 0x18);
+        /// `u8 uar_page[0x18]` @ byte 0x3d, DW15 bits[23:0]
+        pub const uar_page: Field = Field::new(0x1e8, 0x18);
+        /// `u8 dbr_addr[0x40]` @ byte 0x40, DW16, 64 bits
+        pub const dbr_addr: Field = Field::new(0x200, 0x40);
+        /// `u8 hw_counter[0x20]` @ byte 0x48, DW18, 32 bits
+        pub const hw_counter: Field = Field::new(0x240, 0x20);
+        /// `u8 sw_counter[0x20]` @ byte 0x4c, DW19, 32 bits
+        pub const sw_counter: Field = Field::new(0x260, 0x20);
+        /// `u8 log_wq_stride[0x4]` @ byte 0x51, DW20 bits[19:16]
+        pub const log_wq_stride: Field = Field::new(0x28c, 0x4);
+        /// `u8 log_wq_pg_sz[0x5]` @ byte 0x52, DW20 bits[12:8]
+        pub const log_wq_pg_sz: Field = Field::new(0x293, 0x5);
+        /// `u8 log_wq_sz[0x5]` @ byte 0x53, DW20 bits[4:0]
+        pub const log_wq_sz: Field = Field::new(0x29b, 0x5);
+        /// `u8 dbr_umem_valid[0x1]` @ byte 0x54, DW21 bit 31
+        pub const dbr_umem_valid: Field = Field::new(0x2a0, 0x1);
+        /// `u8 wq_umem_valid[0x1]` @ byte 0x54, DW21 bit 30
+        pub const wq_umem_valid: Field = Field::new(0x2a1, 0x1);
+        /// `u8 log_hairpin_num_packets[0x5]` @ byte 0x54, DW21 bits[28:24]
+        pub const log_hairpin_num_packets: Field = Field::new(0x2a3, 0x5);
+        /// `u8 log_hairpin_data_sz[0x5]` @ byte 0x55, DW21 bits[20:16]
+        pub const log_hairpin_data_sz: Field = Field::new(0x2ab, 0x5);
+        /// `u8 log_wqe_num_of_strides[0x4]` @ byte 0x56, DW21 bits[11:8]
+        pub const log_wqe_num_of_strides: Field = Field::new(0x2b4, 0x4);
+        /// `u8 two_byte_shift_en[0x1]` @ byte 0x57, DW21 bit 7
+        pub const two_byte_shift_en: Field = Field::new(0x2b8, 0x1);
+        /// `u8 log_wqe_stride_size[0x3]` @ byte 0x57, DW21 bits[2:0]
+        pub const log_wqe_stride_size: Field = Field::new(0x2bd, 0x3);
+        /// `u8 dbr_umem_id[0x20]` @ byte 0x58, DW22, 32 bits
+        pub const dbr_umem_id: Field = Field::new(0x2c0, 0x20);
+        /// `u8 wq_umem_id[0x20]` @ byte 0x5c, DW23, 32 bits
+        pub const wq_umem_id: Field = Field::new(0x2e0, 0x20);
+        /// `u8 wq_umem_offset[0x40]` @ byte 0x60, DW24, 64 bits
+        pub const wq_umem_offset: Field = Field::new(0x300, 0x40);
+        /// `u8 headers_mkey[0x20]` @ byte 0x68, DW26, 32 bits
+        pub const headers_mkey: Field = Field::new(0x340, 0x20);
+        /// `u8 shampo_enable[0x1]` @ byte 0x6c, DW27 bit 31
+        pub const shampo_enable: Field = Field::new(0x360, 0x1);
+        /// `u8 log_reservation_size[0x3]` @ byte 0x6c, DW27 bits[26:24]
+        pub const log_reservation_size: Field = Field::new(0x365, 0x3);
+        /// `u8 log_max_num_of_packets_per_reservation[0x3]` @ byte 0x6d, DW27 bits[18:16]
+        pub const log_max_num_of_packets_per_reservation: Field = Field::new(0x36d, 0x3);
+        /// `u8 log_headers_entry_size[0x2]` @ byte 0x6e, DW27 bits[9:8]
+        pub const log_headers_entry_size: Field = Field::new(0x376, 0x2);
+        /// `u8 log_headers_buffer_entry_num[0x4]` @ byte 0x6f, DW27 bits[3:0]
+        pub const log_headers_buffer_entry_num: Field = Field::new(0x37c, 0x4);
+        /// `struct mlx5_ifc_cmd_pas_bits pas[]` @ byte 0xf0, flexible
+        pub const pas: Array = Array::new(0x780, 0x40, 0);
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("rlky", rlky),
+        ("cd_master", cd_master),
+        ("fre", fre),
+        ("flush_in_error_en", flush_in_error_en),
+        ("allow_multi_pkt_send_wqe", allow_multi_pkt_send_wqe),
+        ("min_wqe_inline_mode", min_wqe_inline_mode),
+        ("state", state),
+        ("reg_umr", reg_umr),
+        ("allow_swp", allow_swp),
+        ("hairpin", hairpin),
+        ("non_wire", non_wire),
+        ("ts_format", ts_format),
+        ("user_index", user_index),
+        ("cqn", cqn),
+        ("hairpin_peer_rq", hairpin_peer_rq),
+        ("hairpin_peer_vhca", hairpin_peer_vhca),
+        ("ts_cqe_to_dest_cqn", ts_cqe_to_dest_cqn),
+        (
+            "packet_pacing_rate_limit_index",
+            packet_pacing_rate_limit_index,
+        ),
+        ("tis_lst_sz", tis_lst_sz),
+        ("qos_queue_group_id", qos_queue_group_id),
+        ("tis_num_0", tis_num_0),
+        ("wq", wq),
+    ];
+}
+
+/// `struct mlx5_ifc_create_rq_in_bits`: 272 bytes.
+pub mod create_rq_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x110;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `struct mlx5_ifc_rqc_bits ctx` @ byte 0x20, DW8, 1920 bits
+    pub const ctx: Field = Field::new(0x100, 0x780);
+    /// Fields of `ctx`, offsets from the start of the enclosing top-level struct.
+    pub mod ctx {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 rlky[0x1]` @ byte 0x20, DW8 bit 31
+        pub const rlky: Field = Field::new(0x100, 0x1);
+        /// `u8 delay_drop_en[0x1]` @ byte 0x20, DW8 bit 30
+        pub const delay_drop_en: Field = Field::new(0x101, 0x1);
+        /// `u8 scatter_fcs[0x1]` @ byte 0x20, DW8 bit 29
+        pub const scatter_fcs: Field = Field::new(0x102, 0x1);
+        /// `u8 vsd[0x1]` @ byte 0x20, DW8 bit 28
+        pub const vsd: Field = Field::new(0x103, 0x1);
+        /// `u8 mem_rq_type[0x4]` @ byte 0x20, DW8 bits[27:24]
+        pub const mem_rq_type: Field = Field::new(0x104, 0x4);
+        /// `u8 state[0x4]` @ byte 0x21, DW8 bits[23:20]
+        pub const state: Field = Field::new(0x108, 0x4);
+        /// `u8 flush_in_error_en[0x1]` @ byte 0x21, DW8 bit 18
+        pub const flush_in_error_en: Field = Field::new(0x10d, 0x1);
+        /// `u8 hairpin[0x1]` @ byte 0x21, DW8 bit 17
+        pub const hairpin: Field = Field::new(0x10e, 0x1);
+        /// `u8 ts_format[0x2]` @ byte 0x23, DW8 bits[5:4]
+        pub const ts_format: Field = Field::new(0x11a, 0x2);
+        /// `u8 user_index[0x18]` @ byte 0x25, DW9 bits[23:0]
+        pub const user_index: Field = Field::new(0x128, 0x18);
+        /// `u8 cqn[0x18]` @ byte 0x29, DW10 bits[23:0]
+        pub const cqn: Field = Field::new(0x148, 0x18);
+        /// `u8 counter_set_id[0x8]` @ byte 0x2c, DW11 bits[31:24]
+        pub const counter_set_id: Field = Field::new(0x160, 0x8);
+        /// `u8 rmpn[0x18]` @ byte 0x31, DW12 bits[23:0]
+        pub const rmpn: Field = Field::new(0x188, 0x18);
+        /// `u8 hairpin_peer_sq[0x18]` @ byte 0x35, DW13 bits[23:0]
+        pub const hairpin_peer_sq: Field = Field::new(0x1a8, 0x18);
+        /// `u8 hairpin_peer_vhca[0x10]` @ byte 0x3a, DW14 bits[15:0]
+        pub const hairpin_peer_vhca: Field = Field::new(0x1d0, 0x10);
+        /// `u8 shampo_no_match_alignment_granularity[0x2]` @ byte 0x44, DW17 bits[25:24]
+        pub const shampo_no_match_alignment_granularity: Field = Field::new(0x226, 0x2);
+        /// `u8 shampo_match_criteria_type[0x2]` @ byte 0x45, DW17 bits[17:16]
+        pub const shampo_match_criteria_type: Field = Field::new(0x22e, 0x2);
+        /// `u8 reservation_timeout[0x10]` @ byte 0x46, DW17 bits[15:0]
+        pub const reservation_timeout: Field = Field::new(0x230, 0x10);
+        /// `struct mlx5_ifc_wq_bits wq` @ byte 0x50, DW20, 1536 bits
+        pub const wq: Field = Field::new(0x280, 0x600);
+        /// Fields of `wq`, offsets from the start of the enclosing top-level struct.
+        pub mod wq {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 wq_type[0x4]` @ byte 0x50, DW20 bits[31:28]
+            pub const wq_type: Field = Field::new(0x280, 0x4);
+            /// `u8 wq_signature[0x1]` @ byte 0x50, DW20 bit 27
+            pub const wq_signature: Field = Field::new(0x284, 0x1);
+            /// `u8 end_padding_mode[0x2]` @ byte 0x50, DW20 bits[26:25]
+            pub const end_padding_mode: Field = Field::new(0x285, 0x2);
+            /// `u8 cd_slave[0x1]` @ byte 0x50, DW20 bit 24
+            pub const cd_slave: Field = Field::new(0x287, 0x1);
+            /// `u8 hds_skip_first_sge[0x1]` @ byte 0x54, DW21 bit 31
+            pub const hds_skip_first_sge: Field = Field::new(0x2a0, 0x1);
+            /// `u8 log2_hds_buf_size[0x3]` @ byte 0x54, DW21 bits[30:28]
+            pub const log2_hds_buf_size: Field = Field::new(0x2a1, 0x3);
+            /// `u8 page_offset[0x5]` @ byte 0x55, DW21 bits[20:16]
+            pub const page_offset: Field = Field::new(0x2ab, 0x5);
+            /// `u8 lwm[0x10]` @ byte 0x56, DW21 bits[15:0]
+            pub const lwm: Field = Field::new(0x2b0, 0x10);
+            /// `u8 pd[0x18]` @ byte 0x59, DW22 bits[23:0]
+            pub const pd: Field = Field::new(0x2c8, 0x18);
+            /// `u8 uar_page[0x18]` @ byte 0x5d, DW23 bits[23:0]
+            pub const uar_page: Field = Field::new(0x2e8, 0x18);
+            /// `u8 dbr_addr[0x40]` @ byte 0x60, DW24, 64 bits
+            pub const dbr_addr: Field = Field::new(0x300, 0x40);
+            /// `u8 hw_counter[0x20]` @ byte 0x68, DW26, 32 bits
+            pub const hw_counter: Field = Field::new(0x340, 0x20);
+            /// `u8 sw_counter[0x20]` @ byte 0x6c, DW27, 32 bits
+            pub const sw_counter: Field = Field::new(0x360, 0x20);
+            /// `u8 log_wq_stride[0x4]` @ byte 0x71, DW28 bits[19:16]
+            pub const log_wq_stride: Field = Field::new(0x38c, 0x4);
+            /// `u8 log_wq_pg_sz[0x5]` @ byte 0x72, DW28 bits[12:8]
+            pub const log_wq_pg_sz: Field = Field::new(0x393, 0x5);
+            /// `u8 log_wq_sz[0x5]` @ byte 0x73, DW28 bits[4:0]
+            pub const log_wq_sz: Field = Field::new(0x39b, 0x5);
+            /// `u8 dbr_umem_valid[0x1]` @ byte 0x74, DW29 bit 31
+            pub const dbr_umem_valid: Field = Field::new(0x3a0, 0x1);
+            /// `u8 wq_umem_valid[0x1]` @ byte 0x74, DW29 bit 30
+            pub const wq_umem_valid: Field = Field::new(0x3a1, 0x1);
+            /// `u8 log_hairpin_num_packets[0x5]` @ byte 0x74, DW29 bits[28:24]
+            pub const log_hairpin_num_packets: Field = Field::new(0x3a3, 0x5);
+            /// `u8 log_hairpin_data_sz[0x5]` @ byte 0x75, DW29 bits[20:16]
+            pub const log_hairpin_data_sz: Field = Field::new(0x3ab, 0x5);
+            /// `u8 log_wqe_num_of_strides[0x4]` @ byte 0x76, DW29 bits[11:8]
+            pub const log_wqe_num_of_strides: Field = Field::new(0x3b4, 0x4);
+            /// `u8 two_byte_shift_en[0x1]` @ byte 0x77, DW29 bit 7
+            pub const two_byte_shift_en: Field = Field::new(0x3b8, 0x1);
+            /// `u8 log_wqe_stride_size[0x3]` @ byte 0x77, DW29 bits[2:0]
+            pub const log_wqe_stride_size: Field = Field::new(0x3bd, 0x3);
+            /// `u8 dbr_umem_id[0x20]` @ byte 0x78, DW30, 32 bits
+            pub const dbr_umem_id: Field = Field::new(0x3c0, 0x20);
+            /// `u8 wq_umem_id[0x20]` @ byte 0x7c, DW31, 32 bits
+            pub const wq_umem_id: Field = Field::new(0x3e0, 0x20);
+            /// `u8 wq_umem_offset[0x40]` @ byte 0x80, DW32, 64 bits
+            pub const wq_umem_offset: Field = Field::new(0x400, 0x40);
+            /// `u8 headers_mkey[0x20]` @ byte 0x88, DW34, 32 bits
+            pub const headers_mkey: Field = Field::new(0x440, 0x20);
+            /// `u8 shampo_enable[0x1]` @ byte 0x8c, DW35 bit 31
+            pub const shampo_enable: Field = Field::new(0x460, 0x1);
+            /// `u8 log_reservation_size[0x3]` @ byte 0x8c, DW35 bits[26:24]
+            pub const log_reservation_size: Field = Field::new(0x465, 0x3);
+            /// `u8 log_max_num_of_packets_per_reservation[0x3]` @ byte 0x8d, DW35 bits[18:16]
+            pub const log_max_num_of_packets_per_reservation: Field = Field::new(0x46d, 0x3);
+            /// `u8 log_headers_entry_size[0x2]` @ byte 0x8e, DW35 bits[9:8]
+            pub const log_headers_entry_size: Field = Field::new(0x476, 0x2);
+            /// `u8 log_headers_buffer_entry_num[0x4]` @ byte 0x8f, DW35 bits[3:0]
+            pub const log_headers_buffer_entry_num: Field = Field::new(0x47c, 0x4);
+            /// `struct mlx5_ifc_cmd_pas_bits pas[]` @ byte 0x110, flexible
+            pub const pas: Array = Array::new(0x880, 0x40, 0);
+        }
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("ctx", ctx),
+    ];
+}
+
+/// `struct mlx5_ifc_create_rq_out_bits`: 16 bytes.
+pub mod create_rq_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// `u8 rqn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const rqn: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] =
+        &[("status", status), ("syndrome", syndrome), ("rqn", rqn)];
+}
+
+/// `struct mlx5_ifc_modify_rq_in_bits`: 272 bytes.
+pub mod modify_rq_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x110;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 rq_state[0x4]` @ byte 0x8, DW2 bits[31:28]
+    pub const rq_state: Field = Field::new(0x40, 0x4);
+    /// `u8 rqn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const rqn: Field = Field::new(0x48, 0x18);
+    /// `u8 modify_bitmask[0x40]` @ byte 0x10, DW4, 64 bits
+    pub const modify_bitmask: Field = Field::new(0x80, 0x40);
+    /// `struct mlx5_ifc_rqc_bits ctx` @ byte 0x20, DW8, 1920 bits
+    pub const ctx: Field = Field::new(0x100, 0x780);
+    /// Fields of `ctx`, offsets from the start of the enclosing top-level struct.
+    pub mod ctx {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 rlky[0x1]` @ byte 0x20, DW8 bit 31
+        pub const rlky: Field = Field::new(0x100, 0x1);
+        /// `u8 delay_drop_en[0x1]` @ byte 0x20, DW8 bit 30
+        pub const delay_drop_en: Field = Field::new(0x101, 0x1);
+        /// `u8 scatter_fcs[0x1]` @ byte 0x20, DW8 bit 29
+        pub const scatter_fcs: Field = Field::new(0x102, 0x1);
+        /// `u8 vsd[0x1]` @ byte 0x20, DW8 bit 28
+        pub const vsd: Field = Field::new(0x103, 0x1);
+        /// `u8 mem_rq_type[0x4]` @ byte 0x20, DW8 bits[27:24]
+        pub const mem_rq_type: Field = Field::new(0x104, 0x4);
+        /// `u8 state[0x4]` @ byte 0x21, DW8 bits[23:20]
+        pub const state: Field = Field::new(0x108, 0x4);
+        /// `u8 flush_in_error_en[0x1]` @ byte 0x21, DW8 bit 18
+        pub const flush_in_error_en: Field = Field::new(0x10d, 0x1);
+        /// `u8 hairpin[0x1]` @ byte 0x21, DW8 bit 17
+        pub const hairpin: Field = Field::new(0x10e, 0x1);
+        /// `u8 ts_format[0x2]` @ byte 0x23, DW8 bits[5:4]
+        pub const ts_format: Field = Field::new(0x11a, 0x2);
+        /// `u8 user_index[0x18]` @ byte 0x25, DW9 bits[23:0]
+        pub const user_index: Field = Field::new(0x128, 0x18);
+        /// `u8 cqn[0x18]` @ byte 0x29, DW10 bits[23:0]
+        pub const cqn: Field = Field::new(0x148, 0x18);
+        /// `u8 counter_set_id[0x8]` @ byte 0x2c, DW11 bits[31:24]
+        pub const counter_set_id: Field = Field::new(0x160, 0x8);
+        /// `u8 rmpn[0x18]` @ byte 0x31, DW12 bits[23:0]
+        pub const rmpn: Field = Field::new(0x188, 0x18);
+        /// `u8 hairpin_peer_sq[0x18]` @ byte 0x35, DW13 bits[23:0]
+        pub const hairpin_peer_sq: Field = Field::new(0x1a8, 0x18);
+        /// `u8 hairpin_peer_vhca[0x10]` @ byte 0x3a, DW14 bits[15:0]
+        pub const hairpin_peer_vhca: Field = Field::new(0x1d0, 0x10);
+        /// `u8 shampo_no_match_alignment_granularity[0x2]` @ byte 0x44, DW17 bits[25:24]
+        pub const shampo_no_match_alignment_granularity: Field = Field::new(0x226, 0x2);
+        /// `u8 shampo_match_criteria_type[0x2]` @ byte 0x45, DW17 bits[17:16]
+        pub const shampo_match_criteria_type: Field = Field::new(0x22e, 0x2);
+        /// `u8 reservation_timeout[0x10]` @ byte 0x46, DW17 bits[15:0]
+        pub const reservation_timeout: Field = Field::new(0x230, 0x10);
+        /// `struct mlx5_ifc_wq_bits wq` @ byte 0x50, DW20, 1536 bits
+        pub const wq: Field = Field::new(0x280, 0x600);
+        /// Fields of `wq`, offsets from the start of the enclosing top-level struct.
+        pub mod wq {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 wq_type[0x4]` @ byte 0x50, DW20 bits[31:28]
+            pub const wq_type: Field = Field::new(0x280, 0x4);
+            /// `u8 wq_signature[0x1]` @ byte 0x50, DW20 bit 27
+            pub const wq_signature: Field = Field::new(0x284, 0x1);
+            /// `u8 end_padding_mode[0x2]` @ byte 0x50, DW20 bits[26:25]
+            pub const end_padding_mode: Field = Field::new(0x285, 0x2);
+            /// `u8 cd_slave[0x1]` @ byte 0x50, DW20 bit 24
+            pub const cd_slave: Field = Field::new(0x287, 0x1);
+            /// `u8 hds_skip_first_sge[0x1]` @ byte 0x54, DW21 bit 31
+            pub const hds_skip_first_sge: Field = Field::new(0x2a0, 0x1);
+            /// `u8 log2_hds_buf_size[0x3]` @ byte 0x54, DW21 bits[30:28]
+            pub const log2_hds_buf_size: Field = Field::new(0x2a1, 0x3);
+            /// `u8 page_offset[0x5]` @ byte 0x55, DW21 bits[20:16]
+            pub const page_offset: Field = Field::new(0x2ab, 0x5);
+            /// `u8 lwm[0x10]` @ byte 0x56, DW21 bits[15:0]
+            pub const lwm: Field = Field::new(0x2b0, 0x10);
+            /// `u8 pd[0x18]` @ byte 0x59, DW22 bits[23:0]
+            pub const pd: Field = Field::new(0x2c8, 0x18);
+            /// `u8 uar_page[0x18]` @ byte 0x5d, DW23 bits[23:0]
+            pub const uar_page: Field = Field::new(0x2e8, 0x18);
+            /// `u8 dbr_addr[0x40]` @ byte 0x60, DW24, 64 bits
+            pub const dbr_addr: Field = Field::new(0x300, 0x40);
+            /// `u8 hw_counter[0x20]` @ byte 0x68, DW26, 32 bits
+            pub const hw_counter: Field = Field::new(0x340, 0x20);
+            /// `u8 sw_counter[0x20]` @ byte 0x6c, DW27, 32 bits
+            pub const sw_counter: Field = Field::new(0x360, 0x20);
+            /// `u8 log_wq_stride[0x4]` @ byte 0x71, DW28 bits[19:16]
+            pub const log_wq_stride: Field = Field::new(0x38c, 0x4);
+            /// `u8 log_wq_pg_sz[0x5]` @ byte 0x72, DW28 bits[12:8]
+            pub const log_wq_pg_sz: Field = Field::new(0x393, 0x5);
+            /// `u8 log_wq_sz[0x5]` @ byte 0x73, DW28 bits[4:0]
+            pub const log_wq_sz: Field = Field::new(0x39b, 0x5);
+            /// `u8 dbr_umem_valid[0x1]` @ byte 0x74, DW29 bit 31
+            pub const dbr_umem_valid: Field = Field::new(0x3a0, 0x1);
+            /// `u8 wq_umem_valid[0x1]` @ byte 0x74, DW29 bit 30
+            pub const wq_umem_valid: Field = Field::new(0x3a1, 0x1);
+            /// `u8 log_hairpin_num_packets[0x5]` @ byte 0x74, DW29 bits[28:24]
+            pub const log_hairpin_num_packets: Field = Field::new(0x3a3, 0x5);
+            /// `u8 log_hairpin_data_sz[0x5]` @ byte 0x75, DW29 bits[20:16]
+            pub const log_hairpin_data_sz: Field = Field::new(0x3ab, 0x5);
+            /// `u8 log_wqe_num_of_strides[0x4]` @ byte 0x76, DW29 bits[11:8]
+            pub const log_wqe_num_of_strides: Field = Field::new(0x3b4, 0x4);
+            /// `u8 two_byte_shift_en[0x1]` @ byte 0x77, DW29 bit 7
+            pub const two_byte_shift_en: Field = Field::new(0x3b8, 0x1);
+            /// `u8 log_wqe_stride_size[0x3]` @ byte 0x77, DW29 bits[2:0]
+            pub const log_wqe_stride_size: Field = Field::new(0x3bd, 0x3);
+            /// `u8 dbr_umem_id[0x20]` @ byte 0x78, DW30, 32 bits
+            pub const dbr_umem_id: Field = Field::new(0x3c0, 0x20);
+            /// `u8 wq_umem_id[0x20]` @ byte 0x7c, DW31, 32 bits
+            pub const wq_umem_id: Field = Field::new(0x3e0, 0x20);
+            /// `u8 wq_umem_offset[0x40]` @ byte 0x80, DW32, 64 bits
+            pub const wq_umem_offset: Field = Field::new(0x400, 0x40);
+            /// `u8 headers_mkey[0x20]` @ byte 0x88, DW34, 32 bits
+            pub const headers_mkey: Field = Field::new(0x440, 0x20);
+            /// `u8 shampo_enable[0x1]` @ byte 0x8c, DW35 bit 31
+            pub const shampo_enable: Field = Field::new(0x460, 0x1);
+            /// `u8 log_reservation_size[0x3]` @ byte 0x8c, DW35 bits[26:24]
+            pub const log_reservation_size: Field = Field::new(0x465, 0x3);
+            /// `u8 log_max_num_of_packets_per_reservation[0x3]` @ byte 0x8d, DW35 bits[18:16]
+            pub const log_max_num_of_packets_per_reservation: Field = Field::new(0x46d, 0x3);
+            /// `u8 log_headers_entry_size[0x2]` @ byte 0x8e, DW35 bits[9:8]
+            pub const log_headers_entry_size: Field = Field::new(0x476, 0x2);
+            /// `u8 log_headers_buffer_entry_num[0x4]` @ byte 0x8f, DW35 bits[3:0]
+            pub const log_headers_buffer_entry_num: Field = Field::new(0x47c, 0x4);
+            /// `struct mlx5_ifc_cmd_pas_bits pas[]` @ byte 0x110, flexible
+            pub const pas: Array = Array::new(0x880, 0x40, 0);
+        }
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("rq_state", rq_state),
+        ("rqn", rqn),
+        ("modify_bitmask", modify_bitmask),
+        ("ctx", ctx),
+    ];
+}
+
+/// `struct mlx5_ifc_modify_rq_out_bits`: 16 bytes.
+pub mod modify_rq_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_query_rq_in_bits`: 16 bytes.
+pub mod query_rq_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 rqn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const rqn: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("opcode", opcode), ("op_mod", op_mod), ("rqn", rqn)];
+}
+
+/// `struct mlx5_ifc_query_rq_out_bits`: 272 bytes.
+pub mod query_rq_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x110;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// `struct mlx5_ifc_rqc_bits rq_context` @ byte 0x20, DW8, 1920 bits
+    pub const rq_context: Field = Field::new(0x100, 0x780);
+    /// Fields of `rq_context`, offsets from the start of the enclosing top-level struct.
+    pub mod rq_context {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 rlky[0x1]` @ byte 0x20, DW8 bit 31
+        pub const rlky: Field = Field::new(0x100, 0x1);
+        /// `u8 delay_drop_en[0x1]` @ byte 0x20, DW8 bit 30
+        pub const delay_drop_en: Field = Field::new(0x101, 0x1);
+        /// `u8 scatter_fcs[0x1]` @ byte 0x20, DW8 bit 29
+        pub const scatter_fcs: Field = Field::new(0x102, 0x1);
+        /// `u8 vsd[0x1]` @ byte 0x20, DW8 bit 28
+        pub const vsd: Field = Field::new(0x103, 0x1);
+        /// `u8 mem_rq_type[0x4]` @ byte 0x20, DW8 bits[27:24]
+        pub const mem_rq_type: Field = Field::new(0x104, 0x4);
+        /// `u8 state[0x4]` @ byte 0x21, DW8 bits[23:20]
+        pub const state: Field = Field::new(0x108, 0x4);
+        /// `u8 flush_in_error_en[0x1]` @ byte 0x21, DW8 bit 18
+        pub const flush_in_error_en: Field = Field::new(0x10d, 0x1);
+        /// `u8 hairpin[0x1]` @ byte 0x21, DW8 bit 17
+        pub const hairpin: Field = Field::new(0x10e, 0x1);
+        /// `u8 ts_format[0x2]` @ byte 0x23, DW8 bits[5:4]
+        pub const ts_format: Field = Field::new(0x11a, 0x2);
+        /// `u8 user_index[0x18]` @ byte 0x25, DW9 bits[23:0]
+        pub const user_index: Field = Field::new(0x128, 0x18);
+        /// `u8 cqn[0x18]` @ byte 0x29, DW10 bits[23:0]
+        pub const cqn: Field = Field::new(0x148, 0x18);
+        /// `u8 counter_set_id[0x8]` @ byte 0x2c, DW11 bits[31:24]
+        pub const counter_set_id: Field = Field::new(0x160, 0x8);
+        /// `u8 rmpn[0x18]` @ byte 0x31, DW12 bits[23:0]
+        pub const rmpn: Field = Field::new(0x188, 0x18);
+        /// `u8 hairpin_peer_sq[0x18]` @ byte 0x35, DW13 bits[23:0]
+        pub const hairpin_peer_sq: Field = Field::new(0x1a8, 0x18);
+        /// `u8 hairpin_peer_vhca[0x10]` @ byte 0x3a, DW14 bits[15:0]
+        pub const hairpin_peer_vhca: Field = Field::new(0x1d0, 0x10);
+        /// `u8 shampo_no_match_alignment_granularity[0x2]` @ byte 0x44, DW17 bits[25:24]
+        pub const shampo_no_match_alignment_granularity: Field = Field::new(0x226, 0x2);
+        /// `u8 shampo_match_criteria_type[0x2]` @ byte 0x45, DW17 bits[17:16]
+        pub const shampo_match_criteria_type: Field = Field::new(0x22e, 0x2);
+        /// `u8 reservation_timeout[0x10]` @ byte 0x46, DW17 bits[15:0]
+        pub const reservation_timeout: Field = Field::new(0x230, 0x10);
+        /// `struct mlx5_ifc_wq_bits wq` @ byte 0x50, DW20, 1536 bits
+        pub const wq: Field = Field::new(0x280, 0x600);
+        /// Fields of `wq`, offsets from the start of the enclosing top-level struct.
+        pub mod wq {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 wq_type[0x4]` @ byte 0x50, DW20 bits[31:28]
+            pub const wq_type: Field = Field::new(0x280, 0x4);
+            /// `u8 wq_signature[0x1]` @ byte 0x50, DW20 bit 27
+            pub const wq_signature: Field = Field::new(0x284, 0x1);
+            /// `u8 end_padding_mode[0x2]` @ byte 0x50, DW20 bits[26:25]
+            pub const end_padding_mode: Field = Field::new(0x285, 0x2);
+            /// `u8 cd_slave[0x1]` @ byte 0x50, DW20 bit 24
+            pub const cd_slave: Field = Field::new(0x287, 0x1);
+            /// `u8 hds_skip_first_sge[0x1]` @ byte 0x54, DW21 bit 31
+            pub const hds_skip_first_sge: Field = Field::new(0x2a0, 0x1);
+            /// `u8 log2_hds_buf_size[0x3]` @ byte 0x54, DW21 bits[30:28]
+            pub const log2_hds_buf_size: Field = Field::new(0x2a1, 0x3);
+            /// `u8 page_offset[0x5]` @ byte 0x55, DW21 bits[20:16]
+            pub const page_offset: Field = Field::new(0x2ab, 0x5);
+            /// `u8 lwm[0x10]` @ byte 0x56, DW21 bits[15:0]
+            pub const lwm: Field = Field::new(0x2b0, 0x10);
+            /// `u8 pd[0x18]` @ byte 0x59, DW22 bits[23:0]
+            pub const pd: Field = Field::new(0x2c8, 0x18);
+            /// `u8 uar_page[0x18]` @ byte 0x5d, DW23 bits[23:0]
+            pub const uar_page: Field = Field::new(0x2e8, 0x18);
+            /// `u8 dbr_addr[0x40]` @ byte 0x60, DW24, 64 bits
+            pub const dbr_addr: Field = Field::new(0x300, 0x40);
+            /// `u8 hw_counter[0x20]` @ byte 0x68, DW26, 32 bits
+            pub const hw_counter: Field = Field::new(0x340, 0x20);
+            /// `u8 sw_counter[0x20]` @ byte 0x6c, DW27, 32 bits
+            pub const sw_counter: Field = Field::new(0x360, 0x20);
+            /// `u8 log_wq_stride[0x4]` @ byte 0x71, DW28 bits[19:16]
+            pub const log_wq_stride: Field = Field::new(0x38c, 0x4);
+            /// `u8 log_wq_pg_sz[0x5]` @ byte 0x72, DW28 bits[12:8]
+            pub const log_wq_pg_sz: Field = Field::new(0x393, 0x5);
+            /// `u8 log_wq_sz[0x5]` @ byte 0x73, DW28 bits[4:0]
+            pub const log_wq_sz: Field = Field::new(0x39b, 0x5);
+            /// `u8 dbr_umem_valid[0x1]` @ byte 0x74, DW29 bit 31
+            pub const dbr_umem_valid: Field = Field::new(0x3a0, 0x1);
+            /// `u8 wq_umem_valid[0x1]` @ byte 0x74, DW29 bit 30
+            pub const wq_umem_valid: Field = Field::new(0x3a1, 0x1);
+            /// `u8 log_hairpin_num_packets[0x5]` @ byte 0x74, DW29 bits[28:24]
+            pub const log_hairpin_num_packets: Field = Field::new(0x3a3, 0x5);
+            /// `u8 log_hairpin_data_sz[0x5]` @ byte 0x75, DW29 bits[20:16]
+            pub const log_hairpin_data_sz: Field = Field::new(0x3ab, 0x5);
+            /// `u8 log_wqe_num_of_strides[0x4]` @ byte 0x76, DW29 bits[11:8]
+            pub const log_wqe_num_of_strides: Field = Field::new(0x3b4, 0x4);
+            /// `u8 two_byte_shift_en[0x1]` @ byte 0x77, DW29 bit 7
+            pub const two_byte_shift_en: Field = Field::new(0x3b8, 0x1);
+            /// `u8 log_wqe_stride_size[0x3]` @ byte 0x77, DW29 bits[2:0]
+            pub const log_wqe_stride_size: Field = Field::new(0x3bd, 0x3);
+            /// `u8 dbr_umem_id[0x20]` @ byte 0x78, DW30, 32 bits
+            pub const dbr_umem_id: Field = Field::new(0x3c0, 0x20);
+            /// `u8 wq_umem_id[0x20]` @ byte 0x7c, DW31, 32 bits
+            pub const wq_umem_id: Field = Field::new(0x3e0, 0x20);
+            /// `u8 wq_umem_offset[0x40]` @ byte 0x80, DW32, 64 bits
+            pub const wq_umem_offset: Field = Field::new(0x400, 0x40);
+            /// `u8 headers_mkey[0x20]` @ byte 0x88, DW34, 32 bits
+            pub const headers_mkey: Field = Field::new(0x440, 0x20);
+            /// `u8 shampo_enable[0x1]` @ byte 0x8c, DW35 bit 31
+            pub const shampo_enable: Field = Field::new(0x460, 0x1);
+            /// `u8 log_reservation_size[0x3]` @ byte 0x8c, DW35 bits[26:24]
+            pub const log_reservation_size: Field = Field::new(0x465, 0x3);
+            /// `u8 log_max_num_of_packets_per_reservation[0x3]` @ byte 0x8d, DW35 bits[18:16]
+            pub const log_max_num_of_packets_per_reservation: Field = Field::new(0x46d, 0x3);
+            /// `u8 log_headers_entry_size[0x2]` @ byte 0x8e, DW35 bits[9:8]
+            pub const log_headers_entry_size: Field = Field::new(0x476, 0x2);
+            /// `u8 log_headers_buffer_entry_num[0x4]` @ byte 0x8f, DW35 bits[3:0]
+            pub const log_headers_buffer_entry_num: Field = Field::new(0x47c, 0x4);
+            /// `struct mlx5_ifc_cmd_pas_bits pas[]` @ byte 0x110, flexible
+            pub const pas: Array = Array::new(0x880, 0x40, 0);
+        }
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("status", status),
+        ("syndrome", syndrome),
+        ("rq_context", rq_context),
+    ];
+}
+
+/// `struct mlx5_ifc_destroy_rq_in_bits`: 16 bytes.
+pub mod destroy_rq_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 rqn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const rqn: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("rqn", rqn),
+    ];
+}
+
+/// `struct mlx5_ifc_destroy_rq_out_bits`: 16 bytes.
+pub mod destroy_rq_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_rqc_bits`: 240 bytes.
+pub mod rqc {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0xf0;
+    /// `u8 rlky[0x1]` @ byte 0x0, DW0 bit 31
+    pub const rlky: Field = Field::new(0x0, 0x1);
+    /// `u8 delay_drop_en[0x1]` @ byte 0x0, DW0 bit 30
+    pub const delay_drop_en: Field = Field::new(0x1, 0x1);
+    /// `u8 scatter_fcs[0x1]` @ byte 0x0, DW0 bit 29
+    pub const scatter_fcs: Field = Field::new(0x2, 0x1);
+    /// `u8 vsd[0x1]` @ byte 0x0, DW0 bit 28
+    pub const vsd: Field = Field::new(0x3, 0x1);
+    /// `u8 mem_rq_type[0x4]` @ byte 0x0, DW0 bits[27:24]
+    pub const mem_rq_type: Field = Field::new(0x4, 0x4);
+    /// `u8 state[0x4]` @ byte 0x1, DW0 bits[23:20]
+    pub const state: Field = Field::new(0x8, 0x4);
+    /// `u8 flush_in_error_en[0x1]` @ byte 0x1, DW0 bit 18
+    pub const flush_in_error_en: Field = Field::new(0xd, 0x1);
+    /// `u8 hairpin[0x1]` @ byte 0x1, DW0 bit 17
+    pub const hairpin: Field = Field::new(0xe, 0x1);
+    /// `u8 ts_format[0x2]` @ byte 0x3, DW0 bits[5:4]
+    pub const ts_format: Field = Field::new(0x1a, 0x2);
+    /// `u8 user_index[0x18]` @ byte 0x5, DW1 bits[23:0]
+    pub const user_index: Field = Field::new(0x28, 0x18);
+    /// `u8 cqn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const cqn: Field = Field::new(0x48, 0x18);
+    /// `u8 counter_set_id[0x8]` @ byte 0xc, DW3 bits[31:24]
+    pub const counter_set_id: Field = Field::new(0x60, 0x8);
+    /// `u8 rmpn[0x18]` @ byte 0x11, DW4 bits[23:0]
+    pub const rmpn: Field = Field::new(0x88, 0x18);
+    /// `u8 hairpin_peer_sq[0x18]` @ byte 0x15, DW5 bits[23:0]
+    pub const hairpin_peer_sq: Field = Field::new(0xa8, 0x18);
+    /// `u8 hairpin_peer_vhca[0x10]` @ byte 0x1a, DW6 bits[15:0]
+    pub const hairpin_peer_vhca: Field = Field::new(0xd0, 0x10);
+    /// `u8 shampo_no_match_alignment_granularity[0x2]` @ byte 0x24, DW9 bits[25:24]
+    pub const shampo_no_match_alignment_granularity: Field = Field::new(0x126, 0x2);
+    /// `u8 shampo_match_criteria_type[0x2]` @ byte 0x25, DW9 bits[17:16]
+    pub const shampo_match_criteria_type: Field = Field::new(0x12e, 0x2);
+    /// `u8 reservation_timeout[0x10]` @ byte 0x26, DW9 bits[15:0]
+    pub const reservation_timeout: Field = Field::new(0x130, 0x10);
+    /// `struct mlx5_ifc_wq_bits wq` @ byte 0x30, DW12, 1536 bits
+    pub const wq: Field = Field::new(0x180, 0x600);
+    /// Fields of `wq`, offsets from the start of the enclosing top-level struct.
+    pub mod wq {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 wq_type[0x4]` @ byte 0x30, DW12 bits[31:28]
+        pub const wq_type: Field = Field::new(0x180, 0x4);
+        /// `u8 wq_signature[0x1]` @ byte 0x30, DW12 bit 27
+        pub const wq_signature: Field = Field::new(0x184, 0x1);
+        /// `u8 end_padding_mode[0x2]` @ byte 0x30, DW12 bits[26:25]
+        pub const end_padding_mode: Field = Field::new(0x185, 0x2);
+        /// `u8 cd_slave[0x1]` @ byte 0x30, DW12 bit 24
+        pub const cd_slave: Field = Field::new(0x187, 0x1);
+        /// `u8 hds_skip_first_sge[0x1]` @ byte 0x34, DW13 bit 31
+        pub const hds_skip_first_sge: Field = Field::new(0x1a0, 0x1);
+        /// `u8 log2_hds_buf_size[0x3]` @ byte 0x34, DW13 bits[30:28]
+        pub const log2_hds_buf_size: Field = Field::new(0x1a1, 0x3);
+        /// `u8 page_offset[0x5]` @ byte 0x35, DW13 bits[20:16]
+        pub const page_offset: Field = Field::new(0x1ab, 0x5);
+        /// `u8 lwm[0x10]` @ byte 0x36, DW13 bits[15:0]
+        pub const lwm: Field = Field::new(0x1b0, 0x10);
+        /// `u8 pd[0x18]` @ byte 0x39, DW14 bits[23:0]
+        pub const pd: Field = Field::new(0x1c8, 0x18);
+        /// `u8 uar_page[0x18]` @ byte 0x3d, DW15 bits[23:0]
+        pub const uar_page: Field = Field::new(0x1e8, 0x18);
+        /// `u8 dbr_addr[0x40]` @ byte 0x40, DW16, 64 bits
+        pub const dbr_addr: Field = Field::new(0x200, 0x40);
+        /// `u8 hw_counter[0x20]` @ byte 0x48, DW18, 32 bits
+        pub const hw_counter: Field = Field::new(0x240, 0x20);
+        /// `u8 sw_counter[0x20]` @ byte 0x4c, DW19, 32 bits
+        pub const sw_counter: Field = Field::new(0x260, 0x20);
+        /// `u8 log_wq_stride[0x4]` @ byte 0x51, DW20 bits[19:16]
+        pub const log_wq_stride: Field = Field::new(0x28c, 0x4);
+        /// `u8 log_wq_pg_sz[0x5]` @ byte 0x52, DW20 bits[12:8]
+        pub const log_wq_pg_sz: Field = Field::new(0x293, 0x5);
+        /// `u8 log_wq_sz[0x5]` @ byte 0x53, DW20 bits[4:0]
+        pub const log_wq_sz: Field = Field::new(0x29b, 0x5);
+        /// `u8 dbr_umem_valid[0x1]` @ byte 0x54, DW21 bit 31
+        pub const dbr_umem_valid: Field = Field::new(0x2a0, 0x1);
+        /// `u8 wq_umem_valid[0x1]` @ byte 0x54, DW21 bit 30
+        pub const wq_umem_valid: Field = Field::new(0x2a1, 0x1);
+        /// `u8 log_hairpin_num_packets[0x5]` @ byte 0x54, DW21 bits[28:24]
+        pub const log_hairpin_num_packets: Field = Field::new(0x2a3, 0x5);
+        /// `u8 log_hairpin_data_sz[0x5]` @ byte 0x55, DW21 bits[20:16]
+        pub const log_hairpin_data_sz: Field = Field::new(0x2ab, 0x5);
+        /// `u8 log_wqe_num_of_strides[0x4]` @ byte 0x56, DW21 bits[11:8]
+        pub const log_wqe_num_of_strides: Field = Field::new(0x2b4, 0x4);
+        /// `u8 two_byte_shift_en[0x1]` @ byte 0x57, DW21 bit 7
+        pub const two_byte_shift_en: Field = Field::new(0x2b8, 0x1);
+        /// `u8 log_wqe_stride_size[0x3]` @ byte 0x57, DW21 bits[2:0]
+        pub const log_wqe_stride_size: Field = Field::new(0x2bd, 0x3);
+        /// `u8 dbr_umem_id[0x20]` @ byte 0x58, DW22, 32 bits
+        pub const dbr_umem_id: Field = Field::new(0x2c0, 0x20);
+        /// `u8 wq_umem_id[0x20]` @ byte 0x5c, DW23, 32 bits
+        pub const wq_umem_id: Field = Field::new(0x2e0, 0x20);
+        /// `u8 wq_umem_offset[0x40]` @ byte 0x60, DW24, 64 bits
+        pub const wq_umem_offset: Field = Field::new(0x300, 0x40);
+        /// `u8 headers_mkey[0x20]` @ byte 0x68, DW26, 32 bits
+        pub const headers_mkey: Field = Field::new(0x340, 0x20);
+        /// `u8 shampo_enable[0x1]` @ byte 0x6c, DW27 bit 31
+        pub const shampo_enable: Field = Field::new(0x360, 0x1);
+        /// `u8 log_reservation_size[0x3]` @ byte 0x6c, DW27 bits[26:24]
+        pub const log_reservation_size: Field = Field::new(0x365, 0x3);
+        /// `u8 log_max_num_of_packets_per_reservation[0x3]` @ byte 0x6d, DW27 bits[18:16]
+        pub const log_max_num_of_packets_per_reservation: Field = Field::new(0x36d, 0x3);
+        /// `u8 log_headers_entry_size[0x2]` @ byte 0x6e, DW27 bits[9:8]
+        pub const log_headers_entry_size: Field = Field::new(0x376, 0x2);
+        /// `u8 log_headers_buffer_entry_num[0x4]` @ byte 0x6f, DW27 bits[3:0]
+        pub const log_headers_buffer_entry_num: Field = Field::new(0x37c, 0x4);
+        /// `struct mlx5_ifc_cmd_pas_bits pas[]` @ byte 0xf0, flexible
+        pub const pas: Array = Array::new(0x780, 0x40, 0);
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("rlky", rlky),
+        ("delay_drop_en", delay_drop_en),
+        ("scatter_fcs", scatter_fcs),
+        ("vsd", vsd),
+        ("mem_rq_type", mem_rq_type),
+        ("state", state),
+        ("flush_in_error_en", flush_in_error_en),
+        ("hairpin", hairpin),
+        ("ts_format", ts_format),
+        ("user_index", user_index),
+        ("cqn", cqn),
+        ("counter_set_id", counter_set_id),
+        ("rmpn", rmpn),
+        ("hairpin_peer_sq", hairpin_peer_sq),
+        ("hairpin_peer_vhca", hairpin_peer_vhca),
+        (
+            "shampo_no_match_alignment_granularity",
+            shampo_no_match_alignment_granularity,
+        ),
+        ("shampo_match_criteria_type", shampo_match_criteria_type),
+        ("reservation_timeout", reservation_timeout),
+        ("wq", wq),
+    ];
+}
+
+/// `struct mlx5_ifc_modify_nic_vport_context_in_bits`: 512 bytes.
+pub mod modify_nic_vport_context_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x200;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 other_vport[0x1]` @ byte 0x8, DW2 bit 31
+    pub const other_vport: Field = Field::new(0x40, 0x1);
+    /// `u8 vport_number[0x10]` @ byte 0xa, DW2 bits[15:0]
+    pub const vport_number: Field = Field::new(0x50, 0x10);
+    /// `struct mlx5_ifc_modify_nic_vport_field_select_bits field_select` @ byte 0xc, DW3, 32 bits
+    pub const field_select: Field = Field::new(0x60, 0x20);
+    /// Fields of `field_select`, offsets from the start of the enclosing top-level struct.
+    pub mod field_select {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 affiliation[0x1]` @ byte 0xe, DW3 bit 13
+        pub const affiliation: Field = Field::new(0x72, 0x1);
+        /// `u8 disable_uc_local_lb[0x1]` @ byte 0xe, DW3 bit 11
+        pub const disable_uc_local_lb: Field = Field::new(0x74, 0x1);
+        /// `u8 disable_mc_local_lb[0x1]` @ byte 0xe, DW3 bit 10
+        pub const disable_mc_local_lb: Field = Field::new(0x75, 0x1);
+        /// `u8 node_guid[0x1]` @ byte 0xe, DW3 bit 9
+        pub const node_guid: Field = Field::new(0x76, 0x1);
+        /// `u8 port_guid[0x1]` @ byte 0xe, DW3 bit 8
+        pub const port_guid: Field = Field::new(0x77, 0x1);
+        /// `u8 min_inline[0x1]` @ byte 0xf, DW3 bit 7
+        pub const min_inline: Field = Field::new(0x78, 0x1);
+        /// `u8 mtu[0x1]` @ byte 0xf, DW3 bit 6
+        pub const mtu: Field = Field::new(0x79, 0x1);
+        /// `u8 change_event[0x1]` @ byte 0xf, DW3 bit 5
+        pub const change_event: Field = Field::new(0x7a, 0x1);
+        /// `u8 promisc[0x1]` @ byte 0xf, DW3 bit 4
+        pub const promisc: Field = Field::new(0x7b, 0x1);
+        /// `u8 permanent_address[0x1]` @ byte 0xf, DW3 bit 3
+        pub const permanent_address: Field = Field::new(0x7c, 0x1);
+        /// `u8 addresses_list[0x1]` @ byte 0xf, DW3 bit 2
+        pub const addresses_list: Field = Field::new(0x7d, 0x1);
+        /// `u8 roce_en[0x1]` @ byte 0xf, DW3 bit 1
+        pub const roce_en: Field = Field::new(0x7e, 0x1);
+    }
+    /// `struct mlx5_ifc_nic_vport_context_bits nic_vport_context` @ byte 0x100, DW64, 2048 bits
+    pub const nic_vport_context: Field = Field::new(0x800, 0x800);
+    /// Fields of `nic_vport_context`, offsets from the start of the enclosing top-level struct.
+    pub mod nic_vport_context {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 min_wqe_inline_mode[0x3]` @ byte 0x100, DW64 bits[26:24]
+        pub const min_wqe_inline_mode: Field = Field::new(0x805, 0x3);
+        /// `u8 disable_mc_local_lb[0x1]` @ byte 0x103, DW64 bit 2
+        pub const disable_mc_local_lb: Field = Field::new(0x81d, 0x1);
+        /// `u8 disable_uc_local_lb[0x1]` @ byte 0x103, DW64 bit 1
+        pub const disable_uc_local_lb: Field = Field::new(0x81e, 0x1);
+        /// `u8 roce_en[0x1]` @ byte 0x103, DW64 bit 0
+        pub const roce_en: Field = Field::new(0x81f, 0x1);
+        /// `u8 arm_change_event[0x1]` @ byte 0x104, DW65 bit 31
+        pub const arm_change_event: Field = Field::new(0x820, 0x1);
+        /// `u8 event_on_mtu[0x1]` @ byte 0x107, DW65 bit 4
+        pub const event_on_mtu: Field = Field::new(0x83b, 0x1);
+        /// `u8 event_on_promisc_change[0x1]` @ byte 0x107, DW65 bit 3
+        pub const event_on_promisc_change: Field = Field::new(0x83c, 0x1);
+        /// `u8 event_on_vlan_change[0x1]` @ byte 0x107, DW65 bit 2
+        pub const event_on_vlan_change: Field = Field::new(0x83d, 0x1);
+        /// `u8 event_on_mc_address_change[0x1]` @ byte 0x107, DW65 bit 1
+        pub const event_on_mc_address_change: Field = Field::new(0x83e, 0x1);
+        /// `u8 event_on_uc_address_change[0x1]` @ byte 0x107, DW65 bit 0
+        pub const event_on_uc_address_change: Field = Field::new(0x83f, 0x1);
+        /// `u8 vhca_id_type[0x1]` @ byte 0x108, DW66 bit 31
+        pub const vhca_id_type: Field = Field::new(0x840, 0x1);
+        /// `u8 affiliation_criteria[0x4]` @ byte 0x109, DW66 bits[19:16]
+        pub const affiliation_criteria: Field = Field::new(0x84c, 0x4);
+        /// `u8 affiliated_vhca_id[0x10]` @ byte 0x10a, DW66 bits[15:0]
+        pub const affiliated_vhca_id: Field = Field::new(0x850, 0x10);
+        /// `u8 sd_group[0x3]` @ byte 0x120, DW72 bits[30:28]
+        pub const sd_group: Field = Field::new(0x901, 0x3);
+        /// `u8 mtu[0x10]` @ byte 0x126, DW73 bits[15:0]
+        pub const mtu: Field = Field::new(0x930, 0x10);
+        /// `u8 system_image_guid[0x40]` @ byte 0x128, DW74, 64 bits
+        pub const system_image_guid: Field = Field::new(0x940, 0x40);
+        /// `u8 port_guid[0x40]` @ byte 0x130, DW76, 64 bits
+        pub const port_guid: Field = Field::new(0x980, 0x40);
+        /// `u8 node_guid[0x40]` @ byte 0x138, DW78, 64 bits
+        pub const node_guid: Field = Field::new(0x9c0, 0x40);
+        /// `u8 qkey_violation_counter[0x10]` @ byte 0x168, DW90 bits[31:16]
+        pub const qkey_violation_counter: Field = Field::new(0xb40, 0x10);
+        /// `u8 promisc_uc[0x1]` @ byte 0x1f0, DW124 bit 31
+        pub const promisc_uc: Field = Field::new(0xf80, 0x1);
+        /// `u8 promisc_mc[0x1]` @ byte 0x1f0, DW124 bit 30
+        pub const promisc_mc: Field = Field::new(0xf81, 0x1);
+        /// `u8 promisc_all[0x1]` @ byte 0x1f0, DW124 bit 29
+        pub const promisc_all: Field = Field::new(0xf82, 0x1);
+        /// `u8 allowed_list_type[0x3]` @ byte 0x1f0, DW124 bits[26:24]
+        pub const allowed_list_type: Field = Field::new(0xf85, 0x3);
+        /// `u8 allowed_list_size[0xc]` @ byte 0x1f2, DW124 bits[11:0]
+        pub const allowed_list_size: Field = Field::new(0xf94, 0xc);
+        /// `struct mlx5_ifc_mac_address_layout_bits permanent_address` @ byte 0x1f4, DW125, 64 bits
+        pub const permanent_address: Field = Field::new(0xfa0, 0x40);
+        /// Fields of `permanent_address`, offsets from the start of the enclosing top-level struct.
+        pub mod permanent_address {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 mac_addr_47_32[0x10]` @ byte 0x1f6, DW125 bits[15:0]
+            pub const mac_addr_47_32: Field = Field::new(0xfb0, 0x10);
+            /// `u8 mac_addr_31_0[0x20]` @ byte 0x1f8, DW126, 32 bits
+            pub const mac_addr_31_0: Field = Field::new(0xfc0, 0x20);
+        }
+        /// `u8 current_uc_mac_address[][0x40]` @ byte 0x200, flexible
+        pub const current_uc_mac_address: Array = Array::new(0x1000, 0x40, 0);
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("op_mod", op_mod),
+        ("other_vport", other_vport),
+        ("vport_number", vport_number),
+        ("field_select", field_select),
+        ("nic_vport_context", nic_vport_context),
+    ];
+}
+
+/// `struct mlx5_ifc_modify_nic_vport_context_out_bits`: 16 bytes.
+pub mod modify_nic_vport_context_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_modify_vport_state_in_bits`: 16 bytes.
+pub mod modify_vport_state_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 other_vport[0x1]` @ byte 0x8, DW2 bit 31
+    pub const other_vport: Field = Field::new(0x40, 0x1);
+    /// `u8 vport_number[0x10]` @ byte 0xa, DW2 bits[15:0]
+    pub const vport_number: Field = Field::new(0x50, 0x10);
+    /// `u8 admin_state[0x4]` @ byte 0xf, DW3 bits[7:4]
+    pub const admin_state: Field = Field::new(0x78, 0x4);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("op_mod", op_mod),
+        ("other_vport", other_vport),
+        ("vport_number", vport_number),
+        ("admin_state", admin_state),
+    ];
+}
+
+/// `struct mlx5_ifc_modify_vport_state_out_bits`: 16 bytes.
+pub mod modify_vport_state_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_query_vport_counter_in_bits`: 32 bytes.
+pub mod query_vport_counter_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x20;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 other_vport[0x1]` @ byte 0x8, DW2 bit 31
+    pub const other_vport: Field = Field::new(0x40, 0x1);
+    /// `u8 port_num[0x4]` @ byte 0x9, DW2 bits[19:16]
+    pub const port_num: Field = Field::new(0x4c, 0x4);
+    /// `u8 vport_number[0x10]` @ byte 0xa, DW2 bits[15:0]
+    pub const vport_number: Field = Field::new(0x50, 0x10);
+    /// `u8 clear[0x1]` @ byte 0x18, DW6 bit 31
+    pub const clear: Field = Field::new(0xc0, 0x1);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("op_mod", op_mod),
+        ("other_vport", other_vport),
+        ("port_num", port_num),
+        ("vport_number", vport_number),
+        ("clear", clear),
+    ];
+}
+
+/// `struct mlx5_ifc_query_vport_counter_out_bits`: 528 bytes.
+pub mod query_vport_counter_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x210;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// `struct mlx5_ifc_traffic_counter_bits received_errors` @ byte 0x10, DW4, 128 bits
+    pub const received_errors: Field = Field::new(0x80, 0x80);
+    /// Fields of `received_errors`, offsets from the start of the enclosing top-level struct.
+    pub mod received_errors {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 packets[0x40]` @ byte 0x10, DW4, 64 bits
+        pub const packets: Field = Field::new(0x80, 0x40);
+        /// `u8 octets[0x40]` @ byte 0x18, DW6, 64 bits
+        pub const octets: Field = Field::new(0xc0, 0x40);
+    }
+    /// `struct mlx5_ifc_traffic_counter_bits transmit_errors` @ byte 0x20, DW8, 128 bits
+    pub const transmit_errors: Field = Field::new(0x100, 0x80);
+    /// Fields of `transmit_errors`, offsets from the start of the enclosing top-level struct.
+    pub mod transmit_errors {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 packets[0x40]` @ byte 0x20, DW8, 64 bits
+        pub const packets: Field = Field::new(0x100, 0x40);
+        /// `u8 octets[0x40]` @ byte 0x28, DW10, 64 bits
+        pub const octets: Field = Field::new(0x140, 0x40);
+    }
+    /// `struct mlx5_ifc_traffic_counter_bits received_ib_unicast` @ byte 0x30, DW12, 128 bits
+    pub const received_ib_unicast: Field = Field::new(0x180, 0x80);
+    /// Fields of `received_ib_unicast`, offsets from the start of the enclosing top-level struct.
+    pub mod received_ib_unicast {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 packets[0x40]` @ byte 0x30, DW12, 64 bits
+        pub const packets: Field = Field::new(0x180, 0x40);
+        /// `u8 octets[0x40]` @ byte 0x38, DW14, 64 bits
+        pub const octets: Field = Field::new(0x1c0, 0x40);
+    }
+    /// `struct mlx5_ifc_traffic_counter_bits transmitted_ib_unicast` @ byte 0x40, DW16, 128 bits
+    pub const transmitted_ib_unicast: Field = Field::new(0x200, 0x80);
+    /// Fields of `transmitted_ib_unicast`, offsets from the start of the enclosing top-level struct.
+    pub mod transmitted_ib_unicast {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 packets[0x40]` @ byte 0x40, DW16, 64 bits
+        pub const packets: Field = Field::new(0x200, 0x40);
+        /// `u8 octets[0x40]` @ byte 0x48, DW18, 64 bits
+        pub const octets: Field = Field::new(0x240, 0x40);
+    }
+    /// `struct mlx5_ifc_traffic_counter_bits received_ib_multicast` @ byte 0x50, DW20, 128 bits
+    pub const received_ib_multicast: Field = Field::new(0x280, 0x80);
+    /// Fields of `received_ib_multicast`, offsets from the start of the enclosing top-level struct.
+    pub mod received_ib_multicast {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 packets[0x40]` @ byte 0x50, DW20, 64 bits
+        pub const packets: Field = Field::new(0x280, 0x40);
+        /// `u8 octets[0x40]` @ byte 0x58, DW22, 64 bits
+        pub const octets: Field = Field::new(0x2c0, 0x40);
+    }
+    /// `struct mlx5_ifc_traffic_counter_bits transmitted_ib_multicast` @ byte 0x60, DW24, 128 bits
+    pub const transmitted_ib_multicast: Field = Field::new(0x300, 0x80);
+    /// Fields of `transmitted_ib_multicast`, offsets from the start of the enclosing top-level struct.
+    pub mod transmitted_ib_multicast {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 packets[0x40]` @ byte 0x60, DW24, 64 bits
+        pub const packets: Field = Field::new(0x300, 0x40);
+        /// `u8 octets[0x40]` @ byte 0x68, DW26, 64 bits
+        pub const octets: Field = Field::new(0x340, 0x40);
+    }
+    /// `struct mlx5_ifc_traffic_counter_bits received_eth_broadcast` @ byte 0x70, DW28, 128 bits
+    pub const received_eth_broadcast: Field = Field::new(0x380, 0x80);
+    /// Fields of `received_eth_broadcast`, offsets from the start of the enclosing top-level struct.
+    pub mod received_eth_broadcast {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 packets[0x40]` @ byte 0x70, DW28, 64 bits
+        pub const packets: Field = Field::new(0x380, 0x40);
+        /// `u8 octets[0x40]` @ byte 0x78, DW30, 64 bits
+        pub const octets: Field = Field::new(0x3c0, 0x40);
+    }
+    /// `struct mlx5_ifc_traffic_counter_bits transmitted_eth_broadcast` @ byte 0x80, DW32, 128 bits
+    pub const transmitted_eth_broadcast: Field = Field::new(0x400, 0x80);
+    /// Fields of `transmitted_eth_broadcast`, offsets from the start of the enclosing top-level struct.
+    pub mod transmitted_eth_broadcast {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 packets[0x40]` @ byte 0x80, DW32, 64 bits
+        pub const packets: Field = Field::new(0x400, 0x40);
+        /// `u8 octets[0x40]` @ byte 0x88, DW34, 64 bits
+        pub const octets: Field = Field::new(0x440, 0x40);
+    }
+    /// `struct mlx5_ifc_traffic_counter_bits received_eth_unicast` @ byte 0x90, DW36, 128 bits
+    pub const received_eth_unicast: Field = Field::new(0x480, 0x80);
+    /// Fields of `received_eth_unicast`, offsets from the start of the enclosing top-level struct.
+    pub mod received_eth_unicast {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 packets[0x40]` @ byte 0x90, DW36, 64 bits
+        pub const packets: Field = Field::new(0x480, 0x40);
+        /// `u8 octets[0x40]` @ byte 0x98, DW38, 64 bits
+        pub const octets: Field = Field::new(0x4c0, 0x40);
+    }
+    /// `struct mlx5_ifc_traffic_counter_bits transmitted_eth_unicast` @ byte 0xa0, DW40, 128 bits
+    pub const transmitted_eth_unicast: Field = Field::new(0x500, 0x80);
+    /// Fields of `transmitted_eth_unicast`, offsets from the start of the enclosing top-level struct.
+    pub mod transmitted_eth_unicast {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 packets[0x40]` @ byte 0xa0, DW40, 64 bits
+        pub const packets: Field = Field::new(0x500, 0x40);
+        /// `u8 octets[0x40]` @ byte 0xa8, DW42, 64 bits
+        pub const octets: Field = Field::new(0x540, 0x40);
+    }
+    /// `struct mlx5_ifc_traffic_counter_bits received_eth_multicast` @ byte 0xb0, DW44, 128 bits
+    pub const received_eth_multicast: Field = Field::new(0x580, 0x80);
+    /// Fields of `received_eth_multicast`, offsets from the start of the enclosing top-level struct.
+    pub mod received_eth_multicast {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 packets[0x40]` @ byte 0xb0, DW44, 64 bits
+        pub const packets: Field = Field::new(0x580, 0x40);
+        /// `u8 octets[0x40]` @ byte 0xb8, DW46, 64 bits
+        pub const octets: Field = Field::new(0x5c0, 0x40);
+    }
+    /// `struct mlx5_ifc_traffic_counter_bits transmitted_eth_multicast` @ byte 0xc0, DW48, 128 bits
+    pub const transmitted_eth_multicast: Field = Field::new(0x600, 0x80);
+    /// Fields of `transmitted_eth_multicast`, offsets from the start of the enclosing top-level struct.
+    pub mod transmitted_eth_multicast {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 packets[0x40]` @ byte 0xc0, DW48, 64 bits
+        pub const packets: Field = Field::new(0x600, 0x40);
+        /// `u8 octets[0x40]` @ byte 0xc8, DW50, 64 bits
+        pub const octets: Field = Field::new(0x640, 0x40);
+    }
+    /// `struct mlx5_ifc_traffic_counter_bits local_loopback` @ byte 0xd0, DW52, 128 bits
+    pub const local_loopback: Field = Field::new(0x680, 0x80);
+    /// Fields of `local_loopback`, offsets from the start of the enclosing top-level struct.
+    pub mod local_loopback {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 packets[0x40]` @ byte 0xd0, DW52, 64 bits
+        pub const packets: Field = Field::new(0x680, 0x40);
+        /// `u8 octets[0x40]` @ byte 0xd8, DW54, 64 bits
+        pub const octets: Field = Field::new(0x6c0, 0x40);
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("status", status),
+        ("syndrome", syndrome),
+        ("received_errors", received_errors),
+        ("transmit_errors", transmit_errors),
+        ("received_ib_unicast", received_ib_unicast),
+        ("transmitted_ib_unicast", transmitted_ib_unicast),
+        ("received_ib_multicast", received_ib_multicast),
+        ("transmitted_ib_multicast", transmitted_ib_multicast),
+        ("received_eth_broadcast", received_eth_broadcast),
+        ("transmitted_eth_broadcast", transmitted_eth_broadcast),
+        ("received_eth_unicast", received_eth_unicast),
+        ("transmitted_eth_unicast", transmitted_eth_unicast),
+        ("received_eth_multicast", received_eth_multicast),
+        ("transmitted_eth_multicast", transmitted_eth_multicast),
+        ("local_loopback", local_loopback),
+    ];
+}
+
+/// `struct mlx5_ifc_pfcc_reg_bits`: 32 bytes.
+pub mod pfcc_reg {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x20;
+    /// `u8 buf_ownership[0x2]` @ byte 0x0, DW0 bits[27:26]
+    pub const buf_ownership: Field = Field::new(0x4, 0x2);
+    /// `u8 local_port[0x8]` @ byte 0x1, DW0 bits[23:16]
+    pub const local_port: Field = Field::new(0x8, 0x8);
+    /// `u8 ppan_mask_n[0x1]` @ byte 0x3, DW0 bit 4
+    pub const ppan_mask_n: Field = Field::new(0x1b, 0x1);
+    /// `u8 minor_stall_mask[0x1]` @ byte 0x3, DW0 bit 3
+    pub const minor_stall_mask: Field = Field::new(0x1c, 0x1);
+    /// `u8 critical_stall_mask[0x1]` @ byte 0x3, DW0 bit 2
+    pub const critical_stall_mask: Field = Field::new(0x1d, 0x1);
+    /// `u8 ppan[0x4]` @ byte 0x4, DW1 bits[31:28]
+    pub const ppan: Field = Field::new(0x20, 0x4);
+    /// `u8 prio_mask_tx[0x8]` @ byte 0x5, DW1 bits[23:16]
+    pub const prio_mask_tx: Field = Field::new(0x28, 0x8);
+    /// `u8 prio_mask_rx[0x8]` @ byte 0x7, DW1 bits[7:0]
+    pub const prio_mask_rx: Field = Field::new(0x38, 0x8);
+    /// `u8 pptx[0x1]` @ byte 0x8, DW2 bit 31
+    pub const pptx: Field = Field::new(0x40, 0x1);
+    /// `u8 aptx[0x1]` @ byte 0x8, DW2 bit 30
+    pub const aptx: Field = Field::new(0x41, 0x1);
+    /// `u8 pptx_mask_n[0x1]` @ byte 0x8, DW2 bit 29
+    pub const pptx_mask_n: Field = Field::new(0x42, 0x1);
+    /// `u8 pfctx[0x8]` @ byte 0x9, DW2 bits[23:16]
+    pub const pfctx: Field = Field::new(0x48, 0x8);
+    /// `u8 pprx[0x1]` @ byte 0xc, DW3 bit 31
+    pub const pprx: Field = Field::new(0x60, 0x1);
+    /// `u8 aprx[0x1]` @ byte 0xc, DW3 bit 30
+    pub const aprx: Field = Field::new(0x61, 0x1);
+    /// `u8 pprx_mask_n[0x1]` @ byte 0xc, DW3 bit 29
+    pub const pprx_mask_n: Field = Field::new(0x62, 0x1);
+    /// `u8 pfcrx[0x8]` @ byte 0xd, DW3 bits[23:16]
+    pub const pfcrx: Field = Field::new(0x68, 0x8);
+    /// `u8 device_stall_minor_watermark[0x10]` @ byte 0x10, DW4 bits[31:16]
+    pub const device_stall_minor_watermark: Field = Field::new(0x80, 0x10);
+    /// `u8 device_stall_critical_watermark[0x10]` @ byte 0x12, DW4 bits[15:0]
+    pub const device_stall_critical_watermark: Field = Field::new(0x90, 0x10);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("buf_ownership", buf_ownership),
+        ("local_port", local_port),
+        ("ppan_mask_n", ppan_mask_n),
+        ("minor_stall_mask", minor_stall_mask),
+        ("critical_stall_mask", critical_stall_mask),
+        ("ppan", ppan),
+        ("prio_mask_tx", prio_mask_tx),
+        ("prio_mask_rx", prio_mask_rx),
+        ("pptx", pptx),
+        ("aptx", aptx),
+        ("pptx_mask_n", pptx_mask_n),
+        ("pfctx", pfctx),
+        ("pprx", pprx),
+        ("aprx", aprx),
+        ("pprx_mask_n", pprx_mask_n),
+        ("pfcrx", pfcrx),
+        ("device_stall_minor_watermark", device_stall_minor_watermark),
+        (
+            "device_stall_critical_watermark",
+            device_stall_critical_watermark,
+        ),
+    ];
+}
+
+/// `struct mlx5_ifc_qpts_reg_bits`: 8 bytes.
+pub mod qpts_reg {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x8;
+    /// `u8 local_port[0x8]` @ byte 0x1, DW0 bits[23:16]
+    pub const local_port: Field = Field::new(0x8, 0x8);
+    /// `u8 trust_state[0x3]` @ byte 0x7, DW1 bits[2:0]
+    pub const trust_state: Field = Field::new(0x3d, 0x3);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] =
+        &[("local_port", local_port), ("trust_state", trust_state)];
+}
+
+/// `struct mlx5_ifc_qpdpm_reg_bits`: 132 bytes.
+pub mod qpdpm_reg {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x84;
+    /// `u8 local_port[0x8]` @ byte 0x1, DW0 bits[23:16]
+    pub const local_port: Field = Field::new(0x8, 0x8);
+    /// `struct mlx5_ifc_qpdpm_dscp_reg_bits dscp[64]; elements: [`qpdpm_dscp_reg`](super::qpdpm_dscp_reg)` @ byte 0x4, 64 elements
+    pub const dscp: Array = Array::new(0x20, 0x10, 64);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("local_port", local_port)];
+}
+
+/// `struct mlx5_ifc_qtct_reg_bits`: 8 bytes.
+pub mod qtct_reg {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x8;
+    /// `u8 port_number[0x8]` @ byte 0x1, DW0 bits[23:16]
+    pub const port_number: Field = Field::new(0x8, 0x8);
+    /// `u8 prio[0x3]` @ byte 0x3, DW0 bits[2:0]
+    pub const prio: Field = Field::new(0x1d, 0x3);
+    /// `u8 tclass[0x3]` @ byte 0x7, DW1 bits[2:0]
+    pub const tclass: Field = Field::new(0x3d, 0x3);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("port_number", port_number),
+        ("prio", prio),
+        ("tclass", tclass),
+    ];
+}
+
+/// `struct mlx5_ifc_qetc_reg_bits`: 80 bytes.
+pub mod qetc_reg {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x50;
+    /// `u8 port_number[0x8]` @ byte 0x1, DW0 bits[23:16]
+    pub const port_number: Field = Field::new(0x8, 0x8);
+    /// `struct mlx5_ifc_ets_tcn_config_reg_bits tc_configuration[8]; elements: [`ets_tcn_config_reg`](super::ets_tcn_config_reg)` @ byte 0x8, 8 elements
+    pub const tc_configuration: Array = Array::new(0x40, 0x40, 8);
+    /// `struct mlx5_ifc_ets_global_config_reg_bits global_configuration` @ byte 0x48, DW18, 64 bits
+    pub const global_configuration: Field = Field::new(0x240, 0x40);
+    /// Fields of `global_configuration`, offsets from the start of the enclosing top-level struct.
+    pub mod global_configuration {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 r[0x1]` @ byte 0x48, DW18 bit 29
+        pub const r: Field = Field::new(0x242, 0x1);
+        /// `u8 max_bw_units[0x4]` @ byte 0x4d, DW19 bits[19:16]
+        pub const max_bw_units: Field = Field::new(0x26c, 0x4);
+        /// `u8 max_bw_value[0x8]` @ byte 0x4f, DW19 bits[7:0]
+        pub const max_bw_value: Field = Field::new(0x278, 0x8);
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("port_number", port_number),
+        ("global_configuration", global_configuration),
+    ];
+}
+
+/// `struct mlx5_ifc_create_flow_table_in_bits`: 64 bytes.
+pub mod create_flow_table_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x40;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 other_vport[0x1]` @ byte 0x8, DW2 bit 31
+    pub const other_vport: Field = Field::new(0x40, 0x1);
+    /// `u8 vport_number[0x10]` @ byte 0xa, DW2 bits[15:0]
+    pub const vport_number: Field = Field::new(0x50, 0x10);
+    /// `u8 table_type[0x8]` @ byte 0x10, DW4 bits[31:24]
+    pub const table_type: Field = Field::new(0x80, 0x8);
+    /// `struct mlx5_ifc_flow_table_context_bits flow_table_context` @ byte 0x18, DW6, 320 bits
+    pub const flow_table_context: Field = Field::new(0xc0, 0x140);
+    /// Fields of `flow_table_context`, offsets from the start of the enclosing top-level struct.
+    pub mod flow_table_context {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 reformat_en[0x1]` @ byte 0x18, DW6 bit 31
+        pub const reformat_en: Field = Field::new(0xc0, 0x1);
+        /// `u8 decap_en[0x1]` @ byte 0x18, DW6 bit 30
+        pub const decap_en: Field = Field::new(0xc1, 0x1);
+        /// `u8 sw_owner[0x1]` @ byte 0x18, DW6 bit 29
+        pub const sw_owner: Field = Field::new(0xc2, 0x1);
+        /// `u8 termination_table[0x1]` @ byte 0x18, DW6 bit 28
+        pub const termination_table: Field = Field::new(0xc3, 0x1);
+        /// `u8 table_miss_action[0x4]` @ byte 0x18, DW6 bits[27:24]
+        pub const table_miss_action: Field = Field::new(0xc4, 0x4);
+        /// `u8 level[0x8]` @ byte 0x19, DW6 bits[23:16]
+        pub const level: Field = Field::new(0xc8, 0x8);
+        /// `u8 rtc_valid[0x1]` @ byte 0x1a, DW6 bit 15
+        pub const rtc_valid: Field = Field::new(0xd0, 0x1);
+        /// `u8 log_size[0x8]` @ byte 0x1b, DW6 bits[7:0]
+        pub const log_size: Field = Field::new(0xd8, 0x8);
+        /// `u8 table_miss_id[0x18]` @ byte 0x1d, DW7 bits[23:0]
+        pub const table_miss_id: Field = Field::new(0xe8, 0x18);
+        /// `u8 lag_master_next_table_id[0x18]` @ byte 0x21, DW8 bits[23:0]
+        pub const lag_master_next_table_id: Field = Field::new(0x108, 0x18);
+        /// `inline struct sws` @ byte 0x30, DW12, 128 bits
+        pub const sws: Field = Field::new(0x180, 0x80);
+        /// Fields of `sws`, offsets from the start of the enclosing top-level struct.
+        pub mod sws {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 sw_owner_icm_root_1[0x40]` @ byte 0x30, DW12, 64 bits
+            pub const sw_owner_icm_root_1: Field = Field::new(0x180, 0x40);
+            /// `u8 sw_owner_icm_root_0[0x40]` @ byte 0x38, DW14, 64 bits
+            pub const sw_owner_icm_root_0: Field = Field::new(0x1c0, 0x40);
+        }
+        /// `inline struct hws` @ byte 0x30, DW12, 128 bits
+        pub const hws: Field = Field::new(0x180, 0x80);
+        /// Fields of `hws`, offsets from the start of the enclosing top-level struct.
+        pub mod hws {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 rtc_id_0[0x20]` @ byte 0x30, DW12, 32 bits
+            pub const rtc_id_0: Field = Field::new(0x180, 0x20);
+            /// `u8 rtc_id_1[0x20]` @ byte 0x34, DW13, 32 bits
+            pub const rtc_id_1: Field = Field::new(0x1a0, 0x20);
+        }
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("other_vport", other_vport),
+        ("vport_number", vport_number),
+        ("table_type", table_type),
+        ("flow_table_context", flow_table_context),
+    ];
+}
+
+/// `struct mlx5_ifc_create_flow_table_out_bits`: 16 bytes.
+pub mod create_flow_table_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 icm_address_63_40[0x18]` @ byte 0x1, DW0 bits[23:0]
+    pub const icm_address_63_40: Field = Field::new(0x8, 0x18);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// `u8 icm_address_39_32[0x8]` @ byte 0x8, DW2 bits[31:24]
+    pub const icm_address_39_32: Field = Field::new(0x40, 0x8);
+    /// `u8 table_id[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const table_id: Field = Field::new(0x48, 0x18);
+    /// `u8 icm_address_31_0[0x20]` @ byte 0xc, DW3, 32 bits
+    pub const icm_address_31_0: Field = Field::new(0x60, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("status", status),
+        ("icm_address_63_40", icm_address_63_40),
+        ("syndrome", syndrome),
+        ("icm_address_39_32", icm_address_39_32),
+        ("table_id", table_id),
+        ("icm_address_31_0", icm_address_31_0),
+    ];
+}
+
+/// `struct mlx5_ifc_modify_flow_table_in_bits`: 64 bytes.
+pub mod modify_flow_table_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x40;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 other_vport[0x1]` @ byte 0x8, DW2 bit 31
+    pub const other_vport: Field = Field::new(0x40, 0x1);
+    /// `u8 vport_number[0x10]` @ byte 0xa, DW2 bits[15:0]
+    pub const vport_number: Field = Field::new(0x50, 0x10);
+    /// `u8 modify_field_select[0x10]` @ byte 0xe, DW3 bits[15:0]
+    pub const modify_field_select: Field = Field::new(0x70, 0x10);
+    /// `u8 table_type[0x8]` @ byte 0x10, DW4 bits[31:24]
+    pub const table_type: Field = Field::new(0x80, 0x8);
+    /// `u8 table_id[0x18]` @ byte 0x15, DW5 bits[23:0]
+    pub const table_id: Field = Field::new(0xa8, 0x18);
+    /// `struct mlx5_ifc_flow_table_context_bits flow_table_context` @ byte 0x18, DW6, 320 bits
+    pub const flow_table_context: Field = Field::new(0xc0, 0x140);
+    /// Fields of `flow_table_context`, offsets from the start of the enclosing top-level struct.
+    pub mod flow_table_context {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 reformat_en[0x1]` @ byte 0x18, DW6 bit 31
+        pub const reformat_en: Field = Field::new(0xc0, 0x1);
+        /// `u8 decap_en[0x1]` @ byte 0x18, DW6 bit 30
+        pub const decap_en: Field = Field::new(0xc1, 0x1);
+        /// `u8 sw_owner[0x1]` @ byte 0x18, DW6 bit 29
+        pub const sw_owner: Field = Field::new(0xc2, 0x1);
+        /// `u8 termination_table[0x1]` @ byte 0x18, DW6 bit 28
+        pub const termination_table: Field = Field::new(0xc3, 0x1);
+        /// `u8 table_miss_action[0x4]` @ byte 0x18, DW6 bits[27:24]
+        pub const table_miss_action: Field = Field::new(0xc4, 0x4);
+        /// `u8 level[0x8]` @ byte 0x19, DW6 bits[23:16]
+        pub const level: Field = Field::new(0xc8, 0x8);
+        /// `u8 rtc_valid[0x1]` @ byte 0x1a, DW6 bit 15
+        pub const rtc_valid: Field = Field::new(0xd0, 0x1);
+        /// `u8 log_size[0x8]` @ byte 0x1b, DW6 bits[7:0]
+        pub const log_size: Field = Field::new(0xd8, 0x8);
+        /// `u8 table_miss_id[0x18]` @ byte 0x1d, DW7 bits[23:0]
+        pub const table_miss_id: Field = Field::new(0xe8, 0x18);
+        /// `u8 lag_master_next_table_id[0x18]` @ byte 0x21, DW8 bits[23:0]
+        pub const lag_master_next_table_id: Field = Field::new(0x108, 0x18);
+        /// `inline struct sws` @ byte 0x30, DW12, 128 bits
+        pub const sws: Field = Field::new(0x180, 0x80);
+        /// Fields of `sws`, offsets from the start of the enclosing top-level struct.
+        pub mod sws {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 sw_owner_icm_root_1[0x40]` @ byte 0x30, DW12, 64 bits
+            pub const sw_owner_icm_root_1: Field = Field::new(0x180, 0x40);
+            /// `u8 sw_owner_icm_root_0[0x40]` @ byte 0x38, DW14, 64 bits
+            pub const sw_owner_icm_root_0: Field = Field::new(0x1c0, 0x40);
+        }
+        /// `inline struct hws` @ byte 0x30, DW12, 128 bits
+        pub const hws: Field = Field::new(0x180, 0x80);
+        /// Fields of `hws`, offsets from the start of the enclosing top-level struct.
+        pub mod hws {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 rtc_id_0[0x20]` @ byte 0x30, DW12, 32 bits
+            pub const rtc_id_0: Field = Field::new(0x180, 0x20);
+            /// `u8 rtc_id_1[0x20]` @ byte 0x34, DW13, 32 bits
+            pub const rtc_id_1: Field = Field::new(0x1a0, 0x20);
+        }
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("op_mod", op_mod),
+        ("other_vport", other_vport),
+        ("vport_number", vport_number),
+        ("modify_field_select", modify_field_select),
+        ("table_type", table_type),
+        ("table_id", table_id),
+        ("flow_table_context", flow_table_context),
+    ];
+}
+
+/// `struct mlx5_ifc_modify_flow_table_out_bits`: 16 bytes.
+pub mod modify_flow_table_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_destroy_flow_table_in_bits`: 64 bytes.
+pub mod destroy_flow_table_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x40;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 other_vport[0x1]` @ byte 0x8, DW2 bit 31
+    pub const other_vport: Field = Field::new(0x40, 0x1);
+    /// `u8 vport_number[0x10]` @ byte 0xa, DW2 bits[15:0]
+    pub const vport_number: Field = Field::new(0x50, 0x10);
+    /// `u8 table_type[0x8]` @ byte 0x10, DW4 bits[31:24]
+    pub const table_type: Field = Field::new(0x80, 0x8);
+    /// `u8 table_id[0x18]` @ byte 0x15, DW5 bits[23:0]
+    pub const table_id: Field = Field::new(0xa8, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("op_mod", op_mod),
+        ("other_vport", other_vport),
+        ("vport_number", vport_number),
+        ("table_type", table_type),
+        ("table_id", table_id),
+    ];
+}
+
+/// `struct mlx5_ifc_destroy_flow_table_out_bits`: 16 bytes.
+pub mod destroy_flow_table_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_set_flow_table_root_in_bits`: 64 bytes.
+pub mod set_flow_table_root_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x40;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 other_vport[0x1]` @ byte 0x8, DW2 bit 31
+    pub const other_vport: Field = Field::new(0x40, 0x1);
+    /// `u8 vport_number[0x10]` @ byte 0xa, DW2 bits[15:0]
+    pub const vport_number: Field = Field::new(0x50, 0x10);
+    /// `u8 table_type[0x8]` @ byte 0x10, DW4 bits[31:24]
+    pub const table_type: Field = Field::new(0x80, 0x8);
+    /// `u8 table_of_other_vport[0x1]` @ byte 0x11, DW4 bit 16
+    pub const table_of_other_vport: Field = Field::new(0x8f, 0x1);
+    /// `u8 table_vport_number[0x10]` @ byte 0x12, DW4 bits[15:0]
+    pub const table_vport_number: Field = Field::new(0x90, 0x10);
+    /// `u8 table_id[0x18]` @ byte 0x15, DW5 bits[23:0]
+    pub const table_id: Field = Field::new(0xa8, 0x18);
+    /// `u8 underlay_qpn[0x18]` @ byte 0x19, DW6 bits[23:0]
+    pub const underlay_qpn: Field = Field::new(0xc8, 0x18);
+    /// `u8 table_eswitch_owner_vhca_id_valid[0x1]` @ byte 0x1c, DW7 bit 31
+    pub const table_eswitch_owner_vhca_id_valid: Field = Field::new(0xe0, 0x1);
+    /// `u8 table_eswitch_owner_vhca_id[0x10]` @ byte 0x1e, DW7 bits[15:0]
+    pub const table_eswitch_owner_vhca_id: Field = Field::new(0xf0, 0x10);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("op_mod", op_mod),
+        ("other_vport", other_vport),
+        ("vport_number", vport_number),
+        ("table_type", table_type),
+        ("table_of_other_vport", table_of_other_vport),
+        ("table_vport_number", table_vport_number),
+        ("table_id", table_id),
+        ("underlay_qpn", underlay_qpn),
+        (
+            "table_eswitch_owner_vhca_id_valid",
+            table_eswitch_owner_vhca_id_valid,
+        ),
+        ("table_eswitch_owner_vhca_id", table_eswitch_owner_vhca_id),
+    ];
+}
+
+/// `struct mlx5_ifc_set_flow_table_root_out_bits`: 16 bytes.
+pub mod set_flow_table_root_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_create_flow_group_in_bits`: 1024 bytes.
+pub mod create_flow_group_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x400;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 other_vport[0x1]` @ byte 0x8, DW2 bit 31
+    pub const other_vport: Field = Field::new(0x40, 0x1);
+    /// `u8 vport_number[0x10]` @ byte 0xa, DW2 bits[15:0]
+    pub const vport_number: Field = Field::new(0x50, 0x10);
+    /// `u8 table_type[0x8]` @ byte 0x10, DW4 bits[31:24]
+    pub const table_type: Field = Field::new(0x80, 0x8);
+    /// `u8 group_type[0x4]` @ byte 0x11, DW4 bits[19:16]
+    pub const group_type: Field = Field::new(0x8c, 0x4);
+    /// `u8 table_id[0x18]` @ byte 0x15, DW5 bits[23:0]
+    pub const table_id: Field = Field::new(0xa8, 0x18);
+    /// `u8 source_eswitch_owner_vhca_id_valid[0x1]` @ byte 0x18, DW6 bit 31
+    pub const source_eswitch_owner_vhca_id_valid: Field = Field::new(0xc0, 0x1);
+    /// `u8 start_flow_index[0x20]` @ byte 0x1c, DW7, 32 bits
+    pub const start_flow_index: Field = Field::new(0xe0, 0x20);
+    /// `u8 end_flow_index[0x20]` @ byte 0x24, DW9, 32 bits
+    pub const end_flow_index: Field = Field::new(0x120, 0x20);
+    /// `u8 match_definer_id[0x10]` @ byte 0x2a, DW10 bits[15:0]
+    pub const match_definer_id: Field = Field::new(0x150, 0x10);
+    /// `u8 match_criteria_enable[0x8]` @ byte 0x3f, DW15 bits[7:0]
+    pub const match_criteria_enable: Field = Field::new(0x1f8, 0x8);
+    /// `struct mlx5_ifc_fte_match_param_bits match_criteria` @ byte 0x40, DW16, 4096 bits
+    pub const match_criteria: Field = Field::new(0x200, 0x1000);
+    /// Fields of `match_criteria`, offsets from the start of the enclosing top-level struct.
+    pub mod match_criteria {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `struct mlx5_ifc_fte_match_set_lyr_2_4_bits outer_headers` @ byte 0x40, DW16, 512 bits
+        pub const outer_headers: Field = Field::new(0x200, 0x200);
+        /// Fields of `outer_headers`, offsets from the start of the enclosing top-level struct.
+        pub mod outer_headers {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 smac_47_16[0x20]` @ byte 0x40, DW16, 32 bits
+            pub const smac_47_16: Field = Field::new(0x200, 0x20);
+            /// `u8 smac_15_0[0x10]` @ byte 0x44, DW17 bits[31:16]
+            pub const smac_15_0: Field = Field::new(0x220, 0x10);
+            /// `u8 ethertype[0x10]` @ byte 0x46, DW17 bits[15:0]
+            pub const ethertype: Field = Field::new(0x230, 0x10);
+            /// `u8 dmac_47_16[0x20]` @ byte 0x48, DW18, 32 bits
+            pub const dmac_47_16: Field = Field::new(0x240, 0x20);
+            /// `u8 dmac_15_0[0x10]` @ byte 0x4c, DW19 bits[31:16]
+            pub const dmac_15_0: Field = Field::new(0x260, 0x10);
+            /// `u8 first_prio[0x3]` @ byte 0x4e, DW19 bits[15:13]
+            pub const first_prio: Field = Field::new(0x270, 0x3);
+            /// `u8 first_cfi[0x1]` @ byte 0x4e, DW19 bit 12
+            pub const first_cfi: Field = Field::new(0x273, 0x1);
+            /// `u8 first_vid[0xc]` @ byte 0x4e, DW19 bits[11:0]
+            pub const first_vid: Field = Field::new(0x274, 0xc);
+            /// `u8 ip_protocol[0x8]` @ byte 0x50, DW20 bits[31:24]
+            pub const ip_protocol: Field = Field::new(0x280, 0x8);
+            /// `u8 ip_dscp[0x6]` @ byte 0x51, DW20 bits[23:18]
+            pub const ip_dscp: Field = Field::new(0x288, 0x6);
+            /// `u8 ip_ecn[0x2]` @ byte 0x51, DW20 bits[17:16]
+            pub const ip_ecn: Field = Field::new(0x28e, 0x2);
+            /// `u8 cvlan_tag[0x1]` @ byte 0x52, DW20 bit 15
+            pub const cvlan_tag: Field = Field::new(0x290, 0x1);
+            /// `u8 svlan_tag[0x1]` @ byte 0x52, DW20 bit 14
+            pub const svlan_tag: Field = Field::new(0x291, 0x1);
+            /// `u8 frag[0x1]` @ byte 0x52, DW20 bit 13
+            pub const frag: Field = Field::new(0x292, 0x1);
+            /// `u8 ip_version[0x4]` @ byte 0x52, DW20 bits[12:9]
+            pub const ip_version: Field = Field::new(0x293, 0x4);
+            /// `u8 tcp_flags[0x9]` @ byte 0x52, DW20 bits[8:0]
+            pub const tcp_flags: Field = Field::new(0x297, 0x9);
+            /// `u8 tcp_sport[0x10]` @ byte 0x54, DW21 bits[31:16]
+            pub const tcp_sport: Field = Field::new(0x2a0, 0x10);
+            /// `u8 tcp_dport[0x10]` @ byte 0x56, DW21 bits[15:0]
+            pub const tcp_dport: Field = Field::new(0x2b0, 0x10);
+            /// `u8 l4_type[0x2]` @ byte 0x58, DW22 bits[31:30]
+            pub const l4_type: Field = Field::new(0x2c0, 0x2);
+            /// `u8 ipv4_ihl[0x4]` @ byte 0x5a, DW22 bits[15:12]
+            pub const ipv4_ihl: Field = Field::new(0x2d0, 0x4);
+            /// `u8 ttl_hoplimit[0x8]` @ byte 0x5b, DW22 bits[7:0]
+            pub const ttl_hoplimit: Field = Field::new(0x2d8, 0x8);
+            /// `u8 udp_sport[0x10]` @ byte 0x5c, DW23 bits[31:16]
+            pub const udp_sport: Field = Field::new(0x2e0, 0x10);
+            /// `u8 udp_dport[0x10]` @ byte 0x5e, DW23 bits[15:0]
+            pub const udp_dport: Field = Field::new(0x2f0, 0x10);
+            /// `union mlx5_ifc_ipv6_layout_ipv4_layout_auto_bits src_ipv4_src_ipv6 (union of ipv6_simple_layout, ipv6_layout, ipv4_layout)` @ byte 0x60, DW24, 128 bits
+            pub const src_ipv4_src_ipv6: Field = Field::new(0x300, 0x80);
+            /// `union mlx5_ifc_ipv6_layout_ipv4_layout_auto_bits dst_ipv4_dst_ipv6 (union of ipv6_simple_layout, ipv6_layout, ipv4_layout)` @ byte 0x70, DW28, 128 bits
+            pub const dst_ipv4_dst_ipv6: Field = Field::new(0x380, 0x80);
+        }
+        /// `struct mlx5_ifc_fte_match_set_misc_bits misc_parameters` @ byte 0x80, DW32, 512 bits
+        pub const misc_parameters: Field = Field::new(0x400, 0x200);
+        /// Fields of `misc_parameters`, offsets from the start of the enclosing top-level struct.
+        pub mod misc_parameters {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 gre_c_present[0x1]` @ byte 0x80, DW32 bit 31
+            pub const gre_c_present: Field = Field::new(0x400, 0x1);
+            /// `u8 gre_k_present[0x1]` @ byte 0x80, DW32 bit 29
+            pub const gre_k_present: Field = Field::new(0x402, 0x1);
+            /// `u8 gre_s_present[0x1]` @ byte 0x80, DW32 bit 28
+            pub const gre_s_present: Field = Field::new(0x403, 0x1);
+            /// `u8 source_vhca_port[0x4]` @ byte 0x80, DW32 bits[27:24]
+            pub const source_vhca_port: Field = Field::new(0x404, 0x4);
+            /// `u8 source_sqn[0x18]` @ byte 0x81, DW32 bits[23:0]
+            pub const source_sqn: Field = Field::new(0x408, 0x18);
+            /// `u8 source_eswitch_owner_vhca_id[0x10]` @ byte 0x84, DW33 bits[31:16]
+            pub const source_eswitch_owner_vhca_id: Field = Field::new(0x420, 0x10);
+            /// `u8 source_port[0x10]` @ byte 0x86, DW33 bits[15:0]
+            pub const source_port: Field = Field::new(0x430, 0x10);
+            /// `u8 outer_second_prio[0x3]` @ byte 0x88, DW34 bits[31:29]
+            pub const outer_second_prio: Field = Field::new(0x440, 0x3);
+            /// `u8 outer_second_cfi[0x1]` @ byte 0x88, DW34 bit 28
+            pub const outer_second_cfi: Field = Field::new(0x443, 0x1);
+            /// `u8 outer_second_vid[0xc]` @ byte 0x88, DW34 bits[27:16]
+            pub const outer_second_vid: Field = Field::new(0x444, 0xc);
+            /// `u8 inner_second_prio[0x3]` @ byte 0x8a, DW34 bits[15:13]
+            pub const inner_second_prio: Field = Field::new(0x450, 0x3);
+            /// `u8 inner_second_cfi[0x1]` @ byte 0x8a, DW34 bit 12
+            pub const inner_second_cfi: Field = Field::new(0x453, 0x1);
+            /// `u8 inner_second_vid[0xc]` @ byte 0x8a, DW34 bits[11:0]
+            pub const inner_second_vid: Field = Field::new(0x454, 0xc);
+            /// `u8 outer_second_cvlan_tag[0x1]` @ byte 0x8c, DW35 bit 31
+            pub const outer_second_cvlan_tag: Field = Field::new(0x460, 0x1);
+            /// `u8 inner_second_cvlan_tag[0x1]` @ byte 0x8c, DW35 bit 30
+            pub const inner_second_cvlan_tag: Field = Field::new(0x461, 0x1);
+            /// `u8 outer_second_svlan_tag[0x1]` @ byte 0x8c, DW35 bit 29
+            pub const outer_second_svlan_tag: Field = Field::new(0x462, 0x1);
+            /// `u8 inner_second_svlan_tag[0x1]` @ byte 0x8c, DW35 bit 28
+            pub const inner_second_svlan_tag: Field = Field::new(0x463, 0x1);
+            /// `u8 gre_protocol[0x10]` @ byte 0x8e, DW35 bits[15:0]
+            pub const gre_protocol: Field = Field::new(0x470, 0x10);
+            /// `union mlx5_ifc_gre_key_bits gre_key (union of nvgre, key)` @ byte 0x90, DW36, 32 bits
+            pub const gre_key: Field = Field::new(0x480, 0x20);
+            /// `u8 vxlan_vni[0x18]` @ byte 0x94, DW37 bits[31:8]
+            pub const vxlan_vni: Field = Field::new(0x4a0, 0x18);
+            /// `u8 bth_opcode[0x8]` @ byte 0x97, DW37 bits[7:0]
+            pub const bth_opcode: Field = Field::new(0x4b8, 0x8);
+            /// `u8 geneve_vni[0x18]` @ byte 0x98, DW38 bits[31:8]
+            pub const geneve_vni: Field = Field::new(0x4c0, 0x18);
+            /// `u8 geneve_tlv_option_0_exist[0x1]` @ byte 0x9b, DW38 bit 1
+            pub const geneve_tlv_option_0_exist: Field = Field::new(0x4de, 0x1);
+            /// `u8 geneve_oam[0x1]` @ byte 0x9b, DW38 bit 0
+            pub const geneve_oam: Field = Field::new(0x4df, 0x1);
+            /// `u8 outer_ipv6_flow_label[0x14]` @ byte 0x9d, DW39 bits[19:0]
+            pub const outer_ipv6_flow_label: Field = Field::new(0x4ec, 0x14);
+            /// `u8 inner_ipv6_flow_label[0x14]` @ byte 0xa1, DW40 bits[19:0]
+            pub const inner_ipv6_flow_label: Field = Field::new(0x50c, 0x14);
+            /// `u8 geneve_opt_len[0x6]` @ byte 0xa5, DW41 bits[21:16]
+            pub const geneve_opt_len: Field = Field::new(0x52a, 0x6);
+            /// `u8 geneve_protocol_type[0x10]` @ byte 0xa6, DW41 bits[15:0]
+            pub const geneve_protocol_type: Field = Field::new(0x530, 0x10);
+            /// `u8 bth_dst_qp[0x18]` @ byte 0xa9, DW42 bits[23:0]
+            pub const bth_dst_qp: Field = Field::new(0x548, 0x18);
+            /// `u8 inner_esp_spi[0x20]` @ byte 0xac, DW43, 32 bits
+            pub const inner_esp_spi: Field = Field::new(0x560, 0x20);
+            /// `u8 outer_esp_spi[0x20]` @ byte 0xb0, DW44, 32 bits
+            pub const outer_esp_spi: Field = Field::new(0x580, 0x20);
+        }
+        /// `struct mlx5_ifc_fte_match_set_lyr_2_4_bits inner_headers` @ byte 0xc0, DW48, 512 bits
+        pub const inner_headers: Field = Field::new(0x600, 0x200);
+        /// Fields of `inner_headers`, offsets from the start of the enclosing top-level struct.
+        pub mod inner_headers {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 smac_47_16[0x20]` @ byte 0xc0, DW48, 32 bits
+            pub const smac_47_16: Field = Field::new(0x600, 0x20);
+            /// `u8 smac_15_0[0x10]` @ byte 0xc4, DW49 bits[31:16]
+            pub const smac_15_0: Field = Field::new(0x620, 0x10);
+            /// `u8 ethertype[0x10]` @ byte 0xc6, DW49 bits[15:0]
+            pub const ethertype: Field = Field::new(0x630, 0x10);
+            /// `u8 dmac_47_16[0x20]` @ byte 0xc8, DW50, 32 bits
+            pub const dmac_47_16: Field = Field::new(0x640, 0x20);
+            /// `u8 dmac_15_0[0x10]` @ byte 0xcc, DW51 bits[31:16]
+            pub const dmac_15_0: Field = Field::new(0x660, 0x10);
+            /// `u8 first_prio[0x3]` @ byte 0xce, DW51 bits[15:13]
+            pub const first_prio: Field = Field::new(0x670, 0x3);
+            /// `u8 first_cfi[0x1]` @ byte 0xce, DW51 bit 12
+            pub const first_cfi: Field = Field::new(0x673, 0x1);
+            /// `u8 first_vid[0xc]` @ byte 0xce, DW51 bits[11:0]
+            pub const first_vid: Field = Field::new(0x674, 0xc);
+            /// `u8 ip_protocol[0x8]` @ byte 0xd0, DW52 bits[31:24]
+            pub const ip_protocol: Field = Field::new(0x680, 0x8);
+            /// `u8 ip_dscp[0x6]` @ byte 0xd1, DW52 bits[23:18]
+            pub const ip_dscp: Field = Field::new(0x688, 0x6);
+            /// `u8 ip_ecn[0x2]` @ byte 0xd1, DW52 bits[17:16]
+            pub const ip_ecn: Field = Field::new(0x68e, 0x2);
+            /// `u8 cvlan_tag[0x1]` @ byte 0xd2, DW52 bit 15
+            pub const cvlan_tag: Field = Field::new(0x690, 0x1);
+            /// `u8 svlan_tag[0x1]` @ byte 0xd2, DW52 bit 14
+            pub const svlan_tag: Field = Field::new(0x691, 0x1);
+            /// `u8 frag[0x1]` @ byte 0xd2, DW52 bit 13
+            pub const frag: Field = Field::new(0x692, 0x1);
+            /// `u8 ip_version[0x4]` @ byte 0xd2, DW52 bits[12:9]
+            pub const ip_version: Field = Field::new(0x693, 0x4);
+            /// `u8 tcp_flags[0x9]` @ byte 0xd2, DW52 bits[8:0]
+            pub const tcp_flags: Field = Field::new(0x697, 0x9);
+            /// `u8 tcp_sport[0x10]` @ byte 0xd4, DW53 bits[31:16]
+            pub const tcp_sport: Field = Field::new(0x6a0, 0x10);
+            /// `u8 tcp_dport[0x10]` @ byte 0xd6, DW53 bits[15:0]
+            pub const tcp_dport: Field = Field::new(0x6b0, 0x10);
+            /// `u8 l4_type[0x2]` @ byte 0xd8, DW54 bits[31:30]
+            pub const l4_type: Field = Field::new(0x6c0, 0x2);
+            /// `u8 ipv4_ihl[0x4]` @ byte 0xda, DW54 bits[15:12]
+            pub const ipv4_ihl: Field = Field::new(0x6d0, 0x4);
+            /// `u8 ttl_hoplimit[0x8]` @ byte 0xdb, DW54 bits[7:0]
+            pub const ttl_hoplimit: Field = Field::new(0x6d8, 0x8);
+            /// `u8 udp_sport[0x10]` @ byte 0xdc, DW55 bits[31:16]
+            pub const udp_sport: Field = Field::new(0x6e0, 0x10);
+            /// `u8 udp_dport[0x10]` @ byte 0xde, DW55 bits[15:0]
+            pub const udp_dport: Field = Field::new(0x6f0, 0x10);
+            /// `union mlx5_ifc_ipv6_layout_ipv4_layout_auto_bits src_ipv4_src_ipv6 (union of ipv6_simple_layout, ipv6_layout, ipv4_layout)` @ byte 0xe0, DW56, 128 bits
+            pub const src_ipv4_src_ipv6: Field = Field::new(0x700, 0x80);
+            /// `union mlx5_ifc_ipv6_layout_ipv4_layout_auto_bits dst_ipv4_dst_ipv6 (union of ipv6_simple_layout, ipv6_layout, ipv4_layout)` @ byte 0xf0, DW60, 128 bits
+            pub const dst_ipv4_dst_ipv6: Field = Field::new(0x780, 0x80);
+        }
+        /// `struct mlx5_ifc_fte_match_set_misc2_bits misc_parameters_2` @ byte 0x100, DW64, 512 bits
+        pub const misc_parameters_2: Field = Field::new(0x800, 0x200);
+        /// Fields of `misc_parameters_2`, offsets from the start of the enclosing top-level struct.
+        pub mod misc_parameters_2 {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `struct mlx5_ifc_fte_match_mpls_bits outer_first_mpls` @ byte 0x100, DW64, 32 bits
+            pub const outer_first_mpls: Field = Field::new(0x800, 0x20);
+            /// Fields of `outer_first_mpls`, offsets from the start of the enclosing top-level struct.
+            pub mod outer_first_mpls {
+                #[allow(unused_imports)]
+                use crate::fields::{Array, Field};
+                /// `u8 mpls_label[0x14]` @ byte 0x100, DW64 bits[31:12]
+                pub const mpls_label: Field = Field::new(0x800, 0x14);
+                /// `u8 mpls_exp[0x3]` @ byte 0x102, DW64 bits[11:9]
+                pub const mpls_exp: Field = Field::new(0x814, 0x3);
+                /// `u8 mpls_s_bos[0x1]` @ byte 0x102, DW64 bit 8
+                pub const mpls_s_bos: Field = Field::new(0x817, 0x1);
+                /// `u8 mpls_ttl[0x8]` @ byte 0x103, DW64 bits[7:0]
+                pub const mpls_ttl: Field = Field::new(0x818, 0x8);
+            }
+            /// `struct mlx5_ifc_fte_match_mpls_bits inner_first_mpls` @ byte 0x104, DW65, 32 bits
+            pub const inner_first_mpls: Field = Field::new(0x820, 0x20);
+            /// Fields of `inner_first_mpls`, offsets from the start of the enclosing top-level struct.
+            pub mod inner_first_mpls {
+                #[allow(unused_imports)]
+                use crate::fields::{Array, Field};
+                /// `u8 mpls_label[0x14]` @ byte 0x104, DW65 bits[31:12]
+                pub const mpls_label: Field = Field::new(0x820, 0x14);
+                /// `u8 mpls_exp[0x3]` @ byte 0x106, DW65 bits[11:9]
+                pub const mpls_exp: Field = Field::new(0x834, 0x3);
+                /// `u8 mpls_s_bos[0x1]` @ byte 0x106, DW65 bit 8
+                pub const mpls_s_bos: Field = Field::new(0x837, 0x1);
+                /// `u8 mpls_ttl[0x8]` @ byte 0x107, DW65 bits[7:0]
+                pub const mpls_ttl: Field = Field::new(0x838, 0x8);
+            }
+            /// `struct mlx5_ifc_fte_match_mpls_bits outer_first_mpls_over_gre` @ byte 0x108, DW66, 32 bits
+            pub const outer_first_mpls_over_gre: Field = Field::new(0x840, 0x20);
+            /// Fields of `outer_first_mpls_over_gre`, offsets from the start of the enclosing top-level struct.
+            pub mod outer_first_mpls_over_gre {
+                #[allow(unused_imports)]
+                use crate::fields::{Array, Field};
+                /// `u8 mpls_label[0x14]` @ byte 0x108, DW66 bits[31:12]
+                pub const mpls_label: Field = Field::new(0x840, 0x14);
+                /// `u8 mpls_exp[0x3]` @ byte 0x10a, DW66 bits[11:9]
+                pub const mpls_exp: Field = Field::new(0x854, 0x3);
+                /// `u8 mpls_s_bos[0x1]` @ byte 0x10a, DW66 bit 8
+                pub const mpls_s_bos: Field = Field::new(0x857, 0x1);
+                /// `u8 mpls_ttl[0x8]` @ byte 0x10b, DW66 bits[7:0]
+                pub const mpls_ttl: Field = Field::new(0x858, 0x8);
+            }
+            /// `struct mlx5_ifc_fte_match_mpls_bits outer_first_mpls_over_udp` @ byte 0x10c, DW67, 32 bits
+            pub const outer_first_mpls_over_udp: Field = Field::new(0x860, 0x20);
+            /// Fields of `outer_first_mpls_over_udp`, offsets from the start of the enclosing top-level struct.
+            pub mod outer_first_mpls_over_udp {
+                #[allow(unused_imports)]
+                use crate::fields::{Array, Field};
+                /// `u8 mpls_label[0x14]` @ byte 0x10c, DW67 bits[31:12]
+                pub const mpls_label: Field = Field::new(0x860, 0x14);
+                /// `u8 mpls_exp[0x3]` @ byte 0x10e, DW67 bits[11:9]
+                pub const mpls_exp: Field = Field::new(0x874, 0x3);
+                /// `u8 mpls_s_bos[0x1]` @ byte 0x10e, DW67 bit 8
+                pub const mpls_s_bos: Field = Field::new(0x877, 0x1);
+                /// `u8 mpls_ttl[0x8]` @ byte 0x10f, DW67 bits[7:0]
+                pub const mpls_ttl: Field = Field::new(0x878, 0x8);
+            }
+            /// `u8 metadata_reg_c_7[0x20]` @ byte 0x110, DW68, 32 bits
+            pub const metadata_reg_c_7: Field = Field::new(0x880, 0x20);
+            /// `u8 metadata_reg_c_6[0x20]` @ byte 0x114, DW69, 32 bits
+            pub const metadata_reg_c_6: Field = Field::new(0x8a0, 0x20);
+            /// `u8 metadata_reg_c_5[0x20]` @ byte 0x118, DW70, 32 bits
+            pub const metadata_reg_c_5: Field = Field::new(0x8c0, 0x20);
+            /// `u8 metadata_reg_c_4[0x20]` @ byte 0x11c, DW71, 32 bits
+            pub const metadata_reg_c_4: Field = Field::new(0x8e0, 0x20);
+            /// `u8 metadata_reg_c_3[0x20]` @ byte 0x120, DW72, 32 bits
+            pub const metadata_reg_c_3: Field = Field::new(0x900, 0x20);
+            /// `u8 metadata_reg_c_2[0x20]` @ byte 0x124, DW73, 32 bits
+            pub const metadata_reg_c_2: Field = Field::new(0x920, 0x20);
+            /// `u8 metadata_reg_c_1[0x20]` @ byte 0x128, DW74, 32 bits
+            pub const metadata_reg_c_1: Field = Field::new(0x940, 0x20);
+            /// `u8 metadata_reg_c_0[0x20]` @ byte 0x12c, DW75, 32 bits
+            pub const metadata_reg_c_0: Field = Field::new(0x960, 0x20);
+            /// `u8 metadata_reg_a[0x20]` @ byte 0x130, DW76, 32 bits
+            pub const metadata_reg_a: Field = Field::new(0x980, 0x20);
+            /// `u8 macsec_syndrome[0x8]` @ byte 0x135, DW77 bits[23:16]
+            pub const macsec_syndrome: Field = Field::new(0x9a8, 0x8);
+            /// `u8 ipsec_syndrome[0x8]` @ byte 0x136, DW77 bits[15:8]
+            pub const ipsec_syndrome: Field = Field::new(0x9b0, 0x8);
+        }
+        /// `struct mlx5_ifc_fte_match_set_misc3_bits misc_parameters_3` @ byte 0x140, DW80, 512 bits
+        pub const misc_parameters_3: Field = Field::new(0xa00, 0x200);
+        /// Fields of `misc_parameters_3`, offsets from the start of the enclosing top-level struct.
+        pub mod misc_parameters_3 {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 inner_tcp_seq_num[0x20]` @ byte 0x140, DW80, 32 bits
+            pub const inner_tcp_seq_num: Field = Field::new(0xa00, 0x20);
+            /// `u8 outer_tcp_seq_num[0x20]` @ byte 0x144, DW81, 32 bits
+            pub const outer_tcp_seq_num: Field = Field::new(0xa20, 0x20);
+            /// `u8 inner_tcp_ack_num[0x20]` @ byte 0x148, DW82, 32 bits
+            pub const inner_tcp_ack_num: Field = Field::new(0xa40, 0x20);
+            /// `u8 outer_tcp_ack_num[0x20]` @ byte 0x14c, DW83, 32 bits
+            pub const outer_tcp_ack_num: Field = Field::new(0xa60, 0x20);
+            /// `u8 outer_vxlan_gpe_vni[0x18]` @ byte 0x151, DW84 bits[23:0]
+            pub const outer_vxlan_gpe_vni: Field = Field::new(0xa88, 0x18);
+            /// `u8 outer_vxlan_gpe_next_protocol[0x8]` @ byte 0x154, DW85 bits[31:24]
+            pub const outer_vxlan_gpe_next_protocol: Field = Field::new(0xaa0, 0x8);
+            /// `u8 outer_vxlan_gpe_flags[0x8]` @ byte 0x155, DW85 bits[23:16]
+            pub const outer_vxlan_gpe_flags: Field = Field::new(0xaa8, 0x8);
+            /// `u8 icmp_header_data[0x20]` @ byte 0x158, DW86, 32 bits
+            pub const icmp_header_data: Field = Field::new(0xac0, 0x20);
+            /// `u8 icmpv6_header_data[0x20]` @ byte 0x15c, DW87, 32 bits
+            pub const icmpv6_header_data: Field = Field::new(0xae0, 0x20);
+            /// `u8 icmp_type[0x8]` @ byte 0x160, DW88 bits[31:24]
+            pub const icmp_type: Field = Field::new(0xb00, 0x8);
+            /// `u8 icmp_code[0x8]` @ byte 0x161, DW88 bits[23:16]
+            pub const icmp_code: Field = Field::new(0xb08, 0x8);
+            /// `u8 icmpv6_type[0x8]` @ byte 0x162, DW88 bits[15:8]
+            pub const icmpv6_type: Field = Field::new(0xb10, 0x8);
+            /// `u8 icmpv6_code[0x8]` @ byte 0x163, DW88 bits[7:0]
+            pub const icmpv6_code: Field = Field::new(0xb18, 0x8);
+            /// `u8 geneve_tlv_option_0_data[0x20]` @ byte 0x164, DW89, 32 bits
+            pub const geneve_tlv_option_0_data: Field = Field::new(0xb20, 0x20);
+            /// `u8 gtpu_teid[0x20]` @ byte 0x168, DW90, 32 bits
+            pub const gtpu_teid: Field = Field::new(0xb40, 0x20);
+            /// `u8 gtpu_msg_type[0x8]` @ byte 0x16c, DW91 bits[31:24]
+            pub const gtpu_msg_type: Field = Field::new(0xb60, 0x8);
+            /// `u8 gtpu_msg_flags[0x8]` @ byte 0x16d, DW91 bits[23:16]
+            pub const gtpu_msg_flags: Field = Field::new(0xb68, 0x8);
+            /// `u8 gtpu_dw_2[0x20]` @ byte 0x170, DW92, 32 bits
+            pub const gtpu_dw_2: Field = Field::new(0xb80, 0x20);
+            /// `u8 gtpu_first_ext_dw_0[0x20]` @ byte 0x174, DW93, 32 bits
+            pub const gtpu_first_ext_dw_0: Field = Field::new(0xba0, 0x20);
+            /// `u8 gtpu_dw_0[0x20]` @ byte 0x178, DW94, 32 bits
+            pub const gtpu_dw_0: Field = Field::new(0xbc0, 0x20);
+        }
+        /// `struct mlx5_ifc_fte_match_set_misc4_bits misc_parameters_4` @ byte 0x180, DW96, 512 bits
+        pub const misc_parameters_4: Field = Field::new(0xc00, 0x200);
+        /// Fields of `misc_parameters_4`, offsets from the start of the enclosing top-level struct.
+        pub mod misc_parameters_4 {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 prog_sample_field_value_0[0x20]` @ byte 0x180, DW96, 32 bits
+            pub const prog_sample_field_value_0: Field = Field::new(0xc00, 0x20);
+            /// `u8 prog_sample_field_id_0[0x20]` @ byte 0x184, DW97, 32 bits
+            pub const prog_sample_field_id_0: Field = Field::new(0xc20, 0x20);
+            /// `u8 prog_sample_field_value_1[0x20]` @ byte 0x188, DW98, 32 bits
+            pub const prog_sample_field_value_1: Field = Field::new(0xc40, 0x20);
+            /// `u8 prog_sample_field_id_1[0x20]` @ byte 0x18c, DW99, 32 bits
+            pub const prog_sample_field_id_1: Field = Field::new(0xc60, 0x20);
+            /// `u8 prog_sample_field_value_2[0x20]` @ byte 0x190, DW100, 32 bits
+            pub const prog_sample_field_value_2: Field = Field::new(0xc80, 0x20);
+            /// `u8 prog_sample_field_id_2[0x20]` @ byte 0x194, DW101, 32 bits
+            pub const prog_sample_field_id_2: Field = Field::new(0xca0, 0x20);
+            /// `u8 prog_sample_field_value_3[0x20]` @ byte 0x198, DW102, 32 bits
+            pub const prog_sample_field_value_3: Field = Field::new(0xcc0, 0x20);
+            /// `u8 prog_sample_field_id_3[0x20]` @ byte 0x19c, DW103, 32 bits
+            pub const prog_sample_field_id_3: Field = Field::new(0xce0, 0x20);
+        }
+        /// `struct mlx5_ifc_fte_match_set_misc5_bits misc_parameters_5` @ byte 0x1c0, DW112, 512 bits
+        pub const misc_parameters_5: Field = Field::new(0xe00, 0x200);
+        /// Fields of `misc_parameters_5`, offsets from the start of the enclosing top-level struct.
+        pub mod misc_parameters_5 {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 macsec_tag_0[0x20]` @ byte 0x1c0, DW112, 32 bits
+            pub const macsec_tag_0: Field = Field::new(0xe00, 0x20);
+            /// `u8 macsec_tag_1[0x20]` @ byte 0x1c4, DW113, 32 bits
+            pub const macsec_tag_1: Field = Field::new(0xe20, 0x20);
+            /// `u8 macsec_tag_2[0x20]` @ byte 0x1c8, DW114, 32 bits
+            pub const macsec_tag_2: Field = Field::new(0xe40, 0x20);
+            /// `u8 macsec_tag_3[0x20]` @ byte 0x1cc, DW115, 32 bits
+            pub const macsec_tag_3: Field = Field::new(0xe60, 0x20);
+            /// `u8 tunnel_header_0[0x20]` @ byte 0x1d0, DW116, 32 bits
+            pub const tunnel_header_0: Field = Field::new(0xe80, 0x20);
+            /// `u8 tunnel_header_1[0x20]` @ byte 0x1d4, DW117, 32 bits
+            pub const tunnel_header_1: Field = Field::new(0xea0, 0x20);
+            /// `u8 tunnel_header_2[0x20]` @ byte 0x1d8, DW118, 32 bits
+            pub const tunnel_header_2: Field = Field::new(0xec0, 0x20);
+            /// `u8 tunnel_header_3[0x20]` @ byte 0x1dc, DW119, 32 bits
+            pub const tunnel_header_3: Field = Field::new(0xee0, 0x20);
+        }
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("op_mod", op_mod),
+        ("other_vport", other_vport),
+        ("vport_number", vport_number),
+        ("table_type", table_type),
+        ("group_type", group_type),
+        ("table_id", table_id),
+        (
+            "source_eswitch_owner_vhca_id_valid",
+            source_eswitch_owner_vhca_id_valid,
+        ),
+        ("start_flow_index", start_flow_index),
+        ("end_flow_index", end_flow_index),
+        ("match_definer_id", match_definer_id),
+        ("match_criteria_enable", match_criteria_enable),
+        ("match_criteria", match_criteria),
+    ];
+}
+
+/// `struct mlx5_ifc_create_flow_group_out_bits`: 16 bytes.
+pub mod create_flow_group_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// `u8 group_id[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const group_id: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("status", status),
+        ("syndrome", syndrome),
+        ("group_id", group_id),
+    ];
+}
+
+/// `struct mlx5_ifc_destroy_flow_group_in_bits`: 64 bytes.
+pub mod destroy_flow_group_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x40;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 other_vport[0x1]` @ byte 0x8, DW2 bit 31
+    pub const other_vport: Field = Field::new(0x40, 0x1);
+    /// `u8 vport_number[0x10]` @ byte 0xa, DW2 bits[15:0]
+    pub const vport_number: Field = Field::new(0x50, 0x10);
+    /// `u8 table_type[0x8]` @ byte 0x10, DW4 bits[31:24]
+    pub const table_type: Field = Field::new(0x80, 0x8);
+    /// `u8 table_id[0x18]` @ byte 0x15, DW5 bits[23:0]
+    pub const table_id: Field = Field::new(0xa8, 0x18);
+    /// `u8 group_id[0x20]` @ byte 0x18, DW6, 32 bits
+    pub const group_id: Field = Field::new(0xc0, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("op_mod", op_mod),
+        ("other_vport", other_vport),
+        ("vport_number", vport_number),
+        ("table_type", table_type),
+        ("table_id", table_id),
+        ("group_id", group_id),
+    ];
+}
+
+/// `struct mlx5_ifc_destroy_flow_group_out_bits`: 16 bytes.
+pub mod destroy_flow_group_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_set_fte_in_bits`: 832 bytes.
+pub mod set_fte_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x340;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 other_vport[0x1]` @ byte 0x8, DW2 bit 31
+    pub const other_vport: Field = Field::new(0x40, 0x1);
+    /// `u8 vport_number[0x10]` @ byte 0xa, DW2 bits[15:0]
+    pub const vport_number: Field = Field::new(0x50, 0x10);
+    /// `u8 table_type[0x8]` @ byte 0x10, DW4 bits[31:24]
+    pub const table_type: Field = Field::new(0x80, 0x8);
+    /// `u8 table_id[0x18]` @ byte 0x15, DW5 bits[23:0]
+    pub const table_id: Field = Field::new(0xa8, 0x18);
+    /// `u8 ignore_flow_level[0x1]` @ byte 0x18, DW6 bit 31
+    pub const ignore_flow_level: Field = Field::new(0xc0, 0x1);
+    /// `u8 modify_enable_mask[0x8]` @ byte 0x1b, DW6 bits[7:0]
+    pub const modify_enable_mask: Field = Field::new(0xd8, 0x8);
+    /// `u8 flow_index[0x20]` @ byte 0x20, DW8, 32 bits
+    pub const flow_index: Field = Field::new(0x100, 0x20);
+    /// `struct mlx5_ifc_flow_context_bits flow_context` @ byte 0x40, DW16, 6144 bits
+    pub const flow_context: Field = Field::new(0x200, 0x1800);
+    /// Fields of `flow_context`, offsets from the start of the enclosing top-level struct.
+    pub mod flow_context {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `struct mlx5_ifc_vlan_bits push_vlan` @ byte 0x40, DW16, 32 bits
+        pub const push_vlan: Field = Field::new(0x200, 0x20);
+        /// Fields of `push_vlan`, offsets from the start of the enclosing top-level struct.
+        pub mod push_vlan {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 ethtype[0x10]` @ byte 0x40, DW16 bits[31:16]
+            pub const ethtype: Field = Field::new(0x200, 0x10);
+            /// `u8 prio[0x3]` @ byte 0x42, DW16 bits[15:13]
+            pub const prio: Field = Field::new(0x210, 0x3);
+            /// `u8 cfi[0x1]` @ byte 0x42, DW16 bit 12
+            pub const cfi: Field = Field::new(0x213, 0x1);
+            /// `u8 vid[0xc]` @ byte 0x42, DW16 bits[11:0]
+            pub const vid: Field = Field::new(0x214, 0xc);
+        }
+        /// `u8 group_id[0x20]` @ byte 0x44, DW17, 32 bits
+        pub const group_id: Field = Field::new(0x220, 0x20);
+        /// `u8 flow_tag[0x18]` @ byte 0x49, DW18 bits[23:0]
+        pub const flow_tag: Field = Field::new(0x248, 0x18);
+        /// `u8 action[0x10]` @ byte 0x4e, DW19 bits[15:0]
+        pub const action: Field = Field::new(0x270, 0x10);
+        /// `u8 extended_destination[0x1]` @ byte 0x50, DW20 bit 31
+        pub const extended_destination: Field = Field::new(0x280, 0x1);
+        /// `u8 uplink_hairpin_en[0x1]` @ byte 0x50, DW20 bit 30
+        pub const uplink_hairpin_en: Field = Field::new(0x281, 0x1);
+        /// `u8 flow_source[0x2]` @ byte 0x50, DW20 bits[29:28]
+        pub const flow_source: Field = Field::new(0x282, 0x2);
+        /// `u8 encrypt_decrypt_type[0x4]` @ byte 0x50, DW20 bits[27:24]
+        pub const encrypt_decrypt_type: Field = Field::new(0x284, 0x4);
+        /// `u8 destination_list_size[0x18]` @ byte 0x51, DW20 bits[23:0]
+        pub const destination_list_size: Field = Field::new(0x288, 0x18);
+        /// `u8 flow_counter_list_size[0x18]` @ byte 0x55, DW21 bits[23:0]
+        pub const flow_counter_list_size: Field = Field::new(0x2a8, 0x18);
+        /// `u8 packet_reformat_id[0x20]` @ byte 0x58, DW22, 32 bits
+        pub const packet_reformat_id: Field = Field::new(0x2c0, 0x20);
+        /// `u8 modify_header_id[0x20]` @ byte 0x5c, DW23, 32 bits
+        pub const modify_header_id: Field = Field::new(0x2e0, 0x20);
+        /// `struct mlx5_ifc_vlan_bits push_vlan_2` @ byte 0x60, DW24, 32 bits
+        pub const push_vlan_2: Field = Field::new(0x300, 0x20);
+        /// Fields of `push_vlan_2`, offsets from the start of the enclosing top-level struct.
+        pub mod push_vlan_2 {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 ethtype[0x10]` @ byte 0x60, DW24 bits[31:16]
+            pub const ethtype: Field = Field::new(0x300, 0x10);
+            /// `u8 prio[0x3]` @ byte 0x62, DW24 bits[15:13]
+            pub const prio: Field = Field::new(0x310, 0x3);
+            /// `u8 cfi[0x1]` @ byte 0x62, DW24 bit 12
+            pub const cfi: Field = Field::new(0x313, 0x1);
+            /// `u8 vid[0xc]` @ byte 0x62, DW24 bits[11:0]
+            pub const vid: Field = Field::new(0x314, 0xc);
+        }
+        /// `u8 encrypt_decrypt_obj_id[0x20]` @ byte 0x64, DW25, 32 bits
+        pub const encrypt_decrypt_obj_id: Field = Field::new(0x320, 0x20);
+        /// `struct mlx5_ifc_fte_match_param_bits match_value` @ byte 0x80, DW32, 4096 bits
+        pub const match_value: Field = Field::new(0x400, 0x1000);
+        /// Fields of `match_value`, offsets from the start of the enclosing top-level struct.
+        pub mod match_value {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `struct mlx5_ifc_fte_match_set_lyr_2_4_bits outer_headers` @ byte 0x80, DW32, 512 bits
+            pub const outer_headers: Field = Field::new(0x400, 0x200);
+            /// Fields of `outer_headers`, offsets from the start of the enclosing top-level struct.
+            pub mod outer_headers {
+                #[allow(unused_imports)]
+                use crate::fields::{Array, Field};
+                /// `u8 smac_47_16[0x20]` @ byte 0x80, DW32, 32 bits
+                pub const smac_47_16: Field = Field::new(0x400, 0x20);
+                /// `u8 smac_15_0[0x10]` @ byte 0x84, DW33 bits[31:16]
+                pub const smac_15_0: Field = Field::new(0x420, 0x10);
+                /// `u8 ethertype[0x10]` @ byte 0x86, DW33 bits[15:0]
+                pub const ethertype: Field = Field::new(0x430, 0x10);
+                /// `u8 dmac_47_16[0x20]` @ byte 0x88, DW34, 32 bits
+                pub const dmac_47_16: Field = Field::new(0x440, 0x20);
+                /// `u8 dmac_15_0[0x10]` @ byte 0x8c, DW35 bits[31:16]
+                pub const dmac_15_0: Field = Field::new(0x460, 0x10);
+                /// `u8 first_prio[0x3]` @ byte 0x8e, DW35 bits[15:13]
+                pub const first_prio: Field = Field::new(0x470, 0x3);
+                /// `u8 first_cfi[0x1]` @ byte 0x8e, DW35 bit 12
+                pub const first_cfi: Field = Field::new(0x473, 0x1);
+                /// `u8 first_vid[0xc]` @ byte 0x8e, DW35 bits[11:0]
+                pub const first_vid: Field = Field::new(0x474, 0xc);
+                /// `u8 ip_protocol[0x8]` @ byte 0x90, DW36 bits[31:24]
+                pub const ip_protocol: Field = Field::new(0x480, 0x8);
+                /// `u8 ip_dscp[0x6]` @ byte 0x91, DW36 bits[23:18]
+                pub const ip_dscp: Field = Field::new(0x488, 0x6);
+                /// `u8 ip_ecn[0x2]` @ byte 0x91, DW36 bits[17:16]
+                pub const ip_ecn: Field = Field::new(0x48e, 0x2);
+                /// `u8 cvlan_tag[0x1]` @ byte 0x92, DW36 bit 15
+                pub const cvlan_tag: Field = Field::new(0x490, 0x1);
+                /// `u8 svlan_tag[0x1]` @ byte 0x92, DW36 bit 14
+                pub const svlan_tag: Field = Field::new(0x491, 0x1);
+                /// `u8 frag[0x1]` @ byte 0x92, DW36 bit 13
+                pub const frag: Field = Field::new(0x492, 0x1);
+                /// `u8 ip_version[0x4]` @ byte 0x92, DW36 bits[12:9]
+                pub const ip_version: Field = Field::new(0x493, 0x4);
+                /// `u8 tcp_flags[0x9]` @ byte 0x92, DW36 bits[8:0]
+                pub const tcp_flags: Field = Field::new(0x497, 0x9);
+                /// `u8 tcp_sport[0x10]` @ byte 0x94, DW37 bits[31:16]
+                pub const tcp_sport: Field = Field::new(0x4a0, 0x10);
+                /// `u8 tcp_dport[0x10]` @ byte 0x96, DW37 bits[15:0]
+                pub const tcp_dport: Field = Field::new(0x4b0, 0x10);
+                /// `u8 l4_type[0x2]` @ byte 0x98, DW38 bits[31:30]
+                pub const l4_type: Field = Field::new(0x4c0, 0x2);
+                /// `u8 ipv4_ihl[0x4]` @ byte 0x9a, DW38 bits[15:12]
+                pub const ipv4_ihl: Field = Field::new(0x4d0, 0x4);
+                /// `u8 ttl_hoplimit[0x8]` @ byte 0x9b, DW38 bits[7:0]
+                pub const ttl_hoplimit: Field = Field::new(0x4d8, 0x8);
+                /// `u8 udp_sport[0x10]` @ byte 0x9c, DW39 bits[31:16]
+                pub const udp_sport: Field = Field::new(0x4e0, 0x10);
+                /// `u8 udp_dport[0x10]` @ byte 0x9e, DW39 bits[15:0]
+                pub const udp_dport: Field = Field::new(0x4f0, 0x10);
+                /// `union mlx5_ifc_ipv6_layout_ipv4_layout_auto_bits src_ipv4_src_ipv6 (union of ipv6_simple_layout, ipv6_layout, ipv4_layout)` @ byte 0xa0, DW40, 128 bits
+                pub const src_ipv4_src_ipv6: Field = Field::new(0x500, 0x80);
+                /// `union mlx5_ifc_ipv6_layout_ipv4_layout_auto_bits dst_ipv4_dst_ipv6 (union of ipv6_simple_layout, ipv6_layout, ipv4_layout)` @ byte 0xb0, DW44, 128 bits
+                pub const dst_ipv4_dst_ipv6: Field = Field::new(0x580, 0x80);
+            }
+            /// `struct mlx5_ifc_fte_match_set_misc_bits misc_parameters` @ byte 0xc0, DW48, 512 bits
+            pub const misc_parameters: Field = Field::new(0x600, 0x200);
+            /// Fields of `misc_parameters`, offsets from the start of the enclosing top-level struct.
+            pub mod misc_parameters {
+                #[allow(unused_imports)]
+                use crate::fields::{Array, Field};
+                /// `u8 gre_c_present[0x1]` @ byte 0xc0, DW48 bit 31
+                pub const gre_c_present: Field = Field::new(0x600, 0x1);
+                /// `u8 gre_k_present[0x1]` @ byte 0xc0, DW48 bit 29
+                pub const gre_k_present: Field = Field::new(0x602, 0x1);
+                /// `u8 gre_s_present[0x1]` @ byte 0xc0, DW48 bit 28
+                pub const gre_s_present: Field = Field::new(0x603, 0x1);
+                /// `u8 source_vhca_port[0x4]` @ byte 0xc0, DW48 bits[27:24]
+                pub const source_vhca_port: Field = Field::new(0x604, 0x4);
+                /// `u8 source_sqn[0x18]` @ byte 0xc1, DW48 bits[23:0]
+                pub const source_sqn: Field = Field::new(0x608, 0x18);
+                /// `u8 source_eswitch_owner_vhca_id[0x10]` @ byte 0xc4, DW49 bits[31:16]
+                pub const source_eswitch_owner_vhca_id: Field = Field::new(0x620, 0x10);
+                /// `u8 source_port[0x10]` @ byte 0xc6, DW49 bits[15:0]
+                pub const source_port: Field = Field::new(0x630, 0x10);
+                /// `u8 outer_second_prio[0x3]` @ byte 0xc8, DW50 bits[31:29]
+                pub const outer_second_prio: Field = Field::new(0x640, 0x3);
+                /// `u8 outer_second_cfi[0x1]` @ byte 0xc8, DW50 bit 28
+                pub const outer_second_cfi: Field = Field::new(0x643, 0x1);
+                /// `u8 outer_second_vid[0xc]` @ byte 0xc8, DW50 bits[27:16]
+                pub const outer_second_vid: Field = Field::new(0x644, 0xc);
+                /// `u8 inner_second_prio[0x3]` @ byte 0xca, DW50 bits[15:13]
+                pub const inner_second_prio: Field = Field::new(0x650, 0x3);
+                /// `u8 inner_second_cfi[0x1]` @ byte 0xca, DW50 bit 12
+                pub const inner_second_cfi: Field = Field::new(0x653, 0x1);
+                /// `u8 inner_second_vid[0xc]` @ byte 0xca, DW50 bits[11:0]
+                pub const inner_second_vid: Field = Field::new(0x654, 0xc);
+                /// `u8 outer_second_cvlan_tag[0x1]` @ byte 0xcc, DW51 bit 31
+                pub const outer_second_cvlan_tag: Field = Field::new(0x660, 0x1);
+                /// `u8 inner_second_cvlan_tag[0x1]` @ byte 0xcc, DW51 bit 30
+                pub const inner_second_cvlan_tag: Field = Field::new(0x661, 0x1);
+                /// `u8 outer_second_svlan_tag[0x1]` @ byte 0xcc, DW51 bit 29
+                pub const outer_second_svlan_tag: Field = Field::new(0x662, 0x1);
+                /// `u8 inner_second_svlan_tag[0x1]` @ byte 0xcc, DW51 bit 28
+                pub const inner_second_svlan_tag: Field = Field::new(0x663, 0x1);
+                /// `u8 gre_protocol[0x10]` @ byte 0xce, DW51 bits[15:0]
+                pub const gre_protocol: Field = Field::new(0x670, 0x10);
+                /// `union mlx5_ifc_gre_key_bits gre_key (union of nvgre, key)` @ byte 0xd0, DW52, 32 bits
+                pub const gre_key: Field = Field::new(0x680, 0x20);
+                /// `u8 vxlan_vni[0x18]` @ byte 0xd4, DW53 bits[31:8]
+                pub const vxlan_vni: Field = Field::new(0x6a0, 0x18);
+                /// `u8 bth_opcode[0x8]` @ byte 0xd7, DW53 bits[7:0]
+                pub const bth_opcode: Field = Field::new(0x6b8, 0x8);
+                /// `u8 geneve_vni[0x18]` @ byte 0xd8, DW54 bits[31:8]
+                pub const geneve_vni: Field = Field::new(0x6c0, 0x18);
+                /// `u8 geneve_tlv_option_0_exist[0x1]` @ byte 0xdb, DW54 bit 1
+                pub const geneve_tlv_option_0_exist: Field = Field::new(0x6de, 0x1);
+                /// `u8 geneve_oam[0x1]` @ byte 0xdb, DW54 bit 0
+                pub const geneve_oam: Field = Field::new(0x6df, 0x1);
+                /// `u8 outer_ipv6_flow_label[0x14]` @ byte 0xdd, DW55 bits[19:0]
+                pub const outer_ipv6_flow_label: Field = Field::new(0x6ec, 0x14);
+                /// `u8 inner_ipv6_flow_label[0x14]` @ byte 0xe1, DW56 bits[19:0]
+                pub const inner_ipv6_flow_label: Field = Field::new(0x70c, 0x14);
+                /// `u8 geneve_opt_len[0x6]` @ byte 0xe5, DW57 bits[21:16]
+                pub const geneve_opt_len: Field = Field::new(0x72a, 0x6);
+                /// `u8 geneve_protocol_type[0x10]` @ byte 0xe6, DW57 bits[15:0]
+                pub const geneve_protocol_type: Field = Field::new(0x730, 0x10);
+                /// `u8 bth_dst_qp[0x18]` @ byte 0xe9, DW58 bits[23:0]
+                pub const bth_dst_qp: Field = Field::new(0x748, 0x18);
+                /// `u8 inner_esp_spi[0x20]` @ byte 0xec, DW59, 32 bits
+                pub const inner_esp_spi: Field = Field::new(0x760, 0x20);
+                /// `u8 outer_esp_spi[0x20]` @ byte 0xf0, DW60, 32 bits
+                pub const outer_esp_spi: Field = Field::new(0x780, 0x20);
+            }
+            /// `struct mlx5_ifc_fte_match_set_lyr_2_4_bits inner_headers` @ byte 0x100, DW64, 512 bits
+            pub const inner_headers: Field = Field::new(0x800, 0x200);
+            /// Fields of `inner_headers`, offsets from the start of the enclosing top-level struct.
+            pub mod inner_headers {
+                #[allow(unused_imports)]
+                use crate::fields::{Array, Field};
+                /// `u8 smac_47_16[0x20]` @ byte 0x100, DW64, 32 bits
+                pub const smac_47_16: Field = Field::new(0x800, 0x20);
+                /// `u8 smac_15_0[0x10]` @ byte 0x104, DW65 bits[31:16]
+                pub const smac_15_0: Field = Field::new(0x820, 0x10);
+                /// `u8 ethertype[0x10]` @ byte 0x106, DW65 bits[15:0]
+                pub const ethertype: Field = Field::new(0x830, 0x10);
+                /// `u8 dmac_47_16[0x20]` @ byte 0x108, DW66, 32 bits
+                pub const dmac_47_16: Field = Field::new(0x840, 0x20);
+                /// `u8 dmac_15_0[0x10]` @ byte 0x10c, DW67 bits[31:16]
+                pub const dmac_15_0: Field = Field::new(0x860, 0x10);
+                /// `u8 first_prio[0x3]` @ byte 0x10e, DW67 bits[15:13]
+                pub const first_prio: Field = Field::new(0x870, 0x3);
+                /// `u8 first_cfi[0x1]` @ byte 0x10e, DW67 bit 12
+                pub const first_cfi: Field = Field::new(0x873, 0x1);
+                /// `u8 first_vid[0xc]` @ byte 0x10e, DW67 bits[11:0]
+                pub const first_vid: Field = Field::new(0x874, 0xc);
+                /// `u8 ip_protocol[0x8]` @ byte 0x110, DW68 bits[31:24]
+                pub const ip_protocol: Field = Field::new(0x880, 0x8);
+                /// `u8 ip_dscp[0x6]` @ byte 0x111, DW68 bits[23:18]
+                pub const ip_dscp: Field = Field::new(0x888, 0x6);
+                /// `u8 ip_ecn[0x2]` @ byte 0x111, DW68 bits[17:16]
+                pub const ip_ecn: Field = Field::new(0x88e, 0x2);
+                /// `u8 cvlan_tag[0x1]` @ byte 0x112, DW68 bit 15
+                pub const cvlan_tag: Field = Field::new(0x890, 0x1);
+                /// `u8 svlan_tag[0x1]` @ byte 0x112, DW68 bit 14
+                pub const svlan_tag: Field = Field::new(0x891, 0x1);
+                /// `u8 frag[0x1]` @ byte 0x112, DW68 bit 13
+                pub const frag: Field = Field::new(0x892, 0x1);
+                /// `u8 ip_version[0x4]` @ byte 0x112, DW68 bits[12:9]
+                pub const ip_version: Field = Field::new(0x893, 0x4);
+                /// `u8 tcp_flags[0x9]` @ byte 0x112, DW68 bits[8:0]
+                pub const tcp_flags: Field = Field::new(0x897, 0x9);
+                /// `u8 tcp_sport[0x10]` @ byte 0x114, DW69 bits[31:16]
+                pub const tcp_sport: Field = Field::new(0x8a0, 0x10);
+                /// `u8 tcp_dport[0x10]` @ byte 0x116, DW69 bits[15:0]
+                pub const tcp_dport: Field = Field::new(0x8b0, 0x10);
+                /// `u8 l4_type[0x2]` @ byte 0x118, DW70 bits[31:30]
+                pub const l4_type: Field = Field::new(0x8c0, 0x2);
+                /// `u8 ipv4_ihl[0x4]` @ byte 0x11a, DW70 bits[15:12]
+                pub const ipv4_ihl: Field = Field::new(0x8d0, 0x4);
+                /// `u8 ttl_hoplimit[0x8]` @ byte 0x11b, DW70 bits[7:0]
+                pub const ttl_hoplimit: Field = Field::new(0x8d8, 0x8);
+                /// `u8 udp_sport[0x10]` @ byte 0x11c, DW71 bits[31:16]
+                pub const udp_sport: Field = Field::new(0x8e0, 0x10);
+                /// `u8 udp_dport[0x10]` @ byte 0x11e, DW71 bits[15:0]
+                pub const udp_dport: Field = Field::new(0x8f0, 0x10);
+                /// `union mlx5_ifc_ipv6_layout_ipv4_layout_auto_bits src_ipv4_src_ipv6 (union of ipv6_simple_layout, ipv6_layout, ipv4_layout)` @ byte 0x120, DW72, 128 bits
+                pub const src_ipv4_src_ipv6: Field = Field::new(0x900, 0x80);
+                /// `union mlx5_ifc_ipv6_layout_ipv4_layout_auto_bits dst_ipv4_dst_ipv6 (union of ipv6_simple_layout, ipv6_layout, ipv4_layout)` @ byte 0x130, DW76, 128 bits
+                pub const dst_ipv4_dst_ipv6: Field = Field::new(0x980, 0x80);
+            }
+            /// `struct mlx5_ifc_fte_match_set_misc2_bits misc_parameters_2` @ byte 0x140, DW80, 512 bits
+            pub const misc_parameters_2: Field = Field::new(0xa00, 0x200);
+            /// Fields of `misc_parameters_2`, offsets from the start of the enclosing top-level struct.
+            pub mod misc_parameters_2 {
+                #[allow(unused_imports)]
+                use crate::fields::{Array, Field};
+                /// `struct mlx5_ifc_fte_match_mpls_bits outer_first_mpls` @ byte 0x140, DW80, 32 bits
+                pub const outer_first_mpls: Field = Field::new(0xa00, 0x20);
+                /// Fields of `outer_first_mpls`, offsets from the start of the enclosing top-level struct.
+                pub mod outer_first_mpls {
+                    #[allow(unused_imports)]
+                    use crate::fields::{Array, Field};
+                    /// `u8 mpls_label[0x14]` @ byte 0x140, DW80 bits[31:12]
+                    pub const mpls_label: Field = Field::new(0xa00, 0x14);
+                    /// `u8 mpls_exp[0x3]` @ byte 0x142, DW80 bits[11:9]
+                    pub const mpls_exp: Field = Field::new(0xa14, 0x3);
+                    /// `u8 mpls_s_bos[0x1]` @ byte 0x142, DW80 bit 8
+                    pub const mpls_s_bos: Field = Field::new(0xa17, 0x1);
+                    /// `u8 mpls_ttl[0x8]` @ byte 0x143, DW80 bits[7:0]
+                    pub const mpls_ttl: Field = Field::new(0xa18, 0x8);
+                }
+                /// `struct mlx5_ifc_fte_match_mpls_bits inner_first_mpls` @ byte 0x144, DW81, 32 bits
+                pub const inner_first_mpls: Field = Field::new(0xa20, 0x20);
+                /// Fields of `inner_first_mpls`, offsets from the start of the enclosing top-level struct.
+                pub mod inner_first_mpls {
+                    #[allow(unused_imports)]
+                    use crate::fields::{Array, Field};
+                    /// `u8 mpls_label[0x14]` @ byte 0x144, DW81 bits[31:12]
+                    pub const mpls_label: Field = Field::new(0xa20, 0x14);
+                    /// `u8 mpls_exp[0x3]` @ byte 0x146, DW81 bits[11:9]
+                    pub const mpls_exp: Field = Field::new(0xa34, 0x3);
+                    /// `u8 mpls_s_bos[0x1]` @ byte 0x146, DW81 bit 8
+                    pub const mpls_s_bos: Field = Field::new(0xa37, 0x1);
+                    /// `u8 mpls_ttl[0x8]` @ byte 0x147, DW81 bits[7:0]
+                    pub const mpls_ttl: Field = Field::new(0xa38, 0x8);
+                }
+                /// `struct mlx5_ifc_fte_match_mpls_bits outer_first_mpls_over_gre` @ byte 0x148, DW82, 32 bits
+                pub const outer_first_mpls_over_gre: Field = Field::new(0xa40, 0x20);
+                /// Fields of `outer_first_mpls_over_gre`, offsets from the start of the enclosing top-level struct.
+                pub mod outer_first_mpls_over_gre {
+                    #[allow(unused_imports)]
+                    use crate::fields::{Array, Field};
+                    /// `u8 mpls_label[0x14]` @ byte 0x148, DW82 bits[31:12]
+                    pub const mpls_label: Field = Field::new(0xa40, 0x14);
+                    /// `u8 mpls_exp[0x3]` @ byte 0x14a, DW82 bits[11:9]
+                    pub const mpls_exp: Field = Field::new(0xa54, 0x3);
+                    /// `u8 mpls_s_bos[0x1]` @ byte 0x14a, DW82 bit 8
+                    pub const mpls_s_bos: Field = Field::new(0xa57, 0x1);
+                    /// `u8 mpls_ttl[0x8]` @ byte 0x14b, DW82 bits[7:0]
+                    pub const mpls_ttl: Field = Field::new(0xa58, 0x8);
+                }
+                /// `struct mlx5_ifc_fte_match_mpls_bits outer_first_mpls_over_udp` @ byte 0x14c, DW83, 32 bits
+                pub const outer_first_mpls_over_udp: Field = Field::new(0xa60, 0x20);
+                /// Fields of `outer_first_mpls_over_udp`, offsets from the start of the enclosing top-level struct.
+                pub mod outer_first_mpls_over_udp {
+                    #[allow(unused_imports)]
+                    use crate::fields::{Array, Field};
+                    /// `u8 mpls_label[0x14]` @ byte 0x14c, DW83 bits[31:12]
+                    pub const mpls_label: Field = Field::new(0xa60, 0x14);
+                    /// `u8 mpls_exp[0x3]` @ byte 0x14e, DW83 bits[11:9]
+                    pub const mpls_exp: Field = Field::new(0xa74, 0x3);
+                    /// `u8 mpls_s_bos[0x1]` @ byte 0x14e, DW83 bit 8
+                    pub const mpls_s_bos: Field = Field::new(0xa77, 0x1);
+                    /// `u8 mpls_ttl[0x8]` @ byte 0x14f, DW83 bits[7:0]
+                    pub const mpls_ttl: Field = Field::new(0xa78, 0x8);
+                }
+                /// `u8 metadata_reg_c_7[0x20]` @ byte 0x150, DW84, 32 bits
+                pub const metadata_reg_c_7: Field = Field::new(0xa80, 0x20);
+                /// `u8 metadata_reg_c_6[0x20]` @ byte 0x154, DW85, 32 bits
+                pub const metadata_reg_c_6: Field = Field::new(0xaa0, 0x20);
+                /// `u8 metadata_reg_c_5[0x20]` @ byte 0x158, DW86, 32 bits
+                pub const metadata_reg_c_5: Field = Field::new(0xac0, 0x20);
+                /// `u8 metadata_reg_c_4[0x20]` @ byte 0x15c, DW87, 32 bits
+                pub const metadata_reg_c_4: Field = Field::new(0xae0, 0x20);
+                /// `u8 metadata_reg_c_3[0x20]` @ byte 0x160, DW88, 32 bits
+                pub const metadata_reg_c_3: Field = Field::new(0xb00, 0x20);
+                /// `u8 metadata_reg_c_2[0x20]` @ byte 0x164, DW89, 32 bits
+                pub const metadata_reg_c_2: Field = Field::new(0xb20, 0x20);
+                /// `u8 metadata_reg_c_1[0x20]` @ byte 0x168, DW90, 32 bits
+                pub const metadata_reg_c_1: Field = Field::new(0xb40, 0x20);
+                /// `u8 metadata_reg_c_0[0x20]` @ byte 0x16c, DW91, 32 bits
+                pub const metadata_reg_c_0: Field = Field::new(0xb60, 0x20);
+                /// `u8 metadata_reg_a[0x20]` @ byte 0x170, DW92, 32 bits
+                pub const metadata_reg_a: Field = Field::new(0xb80, 0x20);
+                /// `u8 macsec_syndrome[0x8]` @ byte 0x175, DW93 bits[23:16]
+                pub const macsec_syndrome: Field = Field::new(0xba8, 0x8);
+                /// `u8 ipsec_syndrome[0x8]` @ byte 0x176, DW93 bits[15:8]
+                pub const ipsec_syndrome: Field = Field::new(0xbb0, 0x8);
+            }
+            /// `struct mlx5_ifc_fte_match_set_misc3_bits misc_parameters_3` @ byte 0x180, DW96, 512 bits
+            pub const misc_parameters_3: Field = Field::new(0xc00, 0x200);
+            /// Fields of `misc_parameters_3`, offsets from the start of the enclosing top-level struct.
+            pub mod misc_parameters_3 {
+                #[allow(unused_imports)]
+                use crate::fields::{Array, Field};
+                /// `u8 inner_tcp_seq_num[0x20]` @ byte 0x180, DW96, 32 bits
+                pub const inner_tcp_seq_num: Field = Field::new(0xc00, 0x20);
+                /// `u8 outer_tcp_seq_num[0x20]` @ byte 0x184, DW97, 32 bits
+                pub const outer_tcp_seq_num: Field = Field::new(0xc20, 0x20);
+                /// `u8 inner_tcp_ack_num[0x20]` @ byte 0x188, DW98, 32 bits
+                pub const inner_tcp_ack_num: Field = Field::new(0xc40, 0x20);
+                /// `u8 outer_tcp_ack_num[0x20]` @ byte 0x18c, DW99, 32 bits
+                pub const outer_tcp_ack_num: Field = Field::new(0xc60, 0x20);
+                /// `u8 outer_vxlan_gpe_vni[0x18]` @ byte 0x191, DW100 bits[23:0]
+                pub const outer_vxlan_gpe_vni: Field = Field::new(0xc88, 0x18);
+                /// `u8 outer_vxlan_gpe_next_protocol[0x8]` @ byte 0x194, DW101 bits[31:24]
+                pub const outer_vxlan_gpe_next_protocol: Field = Field::new(0xca0, 0x8);
+                /// `u8 outer_vxlan_gpe_flags[0x8]` @ byte 0x195, DW101 bits[23:16]
+                pub const outer_vxlan_gpe_flags: Field = Field::new(0xca8, 0x8);
+                /// `u8 icmp_header_data[0x20]` @ byte 0x198, DW102, 32 bits
+                pub const icmp_header_data: Field = Field::new(0xcc0, 0x20);
+                /// `u8 icmpv6_header_data[0x20]` @ byte 0x19c, DW103, 32 bits
+                pub const icmpv6_header_data: Field = Field::new(0xce0, 0x20);
+                /// `u8 icmp_type[0x8]` @ byte 0x1a0, DW104 bits[31:24]
+                pub const icmp_type: Field = Field::new(0xd00, 0x8);
+                /// `u8 icmp_code[0x8]` @ byte 0x1a1, DW104 bits[23:16]
+                pub const icmp_code: Field = Field::new(0xd08, 0x8);
+                /// `u8 icmpv6_type[0x8]` @ byte 0x1a2, DW104 bits[15:8]
+                pub const icmpv6_type: Field = Field::new(0xd10, 0x8);
+                /// `u8 icmpv6_code[0x8]` @ byte 0x1a3, DW104 bits[7:0]
+                pub const icmpv6_code: Field = Field::new(0xd18, 0x8);
+                /// `u8 geneve_tlv_option_0_data[0x20]` @ byte 0x1a4, DW105, 32 bits
+                pub const geneve_tlv_option_0_data: Field = Field::new(0xd20, 0x20);
+                /// `u8 gtpu_teid[0x20]` @ byte 0x1a8, DW106, 32 bits
+                pub const gtpu_teid: Field = Field::new(0xd40, 0x20);
+                /// `u8 gtpu_msg_type[0x8]` @ byte 0x1ac, DW107 bits[31:24]
+                pub const gtpu_msg_type: Field = Field::new(0xd60, 0x8);
+                /// `u8 gtpu_msg_flags[0x8]` @ byte 0x1ad, DW107 bits[23:16]
+                pub const gtpu_msg_flags: Field = Field::new(0xd68, 0x8);
+                /// `u8 gtpu_dw_2[0x20]` @ byte 0x1b0, DW108, 32 bits
+                pub const gtpu_dw_2: Field = Field::new(0xd80, 0x20);
+                /// `u8 gtpu_first_ext_dw_0[0x20]` @ byte 0x1b4, DW109, 32 bits
+                pub const gtpu_first_ext_dw_0: Field = Field::new(0xda0, 0x20);
+                /// `u8 gtpu_dw_0[0x20]` @ byte 0x1b8, DW110, 32 bits
+                pub const gtpu_dw_0: Field = Field::new(0xdc0, 0x20);
+            }
+            /// `struct mlx5_ifc_fte_match_set_misc4_bits misc_parameters_4` @ byte 0x1c0, DW112, 512 bits
+            pub const misc_parameters_4: Field = Field::new(0xe00, 0x200);
+            /// Fields of `misc_parameters_4`, offsets from the start of the enclosing top-level struct.
+            pub mod misc_parameters_4 {
+                #[allow(unused_imports)]
+                use crate::fields::{Array, Field};
+                /// `u8 prog_sample_field_value_0[0x20]` @ byte 0x1c0, DW112, 32 bits
+                pub const prog_sample_field_value_0: Field = Field::new(0xe00, 0x20);
+                /// `u8 prog_sample_field_id_0[0x20]` @ byte 0x1c4, DW113, 32 bits
+                pub const prog_sample_field_id_0: Field = Field::new(0xe20, 0x20);
+                /// `u8 prog_sample_field_value_1[0x20]` @ byte 0x1c8, DW114, 32 bits
+                pub const prog_sample_field_value_1: Field = Field::new(0xe40, 0x20);
+                /// `u8 prog_sample_field_id_1[0x20]` @ byte 0x1cc, DW115, 32 bits
+                pub const prog_sample_field_id_1: Field = Field::new(0xe60, 0x20);
+                /// `u8 prog_sample_field_value_2[0x20]` @ byte 0x1d0, DW116, 32 bits
+                pub const prog_sample_field_value_2: Field = Field::new(0xe80, 0x20);
+                /// `u8 prog_sample_field_id_2[0x20]` @ byte 0x1d4, DW117, 32 bits
+                pub const prog_sample_field_id_2: Field = Field::new(0xea0, 0x20);
+                /// `u8 prog_sample_field_value_3[0x20]` @ byte 0x1d8, DW118, 32 bits
+                pub const prog_sample_field_value_3: Field = Field::new(0xec0, 0x20);
+                /// `u8 prog_sample_field_id_3[0x20]` @ byte 0x1dc, DW119, 32 bits
+                pub const prog_sample_field_id_3: Field = Field::new(0xee0, 0x20);
+            }
+            /// `struct mlx5_ifc_fte_match_set_misc5_bits misc_parameters_5` @ byte 0x200, DW128, 512 bits
+            pub const misc_parameters_5: Field = Field::new(0x1000, 0x200);
+            /// Fields of `misc_parameters_5`, offsets from the start of the enclosing top-level struct.
+            pub mod misc_parameters_5 {
+                #[allow(unused_imports)]
+                use crate::fields::{Array, Field};
+                /// `u8 macsec_tag_0[0x20]` @ byte 0x200, DW128, 32 bits
+                pub const macsec_tag_0: Field = Field::new(0x1000, 0x20);
+                /// `u8 macsec_tag_1[0x20]` @ byte 0x204, DW129, 32 bits
+                pub const macsec_tag_1: Field = Field::new(0x1020, 0x20);
+                /// `u8 macsec_tag_2[0x20]` @ byte 0x208, DW130, 32 bits
+                pub const macsec_tag_2: Field = Field::new(0x1040, 0x20);
+                /// `u8 macsec_tag_3[0x20]` @ byte 0x20c, DW131, 32 bits
+                pub const macsec_tag_3: Field = Field::new(0x1060, 0x20);
+                /// `u8 tunnel_header_0[0x20]` @ byte 0x210, DW132, 32 bits
+                pub const tunnel_header_0: Field = Field::new(0x1080, 0x20);
+                /// `u8 tunnel_header_1[0x20]` @ byte 0x214, DW133, 32 bits
+                pub const tunnel_header_1: Field = Field::new(0x10a0, 0x20);
+                /// `u8 tunnel_header_2[0x20]` @ byte 0x218, DW134, 32 bits
+                pub const tunnel_header_2: Field = Field::new(0x10c0, 0x20);
+                /// `u8 tunnel_header_3[0x20]` @ byte 0x21c, DW135, 32 bits
+                pub const tunnel_header_3: Field = Field::new(0x10e0, 0x20);
+            }
+        }
+        /// `struct mlx5_ifc_execute_aso_bits execute_aso[4]` @ byte 0x280, 4 elements
+        pub const execute_aso: Array = Array::new(0x1400, 0x40, 4);
+        /// `union mlx5_ifc_dest_format_flow_counter_list_auto_bits destination[]` @ byte 0x340, flexible
+        pub const destination: Array = Array::new(0x1a00, 0x80, 0);
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("op_mod", op_mod),
+        ("other_vport", other_vport),
+        ("vport_number", vport_number),
+        ("table_type", table_type),
+        ("table_id", table_id),
+        ("ignore_flow_level", ignore_flow_level),
+        ("modify_enable_mask", modify_enable_mask),
+        ("flow_index", flow_index),
+        ("flow_context", flow_context),
+    ];
+}
+
+/// `struct mlx5_ifc_set_fte_out_bits`: 16 bytes.
+pub mod set_fte_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_delete_fte_in_bits`: 64 bytes.
+pub mod delete_fte_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x40;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 other_vport[0x1]` @ byte 0x8, DW2 bit 31
+    pub const other_vport: Field = Field::new(0x40, 0x1);
+    /// `u8 vport_number[0x10]` @ byte 0xa, DW2 bits[15:0]
+    pub const vport_number: Field = Field::new(0x50, 0x10);
+    /// `u8 table_type[0x8]` @ byte 0x10, DW4 bits[31:24]
+    pub const table_type: Field = Field::new(0x80, 0x8);
+    /// `u8 table_id[0x18]` @ byte 0x15, DW5 bits[23:0]
+    pub const table_id: Field = Field::new(0xa8, 0x18);
+    /// `u8 flow_index[0x20]` @ byte 0x20, DW8, 32 bits
+    pub const flow_index: Field = Field::new(0x100, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("op_mod", op_mod),
+        ("other_vport", other_vport),
+        ("vport_number", vport_number),
+        ("table_type", table_type),
+        ("table_id", table_id),
+        ("flow_index", flow_index),
+    ];
+}
+
+/// `struct mlx5_ifc_delete_fte_out_bits`: 16 bytes.
+pub mod delete_fte_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_flow_context_bits`: 768 bytes.
+pub mod flow_context {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x300;
+    /// `struct mlx5_ifc_vlan_bits push_vlan` @ byte 0x0, DW0, 32 bits
+    pub const push_vlan: Field = Field::new(0x0, 0x20);
+    /// Fields of `push_vlan`, offsets from the start of the enclosing top-level struct.
+    pub mod push_vlan {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 ethtype[0x10]` @ byte 0x0, DW0 bits[31:16]
+        pub const ethtype: Field = Field::new(0x0, 0x10);
+        /// `u8 prio[0x3]` @ byte 0x2, DW0 bits[15:13]
+        pub const prio: Field = Field::new(0x10, 0x3);
+        /// `u8 cfi[0x1]` @ byte 0x2, DW0 bit 12
+        pub const cfi: Field = Field::new(0x13, 0x1);
+        /// `u8 vid[0xc]` @ byte 0x2, DW0 bits[11:0]
+        pub const vid: Field = Field::new(0x14, 0xc);
+    }
+    /// `u8 group_id[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const group_id: Field = Field::new(0x20, 0x20);
+    /// `u8 flow_tag[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const flow_tag: Field = Field::new(0x48, 0x18);
+    /// `u8 action[0x10]` @ byte 0xe, DW3 bits[15:0]
+    pub const action: Field = Field::new(0x70, 0x10);
+    /// `u8 extended_destination[0x1]` @ byte 0x10, DW4 bit 31
+    pub const extended_destination: Field = Field::new(0x80, 0x1);
+    /// `u8 uplink_hairpin_en[0x1]` @ byte 0x10, DW4 bit 30
+    pub const uplink_hairpin_en: Field = Field::new(0x81, 0x1);
+    /// `u8 flow_source[0x2]` @ byte 0x10, DW4 bits[29:28]
+    pub const flow_source: Field = Field::new(0x82, 0x2);
+    /// `u8 encrypt_decrypt_type[0x4]` @ byte 0x10, DW4 bits[27:24]
+    pub const encrypt_decrypt_type: Field = Field::new(0x84, 0x4);
+    /// `u8 destination_list_size[0x18]` @ byte 0x11, DW4 bits[23:0]
+    pub const destination_list_size: Field = Field::new(0x88, 0x18);
+    /// `u8 flow_counter_list_size[0x18]` @ byte 0x15, DW5 bits[23:0]
+    pub const flow_counter_list_size: Field = Field::new(0xa8, 0x18);
+    /// `u8 packet_reformat_id[0x20]` @ byte 0x18, DW6, 32 bits
+    pub const packet_reformat_id: Field = Field::new(0xc0, 0x20);
+    /// `u8 modify_header_id[0x20]` @ byte 0x1c, DW7, 32 bits
+    pub const modify_header_id: Field = Field::new(0xe0, 0x20);
+    /// `struct mlx5_ifc_vlan_bits push_vlan_2` @ byte 0x20, DW8, 32 bits
+    pub const push_vlan_2: Field = Field::new(0x100, 0x20);
+    /// Fields of `push_vlan_2`, offsets from the start of the enclosing top-level struct.
+    pub mod push_vlan_2 {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 ethtype[0x10]` @ byte 0x20, DW8 bits[31:16]
+        pub const ethtype: Field = Field::new(0x100, 0x10);
+        /// `u8 prio[0x3]` @ byte 0x22, DW8 bits[15:13]
+        pub const prio: Field = Field::new(0x110, 0x3);
+        /// `u8 cfi[0x1]` @ byte 0x22, DW8 bit 12
+        pub const cfi: Field = Field::new(0x113, 0x1);
+        /// `u8 vid[0xc]` @ byte 0x22, DW8 bits[11:0]
+        pub const vid: Field = Field::new(0x114, 0xc);
+    }
+    /// `u8 encrypt_decrypt_obj_id[0x20]` @ byte 0x24, DW9, 32 bits
+    pub const encrypt_decrypt_obj_id: Field = Field::new(0x120, 0x20);
+    /// `struct mlx5_ifc_fte_match_param_bits match_value` @ byte 0x40, DW16, 4096 bits
+    pub const match_value: Field = Field::new(0x200, 0x1000);
+    /// Fields of `match_value`, offsets from the start of the enclosing top-level struct.
+    pub mod match_value {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `struct mlx5_ifc_fte_match_set_lyr_2_4_bits outer_headers` @ byte 0x40, DW16, 512 bits
+        pub const outer_headers: Field = Field::new(0x200, 0x200);
+        /// Fields of `outer_headers`, offsets from the start of the enclosing top-level struct.
+        pub mod outer_headers {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 smac_47_16[0x20]` @ byte 0x40, DW16, 32 bits
+            pub const smac_47_16: Field = Field::new(0x200, 0x20);
+            /// `u8 smac_15_0[0x10]` @ byte 0x44, DW17 bits[31:16]
+            pub const smac_15_0: Field = Field::new(0x220, 0x10);
+            /// `u8 ethertype[0x10]` @ byte 0x46, DW17 bits[15:0]
+            pub const ethertype: Field = Field::new(0x230, 0x10);
+            /// `u8 dmac_47_16[0x20]` @ byte 0x48, DW18, 32 bits
+            pub const dmac_47_16: Field = Field::new(0x240, 0x20);
+            /// `u8 dmac_15_0[0x10]` @ byte 0x4c, DW19 bits[31:16]
+            pub const dmac_15_0: Field = Field::new(0x260, 0x10);
+            /// `u8 first_prio[0x3]` @ byte 0x4e, DW19 bits[15:13]
+            pub const first_prio: Field = Field::new(0x270, 0x3);
+            /// `u8 first_cfi[0x1]` @ byte 0x4e, DW19 bit 12
+            pub const first_cfi: Field = Field::new(0x273, 0x1);
+            /// `u8 first_vid[0xc]` @ byte 0x4e, DW19 bits[11:0]
+            pub const first_vid: Field = Field::new(0x274, 0xc);
+            /// `u8 ip_protocol[0x8]` @ byte 0x50, DW20 bits[31:24]
+            pub const ip_protocol: Field = Field::new(0x280, 0x8);
+            /// `u8 ip_dscp[0x6]` @ byte 0x51, DW20 bits[23:18]
+            pub const ip_dscp: Field = Field::new(0x288, 0x6);
+            /// `u8 ip_ecn[0x2]` @ byte 0x51, DW20 bits[17:16]
+            pub const ip_ecn: Field = Field::new(0x28e, 0x2);
+            /// `u8 cvlan_tag[0x1]` @ byte 0x52, DW20 bit 15
+            pub const cvlan_tag: Field = Field::new(0x290, 0x1);
+            /// `u8 svlan_tag[0x1]` @ byte 0x52, DW20 bit 14
+            pub const svlan_tag: Field = Field::new(0x291, 0x1);
+            /// `u8 frag[0x1]` @ byte 0x52, DW20 bit 13
+            pub const frag: Field = Field::new(0x292, 0x1);
+            /// `u8 ip_version[0x4]` @ byte 0x52, DW20 bits[12:9]
+            pub const ip_version: Field = Field::new(0x293, 0x4);
+            /// `u8 tcp_flags[0x9]` @ byte 0x52, DW20 bits[8:0]
+            pub const tcp_flags: Field = Field::new(0x297, 0x9);
+            /// `u8 tcp_sport[0x10]` @ byte 0x54, DW21 bits[31:16]
+            pub const tcp_sport: Field = Field::new(0x2a0, 0x10);
+            /// `u8 tcp_dport[0x10]` @ byte 0x56, DW21 bits[15:0]
+            pub const tcp_dport: Field = Field::new(0x2b0, 0x10);
+            /// `u8 l4_type[0x2]` @ byte 0x58, DW22 bits[31:30]
+            pub const l4_type: Field = Field::new(0x2c0, 0x2);
+            /// `u8 ipv4_ihl[0x4]` @ byte 0x5a, DW22 bits[15:12]
+            pub const ipv4_ihl: Field = Field::new(0x2d0, 0x4);
+            /// `u8 ttl_hoplimit[0x8]` @ byte 0x5b, DW22 bits[7:0]
+            pub const ttl_hoplimit: Field = Field::new(0x2d8, 0x8);
+            /// `u8 udp_sport[0x10]` @ byte 0x5c, DW23 bits[31:16]
+            pub const udp_sport: Field = Field::new(0x2e0, 0x10);
+            /// `u8 udp_dport[0x10]` @ byte 0x5e, DW23 bits[15:0]
+            pub const udp_dport: Field = Field::new(0x2f0, 0x10);
+            /// `union mlx5_ifc_ipv6_layout_ipv4_layout_auto_bits src_ipv4_src_ipv6 (union of ipv6_simple_layout, ipv6_layout, ipv4_layout)` @ byte 0x60, DW24, 128 bits
+            pub const src_ipv4_src_ipv6: Field = Field::new(0x300, 0x80);
+            /// `union mlx5_ifc_ipv6_layout_ipv4_layout_auto_bits dst_ipv4_dst_ipv6 (union of ipv6_simple_layout, ipv6_layout, ipv4_layout)` @ byte 0x70, DW28, 128 bits
+            pub const dst_ipv4_dst_ipv6: Field = Field::new(0x380, 0x80);
+        }
+        /// `struct mlx5_ifc_fte_match_set_misc_bits misc_parameters` @ byte 0x80, DW32, 512 bits
+        pub const misc_parameters: Field = Field::new(0x400, 0x200);
+        /// Fields of `misc_parameters`, offsets from the start of the enclosing top-level struct.
+        pub mod misc_parameters {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 gre_c_present[0x1]` @ byte 0x80, DW32 bit 31
+            pub const gre_c_present: Field = Field::new(0x400, 0x1);
+            /// `u8 gre_k_present[0x1]` @ byte 0x80, DW32 bit 29
+            pub const gre_k_present: Field = Field::new(0x402, 0x1);
+            /// `u8 gre_s_present[0x1]` @ byte 0x80, DW32 bit 28
+            pub const gre_s_present: Field = Field::new(0x403, 0x1);
+            /// `u8 source_vhca_port[0x4]` @ byte 0x80, DW32 bits[27:24]
+            pub const source_vhca_port: Field = Field::new(0x404, 0x4);
+            /// `u8 source_sqn[0x18]` @ byte 0x81, DW32 bits[23:0]
+            pub const source_sqn: Field = Field::new(0x408, 0x18);
+            /// `u8 source_eswitch_owner_vhca_id[0x10]` @ byte 0x84, DW33 bits[31:16]
+            pub const source_eswitch_owner_vhca_id: Field = Field::new(0x420, 0x10);
+            /// `u8 source_port[0x10]` @ byte 0x86, DW33 bits[15:0]
+            pub const source_port: Field = Field::new(0x430, 0x10);
+            /// `u8 outer_second_prio[0x3]` @ byte 0x88, DW34 bits[31:29]
+            pub const outer_second_prio: Field = Field::new(0x440, 0x3);
+            /// `u8 outer_second_cfi[0x1]` @ byte 0x88, DW34 bit 28
+            pub const outer_second_cfi: Field = Field::new(0x443, 0x1);
+            /// `u8 outer_second_vid[0xc]` @ byte 0x88, DW34 bits[27:16]
+            pub const outer_second_vid: Field = Field::new(0x444, 0xc);
+            /// `u8 inner_second_prio[0x3]` @ byte 0x8a, DW34 bits[15:13]
+            pub const inner_second_prio: Field = Field::new(0x450, 0x3);
+            /// `u8 inner_second_cfi[0x1]` @ byte 0x8a, DW34 bit 12
+            pub const inner_second_cfi: Field = Field::new(0x453, 0x1);
+            /// `u8 inner_second_vid[0xc]` @ byte 0x8a, DW34 bits[11:0]
+            pub const inner_second_vid: Field = Field::new(0x454, 0xc);
+            /// `u8 outer_second_cvlan_tag[0x1]` @ byte 0x8c, DW35 bit 31
+            pub const outer_second_cvlan_tag: Field = Field::new(0x460, 0x1);
+            /// `u8 inner_second_cvlan_tag[0x1]` @ byte 0x8c, DW35 bit 30
+            pub const inner_second_cvlan_tag: Field = Field::new(0x461, 0x1);
+            /// `u8 outer_second_svlan_tag[0x1]` @ byte 0x8c, DW35 bit 29
+            pub const outer_second_svlan_tag: Field = Field::new(0x462, 0x1);
+            /// `u8 inner_second_svlan_tag[0x1]` @ byte 0x8c, DW35 bit 28
+            pub const inner_second_svlan_tag: Field = Field::new(0x463, 0x1);
+            /// `u8 gre_protocol[0x10]` @ byte 0x8e, DW35 bits[15:0]
+            pub const gre_protocol: Field = Field::new(0x470, 0x10);
+            /// `union mlx5_ifc_gre_key_bits gre_key (union of nvgre, key)` @ byte 0x90, DW36, 32 bits
+            pub const gre_key: Field = Field::new(0x480, 0x20);
+            /// `u8 vxlan_vni[0x18]` @ byte 0x94, DW37 bits[31:8]
+            pub const vxlan_vni: Field = Field::new(0x4a0, 0x18);
+            /// `u8 bth_opcode[0x8]` @ byte 0x97, DW37 bits[7:0]
+            pub const bth_opcode: Field = Field::new(0x4b8, 0x8);
+            /// `u8 geneve_vni[0x18]` @ byte 0x98, DW38 bits[31:8]
+            pub const geneve_vni: Field = Field::new(0x4c0, 0x18);
+            /// `u8 geneve_tlv_option_0_exist[0x1]` @ byte 0x9b, DW38 bit 1
+            pub const geneve_tlv_option_0_exist: Field = Field::new(0x4de, 0x1);
+            /// `u8 geneve_oam[0x1]` @ byte 0x9b, DW38 bit 0
+            pub const geneve_oam: Field = Field::new(0x4df, 0x1);
+            /// `u8 outer_ipv6_flow_label[0x14]` @ byte 0x9d, DW39 bits[19:0]
+            pub const outer_ipv6_flow_label: Field = Field::new(0x4ec, 0x14);
+            /// `u8 inner_ipv6_flow_label[0x14]` @ byte 0xa1, DW40 bits[19:0]
+            pub const inner_ipv6_flow_label: Field = Field::new(0x50c, 0x14);
+            /// `u8 geneve_opt_len[0x6]` @ byte 0xa5, DW41 bits[21:16]
+            pub const geneve_opt_len: Field = Field::new(0x52a, 0x6);
+            /// `u8 geneve_protocol_type[0x10]` @ byte 0xa6, DW41 bits[15:0]
+            pub const geneve_protocol_type: Field = Field::new(0x530, 0x10);
+            /// `u8 bth_dst_qp[0x18]` @ byte 0xa9, DW42 bits[23:0]
+            pub const bth_dst_qp: Field = Field::new(0x548, 0x18);
+            /// `u8 inner_esp_spi[0x20]` @ byte 0xac, DW43, 32 bits
+            pub const inner_esp_spi: Field = Field::new(0x560, 0x20);
+            /// `u8 outer_esp_spi[0x20]` @ byte 0xb0, DW44, 32 bits
+            pub const outer_esp_spi: Field = Field::new(0x580, 0x20);
+        }
+        /// `struct mlx5_ifc_fte_match_set_lyr_2_4_bits inner_headers` @ byte 0xc0, DW48, 512 bits
+        pub const inner_headers: Field = Field::new(0x600, 0x200);
+        /// Fields of `inner_headers`, offsets from the start of the enclosing top-level struct.
+        pub mod inner_headers {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 smac_47_16[0x20]` @ byte 0xc0, DW48, 32 bits
+            pub const smac_47_16: Field = Field::new(0x600, 0x20);
+            /// `u8 smac_15_0[0x10]` @ byte 0xc4, DW49 bits[31:16]
+            pub const smac_15_0: Field = Field::new(0x620, 0x10);
+            /// `u8 ethertype[0x10]` @ byte 0xc6, DW49 bits[15:0]
+            pub const ethertype: Field = Field::new(0x630, 0x10);
+            /// `u8 dmac_47_16[0x20]` @ byte 0xc8, DW50, 32 bits
+            pub const dmac_47_16: Field = Field::new(0x640, 0x20);
+            /// `u8 dmac_15_0[0x10]` @ byte 0xcc, DW51 bits[31:16]
+            pub const dmac_15_0: Field = Field::new(0x660, 0x10);
+            /// `u8 first_prio[0x3]` @ byte 0xce, DW51 bits[15:13]
+            pub const first_prio: Field = Field::new(0x670, 0x3);
+            /// `u8 first_cfi[0x1]` @ byte 0xce, DW51 bit 12
+            pub const first_cfi: Field = Field::new(0x673, 0x1);
+            /// `u8 first_vid[0xc]` @ byte 0xce, DW51 bits[11:0]
+            pub const first_vid: Field = Field::new(0x674, 0xc);
+            /// `u8 ip_protocol[0x8]` @ byte 0xd0, DW52 bits[31:24]
+            pub const ip_protocol: Field = Field::new(0x680, 0x8);
+            /// `u8 ip_dscp[0x6]` @ byte 0xd1, DW52 bits[23:18]
+            pub const ip_dscp: Field = Field::new(0x688, 0x6);
+            /// `u8 ip_ecn[0x2]` @ byte 0xd1, DW52 bits[17:16]
+            pub const ip_ecn: Field = Field::new(0x68e, 0x2);
+            /// `u8 cvlan_tag[0x1]` @ byte 0xd2, DW52 bit 15
+            pub const cvlan_tag: Field = Field::new(0x690, 0x1);
+            /// `u8 svlan_tag[0x1]` @ byte 0xd2, DW52 bit 14
+            pub const svlan_tag: Field = Field::new(0x691, 0x1);
+            /// `u8 frag[0x1]` @ byte 0xd2, DW52 bit 13
+            pub const frag: Field = Field::new(0x692, 0x1);
+            /// `u8 ip_version[0x4]` @ byte 0xd2, DW52 bits[12:9]
+            pub const ip_version: Field = Field::new(0x693, 0x4);
+            /// `u8 tcp_flags[0x9]` @ byte 0xd2, DW52 bits[8:0]
+            pub const tcp_flags: Field = Field::new(0x697, 0x9);
+            /// `u8 tcp_sport[0x10]` @ byte 0xd4, DW53 bits[31:16]
+            pub const tcp_sport: Field = Field::new(0x6a0, 0x10);
+            /// `u8 tcp_dport[0x10]` @ byte 0xd6, DW53 bits[15:0]
+            pub const tcp_dport: Field = Field::new(0x6b0, 0x10);
+            /// `u8 l4_type[0x2]` @ byte 0xd8, DW54 bits[31:30]
+            pub const l4_type: Field = Field::new(0x6c0, 0x2);
+            /// `u8 ipv4_ihl[0x4]` @ byte 0xda, DW54 bits[15:12]
+            pub const ipv4_ihl: Field = Field::new(0x6d0, 0x4);
+            /// `u8 ttl_hoplimit[0x8]` @ byte 0xdb, DW54 bits[7:0]
+            pub const ttl_hoplimit: Field = Field::new(0x6d8, 0x8);
+            /// `u8 udp_sport[0x10]` @ byte 0xdc, DW55 bits[31:16]
+            pub const udp_sport: Field = Field::new(0x6e0, 0x10);
+            /// `u8 udp_dport[0x10]` @ byte 0xde, DW55 bits[15:0]
+            pub const udp_dport: Field = Field::new(0x6f0, 0x10);
+            /// `union mlx5_ifc_ipv6_layout_ipv4_layout_auto_bits src_ipv4_src_ipv6 (union of ipv6_simple_layout, ipv6_layout, ipv4_layout)` @ byte 0xe0, DW56, 128 bits
+            pub const src_ipv4_src_ipv6: Field = Field::new(0x700, 0x80);
+            /// `union mlx5_ifc_ipv6_layout_ipv4_layout_auto_bits dst_ipv4_dst_ipv6 (union of ipv6_simple_layout, ipv6_layout, ipv4_layout)` @ byte 0xf0, DW60, 128 bits
+            pub const dst_ipv4_dst_ipv6: Field = Field::new(0x780, 0x80);
+        }
+        /// `struct mlx5_ifc_fte_match_set_misc2_bits misc_parameters_2` @ byte 0x100, DW64, 512 bits
+        pub const misc_parameters_2: Field = Field::new(0x800, 0x200);
+        /// Fields of `misc_parameters_2`, offsets from the start of the enclosing top-level struct.
+        pub mod misc_parameters_2 {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `struct mlx5_ifc_fte_match_mpls_bits outer_first_mpls` @ byte 0x100, DW64, 32 bits
+            pub const outer_first_mpls: Field = Field::new(0x800, 0x20);
+            /// Fields of `outer_first_mpls`, offsets from the start of the enclosing top-level struct.
+            pub mod outer_first_mpls {
+                #[allow(unused_imports)]
+                use crate::fields::{Array, Field};
+                /// `u8 mpls_label[0x14]` @ byte 0x100, DW64 bits[31:12]
+                pub const mpls_label: Field = Field::new(0x800, 0x14);
+                /// `u8 mpls_exp[0x3]` @ byte 0x102, DW64 bits[11:9]
+                pub const mpls_exp: Field = Field::new(0x814, 0x3);
+                /// `u8 mpls_s_bos[0x1]` @ byte 0x102, DW64 bit 8
+                pub const mpls_s_bos: Field = Field::new(0x817, 0x1);
+                /// `u8 mpls_ttl[0x8]` @ byte 0x103, DW64 bits[7:0]
+                pub const mpls_ttl: Field = Field::new(0x818, 0x8);
+            }
+            /// `struct mlx5_ifc_fte_match_mpls_bits inner_first_mpls` @ byte 0x104, DW65, 32 bits
+            pub const inner_first_mpls: Field = Field::new(0x820, 0x20);
+            /// Fields of `inner_first_mpls`, offsets from the start of the enclosing top-level struct.
+            pub mod inner_first_mpls {
+                #[allow(unused_imports)]
+                use crate::fields::{Array, Field};
+                /// `u8 mpls_label[0x14]` @ byte 0x104, DW65 bits[31:12]
+                pub const mpls_label: Field = Field::new(0x820, 0x14);
+                /// `u8 mpls_exp[0x3]` @ byte 0x106, DW65 bits[11:9]
+                pub const mpls_exp: Field = Field::new(0x834, 0x3);
+                /// `u8 mpls_s_bos[0x1]` @ byte 0x106, DW65 bit 8
+                pub const mpls_s_bos: Field = Field::new(0x837, 0x1);
+                /// `u8 mpls_ttl[0x8]` @ byte 0x107, DW65 bits[7:0]
+                pub const mpls_ttl: Field = Field::new(0x838, 0x8);
+            }
+            /// `struct mlx5_ifc_fte_match_mpls_bits outer_first_mpls_over_gre` @ byte 0x108, DW66, 32 bits
+            pub const outer_first_mpls_over_gre: Field = Field::new(0x840, 0x20);
+            /// Fields of `outer_first_mpls_over_gre`, offsets from the start of the enclosing top-level struct.
+            pub mod outer_first_mpls_over_gre {
+                #[allow(unused_imports)]
+                use crate::fields::{Array, Field};
+                /// `u8 mpls_label[0x14]` @ byte 0x108, DW66 bits[31:12]
+                pub const mpls_label: Field = Field::new(0x840, 0x14);
+                /// `u8 mpls_exp[0x3]` @ byte 0x10a, DW66 bits[11:9]
+                pub const mpls_exp: Field = Field::new(0x854, 0x3);
+                /// `u8 mpls_s_bos[0x1]` @ byte 0x10a, DW66 bit 8
+                pub const mpls_s_bos: Field = Field::new(0x857, 0x1);
+                /// `u8 mpls_ttl[0x8]` @ byte 0x10b, DW66 bits[7:0]
+                pub const mpls_ttl: Field = Field::new(0x858, 0x8);
+            }
+            /// `struct mlx5_ifc_fte_match_mpls_bits outer_first_mpls_over_udp` @ byte 0x10c, DW67, 32 bits
+            pub const outer_first_mpls_over_udp: Field = Field::new(0x860, 0x20);
+            /// Fields of `outer_first_mpls_over_udp`, offsets from the start of the enclosing top-level struct.
+            pub mod outer_first_mpls_over_udp {
+                #[allow(unused_imports)]
+                use crate::fields::{Array, Field};
+                /// `u8 mpls_label[0x14]` @ byte 0x10c, DW67 bits[31:12]
+                pub const mpls_label: Field = Field::new(0x860, 0x14);
+                /// `u8 mpls_exp[0x3]` @ byte 0x10e, DW67 bits[11:9]
+                pub const mpls_exp: Field = Field::new(0x874, 0x3);
+                /// `u8 mpls_s_bos[0x1]` @ byte 0x10e, DW67 bit 8
+                pub const mpls_s_bos: Field = Field::new(0x877, 0x1);
+                /// `u8 mpls_ttl[0x8]` @ byte 0x10f, DW67 bits[7:0]
+                pub const mpls_ttl: Field = Field::new(0x878, 0x8);
+            }
+            /// `u8 metadata_reg_c_7[0x20]` @ byte 0x110, DW68, 32 bits
+            pub const metadata_reg_c_7: Field = Field::new(0x880, 0x20);
+            /// `u8 metadata_reg_c_6[0x20]` @ byte 0x114, DW69, 32 bits
+            pub const metadata_reg_c_6: Field = Field::new(0x8a0, 0x20);
+            /// `u8 metadata_reg_c_5[0x20]` @ byte 0x118, DW70, 32 bits
+            pub const metadata_reg_c_5: Field = Field::new(0x8c0, 0x20);
+            /// `u8 metadata_reg_c_4[0x20]` @ byte 0x11c, DW71, 32 bits
+            pub const metadata_reg_c_4: Field = Field::new(0x8e0, 0x20);
+            /// `u8 metadata_reg_c_3[0x20]` @ byte 0x120, DW72, 32 bits
+            pub const metadata_reg_c_3: Field = Field::new(0x900, 0x20);
+            /// `u8 metadata_reg_c_2[0x20]` @ byte 0x124, DW73, 32 bits
+            pub const metadata_reg_c_2: Field = Field::new(0x920, 0x20);
+            /// `u8 metadata_reg_c_1[0x20]` @ byte 0x128, DW74, 32 bits
+            pub const metadata_reg_c_1: Field = Field::new(0x940, 0x20);
+            /// `u8 metadata_reg_c_0[0x20]` @ byte 0x12c, DW75, 32 bits
+            pub const metadata_reg_c_0: Field = Field::new(0x960, 0x20);
+            /// `u8 metadata_reg_a[0x20]` @ byte 0x130, DW76, 32 bits
+            pub const metadata_reg_a: Field = Field::new(0x980, 0x20);
+            /// `u8 macsec_syndrome[0x8]` @ byte 0x135, DW77 bits[23:16]
+            pub const macsec_syndrome: Field = Field::new(0x9a8, 0x8);
+            /// `u8 ipsec_syndrome[0x8]` @ byte 0x136, DW77 bits[15:8]
+            pub const ipsec_syndrome: Field = Field::new(0x9b0, 0x8);
+        }
+        /// `struct mlx5_ifc_fte_match_set_misc3_bits misc_parameters_3` @ byte 0x140, DW80, 512 bits
+        pub const misc_parameters_3: Field = Field::new(0xa00, 0x200);
+        /// Fields of `misc_parameters_3`, offsets from the start of the enclosing top-level struct.
+        pub mod misc_parameters_3 {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 inner_tcp_seq_num[0x20]` @ byte 0x140, DW80, 32 bits
+            pub const inner_tcp_seq_num: Field = Field::new(0xa00, 0x20);
+            /// `u8 outer_tcp_seq_num[0x20]` @ byte 0x144, DW81, 32 bits
+            pub const outer_tcp_seq_num: Field = Field::new(0xa20, 0x20);
+            /// `u8 inner_tcp_ack_num[0x20]` @ byte 0x148, DW82, 32 bits
+            pub const inner_tcp_ack_num: Field = Field::new(0xa40, 0x20);
+            /// `u8 outer_tcp_ack_num[0x20]` @ byte 0x14c, DW83, 32 bits
+            pub const outer_tcp_ack_num: Field = Field::new(0xa60, 0x20);
+            /// `u8 outer_vxlan_gpe_vni[0x18]` @ byte 0x151, DW84 bits[23:0]
+            pub const outer_vxlan_gpe_vni: Field = Field::new(0xa88, 0x18);
+            /// `u8 outer_vxlan_gpe_next_protocol[0x8]` @ byte 0x154, DW85 bits[31:24]
+            pub const outer_vxlan_gpe_next_protocol: Field = Field::new(0xaa0, 0x8);
+            /// `u8 outer_vxlan_gpe_flags[0x8]` @ byte 0x155, DW85 bits[23:16]
+            pub const outer_vxlan_gpe_flags: Field = Field::new(0xaa8, 0x8);
+            /// `u8 icmp_header_data[0x20]` @ byte 0x158, DW86, 32 bits
+            pub const icmp_header_data: Field = Field::new(0xac0, 0x20);
+            /// `u8 icmpv6_header_data[0x20]` @ byte 0x15c, DW87, 32 bits
+            pub const icmpv6_header_data: Field = Field::new(0xae0, 0x20);
+            /// `u8 icmp_type[0x8]` @ byte 0x160, DW88 bits[31:24]
+            pub const icmp_type: Field = Field::new(0xb00, 0x8);
+            /// `u8 icmp_code[0x8]` @ byte 0x161, DW88 bits[23:16]
+            pub const icmp_code: Field = Field::new(0xb08, 0x8);
+            /// `u8 icmpv6_type[0x8]` @ byte 0x162, DW88 bits[15:8]
+            pub const icmpv6_type: Field = Field::new(0xb10, 0x8);
+            /// `u8 icmpv6_code[0x8]` @ byte 0x163, DW88 bits[7:0]
+            pub const icmpv6_code: Field = Field::new(0xb18, 0x8);
+            /// `u8 geneve_tlv_option_0_data[0x20]` @ byte 0x164, DW89, 32 bits
+            pub const geneve_tlv_option_0_data: Field = Field::new(0xb20, 0x20);
+            /// `u8 gtpu_teid[0x20]` @ byte 0x168, DW90, 32 bits
+            pub const gtpu_teid: Field = Field::new(0xb40, 0x20);
+            /// `u8 gtpu_msg_type[0x8]` @ byte 0x16c, DW91 bits[31:24]
+            pub const gtpu_msg_type: Field = Field::new(0xb60, 0x8);
+            /// `u8 gtpu_msg_flags[0x8]` @ byte 0x16d, DW91 bits[23:16]
+            pub const gtpu_msg_flags: Field = Field::new(0xb68, 0x8);
+            /// `u8 gtpu_dw_2[0x20]` @ byte 0x170, DW92, 32 bits
+            pub const gtpu_dw_2: Field = Field::new(0xb80, 0x20);
+            /// `u8 gtpu_first_ext_dw_0[0x20]` @ byte 0x174, DW93, 32 bits
+            pub const gtpu_first_ext_dw_0: Field = Field::new(0xba0, 0x20);
+            /// `u8 gtpu_dw_0[0x20]` @ byte 0x178, DW94, 32 bits
+            pub const gtpu_dw_0: Field = Field::new(0xbc0, 0x20);
+        }
+        /// `struct mlx5_ifc_fte_match_set_misc4_bits misc_parameters_4` @ byte 0x180, DW96, 512 bits
+        pub const misc_parameters_4: Field = Field::new(0xc00, 0x200);
+        /// Fields of `misc_parameters_4`, offsets from the start of the enclosing top-level struct.
+        pub mod misc_parameters_4 {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 prog_sample_field_value_0[0x20]` @ byte 0x180, DW96, 32 bits
+            pub const prog_sample_field_value_0: Field = Field::new(0xc00, 0x20);
+            /// `u8 prog_sample_field_id_0[0x20]` @ byte 0x184, DW97, 32 bits
+            pub const prog_sample_field_id_0: Field = Field::new(0xc20, 0x20);
+            /// `u8 prog_sample_field_value_1[0x20]` @ byte 0x188, DW98, 32 bits
+            pub const prog_sample_field_value_1: Field = Field::new(0xc40, 0x20);
+            /// `u8 prog_sample_field_id_1[0x20]` @ byte 0x18c, DW99, 32 bits
+            pub const prog_sample_field_id_1: Field = Field::new(0xc60, 0x20);
+            /// `u8 prog_sample_field_value_2[0x20]` @ byte 0x190, DW100, 32 bits
+            pub const prog_sample_field_value_2: Field = Field::new(0xc80, 0x20);
+            /// `u8 prog_sample_field_id_2[0x20]` @ byte 0x194, DW101, 32 bits
+            pub const prog_sample_field_id_2: Field = Field::new(0xca0, 0x20);
+            /// `u8 prog_sample_field_value_3[0x20]` @ byte 0x198, DW102, 32 bits
+            pub const prog_sample_field_value_3: Field = Field::new(0xcc0, 0x20);
+            /// `u8 prog_sample_field_id_3[0x20]` @ byte 0x19c, DW103, 32 bits
+            pub const prog_sample_field_id_3: Field = Field::new(0xce0, 0x20);
+        }
+        /// `struct mlx5_ifc_fte_match_set_misc5_bits misc_parameters_5` @ byte 0x1c0, DW112, 512 bits
+        pub const misc_parameters_5: Field = Field::new(0xe00, 0x200);
+        /// Fields of `misc_parameters_5`, offsets from the start of the enclosing top-level struct.
+        pub mod misc_parameters_5 {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 macsec_tag_0[0x20]` @ byte 0x1c0, DW112, 32 bits
+            pub const macsec_tag_0: Field = Field::new(0xe00, 0x20);
+            /// `u8 macsec_tag_1[0x20]` @ byte 0x1c4, DW113, 32 bits
+            pub const macsec_tag_1: Field = Field::new(0xe20, 0x20);
+            /// `u8 macsec_tag_2[0x20]` @ byte 0x1c8, DW114, 32 bits
+            pub const macsec_tag_2: Field = Field::new(0xe40, 0x20);
+            /// `u8 macsec_tag_3[0x20]` @ byte 0x1cc, DW115, 32 bits
+            pub const macsec_tag_3: Field = Field::new(0xe60, 0x20);
+            /// `u8 tunnel_header_0[0x20]` @ byte 0x1d0, DW116, 32 bits
+            pub const tunnel_header_0: Field = Field::new(0xe80, 0x20);
+            /// `u8 tunnel_header_1[0x20]` @ byte 0x1d4, DW117, 32 bits
+            pub const tunnel_header_1: Field = Field::new(0xea0, 0x20);
+            /// `u8 tunnel_header_2[0x20]` @ byte 0x1d8, DW118, 32 bits
+            pub const tunnel_header_2: Field = Field::new(0xec0, 0x20);
+            /// `u8 tunnel_header_3[0x20]` @ byte 0x1dc, DW119, 32 bits
+            pub const tunnel_header_3: Field = Field::new(0xee0, 0x20);
+        }
+    }
+    /// `struct mlx5_ifc_execute_aso_bits execute_aso[4]; elements: [`execute_aso`](super::execute_aso)` @ byte 0x240, 4 elements
+    pub const execute_aso: Array = Array::new(0x1200, 0x40, 4);
+    /// `union mlx5_ifc_dest_format_flow_counter_list_auto_bits destination[]; elements: [`dest_format_flow_counter_list_auto`](super::dest_format_flow_counter_list_auto)` @ byte 0x300, flexible
+    pub const destination: Array = Array::new(0x1800, 0x80, 0);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("push_vlan", push_vlan),
+        ("group_id", group_id),
+        ("flow_tag", flow_tag),
+        ("action", action),
+        ("extended_destination", extended_destination),
+        ("uplink_hairpin_en", uplink_hairpin_en),
+        ("flow_source", flow_source),
+        ("encrypt_decrypt_type", encrypt_decrypt_type),
+        ("destination_list_size", destination_list_size),
+        ("flow_counter_list_size", flow_counter_list_size),
+        ("packet_reformat_id", packet_reformat_id),
+        ("modify_header_id", modify_header_id),
+        ("push_vlan_2", push_vlan_2),
+        ("encrypt_decrypt_obj_id", encrypt_decrypt_obj_id),
+        ("match_value", match_value),
+    ];
+}
+
+/// `struct mlx5_ifc_dest_format_bits`: 8 bytes.
+pub mod dest_format {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x8;
+    /// `u8 destination_type[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const destination_type: Field = Field::new(0x0, 0x8);
+    /// `u8 destination_id[0x18]` @ byte 0x1, DW0 bits[23:0]
+    pub const destination_id: Field = Field::new(0x8, 0x18);
+    /// `u8 destination_eswitch_owner_vhca_id_valid[0x1]` @ byte 0x4, DW1 bit 31
+    pub const destination_eswitch_owner_vhca_id_valid: Field = Field::new(0x20, 0x1);
+    /// `u8 packet_reformat[0x1]` @ byte 0x4, DW1 bit 30
+    pub const packet_reformat: Field = Field::new(0x21, 0x1);
+    /// `u8 destination_eswitch_owner_vhca_id[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const destination_eswitch_owner_vhca_id: Field = Field::new(0x30, 0x10);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("destination_type", destination_type),
+        ("destination_id", destination_id),
+        (
+            "destination_eswitch_owner_vhca_id_valid",
+            destination_eswitch_owner_vhca_id_valid,
+        ),
+        ("packet_reformat", packet_reformat),
+        (
+            "destination_eswitch_owner_vhca_id",
+            destination_eswitch_owner_vhca_id,
+        ),
+    ];
+}
+
+/// `struct mlx5_ifc_create_tir_in_bits`: 272 bytes.
+pub mod create_tir_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x110;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `struct mlx5_ifc_tirc_bits ctx` @ byte 0x20, DW8, 1920 bits
+    pub const ctx: Field = Field::new(0x100, 0x780);
+    /// Fields of `ctx`, offsets from the start of the enclosing top-level struct.
+    pub mod ctx {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 disp_type[0x4]` @ byte 0x24, DW9 bits[31:28]
+        pub const disp_type: Field = Field::new(0x120, 0x4);
+        /// `u8 tls_en[0x1]` @ byte 0x24, DW9 bit 27
+        pub const tls_en: Field = Field::new(0x124, 0x1);
+        /// `u8 lro_timeout_period_usecs[0x10]` @ byte 0x30, DW12 bits[27:12]
+        pub const lro_timeout_period_usecs: Field = Field::new(0x184, 0x10);
+        /// `u8 packet_merge_mask[0x4]` @ byte 0x32, DW12 bits[11:8]
+        pub const packet_merge_mask: Field = Field::new(0x194, 0x4);
+        /// `u8 lro_max_ip_payload_size[0x8]` @ byte 0x33, DW12 bits[7:0]
+        pub const lro_max_ip_payload_size: Field = Field::new(0x198, 0x8);
+        /// `u8 inline_rqn[0x18]` @ byte 0x3d, DW15 bits[23:0]
+        pub const inline_rqn: Field = Field::new(0x1e8, 0x18);
+        /// `u8 rx_hash_symmetric[0x1]` @ byte 0x40, DW16 bit 31
+        pub const rx_hash_symmetric: Field = Field::new(0x200, 0x1);
+        /// `u8 tunneled_offload_en[0x1]` @ byte 0x40, DW16 bit 29
+        pub const tunneled_offload_en: Field = Field::new(0x202, 0x1);
+        /// `u8 indirect_table[0x18]` @ byte 0x41, DW16 bits[23:0]
+        pub const indirect_table: Field = Field::new(0x208, 0x18);
+        /// `u8 rx_hash_fn[0x4]` @ byte 0x44, DW17 bits[31:28]
+        pub const rx_hash_fn: Field = Field::new(0x220, 0x4);
+        /// `u8 self_lb_block[0x2]` @ byte 0x44, DW17 bits[25:24]
+        pub const self_lb_block: Field = Field::new(0x226, 0x2);
+        /// `u8 transport_domain[0x18]` @ byte 0x45, DW17 bits[23:0]
+        pub const transport_domain: Field = Field::new(0x228, 0x18);
+        /// `u8 rx_hash_toeplitz_key[10][0x20]` @ byte 0x48, 10 elements
+        pub const rx_hash_toeplitz_key: Array = Array::new(0x240, 0x20, 10);
+        /// `struct mlx5_ifc_rx_hash_field_select_bits rx_hash_field_selector_outer` @ byte 0x70, DW28, 32 bits
+        pub const rx_hash_field_selector_outer: Field = Field::new(0x380, 0x20);
+        /// Fields of `rx_hash_field_selector_outer`, offsets from the start of the enclosing top-level struct.
+        pub mod rx_hash_field_selector_outer {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 l3_prot_type[0x1]` @ byte 0x70, DW28 bit 31
+            pub const l3_prot_type: Field = Field::new(0x380, 0x1);
+            /// `u8 l4_prot_type[0x1]` @ byte 0x70, DW28 bit 30
+            pub const l4_prot_type: Field = Field::new(0x381, 0x1);
+            /// `u8 selected_fields[0x1e]` @ byte 0x70, DW28 bits[29:0]
+            pub const selected_fields: Field = Field::new(0x382, 0x1e);
+        }
+        /// `struct mlx5_ifc_rx_hash_field_select_bits rx_hash_field_selector_inner` @ byte 0x74, DW29, 32 bits
+        pub const rx_hash_field_selector_inner: Field = Field::new(0x3a0, 0x20);
+        /// Fields of `rx_hash_field_selector_inner`, offsets from the start of the enclosing top-level struct.
+        pub mod rx_hash_field_selector_inner {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 l3_prot_type[0x1]` @ byte 0x74, DW29 bit 31
+            pub const l3_prot_type: Field = Field::new(0x3a0, 0x1);
+            /// `u8 l4_prot_type[0x1]` @ byte 0x74, DW29 bit 30
+            pub const l4_prot_type: Field = Field::new(0x3a1, 0x1);
+            /// `u8 selected_fields[0x1e]` @ byte 0x74, DW29 bits[29:0]
+            pub const selected_fields: Field = Field::new(0x3a2, 0x1e);
+        }
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("ctx", ctx),
+    ];
+}
+
+/// `struct mlx5_ifc_create_tir_out_bits`: 16 bytes.
+pub mod create_tir_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 icm_address_63_40[0x18]` @ byte 0x1, DW0 bits[23:0]
+    pub const icm_address_63_40: Field = Field::new(0x8, 0x18);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// `u8 icm_address_39_32[0x8]` @ byte 0x8, DW2 bits[31:24]
+    pub const icm_address_39_32: Field = Field::new(0x40, 0x8);
+    /// `u8 tirn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const tirn: Field = Field::new(0x48, 0x18);
+    /// `u8 icm_address_31_0[0x20]` @ byte 0xc, DW3, 32 bits
+    pub const icm_address_31_0: Field = Field::new(0x60, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("status", status),
+        ("icm_address_63_40", icm_address_63_40),
+        ("syndrome", syndrome),
+        ("icm_address_39_32", icm_address_39_32),
+        ("tirn", tirn),
+        ("icm_address_31_0", icm_address_31_0),
+    ];
+}
+
+/// `struct mlx5_ifc_modify_tir_in_bits`: 272 bytes.
+pub mod modify_tir_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x110;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 tirn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const tirn: Field = Field::new(0x48, 0x18);
+    /// `struct mlx5_ifc_modify_tir_bitmask_bits bitmask` @ byte 0x10, DW4, 64 bits
+    pub const bitmask: Field = Field::new(0x80, 0x40);
+    /// Fields of `bitmask`, offsets from the start of the enclosing top-level struct.
+    pub mod bitmask {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 self_lb_en[0x1]` @ byte 0x17, DW5 bit 4
+        pub const self_lb_en: Field = Field::new(0xbb, 0x1);
+        /// `u8 hash[0x1]` @ byte 0x17, DW5 bit 2
+        pub const hash: Field = Field::new(0xbd, 0x1);
+        /// `u8 packet_merge[0x1]` @ byte 0x17, DW5 bit 0
+        pub const packet_merge: Field = Field::new(0xbf, 0x1);
+    }
+    /// `struct mlx5_ifc_tirc_bits ctx` @ byte 0x20, DW8, 1920 bits
+    pub const ctx: Field = Field::new(0x100, 0x780);
+    /// Fields of `ctx`, offsets from the start of the enclosing top-level struct.
+    pub mod ctx {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 disp_type[0x4]` @ byte 0x24, DW9 bits[31:28]
+        pub const disp_type: Field = Field::new(0x120, 0x4);
+        /// `u8 tls_en[0x1]` @ byte 0x24, DW9 bit 27
+        pub const tls_en: Field = Field::new(0x124, 0x1);
+        /// `u8 lro_timeout_period_usecs[0x10]` @ byte 0x30, DW12 bits[27:12]
+        pub const lro_timeout_period_usecs: Field = Field::new(0x184, 0x10);
+        /// `u8 packet_merge_mask[0x4]` @ byte 0x32, DW12 bits[11:8]
+        pub const packet_merge_mask: Field = Field::new(0x194, 0x4);
+        /// `u8 lro_max_ip_payload_size[0x8]` @ byte 0x33, DW12 bits[7:0]
+        pub const lro_max_ip_payload_size: Field = Field::new(0x198, 0x8);
+        /// `u8 inline_rqn[0x18]` @ byte 0x3d, DW15 bits[23:0]
+        pub const inline_rqn: Field = Field::new(0x1e8, 0x18);
+        /// `u8 rx_hash_symmetric[0x1]` @ byte 0x40, DW16 bit 31
+        pub const rx_hash_symmetric: Field = Field::new(0x200, 0x1);
+        /// `u8 tunneled_offload_en[0x1]` @ byte 0x40, DW16 bit 29
+        pub const tunneled_offload_en: Field = Field::new(0x202, 0x1);
+        /// `u8 indirect_table[0x18]` @ byte 0x41, DW16 bits[23:0]
+        pub const indirect_table: Field = Field::new(0x208, 0x18);
+        /// `u8 rx_hash_fn[0x4]` @ byte 0x44, DW17 bits[31:28]
+        pub const rx_hash_fn: Field = Field::new(0x220, 0x4);
+        /// `u8 self_lb_block[0x2]` @ byte 0x44, DW17 bits[25:24]
+        pub const self_lb_block: Field = Field::new(0x226, 0x2);
+        /// `u8 transport_domain[0x18]` @ byte 0x45, DW17 bits[23:0]
+        pub const transport_domain: Field = Field::new(0x228, 0x18);
+        /// `u8 rx_hash_toeplitz_key[10][0x20]` @ byte 0x48, 10 elements
+        pub const rx_hash_toeplitz_key: Array = Array::new(0x240, 0x20, 10);
+        /// `struct mlx5_ifc_rx_hash_field_select_bits rx_hash_field_selector_outer` @ byte 0x70, DW28, 32 bits
+        pub const rx_hash_field_selector_outer: Field = Field::new(0x380, 0x20);
+        /// Fields of `rx_hash_field_selector_outer`, offsets from the start of the enclosing top-level struct.
+        pub mod rx_hash_field_selector_outer {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 l3_prot_type[0x1]` @ byte 0x70, DW28 bit 31
+            pub const l3_prot_type: Field = Field::new(0x380, 0x1);
+            /// `u8 l4_prot_type[0x1]` @ byte 0x70, DW28 bit 30
+            pub const l4_prot_type: Field = Field::new(0x381, 0x1);
+            /// `u8 selected_fields[0x1e]` @ byte 0x70, DW28 bits[29:0]
+            pub const selected_fields: Field = Field::new(0x382, 0x1e);
+        }
+        /// `struct mlx5_ifc_rx_hash_field_select_bits rx_hash_field_selector_inner` @ byte 0x74, DW29, 32 bits
+        pub const rx_hash_field_selector_inner: Field = Field::new(0x3a0, 0x20);
+        /// Fields of `rx_hash_field_selector_inner`, offsets from the start of the enclosing top-level struct.
+        pub mod rx_hash_field_selector_inner {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 l3_prot_type[0x1]` @ byte 0x74, DW29 bit 31
+            pub const l3_prot_type: Field = Field::new(0x3a0, 0x1);
+            /// `u8 l4_prot_type[0x1]` @ byte 0x74, DW29 bit 30
+            pub const l4_prot_type: Field = Field::new(0x3a1, 0x1);
+            /// `u8 selected_fields[0x1e]` @ byte 0x74, DW29 bits[29:0]
+            pub const selected_fields: Field = Field::new(0x3a2, 0x1e);
+        }
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("tirn", tirn),
+        ("bitmask", bitmask),
+        ("ctx", ctx),
+    ];
+}
+
+/// `struct mlx5_ifc_modify_tir_out_bits`: 16 bytes.
+pub mod modify_tir_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_destroy_tir_in_bits`: 16 bytes.
+pub mod destroy_tir_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 tirn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const tirn: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("tirn", tirn),
+    ];
+}
+
+/// `struct mlx5_ifc_destroy_tir_out_bits`: 16 bytes.
+pub mod destroy_tir_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_create_rqt_in_bits`: 272 bytes.
+pub mod create_rqt_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x110;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `struct mlx5_ifc_rqtc_bits rqt_context` @ byte 0x20, DW8, 1920 bits
+    pub const rqt_context: Field = Field::new(0x100, 0x780);
+    /// Fields of `rqt_context`, offsets from the start of the enclosing top-level struct.
+    pub mod rqt_context {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 list_q_type[0x3]` @ byte 0x34, DW13 bits[26:24]
+        pub const list_q_type: Field = Field::new(0x1a5, 0x3);
+        /// `u8 rqt_max_size[0x10]` @ byte 0x36, DW13 bits[15:0]
+        pub const rqt_max_size: Field = Field::new(0x1b0, 0x10);
+        /// `u8 rq_vhca_id_format[0x1]` @ byte 0x38, DW14 bit 31
+        pub const rq_vhca_id_format: Field = Field::new(0x1c0, 0x1);
+        /// `u8 rqt_actual_size[0x10]` @ byte 0x3a, DW14 bits[15:0]
+        pub const rqt_actual_size: Field = Field::new(0x1d0, 0x10);
+        /// `struct mlx5_ifc_rq_num_bits rq_num[]` @ byte 0x110, flexible
+        pub const rq_num: Array = Array::new(0x880, 0x20, 0);
+        /// `struct mlx5_ifc_rq_vhca_bits rq_vhca[]` @ byte 0x110, flexible
+        pub const rq_vhca: Array = Array::new(0x880, 0x40, 0);
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("rqt_context", rqt_context),
+    ];
+}
+
+/// `struct mlx5_ifc_create_rqt_out_bits`: 16 bytes.
+pub mod create_rqt_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// `u8 rqtn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const rqtn: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] =
+        &[("status", status), ("syndrome", syndrome), ("rqtn", rqtn)];
+}
+
+/// `struct mlx5_ifc_modify_rqt_in_bits`: 272 bytes.
+pub mod modify_rqt_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x110;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 rqtn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const rqtn: Field = Field::new(0x48, 0x18);
+    /// `struct mlx5_ifc_rqt_bitmask_bits bitmask` @ byte 0x10, DW4, 64 bits
+    pub const bitmask: Field = Field::new(0x80, 0x40);
+    /// Fields of `bitmask`, offsets from the start of the enclosing top-level struct.
+    pub mod bitmask {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 rqn_list[0x1]` @ byte 0x17, DW5 bit 0
+        pub const rqn_list: Field = Field::new(0xbf, 0x1);
+    }
+    /// `struct mlx5_ifc_rqtc_bits ctx` @ byte 0x20, DW8, 1920 bits
+    pub const ctx: Field = Field::new(0x100, 0x780);
+    /// Fields of `ctx`, offsets from the start of the enclosing top-level struct.
+    pub mod ctx {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 list_q_type[0x3]` @ byte 0x34, DW13 bits[26:24]
+        pub const list_q_type: Field = Field::new(0x1a5, 0x3);
+        /// `u8 rqt_max_size[0x10]` @ byte 0x36, DW13 bits[15:0]
+        pub const rqt_max_size: Field = Field::new(0x1b0, 0x10);
+        /// `u8 rq_vhca_id_format[0x1]` @ byte 0x38, DW14 bit 31
+        pub const rq_vhca_id_format: Field = Field::new(0x1c0, 0x1);
+        /// `u8 rqt_actual_size[0x10]` @ byte 0x3a, DW14 bits[15:0]
+        pub const rqt_actual_size: Field = Field::new(0x1d0, 0x10);
+        /// `struct mlx5_ifc_rq_num_bits rq_num[]` @ byte 0x110, flexible
+        pub const rq_num: Array = Array::new(0x880, 0x20, 0);
+        /// `struct mlx5_ifc_rq_vhca_bits rq_vhca[]` @ byte 0x110, flexible
+        pub const rq_vhca: Array = Array::new(0x880, 0x40, 0);
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("rqtn", rqtn),
+        ("bitmask", bitmask),
+        ("ctx", ctx),
+    ];
+}
+
+/// `struct mlx5_ifc_modify_rqt_out_bits`: 16 bytes.
+pub mod modify_rqt_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_destroy_rqt_in_bits`: 16 bytes.
+pub mod destroy_rqt_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 rqtn[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const rqtn: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("rqtn", rqtn),
+    ];
+}
+
+/// `struct mlx5_ifc_destroy_rqt_out_bits`: 16 bytes.
+pub mod destroy_rqt_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_set_roce_address_in_bits`: 48 bytes.
+pub mod set_roce_address_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x30;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 roce_address_index[0x10]` @ byte 0x8, DW2 bits[31:16]
+    pub const roce_address_index: Field = Field::new(0x40, 0x10);
+    /// `u8 vhca_port_num[0x4]` @ byte 0xb, DW2 bits[3:0]
+    pub const vhca_port_num: Field = Field::new(0x5c, 0x4);
+    /// `struct mlx5_ifc_roce_addr_layout_bits roce_address` @ byte 0x10, DW4, 256 bits
+    pub const roce_address: Field = Field::new(0x80, 0x100);
+    /// Fields of `roce_address`, offsets from the start of the enclosing top-level struct.
+    pub mod roce_address {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 source_l3_address[16][0x8]` @ byte 0x10, DW4, 128 bits
+        pub const source_l3_address: Field = Field::new(0x80, 0x80);
+        /// `u8 vlan_valid[0x1]` @ byte 0x20, DW8 bit 28
+        pub const vlan_valid: Field = Field::new(0x103, 0x1);
+        /// `u8 vlan_id[0xc]` @ byte 0x20, DW8 bits[27:16]
+        pub const vlan_id: Field = Field::new(0x104, 0xc);
+        /// `u8 source_mac_47_32[0x10]` @ byte 0x22, DW8 bits[15:0]
+        pub const source_mac_47_32: Field = Field::new(0x110, 0x10);
+        /// `u8 source_mac_31_0[0x20]` @ byte 0x24, DW9, 32 bits
+        pub const source_mac_31_0: Field = Field::new(0x120, 0x20);
+        /// `u8 roce_l3_type[0x4]` @ byte 0x2a, DW10 bits[11:8]
+        pub const roce_l3_type: Field = Field::new(0x154, 0x4);
+        /// `u8 roce_version[0x8]` @ byte 0x2b, DW10 bits[7:0]
+        pub const roce_version: Field = Field::new(0x158, 0x8);
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("op_mod", op_mod),
+        ("roce_address_index", roce_address_index),
+        ("vhca_port_num", vhca_port_num),
+        ("roce_address", roce_address),
+    ];
+}
+
+/// `struct mlx5_ifc_set_roce_address_out_bits`: 16 bytes.
+pub mod set_roce_address_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_query_roce_address_in_bits`: 16 bytes.
+pub mod query_roce_address_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 roce_address_index[0x10]` @ byte 0x8, DW2 bits[31:16]
+    pub const roce_address_index: Field = Field::new(0x40, 0x10);
+    /// `u8 vhca_port_num[0x4]` @ byte 0xb, DW2 bits[3:0]
+    pub const vhca_port_num: Field = Field::new(0x5c, 0x4);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("op_mod", op_mod),
+        ("roce_address_index", roce_address_index),
+        ("vhca_port_num", vhca_port_num),
+    ];
+}
+
+/// `struct mlx5_ifc_query_roce_address_out_bits`: 48 bytes.
+pub mod query_roce_address_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x30;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// `struct mlx5_ifc_roce_addr_layout_bits roce_address` @ byte 0x10, DW4, 256 bits
+    pub const roce_address: Field = Field::new(0x80, 0x100);
+    /// Fields of `roce_address`, offsets from the start of the enclosing top-level struct.
+    pub mod roce_address {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 source_l3_address[16][0x8]` @ byte 0x10, DW4, 128 bits
+        pub const source_l3_address: Field = Field::new(0x80, 0x80);
+        /// `u8 vlan_valid[0x1]` @ byte 0x20, DW8 bit 28
+        pub const vlan_valid: Field = Field::new(0x103, 0x1);
+        /// `u8 vlan_id[0xc]` @ byte 0x20, DW8 bits[27:16]
+        pub const vlan_id: Field = Field::new(0x104, 0xc);
+        /// `u8 source_mac_47_32[0x10]` @ byte 0x22, DW8 bits[15:0]
+        pub const source_mac_47_32: Field = Field::new(0x110, 0x10);
+        /// `u8 source_mac_31_0[0x20]` @ byte 0x24, DW9, 32 bits
+        pub const source_mac_31_0: Field = Field::new(0x120, 0x20);
+        /// `u8 roce_l3_type[0x4]` @ byte 0x2a, DW10 bits[11:8]
+        pub const roce_l3_type: Field = Field::new(0x154, 0x4);
+        /// `u8 roce_version[0x8]` @ byte 0x2b, DW10 bits[7:0]
+        pub const roce_version: Field = Field::new(0x158, 0x8);
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("status", status),
+        ("syndrome", syndrome),
+        ("roce_address", roce_address),
+    ];
+}
+
+/// `struct mlx5_ifc_query_cong_status_in_bits`: 16 bytes.
+pub mod query_cong_status_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 priority[0x4]` @ byte 0xb, DW2 bits[7:4]
+    pub const priority: Field = Field::new(0x58, 0x4);
+    /// `u8 cong_protocol[0x4]` @ byte 0xb, DW2 bits[3:0]
+    pub const cong_protocol: Field = Field::new(0x5c, 0x4);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("op_mod", op_mod),
+        ("priority", priority),
+        ("cong_protocol", cong_protocol),
+    ];
+}
+
+/// `struct mlx5_ifc_query_cong_status_out_bits`: 16 bytes.
+pub mod query_cong_status_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// `u8 enable[0x1]` @ byte 0xc, DW3 bit 31
+    pub const enable: Field = Field::new(0x60, 0x1);
+    /// `u8 tag_enable[0x1]` @ byte 0xc, DW3 bit 30
+    pub const tag_enable: Field = Field::new(0x61, 0x1);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("status", status),
+        ("syndrome", syndrome),
+        ("enable", enable),
+        ("tag_enable", tag_enable),
+    ];
+}
+
+/// `struct mlx5_ifc_modify_cong_status_in_bits`: 16 bytes.
+pub mod modify_cong_status_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 priority[0x4]` @ byte 0xb, DW2 bits[7:4]
+    pub const priority: Field = Field::new(0x58, 0x4);
+    /// `u8 cong_protocol[0x4]` @ byte 0xb, DW2 bits[3:0]
+    pub const cong_protocol: Field = Field::new(0x5c, 0x4);
+    /// `u8 enable[0x1]` @ byte 0xc, DW3 bit 31
+    pub const enable: Field = Field::new(0x60, 0x1);
+    /// `u8 tag_enable[0x1]` @ byte 0xc, DW3 bit 30
+    pub const tag_enable: Field = Field::new(0x61, 0x1);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("op_mod", op_mod),
+        ("priority", priority),
+        ("cong_protocol", cong_protocol),
+        ("enable", enable),
+        ("tag_enable", tag_enable),
+    ];
+}
+
+/// `struct mlx5_ifc_modify_cong_status_out_bits`: 16 bytes.
+pub mod modify_cong_status_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_query_cong_params_in_bits`: 16 bytes.
+pub mod query_cong_params_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 cong_protocol[0x4]` @ byte 0xb, DW2 bits[3:0]
+    pub const cong_protocol: Field = Field::new(0x5c, 0x4);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("op_mod", op_mod),
+        ("cong_protocol", cong_protocol),
+    ];
+}
+
+/// `struct mlx5_ifc_query_cong_params_out_bits`: 272 bytes.
+pub mod query_cong_params_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x110;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// `union mlx5_ifc_cong_control_roce_ecn_auto_bits congestion_parameters (union of cong_control_802_1qau_rp, cong_control_r_roce_ecn_rp, cong_control_r_roce_ecn_np, cong_control_r_roce_general)` @ byte 0x10, DW4, 2048 bits
+    pub const congestion_parameters: Field = Field::new(0x80, 0x800);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("status", status),
+        ("syndrome", syndrome),
+        ("congestion_parameters", congestion_parameters),
+    ];
+}
+
+/// `struct mlx5_ifc_modify_cong_params_in_bits`: 288 bytes.
+pub mod modify_cong_params_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x120;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 cong_protocol[0x4]` @ byte 0xb, DW2 bits[3:0]
+    pub const cong_protocol: Field = Field::new(0x5c, 0x4);
+    /// `union mlx5_ifc_field_select_802_1_r_roce_auto_bits field_select (union of field_select_802_1qau_rp, field_select_r_roce_rp, field_select_r_roce_np)` @ byte 0xc, DW3, 32 bits
+    pub const field_select: Field = Field::new(0x60, 0x20);
+    /// `union mlx5_ifc_cong_control_roce_ecn_auto_bits congestion_parameters (union of cong_control_802_1qau_rp, cong_control_r_roce_ecn_rp, cong_control_r_roce_ecn_np, cong_control_r_roce_general)` @ byte 0x20, DW8, 2048 bits
+    pub const congestion_parameters: Field = Field::new(0x100, 0x800);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("op_mod", op_mod),
+        ("cong_protocol", cong_protocol),
+        ("field_select", field_select),
+        ("congestion_parameters", congestion_parameters),
+    ];
+}
+
+/// `struct mlx5_ifc_modify_cong_params_out_bits`: 16 bytes.
+pub mod modify_cong_params_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `union mlx5_ifc_cong_control_roce_ecn_auto_bits`: 256 bytes.
+pub mod cong_control_roce_ecn_auto {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x100;
+    /// `struct mlx5_ifc_cong_control_802_1qau_rp_bits cong_control_802_1qau_rp` @ byte 0x0, DW0, 2048 bits
+    pub const cong_control_802_1qau_rp: Field = Field::new(0x0, 0x800);
+    /// `struct mlx5_ifc_cong_control_r_roce_ecn_rp_bits cong_control_r_roce_ecn_rp` @ byte 0x0, DW0, 2048 bits
+    pub const cong_control_r_roce_ecn_rp: Field = Field::new(0x0, 0x800);
+    /// `struct mlx5_ifc_cong_control_r_roce_ecn_np_bits cong_control_r_roce_ecn_np` @ byte 0x0, DW0, 2048 bits
+    pub const cong_control_r_roce_ecn_np: Field = Field::new(0x0, 0x800);
+    /// `struct mlx5_ifc_cong_control_r_roce_general_bits cong_control_r_roce_general` @ byte 0x0, DW0, 2048 bits
+    pub const cong_control_r_roce_general: Field = Field::new(0x0, 0x800);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("cong_control_802_1qau_rp", cong_control_802_1qau_rp),
+        ("cong_control_r_roce_ecn_rp", cong_control_r_roce_ecn_rp),
+        ("cong_control_r_roce_ecn_np", cong_control_r_roce_ecn_np),
+        ("cong_control_r_roce_general", cong_control_r_roce_general),
+    ];
+}
+
+/// `struct mlx5_ifc_cong_control_r_roce_ecn_rp_bits`: 256 bytes.
+pub mod cong_control_r_roce_ecn_rp {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x100;
+    /// `u8 clamp_tgt_rate[0x1]` @ byte 0xc, DW3 bit 27
+    pub const clamp_tgt_rate: Field = Field::new(0x64, 0x1);
+    /// `u8 clamp_tgt_rate_after_time_inc[0x1]` @ byte 0xd, DW3 bit 23
+    pub const clamp_tgt_rate_after_time_inc: Field = Field::new(0x68, 0x1);
+    /// `u8 rpg_time_reset[0x20]` @ byte 0x14, DW5, 32 bits
+    pub const rpg_time_reset: Field = Field::new(0xa0, 0x20);
+    /// `u8 rpg_byte_reset[0x20]` @ byte 0x18, DW6, 32 bits
+    pub const rpg_byte_reset: Field = Field::new(0xc0, 0x20);
+    /// `u8 rpg_threshold[0x20]` @ byte 0x1c, DW7, 32 bits
+    pub const rpg_threshold: Field = Field::new(0xe0, 0x20);
+    /// `u8 rpg_max_rate[0x20]` @ byte 0x20, DW8, 32 bits
+    pub const rpg_max_rate: Field = Field::new(0x100, 0x20);
+    /// `u8 rpg_ai_rate[0x20]` @ byte 0x24, DW9, 32 bits
+    pub const rpg_ai_rate: Field = Field::new(0x120, 0x20);
+    /// `u8 rpg_hai_rate[0x20]` @ byte 0x28, DW10, 32 bits
+    pub const rpg_hai_rate: Field = Field::new(0x140, 0x20);
+    /// `u8 rpg_gd[0x20]` @ byte 0x2c, DW11, 32 bits
+    pub const rpg_gd: Field = Field::new(0x160, 0x20);
+    /// `u8 rpg_min_dec_fac[0x20]` @ byte 0x30, DW12, 32 bits
+    pub const rpg_min_dec_fac: Field = Field::new(0x180, 0x20);
+    /// `u8 rpg_min_rate[0x20]` @ byte 0x34, DW13, 32 bits
+    pub const rpg_min_rate: Field = Field::new(0x1a0, 0x20);
+    /// `u8 rate_to_set_on_first_cnp[0x20]` @ byte 0x54, DW21, 32 bits
+    pub const rate_to_set_on_first_cnp: Field = Field::new(0x2a0, 0x20);
+    /// `u8 dce_tcp_g[0x20]` @ byte 0x58, DW22, 32 bits
+    pub const dce_tcp_g: Field = Field::new(0x2c0, 0x20);
+    /// `u8 dce_tcp_rtt[0x20]` @ byte 0x5c, DW23, 32 bits
+    pub const dce_tcp_rtt: Field = Field::new(0x2e0, 0x20);
+    /// `u8 rate_reduce_monitor_period[0x20]` @ byte 0x60, DW24, 32 bits
+    pub const rate_reduce_monitor_period: Field = Field::new(0x300, 0x20);
+    /// `u8 initial_alpha_value[0x20]` @ byte 0x68, DW26, 32 bits
+    pub const initial_alpha_value: Field = Field::new(0x340, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("clamp_tgt_rate", clamp_tgt_rate),
+        (
+            "clamp_tgt_rate_after_time_inc",
+            clamp_tgt_rate_after_time_inc,
+        ),
+        ("rpg_time_reset", rpg_time_reset),
+        ("rpg_byte_reset", rpg_byte_reset),
+        ("rpg_threshold", rpg_threshold),
+        ("rpg_max_rate", rpg_max_rate),
+        ("rpg_ai_rate", rpg_ai_rate),
+        ("rpg_hai_rate", rpg_hai_rate),
+        ("rpg_gd", rpg_gd),
+        ("rpg_min_dec_fac", rpg_min_dec_fac),
+        ("rpg_min_rate", rpg_min_rate),
+        ("rate_to_set_on_first_cnp", rate_to_set_on_first_cnp),
+        ("dce_tcp_g", dce_tcp_g),
+        ("dce_tcp_rtt", dce_tcp_rtt),
+        ("rate_reduce_monitor_period", rate_reduce_monitor_period),
+        ("initial_alpha_value", initial_alpha_value),
+    ];
+}
+
+/// `struct mlx5_ifc_cong_control_r_roce_ecn_np_bits`: 256 bytes.
+pub mod cong_control_r_roce_ecn_np {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x100;
+    /// `u8 min_time_between_cnps[0x20]` @ byte 0x14, DW5, 32 bits
+    pub const min_time_between_cnps: Field = Field::new(0xa0, 0x20);
+    /// `u8 cnp_dscp[0x6]` @ byte 0x1a, DW6 bits[13:8]
+    pub const cnp_dscp: Field = Field::new(0xd2, 0x6);
+    /// `u8 cnp_prio_mode[0x1]` @ byte 0x1b, DW6 bit 3
+    pub const cnp_prio_mode: Field = Field::new(0xdc, 0x1);
+    /// `u8 cnp_802p_prio[0x3]` @ byte 0x1b, DW6 bits[2:0]
+    pub const cnp_802p_prio: Field = Field::new(0xdd, 0x3);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("min_time_between_cnps", min_time_between_cnps),
+        ("cnp_dscp", cnp_dscp),
+        ("cnp_prio_mode", cnp_prio_mode),
+        ("cnp_802p_prio", cnp_802p_prio),
+    ];
+}
+
+/// `struct mlx5_ifc_cong_control_r_roce_general_bits`: 256 bytes.
+pub mod cong_control_r_roce_general {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x100;
+    /// `u8 rtt_resp_dscp_valid[0x1]` @ byte 0x12, DW4 bit 15
+    pub const rtt_resp_dscp_valid: Field = Field::new(0x90, 0x1);
+    /// `u8 rtt_resp_dscp[0x6]` @ byte 0x13, DW4 bits[5:0]
+    pub const rtt_resp_dscp: Field = Field::new(0x9a, 0x6);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("rtt_resp_dscp_valid", rtt_resp_dscp_valid),
+        ("rtt_resp_dscp", rtt_resp_dscp),
+    ];
+}
+
+/// `struct mlx5_ifc_query_cong_statistics_in_bits`: 16 bytes.
+pub mod query_cong_statistics_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 clear[0x1]` @ byte 0x8, DW2 bit 31
+    pub const clear: Field = Field::new(0x40, 0x1);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] =
+        &[("opcode", opcode), ("op_mod", op_mod), ("clear", clear)];
+}
+
+/// `struct mlx5_ifc_query_cong_statistics_out_bits`: 272 bytes.
+pub mod query_cong_statistics_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x110;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// `u8 rp_cur_flows[0x20]` @ byte 0x10, DW4, 32 bits
+    pub const rp_cur_flows: Field = Field::new(0x80, 0x20);
+    /// `u8 sum_flows[0x20]` @ byte 0x14, DW5, 32 bits
+    pub const sum_flows: Field = Field::new(0xa0, 0x20);
+    /// `u8 rp_cnp_ignored_high[0x20]` @ byte 0x18, DW6, 32 bits
+    pub const rp_cnp_ignored_high: Field = Field::new(0xc0, 0x20);
+    /// `u8 rp_cnp_ignored_low[0x20]` @ byte 0x1c, DW7, 32 bits
+    pub const rp_cnp_ignored_low: Field = Field::new(0xe0, 0x20);
+    /// `u8 rp_cnp_ignored_high[0x20]` + `u8 rp_cnp_ignored_low[0x20]` @ byte 0x18: one 64-bit value (`MLX5_GET64` at `rp_cnp_ignored_high`)
+    pub const rp_cnp_ignored: Field = Field::new(0xc0, 0x40);
+    /// `u8 rp_cnp_handled_high[0x20]` @ byte 0x20, DW8, 32 bits
+    pub const rp_cnp_handled_high: Field = Field::new(0x100, 0x20);
+    /// `u8 rp_cnp_handled_low[0x20]` @ byte 0x24, DW9, 32 bits
+    pub const rp_cnp_handled_low: Field = Field::new(0x120, 0x20);
+    /// `u8 rp_cnp_handled_high[0x20]` + `u8 rp_cnp_handled_low[0x20]` @ byte 0x20: one 64-bit value (`MLX5_GET64` at `rp_cnp_handled_high`)
+    pub const rp_cnp_handled: Field = Field::new(0x100, 0x40);
+    /// `u8 time_stamp_high[0x20]` @ byte 0x48, DW18, 32 bits
+    pub const time_stamp_high: Field = Field::new(0x240, 0x20);
+    /// `u8 time_stamp_low[0x20]` @ byte 0x4c, DW19, 32 bits
+    pub const time_stamp_low: Field = Field::new(0x260, 0x20);
+    /// `u8 time_stamp_high[0x20]` + `u8 time_stamp_low[0x20]` @ byte 0x48: one 64-bit value (`MLX5_GET64` at `time_stamp_high`)
+    pub const time_stamp: Field = Field::new(0x240, 0x40);
+    /// `u8 accumulators_period[0x20]` @ byte 0x50, DW20, 32 bits
+    pub const accumulators_period: Field = Field::new(0x280, 0x20);
+    /// `u8 np_ecn_marked_roce_packets_high[0x20]` @ byte 0x54, DW21, 32 bits
+    pub const np_ecn_marked_roce_packets_high: Field = Field::new(0x2a0, 0x20);
+    /// `u8 np_ecn_marked_roce_packets_low[0x20]` @ byte 0x58, DW22, 32 bits
+    pub const np_ecn_marked_roce_packets_low: Field = Field::new(0x2c0, 0x20);
+    /// `u8 np_ecn_marked_roce_packets_high[0x20]` + `u8 np_ecn_marked_roce_packets_low[0x20]` @ byte 0x54: one 64-bit value (`MLX5_GET64` at `np_ecn_marked_roce_packets_high`)
+    pub const np_ecn_marked_roce_packets: Field = Field::new(0x2a0, 0x40);
+    /// `u8 np_cnp_sent_high[0x20]` @ byte 0x5c, DW23, 32 bits
+    pub const np_cnp_sent_high: Field = Field::new(0x2e0, 0x20);
+    /// `u8 np_cnp_sent_low[0x20]` @ byte 0x60, DW24, 32 bits
+    pub const np_cnp_sent_low: Field = Field::new(0x300, 0x20);
+    /// `u8 np_cnp_sent_high[0x20]` + `u8 np_cnp_sent_low[0x20]` @ byte 0x5c: one 64-bit value (`MLX5_GET64` at `np_cnp_sent_high`)
+    pub const np_cnp_sent: Field = Field::new(0x2e0, 0x40);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("status", status),
+        ("syndrome", syndrome),
+        ("rp_cur_flows", rp_cur_flows),
+        ("sum_flows", sum_flows),
+        ("rp_cnp_ignored_high", rp_cnp_ignored_high),
+        ("rp_cnp_ignored_low", rp_cnp_ignored_low),
+        ("rp_cnp_handled_high", rp_cnp_handled_high),
+        ("rp_cnp_handled_low", rp_cnp_handled_low),
+        ("time_stamp_high", time_stamp_high),
+        ("time_stamp_low", time_stamp_low),
+        ("accumulators_period", accumulators_period),
+        (
+            "np_ecn_marked_roce_packets_high",
+            np_ecn_marked_roce_packets_high,
+        ),
+        (
+            "np_ecn_marked_roce_packets_low",
+            np_ecn_marked_roce_packets_low,
+        ),
+        ("np_cnp_sent_high", np_cnp_sent_high),
+        ("np_cnp_sent_low", np_cnp_sent_low),
+    ];
+}
+
 /// `struct mlx5_ifc_general_obj_create_param_bits`: 4 bytes.
 pub mod general_obj_create_param {
     #[allow(unused_imports)]
@@ -13273,6 +18130,1344 @@ pub mod flow_table_fields_supported_2 {
         ("outer_l4_type", outer_l4_type),
         ("bth_opcode", bth_opcode),
         ("tunnel_header_0_1", tunnel_header_0_1),
+    ];
+}
+
+/// `struct mlx5_ifc_modify_nic_vport_field_select_bits`: 4 bytes.
+pub mod modify_nic_vport_field_select {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x4;
+    /// `u8 affiliation[0x1]` @ byte 0x2, DW0 bit 13
+    pub const affiliation: Field = Field::new(0x12, 0x1);
+    /// `u8 disable_uc_local_lb[0x1]` @ byte 0x2, DW0 bit 11
+    pub const disable_uc_local_lb: Field = Field::new(0x14, 0x1);
+    /// `u8 disable_mc_local_lb[0x1]` @ byte 0x2, DW0 bit 10
+    pub const disable_mc_local_lb: Field = Field::new(0x15, 0x1);
+    /// `u8 node_guid[0x1]` @ byte 0x2, DW0 bit 9
+    pub const node_guid: Field = Field::new(0x16, 0x1);
+    /// `u8 port_guid[0x1]` @ byte 0x2, DW0 bit 8
+    pub const port_guid: Field = Field::new(0x17, 0x1);
+    /// `u8 min_inline[0x1]` @ byte 0x3, DW0 bit 7
+    pub const min_inline: Field = Field::new(0x18, 0x1);
+    /// `u8 mtu[0x1]` @ byte 0x3, DW0 bit 6
+    pub const mtu: Field = Field::new(0x19, 0x1);
+    /// `u8 change_event[0x1]` @ byte 0x3, DW0 bit 5
+    pub const change_event: Field = Field::new(0x1a, 0x1);
+    /// `u8 promisc[0x1]` @ byte 0x3, DW0 bit 4
+    pub const promisc: Field = Field::new(0x1b, 0x1);
+    /// `u8 permanent_address[0x1]` @ byte 0x3, DW0 bit 3
+    pub const permanent_address: Field = Field::new(0x1c, 0x1);
+    /// `u8 addresses_list[0x1]` @ byte 0x3, DW0 bit 2
+    pub const addresses_list: Field = Field::new(0x1d, 0x1);
+    /// `u8 roce_en[0x1]` @ byte 0x3, DW0 bit 1
+    pub const roce_en: Field = Field::new(0x1e, 0x1);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("affiliation", affiliation),
+        ("disable_uc_local_lb", disable_uc_local_lb),
+        ("disable_mc_local_lb", disable_mc_local_lb),
+        ("node_guid", node_guid),
+        ("port_guid", port_guid),
+        ("min_inline", min_inline),
+        ("mtu", mtu),
+        ("change_event", change_event),
+        ("promisc", promisc),
+        ("permanent_address", permanent_address),
+        ("addresses_list", addresses_list),
+        ("roce_en", roce_en),
+    ];
+}
+
+/// `struct mlx5_ifc_traffic_counter_bits`: 16 bytes.
+pub mod traffic_counter {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 packets[0x40]` @ byte 0x0, DW0, 64 bits
+    pub const packets: Field = Field::new(0x0, 0x40);
+    /// `u8 octets[0x40]` @ byte 0x8, DW2, 64 bits
+    pub const octets: Field = Field::new(0x40, 0x40);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("packets", packets), ("octets", octets)];
+}
+
+/// `struct mlx5_ifc_qpdpm_dscp_reg_bits`: 2 bytes.
+pub mod qpdpm_dscp_reg {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x2;
+    /// `u8 e[0x1]` @ byte 0x0, DW0 bit 31
+    pub const e: Field = Field::new(0x0, 0x1);
+    /// `u8 prio[0x4]` @ byte 0x1, DW0 bits[19:16]
+    pub const prio: Field = Field::new(0xc, 0x4);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("e", e), ("prio", prio)];
+}
+
+/// `struct mlx5_ifc_ets_tcn_config_reg_bits`: 8 bytes.
+pub mod ets_tcn_config_reg {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x8;
+    /// `u8 g[0x1]` @ byte 0x0, DW0 bit 31
+    pub const g: Field = Field::new(0x0, 0x1);
+    /// `u8 b[0x1]` @ byte 0x0, DW0 bit 30
+    pub const b: Field = Field::new(0x1, 0x1);
+    /// `u8 r[0x1]` @ byte 0x0, DW0 bit 29
+    pub const r: Field = Field::new(0x2, 0x1);
+    /// `u8 group[0x4]` @ byte 0x1, DW0 bits[19:16]
+    pub const group: Field = Field::new(0xc, 0x4);
+    /// `u8 bw_allocation[0x7]` @ byte 0x3, DW0 bits[6:0]
+    pub const bw_allocation: Field = Field::new(0x19, 0x7);
+    /// `u8 max_bw_units[0x4]` @ byte 0x5, DW1 bits[19:16]
+    pub const max_bw_units: Field = Field::new(0x2c, 0x4);
+    /// `u8 max_bw_value[0x8]` @ byte 0x7, DW1 bits[7:0]
+    pub const max_bw_value: Field = Field::new(0x38, 0x8);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("g", g),
+        ("b", b),
+        ("r", r),
+        ("group", group),
+        ("bw_allocation", bw_allocation),
+        ("max_bw_units", max_bw_units),
+        ("max_bw_value", max_bw_value),
+    ];
+}
+
+/// `struct mlx5_ifc_ets_global_config_reg_bits`: 8 bytes.
+pub mod ets_global_config_reg {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x8;
+    /// `u8 r[0x1]` @ byte 0x0, DW0 bit 29
+    pub const r: Field = Field::new(0x2, 0x1);
+    /// `u8 max_bw_units[0x4]` @ byte 0x5, DW1 bits[19:16]
+    pub const max_bw_units: Field = Field::new(0x2c, 0x4);
+    /// `u8 max_bw_value[0x8]` @ byte 0x7, DW1 bits[7:0]
+    pub const max_bw_value: Field = Field::new(0x38, 0x8);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("r", r),
+        ("max_bw_units", max_bw_units),
+        ("max_bw_value", max_bw_value),
+    ];
+}
+
+/// `struct mlx5_ifc_flow_table_context_bits`: 40 bytes.
+pub mod flow_table_context {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x28;
+    /// `u8 reformat_en[0x1]` @ byte 0x0, DW0 bit 31
+    pub const reformat_en: Field = Field::new(0x0, 0x1);
+    /// `u8 decap_en[0x1]` @ byte 0x0, DW0 bit 30
+    pub const decap_en: Field = Field::new(0x1, 0x1);
+    /// `u8 sw_owner[0x1]` @ byte 0x0, DW0 bit 29
+    pub const sw_owner: Field = Field::new(0x2, 0x1);
+    /// `u8 termination_table[0x1]` @ byte 0x0, DW0 bit 28
+    pub const termination_table: Field = Field::new(0x3, 0x1);
+    /// `u8 table_miss_action[0x4]` @ byte 0x0, DW0 bits[27:24]
+    pub const table_miss_action: Field = Field::new(0x4, 0x4);
+    /// `u8 level[0x8]` @ byte 0x1, DW0 bits[23:16]
+    pub const level: Field = Field::new(0x8, 0x8);
+    /// `u8 rtc_valid[0x1]` @ byte 0x2, DW0 bit 15
+    pub const rtc_valid: Field = Field::new(0x10, 0x1);
+    /// `u8 log_size[0x8]` @ byte 0x3, DW0 bits[7:0]
+    pub const log_size: Field = Field::new(0x18, 0x8);
+    /// `u8 table_miss_id[0x18]` @ byte 0x5, DW1 bits[23:0]
+    pub const table_miss_id: Field = Field::new(0x28, 0x18);
+    /// `u8 lag_master_next_table_id[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const lag_master_next_table_id: Field = Field::new(0x48, 0x18);
+    /// `inline struct sws` @ byte 0x18, DW6, 128 bits
+    pub const sws: Field = Field::new(0xc0, 0x80);
+    /// Fields of `sws`, offsets from the start of the enclosing top-level struct.
+    pub mod sws {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 sw_owner_icm_root_1[0x40]` @ byte 0x18, DW6, 64 bits
+        pub const sw_owner_icm_root_1: Field = Field::new(0xc0, 0x40);
+        /// `u8 sw_owner_icm_root_0[0x40]` @ byte 0x20, DW8, 64 bits
+        pub const sw_owner_icm_root_0: Field = Field::new(0x100, 0x40);
+    }
+    /// `inline struct hws` @ byte 0x18, DW6, 128 bits
+    pub const hws: Field = Field::new(0xc0, 0x80);
+    /// Fields of `hws`, offsets from the start of the enclosing top-level struct.
+    pub mod hws {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 rtc_id_0[0x20]` @ byte 0x18, DW6, 32 bits
+        pub const rtc_id_0: Field = Field::new(0xc0, 0x20);
+        /// `u8 rtc_id_1[0x20]` @ byte 0x1c, DW7, 32 bits
+        pub const rtc_id_1: Field = Field::new(0xe0, 0x20);
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("reformat_en", reformat_en),
+        ("decap_en", decap_en),
+        ("sw_owner", sw_owner),
+        ("termination_table", termination_table),
+        ("table_miss_action", table_miss_action),
+        ("level", level),
+        ("rtc_valid", rtc_valid),
+        ("log_size", log_size),
+        ("table_miss_id", table_miss_id),
+        ("lag_master_next_table_id", lag_master_next_table_id),
+        ("sws", sws),
+        ("hws", hws),
+    ];
+}
+
+/// `struct mlx5_ifc_fte_match_param_bits`: 512 bytes.
+pub mod fte_match_param {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x200;
+    /// `struct mlx5_ifc_fte_match_set_lyr_2_4_bits outer_headers` @ byte 0x0, DW0, 512 bits
+    pub const outer_headers: Field = Field::new(0x0, 0x200);
+    /// Fields of `outer_headers`, offsets from the start of the enclosing top-level struct.
+    pub mod outer_headers {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 smac_47_16[0x20]` @ byte 0x0, DW0, 32 bits
+        pub const smac_47_16: Field = Field::new(0x0, 0x20);
+        /// `u8 smac_15_0[0x10]` @ byte 0x4, DW1 bits[31:16]
+        pub const smac_15_0: Field = Field::new(0x20, 0x10);
+        /// `u8 ethertype[0x10]` @ byte 0x6, DW1 bits[15:0]
+        pub const ethertype: Field = Field::new(0x30, 0x10);
+        /// `u8 dmac_47_16[0x20]` @ byte 0x8, DW2, 32 bits
+        pub const dmac_47_16: Field = Field::new(0x40, 0x20);
+        /// `u8 dmac_15_0[0x10]` @ byte 0xc, DW3 bits[31:16]
+        pub const dmac_15_0: Field = Field::new(0x60, 0x10);
+        /// `u8 first_prio[0x3]` @ byte 0xe, DW3 bits[15:13]
+        pub const first_prio: Field = Field::new(0x70, 0x3);
+        /// `u8 first_cfi[0x1]` @ byte 0xe, DW3 bit 12
+        pub const first_cfi: Field = Field::new(0x73, 0x1);
+        /// `u8 first_vid[0xc]` @ byte 0xe, DW3 bits[11:0]
+        pub const first_vid: Field = Field::new(0x74, 0xc);
+        /// `u8 ip_protocol[0x8]` @ byte 0x10, DW4 bits[31:24]
+        pub const ip_protocol: Field = Field::new(0x80, 0x8);
+        /// `u8 ip_dscp[0x6]` @ byte 0x11, DW4 bits[23:18]
+        pub const ip_dscp: Field = Field::new(0x88, 0x6);
+        /// `u8 ip_ecn[0x2]` @ byte 0x11, DW4 bits[17:16]
+        pub const ip_ecn: Field = Field::new(0x8e, 0x2);
+        /// `u8 cvlan_tag[0x1]` @ byte 0x12, DW4 bit 15
+        pub const cvlan_tag: Field = Field::new(0x90, 0x1);
+        /// `u8 svlan_tag[0x1]` @ byte 0x12, DW4 bit 14
+        pub const svlan_tag: Field = Field::new(0x91, 0x1);
+        /// `u8 frag[0x1]` @ byte 0x12, DW4 bit 13
+        pub const frag: Field = Field::new(0x92, 0x1);
+        /// `u8 ip_version[0x4]` @ byte 0x12, DW4 bits[12:9]
+        pub const ip_version: Field = Field::new(0x93, 0x4);
+        /// `u8 tcp_flags[0x9]` @ byte 0x12, DW4 bits[8:0]
+        pub const tcp_flags: Field = Field::new(0x97, 0x9);
+        /// `u8 tcp_sport[0x10]` @ byte 0x14, DW5 bits[31:16]
+        pub const tcp_sport: Field = Field::new(0xa0, 0x10);
+        /// `u8 tcp_dport[0x10]` @ byte 0x16, DW5 bits[15:0]
+        pub const tcp_dport: Field = Field::new(0xb0, 0x10);
+        /// `u8 l4_type[0x2]` @ byte 0x18, DW6 bits[31:30]
+        pub const l4_type: Field = Field::new(0xc0, 0x2);
+        /// `u8 ipv4_ihl[0x4]` @ byte 0x1a, DW6 bits[15:12]
+        pub const ipv4_ihl: Field = Field::new(0xd0, 0x4);
+        /// `u8 ttl_hoplimit[0x8]` @ byte 0x1b, DW6 bits[7:0]
+        pub const ttl_hoplimit: Field = Field::new(0xd8, 0x8);
+        /// `u8 udp_sport[0x10]` @ byte 0x1c, DW7 bits[31:16]
+        pub const udp_sport: Field = Field::new(0xe0, 0x10);
+        /// `u8 udp_dport[0x10]` @ byte 0x1e, DW7 bits[15:0]
+        pub const udp_dport: Field = Field::new(0xf0, 0x10);
+        /// `union mlx5_ifc_ipv6_layout_ipv4_layout_auto_bits src_ipv4_src_ipv6 (union of ipv6_simple_layout, ipv6_layout, ipv4_layout)` @ byte 0x20, DW8, 128 bits
+        pub const src_ipv4_src_ipv6: Field = Field::new(0x100, 0x80);
+        /// `union mlx5_ifc_ipv6_layout_ipv4_layout_auto_bits dst_ipv4_dst_ipv6 (union of ipv6_simple_layout, ipv6_layout, ipv4_layout)` @ byte 0x30, DW12, 128 bits
+        pub const dst_ipv4_dst_ipv6: Field = Field::new(0x180, 0x80);
+    }
+    /// `struct mlx5_ifc_fte_match_set_misc_bits misc_parameters` @ byte 0x40, DW16, 512 bits
+    pub const misc_parameters: Field = Field::new(0x200, 0x200);
+    /// Fields of `misc_parameters`, offsets from the start of the enclosing top-level struct.
+    pub mod misc_parameters {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 gre_c_present[0x1]` @ byte 0x40, DW16 bit 31
+        pub const gre_c_present: Field = Field::new(0x200, 0x1);
+        /// `u8 gre_k_present[0x1]` @ byte 0x40, DW16 bit 29
+        pub const gre_k_present: Field = Field::new(0x202, 0x1);
+        /// `u8 gre_s_present[0x1]` @ byte 0x40, DW16 bit 28
+        pub const gre_s_present: Field = Field::new(0x203, 0x1);
+        /// `u8 source_vhca_port[0x4]` @ byte 0x40, DW16 bits[27:24]
+        pub const source_vhca_port: Field = Field::new(0x204, 0x4);
+        /// `u8 source_sqn[0x18]` @ byte 0x41, DW16 bits[23:0]
+        pub const source_sqn: Field = Field::new(0x208, 0x18);
+        /// `u8 source_eswitch_owner_vhca_id[0x10]` @ byte 0x44, DW17 bits[31:16]
+        pub const source_eswitch_owner_vhca_id: Field = Field::new(0x220, 0x10);
+        /// `u8 source_port[0x10]` @ byte 0x46, DW17 bits[15:0]
+        pub const source_port: Field = Field::new(0x230, 0x10);
+        /// `u8 outer_second_prio[0x3]` @ byte 0x48, DW18 bits[31:29]
+        pub const outer_second_prio: Field = Field::new(0x240, 0x3);
+        /// `u8 outer_second_cfi[0x1]` @ byte 0x48, DW18 bit 28
+        pub const outer_second_cfi: Field = Field::new(0x243, 0x1);
+        /// `u8 outer_second_vid[0xc]` @ byte 0x48, DW18 bits[27:16]
+        pub const outer_second_vid: Field = Field::new(0x244, 0xc);
+        /// `u8 inner_second_prio[0x3]` @ byte 0x4a, DW18 bits[15:13]
+        pub const inner_second_prio: Field = Field::new(0x250, 0x3);
+        /// `u8 inner_second_cfi[0x1]` @ byte 0x4a, DW18 bit 12
+        pub const inner_second_cfi: Field = Field::new(0x253, 0x1);
+        /// `u8 inner_second_vid[0xc]` @ byte 0x4a, DW18 bits[11:0]
+        pub const inner_second_vid: Field = Field::new(0x254, 0xc);
+        /// `u8 outer_second_cvlan_tag[0x1]` @ byte 0x4c, DW19 bit 31
+        pub const outer_second_cvlan_tag: Field = Field::new(0x260, 0x1);
+        /// `u8 inner_second_cvlan_tag[0x1]` @ byte 0x4c, DW19 bit 30
+        pub const inner_second_cvlan_tag: Field = Field::new(0x261, 0x1);
+        /// `u8 outer_second_svlan_tag[0x1]` @ byte 0x4c, DW19 bit 29
+        pub const outer_second_svlan_tag: Field = Field::new(0x262, 0x1);
+        /// `u8 inner_second_svlan_tag[0x1]` @ byte 0x4c, DW19 bit 28
+        pub const inner_second_svlan_tag: Field = Field::new(0x263, 0x1);
+        /// `u8 gre_protocol[0x10]` @ byte 0x4e, DW19 bits[15:0]
+        pub const gre_protocol: Field = Field::new(0x270, 0x10);
+        /// `union mlx5_ifc_gre_key_bits gre_key (union of nvgre, key)` @ byte 0x50, DW20, 32 bits
+        pub const gre_key: Field = Field::new(0x280, 0x20);
+        /// `u8 vxlan_vni[0x18]` @ byte 0x54, DW21 bits[31:8]
+        pub const vxlan_vni: Field = Field::new(0x2a0, 0x18);
+        /// `u8 bth_opcode[0x8]` @ byte 0x57, DW21 bits[7:0]
+        pub const bth_opcode: Field = Field::new(0x2b8, 0x8);
+        /// `u8 geneve_vni[0x18]` @ byte 0x58, DW22 bits[31:8]
+        pub const geneve_vni: Field = Field::new(0x2c0, 0x18);
+        /// `u8 geneve_tlv_option_0_exist[0x1]` @ byte 0x5b, DW22 bit 1
+        pub const geneve_tlv_option_0_exist: Field = Field::new(0x2de, 0x1);
+        /// `u8 geneve_oam[0x1]` @ byte 0x5b, DW22 bit 0
+        pub const geneve_oam: Field = Field::new(0x2df, 0x1);
+        /// `u8 outer_ipv6_flow_label[0x14]` @ byte 0x5d, DW23 bits[19:0]
+        pub const outer_ipv6_flow_label: Field = Field::new(0x2ec, 0x14);
+        /// `u8 inner_ipv6_flow_label[0x14]` @ byte 0x61, DW24 bits[19:0]
+        pub const inner_ipv6_flow_label: Field = Field::new(0x30c, 0x14);
+        /// `u8 geneve_opt_len[0x6]` @ byte 0x65, DW25 bits[21:16]
+        pub const geneve_opt_len: Field = Field::new(0x32a, 0x6);
+        /// `u8 geneve_protocol_type[0x10]` @ byte 0x66, DW25 bits[15:0]
+        pub const geneve_protocol_type: Field = Field::new(0x330, 0x10);
+        /// `u8 bth_dst_qp[0x18]` @ byte 0x69, DW26 bits[23:0]
+        pub const bth_dst_qp: Field = Field::new(0x348, 0x18);
+        /// `u8 inner_esp_spi[0x20]` @ byte 0x6c, DW27, 32 bits
+        pub const inner_esp_spi: Field = Field::new(0x360, 0x20);
+        /// `u8 outer_esp_spi[0x20]` @ byte 0x70, DW28, 32 bits
+        pub const outer_esp_spi: Field = Field::new(0x380, 0x20);
+    }
+    /// `struct mlx5_ifc_fte_match_set_lyr_2_4_bits inner_headers` @ byte 0x80, DW32, 512 bits
+    pub const inner_headers: Field = Field::new(0x400, 0x200);
+    /// Fields of `inner_headers`, offsets from the start of the enclosing top-level struct.
+    pub mod inner_headers {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 smac_47_16[0x20]` @ byte 0x80, DW32, 32 bits
+        pub const smac_47_16: Field = Field::new(0x400, 0x20);
+        /// `u8 smac_15_0[0x10]` @ byte 0x84, DW33 bits[31:16]
+        pub const smac_15_0: Field = Field::new(0x420, 0x10);
+        /// `u8 ethertype[0x10]` @ byte 0x86, DW33 bits[15:0]
+        pub const ethertype: Field = Field::new(0x430, 0x10);
+        /// `u8 dmac_47_16[0x20]` @ byte 0x88, DW34, 32 bits
+        pub const dmac_47_16: Field = Field::new(0x440, 0x20);
+        /// `u8 dmac_15_0[0x10]` @ byte 0x8c, DW35 bits[31:16]
+        pub const dmac_15_0: Field = Field::new(0x460, 0x10);
+        /// `u8 first_prio[0x3]` @ byte 0x8e, DW35 bits[15:13]
+        pub const first_prio: Field = Field::new(0x470, 0x3);
+        /// `u8 first_cfi[0x1]` @ byte 0x8e, DW35 bit 12
+        pub const first_cfi: Field = Field::new(0x473, 0x1);
+        /// `u8 first_vid[0xc]` @ byte 0x8e, DW35 bits[11:0]
+        pub const first_vid: Field = Field::new(0x474, 0xc);
+        /// `u8 ip_protocol[0x8]` @ byte 0x90, DW36 bits[31:24]
+        pub const ip_protocol: Field = Field::new(0x480, 0x8);
+        /// `u8 ip_dscp[0x6]` @ byte 0x91, DW36 bits[23:18]
+        pub const ip_dscp: Field = Field::new(0x488, 0x6);
+        /// `u8 ip_ecn[0x2]` @ byte 0x91, DW36 bits[17:16]
+        pub const ip_ecn: Field = Field::new(0x48e, 0x2);
+        /// `u8 cvlan_tag[0x1]` @ byte 0x92, DW36 bit 15
+        pub const cvlan_tag: Field = Field::new(0x490, 0x1);
+        /// `u8 svlan_tag[0x1]` @ byte 0x92, DW36 bit 14
+        pub const svlan_tag: Field = Field::new(0x491, 0x1);
+        /// `u8 frag[0x1]` @ byte 0x92, DW36 bit 13
+        pub const frag: Field = Field::new(0x492, 0x1);
+        /// `u8 ip_version[0x4]` @ byte 0x92, DW36 bits[12:9]
+        pub const ip_version: Field = Field::new(0x493, 0x4);
+        /// `u8 tcp_flags[0x9]` @ byte 0x92, DW36 bits[8:0]
+        pub const tcp_flags: Field = Field::new(0x497, 0x9);
+        /// `u8 tcp_sport[0x10]` @ byte 0x94, DW37 bits[31:16]
+        pub const tcp_sport: Field = Field::new(0x4a0, 0x10);
+        /// `u8 tcp_dport[0x10]` @ byte 0x96, DW37 bits[15:0]
+        pub const tcp_dport: Field = Field::new(0x4b0, 0x10);
+        /// `u8 l4_type[0x2]` @ byte 0x98, DW38 bits[31:30]
+        pub const l4_type: Field = Field::new(0x4c0, 0x2);
+        /// `u8 ipv4_ihl[0x4]` @ byte 0x9a, DW38 bits[15:12]
+        pub const ipv4_ihl: Field = Field::new(0x4d0, 0x4);
+        /// `u8 ttl_hoplimit[0x8]` @ byte 0x9b, DW38 bits[7:0]
+        pub const ttl_hoplimit: Field = Field::new(0x4d8, 0x8);
+        /// `u8 udp_sport[0x10]` @ byte 0x9c, DW39 bits[31:16]
+        pub const udp_sport: Field = Field::new(0x4e0, 0x10);
+        /// `u8 udp_dport[0x10]` @ byte 0x9e, DW39 bits[15:0]
+        pub const udp_dport: Field = Field::new(0x4f0, 0x10);
+        /// `union mlx5_ifc_ipv6_layout_ipv4_layout_auto_bits src_ipv4_src_ipv6 (union of ipv6_simple_layout, ipv6_layout, ipv4_layout)` @ byte 0xa0, DW40, 128 bits
+        pub const src_ipv4_src_ipv6: Field = Field::new(0x500, 0x80);
+        /// `union mlx5_ifc_ipv6_layout_ipv4_layout_auto_bits dst_ipv4_dst_ipv6 (union of ipv6_simple_layout, ipv6_layout, ipv4_layout)` @ byte 0xb0, DW44, 128 bits
+        pub const dst_ipv4_dst_ipv6: Field = Field::new(0x580, 0x80);
+    }
+    /// `struct mlx5_ifc_fte_match_set_misc2_bits misc_parameters_2` @ byte 0xc0, DW48, 512 bits
+    pub const misc_parameters_2: Field = Field::new(0x600, 0x200);
+    /// Fields of `misc_parameters_2`, offsets from the start of the enclosing top-level struct.
+    pub mod misc_parameters_2 {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `struct mlx5_ifc_fte_match_mpls_bits outer_first_mpls` @ byte 0xc0, DW48, 32 bits
+        pub const outer_first_mpls: Field = Field::new(0x600, 0x20);
+        /// Fields of `outer_first_mpls`, offsets from the start of the enclosing top-level struct.
+        pub mod outer_first_mpls {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 mpls_label[0x14]` @ byte 0xc0, DW48 bits[31:12]
+            pub const mpls_label: Field = Field::new(0x600, 0x14);
+            /// `u8 mpls_exp[0x3]` @ byte 0xc2, DW48 bits[11:9]
+            pub const mpls_exp: Field = Field::new(0x614, 0x3);
+            /// `u8 mpls_s_bos[0x1]` @ byte 0xc2, DW48 bit 8
+            pub const mpls_s_bos: Field = Field::new(0x617, 0x1);
+            /// `u8 mpls_ttl[0x8]` @ byte 0xc3, DW48 bits[7:0]
+            pub const mpls_ttl: Field = Field::new(0x618, 0x8);
+        }
+        /// `struct mlx5_ifc_fte_match_mpls_bits inner_first_mpls` @ byte 0xc4, DW49, 32 bits
+        pub const inner_first_mpls: Field = Field::new(0x620, 0x20);
+        /// Fields of `inner_first_mpls`, offsets from the start of the enclosing top-level struct.
+        pub mod inner_first_mpls {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 mpls_label[0x14]` @ byte 0xc4, DW49 bits[31:12]
+            pub const mpls_label: Field = Field::new(0x620, 0x14);
+            /// `u8 mpls_exp[0x3]` @ byte 0xc6, DW49 bits[11:9]
+            pub const mpls_exp: Field = Field::new(0x634, 0x3);
+            /// `u8 mpls_s_bos[0x1]` @ byte 0xc6, DW49 bit 8
+            pub const mpls_s_bos: Field = Field::new(0x637, 0x1);
+            /// `u8 mpls_ttl[0x8]` @ byte 0xc7, DW49 bits[7:0]
+            pub const mpls_ttl: Field = Field::new(0x638, 0x8);
+        }
+        /// `struct mlx5_ifc_fte_match_mpls_bits outer_first_mpls_over_gre` @ byte 0xc8, DW50, 32 bits
+        pub const outer_first_mpls_over_gre: Field = Field::new(0x640, 0x20);
+        /// Fields of `outer_first_mpls_over_gre`, offsets from the start of the enclosing top-level struct.
+        pub mod outer_first_mpls_over_gre {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 mpls_label[0x14]` @ byte 0xc8, DW50 bits[31:12]
+            pub const mpls_label: Field = Field::new(0x640, 0x14);
+            /// `u8 mpls_exp[0x3]` @ byte 0xca, DW50 bits[11:9]
+            pub const mpls_exp: Field = Field::new(0x654, 0x3);
+            /// `u8 mpls_s_bos[0x1]` @ byte 0xca, DW50 bit 8
+            pub const mpls_s_bos: Field = Field::new(0x657, 0x1);
+            /// `u8 mpls_ttl[0x8]` @ byte 0xcb, DW50 bits[7:0]
+            pub const mpls_ttl: Field = Field::new(0x658, 0x8);
+        }
+        /// `struct mlx5_ifc_fte_match_mpls_bits outer_first_mpls_over_udp` @ byte 0xcc, DW51, 32 bits
+        pub const outer_first_mpls_over_udp: Field = Field::new(0x660, 0x20);
+        /// Fields of `outer_first_mpls_over_udp`, offsets from the start of the enclosing top-level struct.
+        pub mod outer_first_mpls_over_udp {
+            #[allow(unused_imports)]
+            use crate::fields::{Array, Field};
+            /// `u8 mpls_label[0x14]` @ byte 0xcc, DW51 bits[31:12]
+            pub const mpls_label: Field = Field::new(0x660, 0x14);
+            /// `u8 mpls_exp[0x3]` @ byte 0xce, DW51 bits[11:9]
+            pub const mpls_exp: Field = Field::new(0x674, 0x3);
+            /// `u8 mpls_s_bos[0x1]` @ byte 0xce, DW51 bit 8
+            pub const mpls_s_bos: Field = Field::new(0x677, 0x1);
+            /// `u8 mpls_ttl[0x8]` @ byte 0xcf, DW51 bits[7:0]
+            pub const mpls_ttl: Field = Field::new(0x678, 0x8);
+        }
+        /// `u8 metadata_reg_c_7[0x20]` @ byte 0xd0, DW52, 32 bits
+        pub const metadata_reg_c_7: Field = Field::new(0x680, 0x20);
+        /// `u8 metadata_reg_c_6[0x20]` @ byte 0xd4, DW53, 32 bits
+        pub const metadata_reg_c_6: Field = Field::new(0x6a0, 0x20);
+        /// `u8 metadata_reg_c_5[0x20]` @ byte 0xd8, DW54, 32 bits
+        pub const metadata_reg_c_5: Field = Field::new(0x6c0, 0x20);
+        /// `u8 metadata_reg_c_4[0x20]` @ byte 0xdc, DW55, 32 bits
+        pub const metadata_reg_c_4: Field = Field::new(0x6e0, 0x20);
+        /// `u8 metadata_reg_c_3[0x20]` @ byte 0xe0, DW56, 32 bits
+        pub const metadata_reg_c_3: Field = Field::new(0x700, 0x20);
+        /// `u8 metadata_reg_c_2[0x20]` @ byte 0xe4, DW57, 32 bits
+        pub const metadata_reg_c_2: Field = Field::new(0x720, 0x20);
+        /// `u8 metadata_reg_c_1[0x20]` @ byte 0xe8, DW58, 32 bits
+        pub const metadata_reg_c_1: Field = Field::new(0x740, 0x20);
+        /// `u8 metadata_reg_c_0[0x20]` @ byte 0xec, DW59, 32 bits
+        pub const metadata_reg_c_0: Field = Field::new(0x760, 0x20);
+        /// `u8 metadata_reg_a[0x20]` @ byte 0xf0, DW60, 32 bits
+        pub const metadata_reg_a: Field = Field::new(0x780, 0x20);
+        /// `u8 macsec_syndrome[0x8]` @ byte 0xf5, DW61 bits[23:16]
+        pub const macsec_syndrome: Field = Field::new(0x7a8, 0x8);
+        /// `u8 ipsec_syndrome[0x8]` @ byte 0xf6, DW61 bits[15:8]
+        pub const ipsec_syndrome: Field = Field::new(0x7b0, 0x8);
+    }
+    /// `struct mlx5_ifc_fte_match_set_misc3_bits misc_parameters_3` @ byte 0x100, DW64, 512 bits
+    pub const misc_parameters_3: Field = Field::new(0x800, 0x200);
+    /// Fields of `misc_parameters_3`, offsets from the start of the enclosing top-level struct.
+    pub mod misc_parameters_3 {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 inner_tcp_seq_num[0x20]` @ byte 0x100, DW64, 32 bits
+        pub const inner_tcp_seq_num: Field = Field::new(0x800, 0x20);
+        /// `u8 outer_tcp_seq_num[0x20]` @ byte 0x104, DW65, 32 bits
+        pub const outer_tcp_seq_num: Field = Field::new(0x820, 0x20);
+        /// `u8 inner_tcp_ack_num[0x20]` @ byte 0x108, DW66, 32 bits
+        pub const inner_tcp_ack_num: Field = Field::new(0x840, 0x20);
+        /// `u8 outer_tcp_ack_num[0x20]` @ byte 0x10c, DW67, 32 bits
+        pub const outer_tcp_ack_num: Field = Field::new(0x860, 0x20);
+        /// `u8 outer_vxlan_gpe_vni[0x18]` @ byte 0x111, DW68 bits[23:0]
+        pub const outer_vxlan_gpe_vni: Field = Field::new(0x888, 0x18);
+        /// `u8 outer_vxlan_gpe_next_protocol[0x8]` @ byte 0x114, DW69 bits[31:24]
+        pub const outer_vxlan_gpe_next_protocol: Field = Field::new(0x8a0, 0x8);
+        /// `u8 outer_vxlan_gpe_flags[0x8]` @ byte 0x115, DW69 bits[23:16]
+        pub const outer_vxlan_gpe_flags: Field = Field::new(0x8a8, 0x8);
+        /// `u8 icmp_header_data[0x20]` @ byte 0x118, DW70, 32 bits
+        pub const icmp_header_data: Field = Field::new(0x8c0, 0x20);
+        /// `u8 icmpv6_header_data[0x20]` @ byte 0x11c, DW71, 32 bits
+        pub const icmpv6_header_data: Field = Field::new(0x8e0, 0x20);
+        /// `u8 icmp_type[0x8]` @ byte 0x120, DW72 bits[31:24]
+        pub const icmp_type: Field = Field::new(0x900, 0x8);
+        /// `u8 icmp_code[0x8]` @ byte 0x121, DW72 bits[23:16]
+        pub const icmp_code: Field = Field::new(0x908, 0x8);
+        /// `u8 icmpv6_type[0x8]` @ byte 0x122, DW72 bits[15:8]
+        pub const icmpv6_type: Field = Field::new(0x910, 0x8);
+        /// `u8 icmpv6_code[0x8]` @ byte 0x123, DW72 bits[7:0]
+        pub const icmpv6_code: Field = Field::new(0x918, 0x8);
+        /// `u8 geneve_tlv_option_0_data[0x20]` @ byte 0x124, DW73, 32 bits
+        pub const geneve_tlv_option_0_data: Field = Field::new(0x920, 0x20);
+        /// `u8 gtpu_teid[0x20]` @ byte 0x128, DW74, 32 bits
+        pub const gtpu_teid: Field = Field::new(0x940, 0x20);
+        /// `u8 gtpu_msg_type[0x8]` @ byte 0x12c, DW75 bits[31:24]
+        pub const gtpu_msg_type: Field = Field::new(0x960, 0x8);
+        /// `u8 gtpu_msg_flags[0x8]` @ byte 0x12d, DW75 bits[23:16]
+        pub const gtpu_msg_flags: Field = Field::new(0x968, 0x8);
+        /// `u8 gtpu_dw_2[0x20]` @ byte 0x130, DW76, 32 bits
+        pub const gtpu_dw_2: Field = Field::new(0x980, 0x20);
+        /// `u8 gtpu_first_ext_dw_0[0x20]` @ byte 0x134, DW77, 32 bits
+        pub const gtpu_first_ext_dw_0: Field = Field::new(0x9a0, 0x20);
+        /// `u8 gtpu_dw_0[0x20]` @ byte 0x138, DW78, 32 bits
+        pub const gtpu_dw_0: Field = Field::new(0x9c0, 0x20);
+    }
+    /// `struct mlx5_ifc_fte_match_set_misc4_bits misc_parameters_4` @ byte 0x140, DW80, 512 bits
+    pub const misc_parameters_4: Field = Field::new(0xa00, 0x200);
+    /// Fields of `misc_parameters_4`, offsets from the start of the enclosing top-level struct.
+    pub mod misc_parameters_4 {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 prog_sample_field_value_0[0x20]` @ byte 0x140, DW80, 32 bits
+        pub const prog_sample_field_value_0: Field = Field::new(0xa00, 0x20);
+        /// `u8 prog_sample_field_id_0[0x20]` @ byte 0x144, DW81, 32 bits
+        pub const prog_sample_field_id_0: Field = Field::new(0xa20, 0x20);
+        /// `u8 prog_sample_field_value_1[0x20]` @ byte 0x148, DW82, 32 bits
+        pub const prog_sample_field_value_1: Field = Field::new(0xa40, 0x20);
+        /// `u8 prog_sample_field_id_1[0x20]` @ byte 0x14c, DW83, 32 bits
+        pub const prog_sample_field_id_1: Field = Field::new(0xa60, 0x20);
+        /// `u8 prog_sample_field_value_2[0x20]` @ byte 0x150, DW84, 32 bits
+        pub const prog_sample_field_value_2: Field = Field::new(0xa80, 0x20);
+        /// `u8 prog_sample_field_id_2[0x20]` @ byte 0x154, DW85, 32 bits
+        pub const prog_sample_field_id_2: Field = Field::new(0xaa0, 0x20);
+        /// `u8 prog_sample_field_value_3[0x20]` @ byte 0x158, DW86, 32 bits
+        pub const prog_sample_field_value_3: Field = Field::new(0xac0, 0x20);
+        /// `u8 prog_sample_field_id_3[0x20]` @ byte 0x15c, DW87, 32 bits
+        pub const prog_sample_field_id_3: Field = Field::new(0xae0, 0x20);
+    }
+    /// `struct mlx5_ifc_fte_match_set_misc5_bits misc_parameters_5` @ byte 0x180, DW96, 512 bits
+    pub const misc_parameters_5: Field = Field::new(0xc00, 0x200);
+    /// Fields of `misc_parameters_5`, offsets from the start of the enclosing top-level struct.
+    pub mod misc_parameters_5 {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 macsec_tag_0[0x20]` @ byte 0x180, DW96, 32 bits
+        pub const macsec_tag_0: Field = Field::new(0xc00, 0x20);
+        /// `u8 macsec_tag_1[0x20]` @ byte 0x184, DW97, 32 bits
+        pub const macsec_tag_1: Field = Field::new(0xc20, 0x20);
+        /// `u8 macsec_tag_2[0x20]` @ byte 0x188, DW98, 32 bits
+        pub const macsec_tag_2: Field = Field::new(0xc40, 0x20);
+        /// `u8 macsec_tag_3[0x20]` @ byte 0x18c, DW99, 32 bits
+        pub const macsec_tag_3: Field = Field::new(0xc60, 0x20);
+        /// `u8 tunnel_header_0[0x20]` @ byte 0x190, DW100, 32 bits
+        pub const tunnel_header_0: Field = Field::new(0xc80, 0x20);
+        /// `u8 tunnel_header_1[0x20]` @ byte 0x194, DW101, 32 bits
+        pub const tunnel_header_1: Field = Field::new(0xca0, 0x20);
+        /// `u8 tunnel_header_2[0x20]` @ byte 0x198, DW102, 32 bits
+        pub const tunnel_header_2: Field = Field::new(0xcc0, 0x20);
+        /// `u8 tunnel_header_3[0x20]` @ byte 0x19c, DW103, 32 bits
+        pub const tunnel_header_3: Field = Field::new(0xce0, 0x20);
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("outer_headers", outer_headers),
+        ("misc_parameters", misc_parameters),
+        ("inner_headers", inner_headers),
+        ("misc_parameters_2", misc_parameters_2),
+        ("misc_parameters_3", misc_parameters_3),
+        ("misc_parameters_4", misc_parameters_4),
+        ("misc_parameters_5", misc_parameters_5),
+    ];
+}
+
+/// `struct mlx5_ifc_fte_match_set_lyr_2_4_bits`: 64 bytes.
+pub mod fte_match_set_lyr_2_4 {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x40;
+    /// `u8 smac_47_16[0x20]` @ byte 0x0, DW0, 32 bits
+    pub const smac_47_16: Field = Field::new(0x0, 0x20);
+    /// `u8 smac_15_0[0x10]` @ byte 0x4, DW1 bits[31:16]
+    pub const smac_15_0: Field = Field::new(0x20, 0x10);
+    /// `u8 ethertype[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const ethertype: Field = Field::new(0x30, 0x10);
+    /// `u8 dmac_47_16[0x20]` @ byte 0x8, DW2, 32 bits
+    pub const dmac_47_16: Field = Field::new(0x40, 0x20);
+    /// `u8 dmac_15_0[0x10]` @ byte 0xc, DW3 bits[31:16]
+    pub const dmac_15_0: Field = Field::new(0x60, 0x10);
+    /// `u8 first_prio[0x3]` @ byte 0xe, DW3 bits[15:13]
+    pub const first_prio: Field = Field::new(0x70, 0x3);
+    /// `u8 first_cfi[0x1]` @ byte 0xe, DW3 bit 12
+    pub const first_cfi: Field = Field::new(0x73, 0x1);
+    /// `u8 first_vid[0xc]` @ byte 0xe, DW3 bits[11:0]
+    pub const first_vid: Field = Field::new(0x74, 0xc);
+    /// `u8 ip_protocol[0x8]` @ byte 0x10, DW4 bits[31:24]
+    pub const ip_protocol: Field = Field::new(0x80, 0x8);
+    /// `u8 ip_dscp[0x6]` @ byte 0x11, DW4 bits[23:18]
+    pub const ip_dscp: Field = Field::new(0x88, 0x6);
+    /// `u8 ip_ecn[0x2]` @ byte 0x11, DW4 bits[17:16]
+    pub const ip_ecn: Field = Field::new(0x8e, 0x2);
+    /// `u8 cvlan_tag[0x1]` @ byte 0x12, DW4 bit 15
+    pub const cvlan_tag: Field = Field::new(0x90, 0x1);
+    /// `u8 svlan_tag[0x1]` @ byte 0x12, DW4 bit 14
+    pub const svlan_tag: Field = Field::new(0x91, 0x1);
+    /// `u8 frag[0x1]` @ byte 0x12, DW4 bit 13
+    pub const frag: Field = Field::new(0x92, 0x1);
+    /// `u8 ip_version[0x4]` @ byte 0x12, DW4 bits[12:9]
+    pub const ip_version: Field = Field::new(0x93, 0x4);
+    /// `u8 tcp_flags[0x9]` @ byte 0x12, DW4 bits[8:0]
+    pub const tcp_flags: Field = Field::new(0x97, 0x9);
+    /// `u8 tcp_sport[0x10]` @ byte 0x14, DW5 bits[31:16]
+    pub const tcp_sport: Field = Field::new(0xa0, 0x10);
+    /// `u8 tcp_dport[0x10]` @ byte 0x16, DW5 bits[15:0]
+    pub const tcp_dport: Field = Field::new(0xb0, 0x10);
+    /// `u8 l4_type[0x2]` @ byte 0x18, DW6 bits[31:30]
+    pub const l4_type: Field = Field::new(0xc0, 0x2);
+    /// `u8 ipv4_ihl[0x4]` @ byte 0x1a, DW6 bits[15:12]
+    pub const ipv4_ihl: Field = Field::new(0xd0, 0x4);
+    /// `u8 ttl_hoplimit[0x8]` @ byte 0x1b, DW6 bits[7:0]
+    pub const ttl_hoplimit: Field = Field::new(0xd8, 0x8);
+    /// `u8 udp_sport[0x10]` @ byte 0x1c, DW7 bits[31:16]
+    pub const udp_sport: Field = Field::new(0xe0, 0x10);
+    /// `u8 udp_dport[0x10]` @ byte 0x1e, DW7 bits[15:0]
+    pub const udp_dport: Field = Field::new(0xf0, 0x10);
+    /// `union mlx5_ifc_ipv6_layout_ipv4_layout_auto_bits src_ipv4_src_ipv6 (union of ipv6_simple_layout, ipv6_layout, ipv4_layout)` @ byte 0x20, DW8, 128 bits
+    pub const src_ipv4_src_ipv6: Field = Field::new(0x100, 0x80);
+    /// `union mlx5_ifc_ipv6_layout_ipv4_layout_auto_bits dst_ipv4_dst_ipv6 (union of ipv6_simple_layout, ipv6_layout, ipv4_layout)` @ byte 0x30, DW12, 128 bits
+    pub const dst_ipv4_dst_ipv6: Field = Field::new(0x180, 0x80);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("smac_47_16", smac_47_16),
+        ("smac_15_0", smac_15_0),
+        ("ethertype", ethertype),
+        ("dmac_47_16", dmac_47_16),
+        ("dmac_15_0", dmac_15_0),
+        ("first_prio", first_prio),
+        ("first_cfi", first_cfi),
+        ("first_vid", first_vid),
+        ("ip_protocol", ip_protocol),
+        ("ip_dscp", ip_dscp),
+        ("ip_ecn", ip_ecn),
+        ("cvlan_tag", cvlan_tag),
+        ("svlan_tag", svlan_tag),
+        ("frag", frag),
+        ("ip_version", ip_version),
+        ("tcp_flags", tcp_flags),
+        ("tcp_sport", tcp_sport),
+        ("tcp_dport", tcp_dport),
+        ("l4_type", l4_type),
+        ("ipv4_ihl", ipv4_ihl),
+        ("ttl_hoplimit", ttl_hoplimit),
+        ("udp_sport", udp_sport),
+        ("udp_dport", udp_dport),
+        ("src_ipv4_src_ipv6", src_ipv4_src_ipv6),
+        ("dst_ipv4_dst_ipv6", dst_ipv4_dst_ipv6),
+    ];
+}
+
+/// `struct mlx5_ifc_fte_match_set_misc_bits`: 64 bytes.
+pub mod fte_match_set_misc {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x40;
+    /// `u8 gre_c_present[0x1]` @ byte 0x0, DW0 bit 31
+    pub const gre_c_present: Field = Field::new(0x0, 0x1);
+    /// `u8 gre_k_present[0x1]` @ byte 0x0, DW0 bit 29
+    pub const gre_k_present: Field = Field::new(0x2, 0x1);
+    /// `u8 gre_s_present[0x1]` @ byte 0x0, DW0 bit 28
+    pub const gre_s_present: Field = Field::new(0x3, 0x1);
+    /// `u8 source_vhca_port[0x4]` @ byte 0x0, DW0 bits[27:24]
+    pub const source_vhca_port: Field = Field::new(0x4, 0x4);
+    /// `u8 source_sqn[0x18]` @ byte 0x1, DW0 bits[23:0]
+    pub const source_sqn: Field = Field::new(0x8, 0x18);
+    /// `u8 source_eswitch_owner_vhca_id[0x10]` @ byte 0x4, DW1 bits[31:16]
+    pub const source_eswitch_owner_vhca_id: Field = Field::new(0x20, 0x10);
+    /// `u8 source_port[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const source_port: Field = Field::new(0x30, 0x10);
+    /// `u8 outer_second_prio[0x3]` @ byte 0x8, DW2 bits[31:29]
+    pub const outer_second_prio: Field = Field::new(0x40, 0x3);
+    /// `u8 outer_second_cfi[0x1]` @ byte 0x8, DW2 bit 28
+    pub const outer_second_cfi: Field = Field::new(0x43, 0x1);
+    /// `u8 outer_second_vid[0xc]` @ byte 0x8, DW2 bits[27:16]
+    pub const outer_second_vid: Field = Field::new(0x44, 0xc);
+    /// `u8 inner_second_prio[0x3]` @ byte 0xa, DW2 bits[15:13]
+    pub const inner_second_prio: Field = Field::new(0x50, 0x3);
+    /// `u8 inner_second_cfi[0x1]` @ byte 0xa, DW2 bit 12
+    pub const inner_second_cfi: Field = Field::new(0x53, 0x1);
+    /// `u8 inner_second_vid[0xc]` @ byte 0xa, DW2 bits[11:0]
+    pub const inner_second_vid: Field = Field::new(0x54, 0xc);
+    /// `u8 outer_second_cvlan_tag[0x1]` @ byte 0xc, DW3 bit 31
+    pub const outer_second_cvlan_tag: Field = Field::new(0x60, 0x1);
+    /// `u8 inner_second_cvlan_tag[0x1]` @ byte 0xc, DW3 bit 30
+    pub const inner_second_cvlan_tag: Field = Field::new(0x61, 0x1);
+    /// `u8 outer_second_svlan_tag[0x1]` @ byte 0xc, DW3 bit 29
+    pub const outer_second_svlan_tag: Field = Field::new(0x62, 0x1);
+    /// `u8 inner_second_svlan_tag[0x1]` @ byte 0xc, DW3 bit 28
+    pub const inner_second_svlan_tag: Field = Field::new(0x63, 0x1);
+    /// `u8 gre_protocol[0x10]` @ byte 0xe, DW3 bits[15:0]
+    pub const gre_protocol: Field = Field::new(0x70, 0x10);
+    /// `union mlx5_ifc_gre_key_bits gre_key (union of nvgre, key)` @ byte 0x10, DW4, 32 bits
+    pub const gre_key: Field = Field::new(0x80, 0x20);
+    /// `u8 vxlan_vni[0x18]` @ byte 0x14, DW5 bits[31:8]
+    pub const vxlan_vni: Field = Field::new(0xa0, 0x18);
+    /// `u8 bth_opcode[0x8]` @ byte 0x17, DW5 bits[7:0]
+    pub const bth_opcode: Field = Field::new(0xb8, 0x8);
+    /// `u8 geneve_vni[0x18]` @ byte 0x18, DW6 bits[31:8]
+    pub const geneve_vni: Field = Field::new(0xc0, 0x18);
+    /// `u8 geneve_tlv_option_0_exist[0x1]` @ byte 0x1b, DW6 bit 1
+    pub const geneve_tlv_option_0_exist: Field = Field::new(0xde, 0x1);
+    /// `u8 geneve_oam[0x1]` @ byte 0x1b, DW6 bit 0
+    pub const geneve_oam: Field = Field::new(0xdf, 0x1);
+    /// `u8 outer_ipv6_flow_label[0x14]` @ byte 0x1d, DW7 bits[19:0]
+    pub const outer_ipv6_flow_label: Field = Field::new(0xec, 0x14);
+    /// `u8 inner_ipv6_flow_label[0x14]` @ byte 0x21, DW8 bits[19:0]
+    pub const inner_ipv6_flow_label: Field = Field::new(0x10c, 0x14);
+    /// `u8 geneve_opt_len[0x6]` @ byte 0x25, DW9 bits[21:16]
+    pub const geneve_opt_len: Field = Field::new(0x12a, 0x6);
+    /// `u8 geneve_protocol_type[0x10]` @ byte 0x26, DW9 bits[15:0]
+    pub const geneve_protocol_type: Field = Field::new(0x130, 0x10);
+    /// `u8 bth_dst_qp[0x18]` @ byte 0x29, DW10 bits[23:0]
+    pub const bth_dst_qp: Field = Field::new(0x148, 0x18);
+    /// `u8 inner_esp_spi[0x20]` @ byte 0x2c, DW11, 32 bits
+    pub const inner_esp_spi: Field = Field::new(0x160, 0x20);
+    /// `u8 outer_esp_spi[0x20]` @ byte 0x30, DW12, 32 bits
+    pub const outer_esp_spi: Field = Field::new(0x180, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("gre_c_present", gre_c_present),
+        ("gre_k_present", gre_k_present),
+        ("gre_s_present", gre_s_present),
+        ("source_vhca_port", source_vhca_port),
+        ("source_sqn", source_sqn),
+        ("source_eswitch_owner_vhca_id", source_eswitch_owner_vhca_id),
+        ("source_port", source_port),
+        ("outer_second_prio", outer_second_prio),
+        ("outer_second_cfi", outer_second_cfi),
+        ("outer_second_vid", outer_second_vid),
+        ("inner_second_prio", inner_second_prio),
+        ("inner_second_cfi", inner_second_cfi),
+        ("inner_second_vid", inner_second_vid),
+        ("outer_second_cvlan_tag", outer_second_cvlan_tag),
+        ("inner_second_cvlan_tag", inner_second_cvlan_tag),
+        ("outer_second_svlan_tag", outer_second_svlan_tag),
+        ("inner_second_svlan_tag", inner_second_svlan_tag),
+        ("gre_protocol", gre_protocol),
+        ("gre_key", gre_key),
+        ("vxlan_vni", vxlan_vni),
+        ("bth_opcode", bth_opcode),
+        ("geneve_vni", geneve_vni),
+        ("geneve_tlv_option_0_exist", geneve_tlv_option_0_exist),
+        ("geneve_oam", geneve_oam),
+        ("outer_ipv6_flow_label", outer_ipv6_flow_label),
+        ("inner_ipv6_flow_label", inner_ipv6_flow_label),
+        ("geneve_opt_len", geneve_opt_len),
+        ("geneve_protocol_type", geneve_protocol_type),
+        ("bth_dst_qp", bth_dst_qp),
+        ("inner_esp_spi", inner_esp_spi),
+        ("outer_esp_spi", outer_esp_spi),
+    ];
+}
+
+/// `struct mlx5_ifc_fte_match_set_misc2_bits`: 64 bytes.
+pub mod fte_match_set_misc2 {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x40;
+    /// `struct mlx5_ifc_fte_match_mpls_bits outer_first_mpls` @ byte 0x0, DW0, 32 bits
+    pub const outer_first_mpls: Field = Field::new(0x0, 0x20);
+    /// Fields of `outer_first_mpls`, offsets from the start of the enclosing top-level struct.
+    pub mod outer_first_mpls {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 mpls_label[0x14]` @ byte 0x0, DW0 bits[31:12]
+        pub const mpls_label: Field = Field::new(0x0, 0x14);
+        /// `u8 mpls_exp[0x3]` @ byte 0x2, DW0 bits[11:9]
+        pub const mpls_exp: Field = Field::new(0x14, 0x3);
+        /// `u8 mpls_s_bos[0x1]` @ byte 0x2, DW0 bit 8
+        pub const mpls_s_bos: Field = Field::new(0x17, 0x1);
+        /// `u8 mpls_ttl[0x8]` @ byte 0x3, DW0 bits[7:0]
+        pub const mpls_ttl: Field = Field::new(0x18, 0x8);
+    }
+    /// `struct mlx5_ifc_fte_match_mpls_bits inner_first_mpls` @ byte 0x4, DW1, 32 bits
+    pub const inner_first_mpls: Field = Field::new(0x20, 0x20);
+    /// Fields of `inner_first_mpls`, offsets from the start of the enclosing top-level struct.
+    pub mod inner_first_mpls {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 mpls_label[0x14]` @ byte 0x4, DW1 bits[31:12]
+        pub const mpls_label: Field = Field::new(0x20, 0x14);
+        /// `u8 mpls_exp[0x3]` @ byte 0x6, DW1 bits[11:9]
+        pub const mpls_exp: Field = Field::new(0x34, 0x3);
+        /// `u8 mpls_s_bos[0x1]` @ byte 0x6, DW1 bit 8
+        pub const mpls_s_bos: Field = Field::new(0x37, 0x1);
+        /// `u8 mpls_ttl[0x8]` @ byte 0x7, DW1 bits[7:0]
+        pub const mpls_ttl: Field = Field::new(0x38, 0x8);
+    }
+    /// `struct mlx5_ifc_fte_match_mpls_bits outer_first_mpls_over_gre` @ byte 0x8, DW2, 32 bits
+    pub const outer_first_mpls_over_gre: Field = Field::new(0x40, 0x20);
+    /// Fields of `outer_first_mpls_over_gre`, offsets from the start of the enclosing top-level struct.
+    pub mod outer_first_mpls_over_gre {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 mpls_label[0x14]` @ byte 0x8, DW2 bits[31:12]
+        pub const mpls_label: Field = Field::new(0x40, 0x14);
+        /// `u8 mpls_exp[0x3]` @ byte 0xa, DW2 bits[11:9]
+        pub const mpls_exp: Field = Field::new(0x54, 0x3);
+        /// `u8 mpls_s_bos[0x1]` @ byte 0xa, DW2 bit 8
+        pub const mpls_s_bos: Field = Field::new(0x57, 0x1);
+        /// `u8 mpls_ttl[0x8]` @ byte 0xb, DW2 bits[7:0]
+        pub const mpls_ttl: Field = Field::new(0x58, 0x8);
+    }
+    /// `struct mlx5_ifc_fte_match_mpls_bits outer_first_mpls_over_udp` @ byte 0xc, DW3, 32 bits
+    pub const outer_first_mpls_over_udp: Field = Field::new(0x60, 0x20);
+    /// Fields of `outer_first_mpls_over_udp`, offsets from the start of the enclosing top-level struct.
+    pub mod outer_first_mpls_over_udp {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 mpls_label[0x14]` @ byte 0xc, DW3 bits[31:12]
+        pub const mpls_label: Field = Field::new(0x60, 0x14);
+        /// `u8 mpls_exp[0x3]` @ byte 0xe, DW3 bits[11:9]
+        pub const mpls_exp: Field = Field::new(0x74, 0x3);
+        /// `u8 mpls_s_bos[0x1]` @ byte 0xe, DW3 bit 8
+        pub const mpls_s_bos: Field = Field::new(0x77, 0x1);
+        /// `u8 mpls_ttl[0x8]` @ byte 0xf, DW3 bits[7:0]
+        pub const mpls_ttl: Field = Field::new(0x78, 0x8);
+    }
+    /// `u8 metadata_reg_c_7[0x20]` @ byte 0x10, DW4, 32 bits
+    pub const metadata_reg_c_7: Field = Field::new(0x80, 0x20);
+    /// `u8 metadata_reg_c_6[0x20]` @ byte 0x14, DW5, 32 bits
+    pub const metadata_reg_c_6: Field = Field::new(0xa0, 0x20);
+    /// `u8 metadata_reg_c_5[0x20]` @ byte 0x18, DW6, 32 bits
+    pub const metadata_reg_c_5: Field = Field::new(0xc0, 0x20);
+    /// `u8 metadata_reg_c_4[0x20]` @ byte 0x1c, DW7, 32 bits
+    pub const metadata_reg_c_4: Field = Field::new(0xe0, 0x20);
+    /// `u8 metadata_reg_c_3[0x20]` @ byte 0x20, DW8, 32 bits
+    pub const metadata_reg_c_3: Field = Field::new(0x100, 0x20);
+    /// `u8 metadata_reg_c_2[0x20]` @ byte 0x24, DW9, 32 bits
+    pub const metadata_reg_c_2: Field = Field::new(0x120, 0x20);
+    /// `u8 metadata_reg_c_1[0x20]` @ byte 0x28, DW10, 32 bits
+    pub const metadata_reg_c_1: Field = Field::new(0x140, 0x20);
+    /// `u8 metadata_reg_c_0[0x20]` @ byte 0x2c, DW11, 32 bits
+    pub const metadata_reg_c_0: Field = Field::new(0x160, 0x20);
+    /// `u8 metadata_reg_a[0x20]` @ byte 0x30, DW12, 32 bits
+    pub const metadata_reg_a: Field = Field::new(0x180, 0x20);
+    /// `u8 macsec_syndrome[0x8]` @ byte 0x35, DW13 bits[23:16]
+    pub const macsec_syndrome: Field = Field::new(0x1a8, 0x8);
+    /// `u8 ipsec_syndrome[0x8]` @ byte 0x36, DW13 bits[15:8]
+    pub const ipsec_syndrome: Field = Field::new(0x1b0, 0x8);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("outer_first_mpls", outer_first_mpls),
+        ("inner_first_mpls", inner_first_mpls),
+        ("outer_first_mpls_over_gre", outer_first_mpls_over_gre),
+        ("outer_first_mpls_over_udp", outer_first_mpls_over_udp),
+        ("metadata_reg_c_7", metadata_reg_c_7),
+        ("metadata_reg_c_6", metadata_reg_c_6),
+        ("metadata_reg_c_5", metadata_reg_c_5),
+        ("metadata_reg_c_4", metadata_reg_c_4),
+        ("metadata_reg_c_3", metadata_reg_c_3),
+        ("metadata_reg_c_2", metadata_reg_c_2),
+        ("metadata_reg_c_1", metadata_reg_c_1),
+        ("metadata_reg_c_0", metadata_reg_c_0),
+        ("metadata_reg_a", metadata_reg_a),
+        ("macsec_syndrome", macsec_syndrome),
+        ("ipsec_syndrome", ipsec_syndrome),
+    ];
+}
+
+/// `struct mlx5_ifc_fte_match_mpls_bits`: 4 bytes.
+pub mod fte_match_mpls {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x4;
+    /// `u8 mpls_label[0x14]` @ byte 0x0, DW0 bits[31:12]
+    pub const mpls_label: Field = Field::new(0x0, 0x14);
+    /// `u8 mpls_exp[0x3]` @ byte 0x2, DW0 bits[11:9]
+    pub const mpls_exp: Field = Field::new(0x14, 0x3);
+    /// `u8 mpls_s_bos[0x1]` @ byte 0x2, DW0 bit 8
+    pub const mpls_s_bos: Field = Field::new(0x17, 0x1);
+    /// `u8 mpls_ttl[0x8]` @ byte 0x3, DW0 bits[7:0]
+    pub const mpls_ttl: Field = Field::new(0x18, 0x8);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("mpls_label", mpls_label),
+        ("mpls_exp", mpls_exp),
+        ("mpls_s_bos", mpls_s_bos),
+        ("mpls_ttl", mpls_ttl),
+    ];
+}
+
+/// `struct mlx5_ifc_fte_match_set_misc3_bits`: 64 bytes.
+pub mod fte_match_set_misc3 {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x40;
+    /// `u8 inner_tcp_seq_num[0x20]` @ byte 0x0, DW0, 32 bits
+    pub const inner_tcp_seq_num: Field = Field::new(0x0, 0x20);
+    /// `u8 outer_tcp_seq_num[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const outer_tcp_seq_num: Field = Field::new(0x20, 0x20);
+    /// `u8 inner_tcp_ack_num[0x20]` @ byte 0x8, DW2, 32 bits
+    pub const inner_tcp_ack_num: Field = Field::new(0x40, 0x20);
+    /// `u8 outer_tcp_ack_num[0x20]` @ byte 0xc, DW3, 32 bits
+    pub const outer_tcp_ack_num: Field = Field::new(0x60, 0x20);
+    /// `u8 outer_vxlan_gpe_vni[0x18]` @ byte 0x11, DW4 bits[23:0]
+    pub const outer_vxlan_gpe_vni: Field = Field::new(0x88, 0x18);
+    /// `u8 outer_vxlan_gpe_next_protocol[0x8]` @ byte 0x14, DW5 bits[31:24]
+    pub const outer_vxlan_gpe_next_protocol: Field = Field::new(0xa0, 0x8);
+    /// `u8 outer_vxlan_gpe_flags[0x8]` @ byte 0x15, DW5 bits[23:16]
+    pub const outer_vxlan_gpe_flags: Field = Field::new(0xa8, 0x8);
+    /// `u8 icmp_header_data[0x20]` @ byte 0x18, DW6, 32 bits
+    pub const icmp_header_data: Field = Field::new(0xc0, 0x20);
+    /// `u8 icmpv6_header_data[0x20]` @ byte 0x1c, DW7, 32 bits
+    pub const icmpv6_header_data: Field = Field::new(0xe0, 0x20);
+    /// `u8 icmp_type[0x8]` @ byte 0x20, DW8 bits[31:24]
+    pub const icmp_type: Field = Field::new(0x100, 0x8);
+    /// `u8 icmp_code[0x8]` @ byte 0x21, DW8 bits[23:16]
+    pub const icmp_code: Field = Field::new(0x108, 0x8);
+    /// `u8 icmpv6_type[0x8]` @ byte 0x22, DW8 bits[15:8]
+    pub const icmpv6_type: Field = Field::new(0x110, 0x8);
+    /// `u8 icmpv6_code[0x8]` @ byte 0x23, DW8 bits[7:0]
+    pub const icmpv6_code: Field = Field::new(0x118, 0x8);
+    /// `u8 geneve_tlv_option_0_data[0x20]` @ byte 0x24, DW9, 32 bits
+    pub const geneve_tlv_option_0_data: Field = Field::new(0x120, 0x20);
+    /// `u8 gtpu_teid[0x20]` @ byte 0x28, DW10, 32 bits
+    pub const gtpu_teid: Field = Field::new(0x140, 0x20);
+    /// `u8 gtpu_msg_type[0x8]` @ byte 0x2c, DW11 bits[31:24]
+    pub const gtpu_msg_type: Field = Field::new(0x160, 0x8);
+    /// `u8 gtpu_msg_flags[0x8]` @ byte 0x2d, DW11 bits[23:16]
+    pub const gtpu_msg_flags: Field = Field::new(0x168, 0x8);
+    /// `u8 gtpu_dw_2[0x20]` @ byte 0x30, DW12, 32 bits
+    pub const gtpu_dw_2: Field = Field::new(0x180, 0x20);
+    /// `u8 gtpu_first_ext_dw_0[0x20]` @ byte 0x34, DW13, 32 bits
+    pub const gtpu_first_ext_dw_0: Field = Field::new(0x1a0, 0x20);
+    /// `u8 gtpu_dw_0[0x20]` @ byte 0x38, DW14, 32 bits
+    pub const gtpu_dw_0: Field = Field::new(0x1c0, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("inner_tcp_seq_num", inner_tcp_seq_num),
+        ("outer_tcp_seq_num", outer_tcp_seq_num),
+        ("inner_tcp_ack_num", inner_tcp_ack_num),
+        ("outer_tcp_ack_num", outer_tcp_ack_num),
+        ("outer_vxlan_gpe_vni", outer_vxlan_gpe_vni),
+        (
+            "outer_vxlan_gpe_next_protocol",
+            outer_vxlan_gpe_next_protocol,
+        ),
+        ("outer_vxlan_gpe_flags", outer_vxlan_gpe_flags),
+        ("icmp_header_data", icmp_header_data),
+        ("icmpv6_header_data", icmpv6_header_data),
+        ("icmp_type", icmp_type),
+        ("icmp_code", icmp_code),
+        ("icmpv6_type", icmpv6_type),
+        ("icmpv6_code", icmpv6_code),
+        ("geneve_tlv_option_0_data", geneve_tlv_option_0_data),
+        ("gtpu_teid", gtpu_teid),
+        ("gtpu_msg_type", gtpu_msg_type),
+        ("gtpu_msg_flags", gtpu_msg_flags),
+        ("gtpu_dw_2", gtpu_dw_2),
+        ("gtpu_first_ext_dw_0", gtpu_first_ext_dw_0),
+        ("gtpu_dw_0", gtpu_dw_0),
+    ];
+}
+
+/// `struct mlx5_ifc_fte_match_set_misc4_bits`: 64 bytes.
+pub mod fte_match_set_misc4 {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x40;
+    /// `u8 prog_sample_field_value_0[0x20]` @ byte 0x0, DW0, 32 bits
+    pub const prog_sample_field_value_0: Field = Field::new(0x0, 0x20);
+    /// `u8 prog_sample_field_id_0[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const prog_sample_field_id_0: Field = Field::new(0x20, 0x20);
+    /// `u8 prog_sample_field_value_1[0x20]` @ byte 0x8, DW2, 32 bits
+    pub const prog_sample_field_value_1: Field = Field::new(0x40, 0x20);
+    /// `u8 prog_sample_field_id_1[0x20]` @ byte 0xc, DW3, 32 bits
+    pub const prog_sample_field_id_1: Field = Field::new(0x60, 0x20);
+    /// `u8 prog_sample_field_value_2[0x20]` @ byte 0x10, DW4, 32 bits
+    pub const prog_sample_field_value_2: Field = Field::new(0x80, 0x20);
+    /// `u8 prog_sample_field_id_2[0x20]` @ byte 0x14, DW5, 32 bits
+    pub const prog_sample_field_id_2: Field = Field::new(0xa0, 0x20);
+    /// `u8 prog_sample_field_value_3[0x20]` @ byte 0x18, DW6, 32 bits
+    pub const prog_sample_field_value_3: Field = Field::new(0xc0, 0x20);
+    /// `u8 prog_sample_field_id_3[0x20]` @ byte 0x1c, DW7, 32 bits
+    pub const prog_sample_field_id_3: Field = Field::new(0xe0, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("prog_sample_field_value_0", prog_sample_field_value_0),
+        ("prog_sample_field_id_0", prog_sample_field_id_0),
+        ("prog_sample_field_value_1", prog_sample_field_value_1),
+        ("prog_sample_field_id_1", prog_sample_field_id_1),
+        ("prog_sample_field_value_2", prog_sample_field_value_2),
+        ("prog_sample_field_id_2", prog_sample_field_id_2),
+        ("prog_sample_field_value_3", prog_sample_field_value_3),
+        ("prog_sample_field_id_3", prog_sample_field_id_3),
+    ];
+}
+
+/// `struct mlx5_ifc_fte_match_set_misc5_bits`: 64 bytes.
+pub mod fte_match_set_misc5 {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x40;
+    /// `u8 macsec_tag_0[0x20]` @ byte 0x0, DW0, 32 bits
+    pub const macsec_tag_0: Field = Field::new(0x0, 0x20);
+    /// `u8 macsec_tag_1[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const macsec_tag_1: Field = Field::new(0x20, 0x20);
+    /// `u8 macsec_tag_2[0x20]` @ byte 0x8, DW2, 32 bits
+    pub const macsec_tag_2: Field = Field::new(0x40, 0x20);
+    /// `u8 macsec_tag_3[0x20]` @ byte 0xc, DW3, 32 bits
+    pub const macsec_tag_3: Field = Field::new(0x60, 0x20);
+    /// `u8 tunnel_header_0[0x20]` @ byte 0x10, DW4, 32 bits
+    pub const tunnel_header_0: Field = Field::new(0x80, 0x20);
+    /// `u8 tunnel_header_1[0x20]` @ byte 0x14, DW5, 32 bits
+    pub const tunnel_header_1: Field = Field::new(0xa0, 0x20);
+    /// `u8 tunnel_header_2[0x20]` @ byte 0x18, DW6, 32 bits
+    pub const tunnel_header_2: Field = Field::new(0xc0, 0x20);
+    /// `u8 tunnel_header_3[0x20]` @ byte 0x1c, DW7, 32 bits
+    pub const tunnel_header_3: Field = Field::new(0xe0, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("macsec_tag_0", macsec_tag_0),
+        ("macsec_tag_1", macsec_tag_1),
+        ("macsec_tag_2", macsec_tag_2),
+        ("macsec_tag_3", macsec_tag_3),
+        ("tunnel_header_0", tunnel_header_0),
+        ("tunnel_header_1", tunnel_header_1),
+        ("tunnel_header_2", tunnel_header_2),
+        ("tunnel_header_3", tunnel_header_3),
+    ];
+}
+
+/// `struct mlx5_ifc_vlan_bits`: 4 bytes.
+pub mod vlan {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x4;
+    /// `u8 ethtype[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const ethtype: Field = Field::new(0x0, 0x10);
+    /// `u8 prio[0x3]` @ byte 0x2, DW0 bits[15:13]
+    pub const prio: Field = Field::new(0x10, 0x3);
+    /// `u8 cfi[0x1]` @ byte 0x2, DW0 bit 12
+    pub const cfi: Field = Field::new(0x13, 0x1);
+    /// `u8 vid[0xc]` @ byte 0x2, DW0 bits[11:0]
+    pub const vid: Field = Field::new(0x14, 0xc);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("ethtype", ethtype),
+        ("prio", prio),
+        ("cfi", cfi),
+        ("vid", vid),
+    ];
+}
+
+/// `struct mlx5_ifc_execute_aso_bits`: 8 bytes.
+pub mod execute_aso {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x8;
+    /// `u8 valid[0x1]` @ byte 0x0, DW0 bit 31
+    pub const valid: Field = Field::new(0x0, 0x1);
+    /// `u8 aso_object_id[0x18]` @ byte 0x1, DW0 bits[23:0]
+    pub const aso_object_id: Field = Field::new(0x8, 0x18);
+    /// `union mlx5_ifc_exe_aso_ctrl_bits exe_aso_ctrl (union of exe_aso_ctrl_flow_meter)` @ byte 0x4, DW1, 32 bits
+    pub const exe_aso_ctrl: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("valid", valid),
+        ("aso_object_id", aso_object_id),
+        ("exe_aso_ctrl", exe_aso_ctrl),
+    ];
+}
+
+/// `struct mlx5_ifc_tirc_bits`: 240 bytes.
+pub mod tirc {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0xf0;
+    /// `u8 disp_type[0x4]` @ byte 0x4, DW1 bits[31:28]
+    pub const disp_type: Field = Field::new(0x20, 0x4);
+    /// `u8 tls_en[0x1]` @ byte 0x4, DW1 bit 27
+    pub const tls_en: Field = Field::new(0x24, 0x1);
+    /// `u8 lro_timeout_period_usecs[0x10]` @ byte 0x10, DW4 bits[27:12]
+    pub const lro_timeout_period_usecs: Field = Field::new(0x84, 0x10);
+    /// `u8 packet_merge_mask[0x4]` @ byte 0x12, DW4 bits[11:8]
+    pub const packet_merge_mask: Field = Field::new(0x94, 0x4);
+    /// `u8 lro_max_ip_payload_size[0x8]` @ byte 0x13, DW4 bits[7:0]
+    pub const lro_max_ip_payload_size: Field = Field::new(0x98, 0x8);
+    /// `u8 inline_rqn[0x18]` @ byte 0x1d, DW7 bits[23:0]
+    pub const inline_rqn: Field = Field::new(0xe8, 0x18);
+    /// `u8 rx_hash_symmetric[0x1]` @ byte 0x20, DW8 bit 31
+    pub const rx_hash_symmetric: Field = Field::new(0x100, 0x1);
+    /// `u8 tunneled_offload_en[0x1]` @ byte 0x20, DW8 bit 29
+    pub const tunneled_offload_en: Field = Field::new(0x102, 0x1);
+    /// `u8 indirect_table[0x18]` @ byte 0x21, DW8 bits[23:0]
+    pub const indirect_table: Field = Field::new(0x108, 0x18);
+    /// `u8 rx_hash_fn[0x4]` @ byte 0x24, DW9 bits[31:28]
+    pub const rx_hash_fn: Field = Field::new(0x120, 0x4);
+    /// `u8 self_lb_block[0x2]` @ byte 0x24, DW9 bits[25:24]
+    pub const self_lb_block: Field = Field::new(0x126, 0x2);
+    /// `u8 transport_domain[0x18]` @ byte 0x25, DW9 bits[23:0]
+    pub const transport_domain: Field = Field::new(0x128, 0x18);
+    /// `u8 rx_hash_toeplitz_key[10][0x20]` @ byte 0x28, 10 elements
+    pub const rx_hash_toeplitz_key: Array = Array::new(0x140, 0x20, 10);
+    /// `struct mlx5_ifc_rx_hash_field_select_bits rx_hash_field_selector_outer` @ byte 0x50, DW20, 32 bits
+    pub const rx_hash_field_selector_outer: Field = Field::new(0x280, 0x20);
+    /// Fields of `rx_hash_field_selector_outer`, offsets from the start of the enclosing top-level struct.
+    pub mod rx_hash_field_selector_outer {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 l3_prot_type[0x1]` @ byte 0x50, DW20 bit 31
+        pub const l3_prot_type: Field = Field::new(0x280, 0x1);
+        /// `u8 l4_prot_type[0x1]` @ byte 0x50, DW20 bit 30
+        pub const l4_prot_type: Field = Field::new(0x281, 0x1);
+        /// `u8 selected_fields[0x1e]` @ byte 0x50, DW20 bits[29:0]
+        pub const selected_fields: Field = Field::new(0x282, 0x1e);
+    }
+    /// `struct mlx5_ifc_rx_hash_field_select_bits rx_hash_field_selector_inner` @ byte 0x54, DW21, 32 bits
+    pub const rx_hash_field_selector_inner: Field = Field::new(0x2a0, 0x20);
+    /// Fields of `rx_hash_field_selector_inner`, offsets from the start of the enclosing top-level struct.
+    pub mod rx_hash_field_selector_inner {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 l3_prot_type[0x1]` @ byte 0x54, DW21 bit 31
+        pub const l3_prot_type: Field = Field::new(0x2a0, 0x1);
+        /// `u8 l4_prot_type[0x1]` @ byte 0x54, DW21 bit 30
+        pub const l4_prot_type: Field = Field::new(0x2a1, 0x1);
+        /// `u8 selected_fields[0x1e]` @ byte 0x54, DW21 bits[29:0]
+        pub const selected_fields: Field = Field::new(0x2a2, 0x1e);
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("disp_type", disp_type),
+        ("tls_en", tls_en),
+        ("lro_timeout_period_usecs", lro_timeout_period_usecs),
+        ("packet_merge_mask", packet_merge_mask),
+        ("lro_max_ip_payload_size", lro_max_ip_payload_size),
+        ("inline_rqn", inline_rqn),
+        ("rx_hash_symmetric", rx_hash_symmetric),
+        ("tunneled_offload_en", tunneled_offload_en),
+        ("indirect_table", indirect_table),
+        ("rx_hash_fn", rx_hash_fn),
+        ("self_lb_block", self_lb_block),
+        ("transport_domain", transport_domain),
+        ("rx_hash_field_selector_outer", rx_hash_field_selector_outer),
+        ("rx_hash_field_selector_inner", rx_hash_field_selector_inner),
+    ];
+}
+
+/// `struct mlx5_ifc_rx_hash_field_select_bits`: 4 bytes.
+pub mod rx_hash_field_select {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x4;
+    /// `u8 l3_prot_type[0x1]` @ byte 0x0, DW0 bit 31
+    pub const l3_prot_type: Field = Field::new(0x0, 0x1);
+    /// `u8 l4_prot_type[0x1]` @ byte 0x0, DW0 bit 30
+    pub const l4_prot_type: Field = Field::new(0x1, 0x1);
+    /// `u8 selected_fields[0x1e]` @ byte 0x0, DW0 bits[29:0]
+    pub const selected_fields: Field = Field::new(0x2, 0x1e);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("l3_prot_type", l3_prot_type),
+        ("l4_prot_type", l4_prot_type),
+        ("selected_fields", selected_fields),
+    ];
+}
+
+/// `struct mlx5_ifc_modify_tir_bitmask_bits`: 8 bytes.
+pub mod modify_tir_bitmask {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x8;
+    /// `u8 self_lb_en[0x1]` @ byte 0x7, DW1 bit 4
+    pub const self_lb_en: Field = Field::new(0x3b, 0x1);
+    /// `u8 hash[0x1]` @ byte 0x7, DW1 bit 2
+    pub const hash: Field = Field::new(0x3d, 0x1);
+    /// `u8 packet_merge[0x1]` @ byte 0x7, DW1 bit 0
+    pub const packet_merge: Field = Field::new(0x3f, 0x1);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("self_lb_en", self_lb_en),
+        ("hash", hash),
+        ("packet_merge", packet_merge),
+    ];
+}
+
+/// `struct mlx5_ifc_rqtc_bits`: 240 bytes.
+pub mod rqtc {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0xf0;
+    /// `u8 list_q_type[0x3]` @ byte 0x14, DW5 bits[26:24]
+    pub const list_q_type: Field = Field::new(0xa5, 0x3);
+    /// `u8 rqt_max_size[0x10]` @ byte 0x16, DW5 bits[15:0]
+    pub const rqt_max_size: Field = Field::new(0xb0, 0x10);
+    /// `u8 rq_vhca_id_format[0x1]` @ byte 0x18, DW6 bit 31
+    pub const rq_vhca_id_format: Field = Field::new(0xc0, 0x1);
+    /// `u8 rqt_actual_size[0x10]` @ byte 0x1a, DW6 bits[15:0]
+    pub const rqt_actual_size: Field = Field::new(0xd0, 0x10);
+    /// `struct mlx5_ifc_rq_num_bits rq_num[]; elements: [`rq_num`](super::rq_num)` @ byte 0xf0, flexible
+    pub const rq_num: Array = Array::new(0x780, 0x20, 0);
+    /// `struct mlx5_ifc_rq_vhca_bits rq_vhca[]; elements: [`rq_vhca`](super::rq_vhca)` @ byte 0xf0, flexible
+    pub const rq_vhca: Array = Array::new(0x780, 0x40, 0);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("list_q_type", list_q_type),
+        ("rqt_max_size", rqt_max_size),
+        ("rq_vhca_id_format", rq_vhca_id_format),
+        ("rqt_actual_size", rqt_actual_size),
+    ];
+}
+
+/// `struct mlx5_ifc_rq_num_bits`: 4 bytes.
+pub mod rq_num {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x4;
+    /// `u8 rq_num[0x18]` @ byte 0x1, DW0 bits[23:0]
+    pub const rq_num: Field = Field::new(0x8, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("rq_num", rq_num)];
+}
+
+/// `struct mlx5_ifc_rq_vhca_bits`: 8 bytes.
+pub mod rq_vhca {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x8;
+    /// `u8 rq_num[0x18]` @ byte 0x1, DW0 bits[23:0]
+    pub const rq_num: Field = Field::new(0x8, 0x18);
+    /// `u8 rq_vhca_id[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const rq_vhca_id: Field = Field::new(0x30, 0x10);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("rq_num", rq_num), ("rq_vhca_id", rq_vhca_id)];
+}
+
+/// `struct mlx5_ifc_rqt_bitmask_bits`: 8 bytes.
+pub mod rqt_bitmask {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x8;
+    /// `u8 rqn_list[0x1]` @ byte 0x7, DW1 bit 0
+    pub const rqn_list: Field = Field::new(0x3f, 0x1);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("rqn_list", rqn_list)];
+}
+
+/// `struct mlx5_ifc_roce_addr_layout_bits`: 32 bytes.
+pub mod roce_addr_layout {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x20;
+    /// `u8 source_l3_address[16][0x8]` @ byte 0x0, DW0, 128 bits
+    pub const source_l3_address: Field = Field::new(0x0, 0x80);
+    /// `u8 vlan_valid[0x1]` @ byte 0x10, DW4 bit 28
+    pub const vlan_valid: Field = Field::new(0x83, 0x1);
+    /// `u8 vlan_id[0xc]` @ byte 0x10, DW4 bits[27:16]
+    pub const vlan_id: Field = Field::new(0x84, 0xc);
+    /// `u8 source_mac_47_32[0x10]` @ byte 0x12, DW4 bits[15:0]
+    pub const source_mac_47_32: Field = Field::new(0x90, 0x10);
+    /// `u8 source_mac_31_0[0x20]` @ byte 0x14, DW5, 32 bits
+    pub const source_mac_31_0: Field = Field::new(0xa0, 0x20);
+    /// `u8 roce_l3_type[0x4]` @ byte 0x1a, DW6 bits[11:8]
+    pub const roce_l3_type: Field = Field::new(0xd4, 0x4);
+    /// `u8 roce_version[0x8]` @ byte 0x1b, DW6 bits[7:0]
+    pub const roce_version: Field = Field::new(0xd8, 0x8);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("source_l3_address", source_l3_address),
+        ("vlan_valid", vlan_valid),
+        ("vlan_id", vlan_id),
+        ("source_mac_47_32", source_mac_47_32),
+        ("source_mac_31_0", source_mac_31_0),
+        ("roce_l3_type", roce_l3_type),
+        ("roce_version", roce_version),
+    ];
+}
+
+/// `struct mlx5_ifc_cong_control_802_1qau_rp_bits`: 256 bytes.
+pub mod cong_control_802_1qau_rp {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x100;
+    /// `u8 rppp_max_rps[0x20]` @ byte 0x10, DW4, 32 bits
+    pub const rppp_max_rps: Field = Field::new(0x80, 0x20);
+    /// `u8 rpg_time_reset[0x20]` @ byte 0x14, DW5, 32 bits
+    pub const rpg_time_reset: Field = Field::new(0xa0, 0x20);
+    /// `u8 rpg_byte_reset[0x20]` @ byte 0x18, DW6, 32 bits
+    pub const rpg_byte_reset: Field = Field::new(0xc0, 0x20);
+    /// `u8 rpg_threshold[0x20]` @ byte 0x1c, DW7, 32 bits
+    pub const rpg_threshold: Field = Field::new(0xe0, 0x20);
+    /// `u8 rpg_max_rate[0x20]` @ byte 0x20, DW8, 32 bits
+    pub const rpg_max_rate: Field = Field::new(0x100, 0x20);
+    /// `u8 rpg_ai_rate[0x20]` @ byte 0x24, DW9, 32 bits
+    pub const rpg_ai_rate: Field = Field::new(0x120, 0x20);
+    /// `u8 rpg_hai_rate[0x20]` @ byte 0x28, DW10, 32 bits
+    pub const rpg_hai_rate: Field = Field::new(0x140, 0x20);
+    /// `u8 rpg_gd[0x20]` @ byte 0x2c, DW11, 32 bits
+    pub const rpg_gd: Field = Field::new(0x160, 0x20);
+    /// `u8 rpg_min_dec_fac[0x20]` @ byte 0x30, DW12, 32 bits
+    pub const rpg_min_dec_fac: Field = Field::new(0x180, 0x20);
+    /// `u8 rpg_min_rate[0x20]` @ byte 0x34, DW13, 32 bits
+    pub const rpg_min_rate: Field = Field::new(0x1a0, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("rppp_max_rps", rppp_max_rps),
+        ("rpg_time_reset", rpg_time_reset),
+        ("rpg_byte_reset", rpg_byte_reset),
+        ("rpg_threshold", rpg_threshold),
+        ("rpg_max_rate", rpg_max_rate),
+        ("rpg_ai_rate", rpg_ai_rate),
+        ("rpg_hai_rate", rpg_hai_rate),
+        ("rpg_gd", rpg_gd),
+        ("rpg_min_dec_fac", rpg_min_dec_fac),
+        ("rpg_min_rate", rpg_min_rate),
     ];
 }
 

@@ -2,11 +2,11 @@
 //! context, vport state and carrier events, port registers.
 
 use crate::cmd::status;
-use crate::eth::layout::{self as l, modify_nic_vport_context_in as mi, pfcc_reg};
-use crate::eth::regs::MAX_MTU;
+use crate::eth::regs::{MAX_MTU, NODE_DESC_SIZE};
 use crate::fields::Field;
 use crate::ifc::{self, cmd_hca_cap, flow_table_nic_cap, flow_table_prop_layout as ft};
-use crate::ifc::{paos_reg, per_protocol_networking_offload_caps as eo, pmtu_reg, ppcnt_reg, ptys_reg};
+use crate::ifc::{modify_nic_vport_context_in as mi, paos_reg, pfcc_reg};
+use crate::ifc::{per_protocol_networking_offload_caps as eo, pmtu_reg, ppcnt_reg, ptys_reg};
 use crate::test_support::{cmd, Bench};
 
 /// QUERY_HCA_CAP of `cap_type` (current); the 4 KiB page.
@@ -94,7 +94,7 @@ fn modify_vport(fields: &[Field], ctx: &[(Field, u64)]) -> Vec<u8> {
         f.set(&mut i, 1);
     }
     for &(f, v) in ctx {
-        Field::new(mi::CTX_BIT, 0).inner(f).set(&mut i, v);
+        mi::nic_vport_context.inner(f).set(&mut i, v);
     }
     i
 }
@@ -113,13 +113,13 @@ fn nic_vport_context_round_trip() {
     assert_eq!(c::mtu.get(&o), 0, "no MTU until the driver sets one");
     // mlx5e_nic_enable: MODIFY mtu, then reads it back and uses what it reads.
     for mtu in [1522u64, 9022, 90] {
-        t.ok(&modify_vport(&[mi::fs_mtu], &[(ifc::nic_vport_context::mtu, mtu)]), 16);
+        t.ok(&modify_vport(&[mi::field_select::mtu], &[(ifc::nic_vport_context::mtu, mtu)]), 16);
         assert_eq!(c::mtu.get(&query_vport(&mut t)), mtu);
     }
     // Promisc and roce_en stored; a field not selected is ignored.
     t.ok(
         &modify_vport(
-            &[mi::fs_promisc, mi::fs_roce_en],
+            &[mi::field_select::promisc, mi::field_select::roce_en],
             &[
                 (ifc::nic_vport_context::promisc_all, 1),
                 (ifc::nic_vport_context::roce_en, 1),
@@ -133,10 +133,10 @@ fn nic_vport_context_round_trip() {
     assert_eq!(c::mtu.get(&o), 90);
     // A multicast list of two, read back with allowed_list_type 1.
     let mut i = modify_vport(
-        &[mi::fs_addresses_list],
+        &[mi::field_select::addresses_list],
         &[(ifc::nic_vport_context::allowed_list_type, 1), (ifc::nic_vport_context::allowed_list_size, 2)],
     );
-    let base = (mi::CTX_BIT / 8) as usize + 0x100;
+    let base = mi::nic_vport_context::current_uc_mac_address.byte_off();
     i[base + 2..base + 8].copy_from_slice(&[0x01, 0, 0x5e, 0, 0, 1]);
     i[base + 10..base + 16].copy_from_slice(&[0x33, 0x33, 0, 0, 0, 1]);
     t.ok(&i, 16);
@@ -148,7 +148,7 @@ fn nic_vport_context_round_trip() {
     assert_eq!(&o[0x11a..0x120], &[0x33, 0x33, 0, 0, 0, 1]);
     // A VLAN list (8021q's VIDs, allowed_list_type 2): VID in bits 43:32 of each element.
     let mut i = modify_vport(
-        &[mi::fs_addresses_list],
+        &[mi::field_select::addresses_list],
         &[(ifc::nic_vport_context::allowed_list_type, 2), (ifc::nic_vport_context::allowed_list_size, 2)],
     );
     i[base + 2..base + 4].copy_from_slice(&[0x00, 0x0a]);
@@ -162,11 +162,11 @@ fn nic_vport_context_round_trip() {
     assert_eq!(&o[0x118..0x11c], &[0, 0, 0x0f, 0xff]);
     // A list longer than 2^log_max_current_mc_list, the permanent address, another vport: refused.
     let long = modify_vport(
-        &[mi::fs_addresses_list],
+        &[mi::field_select::addresses_list],
         &[(ifc::nic_vport_context::allowed_list_type, 1), (ifc::nic_vport_context::allowed_list_size, 2048)],
     );
     assert_eq!(t.fails(&long, 16).0, status::BAD_PARAM);
-    assert_eq!(t.fails(&modify_vport(&[mi::fs_permanent_address], &[]), 16).0, status::BAD_PARAM);
+    assert_eq!(t.fails(&modify_vport(&[mi::field_select::permanent_address], &[]), 16).0, status::BAD_PARAM);
     assert_eq!(t.fails(&modify_vport(&[mi::other_vport], &[]), 16).0, status::BAD_PARAM);
     // Reset: context back to power-on, the MAC stays.
     t.fw.reset();
@@ -293,7 +293,7 @@ fn port_registers() {
     let o = reg(&mut t, ifc::MLX5_REG_PFCC, false, &p).unwrap();
     assert_eq!((pfcc_reg::pptx.get(&o), pfcc_reg::pprx.get(&o)), (0, 1));
     // NODE_DESC: the node description, NUL-padded.
-    let o = reg(&mut t, ifc::MLX5_REG_NODE_DESC, false, &[0u8; l::NODE_DESC_SIZE]).unwrap();
+    let o = reg(&mut t, ifc::MLX5_REG_NODE_DESC, false, &[0u8; NODE_DESC_SIZE]).unwrap();
     assert!(o.starts_with(b"vrnic emulated ConnectX-5\0"));
     // PPCNT: 802.3 counters from the vport counters; unknown group refused.
     let frame = [[0xffu8; 6].as_slice(), &[0u8; 54]].concat();
@@ -332,18 +332,18 @@ fn vport_counters_and_state_commands() {
     let c = t.fw.vport_counters().clone();
     c.count_rx(&[[0x01u8, 0, 0x5e, 0, 0, 1].as_slice(), &[0u8; 58]].concat());
     c.count_tx(&[[0x02u8, 1, 2, 3, 4, 5].as_slice(), &[0u8; 1508]].concat());
-    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_VPORT_COUNTER, 0, 0x20), l::query_vport_counter::OUT_SIZE);
+    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_VPORT_COUNTER, 0, 0x20), ifc::query_vport_counter_out::SIZE);
     let be = |at: usize| u64::from_be_bytes(o[at..at + 8].try_into().unwrap());
     assert_eq!((be(0xb0), be(0xb8)), (1, 64), "received_eth_multicast");
     assert_eq!((be(0xa0), be(0xa8)), (1, 1514), "transmitted_eth_unicast");
     assert_eq!(be(0x90), 0, "received_eth_unicast");
     // MODIFY_VPORT_STATE stores the admin state; QUERY_VPORT_STATE reports it.
     let mut i = cmd(ifc::MLX5_CMD_OP_MODIFY_VPORT_STATE, 0, 16);
-    l::modify_vport_state_in::admin_state.set(&mut i, 2);
+    ifc::modify_vport_state_in::admin_state.set(&mut i, 2);
     t.ok(&i, 16);
     let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_VPORT_STATE, 0, 16), 16);
     assert_eq!(ifc::query_vport_state_out::admin_state.get(&o), 2);
-    l::modify_vport_state_in::admin_state.set(&mut i, 7);
+    ifc::modify_vport_state_in::admin_state.set(&mut i, 7);
     assert_eq!(t.fails(&i, 16).0, status::BAD_PARAM);
     // Another vport / the uplink: refused.
     let mut q = cmd(ifc::MLX5_CMD_OP_QUERY_VPORT_STATE, 1, 16);

@@ -2,9 +2,9 @@
 //! firmware holds it; the flow-table commands are in [`super::steering`]).
 
 use super::match_image::{MatchImage, PARAM_LEN};
-use super::steering_layout::{action, ft_in};
 use crate::cmd::req::{CmdErr, Req};
 use crate::cmd::status;
+use crate::ifc;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// `log_max_ft_size` (flow_table_nic_cap).
@@ -153,7 +153,7 @@ impl Steering {
     }
 
     pub(super) fn table_mut(&mut self, r: &Req<'_>, syndrome: u32) -> Result<&mut FlowTable, CmdErr> {
-        let id = r.get(ft_in::table_id) as u32;
+        let id = r.get(ifc::destroy_flow_table_in::table_id) as u32;
         self.tables.get_mut(&id).ok_or(CmdErr { status: status::BAD_PARAM, syndrome })
     }
 }
@@ -190,8 +190,8 @@ impl Walk {
             .values()
             .find(|e| t.groups.get(&e.group).is_some_and(|g| img.matches(g.enable, &g.mask, &e.value)));
         match hit {
-            Some(e) if e.action & action::DROP != 0 => self.drop(DropReason::Rule),
-            Some(e) if e.action & action::FWD_DEST != 0 => {
+            Some(e) if e.action & ifc::MLX5_FLOW_CONTEXT_ACTION_DROP != 0 => self.drop(DropReason::Rule),
+            Some(e) if e.action & ifc::MLX5_FLOW_CONTEXT_ACTION_FWD_DEST != 0 => {
                 for d in &e.dests {
                     match *d {
                         Dest::Tir(n) => {

@@ -3,10 +3,10 @@
 
 use super::loopback::LbRoute;
 use super::queue_state::{EthSq, Tis};
-use super::steering_layout::tirc;
 use super::test_support::build::{self, outer, To};
 use super::test_support::{EthBench, DATA_BASE};
 use crate::ifc;
+use crate::ifc::create_tir_in::ctx as tirc;
 
 /// rdma-core's raw traffic tests' `PacketConsts.DST_MAC` (a multicast MAC).
 const RAW_DST: [u8; 6] = [0x01, 0x50, 0x56, 0x19, 0x20, 0xa7];

@@ -7,13 +7,11 @@
 //! - [`vport`]: NIC vport context, vport state and counters, carrier (PAOS) and port events.
 //! - [`regs`]: the port registers of an Ethernet port (PAOS, PMTU, PTYS, PPCNT, PFCC, NODE_DESC);
 //!   [`qos`]: the QoS registers (QCAM, QPTS, QPDPM, QTCT, QETCR) behind mlx5e's dcbnl ops.
-//! - [`layout`]: command and register layouts `ifc.rs` does not carry yet.
 //! - [`queues`]: transport domains, TISes, Q counters, SQ and RQ objects. An SQ or RQ is an
 //!   engine QP of type `RawPacket` (one number space with QPs) with its `rdma::QpCtx`.
 //! - [`steering`]: NIC RX flow tables, groups and entries, and their evaluation.
 //! - [`match_image`]: a frame's `fte_match_param` image and the masked compare.
 //! - [`tir`]: TIRs and RQTs: from a steering destination to an RQ; [`rss`]: the hash.
-//! - [`steering_layout`]: the steering/TIR/RQT command layouts `ifc.rs` lacks.
 //! - [`rx`]: a frame from the link to an RQ's WQE and its CQE.
 //! - [`tx`]: an SQ's WQEs to frames on the link (checksum, LSO) and their CQEs;
 //!   [`eth_seg`]: the Ethernet send WQE's eth segment and data segments; [`tx_state`]: TX counters;
@@ -21,7 +19,6 @@
 
 pub mod eth_seg;
 pub mod flow_table;
-pub mod layout;
 pub mod loopback;
 #[cfg(all(test, not(miri)))]
 mod loopback_tests;
@@ -38,7 +35,6 @@ pub mod rx_counters;
 pub mod rx_dispatch;
 pub mod state;
 pub mod steering;
-pub mod steering_layout;
 pub mod tir;
 pub mod tx;
 pub mod tx_state;

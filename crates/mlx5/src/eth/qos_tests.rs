@@ -3,8 +3,8 @@
 
 use super::cmd_tests::reg;
 use crate::cmd::status;
-use crate::eth::layout::{qcam, qetcr, qpdpm, qpts, qtct};
-use crate::ifc::{self, qcam_access_reg_cap_mask as qm};
+use crate::ifc::{self, ets_tcn_config_reg as ets, qcam_access_reg_cap_mask as qm};
+use crate::ifc::{qcam_reg, qetc_reg, qpdpm_dscp_reg, qpdpm_reg, qpts_reg, qtct_reg};
 use crate::test_support::Bench;
 
 fn bench() -> Bench {
@@ -16,10 +16,10 @@ fn bench() -> Bench {
 #[test]
 fn qcam_names_the_qos_registers_the_device_has() {
     let mut t = bench();
-    let o = reg(&mut t, ifc::MLX5_REG_QCAM, false, &[0u8; qcam::SIZE]).unwrap();
+    let o = reg(&mut t, ifc::MLX5_REG_QCAM, false, &[0u8; qcam_reg::SIZE]).unwrap();
     // qos_access_reg_cap_mask at byte 0x08: QPDPM (bit 19) byte 0x15 = 0x08, QTCT (bit 10) byte 0x16
     // = 0x04, QETCR (bit 5) and QPTS (bit 2) byte 0x17 = 0x24 (§1.6: qpts 0x17/0x04, qpdpm 0x15/0x08).
-    let mut want = [0u8; qcam::SIZE];
+    let mut want = [0u8; qcam_reg::SIZE];
     want[0x15] = 0x08;
     want[0x16] = 0x04;
     want[0x17] = 0x24;
@@ -28,8 +28,8 @@ fn qcam_names_the_qos_registers_the_device_has() {
     let mask = &o[0x08..0x18];
     assert_eq!((qm::qpts.get(mask), qm::qpdpm.get(mask), qm::qdpm.get(mask), qm::qcap.get(mask)), (1, 1, 0, 0));
     // Read-only; other groups do not exist.
-    assert_eq!(reg(&mut t, ifc::MLX5_REG_QCAM, true, &[0u8; qcam::SIZE]), Err(status::BAD_PARAM));
-    let mut g = [0u8; qcam::SIZE];
+    assert_eq!(reg(&mut t, ifc::MLX5_REG_QCAM, true, &[0u8; qcam_reg::SIZE]), Err(status::BAD_PARAM));
+    let mut g = [0u8; qcam_reg::SIZE];
     g[3] = 1;
     assert_eq!(reg(&mut t, ifc::MLX5_REG_QCAM, false, &g), Err(status::BAD_PARAM));
 }
@@ -37,7 +37,7 @@ fn qcam_names_the_qos_registers_the_device_has() {
 #[test]
 fn qpts_trust_state_pcp_at_power_on_written_and_read_back() {
     let mut t = bench();
-    let mut i = [0u8; qpts::SIZE];
+    let mut i = [0u8; qpts_reg::SIZE];
     i[1] = 1; // local_port
     let o = reg(&mut t, ifc::MLX5_REG_QPTS, false, &i).unwrap();
     assert_eq!(o, [0, 1, 0, 0, 0, 0, 0, 1], "local_port 1, trust_state PCP (DW1 bits[2:0])");
@@ -49,17 +49,20 @@ fn qpts_trust_state_pcp_at_power_on_written_and_read_back() {
         i[7] = bad;
         assert_eq!(reg(&mut t, ifc::MLX5_REG_QPTS, true, &i), Err(status::BAD_PARAM));
     }
-    let mut p2 = [0u8; qpts::SIZE];
+    let mut p2 = [0u8; qpts_reg::SIZE];
     p2[1] = 2;
     assert_eq!(reg(&mut t, ifc::MLX5_REG_QPTS, false, &p2), Err(status::BAD_PARAM));
     assert_eq!(reg(&mut t, ifc::MLX5_REG_QPTS, false, &[0, 1, 0]), Err(status::BAD_INP_LEN));
-    assert_eq!(qpts::trust_state.get(&reg(&mut t, ifc::MLX5_REG_QPTS, false, &[0, 1, 0, 0, 0, 0, 0, 0]).unwrap()), 2);
+    assert_eq!(
+        qpts_reg::trust_state.get(&reg(&mut t, ifc::MLX5_REG_QPTS, false, &[0, 1, 0, 0, 0, 0, 0, 0]).unwrap()),
+        2
+    );
 }
 
 #[test]
 fn qpdpm_read_modify_write_of_one_codepoint_as_mlx5_set_dscp2prio() {
     let mut t = bench();
-    let mut i = vec![0u8; qpdpm::SIZE];
+    let mut i = vec![0u8; qpdpm_reg::SIZE];
     i[1] = 1;
     let o = reg(&mut t, ifc::MLX5_REG_QPDPM, false, &i).unwrap();
     for d in 0..64 {
@@ -68,17 +71,24 @@ fn qpdpm_read_modify_write_of_one_codepoint_as_mlx5_set_dscp2prio() {
     }
     // mlx5_set_dscp2prio: read, copy, set entry 26 = prio 5 with e = 1, write the whole image.
     let mut w = o.clone();
-    qpdpm::prio(26).set(&mut w, 5);
-    qpdpm::e(26).set(&mut w, 1);
+    qpdpm_reg::dscp.at(26, qpdpm_dscp_reg::prio).set(&mut w, 5);
+    qpdpm_reg::dscp.at(26, qpdpm_dscp_reg::e).set(&mut w, 1);
     // An entry without e is not touched even if its prio differs.
-    qpdpm::prio(27).set(&mut w, 6);
+    qpdpm_reg::dscp.at(27, qpdpm_dscp_reg::prio).set(&mut w, 6);
     assert_eq!(&w[4 + 52..4 + 54], &[0x80, 0x05]);
     reg(&mut t, ifc::MLX5_REG_QPDPM, true, &w).unwrap();
     let o = reg(&mut t, ifc::MLX5_REG_QPDPM, false, &i).unwrap();
-    assert_eq!((qpdpm::prio(26).get(&o), qpdpm::prio(27).get(&o), qpdpm::e(26).get(&o)), (5, 3, 0));
+    assert_eq!(
+        (
+            qpdpm_reg::dscp.at(26, qpdpm_dscp_reg::prio).get(&o),
+            qpdpm_reg::dscp.at(27, qpdpm_dscp_reg::prio).get(&o),
+            qpdpm_reg::dscp.at(26, qpdpm_dscp_reg::e).get(&o)
+        ),
+        (5, 3, 0)
+    );
     assert_eq!(t.fw.eth.qos.dscp_prio(26), None, "PCP trust: the VLAN tag decides");
     // A priority past 7 is refused and nothing changes.
-    qpdpm::prio(26).set(&mut w, 9);
+    qpdpm_reg::dscp.at(26, qpdpm_dscp_reg::prio).set(&mut w, 9);
     assert_eq!(reg(&mut t, ifc::MLX5_REG_QPDPM, true, &w), Err(status::BAD_PARAM));
     assert_eq!(t.fw.eth.qos.dscp2prio[26], 5);
     assert_eq!(reg(&mut t, ifc::MLX5_REG_QPDPM, false, &i[..0x80]), Err(status::BAD_INP_LEN));
@@ -96,39 +106,39 @@ fn qtct_and_qetcr_as_mlx5e_ets_init_then_read_back() {
     for p in 0..8u8 {
         let o = reg(&mut t, ifc::MLX5_REG_QTCT, false, &[0, 1, 0, p, 0, 0, 0, 0]).unwrap();
         assert_eq!(o, [0, 1, 0, p, 0, 0, 0, 7 - p]);
-        assert_eq!((qtct::prio.get(&o), qtct::tclass.get(&o)), (p as u64, 7 - p as u64));
+        assert_eq!((qtct_reg::prio.get(&o), qtct_reg::tclass.get(&o)), (p as u64, 7 - p as u64));
     }
     assert_eq!(reg(&mut t, ifc::MLX5_REG_QTCT, false, &[0, 2, 0, 0, 0, 0, 0, 0]), Err(status::BAD_PARAM));
 
     // mlx5_set_port_tc_group (g only, port_number 0), then tc_bw_alloc (b only), then a rate limit (r).
-    let mut g = vec![0u8; qetcr::SIZE];
+    let mut g = vec![0u8; qetc_reg::SIZE];
     for i in 0..8 {
-        qetcr::g(i).set(&mut g, 1);
-        qetcr::group(i).set(&mut g, if i < 4 { 0 } else { 7 });
+        qetc_reg::tc_configuration.at(i as u32, ets::g).set(&mut g, 1);
+        qetc_reg::tc_configuration.at(i as u32, ets::group).set(&mut g, if i < 4 { 0 } else { 7 });
     }
     reg(&mut t, ifc::MLX5_REG_QETCR, true, &g).unwrap();
-    let mut b = vec![0u8; qetcr::SIZE];
+    let mut b = vec![0u8; qetc_reg::SIZE];
     for (i, bw) in [10u64, 20, 30, 40, 100, 100, 100, 100].into_iter().enumerate() {
-        qetcr::b(i).set(&mut b, 1);
-        qetcr::bw_allocation(i).set(&mut b, bw);
-        qetcr::group(i).set(&mut b, 3); // no g: ignored
+        qetc_reg::tc_configuration.at(i as u32, ets::b).set(&mut b, 1);
+        qetc_reg::tc_configuration.at(i as u32, ets::bw_allocation).set(&mut b, bw);
+        qetc_reg::tc_configuration.at(i as u32, ets::group).set(&mut b, 3); // no g: ignored
     }
     // tc 0 DW0: b (bit 30), bw 10; byte layout from ets_tcn_config_reg
     assert_eq!(&b[8..12], &[0x40, 0x03, 0x00, 10]);
     reg(&mut t, ifc::MLX5_REG_QETCR, true, &b).unwrap();
-    let mut r = vec![0u8; qetcr::SIZE];
-    qetcr::r(2).set(&mut r, 1);
-    qetcr::max_bw_units(2).set(&mut r, 4);
-    qetcr::max_bw_value(2).set(&mut r, 25);
+    let mut r = vec![0u8; qetc_reg::SIZE];
+    qetc_reg::tc_configuration.at(2, ets::r).set(&mut r, 1);
+    qetc_reg::tc_configuration.at(2, ets::max_bw_units).set(&mut r, 4);
+    qetc_reg::tc_configuration.at(2, ets::max_bw_value).set(&mut r, 25);
     reg(&mut t, ifc::MLX5_REG_QETCR, true, &r).unwrap();
-    let o = reg(&mut t, ifc::MLX5_REG_QETCR, false, &[0u8; qetcr::SIZE]).unwrap();
+    let o = reg(&mut t, ifc::MLX5_REG_QETCR, false, &[0u8; qetc_reg::SIZE]).unwrap();
     let got: Vec<(u64, u64, u64, u64)> = (0..8)
         .map(|i| {
             (
-                qetcr::group(i).get(&o),
-                qetcr::bw_allocation(i).get(&o),
-                qetcr::max_bw_units(i).get(&o),
-                qetcr::max_bw_value(i).get(&o),
+                qetc_reg::tc_configuration.at(i as u32, ets::group).get(&o),
+                qetc_reg::tc_configuration.at(i as u32, ets::bw_allocation).get(&o),
+                qetc_reg::tc_configuration.at(i as u32, ets::max_bw_units).get(&o),
+                qetc_reg::tc_configuration.at(i as u32, ets::max_bw_value).get(&o),
             )
         })
         .collect();
@@ -148,9 +158,9 @@ fn qtct_and_qetcr_as_mlx5e_ets_init_then_read_back() {
     // tc 2 as bytes: DW0 group 0 bw 30; DW1 units 4 (bits[19:16]) value 25.
     assert_eq!(&o[0x18..0x20], &[0, 0, 0, 30, 0, 0x04, 0, 25]);
     // Over 100% or a group past 7: refused, state unchanged.
-    qetcr::bw_allocation(0).set(&mut b, 101);
+    qetc_reg::tc_configuration.at(0, ets::bw_allocation).set(&mut b, 101);
     assert_eq!(reg(&mut t, ifc::MLX5_REG_QETCR, true, &b), Err(status::BAD_PARAM));
-    qetcr::group(1).set(&mut g, 8);
+    qetc_reg::tc_configuration.at(1, ets::group).set(&mut g, 8);
     assert_eq!(reg(&mut t, ifc::MLX5_REG_QETCR, true, &g), Err(status::BAD_PARAM));
     assert_eq!(t.fw.eth.qos.tc[0].bw_allocation, 10);
     assert_eq!(t.fw.eth.qos.tc[1].group, 0);
@@ -188,14 +198,14 @@ fn qpts_and_qpdpm_writes_reach_the_links_classifier() {
     t.fw.eth.link = Some(link.clone());
     let sink: &dyn vrnic_fabric::ether::FrameSink = &*link;
     assert_eq!(sink.priority(Some(5), Some(26)), 5, "power-on: PCP trust");
-    let mut i = vec![0u8; qpdpm::SIZE];
+    let mut i = vec![0u8; qpdpm_reg::SIZE];
     i[1] = 1;
     let mut w = reg(&mut t, ifc::MLX5_REG_QPDPM, false, &i).unwrap();
-    qpdpm::prio(26).set(&mut w, 3);
-    qpdpm::e(26).set(&mut w, 1);
+    qpdpm_reg::dscp.at(26, qpdpm_dscp_reg::prio).set(&mut w, 3);
+    qpdpm_reg::dscp.at(26, qpdpm_dscp_reg::e).set(&mut w, 1);
     reg(&mut t, ifc::MLX5_REG_QPDPM, true, &w).unwrap();
     assert_eq!(sink.priority(Some(5), Some(26)), 5, "the map alone: still PCP trust");
-    let mut q = [0u8; qpts::SIZE];
+    let mut q = [0u8; qpts_reg::SIZE];
     q[1] = 1;
     q[7] = 2;
     reg(&mut t, ifc::MLX5_REG_QPTS, true, &q).unwrap();

@@ -1,9 +1,8 @@
 //! Transport domains, TISes, Q counters, SQs and RQs through the real command transport.
 
 use crate::cmd::status;
-use crate::eth::layout::{self as l, rqc, sqc, tisc};
 use crate::fields::Field;
-use crate::ifc::{self, wq};
+use crate::ifc::{self, create_sq_in, modify_rq_in, modify_sq_in, rqc, sqc, wq};
 use crate::test_support::{cmd, Bench};
 use vrnic_engine::{QpState, QpType};
 
@@ -12,8 +11,10 @@ const RQ_BUF: u64 = 0x240000;
 const DBR: u64 = 0x280000;
 const CQ_BUF: u64 = 0x300000;
 
+/// The new object's number: `create_{sq,rq}_out.{sqn,rqn}`, `create_tis_out.tisn` and
+/// `alloc_transport_domain_out.transport_domain` are the same 24 bits.
 fn obj(o: &[u8]) -> u32 {
-    l::OBJ_NUM.get(o) as u32
+    ifc::create_sq_out::sqn.get(o) as u32
 }
 
 struct Port {
@@ -32,26 +33,28 @@ fn port() -> Port {
     let cqn = t.cq(uar, eqn, CQ_BUF);
     let pd = t.pd();
     let td = obj(&t.ok(&cmd(ifc::MLX5_CMD_OP_ALLOC_TRANSPORT_DOMAIN, 0, 16), 16));
-    let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_TIS, 0, tisc::CREATE_SIZE);
-    tisc::prio.set(&mut i, 3 << 1);
-    tisc::transport_domain.set(&mut i, td as u64);
+    let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_TIS, 0, ifc::create_tis_in::SIZE);
+    ifc::create_tis_in::ctx::prio.set(&mut i, 3 << 1);
+    ifc::create_tis_in::ctx::transport_domain.set(&mut i, td as u64);
     let tis = obj(&t.ok(&i, 16));
     Port { t, pd, td, tis, cqn, uar }
 }
 
+/// A `wq` field of CREATE/MODIFY_{SQ,RQ}_in (the SQ's and the RQ's at the same place).
 fn wqf(f: Field) -> Field {
-    Field::new(l::Q_WQ as u32 * 8, 0).inner(f)
+    create_sq_in::ctx::wq.inner(f)
 }
 
+/// An `sqc`/`rqc` field of CREATE/MODIFY_{SQ,RQ}_in and QUERY_{SQ,RQ}_out (all at the same place).
 fn ctxf(f: Field) -> Field {
-    Field::new(l::Q_CTX as u32 * 8, 0).inner(f)
+    create_sq_in::ctx.inner(f)
 }
 
 /// A CREATE_SQ / CREATE_RQ input as mlx5e builds it: cyclic wq of 2^`log_sz` entries in one page.
 fn create_q(p: &Port, send: bool, log_sz: u64) -> Vec<u8> {
     let op = if send { ifc::MLX5_CMD_OP_CREATE_SQ } else { ifc::MLX5_CMD_OP_CREATE_RQ };
-    let mut i = cmd(op, 0, l::Q_PAS + 8);
-    wqf(wq::wq_type).set(&mut i, l::WQ_TYPE_CYCLIC);
+    let mut i = cmd(op, 0, create_sq_in::SIZE + 8);
+    wqf(wq::wq_type).set(&mut i, ifc::MLX5_WQ_TYPE_CYCLIC as u64);
     wqf(wq::pd).set(&mut i, p.pd as u64);
     wqf(wq::uar_page).set(&mut i, p.uar as u64);
     wqf(wq::dbr_addr).set(&mut i, DBR);
@@ -66,16 +69,21 @@ fn create_q(p: &Port, send: bool, log_sz: u64) -> Vec<u8> {
         ctxf(rqc::cqn).set(&mut i, p.cqn as u64);
         ctxf(rqc::vsd).set(&mut i, 1);
     }
-    let at = l::Q_PAS;
+    let at = create_sq_in::ctx::wq::pas.byte_off();
     i[at..at + 8].copy_from_slice(&(if send { SQ_BUF } else { RQ_BUF }).to_be_bytes());
     i
 }
 
 fn modify_q(send: bool, n: u32, cur: u64, next: u64) -> Vec<u8> {
     let op = if send { ifc::MLX5_CMD_OP_MODIFY_SQ } else { ifc::MLX5_CMD_OP_MODIFY_RQ };
-    let mut i = cmd(op, 0, l::Q_PAS);
-    l::MODIFY_Q_STATE.set(&mut i, cur);
-    l::OBJ_NUM.set(&mut i, n as u64);
+    let mut i = cmd(op, 0, modify_sq_in::SIZE);
+    if send {
+        modify_sq_in::sq_state.set(&mut i, cur);
+        modify_sq_in::sqn.set(&mut i, n as u64);
+    } else {
+        modify_rq_in::rq_state.set(&mut i, cur);
+        modify_rq_in::rqn.set(&mut i, n as u64);
+    }
     ctxf(if send { sqc::state } else { rqc::state }).set(&mut i, next);
     i
 }
@@ -83,8 +91,8 @@ fn modify_q(send: bool, n: u32, cur: u64, next: u64) -> Vec<u8> {
 fn query_state(t: &mut Bench, send: bool, n: u32) -> u64 {
     let op = if send { ifc::MLX5_CMD_OP_QUERY_SQ } else { ifc::MLX5_CMD_OP_QUERY_RQ };
     let mut i = cmd(op, 0, 16);
-    l::OBJ_NUM.set(&mut i, n as u64);
-    let o = t.ok(&i, l::Q_PAS);
+    if send { ifc::query_sq_in::sqn } else { ifc::query_rq_in::rqn }.set(&mut i, n as u64);
+    let o = t.ok(&i, ifc::query_sq_out::SIZE);
     ctxf(if send { sqc::state } else { rqc::state }).get(&o)
 }
 
@@ -117,12 +125,12 @@ fn sq_lifecycle_is_a_raw_packet_qp() {
     assert_eq!(p.t.fails(&modify_q(true, sqn, 1, 2), 16).0, status::BAD_PARAM, "no state 2");
     // The TIS is in use while the SQ lives.
     let mut d = cmd(ifc::MLX5_CMD_OP_DESTROY_TIS, 0, 16);
-    l::OBJ_NUM.set(&mut d, p.tis as u64);
+    ifc::destroy_tis_in::tisn.set(&mut d, p.tis as u64);
     assert_eq!(p.t.fails(&d, 16).0, status::BAD_RES_STATE);
     // DESTROY_SQ without a prior ERR: everything gone.
     for n in [sqn, sqn2] {
         let mut i = cmd(ifc::MLX5_CMD_OP_DESTROY_SQ, 0, 16);
-        l::OBJ_NUM.set(&mut i, n as u64);
+        ifc::destroy_sq_in::sqn.set(&mut i, n as u64);
         p.t.ok(&i, 16);
         assert!(p.t.fw.core.engine.qp(n).is_none());
         assert!(p.t.fw.eth.queues.sq(n).is_none());
@@ -130,7 +138,7 @@ fn sq_lifecycle_is_a_raw_packet_qp() {
     }
     p.t.ok(&d, 16);
     let mut i = cmd(ifc::MLX5_CMD_OP_DEALLOC_TRANSPORT_DOMAIN, 0, 16);
-    l::OBJ_NUM.set(&mut i, p.td as u64);
+    ifc::dealloc_transport_domain_in::transport_domain.set(&mut i, p.td as u64);
     p.t.ok(&i, 16);
 }
 
@@ -192,12 +200,12 @@ fn rq_lifecycle_vsd_and_q_counters() {
     assert_eq!(query_state(&mut p.t, false, rqn), 1);
     // MODIFY_RQ RDY -> RDY with the VSD bit (ethtool rxvlan): only the selected field changes.
     let mut m = modify_q(false, rqn, 1, 1);
-    l::MODIFY_Q_BITMASK.set(&mut m, l::MODIFY_RQ_VSD);
+    modify_rq_in::modify_bitmask.set(&mut m, ifc::MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_VSD as u64);
     ctxf(rqc::counter_set_id).set(&mut m, a);
     p.t.ok(&m, 16);
     let rq = p.t.fw.eth.queues.rq(rqn).unwrap();
     assert_eq!((rq.vsd, rq.counter_set_id), (false, b as u8));
-    l::MODIFY_Q_BITMASK.set(&mut m, l::MODIFY_RQ_SCATTER_FCS);
+    modify_rq_in::modify_bitmask.set(&mut m, ifc::MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_SCATTER_FCS as u64);
     assert_eq!(p.t.fails(&m, 16).0, status::BAD_PARAM, "scatter FCS is not offered");
     // The data path's out-of-buffer count reads back through QUERY_Q_COUNTER, then clears.
     p.t.fw.eth.queues.q_counter_out_of_buffer(b as u8);
@@ -214,7 +222,7 @@ fn rq_lifecycle_vsd_and_q_counters() {
     ifc::dealloc_q_counter_in::counter_set_id.set(&mut d, b);
     assert_eq!(p.t.fails(&d, 16).0, status::BAD_RES_STATE);
     let mut i = cmd(ifc::MLX5_CMD_OP_DESTROY_RQ, 0, 16);
-    l::OBJ_NUM.set(&mut i, rqn as u64);
+    ifc::destroy_rq_in::rqn.set(&mut i, rqn as u64);
     p.t.ok(&i, 16);
     p.t.ok(&d, 16);
     assert_eq!(p.t.fails(&d, 16).0, status::BAD_RES);

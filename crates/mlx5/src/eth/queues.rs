@@ -7,26 +7,43 @@
 //! work queue in the engine's QP entry. Commands run under the firmware lock with the data path drained, so
 //! once DESTROY_SQ/RQ returns no DMA touches the queue's buffers again.
 
-use super::layout::{self as l, rqc, sqc, tisc};
 pub use super::queue_state::{EthQueues, EthRq, EthSq, QCounter, Tis, MAX_Q_COUNTERS, MAX_TDS, MAX_TISES};
 use super::EthCx;
 use crate::cmd::dispatch::{command, Command};
 use crate::cmd::req::{eng, fail, out, CmdErr, CmdResult, Req};
 use crate::cmd::status;
 use crate::core::MlxEngine;
-use crate::fields::{Array, Field};
+use crate::fields::Field;
 use crate::firmware::Firmware;
-use crate::ifc::{self, wq};
+use crate::ifc::{
+    self, create_rq_in, create_sq_in, modify_rq_in, modify_sq_in, query_rq_out, query_sq_out, rqc, sqc, wq,
+};
+use crate::ifc::{MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_RQ_COUNTER_SET_ID, MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_VSD};
+use crate::ifc::{MLX5_SQC_STATE_ERR, MLX5_SQC_STATE_RDY, MLX5_SQC_STATE_RST};
 use crate::queue_buf::{page_offset_bytes, pages_for};
 use crate::rdma::state::QpCtx;
 use crate::roce::qcounters;
 use vrnic_engine::{QpCreate, QpState, QpType};
 
+// What the SQ and RQ code shares: an SQ's layouts are read for both (`sqc`/`rqc` states, contexts,
+// wqs and page lists at the same places).
+const _: () = {
+    assert!(MLX5_SQC_STATE_RST == ifc::MLX5_RQC_STATE_RST);
+    assert!(MLX5_SQC_STATE_RDY == ifc::MLX5_RQC_STATE_RDY);
+    assert!(MLX5_SQC_STATE_ERR == ifc::MLX5_RQC_STATE_ERR);
+    assert!(create_sq_in::ctx.bit_off == create_rq_in::ctx.bit_off);
+    assert!(create_sq_in::ctx::wq.bit_off == create_rq_in::ctx::wq.bit_off);
+    assert!(create_sq_in::ctx::wq::pas.bit_off == create_rq_in::ctx::wq::pas.bit_off);
+    assert!(create_sq_in::SIZE == create_rq_in::SIZE);
+    assert!(query_sq_out::sq_context.bit_off == query_rq_out::rq_context.bit_off);
+    assert!(query_sq_out::SIZE == query_rq_out::SIZE);
+};
+
 fn state_of(s: u64) -> Option<QpState> {
-    match s {
-        l::Q_STATE_RST => Some(QpState::Reset),
-        l::Q_STATE_RDY => Some(QpState::Rts),
-        l::Q_STATE_ERR => Some(QpState::Err),
+    match s as u32 {
+        MLX5_SQC_STATE_RST => Some(QpState::Reset),
+        MLX5_SQC_STATE_RDY => Some(QpState::Rts),
+        MLX5_SQC_STATE_ERR => Some(QpState::Err),
         _ => None,
     }
 }
@@ -36,12 +53,12 @@ fn state_of(s: u64) -> Option<QpState> {
 pub fn alloc_transport_domain(cx: &mut EthCx<'_>, _r: &Req<'_>) -> CmdResult {
     let td = cx.eth.queues.tds.alloc_lowest_with(|_| ()).ok_or(fail!(status::LIM, ALLOC_TRANSPORT_DOMAIN_LIM))?;
     let mut o = out(16);
-    l::OBJ_NUM.set(&mut o, td as u64);
+    ifc::alloc_transport_domain_out::transport_domain.set(&mut o, td as u64);
     Ok(o)
 }
 
 pub fn dealloc_transport_domain(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
-    let td = r.get(l::OBJ_NUM) as u32;
+    let td = r.get(ifc::dealloc_transport_domain_in::transport_domain) as u32;
     if cx.eth.queues.tises.iter().any(|(_, t)| t.transport_domain == td) {
         return Err(fail!(status::BAD_RES_STATE, DEALLOC_TRANSPORT_DOMAIN_BUSY));
     }
@@ -50,20 +67,20 @@ pub fn dealloc_transport_domain(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
 }
 
 pub fn create_tis(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
-    r.need(tisc::CREATE_SIZE)?;
-    let td = r.get(tisc::transport_domain) as u32;
+    r.need(ifc::create_tis_in::SIZE)?;
+    let td = r.get(ifc::create_tis_in::ctx::transport_domain) as u32;
     if !cx.eth.queues.tds.contains(td) {
         return Err(fail!(status::BAD_RES, CREATE_TIS_BAD_TD));
     }
-    let tis = Tis { prio: r.get(tisc::prio) as u8, transport_domain: td };
+    let tis = Tis { prio: r.get(ifc::create_tis_in::ctx::prio) as u8, transport_domain: td };
     let n = cx.eth.queues.tises.alloc_lowest_with(|_| tis).ok_or(fail!(status::LIM, CREATE_TIS_LIM))?;
     let mut o = out(16);
-    l::OBJ_NUM.set(&mut o, n as u64);
+    ifc::create_tis_out::tisn.set(&mut o, n as u64);
     Ok(o)
 }
 
 pub fn destroy_tis(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
-    let n = r.get(l::OBJ_NUM) as u32;
+    let n = r.get(ifc::destroy_tis_in::tisn) as u32;
     if cx.eth.queues.sqs.values().any(|s| s.tisn == n) {
         return Err(fail!(status::BAD_RES_STATE, DESTROY_TIS_BUSY));
     }
@@ -124,10 +141,10 @@ struct WorkQueue {
 /// Parses the `wq` of a CREATE_SQ/CREATE_RQ and creates the `RawPacket` engine QP with its
 /// `rdma::QpCtx`. `send`: an SQ (64-byte WQEBBs, send CQ) or an RQ (`stride` from the wq, receive CQ).
 fn create_wq(cx: &mut EthCx<'_>, r: &Req<'_>, send: bool, cqn: u32) -> Result<WorkQueue, CmdErr> {
-    r.need(l::Q_CMD_SIZE)?;
-    let ctx = r.input[l::Q_CTX..l::Q_PAS].to_vec();
-    let w = |f: Field| r.get(Field::new(l::Q_WQ as u32 * 8, 0).inner(f));
-    if w(wq::wq_type) != l::WQ_TYPE_CYCLIC {
+    r.need(create_sq_in::SIZE)?;
+    let ctx = r.input[create_sq_in::ctx.byte_off()..create_sq_in::ctx.byte_end()].to_vec();
+    let w = |f: Field| r.get(create_sq_in::ctx::wq.inner(f));
+    if w(wq::wq_type) != ifc::MLX5_WQ_TYPE_CYCLIC as u64 {
         return Err(fail!(status::BAD_PARAM, ETH_WQ_BAD_TYPE));
     }
     let log_wq_sz = w(wq::log_wq_sz) as u8;
@@ -144,7 +161,7 @@ fn create_wq(cx: &mut EthCx<'_>, r: &Req<'_>, send: bool, cqn: u32) -> Result<Wo
     let entries = 1u32 << log_wq_sz;
     let stride = 1usize << log_stride;
     let bytes = entries as u64 * stride as u64;
-    let pas_list = Array::new(l::Q_PAS as u32 * 8, 64, 0);
+    let pas_list = create_sq_in::ctx::wq::pas;
     let pas = r.pas(pas_list, pages_for(bytes, log_page_size, page_offset))?;
     let pd = w(wq::pd) as u32;
     let create = QpCreate {
@@ -193,12 +210,12 @@ fn check_cq(cx: &EthCx<'_>, cqn: u32) -> Result<(), CmdErr> {
 }
 
 pub fn create_sq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
-    r.need(l::Q_CMD_SIZE)?;
-    let c = &r.input[l::Q_CTX..l::Q_WQ];
+    r.need(create_sq_in::SIZE)?;
+    let c = &r.input[create_sq_in::ctx.byte_off()..create_sq_in::ctx::wq.byte_off()];
     let cqn = sqc::cqn.get(c) as u32;
     let tisn = sqc::tis_num_0.get(c) as u32;
     check_cq(cx, cqn)?;
-    if sqc::state.get(c) != l::Q_STATE_RST || sqc::tis_lst_sz.get(c) > 1 {
+    if sqc::state.get(c) != MLX5_SQC_STATE_RST as u64 || sqc::tis_lst_sz.get(c) > 1 {
         return Err(fail!(status::BAD_PARAM, CREATE_SQ_BAD_PARAM));
     }
     if tisn != 0 && !cx.eth.queues.tises.contains(tisn) {
@@ -208,16 +225,18 @@ pub fn create_sq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     let q = create_wq(cx, r, true, cqn)?;
     cx.eth.queues.sqs.insert(q.qpn, EthSq { cqn, tisn, state: 0, min_wqe_inline_mode, ctx: q.ctx });
     let mut o = out(16);
-    l::OBJ_NUM.set(&mut o, q.qpn as u64);
+    ifc::create_sq_out::sqn.set(&mut o, q.qpn as u64);
     Ok(o)
 }
 
 pub fn create_rq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
-    r.need(l::Q_CMD_SIZE)?;
-    let c = &r.input[l::Q_CTX..l::Q_WQ];
+    r.need(create_rq_in::SIZE)?;
+    let c = &r.input[create_rq_in::ctx.byte_off()..create_rq_in::ctx::wq.byte_off()];
     let cqn = rqc::cqn.get(c) as u32;
     check_cq(cx, cqn)?;
-    if rqc::mem_rq_type.get(c) != l::MEM_RQ_TYPE_INLINE || rqc::state.get(c) != l::Q_STATE_RST {
+    if rqc::mem_rq_type.get(c) != ifc::MLX5_RQC_MEM_RQ_TYPE_MEMORY_RQ_INLINE as u64
+        || rqc::state.get(c) != ifc::MLX5_RQC_STATE_RST as u64
+    {
         return Err(fail!(status::BAD_PARAM, CREATE_RQ_BAD_PARAM));
     }
     let counter_set_id = rqc::counter_set_id.get(c) as u8;
@@ -228,7 +247,7 @@ pub fn create_rq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     let q = create_wq(cx, r, false, cqn)?;
     cx.eth.queues.rqs.insert(q.qpn, EthRq { cqn, vsd, counter_set_id, state: 0, ctx: q.ctx });
     let mut o = out(16);
-    l::OBJ_NUM.set(&mut o, q.qpn as u64);
+    ifc::create_rq_out::rqn.set(&mut o, q.qpn as u64);
     Ok(o)
 }
 
@@ -236,14 +255,18 @@ pub fn create_rq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
 /// outstanding WQEs, →RST rewinds its consumer counters.
 fn change_state(cx: &mut EthCx<'_>, qpn: u32, cur: u8, next: u64) -> Result<u8, CmdErr> {
     let target = state_of(next).ok_or(fail!(status::BAD_PARAM, ETH_MODIFY_Q_BAD_STATE))?;
-    let legal = matches!((cur as u64, next), (l::Q_STATE_RST, l::Q_STATE_RDY | l::Q_STATE_RST))
-        || matches!((cur as u64, next), (l::Q_STATE_RDY, _) | (l::Q_STATE_ERR, l::Q_STATE_RST | l::Q_STATE_ERR));
+    let (from, to) = (cur as u32, next as u32);
+    let legal = matches!((from, to), (MLX5_SQC_STATE_RST, MLX5_SQC_STATE_RDY | MLX5_SQC_STATE_RST))
+        || matches!(
+            (from, to),
+            (MLX5_SQC_STATE_RDY, _) | (MLX5_SQC_STATE_ERR, MLX5_SQC_STATE_RST | MLX5_SQC_STATE_ERR)
+        );
     if !legal {
         return Err(fail!(status::BAD_RES_STATE, ETH_MODIFY_Q_BAD_TRANSITION));
     }
     eng!(cx.core.engine.set_raw_state(qpn, target), ETH_MODIFY_Q_ENGINE)?;
     match target {
-        QpState::Err if cur as u64 != l::Q_STATE_ERR => cx.core.entered_err.push(qpn),
+        QpState::Err if cur as u32 != MLX5_SQC_STATE_ERR => cx.core.entered_err.push(qpn),
         QpState::Reset => {
             if let Some(ctx) = cx.core.engine.qp_mut(qpn).map(|e| &mut e.ext) {
                 ctx.sq_ci = 0;
@@ -256,18 +279,18 @@ fn change_state(cx: &mut EthCx<'_>, qpn: u32, cur: u8, next: u64) -> Result<u8, 
 }
 
 pub fn modify_sq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
-    r.need(l::Q_WQ)?;
-    let sqn = r.get(l::OBJ_NUM) as u32;
+    r.need(modify_sq_in::ctx::wq.byte_off())?;
+    let sqn = r.get(modify_sq_in::sqn) as u32;
     let sq = cx.eth.queues.sq(sqn).ok_or(fail!(status::BAD_RES, MODIFY_SQ_BAD_RES))?;
     let cur = sq.state;
-    if r.get(l::MODIFY_Q_STATE) != cur as u64 {
+    if r.get(modify_sq_in::sq_state) != cur as u64 {
         return Err(fail!(status::BAD_RES_STATE, MODIFY_SQ_BAD_CUR_STATE));
     }
-    if r.get(l::MODIFY_Q_BITMASK) != 0 {
+    if r.get(modify_sq_in::modify_bitmask) != 0 {
         // Rate limit and hairpin are not offered: nothing of an SQ but its state is modifiable.
         return Err(fail!(status::BAD_PARAM, MODIFY_SQ_BAD_BITMASK));
     }
-    let next = sqc::state.get(&r.input[l::Q_CTX..l::Q_WQ]);
+    let next = sqc::state.get(&r.input[modify_sq_in::ctx.byte_off()..modify_sq_in::ctx::wq.byte_off()]);
     let s = change_state(cx, sqn, cur, next)?;
     if let Some(sq) = cx.eth.queues.sqs.get_mut(&sqn) {
         sq.state = s;
@@ -276,30 +299,33 @@ pub fn modify_sq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
 }
 
 pub fn modify_rq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
-    r.need(l::Q_WQ)?;
-    let rqn = r.get(l::OBJ_NUM) as u32;
+    r.need(modify_rq_in::ctx::wq.byte_off())?;
+    let rqn = r.get(modify_rq_in::rqn) as u32;
     let rq = cx.eth.queues.rq(rqn).ok_or(fail!(status::BAD_RES, MODIFY_RQ_BAD_RES))?;
     let cur = rq.state;
-    if r.get(l::MODIFY_Q_STATE) != cur as u64 {
+    if r.get(modify_rq_in::rq_state) != cur as u64 {
         return Err(fail!(status::BAD_RES_STATE, MODIFY_RQ_BAD_CUR_STATE));
     }
-    let c = &r.input[l::Q_CTX..l::Q_WQ];
-    let mask = r.get(l::MODIFY_Q_BITMASK);
-    if mask & !(l::MODIFY_RQ_VSD | l::MODIFY_RQ_COUNTER_SET_ID) != 0 {
+    let c = &r.input[modify_rq_in::ctx.byte_off()..modify_rq_in::ctx::wq.byte_off()];
+    let mask = r.get(modify_rq_in::modify_bitmask);
+    if mask & !(MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_VSD | MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_RQ_COUNTER_SET_ID) as u64 != 0 {
         return Err(fail!(status::BAD_PARAM, MODIFY_RQ_BAD_BITMASK));
     }
     let counter = rqc::counter_set_id.get(c) as u8;
-    if mask & l::MODIFY_RQ_COUNTER_SET_ID != 0 && counter != 0 && !cx.eth.queues.q_counters.contains(counter as u32) {
+    if mask & MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_RQ_COUNTER_SET_ID as u64 != 0
+        && counter != 0
+        && !cx.eth.queues.q_counters.contains(counter as u32)
+    {
         return Err(fail!(status::BAD_RES, MODIFY_RQ_BAD_COUNTER));
     }
     let vsd = rqc::vsd.get(c) != 0;
     let s = change_state(cx, rqn, cur, rqc::state.get(c))?;
     if let Some(rq) = cx.eth.queues.rqs.get_mut(&rqn) {
         rq.state = s;
-        if mask & l::MODIFY_RQ_VSD != 0 {
+        if mask & MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_VSD as u64 != 0 {
             rq.vsd = vsd;
         }
-        if mask & l::MODIFY_RQ_COUNTER_SET_ID != 0 {
+        if mask & MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_RQ_COUNTER_SET_ID as u64 != 0 {
             rq.counter_set_id = counter;
         }
     }
@@ -319,7 +345,7 @@ fn destroy_wq(cx: &mut EthCx<'_>, qpn: u32) -> Result<(), CmdErr> {
 }
 
 pub fn destroy_sq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
-    let sqn = r.get(l::OBJ_NUM) as u32;
+    let sqn = r.get(ifc::destroy_sq_in::sqn) as u32;
     if cx.eth.queues.sq(sqn).is_none() {
         return Err(fail!(status::BAD_RES, DESTROY_SQ_BAD_RES));
     }
@@ -330,7 +356,7 @@ pub fn destroy_sq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
 }
 
 pub fn destroy_rq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
-    let rqn = r.get(l::OBJ_NUM) as u32;
+    let rqn = r.get(ifc::destroy_rq_in::rqn) as u32;
     if cx.eth.queues.rq(rqn).is_none() {
         return Err(fail!(status::BAD_RES, DESTROY_RQ_BAD_RES));
     }
@@ -340,19 +366,19 @@ pub fn destroy_rq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
 }
 
 fn query_out(ctx: &[u8], state_field: Field, state: u8) -> Vec<u8> {
-    let mut o = out(l::Q_PAS);
-    o[l::Q_CTX..l::Q_PAS].copy_from_slice(ctx);
-    Field::new(l::Q_CTX as u32 * 8, 0).inner(state_field).set(&mut o, state as u64);
+    let mut o = out(query_sq_out::SIZE);
+    o[query_sq_out::sq_context.byte_off()..query_sq_out::sq_context.byte_end()].copy_from_slice(ctx);
+    query_sq_out::sq_context.inner(state_field).set(&mut o, state as u64);
     o
 }
 
 pub fn query_sq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
-    let sq = cx.eth.queues.sq(r.get(l::OBJ_NUM) as u32).ok_or(fail!(status::BAD_RES, QUERY_SQ_BAD_RES))?;
+    let sq = cx.eth.queues.sq(r.get(ifc::query_sq_in::sqn) as u32).ok_or(fail!(status::BAD_RES, QUERY_SQ_BAD_RES))?;
     Ok(query_out(&sq.ctx, sqc::state, sq.state))
 }
 
 pub fn query_rq(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
-    let rq = cx.eth.queues.rq(r.get(l::OBJ_NUM) as u32).ok_or(fail!(status::BAD_RES, QUERY_RQ_BAD_RES))?;
+    let rq = cx.eth.queues.rq(r.get(ifc::query_rq_in::rqn) as u32).ok_or(fail!(status::BAD_RES, QUERY_RQ_BAD_RES))?;
     Ok(query_out(&rq.ctx, rqc::state, rq.state))
 }
 

@@ -2,7 +2,6 @@
 //! NODE_DESC, HOST_ENDIANNESS and the QoS registers of [`super::qos`] (`mlx5-ethernet-roce.md` §2.8). Every other register id fails with
 //! BAD_PARAM (`hca/access_reg.rs`).
 
-use super::layout::{pfcc_reg, NODE_DESC_SIZE};
 pub use super::port_regs::{PortRegs, DEFAULT_MTU, MAX_MTU, STATUS_DOWN, STATUS_UP};
 use super::qos_access;
 use super::vport::VportCounters;
@@ -11,7 +10,7 @@ use crate::cmd::req::{fail, CmdErr};
 use crate::cmd::status;
 use crate::fields::Field;
 use crate::hca::access_reg::{host_endianness, register, Register};
-use crate::ifc::{paos_reg, pmtu_reg, ppcnt_reg, ptys_reg};
+use crate::ifc::{paos_reg, pfcc_reg, pmtu_reg, ppcnt_reg, ptys_reg};
 use vrnic_fabric::ether::PrioSnapshot;
 
 /// The one link mode: 100GBASE-CR4 (`MLX5E_100GBASE_CR4` = bit 20 of the legacy map).
@@ -236,6 +235,10 @@ fn pfcc(cx: &mut EthCx<'_>, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr>
     img.copy_from_slice(&o);
     Ok(img)
 }
+
+/// The NODE_DESC register's size: `struct mlx5_reg_node_desc { u8 desc[IB_DEVICE_NODE_DESC_MAX]; }` of
+/// mlx5_ib (drivers/infiniband/hw/mlx5/main.c, not an `mlx5_ifc.h` layout).
+pub const NODE_DESC_SIZE: usize = 64;
 
 /// NODE_DESC: the 64-byte node description (mlx5_ib reads it on Ethernet too: fatal if missing).
 fn node_desc(cx: &mut EthCx<'_>, write: bool, _data: &[u8]) -> Result<Vec<u8>, CmdErr> {

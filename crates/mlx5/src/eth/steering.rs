@@ -19,16 +19,37 @@ pub use super::flow_table::{
     MAX_DESTINATIONS, MAX_FLOWS, MAX_GROUPS, MAX_TABLES, MAX_VISITS,
 };
 use super::match_image::PARAM_LEN;
-use super::steering_layout::{action, dest_type, flow_group as fg, flow_table_context as ftc, ft_in, fte};
 use super::EthCx;
 use crate::cmd::dispatch::{command, Command};
 use crate::cmd::req::{fail, out, CmdErr, CmdResult, Req};
 use crate::cmd::status;
 use crate::cmd::syndrome as syn;
 use crate::firmware::Firmware;
+use crate::ifc::set_fte_in::flow_context as fc;
+use crate::ifc::{self, create_flow_group_in, create_flow_table_in, dest_format, destroy_flow_table_in, set_fte_in};
+use crate::ifc::{MLX5_FLOW_CONTEXT_ACTION_ALLOW, MLX5_FLOW_CONTEXT_ACTION_COUNT};
+use crate::ifc::{MLX5_FLOW_CONTEXT_ACTION_DROP, MLX5_FLOW_CONTEXT_ACTION_FWD_DEST};
+use crate::ifc::{MLX5_IFC_FLOW_DESTINATION_TYPE_FLOW_TABLE, MLX5_IFC_FLOW_DESTINATION_TYPE_TIR};
+
+// `table_type` (and, but for CREATE_FLOW_TABLE, `table_id`) is at the same place in every flow-steering
+// command: the checks every command shares ([`check_type`], `Steering::table_mut`) read
+// `destroy_flow_table_in`'s. CREATE and MODIFY_FLOW_TABLE's `flow_table_context` ([`miss_of`]) too.
+const _: () = {
+    use ifc::*;
+    let ty = destroy_flow_table_in::table_type.bit_off;
+    assert!(create_flow_table_in::table_type.bit_off == ty && modify_flow_table_in::table_type.bit_off == ty);
+    assert!(set_flow_table_root_in::table_type.bit_off == ty && create_flow_group_in::table_type.bit_off == ty);
+    assert!(destroy_flow_group_in::table_type.bit_off == ty && set_fte_in::table_type.bit_off == ty);
+    assert!(delete_fte_in::table_type.bit_off == ty);
+    let id = destroy_flow_table_in::table_id.bit_off;
+    assert!(modify_flow_table_in::table_id.bit_off == id && set_flow_table_root_in::table_id.bit_off == id);
+    assert!(create_flow_group_in::table_id.bit_off == id && destroy_flow_group_in::table_id.bit_off == id);
+    assert!(set_fte_in::table_id.bit_off == id && delete_fte_in::table_id.bit_off == id);
+    assert!(create_flow_table_in::flow_table_context.bit_off == modify_flow_table_in::flow_table_context.bit_off);
+};
 
 fn check_type(r: &Req<'_>, syndrome: u32) -> Result<(), CmdErr> {
-    if r.get(ft_in::table_type) != 0 {
+    if r.get(destroy_flow_table_in::table_type) != 0 {
         return Err(CmdErr { status: status::BAD_PARAM, syndrome });
     }
     Ok(())
@@ -36,6 +57,7 @@ fn check_type(r: &Req<'_>, syndrome: u32) -> Result<(), CmdErr> {
 
 /// The miss action of a `flow_table_context`.
 fn miss_of(cx: &EthCx<'_>, r: &Req<'_>) -> Result<Miss, CmdErr> {
+    use create_flow_table_in::flow_table_context as ftc;
     match r.get(ftc::table_miss_action) {
         0 => Ok(Miss::Drop),
         1 => {
@@ -52,7 +74,7 @@ fn miss_of(cx: &EthCx<'_>, r: &Req<'_>) -> Result<Miss, CmdErr> {
 pub fn create_flow_table(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(0x20)?;
     check_type(r, syn::CREATE_FLOW_TABLE_BAD_TYPE)?;
-    let log_size = r.get(ftc::log_size) as u8;
+    let log_size = r.get(create_flow_table_in::flow_table_context::log_size) as u8;
     if log_size > LOG_MAX_FT_SIZE {
         return Err(fail!(status::BAD_PARAM, CREATE_FLOW_TABLE_BAD_SIZE));
     }
@@ -67,10 +89,10 @@ pub fn create_flow_table(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
             break s.next_table;
         }
     };
-    let level = r.get(ftc::level) as u8;
+    let level = r.get(create_flow_table_in::flow_table_context::level) as u8;
     s.tables.insert(id, FlowTable { level, log_size, miss, groups: BTreeMap::new(), entries: BTreeMap::new() });
     let mut o = out(0x10);
-    ftc::out_table_id.set(&mut o, id as u64);
+    ifc::create_flow_table_out::table_id.set(&mut o, id as u64);
     Ok(o)
 }
 
@@ -78,7 +100,7 @@ pub fn destroy_flow_table(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(0x18)?;
     check_type(r, syn::DESTROY_FLOW_TABLE_BAD_TYPE)?;
     let s = &mut cx.eth.steering;
-    let id = r.get(ft_in::table_id) as u32;
+    let id = r.get(destroy_flow_table_in::table_id) as u32;
     let t = s.table_mut(r, syn::DESTROY_FLOW_TABLE_BAD_ID)?;
     if !t.groups.is_empty() || !t.entries.is_empty() {
         return Err(fail!(status::BAD_RES_STATE, DESTROY_FLOW_TABLE_IN_USE));
@@ -93,11 +115,11 @@ pub fn destroy_flow_table(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
 pub fn modify_flow_table(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(0x20)?;
     check_type(r, syn::MODIFY_FLOW_TABLE_BAD_TYPE)?;
-    let select = r.get(ftc::modify_field_select);
-    if select & !ftc::SELECT_MISS_TABLE_ID != 0 {
+    let select = r.get(ifc::modify_flow_table_in::modify_field_select);
+    if select & !(ifc::MLX5_MODIFY_FLOW_TABLE_MISS_TABLE_ID as u64) != 0 {
         return Err(fail!(status::BAD_PARAM, MODIFY_FLOW_TABLE_BAD_SELECT));
     }
-    let id = r.get(ft_in::table_id) as u32;
+    let id = r.get(ifc::modify_flow_table_in::table_id) as u32;
     let miss = if select != 0 { Some(miss_of(cx, r)?) } else { None };
     if miss == Some(Miss::Table(id)) {
         return Err(fail!(status::BAD_PARAM, MODIFY_FLOW_TABLE_SELF_MISS));
@@ -117,7 +139,7 @@ pub fn set_flow_table_root(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
         s.root = None;
         return Ok(out(0x10));
     }
-    let id = r.get(ft_in::table_id) as u32;
+    let id = r.get(ifc::set_flow_table_root_in::table_id) as u32;
     if !s.tables.contains_key(&id) {
         return Err(fail!(status::BAD_PARAM, SET_FLOW_TABLE_ROOT_BAD_ID));
     }
@@ -132,9 +154,10 @@ fn param(r: &Req<'_>, at: usize) -> Result<Box<[u8; PARAM_LEN]>, CmdErr> {
 
 pub fn create_flow_group(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     check_type(r, syn::CREATE_FLOW_GROUP_BAD_TYPE)?;
-    let mask = param(r, fg::MATCH_CRITERIA)?;
-    let (start, end) = (r.get(fg::start_flow_index) as u32, r.get(fg::end_flow_index) as u32);
-    let enable = r.get(fg::match_criteria_enable) as u8;
+    let mask = param(r, create_flow_group_in::match_criteria.byte_off())?;
+    let (start, end) =
+        (r.get(create_flow_group_in::start_flow_index) as u32, r.get(create_flow_group_in::end_flow_index) as u32);
+    let enable = r.get(create_flow_group_in::match_criteria_enable) as u8;
     let s = &mut cx.eth.steering;
     if s.groups >= MAX_GROUPS {
         return Err(fail!(status::LIM, CREATE_FLOW_GROUP_LIM));
@@ -157,14 +180,14 @@ pub fn create_flow_group(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     t.groups.insert(id, FlowGroup { start, end, enable, mask });
     s.groups += 1;
     let mut o = out(0x10);
-    fg::out_group_id.set(&mut o, id as u64);
+    ifc::create_flow_group_out::group_id.set(&mut o, id as u64);
     Ok(o)
 }
 
 pub fn destroy_flow_group(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(0x1c)?;
     check_type(r, syn::DESTROY_FLOW_GROUP_BAD_TYPE)?;
-    let gid = r.get(fg::group_id) as u32;
+    let gid = r.get(ifc::destroy_flow_group_in::group_id) as u32;
     let s = &mut cx.eth.steering;
     let t = s.table_mut(r, syn::DESTROY_FLOW_GROUP_BAD_TABLE)?;
     if !t.groups.contains_key(&gid) {
@@ -188,28 +211,33 @@ mod modify {
 /// The destination list of a `flow_context` (flow counters after it are
 /// read past and ignored: no flow counter is ever allocated).
 fn destinations(cx: &EthCx<'_>, r: &Req<'_>, act: u32) -> Result<Vec<Dest>, CmdErr> {
-    if r.get(fte::extended_destination) != 0 {
+    if r.get(fc::extended_destination) != 0 {
         return Err(fail!(status::BAD_PARAM, SET_FTE_EXTENDED_DEST));
     }
-    let n = r.get(fte::destination_list_size) as usize;
-    let counters = r.get(fte::flow_counter_list_size) as usize;
+    let n = r.get(fc::destination_list_size) as usize;
+    let counters = r.get(fc::flow_counter_list_size) as usize;
     if n > MAX_DESTINATIONS || counters > MAX_DESTINATIONS {
         return Err(fail!(status::BAD_PARAM, SET_FTE_TOO_MANY_DEST));
     }
-    if fte::DESTINATION + (n + counters) * 8 > r.input.len() {
+    // Non-extended entries: `dest_format`s (8 bytes), then the flow counters (`flow_counter_list`, 8 bytes);
+    // the array's element type is the union with the 16-byte extended format.
+    let list = fc::destination.byte_off();
+    if list + (n + counters) * dest_format::SIZE > r.input.len() {
         return Err(fail!(status::BAD_INP_LEN, SET_FTE_SHORT_DEST));
     }
-    if (act & action::FWD_DEST != 0) != (n != 0) {
+    if (act & MLX5_FLOW_CONTEXT_ACTION_FWD_DEST != 0) != (n != 0) {
         return Err(fail!(status::BAD_PARAM, SET_FTE_DEST_VS_ACTION));
     }
     let mut v = Vec::with_capacity(n);
     for i in 0..n {
-        let d = &r.input[fte::DESTINATION + i * 8..];
-        let id = u32::from_be_bytes([0, d[1], d[2], d[3]]);
-        let dest = match d[0] {
-            dest_type::FLOW_TABLE if cx.eth.steering.tables.contains_key(&id) => Dest::Table(id),
-            dest_type::TIR if cx.eth.dispatch.tirs.contains_key(&id) => Dest::Tir(id),
-            dest_type::FLOW_TABLE | dest_type::TIR => return Err(fail!(status::BAD_PARAM, SET_FTE_BAD_DEST_ID)),
+        let d = &r.input[list + i * dest_format::SIZE..];
+        let id = dest_format::destination_id.get32(d);
+        let dest = match dest_format::destination_type.get32(d) {
+            MLX5_IFC_FLOW_DESTINATION_TYPE_FLOW_TABLE if cx.eth.steering.tables.contains_key(&id) => Dest::Table(id),
+            MLX5_IFC_FLOW_DESTINATION_TYPE_TIR if cx.eth.dispatch.tirs.contains_key(&id) => Dest::Tir(id),
+            MLX5_IFC_FLOW_DESTINATION_TYPE_FLOW_TABLE | MLX5_IFC_FLOW_DESTINATION_TYPE_TIR => {
+                return Err(fail!(status::BAD_PARAM, SET_FTE_BAD_DEST_ID))
+            }
             _ => return Err(fail!(status::BAD_PARAM, SET_FTE_BAD_DEST_TYPE)),
         };
         v.push(dest);
@@ -218,19 +246,22 @@ fn destinations(cx: &EthCx<'_>, r: &Req<'_>, act: u32) -> Result<Vec<Dest>, CmdE
 }
 
 pub fn set_flow_table_entry(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
-    r.need(fte::DESTINATION)?;
+    r.need(set_fte_in::SIZE)?;
     check_type(r, syn::SET_FTE_BAD_TYPE)?;
-    let act = r.get(fte::action) as u32;
-    if act & !(action::ALLOW | action::DROP | action::FWD_DEST | action::COUNT) != 0
-        || (act & action::DROP != 0 && act & action::FWD_DEST != 0)
-    {
+    let act = r.get(fc::action) as u32;
+    let known = MLX5_FLOW_CONTEXT_ACTION_ALLOW
+        | MLX5_FLOW_CONTEXT_ACTION_DROP
+        | MLX5_FLOW_CONTEXT_ACTION_FWD_DEST
+        | MLX5_FLOW_CONTEXT_ACTION_COUNT;
+    if act & !known != 0 || (act & MLX5_FLOW_CONTEXT_ACTION_DROP != 0 && act & MLX5_FLOW_CONTEXT_ACTION_FWD_DEST != 0) {
         return Err(fail!(status::BAD_PARAM, SET_FTE_BAD_ACTION));
     }
     let dests = destinations(cx, r, act)?;
-    let value = param(r, fte::MATCH_VALUE)?;
-    let (index, gid, tag) = (r.get(fte::flow_index) as u32, r.get(fte::group_id) as u32, r.get(fte::flow_tag) as u32);
+    let value = param(r, fc::match_value.byte_off())?;
+    let (index, gid, tag) =
+        (r.get(set_fte_in::flow_index) as u32, r.get(fc::group_id) as u32, r.get(fc::flow_tag) as u32);
     let s = &mut cx.eth.steering;
-    let table_id = r.get(ft_in::table_id) as u32;
+    let table_id = r.get(set_fte_in::table_id) as u32;
     if let Some(Dest::Table(_)) = dests.iter().find(|d| **d == Dest::Table(table_id)) {
         return Err(fail!(status::BAD_PARAM, SET_FTE_SELF_DEST));
     }
@@ -240,7 +271,7 @@ pub fn set_flow_table_entry(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
         return Err(fail!(status::BAD_PARAM, SET_FTE_BAD_INDEX));
     }
     if r.op_mod == 1 {
-        let mask = r.get(fte::modify_enable_mask);
+        let mask = r.get(set_fte_in::modify_enable_mask);
         let Some(e) = t.entries.get_mut(&index) else {
             return Err(fail!(status::BAD_PARAM, SET_FTE_NO_ENTRY));
         };
@@ -278,7 +309,7 @@ pub fn set_flow_table_entry(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
 pub fn delete_flow_table_entry(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(0x24)?;
     check_type(r, syn::DELETE_FTE_BAD_TYPE)?;
-    let index = r.get(fte::flow_index) as u32;
+    let index = r.get(ifc::delete_fte_in::flow_index) as u32;
     let s = &mut cx.eth.steering;
     let t = s.table_mut(r, syn::DELETE_FTE_BAD_TABLE)?;
     if t.entries.remove(&index).is_none() {

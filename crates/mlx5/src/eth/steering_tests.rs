@@ -328,7 +328,7 @@ fn flow_table_command_errors() {
     e[0x53] = 200; // destination_list_size past the mailbox
     assert_eq!(b.fails(&e), (status::BAD_INP_LEN, syn::SET_FTE_SHORT_DEST));
     let mut e = build::fte(id, g, 1, &[To::Table(id)], |_| {});
-    e[crate::eth::steering_layout::fte::DESTINATION] = 0x09;
+    e[crate::ifc::set_fte_in::flow_context::destination.byte_off()] = 0x09;
     assert_eq!(b.fails(&e), (status::BAD_PARAM, syn::SET_FTE_BAD_DEST_TYPE));
     let mut e = build::fte(id, g, 1, &[], |_| {});
     e[0x4f] = 0x40 | 2; // MOD_HDR | DROP
@@ -365,7 +365,7 @@ fn tir_and_rqt_command_errors() {
     t[0x44] = 0x30; // rx_hash_fn 3
     assert_eq!(b.fails(&t), (status::BAD_PARAM, syn::TIR_BAD_HASH));
     let mut t = build::tir_rss(rqtn, &key, 3, false, false, true);
-    t[0x33] = 0x01; // lro_enable_mask: LRO is not advertised
+    ifc::create_tir_in::ctx::packet_merge_mask.set(&mut t, 1); // LRO is not advertised
     assert_eq!(b.fails(&t), (status::BAD_PARAM, syn::TIR_LRO));
     let tirn = build::id(&b.ok(&build::tir_rss(rqtn, &key, 3, false, false, true)));
     // MODIFY_TIR: hash and self_lb_en bits; an unknown bit is refused.

@@ -202,10 +202,13 @@ impl EthBench {
     }
 }
 
-/// Command inputs the driver sends (layouts of [`crate::eth::layout`]).
+/// Command inputs the driver sends (layouts of [`crate::ifc`]).
 pub mod build {
-    use crate::eth::steering_layout::{flow_group as fg, flow_table_context as ftc, ft_in, fte, rqtc, tirc};
-    use crate::ifc;
+    use crate::ifc::create_flow_table_in::flow_table_context as ftc;
+    use crate::ifc::create_rqt_in::rqt_context as rqtc;
+    use crate::ifc::create_tir_in::ctx as tirc;
+    use crate::ifc::set_fte_in::flow_context as fc;
+    use crate::ifc::{self, create_flow_group_in as fg, dest_format, set_fte_in};
     use crate::test_support::cmd;
 
     /// CREATE_FLOW_TABLE (NIC RX) of `2^log_size` entries; `miss` Some: forward misses there.
@@ -222,18 +225,18 @@ pub mod build {
 
     pub fn table_cmd(opcode: u32, op_mod: u16, table: u32) -> Vec<u8> {
         let mut i = cmd(opcode, op_mod, 0x40);
-        ft_in::table_id.set(&mut i, table as u64);
+        ifc::destroy_flow_table_in::table_id.set(&mut i, table as u64);
         i
     }
 
     /// CREATE_FLOW_GROUP over `[start, end]` with `enable` and the mask `set` writes.
     pub fn group(table: u32, start: u32, end: u32, enable: u8, set: impl FnOnce(&mut [u8])) -> Vec<u8> {
         let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_FLOW_GROUP, 0, 0x400);
-        ft_in::table_id.set(&mut i, table as u64);
+        ifc::destroy_flow_table_in::table_id.set(&mut i, table as u64);
         fg::start_flow_index.set(&mut i, start as u64);
         fg::end_flow_index.set(&mut i, end as u64);
         fg::match_criteria_enable.set(&mut i, enable as u64);
-        set(&mut i[fg::MATCH_CRITERIA..fg::MATCH_CRITERIA + 0x200]);
+        set(&mut i[fg::match_criteria.byte_off()..fg::match_criteria.byte_end()]);
         i
     }
 
@@ -247,33 +250,34 @@ pub mod build {
     /// SET_FLOW_TABLE_ENTRY at `index` of `group`: FWD_DEST to `to` (none: DROP),
     /// the match value `set` writes.
     pub fn fte(table: u32, group: u32, index: u32, to: &[To], set: impl FnOnce(&mut [u8])) -> Vec<u8> {
-        let mut i = cmd(ifc::MLX5_CMD_OP_SET_FLOW_TABLE_ENTRY, 0, fte::DESTINATION + 8 * to.len().max(1));
-        ft_in::table_id.set(&mut i, table as u64);
-        fte::flow_index.set(&mut i, index as u64);
-        fte::group_id.set(&mut i, group as u64);
-        fte::action.set(&mut i, if to.is_empty() { 2 } else { 4 });
-        fte::destination_list_size.set(&mut i, to.len() as u64);
+        let mut i =
+            cmd(ifc::MLX5_CMD_OP_SET_FLOW_TABLE_ENTRY, 0, set_fte_in::SIZE + dest_format::SIZE * to.len().max(1));
+        ifc::destroy_flow_table_in::table_id.set(&mut i, table as u64);
+        set_fte_in::flow_index.set(&mut i, index as u64);
+        fc::group_id.set(&mut i, group as u64);
+        fc::action.set(&mut i, if to.is_empty() { 2 } else { 4 });
+        fc::destination_list_size.set(&mut i, to.len() as u64);
         for (k, d) in to.iter().enumerate() {
             let (ty, id) = match *d {
                 To::Table(t) => (1u32, t),
                 To::Tir(t) => (2, t),
             };
-            let at = fte::DESTINATION + k * 8;
+            let at = fc::destination.byte_off() + k * dest_format::SIZE;
             i[at..at + 4].copy_from_slice(&((ty << 24) | id).to_be_bytes());
         }
-        set(&mut i[fte::MATCH_VALUE..fte::MATCH_VALUE + 0x200]);
+        set(&mut i[fc::match_value.byte_off()..fc::match_value.byte_end()]);
         i
     }
 
     pub fn delete_fte(table: u32, index: u32) -> Vec<u8> {
         let mut i = table_cmd(ifc::MLX5_CMD_OP_DELETE_FLOW_TABLE_ENTRY, 0, table);
-        fte::flow_index.set(&mut i, index as u64);
+        ifc::delete_fte_in::flow_index.set(&mut i, index as u64);
         i
     }
 
     /// CREATE_TIR, direct to `rqn`.
     pub fn tir_direct(rqn: u32) -> Vec<u8> {
-        let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_TIR, 0, tirc::SIZE);
+        let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_TIR, 0, ifc::create_tir_in::SIZE);
         tirc::inline_rqn.set(&mut i, rqn as u64);
         i
     }
@@ -281,27 +285,27 @@ pub mod build {
     /// CREATE_TIR, indirect through `rqtn` with a Toeplitz hash over `fields`
     /// of IPv4 (`ipv6` false) TCP (`udp` false).
     pub fn tir_rss(rqtn: u32, key: &[u8; 40], fields: u32, ipv6: bool, udp: bool, symmetric: bool) -> Vec<u8> {
-        let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_TIR, 0, tirc::SIZE);
+        let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_TIR, 0, ifc::create_tir_in::SIZE);
         tirc::disp_type.set(&mut i, 1);
         tirc::indirect_table.set(&mut i, rqtn as u64);
         tirc::rx_hash_fn.set(&mut i, 2);
         tirc::rx_hash_symmetric.set(&mut i, symmetric as u64);
-        i[tirc::TOEPLITZ_KEY..tirc::TOEPLITZ_KEY + 40].copy_from_slice(key);
-        tirc::l3_prot_type.set(&mut i, ipv6 as u64);
-        tirc::l4_prot_type.set(&mut i, udp as u64);
-        tirc::selected_fields.set(&mut i, fields as u64);
+        i[tirc::rx_hash_toeplitz_key.byte_off()..tirc::rx_hash_toeplitz_key.byte_off() + 40].copy_from_slice(key);
+        tirc::rx_hash_field_selector_outer::l3_prot_type.set(&mut i, ipv6 as u64);
+        tirc::rx_hash_field_selector_outer::l4_prot_type.set(&mut i, udp as u64);
+        tirc::rx_hash_field_selector_outer::selected_fields.set(&mut i, fields as u64);
         i
     }
 
     /// CREATE_RQT (`opcode` CREATE) or MODIFY_RQT of `rqns` with room for `max`.
     pub fn rqt(opcode: u32, rqtn: u32, max: u16, rqns: &[u32]) -> Vec<u8> {
-        let mut i = cmd(opcode, 0, rqtc::RQ_NUM + 4 * rqns.len());
-        rqtc::rqtn.set(&mut i, rqtn as u64);
-        rqtc::bitmask_rqn_list.set(&mut i, 1);
+        let mut i = cmd(opcode, 0, rqtc::rq_num.byte_off() + 4 * rqns.len());
+        ifc::modify_rqt_in::rqtn.set(&mut i, rqtn as u64);
+        ifc::modify_rqt_in::bitmask::rqn_list.set(&mut i, 1);
         rqtc::rqt_max_size.set(&mut i, max as u64);
         rqtc::rqt_actual_size.set(&mut i, rqns.len() as u64);
         for (k, q) in rqns.iter().enumerate() {
-            i[rqtc::RQ_NUM + 4 * k..rqtc::RQ_NUM + 4 * k + 4].copy_from_slice(&q.to_be_bytes());
+            rqtc::rq_num.elem(k as u32).set(&mut i, *q as u64);
         }
         i
     }

@@ -7,23 +7,33 @@ use super::queues::is_eth_rq;
 use super::rss::{self, RxHash};
 use super::rx_dispatch::next_id;
 pub use super::rx_dispatch::{Disp, RqChoice, Rqt, RxDispatch, Tir, MAX_RQTS, MAX_RQT_SIZE, MAX_TIRS};
-use super::steering_layout::{rqtc, tirc};
 use super::EthCx;
 use crate::cmd::dispatch::{command, Command};
 use crate::cmd::req::{fail, out, CmdErr, CmdResult, Req};
 use crate::cmd::status;
 use crate::firmware::Firmware;
+use crate::ifc::create_rqt_in::rqt_context as rqtc;
+use crate::ifc::create_tir_in::ctx as tirc;
+use crate::ifc::{self, modify_rqt_in, modify_tir_in};
+
+// CREATE and MODIFY_TIR share [`hash_of`] and [`no_lro`], CREATE and MODIFY_RQT [`rq_list`]: they read
+// the CREATE command's context, which MODIFY has at the same place.
+const _: () = {
+    assert!(ifc::create_tir_in::ctx.bit_off == modify_tir_in::ctx.bit_off);
+    assert!(ifc::create_rqt_in::rqt_context.bit_off == modify_rqt_in::ctx.bit_off);
+};
 
 /// The hash settings of a `tirc`.
 fn hash_of(r: &Req<'_>) -> Result<RxHash, CmdErr> {
-    let key: [u8; 40] = r.input[tirc::TOEPLITZ_KEY..tirc::TOEPLITZ_KEY + 40].try_into().expect("40 bytes");
+    let k = tirc::rx_hash_toeplitz_key.region();
+    let key: [u8; 40] = r.input[k.byte_off()..k.byte_end()].try_into().expect("40 bytes");
     let h = RxHash {
         func: r.get(tirc::rx_hash_fn) as u8,
         symmetric: r.get(tirc::rx_hash_symmetric) != 0,
         key,
-        l3_ipv6: r.get(tirc::l3_prot_type) != 0,
-        l4_udp: r.get(tirc::l4_prot_type) != 0,
-        fields: r.get(tirc::selected_fields) as u32,
+        l3_ipv6: r.get(tirc::rx_hash_field_selector_outer::l3_prot_type) != 0,
+        l4_udp: r.get(tirc::rx_hash_field_selector_outer::l4_prot_type) != 0,
+        fields: r.get(tirc::rx_hash_field_selector_outer::selected_fields) as u32,
     };
     if h.func > rss::FN_TOEPLITZ || h.fields & !rss::FIELDS_SUPPORTED != 0 {
         return Err(fail!(status::BAD_PARAM, TIR_BAD_HASH));
@@ -33,14 +43,14 @@ fn hash_of(r: &Req<'_>) -> Result<RxHash, CmdErr> {
 
 fn no_lro(r: &Req<'_>) -> Result<(), CmdErr> {
     // LRO is not advertised: a TIR cannot enable it.
-    if r.get(tirc::lro_enable_mask) != 0 {
+    if r.get(tirc::packet_merge_mask) != 0 {
         return Err(fail!(status::BAD_PARAM, TIR_LRO));
     }
     Ok(())
 }
 
 pub fn create_tir(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
-    r.need(tirc::SIZE)?;
+    r.need(ifc::create_tir_in::SIZE)?;
     no_lro(r)?;
     let disp = match r.get(tirc::disp_type) {
         0 => {
@@ -73,38 +83,39 @@ pub fn create_tir(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     let n = next_id(&mut d.next_tir, |n| tirs.contains_key(&n));
     d.tirs.insert(n, tir);
     let mut o = out(0x10);
-    tirc::tirn.set(&mut o, n as u64);
+    ifc::create_tir_out::tirn.set(&mut o, n as u64);
     Ok(o)
 }
 
 pub fn modify_tir(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
-    r.need(tirc::SIZE)?;
-    let known = [tirc::bitmask_lro, tirc::bitmask_hash, tirc::bitmask_self_lb_en];
+    r.need(modify_tir_in::SIZE)?;
+    let known =
+        [modify_tir_in::bitmask::packet_merge, modify_tir_in::bitmask::hash, modify_tir_in::bitmask::self_lb_en];
     let mask = u32::from_be_bytes(r.input[0x14..0x18].try_into().expect("4 bytes"));
     let known_bits = known.iter().fold(0u32, |m, f| m | (1 << (0x18 * 8 - 1 - f.bit_off)));
     if mask & !known_bits != 0 || r.input[0x10..0x14] != [0; 4] {
         return Err(fail!(status::BAD_PARAM, MODIFY_TIR_BAD_BITMASK));
     }
-    if r.get(tirc::bitmask_lro) != 0 {
+    if r.get(modify_tir_in::bitmask::packet_merge) != 0 {
         no_lro(r)?;
     }
-    let hash = if r.get(tirc::bitmask_hash) != 0 { Some(hash_of(r)?) } else { None };
-    let n = r.get(tirc::tirn) as u32;
+    let hash = if r.get(modify_tir_in::bitmask::hash) != 0 { Some(hash_of(r)?) } else { None };
+    let n = r.get(modify_tir_in::tirn) as u32;
     let Some(tir) = cx.eth.dispatch.tirs.get_mut(&n) else {
         return Err(fail!(status::BAD_PARAM, MODIFY_TIR_BAD_TIRN));
     };
     if let Some(h) = hash {
         tir.hash = h;
     }
-    if r.get(tirc::bitmask_self_lb_en) != 0 {
-        tir.self_lb_block = r.get(tirc::self_lb_block) as u8;
+    if r.get(modify_tir_in::bitmask::self_lb_en) != 0 {
+        tir.self_lb_block = r.get(modify_tir_in::ctx::self_lb_block) as u8;
     }
     Ok(out(0x10))
 }
 
 pub fn destroy_tir(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(0x0c)?;
-    let n = r.get(tirc::tirn) as u32;
+    let n = r.get(ifc::destroy_tir_in::tirn) as u32;
     if cx.eth.dispatch.tirs.remove(&n).is_none() {
         return Err(fail!(status::BAD_PARAM, DESTROY_TIR_BAD_TIRN));
     }
@@ -117,7 +128,8 @@ fn rq_list(cx: &EthCx<'_>, r: &Req<'_>, max: u16) -> Result<Vec<u32>, CmdErr> {
     if n == 0 || n > max as usize {
         return Err(fail!(status::BAD_PARAM, RQT_BAD_SIZE));
     }
-    let list = r.input.get(rqtc::RQ_NUM..rqtc::RQ_NUM + n * 4).ok_or(fail!(status::BAD_INP_LEN, RQT_SHORT_LIST))?;
+    let at = rqtc::rq_num.byte_off();
+    let list = r.input.get(at..at + n * 4).ok_or(fail!(status::BAD_INP_LEN, RQT_SHORT_LIST))?;
     let rqns: Vec<u32> = list.chunks_exact(4).map(|c| u32::from_be_bytes([0, c[1], c[2], c[3]])).collect();
     if !rqns.iter().all(|&q| is_eth_rq(&cx.core.engine, q)) {
         return Err(fail!(status::BAD_PARAM, RQT_BAD_RQN));
@@ -126,7 +138,7 @@ fn rq_list(cx: &EthCx<'_>, r: &Req<'_>, max: u16) -> Result<Vec<u32>, CmdErr> {
 }
 
 pub fn create_rqt(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
-    r.need(rqtc::RQ_NUM)?;
+    r.need(ifc::create_rqt_in::SIZE)?;
     let max = r.get(rqtc::rqt_max_size) as usize;
     if max == 0 || max > MAX_RQT_SIZE {
         return Err(fail!(status::BAD_PARAM, CREATE_RQT_BAD_MAX));
@@ -140,17 +152,17 @@ pub fn create_rqt(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     let n = next_id(&mut d.next_rqt, |n| rqts.contains_key(&n));
     d.rqts.insert(n, Rqt { max_size: max as u16, rqns });
     let mut o = out(0x10);
-    rqtc::rqtn.set(&mut o, n as u64);
+    ifc::create_rqt_out::rqtn.set(&mut o, n as u64);
     Ok(o)
 }
 
 pub fn modify_rqt(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
-    r.need(rqtc::RQ_NUM)?;
-    let n = r.get(rqtc::rqtn) as u32;
+    r.need(modify_rqt_in::SIZE)?;
+    let n = r.get(modify_rqt_in::rqtn) as u32;
     let Some(max) = cx.eth.dispatch.rqts.get(&n).map(|q| q.max_size) else {
         return Err(fail!(status::BAD_PARAM, MODIFY_RQT_BAD_RQTN));
     };
-    if r.get(rqtc::bitmask_rqn_list) == 0 {
+    if r.get(modify_rqt_in::bitmask::rqn_list) == 0 {
         return Ok(out(0x10));
     }
     let rqns = rq_list(cx, r, max)?;
@@ -162,7 +174,7 @@ pub fn modify_rqt(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
 
 pub fn destroy_rqt(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     r.need(0x0c)?;
-    let n = r.get(rqtc::rqtn) as u32;
+    let n = r.get(ifc::destroy_rqt_in::rqtn) as u32;
     if cx.eth.dispatch.rqts.remove(&n).is_none() {
         return Err(fail!(status::BAD_PARAM, DESTROY_RQT_BAD_RQTN));
     }

@@ -8,7 +8,6 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::layout::{modify_nic_vport_context_in as mi, modify_vport_state_in, query_vport_counter as vc};
 pub use super::vport_state::{Vport, VportCounters};
 use super::EthCx;
 use crate::cmd::dispatch::{command, Command};
@@ -17,6 +16,7 @@ use crate::cmd::status;
 use crate::fields::Field;
 use crate::firmware::Firmware;
 use crate::ifc;
+use crate::ifc::{modify_nic_vport_context_in as mi, modify_vport_state_in, query_vport_counter_out as vc};
 
 impl EthCx<'_> {
     /// The port's operational state: cable connected and PAOS admin up.
@@ -104,17 +104,17 @@ pub fn query_nic_vport_context(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
 
 pub fn modify_nic_vport_context(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     use ifc::nic_vport_context as c;
+    use mi::field_select as fs;
     r.own_vport(mi::other_vport, fail!(status::BAD_PARAM, MODIFY_NIC_VPORT_CONTEXT_BAD_PARAM))?;
     r.need(mi::SIZE)?;
-    let ctx = |f: Field| r.get(Field::new(mi::CTX_BIT, 0).inner(f));
-    let unsupported =
-        [mi::fs_node_guid, mi::fs_port_guid, mi::fs_permanent_address, mi::fs_min_inline, mi::fs_change_event];
+    let ctx = |f: Field| r.get(mi::nic_vport_context.inner(f));
+    let unsupported = [fs::node_guid, fs::port_guid, fs::permanent_address, fs::min_inline, fs::change_event];
     if unsupported.iter().any(|&f| r.get(f) != 0) {
         // Identity and inline mode are the device's (firmware refuses them for a PF's own vport).
         return Err(fail!(status::BAD_PARAM, MODIFY_NIC_VPORT_CONTEXT_BAD_PARAM_2));
     }
     let mut lists: Option<(u64, Vec<u64>)> = None;
-    if r.get(mi::fs_addresses_list) != 0 {
+    if r.get(fs::addresses_list) != 0 {
         let ty = ctx(c::allowed_list_type);
         let n = ctx(c::allowed_list_size) as usize;
         let max_log = match ty {
@@ -127,7 +127,7 @@ pub fn modify_nic_vport_context(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
         if n > 1usize << cap {
             return Err(fail!(status::BAD_PARAM, MODIFY_NIC_VPORT_CONTEXT_BAD_PARAM_4));
         }
-        let base = mi::CTX_BIT + c::current_uc_mac_address.bit_off;
+        let base = mi::nic_vport_context::current_uc_mac_address.bit_off;
         let need = (base / 8) as usize + n * 8;
         r.need(need)?;
         let elems = (0..n).map(|k| r.get(Field::new(base + k as u32 * 64, 64))).collect();
@@ -135,21 +135,21 @@ pub fn modify_nic_vport_context(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
     }
     // Everything validated: apply.
     let v = &mut cx.eth.vport;
-    if r.get(mi::fs_mtu) != 0 {
+    if r.get(fs::mtu) != 0 {
         v.mtu = ctx(c::mtu) as u16;
     }
-    if r.get(mi::fs_promisc) != 0 {
+    if r.get(fs::promisc) != 0 {
         v.promisc_uc = ctx(c::promisc_uc) != 0;
         v.promisc_mc = ctx(c::promisc_mc) != 0;
         v.promisc_all = ctx(c::promisc_all) != 0;
     }
-    if r.get(mi::fs_roce_en) != 0 {
+    if r.get(fs::roce_en) != 0 {
         v.roce_en = ctx(c::roce_en) != 0;
     }
-    if r.get(mi::fs_disable_uc_local_lb) != 0 {
+    if r.get(fs::disable_uc_local_lb) != 0 {
         v.disable_uc_local_lb = ctx(c::disable_uc_local_lb) != 0;
     }
-    if r.get(mi::fs_disable_mc_local_lb) != 0 {
+    if r.get(fs::disable_mc_local_lb) != 0 {
         v.disable_mc_local_lb = ctx(c::disable_mc_local_lb) != 0;
     }
     match lists {
@@ -186,22 +186,22 @@ pub fn modify_vport_state(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
 }
 
 pub fn query_vport_counter(cx: &mut EthCx<'_>, r: &Req<'_>) -> CmdResult {
-    r.own_vport(vc::in_other_vport, fail!(status::BAD_PARAM, QUERY_VPORT_COUNTER_BAD_PARAM))?;
+    r.own_vport(ifc::query_vport_counter_in::other_vport, fail!(status::BAD_PARAM, QUERY_VPORT_COUNTER_BAD_PARAM))?;
     let c = &cx.eth.vport.counters;
-    let mut o = out(vc::OUT_SIZE);
+    let mut o = out(vc::SIZE);
     let mut put = |at: usize, p: &AtomicU64, b: &AtomicU64| {
         o[at..at + 8].copy_from_slice(&p.load(Ordering::Relaxed).to_be_bytes());
         o[at + 8..at + 16].copy_from_slice(&b.load(Ordering::Relaxed).to_be_bytes());
     };
     let zero = AtomicU64::new(0);
-    put(vc::RECEIVED_ERRORS, &c.rx_errors, &zero);
-    put(vc::TRANSMIT_ERRORS, &c.tx_errors, &zero);
-    put(vc::RECEIVED_ETH_BROADCAST, &c.rx_broadcast_packets, &c.rx_broadcast_octets);
-    put(vc::TRANSMITTED_ETH_BROADCAST, &c.tx_broadcast_packets, &c.tx_broadcast_octets);
-    put(vc::RECEIVED_ETH_UNICAST, &c.rx_unicast_packets, &c.rx_unicast_octets);
-    put(vc::TRANSMITTED_ETH_UNICAST, &c.tx_unicast_packets, &c.tx_unicast_octets);
-    put(vc::RECEIVED_ETH_MULTICAST, &c.rx_multicast_packets, &c.rx_multicast_octets);
-    put(vc::TRANSMITTED_ETH_MULTICAST, &c.tx_multicast_packets, &c.tx_multicast_octets);
+    put(vc::received_errors.byte_off(), &c.rx_errors, &zero);
+    put(vc::transmit_errors.byte_off(), &c.tx_errors, &zero);
+    put(vc::received_eth_broadcast.byte_off(), &c.rx_broadcast_packets, &c.rx_broadcast_octets);
+    put(vc::transmitted_eth_broadcast.byte_off(), &c.tx_broadcast_packets, &c.tx_broadcast_octets);
+    put(vc::received_eth_unicast.byte_off(), &c.rx_unicast_packets, &c.rx_unicast_octets);
+    put(vc::transmitted_eth_unicast.byte_off(), &c.tx_unicast_packets, &c.tx_unicast_octets);
+    put(vc::received_eth_multicast.byte_off(), &c.rx_multicast_packets, &c.rx_multicast_octets);
+    put(vc::transmitted_eth_multicast.byte_off(), &c.tx_multicast_packets, &c.tx_multicast_octets);
     Ok(o)
 }
 

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::cmd::{status, syndrome};
 use crate::hca::caps::roce::ROCE_ADDRESS_TABLE_SIZE;
-use crate::ifc::{self, roce_cap};
-use crate::roce::address::{roce_addr_layout as a, roce_address_in as ai};
+use crate::ifc::set_roce_address_in::roce_address as ra;
+use crate::ifc::{self, query_roce_address_in, query_roce_address_out, roce_cap, set_roce_address_in as ai};
 use crate::roce::state::RoceState;
 use crate::test_support::{cmd, data_seg, transition_in, Bench};
 use vrnic_engine::Io;
@@ -26,23 +26,23 @@ fn v4_gid(ip: [u8; 4]) -> [u8; 16] {
 
 /// A SET_ROCE_ADDRESS input as `mlx5_core_roce_gid_set` builds it.
 fn set_in(index: u16, gid: [u8; 16], mac: [u8; 6], vlan: Option<u16>, version: u64, l3: u64) -> Vec<u8> {
-    let mut i = cmd(ifc::MLX5_CMD_OP_SET_ROCE_ADDRESS, 0, ai::SET_SIZE);
+    let mut i = cmd(ifc::MLX5_CMD_OP_SET_ROCE_ADDRESS, 0, ai::SIZE);
     ai::roce_address_index.set(&mut i, index as u64);
     i[0x10..0x20].copy_from_slice(&gid);
     if let Some(v) = vlan {
-        a::vlan_valid.set(&mut i, 1);
-        a::vlan_id.set(&mut i, v as u64);
+        ra::vlan_valid.set(&mut i, 1);
+        ra::vlan_id.set(&mut i, v as u64);
     }
     i[0x22..0x28].copy_from_slice(&mac);
-    a::roce_version.set(&mut i, version);
-    a::roce_l3_type.set(&mut i, l3);
+    ra::roce_version.set(&mut i, version);
+    ra::roce_l3_type.set(&mut i, l3);
     i
 }
 
 fn query(t: &mut Bench, index: u16) -> Vec<u8> {
-    let mut i = cmd(ifc::MLX5_CMD_OP_QUERY_ROCE_ADDRESS, 0, ai::QUERY_SIZE);
-    ai::roce_address_index.set(&mut i, index as u64);
-    t.ok(&i, a::QUERY_OUT_SIZE)
+    let mut i = cmd(ifc::MLX5_CMD_OP_QUERY_ROCE_ADDRESS, 0, query_roce_address_in::SIZE);
+    query_roce_address_in::roce_address_index.set(&mut i, index as u64);
+    t.ok(&i, query_roce_address_out::SIZE)
 }
 
 #[test]
@@ -129,9 +129,9 @@ fn bad_roce_addresses_fail_with_their_own_syndromes() {
         assert_eq!(t.fails(&i, 16), (status::BAD_PARAM, syn));
     }
     assert!(t.fw.roce.gids.get(1).is_none(), "nothing written by a failed command");
-    let mut q = cmd(ifc::MLX5_CMD_OP_QUERY_ROCE_ADDRESS, 0, ai::QUERY_SIZE);
-    ai::roce_address_index.set(&mut q, ROCE_ADDRESS_TABLE_SIZE as u64);
-    assert_eq!(t.fails(&q, a::QUERY_OUT_SIZE), (status::BAD_PARAM, syndrome::ROCE_ADDRESS_BAD_INDEX));
+    let mut q = cmd(ifc::MLX5_CMD_OP_QUERY_ROCE_ADDRESS, 0, query_roce_address_in::SIZE);
+    query_roce_address_in::roce_address_index.set(&mut q, ROCE_ADDRESS_TABLE_SIZE as u64);
+    assert_eq!(t.fails(&q, query_roce_address_out::SIZE), (status::BAD_PARAM, syndrome::ROCE_ADDRESS_BAD_INDEX));
     // A truncated input.
     let short = &set_in(1, g, MAC, None, 2, 0)[..0x20];
     assert_eq!(t.fails(short, 16).0, status::BAD_INP_LEN);

@@ -25,12 +25,15 @@
 
 use std::ops::RangeInclusive;
 
-use super::cong_layout::{cong_params, cong_statistics, cong_status, ecn_np, ecn_rp, general};
-use super::cong_layout::{NODE_GENERAL, NODE_NP, NODE_RP};
 use super::state::CongGeneral;
 use crate::cmd::req::{fail, out, CmdErr, CmdResult, Req};
 use crate::cmd::status;
 use crate::fields::Field;
+use crate::ifc::{cong_control_r_roce_ecn_np as ecn_np, cong_control_r_roce_ecn_rp as ecn_rp};
+use crate::ifc::{cong_control_r_roce_general as general, cong_control_roce_ecn_auto};
+use crate::ifc::{modify_cong_params_in, query_cong_params_in, query_cong_params_out};
+use crate::ifc::{modify_cong_status_in, query_cong_status_in, query_cong_status_out};
+use crate::ifc::{query_cong_statistics_in, query_cong_statistics_out};
 use crate::roce::RoceCx;
 use vrnic_cc::{CcConfig, NpParams, RpParams};
 
@@ -46,6 +49,18 @@ pub struct Param<P> {
 }
 
 const ANY: RangeInclusive<u32> = 0..=u32::MAX;
+
+/// `cong_protocol` values (`enum mlx5_ib_cong_node_type` of drivers/infiniband/hw/mlx5/cong.c: not in
+/// the mlx5 headers).
+pub const NODE_RP: u64 = 1;
+pub const NODE_NP: u64 = 2;
+pub const NODE_GENERAL: u64 = 3;
+
+// [`status_target`] reads QUERY and MODIFY_CONG_STATUS's node and priority through QUERY's names.
+const _: () = {
+    assert!(query_cong_status_in::cong_protocol.bit_off == modify_cong_status_in::cong_protocol.bit_off);
+    assert!(query_cong_status_in::priority.bit_off == modify_cong_status_in::priority.bit_off);
+};
 
 macro_rules! param {
     ($layout:ident :: $f:ident, $bit:expr, bool) => {
@@ -131,11 +146,11 @@ pub fn apply<P: Copy>(table: &[Param<P>], select: u32, block: &[u8], p: &P) -> R
 
 /// The node and priority a CONG_STATUS command names.
 fn status_target(r: &Req<'_>) -> Result<(u64, u8), CmdErr> {
-    let node = r.get(cong_status::cong_protocol);
+    let node = r.get(query_cong_status_in::cong_protocol);
     if node != NODE_RP && node != NODE_NP {
         return Err(fail!(status::BAD_PARAM, CONG_STATUS_BAD_PROTOCOL));
     }
-    let prio = r.get(cong_status::priority);
+    let prio = r.get(query_cong_status_in::priority);
     if prio > 7 {
         return Err(fail!(status::BAD_PARAM, CONG_STATUS_BAD_PRIORITY));
     }
@@ -143,19 +158,19 @@ fn status_target(r: &Req<'_>) -> Result<(u64, u8), CmdErr> {
 }
 
 pub fn query_cong_status(cx: &mut RoceCx<'_>, r: &Req<'_>) -> CmdResult {
-    r.need(cong_status::SIZE)?;
+    r.need(query_cong_status_in::SIZE)?;
     let (node, prio) = status_target(r)?;
     let c = cx.roce.cc.config();
     let on = if node == NODE_RP { c.rp_on(prio) } else { c.np_on(prio) };
-    let mut o = out(cong_status::SIZE);
-    cong_status::enable.set_bool(&mut o, on);
+    let mut o = out(query_cong_status_out::SIZE);
+    query_cong_status_out::enable.set_bool(&mut o, on);
     Ok(o)
 }
 
 pub fn modify_cong_status(cx: &mut RoceCx<'_>, r: &Req<'_>) -> CmdResult {
-    r.need(cong_status::SIZE)?;
+    r.need(modify_cong_status_in::SIZE)?;
     let (node, prio) = status_target(r)?;
-    let on = r.get(cong_status::enable) != 0;
+    let on = r.get(modify_cong_status_in::enable) != 0;
     let mut c = cx.roce.cc.config();
     let mask = if node == NODE_RP { &mut c.rp_enabled } else { &mut c.np_enabled };
     if on {
@@ -168,28 +183,28 @@ pub fn modify_cong_status(cx: &mut RoceCx<'_>, r: &Req<'_>) -> CmdResult {
 }
 
 pub fn query_cong_params(cx: &mut RoceCx<'_>, r: &Req<'_>) -> CmdResult {
-    r.need(cong_params::QUERY_IN_SIZE)?;
-    let mut block = [0u8; cong_params::BLOCK_SIZE];
+    r.need(query_cong_params_in::SIZE)?;
+    let mut block = [0u8; cong_control_roce_ecn_auto::SIZE];
     let c = cx.roce.cc.config();
-    match r.get(cong_params::cong_protocol) {
+    match r.get(query_cong_params_in::cong_protocol) {
         NODE_RP => encode(RP_PARAMS, &c.rp, &mut block),
         NODE_NP => encode(NP_PARAMS, &c.np, &mut block),
         NODE_GENERAL => encode(GENERAL_PARAMS, &cx.roce.cong_general, &mut block),
         _ => return Err(fail!(status::BAD_PARAM, CONG_PARAMS_BAD_PROTOCOL)),
     }
-    let mut o = out(cong_params::QUERY_OUT_SIZE);
-    if let Some(b) = cong_params::query_parameters.bytes_mut(&mut o) {
+    let mut o = out(query_cong_params_out::SIZE);
+    if let Some(b) = query_cong_params_out::congestion_parameters.bytes_mut(&mut o) {
         b.copy_from_slice(&block);
     }
     Ok(o)
 }
 
 pub fn modify_cong_params(cx: &mut RoceCx<'_>, r: &Req<'_>) -> CmdResult {
-    r.need(cong_params::MODIFY_IN_SIZE)?;
-    let block = r.sub(cong_params::modify_parameters)?;
-    let select = r.get(cong_params::field_select) as u32;
+    r.need(modify_cong_params_in::SIZE)?;
+    let block = r.sub(modify_cong_params_in::congestion_parameters)?;
+    let select = r.get(modify_cong_params_in::field_select) as u32;
     let c = cx.roce.cc.config();
-    match r.get(cong_params::cong_protocol) {
+    match r.get(modify_cong_params_in::cong_protocol) {
         NODE_RP => {
             let rp = apply(RP_PARAMS, select, &block, &c.rp)?;
             cx.roce.cc.set_config(CcConfig { rp, ..c });
@@ -205,12 +220,17 @@ pub fn modify_cong_params(cx: &mut RoceCx<'_>, r: &Req<'_>) -> CmdResult {
 }
 
 pub fn query_cong_statistics(cx: &mut RoceCx<'_>, r: &Req<'_>) -> CmdResult {
-    r.need(cong_statistics::IN_SIZE)?;
-    let s = if r.get(cong_statistics::clear) != 0 { cx.roce.cc.take_statistics() } else { cx.roce.cc.statistics() };
-    let mut o = out(cong_statistics::OUT_SIZE);
-    cong_statistics::rp_cnp_ignored.set(&mut o, s.rp_cnp_ignored);
-    cong_statistics::rp_cnp_handled.set(&mut o, s.rp_cnp_handled);
-    cong_statistics::np_ecn_marked_roce_packets.set(&mut o, s.np_ecn_marked_roce_packets);
-    cong_statistics::np_cnp_sent.set(&mut o, s.np_cnp_sent);
+    use query_cong_statistics_out as o_;
+    r.need(query_cong_statistics_in::SIZE)?;
+    let s = if r.get(query_cong_statistics_in::clear) != 0 {
+        cx.roce.cc.take_statistics()
+    } else {
+        cx.roce.cc.statistics()
+    };
+    let mut o = out(o_::SIZE);
+    o_::rp_cnp_ignored.set(&mut o, s.rp_cnp_ignored);
+    o_::rp_cnp_handled.set(&mut o, s.rp_cnp_handled);
+    o_::np_ecn_marked_roce_packets.set(&mut o, s.np_ecn_marked_roce_packets);
+    o_::np_cnp_sent.set(&mut o, s.np_cnp_sent);
     Ok(o)
 }

@@ -1,6 +1,6 @@
 //! The congestion-control commands through the real command transport, with
 //! the byte offsets of `mlx5_ifc.h` written out by hand (not through
-//! `cong_layout.rs`): what ib/cong.c writes and reads, the caps that make
+//! the generated `ifc.rs`): what ib/cong.c writes and reads, the caps that make
 //! mlx5_ib use them, bad input, and the InfiniBand personality.
 
 use std::sync::Arc;

@@ -5,12 +5,11 @@
 //! PMA behind MAD_IFC that ib_core's port `counters/` read ([`pma`]), the RDMA
 //! half of the Q counter sets (`hw_counters/`, [`qcounters`]), multicast
 //! frames for attached groups ([`mcast`]), the congestion-control commands
-//! over the port's `CcControl` ([`cong`], layouts in [`cong_layout`]). Selected by
+//! over the port's `CcControl` ([`cong`]). Selected by
 //! `LinkLayer::Eth`; the capability pages are `hca/caps/roce.rs`.
 
 pub mod address;
 pub mod cong;
-pub mod cong_layout;
 pub mod mcast;
 pub mod pma;
 pub mod qcounters;
