@@ -360,7 +360,7 @@ mod eth_queues;
 mod events;
 #[path = "fw_tests_hca.rs"]
 mod hca_cmds;
-#[path = "datapath/mad_wire_tests.rs"]
+#[path = "ib/mad_wire_tests.rs"]
 mod mad_wire;
 #[path = "datapath/mcast_wire_tests.rs"]
 mod mcast_wire;
@@ -374,12 +374,6 @@ mod roce_cmds;
 #[cfg(not(miri))]
 #[path = "roce/cong_tests.rs"]
 mod roce_cong;
-#[path = "datapath/sa_wire_tests.rs"]
-mod sa_wire;
-#[path = "datapath/sm_wire_tests.rs"]
-mod sm_wire;
-#[path = "datapath/smi_route_tests.rs"]
-mod smi_route;
 #[path = "fw_tests_wqe.rs"]
 mod wqe_paths;
 #[path = "fw_tests_xrc.rs"]

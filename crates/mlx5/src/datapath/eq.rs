@@ -79,7 +79,7 @@ impl Firmware {
     }
 
     /// The EQs whose event bitmask asks for events of type `ty`.
-    pub(super) fn eqs_for(&self, ty: u32) -> Vec<u32> {
+    pub(crate) fn eqs_for(&self, ty: u32) -> Vec<u32> {
         self.eqs.iter().filter(|(_, e)| e.event_bitmask[0] & (1u64 << ty) != 0).map(|(n, _)| n).collect()
     }
 
@@ -110,14 +110,11 @@ impl Firmware {
         }
     }
 
-    /// Posts a PORT_CHANGE event (sub_type 4 ACTIVE, 1 DOWN) to every EQ that asked for it.
+    /// The IB port's cable in or out (`ib::port::PortConfig::set_link`):
+    /// PORT_CHANGE (sub_type 4 ACTIVE, 5 INITIALIZED, 1 DOWN) to every EQ
+    /// that asked for it.
     pub fn port_change(&mut self, active: bool) {
-        self.ib.port.port_state = if active { 4 } else { 1 };
-        self.ib.port.phys_state = if active { 5 } else { 3 };
-        let mut data = [0u8; 28];
-        ifc::port_state_change_event::port_num.set(&mut data, 1);
-        for eqn in self.eqs_for(ifc::MLX5_EVENT_TYPE_PORT_CHANGE) {
-            self.post_eqe(eqn, ifc::MLX5_EVENT_TYPE_PORT_CHANGE as u8, if active { 4 } else { 1 }, &data);
-        }
+        let sub = self.ib.port.set_link(active);
+        self.port_event(sub);
     }
 }
