@@ -374,6 +374,8 @@ mod roce_cmds;
 #[cfg(not(miri))]
 #[path = "roce/cong_tests.rs"]
 mod roce_cong;
+#[path = "ib/sma_tests.rs"]
+mod sma;
 #[path = "fw_tests_wqe.rs"]
 mod wqe_paths;
 #[path = "fw_tests_xrc.rs"]

@@ -20,6 +20,7 @@
 //! alone, powered up unconfigured: an SM in a guest (OpenSM) sweeps the
 //! fabric through it and sets it up. docs/ib-fabric.md.
 
+mod config;
 mod mad;
 mod services;
 #[cfg(test)]
@@ -30,61 +31,11 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use vrnic_cc::CcControl;
 use vrnic_packet::{Dest, PacketHandler, PacketSink, RxMeta};
 
+pub use config::{SmMode, StageConfig, StageCounters};
 use services::Services;
 pub use services::{Out, SmView, PORT_UPDATE_RETRY_NS, SA_TICK_NS};
 
-use crate::port::PortRecord;
-use crate::sa::SaStats;
-use crate::sm_role::SmTiming;
-
-/// Which SM the fabric has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SmMode {
-    /// None built in: an SM elsewhere (OpenSM in a guest) configures the
-    /// fabric. The CA port starts unconfigured, the switch powered up.
-    Off,
-    /// A static SM at `sm_lid`: that server runs the SA and answers SMInfo;
-    /// no polls, no failover.
-    Static { sm_lid: u16 },
-    /// SM roles (IBTA 14.4): every server an SM, the master elected by
-    /// priority then LID, polls between servers, takeover. Without peers
-    /// (or LID 0) it is the static SM of the lowest LID.
-    Roles { priority: u8, timing: SmTiming },
-}
-
-/// What a stage is built from.
-#[derive(Debug, Clone)]
-pub struct StageConfig {
-    /// This port as the SA records it: its fabric LID, GUIDs, description.
-    pub own: PortRecord,
-    /// The other CA LIDs of the fabric (whose identity is the derived one:
-    /// [`PortRecord::derived`]).
-    pub peers: Vec<u16>,
-    /// The modeled switch's LID (`None`: the highest CA LID + 1).
-    pub switch_lid: Option<u16>,
-    pub sm: SmMode,
-}
-
-/// The stage's counters (`stats` → `subnet`).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct StageCounters {
-    /// Directed-route SMPs the switch forwarded or answered, and those it
-    /// refused (`switch::DrDrop`).
-    pub dr_smp_routed: u64,
-    pub dr_smp_drops: u64,
-    /// LID-routed SMPs the switch's SMA answered.
-    pub switch_smp_answered: u64,
-    /// SMInfo SMPs this server's SM answered (the roles' or the static SM's).
-    pub sm_info_answered: u64,
-    /// SMInfo answers to a poll that failed or did not parse, traps and
-    /// other methods sent to the SM: counted, not acted on.
-    pub sm_info_drops: u64,
-    /// Updates of this CA's PortInfo (MasterSMLID) the CA took, and tries it refused.
-    pub port_updates: u64,
-    pub port_update_errors: u64,
-    /// MADs the stage sent (answers, forwarded SMPs, polls).
-    pub mads_sent: u64,
-}
+use crate::sa::{Sa, SaStats};
 
 /// This server's copy of the modeled switch, as `stats` shows it.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -198,7 +149,7 @@ impl IbStage {
     }
 
     /// Runs `f` on the SA, where this port runs it.
-    pub fn with_sa<R>(&self, f: impl FnOnce(&mut crate::Sa) -> R) -> Option<R> {
+    pub fn with_sa<R>(&self, f: impl FnOnce(&mut Sa) -> R) -> Option<R> {
         self.lock().sa.as_mut().map(f)
     }
 
@@ -224,7 +175,7 @@ impl PacketSink for IbStage {
         if mad::dest_qp(pkt) == Some(0) {
             if let Some(m) = mad::parse(pkt) {
                 let mut out = Vec::new();
-                let taken = self.lock().from_ca(dest.lid, &m, &mut out);
+                let taken = self.lock().take_sent(dest.lid, &m, &mut out);
                 self.emit(out);
                 if taken {
                     return;
@@ -259,7 +210,7 @@ impl PacketHandler for IbStage {
         if matches!(mad::dest_qp(pkt), Some(0 | 1)) {
             if let Some(m) = mad::parse(pkt) {
                 let mut out = Vec::new();
-                let taken = self.lock().from_fabric(meta.src.lid, &m, &mut out);
+                let taken = self.lock().take_received(meta.src.lid, &m, &mut out);
                 self.emit(out);
                 if taken {
                     return;

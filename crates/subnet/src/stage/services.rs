@@ -7,13 +7,15 @@
 
 use tracing::{debug, info, warn};
 
+use super::config::{SmMode, StageConfig, StageCounters};
 use super::mad::MadPacket;
-use super::{SmMode, StageConfig, StageCounters};
+use crate::db::Subnet;
 use crate::port::PortRecord;
+use crate::sa::{Sa, SaConfig};
 use crate::sm_info::SmInfoAgent;
 use crate::sm_role::{SmChange, SmRoles, SmStats};
+use crate::source::MadSource;
 use crate::switch::{Switch, SwitchConfig, SwitchStart};
-use crate::{MadSource, Sa, SaConfig, Subnet};
 use vrnic_wire::mad::{
     self, METHOD_GET, METHOD_GET_RESP, METHOD_SET, MGMT_CLASS_SUBN_ADM, MGMT_CLASS_SUBN_DIRECTED_ROUTE,
     MGMT_CLASS_SUBN_LID_ROUTED,
@@ -197,7 +199,7 @@ impl Services {
     /// A QP0 packet this CA sends to `dlid`: the switch's when it enters the
     /// switch (a directed-route SMP past hop 0, or an SMP to the switch's
     /// LID or the permissive LID: the port at the other end of the link).
-    pub(super) fn from_ca(&mut self, dlid: u16, m: &MadPacket, out: &mut Vec<Out>) -> bool {
+    pub(super) fn take_sent(&mut self, dlid: u16, m: &MadPacket, out: &mut Vec<Out>) -> bool {
         let Some(in_port) = self.in_port.filter(|_| m.dest_qp == 0 && m.src_qp == 0) else { return false };
         match m.class() {
             MGMT_CLASS_SUBN_DIRECTED_ROUTE if m.mad[smp::field::HOP_CNT] > 0 => {
@@ -233,7 +235,7 @@ impl Services {
     /// A QP0/QP1 packet from the fabric (or looped back from this CA) from
     /// `slid`: the built-in SM's when it is a SubnAdm MAD for its SA, an
     /// SMInfo SMP for its SM, or the CA's answer to its PortInfo update.
-    pub(super) fn from_fabric(&mut self, slid: u16, m: &MadPacket, out: &mut Vec<Out>) -> bool {
+    pub(super) fn take_received(&mut self, slid: u16, m: &MadPacket, out: &mut Vec<Out>) -> bool {
         if !self.link_up {
             // The port's link is down: nothing reaches the SM on it (the CA drops it too).
             return false;

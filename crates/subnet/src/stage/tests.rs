@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use super::mad::{self, MadPacket};
 use super::*;
+use crate::port::PortRecord;
 use crate::sm_role::SmTiming;
 use crate::test_support::{request, TID};
 use vrnic_fabric::{Endpoint, InProcNet};
