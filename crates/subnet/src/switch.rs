@@ -23,7 +23,7 @@
 //!
 //! How it starts ([`SwitchStart`]): as vrnic's built-in SM leaves it (its
 //! LID, every port ACTIVE, the LFT of the cabling), or as a switch powers up
-//! before an SM has swept (no LID, every port INIT, an empty LFT).
+//! before an SM has swept (no LID, every external port INIT, an empty LFT).
 
 use std::collections::BTreeMap;
 
@@ -87,8 +87,10 @@ pub enum SwitchStart {
     /// port and the switch's LID to port 0.
     #[default]
     Configured,
-    /// As a switch powers up before an SM has swept: no LID, every port INIT
-    /// (LinkUp), an empty LFT (LinearFDBTop 0); an SM sets the rest.
+    /// As a switch powers up before an SM has swept: no LID, every external
+    /// port INIT (LinkUp), an empty LFT (LinearFDBTop 0); an SM sets the
+    /// rest. The base management port 0 has no link: it is ACTIVE (OpenSM
+    /// never sets a base port 0's state).
     PowerOn,
 }
 
@@ -154,6 +156,7 @@ impl Switch {
         let ports = (0..=ca_lids.len())
             .map(|p| {
                 let mgmt = p == 0 && configured;
+                let state = if p == 0 { pi::PORT_STATE_ACTIVE } else { state };
                 port_image(if mgmt { lid } else { 0 }, if mgmt { sm_lid } else { 0 }, state)
             })
             .collect();

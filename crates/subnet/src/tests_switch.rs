@@ -200,7 +200,7 @@ fn ok_data(a: &[u8]) -> Vec<u8> {
 fn an_sm_configures_a_powered_up_switch() {
     let mut s = Switch::new([1, 2, 3], 0, SwitchConfig { start: SwitchStart::PowerOn, ..Default::default() });
     assert_eq!((s.lid(), s.port0_lid()), (4, 0), "reached at LID 4, no LID of its own yet");
-    assert_eq!((0..=3).map(|p| s.port_state(p).unwrap()).collect::<Vec<_>>(), vec![2; 4], "every port INIT");
+    assert_eq!((0..=3).map(|p| s.port_state(p).unwrap()).collect::<Vec<_>>(), vec![4, 2, 2, 2], "external ports INIT");
     assert!((0..8).all(|l| s.route(l) == NO_PORT), "an empty LFT");
     // Port 0: LID 4, MasterSMLID 1 (OpenSM's lid manager; its PortInfo Get, changed).
     let mut p0 = ok_data(&s.answer(&dr_get(ATTR_PORT_INFO, 0, &[0, 1]), 1));
@@ -208,10 +208,10 @@ fn an_sm_configures_a_powered_up_switch() {
     p0[18..20].copy_from_slice(&1u16.to_be_bytes());
     (p0[32], p0[33]) = (p0[32] & 0xf0, 0x02);
     let a = ok_data(&s.answer(&dr_set(ATTR_PORT_INFO, 0, &p0), 1));
-    assert_eq!((rd16(&a, 16), rd16(&a, 18), a[32] & 0xf), (4, 1, 2), "LID, MasterSMLID set, still INIT");
+    assert_eq!((rd16(&a, 16), rd16(&a, 18), a[32] & 0xf), (4, 1, 4), "LID, MasterSMLID set; port 0 ACTIVE");
     assert_eq!(s.port0_lid(), 4);
-    // The link manager: ARMED, then ACTIVE, on every port; ACTIVE before ARMED is refused.
-    for port in 0..=3u32 {
+    // The link manager: ARMED, then ACTIVE, on every external port; ACTIVE before ARMED is refused.
+    for port in 1..=3u32 {
         let mut pi = ok_data(&s.answer(&dr_get(ATTR_PORT_INFO, port, &[0, 1]), 1));
         (pi[32], pi[33]) = ((pi[32] & 0xf0) | 4, 0x02);
         let r = s.answer(&dr_set(ATTR_PORT_INFO, port, &pi), 1);
@@ -250,7 +250,7 @@ fn an_sm_configures_a_powered_up_switch() {
     // ibroute's view: what the SM programmed.
     let got = ok_data(&s.answer(&dr_get(ATTR_LINEAR_FWD_TABLE, 0, &[0, 1]), 2));
     assert_eq!(&got[..5], &[NO_PORT, 1, 2, 3, 0]);
-    assert!(s.sets() >= 13);
+    assert_eq!(s.sets(), 1 + 3 * 2 + 5, "port 0, ARMED and ACTIVE on 3 ports, SwitchInfo, LFT, MFT, two P_Key tables");
     let mut top = si.clone();
     top[6..8].copy_from_slice(&0xc000u16.to_be_bytes());
     assert_eq!(rd16(&s.answer(&dr_set(ATTR_SWITCH_INFO, 0, &top), 1), 4) & 0x7fff, 0x1c, "top past the cap");

@@ -280,7 +280,7 @@ fn without_the_built_in_sm_everything_but_the_switch_reaches_the_guest() {
     let (net, s) = servers(3, SmMode::Off);
     let v = s[0].stage.view();
     assert_eq!((v.sm_lid, v.sa.is_none(), v.sm.is_none()), (0, true, true));
-    assert_eq!((v.switch.lid, v.switch.port0_lid, v.switch.port_states.clone()), (4, 0, vec![2; 4]));
+    assert_eq!((v.switch.lid, v.switch.port0_lid, v.switch.port_states.clone()), (4, 0, vec![4, 2, 2, 2]));
     s[1].ca.send(1, 1, 1, &node_record_get(2));
     s[1].ca.send(1, 0, 0, &smp_sminfo::smp(METHOD_GET, 0x57, 0, None));
     pump(&net, &s);
