@@ -40,8 +40,9 @@ if [ "$G" = 0 ]; then
   echo "$SW 4 4" >> $OSM/guid2lid
   echo "OPENSM g0 port $PG switch $SW guid2lid: $(tr '\n' ';' < $OSM/guid2lid)"
   t0=$(vr_now)
-  # -D 0x83: errors, info and the SYS messages ("SUBNET UP") in the log
-  OSM_CACHE_DIR=$OSM opensm -g "$PG" -D 0x83 -f $OSM/opensm.log > $OSM/opensm.out 2>&1 &
+  # -D 0x83: errors, info and the SYS messages in the log; -d 2: flushed as written (SUBNET UP is info);
+  # --dump_files_dir: its subnet dumps (opensm-subnet.lst, ...) where the initramfs has a directory
+  OSM_CACHE_DIR=$OSM opensm -g "$PG" -D 0x83 -d 2 --dump_files_dir $OSM -f $OSM/opensm.log > $OSM/opensm.out 2>&1 &
   i=0; until grep -q "SUBNET UP" $OSM/opensm.log 2>/dev/null || [ $i -ge 900 ]; do sleep 0.1; i=$((i + 1)); done
   echo "OPENSM g0 subnet up after $(vr_since $t0) s: $(grep -c 'SUBNET UP' $OSM/opensm.log 2>/dev/null) SUBNET UP line(s)"
 fi
