@@ -17,7 +17,8 @@
 //! sm_sl = 0              # PortInfo.MasterSMSL
 //! switch_lid = 4         # the modeled switch's LID; default: the highest LID of this port and its peers + 1
 //!
-//! [sm]                   # SM roles and failover (docs/ib-fabric.md); off with an explicit sm_lid
+//! [sm]                   # the built-in SM: roles and failover (docs/ib-fabric.md); static with an explicit sm_lid
+//! enabled = true         # false: no built-in SM (OpenSM in a guest configures the fabric; the port starts INIT)
 //! priority = 0           # SMInfo Priority, 0..=15: the highest live one is master, ties: the lowest LID
 //! poll_ms = 1000         # SMInfo polls of the other servers, one per period
 //! poll_misses = 3        # polls unanswered in a row that make a server dead
@@ -251,10 +252,14 @@ pub struct Config {
     pub sm: Sm,
 }
 
-/// `[sm]`: the SM roles (`subnet::sm_role`).
+/// `[sm]`: the built-in SM (`subnet::stage`) and its roles (`subnet::sm_role`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Sm {
+    /// Whether vrnic's built-in SM runs (the SA, SMInfo, the roles). False:
+    /// an SM in a guest (OpenSM) configures the fabric; the port starts INIT
+    /// without a LID and the modeled switch unconfigured.
+    pub enabled: bool,
     /// SMInfo Priority, 0..=15.
     pub priority: u8,
     /// The SMInfo poll period in ms (>= 10).
@@ -267,7 +272,7 @@ pub struct Sm {
 
 impl Default for Sm {
     fn default() -> Self {
-        Sm { priority: 0, poll_ms: 1000, poll_misses: 3, failover: true }
+        Sm { enabled: true, priority: 0, poll_ms: 1000, poll_misses: 3, failover: true }
     }
 }
 
@@ -289,17 +294,9 @@ impl Default for Config {
 /// Bytes of a NodeDescription (IBTA 14.2.5.2).
 pub const NODE_DESC_MAX: usize = 64;
 
-/// The node GUID of a port whose configuration names none: the ConnectX
-/// OUI-based prefix 0x0002c903_00a0 with the LID in bits 8..24, so LID 1
-/// is 0x0002c90300a00100 (port GUID ...0101).
-pub fn derived_node_guid(lid: u16) -> u64 {
-    0x0002_c903_00a0_0000 | (lid as u64) << 8
-}
-
-/// The NodeDescription of a port whose configuration names none.
-pub fn derived_node_desc(lid: u16) -> String {
-    format!("vrnic emulated ConnectX-5 lid {lid}")
-}
+/// The identity of a port whose configuration names none (the subnet's
+/// rule: every server derives its peers' so).
+pub use vrnic_subnet::port::{derived_node_desc, derived_node_guid};
 
 fn parse_guid(s: &str) -> Result<u64, ConfigError> {
     let t = s.trim_start_matches("0x").replace(':', "");
@@ -424,8 +421,12 @@ impl Config {
     }
 
     /// PortInfo.MasterSMLID: `identity.sm_lid`, else the lowest LID among
-    /// this port and its fabric peers (where the subnet's SM will run).
+    /// this port and its fabric peers (where the subnet's SM will run); 0
+    /// without the built-in SM (the SM in a guest sets it).
     pub fn sm_lid(&self) -> u16 {
+        if !self.sm.enabled {
+            return 0;
+        }
         if self.identity.sm_lid != 0 {
             return self.identity.sm_lid;
         }
@@ -517,6 +518,8 @@ mod tests {
         assert!(Config::parse("[sm]\npoll_misses = 0\n").is_err());
         let c = Config::parse("[sm]\npriority = 7\npoll_ms = 200\n").unwrap();
         assert_eq!((c.sm.priority, c.sm.poll_ms, c.sm.poll_misses, c.sm.failover), (7, 200, 3, true));
+        let off = Config::parse("[sm]\nenabled = false\n[identity]\nlid = 2\n").unwrap();
+        assert_eq!((off.sm.enabled, off.sm_lid()), (false, 0));
     }
 
     #[test]

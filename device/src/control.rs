@@ -3,8 +3,9 @@
 //!
 //! Commands (one per line, one reply line each):
 //! * `raise <vector>` – raise MSI-X vector → `ok delivered|pending` or `err <reason>`
-//! * `link up|down` – change the port's physical state (InfiniBand: PortState; Ethernet: the cable, carrier =
-//!   cable and PAOS admin up); the driver gets a PORT_CHANGE event when the operational state flips
+//! * `link up|down` – change the port's physical state (InfiniBand: PortState, back up ACTIVE with the built-in
+//!   SM, INIT without; the SM on the port hears nothing while it is down; Ethernet: the cable, carrier = cable and
+//!   PAOS admin up); the driver gets a PORT_CHANGE event when the operational state flips
 //! * `cc on|off` – RoCE congestion control (Ethernet port): enable or disable the ECN notification and
 //!   DCQCN reaction points on every priority, keeping their parameters → `ok cc on|off`; `cc` alone →
 //!   `ok cc rp=0x.. np=0x..` (the per-priority enable masks)
@@ -43,6 +44,8 @@ pub struct ControlHandles {
     pub eth_link: Option<Arc<vrnic_fabric::ether::EtherCounters>>,
     /// The RoCE port's congestion control (Ethernet port).
     pub cc: Option<Arc<vrnic_cc::CcControl>>,
+    /// The InfiniBand port's IB stage (the modeled switch, the built-in SM).
+    pub subnet: Option<Arc<vrnic_subnet::IbStage>>,
 }
 
 impl ControlHandles {
@@ -62,7 +65,12 @@ impl ControlHandles {
                 Some(fw) => {
                     let mut fw = fw.lock().unwrap_or_else(|e| e.into_inner());
                     match fw.link_layer() {
-                        LinkLayer::Ib => fw.port_change(st == "up"),
+                        LinkLayer::Ib => {
+                            fw.port_change(st == "up");
+                            if let Some(s) = &self.subnet {
+                                s.set_link(st == "up");
+                            }
+                        }
                         // The Ethernet cable: carrier = cable && PAOS admin up, event on a flip.
                         LinkLayer::Eth => fw.eth_set_cable(st == "up"),
                     }

@@ -13,7 +13,7 @@ use std::os::fd::OwnedFd;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use tracing::{info, warn};
+use tracing::info;
 
 use crate::config::{Config, DoorbellMode};
 use crate::uar_poller::{PollerStats, UarPoller};
@@ -32,6 +32,7 @@ use vrnic_mlx5::uar::BurstKick;
 use vrnic_mlx5::uar::{arm_page, Doorbell, UAR_PAGE};
 use vrnic_mlx5::{DoorbellSink, DoorbellStats, InitSegment, Kick};
 use vrnic_pci::*;
+use vrnic_subnet::IbStage;
 use vrnic_sys::clock::MonotonicClock;
 use vrnic_sys::{memfd, SharedMem};
 use vrnic_vfio::{DmaSpace, Interrupts};
@@ -66,6 +67,9 @@ pub struct Vrnic {
     fw: Arc<Mutex<Firmware>>,
     /// The InfiniBand port's RoCEv2-over-UDP fabric (None on Ethernet).
     fabric: Option<UdpFabric>,
+    /// The InfiniBand port's IB stage, between the firmware and the fabric
+    /// port: the modeled switch and the built-in SM (None on Ethernet).
+    stage: Option<Arc<IbStage>>,
     /// An Ethernet port's RoCE port (the engine's packet path there).
     roce: Option<Arc<RocePort>>,
     /// An Ethernet port's link (its worker stops when the device is dropped).
@@ -182,68 +186,28 @@ impl PacketHandler for Kicking {
     }
 }
 
-/// The ports of the SA's database: this port as configured, and each
-/// `[fabric]` peer's LID with the identity a port gets when its
-/// configuration names none (`config::derived_node_guid`, port GUID + 1,
-/// `derived_node_desc`).
-fn subnet_ports(config: &Config) -> Vec<vrnic_subnet::PortRecord> {
-    use vrnic_subnet::PortRecord;
+/// The IB stage of this port (docs/ib-fabric.md): the modeled switch, and
+/// the built-in SM unless `[sm] enabled = false`: SM roles between this port
+/// and its `[fabric]` peers, or a static SM where `--sm-lid` names one or
+/// `[sm] failover = false` (the lowest LID).
+fn ib_stage(config: &Config) -> IbStage {
+    use vrnic_subnet::sm_role::SmTiming;
+    use vrnic_subnet::{PortRecord, SmMode, StageConfig};
     let lid = config.identity.lid;
     let mut own = PortRecord::new(lid, config.port_guid(), config.node_guid());
     own.sys_image_guid = config.sys_image_guid();
     own.node_desc = config.node_desc();
-    let mut out = vec![own];
-    for l in config.fabric.peers.iter().filter_map(|p| p.lid).filter(|&l| l != lid) {
-        let g = crate::config::derived_node_guid(l);
-        let mut p = PortRecord::new(l, g.wrapping_add(1), g);
-        p.node_desc = crate::config::derived_node_desc(l);
-        out.push(p);
-    }
-    out
-}
-
-/// The Subnet Administrator of the port whose LID is `sm_lid` (`None` on
-/// any other port), its database [`subnet_ports`].
-fn subnet_admin(config: &Config, sm_lid: u16) -> Option<vrnic_subnet::Sa> {
-    use vrnic_subnet::{Sa, SaConfig, Subnet};
-    let lid = config.identity.lid;
-    if lid == 0 || lid != sm_lid {
-        return None;
-    }
-    let mut subnet = Subnet::new(lid);
-    for p in subnet_ports(config) {
-        let l = p.lid;
-        if let Err(e) = subnet.add_port(p) {
-            warn!(peer = l, "not in the SA's database: {e}");
-        }
-    }
-    Some(Sa::new(subnet, SaConfig::default()))
-}
-
-/// This server's copy of the modeled switch: one port per CA LID (this
-/// port's and its `[fabric]` peers'), the same on every server of the
-/// fabric (docs/ib-fabric.md); `identity.switch_lid` overrides its LID.
-/// `sm_lid`: the MasterSMLID its management port reports, the same the
-/// CA port starts with.
-fn modeled_switch(config: &Config, sm_lid: u16) -> vrnic_subnet::switch::Switch {
-    use vrnic_subnet::switch::{Switch, SwitchConfig};
-    let lids = config.fabric.peers.iter().filter_map(|p| p.lid).chain([config.identity.lid]);
-    let lid = (config.identity.switch_lid != 0).then_some(config.identity.switch_lid);
-    Switch::new(lids, sm_lid, SwitchConfig { lid, node_guid: None })
-}
-
-/// The SM role machine (docs/ib-fabric.md "SM roles and failover"): on an
-/// IB port with fabric peers, unless `[sm] failover = false` or the SM LID
-/// is configured (`--sm-lid`: a static SM).
-fn sm_roles(config: &Config) -> Option<vrnic_subnet::sm_role::SmRoles> {
-    use vrnic_subnet::sm_role::{SmRoles, SmTiming};
-    let lid = config.identity.lid;
-    let peers: Vec<u16> = config.fabric.peers.iter().filter_map(|p| p.lid).filter(|&l| l != lid && l != 0).collect();
-    if !config.sm.failover || config.identity.sm_lid != 0 || lid == 0 || peers.is_empty() {
-        return None;
-    }
-    let timing = SmTiming { period_ns: config.sm.poll_ms * 1_000_000, max_misses: config.sm.poll_misses };
-    Some(SmRoles::new(lid, config.port_guid(), config.sm.priority, &peers, timing))
+    let peers = config.fabric.peers.iter().filter_map(|p| p.lid).filter(|&l| l != lid && l != 0).collect();
+    let sm = if !config.sm.enabled {
+        SmMode::Off
+    } else if config.sm.failover && config.identity.sm_lid == 0 {
+        let timing = SmTiming { period_ns: config.sm.poll_ms * 1_000_000, max_misses: config.sm.poll_misses };
+        SmMode::Roles { priority: config.sm.priority, timing }
+    } else {
+        SmMode::Static { sm_lid: config.sm_lid() }
+    };
+    let switch_lid = (config.identity.switch_lid != 0).then_some(config.identity.switch_lid);
+    IbStage::new(StageConfig { own, peers, switch_lid, sm })
 }
 
 fn lock(fw: &Mutex<Firmware>) -> MutexGuard<'_, Firmware> {
@@ -273,18 +237,21 @@ impl Vrnic {
         port.revision = config.identity.revision as u32;
         port.sys_image_guid = config.sys_image_guid();
         port.node_desc = config.node_desc();
-        // With SM roles the master is the role machine's (at start: the lowest LID unless
-        // this server's priority is higher), else the configured SM LID.
-        let roles = sm_roles(config);
-        let sm_lid = roles.as_ref().map_or(config.sm_lid(), |r| r.master());
-        port.sm_lid = sm_lid;
         port.sm_sl = config.identity.sm_sl;
+        let link_layer = config.link_layer().map_err(io::Error::other)?;
+        // InfiniBand: the IB stage. The port starts with the SM LID its SM
+        // names (the roles' master at start, or the static one); without the
+        // built-in SM it starts unconfigured, for the guest's SM.
+        let stage = (link_layer == LinkLayer::Ib).then(|| Arc::new(ib_stage(config)));
+        port.sm_lid = stage.as_ref().map_or(config.sm_lid(), |s| s.sm_lid());
+        if !config.sm.enabled {
+            port = port.unconfigured();
+        }
         let memory =
             Arc::new(DeviceMemory { dma: dma.clone(), mem: mem.clone(), base: bars.memic_offset(), size: bars.bar4 });
         let first_mappable = MAPPABLE_START / UAR_PAGE;
         let first_watched = first_mappable + config.doorbell.watch_uars as u64;
         let watched: Arc<Mutex<Vec<u64>>> = Arc::new(Mutex::new(Vec::new()));
-        let link_layer = config.link_layer().map_err(io::Error::other)?;
         let mut builder = FirmwareBuilder::new(memory.clone(), irqs.clone(), port.clone(), limits)
             .memic(bars.memic_offset(), bars.bar4)
             .link(link_layer)
@@ -346,41 +313,38 @@ impl Vrnic {
                 fabric.port().set_gid_table(port.gid_table());
                 let local = config.fabric.local_endpoint(config.identity.lid).map_err(io::Error::other)?;
                 let waker = fabric.waker();
-                let io = vrnic_engine::Io {
-                    mem: memory.clone(),
-                    packets: fabric.sink(),
-                    clock,
-                    local,
-                    ..Default::default()
+                // The engine sends through the IB stage, which sends through the fabric port.
+                let packets: Arc<dyn vrnic_fabric::PacketSink> = match &stage {
+                    Some(s) => {
+                        s.connect(fabric.sink());
+                        s.clone()
+                    }
+                    None => fabric.sink(),
                 };
+                let io = vrnic_engine::Io { mem: memory.clone(), packets, clock, local, ..Default::default() };
                 let counters = Some(fabric.counters());
                 info!(addr = %fabric.local_addr().map(|a| a.to_string()).unwrap_or_default(), peers = config.fabric.peers.len(), "RoCEv2 fabric bound");
                 (Some(fabric), None, FabricIo { io, waker: Some(Arc::new(move || waker.wake())), counters })
             }
         };
-        if link_layer == LinkLayer::Ib {
-            let sw = modeled_switch(config, sm_lid);
-            info!(lid = sw.lid(), ports = sw.num_ports(), guid = %format!("{:#018x}", sw.node_guid()), "the modeled switch");
-            builder = builder.switch(sw);
-        }
-        if let (LinkLayer::Ib, Some(sa)) = (link_layer, subnet_admin(config, sm_lid)) {
-            builder = builder.sm_info(vrnic_subnet::sm_info::SmInfoAgent::new(config.port_guid(), 0));
-            info!(
-                lid = config.identity.lid,
-                ports = sa.subnet.ports().count(),
-                "this port is the SM LID: it runs the SA"
-            );
-            builder = builder.sa(sa);
-        }
-        if let (LinkLayer::Ib, Some(roles)) = (link_layer, roles) {
-            info!(
-                lid = config.identity.lid,
-                master = roles.master(),
-                priority = config.sm.priority,
-                poll_ms = config.sm.poll_ms,
-                "SM roles: polling the other servers' SMs"
-            );
-            builder = builder.sm(roles, subnet_ports(config));
+        if let Some(s) = &stage {
+            let v = s.view();
+            let guid = s.with_switch(|w| w.node_guid());
+            info!(lid = v.switch.lid, ports = v.switch.num_ports, guid = %format!("{guid:#018x}"), configured = config.sm.enabled, "the modeled switch");
+            let lid = config.identity.lid;
+            match (&v.sm, &v.sa) {
+                _ if !config.sm.enabled => info!(lid, "no built-in SM: the port starts INIT, for an SM in a guest"),
+                (Some(r), _) => info!(
+                    lid,
+                    master = r.master_lid,
+                    priority = r.priority,
+                    poll_ms = r.period_ms,
+                    runs_sa = v.sa.is_some(),
+                    "SM roles: polling the other servers' SMs"
+                ),
+                (None, Some(_)) => info!(lid, "this port is the SM LID: it runs the SA"),
+                (None, None) => info!(lid, sm_lid = v.sm_lid, "the SM runs on another server"),
+            }
         }
         let firmware = builder.fabric(fabric_io).build().map_err(io::Error::other)?;
         let fw = Arc::new(Mutex::new(firmware));
@@ -399,9 +363,17 @@ impl Vrnic {
         }
         if let Some(f) = &mut fabric {
             let handler = FwHandler(fw.clone());
-            match kick {
-                Some(kick) => f.start(Arc::new(Kicking { handler, kick: BurstKick::new(kick) }))?,
-                None => f.start(Arc::new(handler))?,
+            let ca: Arc<dyn PacketHandler> = match kick {
+                Some(kick) => Arc::new(Kicking { handler, kick: BurstKick::new(kick) }),
+                None => Arc::new(handler),
+            };
+            // The fabric port delivers through the IB stage, which hands the CA what is not the subnet's.
+            match &stage {
+                Some(s) => {
+                    s.attach(ca);
+                    f.start(s.clone())?;
+                }
+                None => f.start(ca)?,
             }
         }
         let mut d = Vrnic {
@@ -420,6 +392,7 @@ impl Vrnic {
             poller,
             fw,
             fabric,
+            stage,
             ether,
             roce,
             stats: Arc::new(DeviceStats::default()),
@@ -448,6 +421,11 @@ impl Vrnic {
     /// The fabric's UDP address.
     pub fn fabric_addr(&self) -> Option<std::net::SocketAddr> {
         self.fabric.as_ref().and_then(|f| f.local_addr().ok())
+    }
+
+    /// The InfiniBand port's IB stage (`None` on Ethernet).
+    pub fn subnet(&self) -> Option<Arc<IbStage>> {
+        self.stage.clone()
     }
 
     /// An Ethernet port's link counters (`None` on InfiniBand).

@@ -100,6 +100,12 @@ struct Args {
     #[arg(long, value_name = "SL", value_parser = parse_u8)]
     sm_sl: Option<u8>,
 
+    /// vrnic's built-in SM: on (default) or off. Off: no SA, SMInfo or SM roles;
+    /// the port starts INIT without a LID and the modeled switch unconfigured,
+    /// for an SM in a guest (OpenSM) to sweep and configure.
+    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
+    sm: Option<bool>,
+
     /// SMInfo Priority of this server's SM, 0..=15 (default 0): the highest live one is master, ties: the lowest LID.
     #[arg(long, value_name = "N", value_parser = parse_u8)]
     sm_priority: Option<u8>,
@@ -208,6 +214,14 @@ fn parse_u8(s: &str) -> Result<u8, String> {
     u8::try_from(parse_num(s)?).map_err(|_| format!("{s} does not fit 8 bits"))
 }
 
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("{s}: on or off")),
+    }
+}
+
 fn build_config(a: &Args) -> Result<Config, String> {
     let mut c = match &a.config {
         Some(p) => Config::load(p).map_err(|e| e.to_string())?,
@@ -245,6 +259,9 @@ fn build_config(a: &Args) -> Result<Config, String> {
     }
     if let Some(v) = a.sm_sl {
         c.identity.sm_sl = v;
+    }
+    if let Some(v) = a.sm {
+        c.sm.enabled = v;
     }
     if let Some(v) = a.sm_priority {
         c.sm.priority = v;
@@ -373,6 +390,7 @@ fn main() -> ExitCode {
     let poller = device.poller_stats();
     let eth_link = device.ether_counters();
     let cc = device.roce_port().map(|p| p.cc().clone());
+    let subnet = device.subnet();
     // Opened before privileges are dropped; the thread is a long-lived one.
     let qos = Arc::new(vrnic_sys::host::qos::QosStats::default());
     if config.doorbell.cpu_latency_qos {
@@ -409,6 +427,7 @@ fn main() -> ExitCode {
             qos,
             eth_link,
             cc,
+            subnet,
         };
         if let Err(e) = control::spawn(p, h) {
             error!("control socket {}: {e}", p.display());

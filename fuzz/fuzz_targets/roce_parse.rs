@@ -1,7 +1,7 @@
 //! Every RoCEv2 parser: IPv4/UDP, BTH, each extension header, the whole
 //! packet and the ICRC check, and the RoCE port's Ethernet frame parser
 //! (`wire::roce`), and the IB port's QP0/QP1 packet check
-//! (`mlx5::datapath::mad_wire`), over the same arbitrary bytes.
+//! (`mlx5::ib::mad_wire`), over the same arbitrary bytes.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use vrnic_wire::ip::{ipv4, udp, PseudoHeader};
@@ -55,7 +55,7 @@ fuzz_target!(|data: &[u8]| {
     each!(data, reth, aeth, deth, immdt, ieth, atomic_eth, atomic_ack_eth, cnp);
     // BTH onwards as a QP0/QP1 packet from the IB fabric: a MAD or a refusal.
     let meta = vrnic_fabric::RxMeta::ib(vrnic_fabric::Endpoint::v4(2, std::net::Ipv4Addr::LOCALHOST), false);
-    if let Ok((qpn, dg)) = vrnic_mlx5::datapath::mad_wire::parse_mad_packet(&meta, data) {
+    if let Ok((qpn, dg)) = vrnic_mlx5::ib::mad_wire::parse_mad_packet(&meta, data) {
         assert!(qpn <= 1 && dg.data.len() == 256, "only 256-byte MADs to QP0/QP1");
     }
 });

@@ -28,7 +28,9 @@ GUEST_USER_PKGS = ["libibverbs1", "ibverbs-providers", "librdmacm1t64", "libibum
                    "ethtool", "iperf3", "tcpdump", "iputils-ping",
                    # the IB fabric scenarios (ib-diag): ibstat, smpquery, perfquery, ibnetdiscover (binaries only:
                    # perl is not followed, so its perl scripts do not run)
-                   "infiniband-diags", "libibmad5", "libibnetdisc5t64"] + ULP_USER_PKGS
+                   "infiniband-diags", "libibmad5", "libibnetdisc5t64",
+                   # ib-opensm: the real subnet manager in a guest (vrnic's built-in SM off)
+                   "opensm"] + ULP_USER_PKGS
 GUEST_MODULES = ["ib_core", "ib_uverbs", "ib_umad", "rdma_ucm", "rdma_cm", "ib_cm", "iw_cm", "configfs",
                  "mlx5_core", "mlx5_ib", "ib_ipoib", "rdma_rxe", "crc32_generic", "vfio", "vfio_pci",
                  "vfio_iommu_type1", "vfio_pci_core",
@@ -275,7 +277,8 @@ def build_guest(cache, apt, debs_dir, force, manifest, log):
     libdirs = ["usr/lib/x86_64-linux-gnu", "usr/lib64", "lib/x86_64-linux-gnu", "usr/lib", "usr/lib/x86_64-linux-gnu/ucx"]
     starts = []
     for b in ("ibv_devinfo", "ib_write_lat", "ib_send_bw", "rping", "lspci", "ip", "rdma", "ibv_rc_pingpong",
-              "ethtool", "iperf3", "tcpdump", "ping", "ibstat", "smpquery", "perfquery", "ibnetdiscover") + ULP_BINARIES:
+              "ethtool", "iperf3", "tcpdump", "ping", "ibstat", "smpquery", "perfquery", "ibnetdiscover",
+              "opensm") + ULP_BINARIES:
         for d in ("usr/bin", "usr/sbin", "bin", "sbin"):
             if os.path.exists(os.path.join(uroot, d, b)):
                 starts.append(os.path.join(uroot, d, b))

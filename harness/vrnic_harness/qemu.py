@@ -66,6 +66,9 @@ def scenario_files(cache, script_path, extra=None):
     ulplib = os.path.join(REPO, "guest-tests", "scenarios", "ulp-lib.sh")
     if os.path.exists(ulplib):
         files["usr/local/lib/vrnic-ulp-lib.sh"] = (open(ulplib, "rb").read(), 0o644)
+    iblib = os.path.join(REPO, "guest-tests", "scenarios", "ib-lib.sh")
+    if os.path.exists(iblib):
+        files["usr/local/lib/vrnic-ib-lib.sh"] = (open(iblib, "rb").read(), 0o644)
     bindir = os.path.join(cache, "guest-bin")
     if os.path.isdir(bindir):
         for b in sorted(os.listdir(bindir)):

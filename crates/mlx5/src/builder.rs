@@ -51,10 +51,6 @@ pub struct FirmwareBuilder {
     mac: [u8; 6],
     roce: Option<(Arc<RoceGids>, Arc<RoceCounters>)>,
     cc: Option<Arc<CcControl>>,
-    sa: Option<Box<vrnic_subnet::Sa>>,
-    switch: Option<Box<vrnic_subnet::switch::Switch>>,
-    sm_info: Option<vrnic_subnet::sm_info::SmInfoAgent>,
-    sm: Option<(vrnic_subnet::sm_role::SmRoles, Vec<vrnic_subnet::PortRecord>)>,
 }
 
 impl FirmwareBuilder {
@@ -73,10 +69,6 @@ impl FirmwareBuilder {
             mac: [0x02, 0, 0, 0, 0, 1],
             roce: None,
             cc: None,
-            sa: None,
-            switch: None,
-            sm_info: None,
-            sm: None,
         }
     }
 
@@ -108,35 +100,6 @@ impl FirmwareBuilder {
     /// The fabric the engine sends through (none: packets go nowhere).
     pub fn fabric(mut self, fabric: FabricIo) -> FirmwareBuilder {
         self.fabric = Some(fabric);
-        self
-    }
-
-    /// The Subnet Administrator this port runs (the SM's port).
-    pub fn sa(mut self, sa: vrnic_subnet::Sa) -> FirmwareBuilder {
-        self.sa = Some(Box::new(sa));
-        self
-    }
-
-    /// This server's copy of the modeled switch (IB fabric).
-    pub fn switch(mut self, sw: vrnic_subnet::switch::Switch) -> FirmwareBuilder {
-        self.switch = Some(Box::new(sw));
-        self
-    }
-
-    /// The SM's SMInfo agent (the SM's port).
-    pub fn sm_info(mut self, sm: vrnic_subnet::sm_info::SmInfoAgent) -> FirmwareBuilder {
-        self.sm_info = Some(sm);
-        self
-    }
-
-    /// The SM role machine and the ports a new master's SA starts from
-    /// (`datapath/sm_wire.rs`).
-    pub fn sm(
-        mut self,
-        roles: vrnic_subnet::sm_role::SmRoles,
-        ports: Vec<vrnic_subnet::PortRecord>,
-    ) -> FirmwareBuilder {
-        self.sm = Some((roles, ports));
         self
     }
 
@@ -201,13 +164,6 @@ impl FirmwareBuilder {
             trace: self.trace,
             commands,
         };
-        fw.ib.sa = self.sa;
-        fw.ib.switch = self.switch;
-        fw.ib.sm_info = self.sm_info;
-        if let Some((roles, ports)) = self.sm {
-            fw.ib.sm = Some(Box::new(roles));
-            fw.ib.sm_ports = ports;
-        }
         fw.reset();
         Ok(fw)
     }

@@ -1,9 +1,12 @@
-//! InfiniBand subnet management state and the Subnet Administrator (SA):
-//! the database of ports, multicast groups and services ([`db`]) and the
-//! SA that answers SubnAdm MADs from it ([`sa`]), segmenting large tables
-//! with RMPP ([`rmpp`]). A pure library: MADs in, MADs out, no sockets, no
-//! clock (the caller ticks [`sa::Sa::tick`]), no mlx5 layouts (the byte
-//! layouts are [`vrnic_wire`]'s). docs/ib-fabric.md.
+//! The InfiniBand subnet as a fabric service. [`stage::IbStage`] sits
+//! between a CA and its fabric port and answers the MADs that are the
+//! subnet's under its own lock: the modeled switch ([`switch`]), and with
+//! the built-in SM the Subnet Administrator ([`sa`], over the database of
+//! [`db`]: ports, multicast groups, services; large tables with RMPP,
+//! [`rmpp`]), SMInfo ([`sm_info`]) and the SM roles between servers
+//! ([`sm_role`]). The parts are pure (MADs in, MADs out, no sockets, no
+//! clock: the stage ticks them); the byte layouts are [`vrnic_wire`]'s, the
+//! packet traits [`vrnic_packet`]'s. docs/ib-fabric.md.
 
 #![forbid(unsafe_code)]
 
@@ -19,6 +22,7 @@ pub mod service;
 pub mod sm_info;
 pub mod sm_role;
 pub mod source;
+pub mod stage;
 pub mod switch;
 
 // Test helpers (a small subnet, SA request MADs), also for other crates' tests.
@@ -40,3 +44,4 @@ pub use error::{SaError, SubnetError};
 pub use port::PortRecord;
 pub use sa::{Sa, SaConfig};
 pub use source::MadSource;
+pub use stage::{IbStage, SmMode, StageConfig};

@@ -60,6 +60,16 @@ impl PortRecord {
         }
     }
 
+    /// The identity a vrnic port has when its configuration names none
+    /// ([`derived_node_guid`], port GUID = node GUID + 1,
+    /// [`derived_node_desc`]): how every server knows its peers.
+    pub fn derived(lid: u16) -> PortRecord {
+        let g = derived_node_guid(lid);
+        let mut p = PortRecord::new(lid, g.wrapping_add(1), g);
+        p.node_desc = derived_node_desc(lid);
+        p
+    }
+
     /// The port GID: subnet prefix | port GUID.
     pub fn gid(&self) -> [u8; 16] {
         gid(self.gid_prefix, self.port_guid)
@@ -73,6 +83,18 @@ impl PortRecord {
     pub fn is_active(&self) -> bool {
         self.state == PORT_STATE_ACTIVE
     }
+}
+
+/// The node GUID of a port whose configuration names none: the ConnectX
+/// OUI-based prefix 0x0002c903_00a0 with the LID in bits 8..24, so LID 1
+/// is 0x0002c90300a00100 (port GUID ...0101).
+pub fn derived_node_guid(lid: u16) -> u64 {
+    0x0002_c903_00a0_0000 | (lid as u64) << 8
+}
+
+/// The NodeDescription of a port whose configuration names none.
+pub fn derived_node_desc(lid: u16) -> String {
+    format!("vrnic emulated ConnectX-5 lid {lid}")
 }
 
 /// A GID from its prefix and interface ID.

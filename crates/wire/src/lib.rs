@@ -72,6 +72,7 @@ pub mod sa_path;
 pub mod sa_portinfo;
 pub mod sa_service;
 pub mod smp;
+pub mod smp_portinfo;
 pub mod smp_sminfo;
 #[cfg(test)]
 mod xrc_tests;

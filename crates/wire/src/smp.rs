@@ -28,6 +28,8 @@ pub const ATTR_PKEY_TABLE: u16 = 0x0016;
 pub const ATTR_SL_TO_VL_TABLE: u16 = 0x0017;
 pub const ATTR_LINEAR_FWD_TABLE: u16 = 0x0019;
 pub const ATTR_MCAST_FWD_TABLE: u16 = 0x001b;
+/// MlnxExtendedPortInfo (vendor-specific, Mellanox): FDR10 link speeds.
+pub const ATTR_MLNX_EXT_PORT_INFO: u16 = 0xff90;
 
 pub mod field {
     use core::ops::Range;

@@ -18,6 +18,7 @@ fn raise_and_stats() {
         qos: Arc::default(),
         eth_link: None,
         cc: None,
+        subnet: None,
     };
     assert_eq!(h.execute("raise 1"), "ok pending");
     let e = EventFd::new(libc::EFD_CLOEXEC | libc::EFD_NONBLOCK).unwrap();
@@ -67,10 +68,15 @@ fn full_handles() -> (ControlHandles, Arc<vrnic_fabric::PortCounters>) {
     .fabric(vrnic_mlx5::builder::FabricIo { io: Default::default(), waker: None, counters: Some(wire.clone()) })
     .roce(Arc::new(vrnic_fabric::roce::RoceGids::new(4)), Arc::default())
     .cc(cc.clone())
-    .sa(vrnic_subnet::Sa::new(vrnic_subnet::Subnet::new(1), Default::default()))
-    .sm(vrnic_subnet::sm_role::SmRoles::new(1, 2, 0, &[2], Default::default()), Vec::new())
     .build()
     .unwrap();
+    // An IB stage with SM roles whose master (LID 1) runs the SA.
+    let stage = vrnic_subnet::IbStage::new(vrnic_subnet::StageConfig {
+        own: vrnic_subnet::PortRecord::derived(1),
+        peers: vec![2],
+        switch_lid: None,
+        sm: vrnic_subnet::SmMode::Roles { priority: 0, timing: Default::default() },
+    });
     let h = ControlHandles {
         irqs,
         dma: Arc::new(DmaSpace::default()),
@@ -82,6 +88,7 @@ fn full_handles() -> (ControlHandles, Arc<vrnic_fabric::PortCounters>) {
         qos: Arc::default(),
         eth_link: Some(Arc::default()),
         cc: Some(cc),
+        subnet: Some(Arc::new(stage)),
     };
     (h, wire)
 }
@@ -156,8 +163,9 @@ fn counter_structs(
         ("SqTxCounters", &["firmware", "eth_tx"], v(&fw.eth_tx().totals)),
         ("RoceCounters", &["firmware", "roce"], v(&**fw.roce_counters().unwrap())),
         ("CongStatistics", &["firmware", "roce", "congestion"], v(&h.cc.as_ref().unwrap().statistics())),
-        ("SaStats", &["firmware", "sa"], v(&fw.sa_stats().unwrap())),
-        ("SmStats", &["firmware", "sm"], v(&fw.sm_view().unwrap().stats)),
+        ("StageCounters", &["subnet"], v(&h.subnet.as_ref().unwrap().view().counters)),
+        ("SaStats", &["subnet", "sa"], v(&h.subnet.as_ref().unwrap().view().sa.unwrap())),
+        ("SmStats", &["subnet", "sm"], v(&h.subnet.as_ref().unwrap().view().sm.unwrap().stats)),
     ]
 }
 
@@ -275,23 +283,37 @@ fn bump_all(h: &ControlHandles, wire: &vrnic_fabric::PortCounters) {
         cc.count(c, next());
     }
     let snap = serde_json::to_value(wire.snapshot()).unwrap();
+    h.subnet.as_ref().unwrap().with_counters_mut(|c, sa, sm| {
+        for c in [
+            &mut c.dr_smp_routed,
+            &mut c.dr_smp_drops,
+            &mut c.switch_smp_answered,
+            &mut c.sm_info_answered,
+            &mut c.sm_info_drops,
+            &mut c.port_updates,
+            &mut c.port_update_errors,
+            &mut c.mads_sent,
+        ] {
+            *c = next();
+        }
+        let sa = sa.unwrap();
+        for c in [&mut sa.requests, &mut sa.dropped, &mut sa.errors, &mut sa.rmpp_segments] {
+            *c = next();
+        }
+        let sm = sm.unwrap();
+        for c in [
+            &mut sm.polls,
+            &mut sm.answers,
+            &mut sm.misses,
+            &mut sm.peers_lost,
+            &mut sm.takeovers,
+            &mut sm.master_changes,
+            &mut sm.stale_answers,
+        ] {
+            *c = next();
+        }
+    });
     let mut fw = h.fw.as_ref().unwrap().lock().unwrap();
-    let sa = fw.sa_mut().unwrap().stats_mut();
-    for c in [&mut sa.requests, &mut sa.dropped, &mut sa.errors, &mut sa.rmpp_segments] {
-        *c = next();
-    }
-    let sm = fw.sm_mut().unwrap().stats_mut();
-    for c in [
-        &mut sm.polls,
-        &mut sm.answers,
-        &mut sm.misses,
-        &mut sm.peers_lost,
-        &mut sm.takeovers,
-        &mut sm.master_changes,
-        &mut sm.stale_answers,
-    ] {
-        *c = next();
-    }
     let f = fw.stats();
     for c in [
         &f.commands,
@@ -357,10 +379,6 @@ fn bump_all(h: &ControlHandles, wire: &vrnic_fabric::PortCounters) {
         &c.mad_wire_xmit,
         &c.mad_wire_rcv,
         &c.mad_wire_drops,
-        &c.dr_smp_routed,
-        &c.dr_smp_drops,
-        &c.switch_smp_answered,
-        &c.sm_info_answered,
         &c.mcast_delivered,
         &c.mcast_drops,
     ] {
@@ -631,6 +649,12 @@ fn stats_paths_the_harness_reads_are_stable() {
         "firmware.roce.congestion.np_cnp_sent",
         "firmware.roce.congestion.rp_cnp_handled",
         "firmware.roce.congestion.rp_enabled",
+        "subnet.dr_smp_routed",
+        "subnet.switch.sets",
+        "subnet.sa.requests",
+        "subnet.sm.master_lid",
+        "subnet.sm.takeovers",
+        "subnet.sm.polls",
     ] {
         let v = at(&s, &p.split('.').collect::<Vec<_>>());
         assert!(v.is_u64() || v.is_boolean(), "stats has no {p}: {text}");

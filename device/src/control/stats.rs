@@ -26,7 +26,7 @@ use vrnic_mlx5::eth::vport::VportCounters;
 use vrnic_mlx5::firmware::Firmware;
 use vrnic_mlx5::ib::port::PortCounters as IbPortCounters;
 use vrnic_mlx5::DoorbellStats;
-use vrnic_subnet::sa::SaStats;
+use vrnic_subnet::stage::StageView;
 use vrnic_sys::host::qos::QosStats;
 use vrnic_vfio::dma::DmaStats;
 use vrnic_vfio::irq::IrqStats;
@@ -45,6 +45,10 @@ pub(super) struct Stats<'a> {
     pub cpu_latency_qos: &'a QosStats,
     /// An Ethernet port's link (`null` on InfiniBand).
     pub eth_link: Option<&'a EtherCounters>,
+    /// The InfiniBand port's IB stage: the modeled switch, and the built-in
+    /// SM's SA (`sa`, `null` unless this port is the master SM's) and roles
+    /// (`sm`, `null` without them) (`null` on Ethernet).
+    pub subnet: Option<StageView>,
 }
 
 /// The firmware's own counters and what it owns.
@@ -71,10 +75,6 @@ pub(super) struct FirmwareStats<'a> {
     /// An Ethernet port's RoCE port: its packet counters and the GID table
     /// the driver programmed (`null` on InfiniBand).
     pub roce: Option<RoceTree<'a>>,
-    /// The Subnet Administrator's counters (`null` unless this port is the SM LID).
-    pub sa: Option<SaStats>,
-    /// SM roles and failover (`mlx5/datapath/sm_wire.rs`), `null` without them.
-    pub sm: Option<vrnic_mlx5::datapath::sm_wire::SmView>,
 }
 
 /// The RoCE port's counters and the programmed GID table entries.
@@ -207,8 +207,6 @@ impl<'a> FirmwareStats<'a> {
                 gids: f.roce_gids().iter().map(|(i, e)| GidRow::new(*i, e)).collect(),
                 congestion: CongestionTree::new(f.roce_cc()),
             }),
-            sa: f.sa_stats(),
-            sm: f.sm_view(),
         }
     }
 }
@@ -225,6 +223,7 @@ impl ControlHandles {
             doorbells: Doorbells { stats: &self.doorbells, poller: self.poller.as_deref() },
             cpu_latency_qos: &self.qos,
             eth_link: self.eth_link.as_deref(),
+            subnet: self.subnet.as_ref().map(|s| s.view()),
         };
         // Counter structs have string keys only; an error here is a bug, reported in the reply.
         serde_json::to_value(&tree).unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }))

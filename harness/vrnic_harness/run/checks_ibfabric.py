@@ -1,7 +1,8 @@
 """Checks of the InfiniBand fabric service scenarios (issue 23): ib-sa (infiniband-diags between three guests:
 distinct identities, SMPs and PerfMgt MADs across the UDP fabric, the SA and SM on LID 1, the modeled switch),
-ipoib (IPoIB datagram and connected mode, rdma_cm over IPoIB addresses) and ib-sm-failover (the master SM's server
-killed: a standby takes over, traffic keeps running)."""
+ipoib (IPoIB datagram and connected mode, rdma_cm over IPoIB addresses), ib-sm-failover (the master SM's server
+killed: a standby takes over, traffic keeps running) and ib-opensm (OpenSM in guest 0 in place of vrnic's SM: the
+ib-sa and ipoib checks against it). The servers' IB stage is `stats` -> `subnet`."""
 import json
 import re
 import time
@@ -269,11 +270,12 @@ def ipoib_stats(ctx, errs):
             continue
         fw = st.get("firmware") or {}
         fab, port, eng = fw.get("fabric") or {}, fw.get("port_counters") or {}, fw.get("engine") or {}
+        sa = (st.get("subnet") or {}).get("sa")
         say("IPOIB vrnic %d stats: %s; %s; %s%s" % (
             i, " ".join("%s=%s" % (k, fab.get(k, "?")) for k in IPOIB_FABRIC),
             " ".join("%s=%s" % (k, port.get(k, "?")) for k in IPOIB_PORT),
             " ".join("%s=%s" % (k, eng.get(k, "?")) for k in IPOIB_ENGINE),
-            ("; sa %s" % json.dumps(fw["sa"])) if fw.get("sa") else ""))
+            ("; sa %s" % json.dumps(sa)) if sa else ""))
         say("IPOIB vrnic %d engine (non-zero): %s" % (i, " ".join(
             "%s=%s" % (k, v) for k, v in sorted(eng.items()) if isinstance(v, int) and v and k not in IPOIB_ENGINE_QUIET)))
         for k in ("tx_mcast_packets", "rx_mcast_packets"):
@@ -300,12 +302,17 @@ SMFO_NEW_SM = 2
 SMFO_MIN_RX = 1000  # LID 3's packets from the kill to the takeover's end (an RC write stream: thousands a second)
 
 
-def sm_view(server):
-    """The server's `stats` firmware.sm object ({} if it does not answer)."""
+def subnet_view(server):
+    """The server's `stats` subnet object, its IB stage ({} if it does not answer)."""
     try:
-        return (json.loads(server.command("stats")).get("firmware") or {}).get("sm") or {}
+        return json.loads(server.command("stats")).get("subnet") or {}
     except (OSError, ValueError):
         return {}
+
+
+def sm_view(server):
+    """The server's `stats` subnet.sm object, its SM roles ({} if it does not answer)."""
+    return subnet_view(server).get("sm") or {}
 
 
 def interact_sm_failover(ctx):
@@ -406,3 +413,64 @@ def check_sm_failover(ctx):
             v1.get("polls"), v1.get("answers"), v1.get("misses"), v1.get("peers_lost"), v1.get("takeovers"),
             rx1 - rx0, fo.get("rx_s", 0), *(fo.get("bw") or ("?", "?"))))
     return None
+
+
+# ---- ib-opensm: OpenSM in guest 0 sweeps and configures the fabric; vrnic's servers run no SM (--sm off)
+OPENSM_PORT_RX = re.compile(r"^OPENSM g(\d+) (before|after): state=(\S+ \S+) phys=(\S+ \S+) lid=(\S+) sm_lid=(\S+)",
+                            re.M)
+OPENSM_UP_RX = re.compile(r"^OPENSM g0 subnet up after (\S+) s: (\d+) SUBNET UP", re.M)
+OPENSM_G2L_RX = re.compile(r"^OPENSM g0 port (\S+) switch (\S+) guid2lid: (.*)$", re.M)
+OPENSM_LOG_RX = re.compile(r"^=== OPENSM-LOG-END lines=(\d+) err=(\d+) ===$", re.M)
+
+
+def check_ib_opensm(ctx):
+    """ib-sa's and ipoib's checks against OpenSM, and that it was OpenSM: every port came up unconfigured (INIT,
+    LID 0) and OpenSM brought it ACTIVE with the fabric's LID and SM LID 1; no server ran an SM (stats subnet.sm and
+    subnet.sa null); OpenSM's SMPs configured the modeled switch through guest 0's server (its copy: port 0 LID 4,
+    every port ACTIVE, LinearFDBTop 4, SubnSets counted)."""
+    texts = ctx.get("texts") or [ctx["text"]]
+    text = "\n".join("\n".join(console_lines(t)) for t in texts)
+    errs = []
+    ports = {(int(g), when): (st, ph, lid, sm) for g, when, st, ph, lid, sm in OPENSM_PORT_RX.findall(text)}
+    for g in range(IB_SA_GUESTS):
+        before, after = ports.get((g, "before")), ports.get((g, "after"))
+        if not before or not after:
+            errs.append("g%d printed no port state before/after OpenSM" % g)
+            continue
+        say("OPENSM g%d port before OpenSM: %s, lid %s, sm_lid %s; after: %s, lid %s, sm_lid %s" % (
+            g, before[0], before[2], before[3], after[0], after[2], after[3]))
+        if "INIT" not in before[0] or int(before[2], 0) != 0:
+            errs.append("g%d's port before OpenSM: %s lid %s (want INIT, no LID)" % (g, before[0], before[2]))
+        if "ACTIVE" not in after[0] or int(after[2], 0) != g + 1 or int(after[3], 0) != IB_DIAG_SM_LID:
+            errs.append("g%d's port after OpenSM: %s lid %s sm_lid %s (want ACTIVE, LID %d, SM LID %d)" % (
+                g, after[0], after[2], after[3], g + 1, IB_DIAG_SM_LID))
+    m = OPENSM_G2L_RX.search(text)
+    if m:
+        say("OPENSM g0 port %s, switch %s, guid2lid %s" % m.groups())
+    up = OPENSM_UP_RX.search(text)
+    if not up or up.group(2) == "0":
+        errs.append("OpenSM never logged SUBNET UP")
+    else:
+        say("OPENSM subnet up %s s after OpenSM started" % up.group(1))
+    lg = OPENSM_LOG_RX.search(text)
+    if lg:
+        say("OPENSM log: %s lines, %s ERR lines" % lg.groups())
+    for i, sv in enumerate(ctx.get("servers", [])):
+        v = subnet_view(sv)
+        sw = v.get("switch") or {}
+        say("OPENSM vrnic %d stage: sm %s sa %s; switch copy: port0_lid %s port_states %s linear_fdb_top %s sets %s; "
+            "dr_smp_routed %s dr_smp_drops %s switch_smp_answered %s" % (
+                i, v.get("sm"), v.get("sa"), sw.get("port0_lid"), sw.get("port_states"), sw.get("linear_fdb_top"),
+                sw.get("sets"), v.get("dr_smp_routed"), v.get("dr_smp_drops"), v.get("switch_smp_answered")))
+        if not v:
+            errs.append("vrnic %d: no stats subnet" % i)
+        elif v.get("sm") is not None or v.get("sa") is not None:
+            errs.append("vrnic %d ran an SM of its own: sm %s sa %s" % (i, v.get("sm"), v.get("sa")))
+        if i == 0 and v and (sw.get("port0_lid") != IB_SA_SWITCH_LID or sw.get("linear_fdb_top") != IB_SA_SWITCH_LID
+                             or set(sw.get("port_states") or [0]) != {4} or not sw.get("sets")):
+            errs.append("guest 0's switch copy was not configured by OpenSM: %s" % sw)
+    for f in (check_ib_sa, check_ipoib):
+        r = f(ctx)
+        if r:
+            errs.append("%s: %s" % (f.__name__, r))
+    return "; ".join(errs) if errs else None

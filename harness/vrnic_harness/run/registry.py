@@ -19,7 +19,7 @@ from .checks_eth import (check_eth_iperf, check_eth_mtu, check_eth_offloads, che
 from .checks_roce import (PINGPONG_FAULTS, PORT_FAULTS, check_roce_devinfo, check_roce_faults, interact_roce_faults, check_roce_pingpong, check_roce_perftest, check_roce_cm, check_roce_rxe, check_roce_pcap)
 from .checks_qos import check_roce_dscp
 from .checks_pfc import PFC_TOML, check_roce_pfc, interact_roce_pfc
-from .checks_ibfabric import check_ib_sa, check_ipoib, check_sm_failover, interact_sm_failover
+from .checks_ibfabric import check_ib_opensm, check_ib_sa, check_ipoib, check_sm_failover, interact_sm_failover
 from .checks_switch import check_eth_switch
 from .checks_cc import check_roce_ecn, interact_cc
 from .bench_cc import check_bench_cc
@@ -124,6 +124,14 @@ SCENARIOS = {
                                "LID 2's server takes over, sm_lid/ibstat on g1 and g2 show SM lid 2 within 10 s, "
                                "saquery from both answered by the new SA (2 NodeRecords: the live ports), the "
                                "transfer ends without an error"),
+    "ib-opensm": dict(default=True, device=True, guests=3, fabric=True, timeout=900, check=check_ib_opensm,
+                      server_args=["--sm", "off"],
+                      doc="the real SM in place of vrnic's: three guests, servers with --sm off (ports INIT without a "
+                          "LID, the modeled switch unconfigured); OpenSM on guest 0 (guid2lid = the fabric's LIDs) "
+                          "sweeps through the modeled switch, assigns the LIDs, programs the switch and brings every "
+                          "port ACTIVE; then ib-sa's and ipoib's checks against it (ibnetdiscover 3 CAs + 1 switch, "
+                          "ibroute 4 the LFT OpenSM set, saquery/sminfo answered by OpenSM from every guest, IPoIB "
+                          "pings, iperf3, rdma_cm); no server runs an SM (stats subnet.sm/sa null)"),
     "bad-opcode": dict(default=True, device=True, fabric=True, timeout=240, check=check_bad_opcode, runs=DOORBELL_RUNS,
                        doc="bad_opcode.c: hand-built WQEs (unknown/unadvertised opcodes, ds 0, opmod, fence mode 7; "
                            "RC and UD) through mlx5dv and the UAR doorbell: LOC_QP_OP_ERR + CQ event, the next WQE "

@@ -110,17 +110,24 @@ impl Core {
             Event::QpFatal { qpn } => debug!(qpn, "QP entered ERR after an error completion"),
         }
     }
+
+    /// PORT_CHANGE with `sub_type` (1 DOWN, 4 ACTIVE, 5 INITIALIZED, 6 LID,
+    /// 8 GUID, 9 CLIENT_REREG) for port 1, to every EQ that asked for it.
+    pub(crate) fn port_event(&mut self, sub_type: u8) {
+        let mut data = [0u8; 28];
+        ifc::port_state_change_event::port_num.set(&mut data, 1);
+        for eqn in self.eqs_for(ifc::MLX5_EVENT_TYPE_PORT_CHANGE) {
+            self.post_eqe(eqn, ifc::MLX5_EVENT_TYPE_PORT_CHANGE as u8, sub_type, &data);
+        }
+    }
 }
 
 impl Firmware {
-    /// Posts a PORT_CHANGE event (sub_type 4 ACTIVE, 1 DOWN) to every EQ that asked for it.
+    /// The IB port's cable in or out (`ib::port::PortConfig::set_link`):
+    /// PORT_CHANGE (sub_type 4 ACTIVE, 5 INITIALIZED, 1 DOWN) to every EQ
+    /// that asked for it.
     pub fn port_change(&mut self, active: bool) {
-        self.ib.port.port_state = if active { 4 } else { 1 };
-        self.ib.port.phys_state = if active { 5 } else { 3 };
-        let mut data = [0u8; 28];
-        ifc::port_state_change_event::port_num.set(&mut data, 1);
-        for eqn in self.core.eqs_for(ifc::MLX5_EVENT_TYPE_PORT_CHANGE) {
-            self.core.post_eqe(eqn, ifc::MLX5_EVENT_TYPE_PORT_CHANGE as u8, if active { 4 } else { 1 }, &data);
-        }
+        let sub = self.ib.port.set_link(active);
+        self.core.port_event(sub);
     }
 }

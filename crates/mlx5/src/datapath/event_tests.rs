@@ -160,7 +160,7 @@ fn qp1_mad_completions_run_the_cq_arming() {
     rwqe[0..4].copy_from_slice(&296u32.to_be_bytes());
     rwqe[4..8].copy_from_slice(&lkey.to_be_bytes());
     rwqe[8..16].copy_from_slice(&0x300000u64.to_be_bytes());
-    // A 256-byte MAD SEND from SQ slot `k` (2 WQEBBs each) to our own LID, QP1.
+    // A 256-byte MAD SEND from SQ slot `k` (2 WQEBBs each) to LID 0 (it stays in the port), QP1.
     let mad_send = |t: &mut Bench, k: u16, rq: u32| {
         t.mem.put(0x200000 + 16 * (rq as u64 - 1), &rwqe);
         t.mem.put(0x280000, &rq.to_be_bytes());
@@ -171,7 +171,7 @@ fn qp1_mad_completions_run_the_cq_arming() {
         w[11] = 0x08;
         w[16..20].copy_from_slice(&0x8001_0000u32.to_be_bytes());
         w[24..28].copy_from_slice(&1u32.to_be_bytes());
-        w[16 + 0x0e..16 + 0x10].copy_from_slice(&3u16.to_be_bytes());
+        w[16 + 0x0e..16 + 0x10].copy_from_slice(&0u16.to_be_bytes());
         w[64..68].copy_from_slice(&256u32.to_be_bytes());
         w[68..72].copy_from_slice(&lkey.to_be_bytes());
         w[72..80].copy_from_slice(&0x310000u64.to_be_bytes());

@@ -3,7 +3,7 @@
 //! - [`sq`]: the send-doorbell router over the shared QP number space. Engine
 //!   QPs (RC, UC, UD) have their new send WQEs fetched and handed to the
 //!   engine as work requests; the firmware's own send queues go to [`fw_sq`]
-//!   (QP0/QP1 through [`datagram`], REG_UMR through [`umr`]); a QP without a
+//!   (QP0/QP1 through `ib/datagram.rs`, REG_UMR through [`umr`]); a QP without a
 //!   send path gets an error CQE. [`sq_ops`] says what is executed per QP type.
 //! - [`rq`]: receive WQEs (QP RQ, SRQ free list) pulled into the engine.
 //! - [`rx`]: packets from the fabric, demultiplexed by BTH destination QP.
@@ -28,18 +28,13 @@ pub mod cq_arm;
 pub mod cq_resize;
 pub mod cqe;
 pub mod ctx;
-mod datagram;
-mod dbr;
+pub(crate) mod dbr;
 pub mod eq;
 mod fw_sq;
-pub mod mad_wire;
 mod rq;
 pub mod rx;
-pub mod sa_wire;
 pub mod sink;
-pub mod sm_wire;
-mod smi_route;
-mod sq;
+pub(crate) mod sq;
 pub mod sq_ops;
 pub mod umr;
 pub mod wqe;
@@ -49,24 +44,15 @@ mod cq_tests;
 #[cfg(test)]
 mod event_tests;
 #[cfg(test)]
-mod mad_wire_tests;
-#[cfg(test)]
 mod mcast_wire_tests;
 #[cfg(test)]
 mod moder_tests;
 #[cfg(test)]
 mod opcode_tests;
 #[cfg(test)]
-mod sa_wire_tests;
-#[cfg(test)]
-mod sm_wire_tests;
-#[cfg(test)]
-mod smi_route_tests;
-#[cfg(test)]
 mod wqe_path_tests;
 
 pub use ctx::{expand_ci, CqCtx, EqCtx, CQ_ARM_UNSET};
-pub use datagram::{Datagram, GRH_LEN, GSI_QKEY, PERMISSIVE_LID};
 pub use rx::FwHandler;
 pub use sink::QueueSink;
 pub use sq::engine_qp;

@@ -61,7 +61,7 @@ impl Firmware {
         any.then_some(now + ERR_RQ_POLL_NS)
     }
 
-    pub(super) fn rq_addr(ctx: &QpCtx, idx: u16) -> Option<u64> {
+    pub(crate) fn rq_addr(ctx: &QpCtx, idx: u16) -> Option<u64> {
         if ctx.rq_entries == 0 {
             return None;
         }

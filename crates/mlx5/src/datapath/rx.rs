@@ -36,14 +36,12 @@ impl PacketHandler for FwHandler {
     /// Runs on every pass of the fabric worker: the timers and the receive
     /// queues of QPs in ERR (a CQ's consumer index is read when the CQ looks
     /// full, see QueueSink).
-    fn poll(&self, now_ns: u64) -> Option<u64> {
+    fn poll(&self, _now_ns: u64) -> Option<u64> {
         let mut fw = self.fw();
         let mut dp = fw.datapath();
         let rq = dp.flush_err_rqs();
         let moder = dp.core.expire_cq_moderation();
-        let sa = dp.sa_poll(now_ns);
-        let sm = dp.sm_poll(now_ns);
-        [dp.core.engine.poll_timers(), rq, moder, sa, sm].into_iter().flatten().min()
+        [dp.core.engine.poll_timers(), rq, moder].into_iter().flatten().min()
     }
 }
 
@@ -58,7 +56,7 @@ impl Firmware {
         }
         let target = match bth.dest_qp() {
             // QP1 runs through the engine on RoCE; on InfiniBand QP0 and QP1
-            // are the firmware's (`mad_wire.rs`); RoCE has no QP0.
+            // are the firmware's (`ib/mad_wire.rs`); RoCE has no QP0.
             1 if self.gsi_on_wire => self.core.engine.qps().find(|(_, q)| q.qp_type == QpType::Gsi).map(|(n, _)| n),
             0 | 1 if !self.gsi_on_wire => return self.receive_mad(meta, pkt),
             0 | 1 => None,

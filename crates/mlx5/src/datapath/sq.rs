@@ -258,7 +258,7 @@ impl Firmware {
 }
 
 /// The engine's address vector of a UD WQE's datagram segment.
-pub(super) fn ud_av(av: &wqe::DatagramSeg) -> AddressVector {
+pub(crate) fn ud_av(av: &wqe::DatagramSeg) -> AddressVector {
     AddressVector {
         dlid: av.rlid,
         sl: av.sl,

@@ -32,13 +32,8 @@ impl EthCx<'_> {
             return;
         }
         self.eth.vport.announced_up = up;
-        let mut data = [0u8; 28];
-        ifc::port_state_change_event::port_num.set(&mut data, 1);
         let sub = if up { ifc::MLX5_PORT_CHANGE_SUBTYPE_ACTIVE } else { ifc::MLX5_PORT_CHANGE_SUBTYPE_DOWN };
-        let ty = ifc::MLX5_EVENT_TYPE_PORT_CHANGE;
-        for eqn in self.core.eqs_for(ty) {
-            self.core.post_eqe(eqn, ty as u8, sub as u8, &data);
-        }
+        self.core.port_event(sub as u8);
     }
 }
 

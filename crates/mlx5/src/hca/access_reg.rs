@@ -71,8 +71,8 @@ fn pcap(cx: &mut IbCx<'_>, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> 
     }
     if write {
         let mask = u32::from_be_bytes(data[4..8].try_into().expect("4 bytes"));
-        // Never let the driver claim to be an SM (bit 1).
-        cx.ib.port.cap_mask = mask & !(1 << 1);
+        // IsSM (bit 1): the driver's to claim only where no built-in SM runs (an SM in the guest).
+        cx.ib.port.cap_mask = if cx.ib.port.builtin_sm { mask & !(1 << 1) } else { mask };
     }
     let mut img = vec![0u8; 8];
     img[1] = 1;

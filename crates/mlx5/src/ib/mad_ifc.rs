@@ -1,5 +1,6 @@
 //! MAD_IFC: the firmware's SMA and PMA ([`super::mad`]) answer the
-//! driver's MADs; PerfMgt reads the port's real totals.
+//! driver's MADs; PerfMgt reads the port's real totals; what an SM's
+//! SubnSet(PortInfo) changed reaches the driver as PORT_CHANGE events.
 
 use super::mad;
 use crate::cmd::req::{fail, out, CmdResult, Req};
@@ -17,7 +18,10 @@ pub fn mad_ifc(cx: &mut IbCx<'_>, r: &Req<'_>) -> CmdResult {
     // PerfMgt answers from the port's real totals (fabric + local MADs).
     let now = cx.ib.totals();
     let view = super::port::PortCounters::pma_view(&now, &cx.ib.pma_base);
-    let reply = mad::process(&req, port, &cx.ib.port, &view);
+    let reply = mad::process_set(&req, port, &mut cx.ib.port, &view);
+    for &sub in &reply.events {
+        cx.core.port_event(sub);
+    }
     let is_clear = req[1] == mad::MGMT_CLASS_PERF_MGMT && req[3] == mad::METHOD_SET && req[66..68] != [0, 0];
     if is_clear && reply.status == 0 {
         cx.ib.pma_base = now;

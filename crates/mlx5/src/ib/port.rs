@@ -1,5 +1,6 @@
 //! The IB port's state: identity and link state (`PortConfig`, what the
-//! SMA reports), its traffic counters, and the PerfMgt baseline.
+//! SMA reports and an SM sets), its traffic counters, and the PerfMgt
+//! baseline.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -31,15 +32,6 @@ pub struct PortCounters {
     pub mad_wire_xmit: AtomicU64,
     pub mad_wire_rcv: AtomicU64,
     pub mad_wire_drops: AtomicU64,
-    /// Directed-route SMPs the modeled switch forwarded or answered, and
-    /// those it refused (`subnet::switch::DrDrop`); LID-routed SMPs its SMA
-    /// answered; SMInfo requests this port's SM answered (the static
-    /// `SmInfoAgent` and the SM roles, `stats` firmware.sm.answered too).
-    /// Not PerfMgt counters.
-    pub dr_smp_routed: AtomicU64,
-    pub dr_smp_drops: AtomicU64,
-    pub switch_smp_answered: AtomicU64,
-    pub sm_info_answered: AtomicU64,
     /// UD multicast: copies delivered to attached QPs, and packets to the
     /// multicast QPN dropped (no GRH, or no QP of this port attached to the
     /// DGID). Not PerfMgt counters either.
@@ -99,12 +91,29 @@ pub struct PortConfig {
     pub node_desc: String,
     pub gid_prefix: u64,
     pub cap_mask: u32,
-    /// PortInfo.PortState: 4 = ACTIVE, 1 = DOWN.
+    /// PortInfo.PortState: 4 = ACTIVE, 3 = ARMED, 2 = INIT, 1 = DOWN.
     pub port_state: u8,
     /// PortInfo.PortPhysicalState: 5 = LinkUp, 3 = Disabled.
     pub phys_state: u8,
     pub gid_table_len: u8,
     pub pkey_table_len: u16,
+    /// vrnic's built-in SM configures the port (it is ACTIVE with its LID
+    /// from the start, and the driver may not claim IsSM); false: an SM in a
+    /// guest does (the port starts INIT without a LID).
+    pub builtin_sm: bool,
+    /// The PortInfo components an SM sets that have no field above
+    /// (M_Key, LMC, NeighborMTU, OperationalVLs, SubnetTimeOut, ...), as an
+    /// image of the attribute (`wire::smp_portinfo::RW` bits).
+    pub port_info: [u8; 64],
+}
+
+/// The RW PortInfo components at power-on: LinkWidthEnabled 1x|4x,
+/// LinkDownDefaultState Polling, LinkSpeedEnabled SDR|DDR|QDR, NeighborMTU
+/// 4096, HOQLife 0x1f, OperationalVLs 1 (VL0), SubnetTimeOut 18.
+fn default_port_info() -> [u8; 64] {
+    let mut b = [0u8; 64];
+    (b[29], b[33], b[35], b[36], b[42], b[43], b[51]) = (3, 2, 7, 5 << 4, 0x1f, 1 << 4, 18);
+    b
 }
 
 impl PortConfig {
@@ -126,6 +135,37 @@ impl PortConfig {
             phys_state: 5,
             gid_table_len: 8,
             pkey_table_len: 16,
+            builtin_sm: true,
+            port_info: default_port_info(),
+        }
+    }
+
+    /// The port as it powers up on a fabric whose SM is not vrnic's: INIT
+    /// (LinkUp), no LID, no SM LID, until an SM sets them.
+    pub fn unconfigured(mut self) -> PortConfig {
+        self.builtin_sm = false;
+        self.lid = 0;
+        self.sm_lid = 0;
+        self.port_state = 2;
+        self
+    }
+
+    /// The cable in (`up`) or out: the port goes DOWN/Disabled, or back to
+    /// LinkUp and ACTIVE (the built-in SM configures it at once) or INIT
+    /// (for the SM to configure). Returns the PORT_CHANGE sub_type: 1 DOWN,
+    /// 4 ACTIVE, 5 INITIALIZED.
+    pub fn set_link(&mut self, up: bool) -> u8 {
+        if !up {
+            self.port_state = 1;
+            self.phys_state = 3;
+            return 1;
+        }
+        self.phys_state = 5;
+        self.port_state = if self.builtin_sm { 4 } else { 2 };
+        if self.builtin_sm {
+            4
+        } else {
+            5
         }
     }
 
@@ -158,37 +198,11 @@ pub struct IbPort {
     pub wire_counters: Option<Arc<vrnic_fabric::counters::PortCounters>>,
     /// PerfMgt counter values at the last clear (PortCounters Set).
     pub pma_base: [u64; 6],
-    /// The Subnet Administrator, on the port whose LID is the SM LID
-    /// (`datapath/sa_wire.rs` routes QP1 SubnAdm MADs to it).
-    pub sa: Option<Box<vrnic_subnet::Sa>>,
-    /// When the SA's RMPP timer next runs (clock ns).
-    pub sa_next_tick_ns: u64,
-    /// This server's copy of the modeled switch (`datapath/smi_route.rs`).
-    pub switch: Option<Box<vrnic_subnet::switch::Switch>>,
-    /// The SM's SMInfo answers, on the port whose LID is the SM LID.
-    pub sm_info: Option<vrnic_subnet::sm_info::SmInfoAgent>,
-    /// The SM role machine (`datapath/sm_wire.rs`): which server is the
-    /// master SM; `None` without fabric peers or with a static `--sm-lid`.
-    pub sm: Option<Box<vrnic_subnet::sm_role::SmRoles>>,
-    /// The ports a new master's SA database starts from (this one and every
-    /// configured peer; the dead ones are left out).
-    pub sm_ports: Vec<vrnic_subnet::PortRecord>,
 }
 
 impl IbPort {
     pub fn new(port: PortConfig, wire_counters: Option<Arc<vrnic_fabric::counters::PortCounters>>) -> IbPort {
-        IbPort {
-            port,
-            counters: Arc::new(PortCounters::default()),
-            wire_counters,
-            pma_base: [0; 6],
-            sa: None,
-            sa_next_tick_ns: 0,
-            switch: None,
-            sm_info: None,
-            sm: None,
-            sm_ports: Vec::new(),
-        }
+        IbPort { port, counters: Arc::new(PortCounters::default()), wire_counters, pma_base: [0; 6] }
     }
 
     /// Port totals for PerfMgt: xmit words, rcv words, xmit pkts, rcv pkts,

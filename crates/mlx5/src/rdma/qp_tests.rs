@@ -137,7 +137,7 @@ fn qp1_mad_loopback_and_flush() {
     rwqe[8..16].copy_from_slice(&0x300000u64.to_be_bytes());
     t.mem.put(0x200000, &rwqe);
     t.mem.put(0x280000, &1u32.to_be_bytes());
-    // One send: a 256-byte MAD to our own LID (3), QP1.
+    // One send: a 256-byte MAD to LID 0, QP1 (it stays in the port; no fabric here).
     let mad: Vec<u8> = (0..256).map(|x| x as u8).collect();
     t.mem.put(0x310000, &mad);
     let mut w = [0u8; 80];
@@ -146,7 +146,7 @@ fn qp1_mad_loopback_and_flush() {
     w[11] = 0x08;
     w[16..20].copy_from_slice(&0x8001_0000u32.to_be_bytes());
     w[24..28].copy_from_slice(&1u32.to_be_bytes());
-    w[16 + 0x0e..16 + 0x10].copy_from_slice(&3u16.to_be_bytes());
+    w[16 + 0x0e..16 + 0x10].copy_from_slice(&0u16.to_be_bytes());
     w[64..68].copy_from_slice(&256u32.to_be_bytes());
     w[68..72].copy_from_slice(&lkey.to_be_bytes());
     w[72..80].copy_from_slice(&0x310000u64.to_be_bytes());

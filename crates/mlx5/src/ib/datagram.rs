@@ -1,19 +1,22 @@
 //! Datagrams the firmware carries itself: QP0/QP1 sends on an InfiniBand
-//! port. One addressed to this port (its LID, the permissive LID) is
-//! delivered to the target QP's receive queue; one to another LID goes over
-//! the fabric (`mad_wire.rs`). Without a route to that LID it is counted by
-//! the fabric and gone (it completes successfully, as on a wire with nobody
-//! listening): MAD senders never stall.
+//! port. Every one leaves the port (`mad_wire.rs`): to another LID over the
+//! fabric, to this port's own LID through the fabric port's loopback, into
+//! the modeled switch (a directed-route SMP past hop 0, the permissive LID,
+//! the switch's LID: the IB stage in front of the fabric port takes those).
+//! Only DLID 0, which is no port's, stays in the port. Without a route it
+//! is counted by the fabric and gone (it completes successfully, as on a
+//! wire with nobody listening): MAD senders never stall. A port that is not
+//! ACTIVE sends SMPs only (INIT and ARMED: IBTA 7.2), a DOWN one nothing.
 
 use std::sync::atomic::Ordering;
 
 use tracing::{debug, warn};
 
-use super::cqe::{op, syndrome, Cqe};
-use super::dbr::be32_at;
-use super::sq;
-use super::sq_ops;
-use super::wqe::{self, opcode, CtrlSeg, Payload, Piece};
+use crate::datapath::cqe::{op, syndrome, Cqe};
+use crate::datapath::dbr::be32_at;
+use crate::datapath::sq;
+use crate::datapath::sq_ops;
+use crate::datapath::wqe::{self, opcode, CtrlSeg, Payload, Piece};
 use crate::firmware::Firmware;
 use vrnic_engine::verbs::WrOpcode;
 use vrnic_engine::{Access, QpState, QpType};
@@ -22,8 +25,6 @@ use vrnic_engine::{Access, QpState, QpType};
 pub const GRH_LEN: usize = 40;
 /// IBTA GSI Q_Key.
 pub const GSI_QKEY: u32 = 0x8001_0000;
-/// Permissive LID.
-pub const PERMISSIVE_LID: u16 = 0xffff;
 
 /// The P_Key of every QP1 receive on the IB port: the P_Key table's only
 /// entry (the default full-membership 0xffff).
@@ -48,7 +49,7 @@ pub struct Datagram {
 }
 
 impl Firmware {
-    pub(super) fn drain_ud_sq(&mut self, qpn: u32) {
+    pub(crate) fn drain_ud_sq(&mut self, qpn: u32) {
         self.drain_fw_sq(qpn, |fw, qpn, w, ctrl| {
             let Some(qp) = fw.core.engine.qp(qpn) else { return Err(syndrome::LOCAL_QP_OP_ERR) };
             let (qp_type, pd) = (qp.qp_type, qp.pd);
@@ -88,34 +89,19 @@ impl Firmware {
                     grh: None,
                     on_wire: false,
                 };
-                // Directed-route SMPs carry the permissive DLID: hop count 0
-                // (ib_mad answers it itself) is this port's SMA, more hops
-                // the modeled switch's. LID 0 is no port's.
-                let rlid = s.av.rlid;
-                let to_self = rlid == self.ib.port.lid || rlid == PERMISSIVE_LID || rlid == 0;
-                if self.ib.port.port_state != 4 {
+                // INIT and ARMED ports send SMPs only; a DOWN one nothing.
+                let state = self.ib.port.port_state;
+                if state == 1 || (state != 4 && src_qpn != 0) {
                     return Ok(());
                 }
-                if self.switch_claims(src_qpn, s.av.dqpn, rlid, &dg.data) {
-                    // Past hop 0 or to the switch's LID: the modeled switch (smi_route.rs).
-                    self.switch_receive(&dg);
-                    return Ok(());
-                }
-                if !to_self {
+                // LID 0 is no port's: it never leaves this one.
+                if s.av.rlid != 0 {
                     return self.send_mad(&sq::ud_av(&s.av), s.av.dqpn, &dg);
                 }
                 let words = (dg.data.len() as u64).div_ceil(4);
                 self.ib.counters.xmit_pkts.fetch_add(1, Ordering::Relaxed);
                 self.ib.counters.xmit_data_words.fetch_add(words, Ordering::Relaxed);
-                if self.sa_claims(s.av.dqpn, &dg.data) {
-                    // This port runs the SA: its own guest's SubnAdm MADs are the SA's.
-                    self.sa_answer(&dg);
-                } else if self.sm_info_claims(s.av.dqpn, &dg.data) {
-                    // This port runs the SM: its own guest's SMInfo Gets are the SM's.
-                    self.sm_info_answer(&dg);
-                } else {
-                    self.deliver_local(s.av.dqpn, dg);
-                }
+                self.deliver_local(s.av.dqpn, dg);
                 Ok(())
             }
             // classify() refuses every other operation on these QP types.
@@ -125,7 +111,7 @@ impl Firmware {
 
     /// Reads a send's local data, inline segments and data segments (through
     /// their lkeys) in WQE order.
-    pub(super) fn gather(&self, p: &Payload, pd: u32) -> Result<Vec<u8>, u8> {
+    fn gather(&self, p: &Payload, pd: u32) -> Result<Vec<u8>, u8> {
         let mut out = Vec::with_capacity(p.len() as usize);
         for piece in &p.0 {
             let sge = match piece {
@@ -164,7 +150,7 @@ impl Firmware {
 
     /// Places a datagram into QP `qpn`'s receive queue (UD semantics: no
     /// receive posted or a Q_Key mismatch drops it).
-    pub(super) fn receive_ud(&mut self, qpn: u32, dg: Datagram) {
+    fn receive_ud(&mut self, qpn: u32, dg: Datagram) {
         let Some(qp) = self.core.engine.qp(qpn) else { return };
         let (state, qp_type, recv_cq, pd, qkey) = (qp.state, qp.qp_type, qp.recv_cq, qp.pd, qp.attrs.qkey);
         if !matches!(state, QpState::Rtr | QpState::Rts) {

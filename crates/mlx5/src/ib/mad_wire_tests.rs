@@ -1,13 +1,15 @@
 //! QP0/QP1 MADs between two firmwares over an in-process fabric
 //! (`mad_wire.rs`): sent by the firmware's send queue, carried as UD
-//! packets, delivered into the other port's special QP receive queue; and
-//! malformed or refused packets to QPN 0/1 dropped and counted.
+//! packets, delivered into the other port's special QP receive queue (one
+//! to the own LID through the port's loopback); malformed or refused
+//! packets to QPN 0/1 dropped and counted; a port that is not ACTIVE
+//! carries SMPs only.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use crate::datapath::cqe::op;
-use crate::datapath::mad_wire::{parse_mad_packet, MadDrop};
+use crate::ib::mad_wire::{parse_mad_packet, MadDrop};
 use crate::test_support::*;
 use vrnic_fabric::{Endpoint, InProcNet, RxMeta};
 use vrnic_wire::bth::{self, Opcode};
@@ -90,15 +92,52 @@ fn qp0_smp_crosses_the_fabric_whatever_its_qkey() {
 }
 
 #[test]
-fn mad_to_own_lid_stays_local() {
+fn mad_to_own_lid_loops_back_through_the_port() {
     let (net, mut a, mut b) = special_pair(QP1_ST);
     let mad = [0x5au8; 256];
     send_mad(&mut a, 1, 1, 0x8001_0000, &mad);
+    assert_eq!(a.t.mem.get(DATA + 40, 256), vec![0u8; 256], "it left the port (where the IB stage sees it)");
+    pump(&net, &mut a, &mut b);
     assert_eq!(a.t.mem.get(DATA + 40, 256), mad.to_vec());
+    let c = &a.t.fw.ib.counters;
+    assert_eq!((c.mad_wire_xmit.load(Relaxed), c.mad_wire_rcv.load(Relaxed), c.xmit_pkts.load(Relaxed)), (1, 1, 0));
+    assert_eq!(u16::from_be_bytes(a.t.mem.get(a.cq_buf + 64, 64)[0x16..0x18].try_into().unwrap()), 1, "from LID 1");
+    assert_eq!(b.t.fw.ib.counters.mad_wire_rcv.load(Relaxed), 0);
+}
+
+#[test]
+fn dlid_0_stays_in_the_port() {
+    let (net, mut a, mut b) = special_pair(QP1_ST);
+    send_mad(&mut a, 0, 1, 0x8001_0000, &[7u8; 256]);
+    assert_eq!(a.t.mem.get(DATA + 40, 256), vec![7u8; 256]);
     let c = &a.t.fw.ib.counters;
     assert_eq!((c.mad_wire_xmit.load(Relaxed), c.xmit_pkts.load(Relaxed), c.rcv_pkts.load(Relaxed)), (0, 1, 1));
     pump(&net, &mut a, &mut b);
-    assert_eq!(b.t.fw.ib.counters.mad_wire_rcv.load(Relaxed), 0);
+    assert_eq!(net.port(0).counters.tx_packets.load(Relaxed), 0, "nothing on the fabric");
+}
+
+#[test]
+fn a_port_before_the_sm_configured_it_carries_smps_only() {
+    for (st, dqpn, passes) in [(QP0_ST, 0, true), (QP1_ST, 1, false)] {
+        let (net, mut a, mut b) = special_pair(st);
+        for s in [&mut a, &mut b] {
+            s.t.fw.ib.port = s.t.fw.ib.port.clone().unconfigured();
+        }
+        send_mad(&mut a, 2, dqpn, 0x8001_0000, &[9u8; 256]);
+        pump(&net, &mut a, &mut b);
+        let got = b.t.mem.get(DATA + 40, 256) == vec![9u8; 256];
+        assert_eq!(got, passes, "QP{dqpn} in INIT");
+        assert_eq!(net.port(0).counters.tx_packets.load(Relaxed), passes as u64, "QP1 does not even leave");
+        // A DOWN port: nothing either way.
+        let (net, mut a, mut b) = special_pair(st);
+        b.t.fw.port_change(false);
+        send_mad(&mut a, 2, dqpn, 0x8001_0000, &[8u8; 256]);
+        send_mad(&mut b, 1, dqpn, 0x8001_0000, &[8u8; 256]);
+        pump(&net, &mut a, &mut b);
+        assert_eq!(b.t.mem.get(DATA + 40, 256), vec![0u8; 256], "QP{dqpn} to a DOWN port");
+        assert_eq!(b.t.fw.ib.counters.mad_wire_rcv.load(Relaxed), 1, "it arrived and was dropped");
+        assert_eq!(net.port(1).counters.tx_packets.load(Relaxed), 0, "a DOWN port sends nothing");
+    }
 }
 
 /// A UD SEND_ONLY packet to `dqpn` with `payload`, as the fabric delivers it.

@@ -1,28 +1,31 @@
 //! QP0 (SMI) and QP1 (GSI) on the InfiniBand fabric. The firmware executes
 //! the special QPs' send queues and owns their receive queues
-//! (`datagram.rs`); a MAD to another LID leaves through the engine's
-//! datagram send (`Engine::send_datagram`: BTH + DETH, the same packet path
-//! a UD QP's sends take), and one arriving from the fabric is checked here
-//! and delivered to this port's QP0/QP1 receive queue exactly as a local one
-//! is (`deliver_local`). ib_mad then answers it (an SMP through MAD_IFC's
-//! SMA, a PerfMgt Get through mlx5_ib's PMA) and sends the response back
-//! through the same QP.
+//! (`datagram.rs`); a MAD leaves through the engine's datagram send
+//! (`Engine::send_datagram`: BTH + DETH, the same packet path a UD QP's
+//! sends take) into the IB stage and the fabric port (`vrnic_subnet::stage`
+//! takes what is the switch's or the SM's), and one arriving from the
+//! fabric is checked here and delivered to this port's QP0/QP1 receive
+//! queue. ib_mad then answers it (an SMP through MAD_IFC's SMA, a PerfMgt
+//! Get through mlx5_ib's PMA) and sends the response back through the same
+//! QP.
 //!
 //! The fabric carries what its packets carry: BTH onward (plus a GRH when
 //! the address vector is global), routed by LID; there is no LRH, so the SL
 //! (SL 15 / VL15 for SMPs) does not travel and a received MAD's CQE has SL 0.
 //! Q_Key rules (IBTA 10.2.5, 13.5.3): QP0 ignores the Q_Key (sent as 0), QP1
 //! only takes 0x80010000. Untrusted input: anything else addressed to QPN 0
-//! or 1 is counted in `mad_wire_drops` (and PortRcvErrors) and dropped.
+//! or 1 is counted in `mad_wire_drops` (and PortRcvErrors) and dropped. A
+//! port that is not ACTIVE takes SMPs only (INIT, ARMED: IBTA 7.2; QP1 in
+//! ARMED too), a DOWN one nothing.
 
 use std::sync::atomic::Ordering;
 
 use tracing::debug;
 
-use super::cqe::syndrome;
 use super::datagram::{Datagram, GSI_QKEY};
+use super::mad::MAD_SIZE;
+use crate::datapath::cqe::syndrome;
 use crate::firmware::Firmware;
-use crate::ib::mad::MAD_SIZE;
 use vrnic_engine::transport::{pkey_matches, PKEY_TABLE};
 use vrnic_engine::verbs::{OutDatagram, WcStatus};
 use vrnic_engine::AddressVector;
@@ -91,19 +94,13 @@ pub fn parse_mad_packet(meta: &RxMeta, pkt: &[u8]) -> Result<(u32, Datagram), Ma
 impl Firmware {
     /// A QP0/QP1 packet from the fabric (InfiniBand port): into the special
     /// QP's receive queue, or a counted drop.
-    pub(super) fn receive_mad(&mut self, meta: &RxMeta, pkt: &[u8]) {
+    pub(crate) fn receive_mad(&mut self, meta: &RxMeta, pkt: &[u8]) {
         let c = &self.ib.counters;
         match parse_mad_packet(meta, pkt) {
             Ok((dqpn, dg)) => {
                 c.mad_wire_rcv.fetch_add(1, Ordering::Relaxed);
-                if self.ib.port.port_state != 4 {
-                } else if self.sa_claims(dqpn, &dg.data) {
-                    self.sa_answer(&dg);
-                } else if self.sm_claims(dqpn, dg.slid, &dg.data) {
-                    self.sm_receive(&dg);
-                } else if self.sm_info_claims(dqpn, &dg.data) {
-                    self.sm_info_answer(&dg);
-                } else {
+                let state = self.ib.port.port_state;
+                if state != 1 && (dqpn == 0 || state >= 3) {
                     self.deliver_local(dqpn, dg);
                 }
             }
@@ -115,7 +112,7 @@ impl Firmware {
         }
     }
 
-    /// Sends a special QP's datagram to another port over the fabric.
+    /// Sends a special QP's datagram out of the port (the IB stage, then the fabric).
     pub(super) fn send_mad(&mut self, av: &AddressVector, dqpn: u32, dg: &Datagram) -> Result<(), u8> {
         let d = OutDatagram {
             av,
