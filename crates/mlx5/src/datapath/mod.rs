@@ -30,7 +30,7 @@ pub mod cqe;
 pub mod ctx;
 pub(crate) mod dbr;
 pub mod eq;
-mod fw_sq;
+pub(crate) mod fw_sq;
 mod rq;
 pub mod rx;
 pub mod sink;
@@ -116,7 +116,7 @@ impl Firmware {
     fn flush_entered_err(&mut self, qpn: u32) {
         match self.core.engine.qp(qpn).map(|q| q.qp_type) {
             Some(t) if self.via_engine(t) => self.engine_flush(qpn),
-            Some(_) => self.flush_qp(qpn),
+            Some(_) => self.core.flush_qp(qpn),
             None => {}
         }
     }

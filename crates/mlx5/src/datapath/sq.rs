@@ -11,6 +11,8 @@ use super::dbr::be32_at;
 use super::sq_ops;
 use super::umr;
 use super::wqe::{self, CtrlSeg, Payload, Piece, WQEBB};
+use crate::core::Core;
+use crate::datapath::fw_sq::drain_fw_sq;
 use crate::firmware::Firmware;
 use crate::queue_buf::buf_addr;
 use crate::rdma::state::QpCtx;
@@ -82,71 +84,11 @@ impl Firmware {
             debug!(qpn, "send doorbell on a QP without a send queue ignored");
             return;
         }
-        self.drain_fw_sq(qpn, |fw, qpn, _, ctrl| {
+        drain_fw_sq(self, qpn, |fw, qpn, _, ctrl| {
             let qp_type = fw.core.engine.qp(qpn).map(|q| q.qp_type);
             warn!(qpn, ?qp_type, opcode = ctrl.opcode, "send WQE on a QP without a send path");
             Err(syndrome::LOCAL_QP_OP_ERR)
         });
-    }
-
-    pub(super) fn sq_addr(ctx: &QpCtx, idx: u16) -> Option<u64> {
-        if ctx.sq_entries == 0 {
-            return None;
-        }
-        let off =
-            ctx.rq_entries as u64 * ctx.rq_stride as u64 + ((idx as u32 & (ctx.sq_entries - 1)) as u64) * WQEBB as u64;
-        buf_addr(&ctx.pas, ctx.log_page_size, ctx.page_offset, off)
-    }
-
-    /// The next send WQE of QP `qpn`, as its doorbell record announces it.
-    pub(crate) fn sq_head(&self, qpn: u32, ctx: &QpCtx) -> SqHead {
-        match Self::sq_producer(&*self.core.mem, ctx) {
-            Some(pc) => self.sq_head_upto(qpn, ctx, pc),
-            None => SqHead::Empty,
-        }
-    }
-
-    /// The send doorbell record's producer counter (the second big-endian word).
-    pub(crate) fn sq_producer(mem: &dyn vrnic_engine::GuestMemory, ctx: &QpCtx) -> Option<u16> {
-        be32_at(mem, ctx.dbr_addr + 4).map(|pc| pc as u16)
-    }
-
-    /// The next send WQE of QP `qpn` if it is before producer counter `pc`.
-    pub(crate) fn sq_head_upto(&self, qpn: u32, ctx: &QpCtx, pc: u16) -> SqHead {
-        let ci = ctx.sq_ci;
-        if ci == pc {
-            return SqHead::Empty;
-        }
-        let Some(first) = self.read_sq(ctx, ci, 1) else {
-            warn!(qpn, "SQ outside guest memory");
-            return SqHead::Unreadable { ci };
-        };
-        let ctrl = CtrlSeg::parse(first[..16].try_into().expect("16 bytes"));
-        if ctrl.wqe_index != ci {
-            debug!(qpn, expected = ci, got = ctrl.wqe_index, "WQE index mismatch: stop at the doorbell");
-            return SqHead::Empty;
-        }
-        SqHead::Ready { ci, ctrl, first }
-    }
-
-    /// The whole WQE at the SQ head: `first` if it is one WQEBB, else all
-    /// `nbb` read again (a copy taken at one time, parsed as such).
-    pub(crate) fn sq_wqe(&self, ctx: &QpCtx, ci: u16, nbb: usize, first: Vec<u8>) -> Option<Vec<u8>> {
-        if nbb == 1 {
-            Some(first)
-        } else {
-            self.read_sq(ctx, ci, nbb)
-        }
-    }
-
-    /// Copies `nbb` WQEBBs starting at SQ index `idx` (wrapping at the end of the SQ).
-    pub(crate) fn read_sq(&self, ctx: &QpCtx, idx: u16, nbb: usize) -> Option<Vec<u8>> {
-        let mut w = vec![0u8; nbb * WQEBB];
-        for i in 0..nbb {
-            let a = Self::sq_addr(ctx, idx.wrapping_add(i as u16))?;
-            self.core.mem.read(a, &mut w[i * WQEBB..(i + 1) * WQEBB]).ok()?;
-        }
-        Some(w)
     }
 
     /// Hands the QP's new send WQEs (up to the doorbell record) to the engine.
@@ -158,7 +100,7 @@ impl Firmware {
         }
         // The doorbell record is read once: a WQE posted after this read
         // comes with a doorbell of its own, which syncs again.
-        let Some(pc) = self.core.engine.qp(qpn).map(|e| &e.ext).and_then(|ctx| Self::sq_producer(&*self.core.mem, ctx))
+        let Some(pc) = self.core.engine.qp(qpn).map(|e| &e.ext).and_then(|ctx| Core::sq_producer(&*self.core.mem, ctx))
         else {
             return;
         };
@@ -167,7 +109,7 @@ impl Firmware {
             if ctx.sq_entries == 0 {
                 return;
             }
-            let (ci, ctrl, first) = match self.sq_head_upto(qpn, ctx, pc) {
+            let (ci, ctrl, first) = match self.core.sq_head_upto(qpn, ctx, pc) {
                 SqHead::Empty => return,
                 // A WQE fetch that faults is a local QP operation error, as
                 // on hardware: an error CQE for that slot and the QP to ERR.
@@ -184,7 +126,7 @@ impl Firmware {
                 SqHead::Ready { ci, ctrl, first } => (ci, ctrl, first),
             };
             let nbb = ctrl.wqebbs();
-            let w = (nbb <= wqe::MAX_WQEBBS && ctrl.ds > 0).then(|| self.sq_wqe(ctx, ci, nbb, first)).flatten();
+            let w = (nbb <= wqe::MAX_WQEBBS && ctrl.ds > 0).then(|| self.core.sq_wqe(ctx, ci, nbb, first)).flatten();
             let wr = match w {
                 // fast registration (REG_MR, LOCAL_INV): UMR on an RC QP
                 Some(w) if ctrl.opcode == umr::OPCODE_UMR && qp_type == QpType::Rc => self.umr_on_qp(qpn, &w, &ctrl),
@@ -317,4 +259,67 @@ fn send_data(p: Payload, wr: &mut SendWr) {
         wr.order = order;
     }
     wr.inline = inline;
+}
+
+/// Reading a QP's send queue from guest memory (its context is in the engine's entry).
+impl Core {
+    pub(super) fn sq_addr(ctx: &QpCtx, idx: u16) -> Option<u64> {
+        if ctx.sq_entries == 0 {
+            return None;
+        }
+        let off =
+            ctx.rq_entries as u64 * ctx.rq_stride as u64 + ((idx as u32 & (ctx.sq_entries - 1)) as u64) * WQEBB as u64;
+        buf_addr(&ctx.pas, ctx.log_page_size, ctx.page_offset, off)
+    }
+
+    /// The next send WQE of QP `qpn`, as its doorbell record announces it.
+    pub(crate) fn sq_head(&self, qpn: u32, ctx: &QpCtx) -> SqHead {
+        match Core::sq_producer(&*self.mem, ctx) {
+            Some(pc) => self.sq_head_upto(qpn, ctx, pc),
+            None => SqHead::Empty,
+        }
+    }
+
+    /// The send doorbell record's producer counter (the second big-endian word).
+    pub(crate) fn sq_producer(mem: &dyn vrnic_engine::GuestMemory, ctx: &QpCtx) -> Option<u16> {
+        be32_at(mem, ctx.dbr_addr + 4).map(|pc| pc as u16)
+    }
+
+    /// The next send WQE of QP `qpn` if it is before producer counter `pc`.
+    pub(crate) fn sq_head_upto(&self, qpn: u32, ctx: &QpCtx, pc: u16) -> SqHead {
+        let ci = ctx.sq_ci;
+        if ci == pc {
+            return SqHead::Empty;
+        }
+        let Some(first) = self.read_sq(ctx, ci, 1) else {
+            warn!(qpn, "SQ outside guest memory");
+            return SqHead::Unreadable { ci };
+        };
+        let ctrl = CtrlSeg::parse(first[..16].try_into().expect("16 bytes"));
+        if ctrl.wqe_index != ci {
+            debug!(qpn, expected = ci, got = ctrl.wqe_index, "WQE index mismatch: stop at the doorbell");
+            return SqHead::Empty;
+        }
+        SqHead::Ready { ci, ctrl, first }
+    }
+
+    /// The whole WQE at the SQ head: `first` if it is one WQEBB, else all
+    /// `nbb` read again (a copy taken at one time, parsed as such).
+    pub(crate) fn sq_wqe(&self, ctx: &QpCtx, ci: u16, nbb: usize, first: Vec<u8>) -> Option<Vec<u8>> {
+        if nbb == 1 {
+            Some(first)
+        } else {
+            self.read_sq(ctx, ci, nbb)
+        }
+    }
+
+    /// Copies `nbb` WQEBBs starting at SQ index `idx` (wrapping at the end of the SQ).
+    pub(crate) fn read_sq(&self, ctx: &QpCtx, idx: u16, nbb: usize) -> Option<Vec<u8>> {
+        let mut w = vec![0u8; nbb * WQEBB];
+        for i in 0..nbb {
+            let a = Core::sq_addr(ctx, idx.wrapping_add(i as u16))?;
+            self.mem.read(a, &mut w[i * WQEBB..(i + 1) * WQEBB]).ok()?;
+        }
+        Some(w)
+    }
 }

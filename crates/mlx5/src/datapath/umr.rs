@@ -27,6 +27,7 @@ use tracing::warn;
 
 use super::cqe::syndrome;
 use super::wqe::{self, be16, be32, be64, opcode, CtrlSeg, DS};
+use crate::datapath::fw_sq::drain_fw_sq;
 use crate::firmware::Firmware;
 use crate::ifc::mkc;
 use vrnic_engine::verbs::{SendWr, WcStatus, WrOpcode};
@@ -376,7 +377,7 @@ impl Firmware {
     /// doorbell record, in order; an ERR QP flushes them. `umr_wqes` counts
     /// the WQEs executed, `umr_errors` those fetched and refused.
     pub(super) fn drain_umr_sq(&mut self, qpn: u32) {
-        self.drain_fw_sq(qpn, |fw, qpn, w, ctrl| match fw.execute_umr(w, ctrl, None) {
+        drain_fw_sq(self, qpn, |fw, qpn, w, ctrl| match fw.execute_umr(w, ctrl, None) {
             Ok(()) => {
                 fw.core.stats.umr_wqes.fetch_add(1, Ordering::Relaxed);
                 Ok(())

@@ -337,7 +337,7 @@ impl Firmware {
             .is_some_and(|a| self.core.mem.read(a, &mut w).is_ok());
         if !read {
             self.eth.dispatch.counters.wqe_errors += 1;
-            self.qp_error(rqn, ci, 0, syndrome::LOCAL_QP_OP_ERR, false);
+            self.core.qp_error(rqn, ci, 0, syndrome::LOCAL_QP_OP_ERR, false);
             return false;
         }
         // VLAN stripping: the outermost tag, C-tags only.
@@ -354,7 +354,7 @@ impl Firmware {
         }
         if let Err(syn) = self.scatter(&sges, q.pd, &data) {
             self.eth.dispatch.counters.wqe_errors += 1;
-            self.qp_error(rqn, ci, 0, syn, false);
+            self.core.qp_error(rqn, ci, 0, syn, false);
             return false;
         }
         if let Some(ctx) = self.core.engine.qp_mut(rqn).map(|e| &mut e.ext) {

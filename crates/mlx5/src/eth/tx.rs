@@ -25,6 +25,7 @@ use tracing::{debug, warn};
 use super::eth_seg::{self, DataSeg, EthSend};
 use super::tx_state::EthTx;
 use crate::datapath::cqe::syndrome;
+use crate::datapath::fw_sq::drain_fw_sq;
 use crate::datapath::wqe::{opcode, CtrlSeg};
 use crate::firmware::Firmware;
 use vrnic_engine::{Access, QpType};
@@ -45,7 +46,7 @@ impl Firmware {
             debug!(sqn, "send doorbell on a raw packet queue without a send queue ignored");
             return;
         }
-        self.drain_fw_sq(sqn, |fw, sqn, w, ctrl| fw.eth_tx_wqe(sqn, w, ctrl));
+        drain_fw_sq(self, sqn, |fw, sqn, w, ctrl| fw.eth_tx_wqe(sqn, w, ctrl));
     }
 
     /// Executes one Ethernet send WQE `w` (whole, as copied); `Err` is the

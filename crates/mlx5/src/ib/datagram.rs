@@ -14,6 +14,7 @@ use tracing::{debug, warn};
 
 use crate::datapath::cqe::{op, syndrome, Cqe};
 use crate::datapath::dbr::be32_at;
+use crate::datapath::fw_sq::drain_fw_sq;
 use crate::datapath::sq;
 use crate::datapath::sq_ops;
 use crate::datapath::wqe::{self, opcode, CtrlSeg, Payload, Piece};
@@ -50,7 +51,7 @@ pub struct Datagram {
 
 impl Firmware {
     pub(crate) fn drain_ud_sq(&mut self, qpn: u32) {
-        self.drain_fw_sq(qpn, |fw, qpn, w, ctrl| {
+        drain_fw_sq(self, qpn, |fw, qpn, w, ctrl| {
             let Some(qp) = fw.core.engine.qp(qpn) else { return Err(syndrome::LOCAL_QP_OP_ERR) };
             let (qp_type, pd) = (qp.qp_type, qp.pd);
             fw.execute_ud_wqe(qpn, qp_type, pd, w, ctrl)
@@ -171,7 +172,7 @@ impl Firmware {
         let Some(a) = Self::rq_addr(ctx, ci) else { return };
         let mut w = vec![0u8; ctx.rq_stride];
         if self.core.mem.read(a, &mut w).is_err() {
-            self.qp_error(qpn, ci, 0, syndrome::LOCAL_QP_OP_ERR, false);
+            self.core.qp_error(qpn, ci, 0, syndrome::LOCAL_QP_OP_ERR, false);
             return;
         }
         let user_index = ctx.user_index;
@@ -189,23 +190,23 @@ impl Firmware {
             }
             let n = (sge.length as usize).min(msg.len() - done);
             let Some(key) = self.core.engine.lookup_key(sge.lkey) else {
-                self.qp_error(qpn, ci, 0, syndrome::LOCAL_PROT_ERR, false);
+                self.core.qp_error(qpn, ci, 0, syndrome::LOCAL_PROT_ERR, false);
                 return;
             };
             let Ok(chunks) = key.translate(sge.addr, n as u64, pd, Access::LOCAL_WRITE) else {
-                self.qp_error(qpn, ci, 0, syndrome::LOCAL_PROT_ERR, false);
+                self.core.qp_error(qpn, ci, 0, syndrome::LOCAL_PROT_ERR, false);
                 return;
             };
             for (pa, len) in chunks {
                 if self.core.mem.write(pa, &msg[done..done + len as usize]).is_err() {
-                    self.qp_error(qpn, ci, 0, syndrome::LOCAL_PROT_ERR, false);
+                    self.core.qp_error(qpn, ci, 0, syndrome::LOCAL_PROT_ERR, false);
                     return;
                 }
                 done += len as usize;
             }
         }
         if done < msg.len() {
-            self.qp_error(qpn, ci, 0, syndrome::LOCAL_LENGTH_ERR, false);
+            self.core.qp_error(qpn, ci, 0, syndrome::LOCAL_LENGTH_ERR, false);
             return;
         }
         if let Some(ctx) = self.core.engine.qp_mut(qpn).map(|e| &mut e.ext) {
