@@ -13,8 +13,9 @@ use super::eth::state::EthPort;
 use super::firmware::Firmware;
 use super::hca::state::Hca;
 use super::hca::state::UarHook;
-use super::ib::port::{IbPort, PortConfig};
+use super::ib::port::{FwPortCounters, IbPort, PortConfig};
 use super::link::LinkLayer;
+use super::port::Port;
 use super::rdma::state::RdmaObjects;
 use super::roce::state::RoceState;
 use vrnic_cc::CcControl;
@@ -141,7 +142,12 @@ impl FirmwareBuilder {
         engine.attach(io);
         engine.set_waker(waker);
         let hca = Hca::new(engine.limits(), self.memic, self.link, self.on_uar);
-        let roce = RoceState::new(self.roce, self.cc);
+        let port = match self.link {
+            LinkLayer::Ib => Port::Ib(IbPort::new(wire_counters)),
+            LinkLayer::Eth => {
+                Port::Eth { eth: EthPort::new(self.mac, self.frames), roce: RoceState::new(self.roce, self.cc) }
+            }
+        };
         let core = Core {
             engine,
             mem: self.mem,
@@ -156,11 +162,9 @@ impl FirmwareBuilder {
             core,
             hca,
             rdma: RdmaObjects::default(),
-            ib: IbPort::new(self.port, wire_counters),
-            eth: EthPort::new(self.mac, self.frames),
-            roce,
-            link_layer: self.link,
-            gsi_on_wire: self.link.gsi_on_wire(),
+            cfg: self.port,
+            counters: Arc::new(FwPortCounters::default()),
+            port,
             trace: self.trace,
             commands,
         };

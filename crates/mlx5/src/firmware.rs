@@ -18,12 +18,11 @@ use super::cmd::dispatch::CommandTable;
 use super::cmd::req::{fail, Req};
 use super::cmd::{self, status, CmdOutput, CommandHandler, SlotResult};
 use super::core::{Core, FwStats, MlxEngine};
-use super::eth::state::EthPort;
 use super::hca::state::Hca;
-use super::ib::port::{IbPort, PortCounters};
+use super::ib::port::{FwPortCounters, PortConfig};
 use super::link_layer::LinkLayer;
+use super::port::Port;
 use super::rdma::state::RdmaObjects;
-use super::roce::state::RoceState;
 use crate::ifc;
 
 /// The firmware of one device instance. Its state is private to the mlx5
@@ -35,17 +34,14 @@ pub struct Firmware {
     pub(crate) hca: Hca,
     /// QP, SRQ, mkey and MEMIC contexts (`rdma/`).
     pub(crate) rdma: RdmaObjects,
-    /// The IB port: identity, counters, PerfMgt baseline (`ib/`).
-    pub(crate) ib: IbPort,
-    /// The Ethernet port (`eth/`): vport, queues, steering, link.
-    pub(crate) eth: EthPort,
-    /// The RoCE GID table (`roce/`, Ethernet ports).
-    pub(crate) roce: RoceState,
-    /// The port's link layer (which domains `commands` holds).
-    pub(crate) link_layer: LinkLayer,
-    /// QP1 runs through the engine onto the wire (`LinkLayer::gsi_on_wire`)
-    /// instead of the firmware's local MAD path.
-    pub(crate) gsi_on_wire: bool,
+    /// The port's identity and state (what the SMA, the capabilities and
+    /// the vport queries report), whichever the link layer.
+    pub(crate) cfg: PortConfig,
+    /// Packets the firmware delivered itself (QP0/QP1 MADs, multicast copies).
+    pub(crate) counters: Arc<FwPortCounters>,
+    /// The port: InfiniBand, or Ethernet with its RoCE state (its link layer
+    /// picked the command domains in `commands`).
+    pub(crate) port: Port,
     /// Log one line per command.
     pub(crate) trace: bool,
     /// Every command this instance executes (the link layer's domains).
@@ -57,8 +53,7 @@ impl Firmware {
     pub fn reset(&mut self) {
         self.core.reset();
         self.rdma.reset();
-        self.eth.reset();
-        self.roce.reset();
+        self.port.reset();
         self.hca.reset(self.core.engine.limits());
     }
 
@@ -75,7 +70,7 @@ impl Firmware {
 
     /// The port's link layer.
     pub fn link_layer(&self) -> LinkLayer {
-        self.link_layer
+        self.port.link_layer()
     }
 
     /// UAR pages allocated (ALLOC_UAR), for the control socket.
@@ -95,33 +90,33 @@ impl Firmware {
 
     /// PortInfo.PortState of the IB port (4 ACTIVE, 1 DOWN).
     pub fn port_state(&self) -> u8 {
-        self.ib.port.port_state
+        self.cfg.port_state
     }
 
     /// Packets the firmware delivered itself (QP0/QP1 MADs).
-    pub fn port_counters(&self) -> &PortCounters {
-        &self.ib.counters
+    pub fn port_counters(&self) -> &FwPortCounters {
+        &self.counters
     }
 
     /// The fabric port's packet counters, when a fabric is attached.
     pub fn wire_counters(&self) -> Option<&Arc<vrnic_fabric::counters::PortCounters>> {
-        self.ib.wire_counters.as_ref()
+        self.port.ib().and_then(|ib| ib.wire_counters.as_ref())
     }
 
     /// The RoCE GID table's programmed entries (control socket `stats`).
     pub fn roce_gids(&self) -> Vec<(usize, vrnic_fabric::roce::GidEntry)> {
-        self.roce.gids().snapshot()
+        self.port.roce().map(|r| r.gids().snapshot()).unwrap_or_default()
     }
 
     /// The RoCE port's counters (`None` without a RoCE port).
     pub fn roce_counters(&self) -> Option<&Arc<vrnic_fabric::roce::RoceCounters>> {
-        self.roce.counters()
+        self.port.roce().and_then(|r| r.counters())
     }
 
-    /// The congestion control the congestion commands act on (the RoCE
-    /// port's; a private one without a port).
-    pub fn roce_cc(&self) -> &Arc<vrnic_cc::CcControl> {
-        self.roce.cc()
+    /// The congestion control the congestion commands act on (an Ethernet
+    /// port's RoCE; `None` on an InfiniBand port).
+    pub fn roce_cc(&self) -> Option<&Arc<vrnic_cc::CcControl>> {
+        self.port.roce().map(|r| r.cc())
     }
 
     /// The name of an opcode this instance executes, for logs.

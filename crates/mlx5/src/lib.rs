@@ -32,6 +32,7 @@ pub mod ib;
 pub mod init_seg;
 pub mod link;
 pub mod link_layer;
+pub mod port;
 pub mod queue_buf;
 pub mod rdma;
 pub mod roce;

@@ -230,7 +230,7 @@ pub(crate) const DATA: u64 = 0x300000;
 pub(crate) fn side_at(lid: u16, net: &Arc<vrnic_fabric::InProcNet>, index: usize, qp_buf: u64, st: u64) -> Side {
     use ifc::create_mkey_in::memory_key_mkey_entry as m;
     let mut t = Bench::new();
-    t.fw.ib.port.lid = lid;
+    t.fw.cfg.lid = lid;
     let io = vrnic_engine::transport::Io {
         mem: t.mem.clone(),
         packets: net.sink(index),

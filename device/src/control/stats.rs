@@ -24,7 +24,7 @@ use vrnic_mlx5::eth::rx::EthRxTree;
 use vrnic_mlx5::eth::tx_state::SqTxCounters;
 use vrnic_mlx5::eth::vport::VportCounters;
 use vrnic_mlx5::firmware::Firmware;
-use vrnic_mlx5::ib::port::PortCounters as IbPortCounters;
+use vrnic_mlx5::ib::port::FwPortCounters;
 use vrnic_mlx5::DoorbellStats;
 use vrnic_subnet::stage::StageView;
 use vrnic_sys::host::qos::QosStats;
@@ -65,13 +65,13 @@ pub(super) struct FirmwareStats<'a> {
     /// The fabric port's packet counters (`null` without a fabric).
     pub fabric: Option<PortSnapshot>,
     /// The IBTA PortCounters the PerfMgt MADs read.
-    pub port_counters: &'a IbPortCounters,
-    /// The Ethernet receive path (all zero on an InfiniBand port).
-    pub eth_rx: EthRxTree<'a>,
-    /// The Ethernet port's transmit counters (zeros on an IB port).
-    pub eth_tx: EthTxStats<'a>,
-    /// The Ethernet port's traffic counters (zero on an InfiniBand port).
-    pub vport_counters: &'a VportCounters,
+    pub port_counters: &'a FwPortCounters,
+    /// The Ethernet receive path (`null` on an InfiniBand port).
+    pub eth_rx: Option<EthRxTree<'a>>,
+    /// The Ethernet port's transmit counters (`null` on an InfiniBand port).
+    pub eth_tx: Option<EthTxStats<'a>>,
+    /// The Ethernet port's traffic counters (`null` on an InfiniBand port).
+    pub vport_counters: Option<&'a VportCounters>,
     /// An Ethernet port's RoCE port: its packet counters and the GID table
     /// the driver programmed (`null` on InfiniBand).
     pub roce: Option<RoceTree<'a>>,
@@ -200,12 +200,12 @@ impl<'a> FirmwareStats<'a> {
             fabric: f.wire_counters().map(|w| w.snapshot()),
             port_counters: f.port_counters(),
             eth_rx: f.eth_rx_stats(),
-            eth_tx: EthTxStats { totals: &f.eth_tx().totals },
-            vport_counters: f.vport_counters(),
-            roce: f.roce_counters().map(|c| RoceTree {
+            eth_tx: f.eth_tx().map(|t| EthTxStats { totals: &t.totals }),
+            vport_counters: f.vport_counters().map(|c| &**c),
+            roce: f.roce_counters().zip(f.roce_cc()).map(|(c, cc)| RoceTree {
                 counters: c,
                 gids: f.roce_gids().iter().map(|(i, e)| GidRow::new(*i, e)).collect(),
-                congestion: CongestionTree::new(f.roce_cc()),
+                congestion: CongestionTree::new(cc),
             }),
         }
     }

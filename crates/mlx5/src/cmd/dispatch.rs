@@ -57,7 +57,7 @@ macro_rules! command {
             opcode: $crate::ifc::$op as u16,
             ifc_name: stringify!($op),
             phase: $crate::cmd::dispatch::Phase::$phase,
-            handler: |fw, r| $handler(&mut fw.$cx(), r),
+            handler: |fw, r| $handler(&mut fw.$cx()?, r),
         }
     };
     ($op:ident, $phase:ident, $handler:path) => {

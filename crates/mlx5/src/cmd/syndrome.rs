@@ -35,6 +35,9 @@ syndromes! {
     REQ_PAS_OVERFLOW = 0x7e00_0005;
     /// A page list ends past the input (BAD_INP_LEN).
     REQ_SHORT_PAS = 0x7e00_0006;
+    /// A row of a domain the port's link layer does not have (INT_ERR: the
+    /// link layer picks the domains, so no such row is in the table).
+    DISPATCH_WRONG_LINK_LAYER = 0x7e00_0007;
     // 01: hca/
     ENABLE_HCA_BAD_PARAM = 0x7e01_0001;
     DISABLE_HCA_BAD_PARAM = 0x7e01_0002;

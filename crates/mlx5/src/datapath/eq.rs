@@ -127,7 +127,7 @@ impl Firmware {
     /// PORT_CHANGE (sub_type 4 ACTIVE, 5 INITIALIZED, 1 DOWN) to every EQ
     /// that asked for it.
     pub fn port_change(&mut self, active: bool) {
-        let sub = self.ib.port.set_link(active);
+        let sub = self.cfg.set_link(active);
         self.core.port_event(sub);
     }
 }

@@ -102,7 +102,7 @@ fn multicast_reaches_attached_qps_on_every_port() {
     assert_eq!((c.tx_mcast_packets, c.tx_packets, c.tx_mcast_no_grh), (1, 2, 0));
     assert_eq!(net.port(1).counters.snapshot().rx_mcast_packets, 1);
     for s in [&a, &b] {
-        let ib = &s.t.fw.ib.counters;
+        let ib = &s.t.fw.counters;
         assert_eq!((ib.multicast_rcv.load(Relaxed), ib.mcast_delivered.load(Relaxed)), (1, 1));
         assert_eq!(ib.mcast_drops.load(Relaxed), 0);
     }
@@ -129,7 +129,7 @@ fn multicast_without_member_or_grh_is_dropped_and_counted() {
     assert_eq!(recv_cqe(&b, 0), None);
     let c = net.port(0).counters.snapshot();
     assert_eq!((c.tx_mcast_packets, c.tx_mcast_no_grh), (2, 1));
-    assert_eq!(b.t.fw.ib.counters.mcast_drops.load(Relaxed), 2, "B: detached group and unknown group");
-    assert_eq!(a.t.fw.ib.counters.mcast_drops.load(Relaxed), 2, "A: its loopback copies, no member");
-    assert_eq!(b.t.fw.ib.counters.mcast_delivered.load(Relaxed), 0);
+    assert_eq!(b.t.fw.counters.mcast_drops.load(Relaxed), 2, "B: detached group and unknown group");
+    assert_eq!(a.t.fw.counters.mcast_drops.load(Relaxed), 2, "A: its loopback copies, no member");
+    assert_eq!(b.t.fw.counters.mcast_delivered.load(Relaxed), 0);
 }

@@ -57,8 +57,10 @@ impl Firmware {
         let target = match bth.dest_qp() {
             // QP1 runs through the engine on RoCE; on InfiniBand QP0 and QP1
             // are the firmware's (`ib/mad_wire.rs`); RoCE has no QP0.
-            1 if self.gsi_on_wire => self.core.engine.qps().find(|(_, q)| q.qp_type == QpType::Gsi).map(|(n, _)| n),
-            0 | 1 if !self.gsi_on_wire => return self.receive_mad(meta, pkt),
+            1 if self.port.gsi_on_wire() => {
+                self.core.engine.qps().find(|(_, q)| q.qp_type == QpType::Gsi).map(|(n, _)| n)
+            }
+            0 | 1 if !self.port.gsi_on_wire() => return self.receive_mad(meta, pkt),
             0 | 1 => None,
             n => self.core.engine.qp(n).filter(|q| engine_qp(q.qp_type)).map(|_| n),
         };
@@ -96,7 +98,7 @@ impl Firmware {
     /// context disables multicast local loopback, and not its sender when that
     /// QP was created with `block_lb_mc` (IB_QP_CREATE_BLOCK_MULTICAST_LOOPBACK).
     fn multicast_receive(&mut self, meta: &RxMeta, pkt: &[u8]) {
-        let counters = self.ib.counters.clone();
+        let counters = self.counters.clone();
         let drop = || counters.mcast_drops.fetch_add(1, Ordering::Relaxed);
         // IBTA 9.2.1 / 8.2.4: a multicast packet carries its MGID in a GRH.
         let Some(dgid) = meta.grh.map(|g| g.dgid) else {
@@ -105,7 +107,7 @@ impl Firmware {
         };
         let mut sender = None;
         if meta.local {
-            if self.eth.mc_local_lb_disabled() {
+            if self.port.eth().is_some_and(|e| e.mc_local_lb_disabled()) {
                 return;
             }
             sender = pkt

@@ -29,7 +29,7 @@ impl Firmware {
     /// Whether QPs of type `t` run through the engine on this port: RC, UC,
     /// UD, and QP1 where it is on the wire (RoCE, [`Firmware::gsi_on_wire`]).
     pub(crate) fn via_engine(&self, t: QpType) -> bool {
-        engine_qp(t) || (t == QpType::Gsi && self.gsi_on_wire)
+        engine_qp(t) || (t == QpType::Gsi && self.port.gsi_on_wire())
     }
 }
 
@@ -65,7 +65,7 @@ impl Firmware {
         };
         match qp.qp_type {
             // RoCE: QP1's CM MADs are UD packets between hosts.
-            QpType::Gsi if self.gsi_on_wire => self.sync_sq(qpn),
+            QpType::Gsi if self.port.gsi_on_wire() => self.sync_sq(qpn),
             QpType::Smi | QpType::Gsi => self.drain_ud_sq(qpn),
             QpType::RegUmr => self.drain_umr_sq(qpn),
             QpType::RawPacket => self.drain_eth_sq(qpn),

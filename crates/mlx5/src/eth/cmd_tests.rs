@@ -154,7 +154,7 @@ fn nic_vport_context_round_trip() {
     i[base + 2..base + 4].copy_from_slice(&[0x00, 0x0a]);
     i[base + 10..base + 12].copy_from_slice(&[0x0f, 0xff]);
     t.ok(&i, 16);
-    assert_eq!(t.fw.eth.vport.vlan_list, [10, 0xfff]);
+    assert_eq!(t.fw.port.eth_test().vport.vlan_list, [10, 0xfff]);
     ifc::query_nic_vport_context_in::allowed_list_type.set(&mut q, 2);
     let o = t.ok(&q, ifc::query_nic_vport_context_out::SIZE + 16);
     assert_eq!((c::allowed_list_type.get(&o), c::allowed_list_size.get(&o)), (2, 2));
@@ -297,8 +297,10 @@ fn port_registers() {
     assert!(o.starts_with(b"vrnic emulated ConnectX-5\0"));
     // PPCNT: 802.3 counters from the vport counters; unknown group refused.
     let frame = [[0xffu8; 6].as_slice(), &[0u8; 54]].concat();
-    t.fw.vport_counters().count_tx(&frame);
-    t.fw.vport_counters().count_rx(&[[0x02u8, 0, 0, 0, 0, 7].as_slice(), &[0u8; 94]].concat());
+    t.fw.vport_counters().expect("an Ethernet port").count_tx(&frame);
+    t.fw.vport_counters()
+        .expect("an Ethernet port")
+        .count_rx(&[[0x02u8, 0, 0, 0, 0, 7].as_slice(), &[0u8; 94]].concat());
     let mut p = port1(ppcnt_reg::SIZE, ppcnt_reg::local_port);
     let o = reg(&mut t, ifc::MLX5_REG_PPCNT, false, &p).unwrap();
     let ctr = |k: usize| u64::from_be_bytes(o[8 + k * 8..16 + k * 8].try_into().unwrap());
@@ -329,7 +331,7 @@ fn port_registers() {
 fn vport_counters_and_state_commands() {
     let mut t = Bench::eth();
     t.up();
-    let c = t.fw.vport_counters().clone();
+    let c = t.fw.vport_counters().expect("an Ethernet port").clone();
     c.count_rx(&[[0x01u8, 0, 0x5e, 0, 0, 1].as_slice(), &[0u8; 58]].concat());
     c.count_tx(&[[0x02u8, 1, 2, 3, 4, 5].as_slice(), &[0u8; 1508]].concat());
     let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_VPORT_COUNTER, 0, 0x20), ifc::query_vport_counter_out::SIZE);
@@ -406,7 +408,7 @@ fn pfcc_policy_reaches_the_link_and_ppcnt_reads_its_priorities() {
     let mut t = Bench::eth();
     t.up();
     let link = std::sync::Arc::new(PauseLink::default());
-    t.fw.eth.link = Some(link.clone());
+    t.fw.port.eth_test().link = Some(link.clone());
     // dcb pfc set prio-pfc 3:on (mlx5_set_port_pfc: both masks 0xff, pfctx = pfcrx = 0x08)
     let mut w = port1(pfcc_reg::SIZE, pfcc_reg::local_port);
     pfcc_reg::pptx_mask_n.set(&mut w, 1);
@@ -416,7 +418,7 @@ fn pfcc_policy_reaches_the_link_and_ppcnt_reads_its_priorities() {
     pfcc_reg::pfctx.set(&mut w, 0x08);
     pfcc_reg::pfcrx.set(&mut w, 0x08);
     reg(&mut t, ifc::MLX5_REG_PFCC, true, &w).unwrap();
-    let mac = t.fw.eth.vport.mac;
+    let mac = t.fw.port.eth_test().vport.mac;
     assert_eq!(
         link.0.lock().unwrap().last(),
         Some(&PausePolicy { pfc_rx: 0x08, pause_rx: true, pfc_tx: 0x08, smac: mac }),

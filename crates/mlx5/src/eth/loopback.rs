@@ -22,7 +22,7 @@
 
 use super::rx_dispatch::Tir;
 use super::vport_state::Vport;
-use crate::firmware::Firmware;
+use super::EthCx;
 
 /// Where a sent frame goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +54,8 @@ pub fn local_lb(v: &Vport, multicast: bool) -> bool {
     }
 }
 
-impl Firmware {
+/// Loopback of the Ethernet port's transmitted frames.
+impl EthCx<'_> {
     /// The transport domain of SQ `sqn`'s TIS.
     fn sq_transport_domain(&self, sqn: u32) -> Option<u32> {
         let tisn = self.eth.queues.sq(sqn)?.tisn;
@@ -64,7 +65,7 @@ impl Firmware {
     /// Delivers `frame`, sent by SQ `sqn`, to this port's RQs as the vport's
     /// local loopback does (see the module doc) and says whether it must
     /// also go out on the link.
-    pub(super) fn eth_loopback(&mut self, sqn: u32, frame: &[u8]) -> LbRoute {
+    pub(super) fn loopback(&mut self, sqn: u32, frame: &[u8]) -> LbRoute {
         let Some(dmac) = frame.get(..6) else { return LbRoute { looped: false, wire: true } };
         let multicast = dmac[0] & 1 != 0;
         let v = &self.eth.vport;
@@ -76,7 +77,7 @@ impl Firmware {
         let lb = local_lb(v, multicast);
         // A looped-back frame nobody takes is no receive-side drop.
         let drops = self.eth.steering.drops;
-        let (admitted, delivered) = self.eth_receive_if(frame, &|t| may_take(t, src_td, multicast, lb));
+        let (admitted, delivered) = self.receive_if(frame, &|t| may_take(t, src_td, multicast, lb));
         self.eth.steering.drops = drops;
         LbRoute { looped: delivered, wire: multicast || admitted == 0 }
     }

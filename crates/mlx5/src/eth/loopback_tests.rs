@@ -35,12 +35,12 @@ fn lb(td: u32, lb: u8) -> Lb {
     let tir = build::id(&b.ok(&c));
     let t = build::id(&b.ok(&build::flow_table(0, 4, None)));
     let g = build::id(&b.ok(&build::group(t, 0, 2, 1, |m| m[outer::DMAC..outer::DMAC + 6].fill(0xff))));
-    let own = b.fw.eth.vport.mac;
+    let own = b.fw.port.eth_test().vport.mac;
     for (k, mac) in [(0, own), (1, BCAST), (2, RAW_DST)] {
         b.ok(&build::fte(t, g, k, &[To::Tir(tir)], |v| v[outer::DMAC..outer::DMAC + 6].copy_from_slice(&mac)));
     }
     b.ok(&build::table_cmd(ifc::MLX5_CMD_OP_SET_FLOW_TABLE_ROOT, 0, t));
-    let q = &mut b.fw.eth.queues;
+    let q = &mut b.fw.port.eth_test().queues;
     let tisn = q.tises.alloc_with(|_| Tis { prio: 0, transport_domain: SQ_TD }).unwrap();
     let sqn = 0x77;
     q.sqs.insert(sqn, EthSq { cqn: 0, tisn, state: 1, min_wqe_inline_mode: 0, ctx: Vec::new() });
@@ -58,7 +58,7 @@ fn frame(dmac: [u8; 6]) -> Vec<u8> {
 
 impl Lb {
     fn send(&mut self, f: &[u8]) -> LbRoute {
-        self.b.fw.eth_loopback(self.sqn, f)
+        self.b.fw.eth_cx().expect("an Ethernet port").loopback(self.sqn, f)
     }
 
     fn received(&self) -> usize {
@@ -77,7 +77,7 @@ fn multicast_to_another_transport_domain_is_delivered_and_sent() {
     assert_eq!(l.send(&f), BOTH);
     assert_eq!(l.received(), 1);
     assert_eq!(l.b.mem.get(DATA_BASE, f.len()), f);
-    assert_eq!(l.b.fw.eth.dispatch.rq_counters[&l.rq].packets, 1);
+    assert_eq!(l.b.fw.port.eth_test().dispatch.rq_counters[&l.rq].packets, 1);
 }
 
 #[test]
@@ -91,11 +91,11 @@ fn broadcast_is_delivered_across_transport_domains_too() {
 fn own_transport_domain_does_not_receive_its_multicast_unless_its_tir_allows() {
     // mlx5e: TIS and TIRs in one domain, self_lb_block 0: never its own frames.
     let mut l = lb(SQ_TD, 0);
-    let drops = l.b.fw.eth.steering.drops;
+    let drops = l.b.fw.port.eth_test().steering.drops;
     assert_eq!(l.send(&frame(BCAST)), WIRE);
     assert_eq!(l.send(&frame(RAW_DST)), WIRE);
     assert_eq!(l.received(), 0);
-    assert_eq!(l.b.fw.eth.steering.drops, drops, "no receive-side drop counted");
+    assert_eq!(l.b.fw.port.eth_test().steering.drops, drops, "no receive-side drop counted");
     // The unicast bit does not allow multicast.
     let mut l = lb(SQ_TD, 1);
     assert_eq!(l.send(&frame(RAW_DST)), WIRE);
@@ -109,23 +109,23 @@ fn own_transport_domain_does_not_receive_its_multicast_unless_its_tir_allows() {
 #[test]
 fn vport_disable_mc_local_lb_stops_multicast_between_domains() {
     let mut l = lb(OTHER_TD, 0);
-    l.b.fw.eth.vport.disable_mc_local_lb = true;
+    l.b.fw.port.eth_test().vport.disable_mc_local_lb = true;
     assert_eq!(l.send(&frame(RAW_DST)), WIRE);
     assert_eq!(l.received(), 0);
-    l.b.fw.eth.vport.disable_mc_local_lb = false;
-    l.b.fw.eth.vport.disable_uc_local_lb = true;
+    l.b.fw.port.eth_test().vport.disable_mc_local_lb = false;
+    l.b.fw.port.eth_test().vport.disable_uc_local_lb = true;
     assert_eq!(l.send(&frame(RAW_DST)), BOTH, "the unicast bit does not stop multicast");
 }
 
 #[test]
 fn unicast_to_the_own_mac_stays_local_when_a_tir_takes_it() {
-    let own = lb(OTHER_TD, 0).b.fw.eth.vport.mac;
+    let own = lb(OTHER_TD, 0).b.fw.port.eth_test().vport.mac;
     let mut l = lb(OTHER_TD, 0);
     assert_eq!(l.send(&frame(own)), LOCAL);
     assert_eq!(l.received(), 1);
     // Between domains the vport's unicast bit decides; then it goes out.
     let mut l = lb(OTHER_TD, 0);
-    l.b.fw.eth.vport.disable_uc_local_lb = true;
+    l.b.fw.port.eth_test().vport.disable_uc_local_lb = true;
     assert_eq!(l.send(&frame(own)), WIRE);
     assert_eq!(l.received(), 0);
     // mlx5e's own unicast: out, not back to itself ...
@@ -143,7 +143,7 @@ fn unicast_to_a_foreign_mac_only_goes_out() {
     let mut l = lb(OTHER_TD, 3);
     assert_eq!(l.send(&frame(FOREIGN)), WIRE);
     assert_eq!(l.received(), 0);
-    assert_eq!(l.b.fw.eth.steering.drops.miss, 0, "not looked up");
+    assert_eq!(l.b.fw.port.eth_test().steering.drops.miss, 0, "not looked up");
 }
 
 #[test]

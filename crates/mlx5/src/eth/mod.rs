@@ -59,10 +59,13 @@ mod steering_tests;
 mod test_support;
 
 use crate::cmd::dispatch::Command;
+use crate::cmd::req::{fail, CmdErr};
+use crate::cmd::status;
 use crate::core::Core;
 use crate::firmware::Firmware;
 use crate::hca::state::Hca;
 use crate::ib::port::PortConfig;
+use crate::port::Port;
 use crate::roce::state::RoceState;
 use state::EthPort;
 
@@ -80,8 +83,11 @@ pub struct EthCx<'a> {
 
 impl Firmware {
     /// The context the Ethernet port's commands and registers run on.
-    pub(crate) fn eth_cx(&mut self) -> EthCx<'_> {
-        EthCx { core: &mut self.core, hca: &self.hca, cfg: &self.ib.port, eth: &mut self.eth, roce: &mut self.roce }
+    pub(crate) fn eth_cx(&mut self) -> Result<EthCx<'_>, CmdErr> {
+        let Port::Eth { eth, roce } = &mut self.port else {
+            return Err(fail!(status::INT_ERR, DISPATCH_WRONG_LINK_LAYER));
+        };
+        Ok(EthCx { core: &mut self.core, hca: &self.hca, cfg: &self.cfg, eth, roce })
     }
 }
 

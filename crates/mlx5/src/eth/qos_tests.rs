@@ -44,7 +44,7 @@ fn qpts_trust_state_pcp_at_power_on_written_and_read_back() {
     i[7] = 2;
     reg(&mut t, ifc::MLX5_REG_QPTS, true, &i).unwrap();
     assert_eq!(reg(&mut t, ifc::MLX5_REG_QPTS, false, &i).unwrap()[7], 2);
-    assert_eq!(t.fw.eth.qos.dscp_prio(26), Some(3), "DSCP trust: the table decides (26 >> 3 at power-on)");
+    assert_eq!(t.fw.port.eth_test().qos.dscp_prio(26), Some(3), "DSCP trust: the table decides (26 >> 3 at power-on)");
     for bad in [0u8, 3, 7] {
         i[7] = bad;
         assert_eq!(reg(&mut t, ifc::MLX5_REG_QPTS, true, &i), Err(status::BAD_PARAM));
@@ -86,11 +86,11 @@ fn qpdpm_read_modify_write_of_one_codepoint_as_mlx5_set_dscp2prio() {
         ),
         (5, 3, 0)
     );
-    assert_eq!(t.fw.eth.qos.dscp_prio(26), None, "PCP trust: the VLAN tag decides");
+    assert_eq!(t.fw.port.eth_test().qos.dscp_prio(26), None, "PCP trust: the VLAN tag decides");
     // A priority past 7 is refused and nothing changes.
     qpdpm_reg::dscp.at(26, qpdpm_dscp_reg::prio).set(&mut w, 9);
     assert_eq!(reg(&mut t, ifc::MLX5_REG_QPDPM, true, &w), Err(status::BAD_PARAM));
-    assert_eq!(t.fw.eth.qos.dscp2prio[26], 5);
+    assert_eq!(t.fw.port.eth_test().qos.dscp2prio[26], 5);
     assert_eq!(reg(&mut t, ifc::MLX5_REG_QPDPM, false, &i[..0x80]), Err(status::BAD_INP_LEN));
 }
 
@@ -162,8 +162,8 @@ fn qtct_and_qetcr_as_mlx5e_ets_init_then_read_back() {
     assert_eq!(reg(&mut t, ifc::MLX5_REG_QETCR, true, &b), Err(status::BAD_PARAM));
     qetc_reg::tc_configuration.at(1, ets::group).set(&mut g, 8);
     assert_eq!(reg(&mut t, ifc::MLX5_REG_QETCR, true, &g), Err(status::BAD_PARAM));
-    assert_eq!(t.fw.eth.qos.tc[0].bw_allocation, 10);
-    assert_eq!(t.fw.eth.qos.tc[1].group, 0);
+    assert_eq!(t.fw.port.eth_test().qos.tc[0].bw_allocation, 10);
+    assert_eq!(t.fw.port.eth_test().qos.tc[1].group, 0);
 }
 
 #[test]
@@ -195,7 +195,7 @@ impl vrnic_fabric::ether::FrameSink for ClassLink {
 fn qpts_and_qpdpm_writes_reach_the_links_classifier() {
     let mut t = bench();
     let link = std::sync::Arc::new(ClassLink::default());
-    t.fw.eth.link = Some(link.clone());
+    t.fw.port.eth_test().link = Some(link.clone());
     let sink: &dyn vrnic_fabric::ether::FrameSink = &*link;
     assert_eq!(sink.priority(Some(5), Some(26)), 5, "power-on: PCP trust");
     let mut i = vec![0u8; qpdpm_reg::SIZE];
@@ -218,7 +218,7 @@ fn qpts_and_qpdpm_writes_reach_the_links_classifier() {
     assert_eq!(sink.priority(Some(5), Some(26)), 5, "back to PCP trust");
     q[7] = 2;
     reg(&mut t, ifc::MLX5_REG_QPTS, true, &q).unwrap();
-    t.fw.eth.reset();
+    t.fw.port.eth_test().reset();
     assert_eq!(sink.priority(Some(5), Some(26)), 5, "reset: PCP trust, power-on map");
     assert_eq!(link.0.map(), vrnic_fabric::ether::PrioMap::default());
 }

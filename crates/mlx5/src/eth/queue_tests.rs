@@ -106,7 +106,7 @@ fn sq_lifecycle_is_a_raw_packet_qp() {
     let ctx = p.t.fw.core.engine.qp(sqn).map(|e| &e.ext).expect("its work queue");
     assert_eq!((ctx.sq_entries, ctx.rq_entries, ctx.dbr_addr, ctx.user_index), (64, 0, DBR, 0x55));
     assert_eq!(ctx.pas, vec![SQ_BUF]);
-    let sq = p.t.fw.eth.queues.sq(sqn).unwrap();
+    let sq = p.t.fw.port.eth_test().queues.sq(sqn).unwrap();
     assert_eq!((sq.cqn, sq.tisn, sq.state), (p.cqn, p.tis, 0));
     // SQNs come from the QP number space: a second SQ is a different number.
     let sqn2 = obj(&p.t.ok(&create_q(&p, true, 4), 16));
@@ -133,7 +133,7 @@ fn sq_lifecycle_is_a_raw_packet_qp() {
         ifc::destroy_sq_in::sqn.set(&mut i, n as u64);
         p.t.ok(&i, 16);
         assert!(p.t.fw.core.engine.qp(n).is_none());
-        assert!(p.t.fw.eth.queues.sq(n).is_none());
+        assert!(p.t.fw.port.eth_test().queues.sq(n).is_none());
         assert_eq!(p.t.fails(&i, 16).0, status::BAD_RES, "twice");
     }
     p.t.ok(&d, 16);
@@ -175,7 +175,7 @@ fn sq_and_rq_creation_checks() {
     assert_eq!(p.t.fails(&i, 16).0, status::BAD_RES, "no such Q counter");
     // Nothing was left behind by the refusals.
     assert_eq!(p.t.fw.core.engine.counts().qps, 0);
-    assert!(p.t.fw.eth.queues.sqs.is_empty() && p.t.fw.eth.queues.rqs.is_empty());
+    assert!(p.t.fw.port.eth_test().queues.sqs.is_empty() && p.t.fw.port.eth_test().queues.rqs.is_empty());
 }
 
 #[test]
@@ -193,7 +193,7 @@ fn rq_lifecycle_vsd_and_q_counters() {
     let rqn = obj(&p.t.ok(&i, 16));
     let ctx = p.t.fw.core.engine.qp(rqn).map(|e| &e.ext).unwrap();
     assert_eq!((ctx.rq_entries, ctx.rq_stride, ctx.sq_entries), (1, 16, 0));
-    let rq = p.t.fw.eth.queues.rq(rqn).unwrap().clone();
+    let rq = p.t.fw.port.eth_test().queues.rq(rqn).unwrap().clone();
     assert_eq!((rq.cqn, rq.vsd, rq.counter_set_id, rq.state), (p.cqn, true, b as u8, 0));
     assert_eq!(p.t.fw.core.engine.qp(rqn).unwrap().recv_cq, Some(p.cqn));
     p.t.ok(&modify_q(false, rqn, 0, 1), 16);
@@ -203,13 +203,13 @@ fn rq_lifecycle_vsd_and_q_counters() {
     modify_rq_in::modify_bitmask.set(&mut m, ifc::MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_VSD as u64);
     ctxf(rqc::counter_set_id).set(&mut m, a);
     p.t.ok(&m, 16);
-    let rq = p.t.fw.eth.queues.rq(rqn).unwrap();
+    let rq = p.t.fw.port.eth_test().queues.rq(rqn).unwrap();
     assert_eq!((rq.vsd, rq.counter_set_id), (false, b as u8));
     modify_rq_in::modify_bitmask.set(&mut m, ifc::MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_SCATTER_FCS as u64);
     assert_eq!(p.t.fails(&m, 16).0, status::BAD_PARAM, "scatter FCS is not offered");
     // The data path's out-of-buffer count reads back through QUERY_Q_COUNTER, then clears.
-    p.t.fw.eth.queues.q_counter_out_of_buffer(b as u8);
-    p.t.fw.eth.queues.q_counter_out_of_buffer(b as u8);
+    p.t.fw.port.eth_test().queues.q_counter_out_of_buffer(b as u8);
+    p.t.fw.port.eth_test().queues.q_counter_out_of_buffer(b as u8);
     let mut q = cmd(ifc::MLX5_CMD_OP_QUERY_Q_COUNTER, 0, ifc::query_q_counter_in::SIZE);
     ifc::query_q_counter_in::counter_set_id.set(&mut q, b);
     ifc::query_q_counter_in::clear.set(&mut q, 1);

@@ -16,6 +16,7 @@ use super::match_image::MatchImage;
 pub use super::rx_counters::{RqCounters, RxCounters};
 use super::steering::{SteeringDrops, Verdict};
 use super::tir::{RqChoice, Tir};
+use super::EthCx;
 use crate::datapath::cqe::{op, syndrome, Cqe};
 use crate::datapath::wqe;
 use crate::firmware::Firmware;
@@ -113,7 +114,7 @@ impl EthRx {
     fn take(&self, frame: &[u8], lossless: bool) -> Offer {
         let mut guard = self.fw();
         let mut dp = guard.datapath();
-        if let Some(port) = self.roce.as_ref().filter(|_| dp.eth.vport.roce_en) {
+        if let Some(port) = self.roce.as_ref().filter(|_| dp.port.eth().is_some_and(|e| e.vport.roce_en)) {
             let member = |g: &[u8; 16]| dp.mcast_member(g);
             let taken = accept_multicast(port, frame, &member).or_else(|| port.accept(frame));
             if let Some((meta, range)) = taken {
@@ -207,19 +208,38 @@ fn hdr_type(info: &FrameInfo) -> u8 {
 }
 
 impl Firmware {
-    /// The receive path's counters (control socket `stats`).
-    pub fn eth_rx_stats(&self) -> EthRxTree<'_> {
-        let d = &self.eth.dispatch;
-        EthRxTree { frames: &d.counters, steering: &self.eth.steering.drops, queues: &d.rq_counters }
+    /// The receive path's counters (control socket `stats`; `None` on an InfiniBand port).
+    pub fn eth_rx_stats(&self) -> Option<EthRxTree<'_>> {
+        let e = self.port.eth()?;
+        let d = &e.dispatch;
+        Some(EthRxTree { frames: &d.counters, steering: &e.steering.drops, queues: &d.rq_counters })
     }
 
     /// The receive path's counters, to set in tests of `stats`.
     #[doc(hidden)]
-    pub fn eth_rx_counters_mut(&mut self) -> (&mut RxCounters, &mut SteeringDrops, &mut BTreeMap<u32, RqCounters>) {
-        let d = &mut self.eth.dispatch;
-        (&mut d.counters, &mut self.eth.steering.drops, &mut d.rq_counters)
+    pub fn eth_rx_counters_mut(
+        &mut self,
+    ) -> Option<(&mut RxCounters, &mut SteeringDrops, &mut BTreeMap<u32, RqCounters>)> {
+        let e = self.port.eth_mut()?;
+        let d = &mut e.dispatch;
+        Some((&mut d.counters, &mut e.steering.drops, &mut d.rq_counters))
     }
 
+    /// One received frame (see [`EthCx::receive`]); nothing on an InfiniBand port.
+    pub(crate) fn eth_receive(&mut self, frame: &[u8]) {
+        if let Ok(mut cx) = self.eth_cx() {
+            cx.receive(frame);
+        }
+    }
+
+    /// See [`EthCx::receive_lossless`].
+    pub(crate) fn eth_receive_lossless(&mut self, frame: &[u8]) -> bool {
+        self.eth_cx().is_ok_and(|mut cx| cx.receive_lossless(frame))
+    }
+}
+
+/// The Ethernet port's receive path.
+impl EthCx<'_> {
     /// The RQ `rqn` if it takes frames now (RDY, with a CQ).
     fn rx_queue(&self, rqn: u32) -> Option<RxQueue> {
         let qp = self.core.engine.qp(rqn).filter(|q| q.qp_type == QpType::RawPacket && q.state == QpState::Rts)?;
@@ -230,29 +250,29 @@ impl Firmware {
     }
 
     /// One received frame: steering, RQ, CQE.
-    pub(crate) fn eth_receive(&mut self, frame: &[u8]) {
-        self.eth_receive_if(frame, &|_| true);
+    pub(crate) fn receive(&mut self, frame: &[u8]) {
+        self.receive_if(frame, &|_| true);
     }
 
-    /// [`eth_receive`](Self::eth_receive) of a frame of a lossless priority
+    /// [`receive`](Self::receive) of a frame of a lossless priority
     /// (PFC transmit on, `fabric/ether/pfc_tx.rs`): if an RQ it is steered
     /// to has no WQE, it is delivered nowhere and nothing is counted (false:
     /// the link holds it and offers it again).
-    pub(crate) fn eth_receive_lossless(&mut self, frame: &[u8]) -> bool {
-        self.eth_receive_with(frame, &|_| true, true) != Received::NoBuffer
+    pub(crate) fn receive_lossless(&mut self, frame: &[u8]) -> bool {
+        self.receive_with(frame, &|_| true, true) != Received::NoBuffer
     }
 
     /// A frame through steering to the RQs of the TIRs `admit` lets take it
     /// (the local loopback's filter, `loopback.rs`). Returns how many TIRs it
     /// admitted and whether an RQ took the frame.
-    pub(super) fn eth_receive_if(&mut self, frame: &[u8], admit: &dyn Fn(&Tir) -> bool) -> (usize, bool) {
-        match self.eth_receive_with(frame, admit, false) {
+    pub(super) fn receive_if(&mut self, frame: &[u8], admit: &dyn Fn(&Tir) -> bool) -> (usize, bool) {
+        match self.receive_with(frame, admit, false) {
             Received::Done { admitted, delivered } => (admitted, delivered),
             Received::NoBuffer => (0, false),
         }
     }
 
-    fn eth_receive_with(&mut self, frame: &[u8], admit: &dyn Fn(&Tir) -> bool, lossless: bool) -> Received {
+    fn receive_with(&mut self, frame: &[u8], admit: &dyn Fn(&Tir) -> bool, lossless: bool) -> Received {
         let counters = &mut self.eth.dispatch.counters;
         if frame.len() < ETH_HLEN {
             counters.runts += 1;

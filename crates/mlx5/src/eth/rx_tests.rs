@@ -134,9 +134,9 @@ fn udp_frame_lands_in_the_wqe_with_its_cqe() {
     assert_eq!(c[0x1d], (2 << 4) | (2 << 2), "UDP over IPv4, not stripped");
     assert_eq!(be16(&c, 0x14), sum16(&f[14..], 0), "check_sum over the L3 packet");
     assert_eq!((be32(&c, 0x0c), c[0x10]), (0, 0), "direct TIR: no hash");
-    let s = r.b.fw.eth.dispatch.rq_counters[&r.rq];
+    let s = r.b.fw.port.eth_test().dispatch.rq_counters[&r.rq];
     assert_eq!((s.packets, s.bytes), (1, f.len() as u64));
-    assert_eq!(r.b.fw.eth.vport.counters.rx_unicast_packets.load(Relaxed), 1);
+    assert_eq!(r.b.fw.port.eth_test().vport.counters.rx_unicast_packets.load(Relaxed), 1);
 }
 
 #[test]
@@ -169,14 +169,14 @@ fn broadcast_arp_delivered_foreign_dropped() {
     r.b.post_buf(r.rq, 1);
     r.receive(&arp(FOREIGN));
     assert_eq!(r.b.cqes(), 0);
-    assert_eq!(r.b.fw.eth.steering.drops.miss, 1);
+    assert_eq!(r.b.fw.port.eth_test().steering.drops.miss, 1);
     let f = arp(BCAST);
     r.receive(&f);
     assert_eq!(r.b.cqes(), 1);
     let c = r.b.cqe(0);
     assert_eq!((c[0x1c], c[0x1d], be16(&c, 0x14)), (0, 0, 0), "no L3: no checksum, no types");
     assert_eq!(r.b.mem.get(DATA_BASE, 60), f);
-    assert_eq!(r.b.fw.eth.vport.counters.rx_broadcast_packets.load(Relaxed), 1);
+    assert_eq!(r.b.fw.port.eth_test().vport.counters.rx_broadcast_packets.load(Relaxed), 1);
 }
 
 #[test]
@@ -185,7 +185,7 @@ fn no_wqe_counts_out_of_buffer_then_wqes_in_order() {
     let f = udp4(OWN, None, ([10, 0, 0, 1], [10, 0, 0, 2], 1, 2), 10, false);
     r.receive(&f);
     assert_eq!(r.b.cqes(), 0);
-    assert_eq!(r.b.fw.eth.dispatch.rq_counters[&r.rq].out_of_buffer, 1);
+    assert_eq!(r.b.fw.port.eth_test().dispatch.rq_counters[&r.rq].out_of_buffer, 1);
     let a0 = r.b.post_buf(r.rq, 0);
     let a1 = r.b.post_buf(r.rq, 1);
     let g = udp4(OWN, None, ([10, 0, 0, 1], [10, 0, 0, 2], 1, 2), 11, false);
@@ -202,7 +202,7 @@ fn multi_segment_wqe_and_too_long() {
     // 64 bytes of buffer: too short, the WQE stays.
     r.b.post(r.rq, &[(64, DATA_BASE)]);
     r.receive(&f);
-    assert_eq!((r.b.cqes(), r.b.fw.eth.dispatch.counters.too_long), (0, 1));
+    assert_eq!((r.b.cqes(), r.b.fw.port.eth_test().dispatch.counters.too_long), (0, 1));
     assert_eq!(r.b.fw.core.engine.qp(r.rq).unwrap().ext.rq_ci, 0);
     // Replace the WQE in place with two segments (64 + 4096).
     r.b.fw.core.engine.qp_mut(r.rq).map(|e| &mut e.ext).unwrap().rq_ci = 1;
@@ -220,7 +220,7 @@ fn runts_and_giants_are_counted() {
     r.receive(&[0u8; 13]);
     r.receive(&[]);
     r.receive(&vec![0u8; super::rx::MAX_FRAME + 1]);
-    let c = &r.b.fw.eth.dispatch.counters;
+    let c = &r.b.fw.port.eth_test().dispatch.counters;
     assert_eq!((c.runts, c.giants), (2, 1));
     assert_eq!(r.b.cqes(), 0);
 }
@@ -238,7 +238,7 @@ fn bad_lkey_error_cqe_and_rq_to_error() {
     assert_eq!((c[0x3f] >> 4, c[0x37]), (14, 0x04), "RESP_ERR, LOCAL_PROT_ERR");
     assert_eq!(r.b.fw.core.engine.qp(r.rq).unwrap().state, QpState::Err);
     r.receive(&arp(OWN));
-    assert_eq!(r.b.fw.eth.dispatch.counters.rq_not_ready, 1, "an ERR RQ takes nothing");
+    assert_eq!(r.b.fw.port.eth_test().dispatch.counters.rq_not_ready, 1, "an ERR RQ takes nothing");
 }
 
 #[test]
@@ -247,7 +247,7 @@ fn rq_not_ready_drops() {
     r.b.post_buf(r.rq, 0);
     r.b.fw.core.engine.qp_mut(r.rq).unwrap().state = QpState::Reset;
     r.receive(&arp(OWN));
-    assert_eq!((r.b.cqes(), r.b.fw.eth.dispatch.counters.rq_not_ready), (0, 1));
+    assert_eq!((r.b.cqes(), r.b.fw.port.eth_test().dispatch.counters.rq_not_ready), (0, 1));
 }
 
 /// Four RQs behind an RSS TIR (IPv4 UDP, IPs and ports); frames to `OWN`.
@@ -285,7 +285,7 @@ fn rss_spreads_flows_by_toeplitz() {
         assert_eq!(be32(&c, 0x0c), h, "rss_hash_result");
         assert_eq!(c[0x10], hash_type::IPV4 | hash_type::UDP);
         assert_eq!(b.mem.get(DATA_BASE + k as u64 * 4096, f.len()), f, "flow {n} on RQ {k}");
-        assert_eq!(b.fw.eth.dispatch.rq_counters[&rqs[k]].packets, 1);
+        assert_eq!(b.fw.port.eth_test().dispatch.rq_counters[&rqs[k]].packets, 1);
         // Repost that RQ's WQE for the next flow.
         b.post_buf(rqs[k], k as u64);
     }
@@ -322,7 +322,10 @@ fn two_tirs_on_one_rq_deliver_one_copy_two_rqs_two() {
     assert_eq!(b.cqes(), 2, "one CQE per RQ");
     assert_eq!((b.mem.get(DATA_BASE, 60), b.mem.get(DATA_BASE + 4096, 60)), (f.clone(), f));
     assert_eq!(
-        (b.fw.eth.dispatch.counters.delivered, b.fw.eth.vport.counters.rx_broadcast_packets.load(Relaxed)),
+        (
+            b.fw.port.eth_test().dispatch.counters.delivered,
+            b.fw.port.eth_test().vport.counters.rx_broadcast_packets.load(Relaxed)
+        ),
         (2, 1)
     );
 }
@@ -364,7 +367,8 @@ fn lossless_no_wqe_leaves_the_frame_to_the_link_uncounted() {
     let f = udp4(OWN, Some(3 << 13 | 3), ([10, 0, 0, 1], [10, 0, 0, 2], 1, 2), 10, false);
     assert!(!r.b.fw.datapath().eth_receive_lossless(&f), "no WQE: not taken");
     assert_eq!(r.b.cqes(), 0);
-    let c = r.b.fw.eth.dispatch.rq_counters.get(&r.rq).map(|c| (c.out_of_buffer, c.drops)).unwrap_or_default();
+    let c =
+        r.b.fw.port.eth_test().dispatch.rq_counters.get(&r.rq).map(|c| (c.out_of_buffer, c.drops)).unwrap_or_default();
     assert_eq!(c, (0, 0), "no out_of_buffer, no drop");
     let a = r.b.post_buf(r.rq, 0);
     assert!(r.b.fw.datapath().eth_receive_lossless(&f), "a WQE: delivered");

@@ -117,7 +117,7 @@ fn chain() -> Chain {
 
 impl Chain {
     fn classify(&mut self, i: &FrameInfo) -> Verdict {
-        self.b.fw.eth.steering.classify(&MatchImage::of(i))
+        self.b.fw.port.eth_test().steering.classify(&MatchImage::of(i))
     }
 }
 
@@ -131,7 +131,7 @@ fn mac_filter_of_the_l2_table() {
     assert_eq!(c.classify(&info(OWN, None, v4(6), tcp(1, 80))), to(c.tir_tcp4), "unicast to own MAC");
     assert_eq!(c.classify(&info(FOREIGN, None, v4(6), tcp(1, 80))), Verdict::Drop(DropReason::Miss));
     assert_eq!(c.classify(&info(BCAST, None, L3::None, L4::None)), to(c.tir_any), "broadcast ARP: TT_ANY");
-    assert_eq!(c.b.fw.eth.steering.drops.miss, 1);
+    assert_eq!(c.b.fw.port.eth_test().steering.drops.miss, 1);
 }
 
 #[test]
@@ -166,7 +166,7 @@ fn promiscuous_root_then_back_and_disconnect() {
     assert_eq!(c.classify(&info(FOREIGN, None, v4(6), tcp(1, 80))), Verdict::Drop(DropReason::Miss));
     c.b.ok(&build::table_cmd(ifc::MLX5_CMD_OP_SET_FLOW_TABLE_ROOT, 1, 0));
     assert_eq!(c.classify(&info(OWN, None, v4(6), tcp(1, 80))), Verdict::Drop(DropReason::NoRoot));
-    assert_eq!(c.b.fw.eth.steering.drops.no_root, 1);
+    assert_eq!(c.b.fw.port.eth_test().steering.drops.no_root, 1);
 }
 
 #[test]
@@ -201,9 +201,9 @@ fn forwarding_cycle_drops_and_counts() {
     let g = build::id(&b.ok(&build::group(t_b, 0, 0, 0, |_| {})));
     b.ok(&build::fte(t_b, g, 0, &[To::Table(t_a)], |_| {}));
     b.ok(&build::table_cmd(ifc::MLX5_CMD_OP_SET_FLOW_TABLE_ROOT, 0, t_a));
-    let v = b.fw.eth.steering.classify(&MatchImage::of(&info(OWN, None, v4(6), tcp(1, 2))));
+    let v = b.fw.port.eth_test().steering.classify(&MatchImage::of(&info(OWN, None, v4(6), tcp(1, 2))));
     assert_eq!(v, Verdict::Drop(DropReason::BadChain));
-    assert_eq!(b.fw.eth.steering.drops.bad_chain, 1);
+    assert_eq!(b.fw.port.eth_test().steering.drops.bad_chain, 1);
 }
 
 #[test]
@@ -377,7 +377,7 @@ fn tir_and_rqt_command_errors() {
     m[0x17] = (1 << 2) | (1 << 4);
     m[0x20 + 0x24] |= 0x01; // self_lb_block unicast
     b.ok(&m);
-    let t = &b.fw.eth.dispatch.tirs[&tirn];
+    let t = &b.fw.port.eth_test().dispatch.tirs[&tirn];
     assert_eq!(
         (t.hash.key, t.hash.fields, t.hash.l4_udp, t.hash.symmetric, t.self_lb_block),
         ([0x11; 40], 0xf, true, false, 1)
@@ -387,14 +387,14 @@ fn tir_and_rqt_command_errors() {
     let modify = ifc::MLX5_CMD_OP_MODIFY_RQT;
     assert_eq!(b.fails(&build::rqt(modify, rqtn, 4, &[rq; 5])), (status::BAD_PARAM, syn::RQT_BAD_SIZE));
     b.ok(&build::rqt(modify, rqtn, 4, &[rq2, rq]));
-    assert_eq!(b.fw.eth.dispatch.rqts[&rqtn].rqns, vec![rq2, rq]);
+    assert_eq!(b.fw.port.eth_test().dispatch.rqts[&rqtn].rqns, vec![rq2, rq]);
     let mut d = build::rqt(ifc::MLX5_CMD_OP_DESTROY_RQT, rqtn, 1, &[]);
     b.ok(&d);
     assert_eq!(b.fails(&d), (status::BAD_PARAM, syn::DESTROY_RQT_BAD_RQTN));
     d[0..2].copy_from_slice(&(ifc::MLX5_CMD_OP_DESTROY_TIR as u16).to_be_bytes());
     d[0x08..0x0c].copy_from_slice(&tirn.to_be_bytes());
     b.ok(&d);
-    assert!(b.fw.eth.dispatch.tirs.is_empty());
+    assert!(b.fw.port.eth_test().dispatch.tirs.is_empty());
 }
 
 #[test]
@@ -414,7 +414,7 @@ fn fan_out_dag_is_bounded() {
         next = t;
     }
     b.ok(&build::table_cmd(ifc::MLX5_CMD_OP_SET_FLOW_TABLE_ROOT, 0, next));
-    let v = b.fw.eth.steering.classify(&MatchImage::of(&info(OWN, None, v4(6), tcp(1, 2))));
+    let v = b.fw.port.eth_test().steering.classify(&MatchImage::of(&info(OWN, None, v4(6), tcp(1, 2))));
     // The first path reaches the TIR; the walk is cut short after that.
     assert_eq!(v, Verdict::Deliver { tirs: vec![tir], flow_tag: 0 });
 }

@@ -24,8 +24,11 @@ use tracing::{debug, warn};
 
 use super::eth_seg::{self, DataSeg, EthSend};
 use super::tx_state::EthTx;
+use super::EthCx;
+use crate::core::Core;
 use crate::datapath::cqe::syndrome;
 use crate::datapath::fw_sq::drain_fw_sq;
+use crate::datapath::fw_sq::HasCore;
 use crate::datapath::wqe::{opcode, CtrlSeg};
 use crate::firmware::Firmware;
 use vrnic_engine::{Access, QpType};
@@ -39,19 +42,35 @@ pub const MAX_WQE_BYTES: u64 = 256 << 10;
 const ETH_HLEN: usize = 14;
 
 impl Firmware {
+    /// A send doorbell on an Ethernet SQ (see [`EthCx::drain_sq`]).
+    pub(crate) fn drain_eth_sq(&mut self, sqn: u32) {
+        if let Ok(mut cx) = self.eth_cx() {
+            cx.drain_sq(sqn);
+        }
+    }
+}
+
+impl HasCore for EthCx<'_> {
+    fn core(&mut self) -> &mut Core {
+        self.core
+    }
+}
+
+/// The Ethernet port's transmit path.
+impl EthCx<'_> {
     /// A send doorbell on an Ethernet SQ: its WQEs up to DBR[1] through the
     /// firmware's SQ loop. A doorbell on an RQ (no send queue) is ignored.
-    pub(crate) fn drain_eth_sq(&mut self, sqn: u32) {
+    pub(crate) fn drain_sq(&mut self, sqn: u32) {
         if self.core.engine.qp(sqn).map(|e| &e.ext).is_none_or(|ctx| ctx.sq_entries == 0) {
             debug!(sqn, "send doorbell on a raw packet queue without a send queue ignored");
             return;
         }
-        drain_fw_sq(self, sqn, |fw, sqn, w, ctrl| fw.eth_tx_wqe(sqn, w, ctrl));
+        drain_fw_sq(self, sqn, |cx, sqn, w, ctrl| cx.tx_wqe(sqn, w, ctrl));
     }
 
     /// Executes one Ethernet send WQE `w` (whole, as copied); `Err` is the
     /// error CQE's syndrome.
-    pub(crate) fn eth_tx_wqe(&mut self, sqn: u32, w: &[u8], ctrl: &CtrlSeg) -> Result<(), u8> {
+    pub(crate) fn tx_wqe(&mut self, sqn: u32, w: &[u8], ctrl: &CtrlSeg) -> Result<(), u8> {
         match ctrl.opcode {
             opcode::NOP => {
                 self.eth.tx.bump(sqn, |c| c.nops += 1);
@@ -177,7 +196,7 @@ impl Firmware {
         if frame.len() < MIN_FRAME {
             frame.resize(MIN_FRAME, 0);
         }
-        let route = self.eth_loopback(sqn, &frame);
+        let route = self.loopback(sqn, &frame);
         if route.looped {
             self.eth.tx.bump(sqn, |c| c.loopback += 1);
         }
@@ -207,14 +226,14 @@ impl Firmware {
 }
 
 impl Firmware {
-    /// The Ethernet transmit counters (the control socket's `stats`).
-    pub fn eth_tx(&self) -> &EthTx {
-        &self.eth.tx
+    /// The Ethernet transmit counters (the control socket's `stats`; `None` on an InfiniBand port).
+    pub fn eth_tx(&self) -> Option<&EthTx> {
+        self.port.eth().map(|e| &e.tx)
     }
 
     /// The Ethernet transmit counters, to set them in tests of other layers.
     #[doc(hidden)]
-    pub fn eth_tx_mut(&mut self) -> &mut EthTx {
-        &mut self.eth.tx
+    pub fn eth_tx_mut(&mut self) -> Option<&mut EthTx> {
+        self.port.eth_mut().map(|e| &mut e.tx)
     }
 }

@@ -43,7 +43,7 @@ struct Tx {
 
 impl Tx {
     fn new() -> Tx {
-        let mut t = Bench::new();
+        let mut t = Bench::eth();
         let uar = t.up();
         let eqn = t.eq(uar, 1, 0, EQ_BUF);
         let pd = t.pd();
@@ -86,7 +86,7 @@ impl Tx {
             rq_flush_until: 0,
         };
         let link = Arc::new(Capture::default());
-        t.fw.eth.link = Some(link.clone());
+        t.fw.port.eth_test().link = Some(link.clone());
         Tx { t, sqn, key, link, pc: 0 }
     }
 
@@ -214,7 +214,7 @@ fn nop_with_cq_update_completes_without_a_frame() {
     assert_eq!(x.cqe(0), (op::REQ, 0, 0, sqn), "REQ CQE, wqe_counter 0, qpn = SQN");
     assert!(x.no_cqe(1));
     assert!(x.frames().is_empty(), "a NOP sends nothing");
-    assert_eq!(x.t.fw.eth.tx.sq(sqn).nops, 1);
+    assert_eq!(x.t.fw.port.eth_test().tx.sq(sqn).nops, 1);
 }
 
 #[test]
@@ -234,9 +234,9 @@ fn send_inline_only_data_only_and_both() {
     for n in 0..3 {
         assert_eq!(x.cqe(n), (op::REQ, 0, [0, 2, 3][n as usize], sqn), "inline 64 B takes two WQEBBs");
     }
-    let c = x.t.fw.eth.tx.sq(sqn);
+    let c = x.t.fw.port.eth_test().tx.sq(sqn);
     assert_eq!((c.packets, c.bytes), (3, 64 + 100 + 90));
-    let v = &x.t.fw.eth.vport.counters;
+    let v = &x.t.fw.port.eth_test().vport.counters;
     let get = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
     assert_eq!(
         (get(&v.tx_unicast_packets), get(&v.tx_multicast_packets), get(&v.tx_multicast_octets)),
@@ -274,7 +274,7 @@ fn short_frame_is_padded_to_60_bytes() {
     assert_eq!(out[0].len(), MIN_FRAME);
     assert_eq!(&out[0][..42], &f[..]);
     assert!(out[0][42..].iter().all(|&b| b == 0), "zero padding");
-    let v = &x.t.fw.eth.vport.counters;
+    let v = &x.t.fw.port.eth_test().vport.counters;
     assert_eq!(v.tx_broadcast_packets.load(std::sync::atomic::Ordering::Relaxed), 1);
     assert_eq!(v.tx_broadcast_octets.load(std::sync::atomic::Ordering::Relaxed), 60);
 }
@@ -388,15 +388,15 @@ fn no_link_and_oversize_frames_are_counted_drops_that_complete() {
     x.post(&wqe(opcode::SEND, 0, sqn, (0, 0), &[], &[data_seg(big as u32, key, DATA)], true));
     x.ring();
     assert_eq!(x.cqe(0), (op::REQ, 0, 0, sqn), "dropped, not failed");
-    assert_eq!(x.t.fw.eth.tx.sq(sqn).oversize, 1);
-    x.t.fw.eth.link = None;
+    assert_eq!(x.t.fw.port.eth_test().tx.sq(sqn).oversize, 1);
+    x.t.fw.port.eth_test().link = None;
     let i = x.send(opcode::SEND, (0, 0), &[], &[data_seg(60, key, DATA)], true);
     assert_eq!(i, 1);
     x.ring();
     assert_eq!(x.cqe(1), (op::REQ, 0, 1, sqn));
-    let c = x.t.fw.eth.tx.sq(sqn);
+    let c = x.t.fw.port.eth_test().tx.sq(sqn);
     assert_eq!((c.no_link, c.drops, c.packets), (1, 2, 0));
-    assert_eq!(x.t.fw.eth.tx.totals, c, "one SQ: the totals are its counters");
+    assert_eq!(x.t.fw.port.eth_test().tx.totals, c, "one SQ: the totals are its counters");
     assert_eq!(x.state(), QpState::Rts);
     assert!(x.frames().is_empty());
 }
@@ -428,7 +428,7 @@ fn checksum_offload_fills_ipv4_and_udp_checksums() {
     assert_ne!(&out[24..26], &[0xde, 0xad]);
     let l4 = &out[34..];
     assert_eq!(csum(l4, pseudo(&out, l4.len())), 0, "UDP checksum valid");
-    assert_eq!(x.t.fw.eth.tx.sq(sqn).csum_offloads, 1);
+    assert_eq!(x.t.fw.port.eth_test().tx.sq(sqn).csum_offloads, 1);
 }
 
 #[test]
@@ -459,7 +459,7 @@ fn lso_cuts_a_tcp_frame_into_mss_segments() {
         assert_eq!(csum(&s[34..], pseudo(s, 20 + n)), 0, "TCP checksum valid");
     }
     assert_eq!(x.cqe(0), (op::REQ, 0, 0, sqn));
-    let c = x.t.fw.eth.tx.sq(sqn);
+    let c = x.t.fw.port.eth_test().tx.sq(sqn);
     assert_eq!((c.tso_wqes, c.tso_packets, c.tso_bytes, c.packets), (1, 3, 3 * 54 + 250, 3));
 }
 
@@ -475,7 +475,7 @@ fn lso_with_headers_the_offload_refuses_is_dropped_not_failed() {
     x.ring();
     assert_eq!(x.cqe(0), (op::REQ, 0, 0, sqn));
     assert!(x.frames().is_empty());
-    let c = x.t.fw.eth.tx.sq(sqn);
+    let c = x.t.fw.port.eth_test().tx.sq(sqn);
     assert_eq!((c.offload_errors, c.drops), (1, 1));
 }
 

@@ -40,14 +40,16 @@ impl EthCx<'_> {
 impl Firmware {
     /// The emulated cable of an Ethernet port (control socket `link up|down`).
     pub fn eth_set_cable(&mut self, connected: bool) {
-        let mut cx = self.eth_cx();
-        cx.eth.vport.cable = connected;
-        cx.link_changed();
+        if let Ok(mut cx) = self.eth_cx() {
+            cx.eth.vport.cable = connected;
+            cx.link_changed();
+        }
     }
 
-    /// The Ethernet port's traffic counters, for the data path and `stats`.
-    pub fn vport_counters(&self) -> &Arc<VportCounters> {
-        &self.eth.vport.counters
+    /// The Ethernet port's traffic counters, for the data path and `stats`
+    /// (`None` on an InfiniBand port).
+    pub fn vport_counters(&self) -> Option<&Arc<VportCounters>> {
+        self.port.eth().map(|e| &e.vport.counters)
     }
 }
 

@@ -3,6 +3,7 @@
 pub mod eq;
 
 use crate::cmd::dispatch::{command, Command};
+use crate::cmd::req::CmdErr;
 use crate::core::Core;
 use crate::firmware::Firmware;
 use crate::hca::state::Hca;
@@ -15,8 +16,8 @@ pub struct EventsCx<'a> {
 
 impl Firmware {
     /// The context the EQ commands run on.
-    pub(crate) fn events_cx(&mut self) -> EventsCx<'_> {
-        EventsCx { core: &mut self.core, hca: &self.hca }
+    pub(crate) fn events_cx(&mut self) -> Result<EventsCx<'_>, CmdErr> {
+        Ok(EventsCx { core: &mut self.core, hca: &self.hca })
     }
 }
 

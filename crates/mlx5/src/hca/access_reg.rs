@@ -25,7 +25,7 @@ macro_rules! register {
     ($id:ident, $cx:ident => $access:path) => {
         $crate::hca::access_reg::Register {
             id: $crate::ifc::$id,
-            access: |fw, write, data| $access(&mut fw.$cx(), write, data),
+            access: |fw, write, data| $access(&mut fw.$cx()?, write, data),
         }
     };
     ($id:ident, $access:path) => {
@@ -47,7 +47,7 @@ pub fn access_reg(fw: &mut Firmware, r: &Req<'_>) -> CmdResult {
     let data_off = ifc::access_register_in::SIZE;
     let data = r.input.get(data_off..).unwrap_or(&[]);
     let out_len = r.outlen.max(ifc::access_register_out::SIZE);
-    let reg = fw.link_layer.registers().iter().find(|g| g.id == id);
+    let reg = fw.port.link_layer().registers().iter().find(|g| g.id == id);
     let Some(reg) = reg else { return Err(fail!(status::BAD_PARAM, ACCESS_REG_BAD_PARAM_3)) };
     let image = (reg.access)(fw, write, data)?;
     let mut o = out(out_len);
@@ -72,10 +72,10 @@ fn pcap(cx: &mut IbCx<'_>, write: bool, data: &[u8]) -> Result<Vec<u8>, CmdErr> 
     if write {
         let mask = u32::from_be_bytes(data[4..8].try_into().expect("4 bytes"));
         // IsSM (bit 1): the driver's to claim only where no built-in SM runs (an SM in the guest).
-        cx.ib.port.cap_mask = if cx.ib.port.builtin_sm { mask & !(1 << 1) } else { mask };
+        cx.cfg.cap_mask = if cx.cfg.builtin_sm { mask & !(1 << 1) } else { mask };
     }
     let mut img = vec![0u8; 8];
     img[1] = 1;
-    img[4..8].copy_from_slice(&cx.ib.port.cap_mask.to_be_bytes());
+    img[4..8].copy_from_slice(&cx.cfg.cap_mask.to_be_bytes());
     Ok(img)
 }

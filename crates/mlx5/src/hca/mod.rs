@@ -10,6 +10,7 @@ pub mod state;
 pub mod uar_alloc;
 
 use crate::cmd::dispatch::{command, Command};
+use crate::cmd::req::CmdErr;
 use crate::core::Core;
 use crate::firmware::Firmware;
 use crate::ib::port::PortConfig;
@@ -26,8 +27,8 @@ pub struct HcaCx<'a> {
 
 impl Firmware {
     /// The context the HCA commands run on (split borrows of the firmware).
-    pub(crate) fn hca_cx(&mut self) -> HcaCx<'_> {
-        HcaCx { core: &mut self.core, hca: &mut self.hca, cfg: &self.ib.port }
+    pub(crate) fn hca_cx(&mut self) -> Result<HcaCx<'_>, CmdErr> {
+        Ok(HcaCx { core: &mut self.core, hca: &mut self.hca, cfg: &self.cfg })
     }
 }
 

@@ -81,7 +81,7 @@ impl Firmware {
                 let own_qkey = self.core.engine.qp(qpn).map(|q| q.attrs.qkey).unwrap_or(0);
                 let dg = Datagram {
                     src_qpn,
-                    slid: self.ib.port.lid,
+                    slid: self.cfg.lid,
                     sl: s.av.sl,
                     qkey: if s.av.use_qp_qkey { own_qkey } else { s.av.qkey },
                     solicited: ctrl.solicited(),
@@ -91,7 +91,7 @@ impl Firmware {
                     on_wire: false,
                 };
                 // INIT and ARMED ports send SMPs only; a DOWN one nothing.
-                let state = self.ib.port.port_state;
+                let state = self.cfg.port_state;
                 if state == 1 || (state != 4 && src_qpn != 0) {
                     return Ok(());
                 }
@@ -100,8 +100,8 @@ impl Firmware {
                     return self.send_mad(&sq::ud_av(&s.av), s.av.dqpn, &dg);
                 }
                 let words = (dg.data.len() as u64).div_ceil(4);
-                self.ib.counters.xmit_pkts.fetch_add(1, Ordering::Relaxed);
-                self.ib.counters.xmit_data_words.fetch_add(words, Ordering::Relaxed);
+                self.counters.xmit_pkts.fetch_add(1, Ordering::Relaxed);
+                self.counters.xmit_data_words.fetch_add(words, Ordering::Relaxed);
                 self.deliver_local(s.av.dqpn, dg);
                 Ok(())
             }
@@ -166,7 +166,7 @@ impl Firmware {
         let ci = ctx.rq_ci;
         if ci == pc as u16 {
             debug!(qpn, "no receive posted: datagram dropped");
-            self.ib.counters.rcv_errors.fetch_add(1, Ordering::Relaxed);
+            self.counters.rcv_errors.fetch_add(1, Ordering::Relaxed);
             return;
         }
         let Some(a) = Self::rq_addr(ctx, ci) else { return };
@@ -213,8 +213,8 @@ impl Firmware {
             ctx.rq_ci = ci.wrapping_add(1);
         }
         if !dg.on_wire {
-            self.ib.counters.rcv_pkts.fetch_add(1, Ordering::Relaxed);
-            self.ib.counters.rcv_data_words.fetch_add((dg.data.len() as u64).div_ceil(4), Ordering::Relaxed);
+            self.counters.rcv_pkts.fetch_add(1, Ordering::Relaxed);
+            self.counters.rcv_data_words.fetch_add((dg.data.len() as u64).div_ceil(4), Ordering::Relaxed);
         }
         if let Some(cqn) = recv_cq {
             let c = Cqe {

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 #[cfg(test)]
 use super::port::DEFAULT_CAP_MASK;
-use super::port::{PortConfig, PortCounters};
+use super::port::{FwPortCounters, PortConfig};
 use vrnic_wire::smp_portinfo::{self as pi, field as pif};
 
 const DATA: usize = 64;
@@ -77,7 +77,7 @@ pub struct MadReply {
 /// The SMA behind MAD_IFC: [`process`], and a SubnSet(PortInfo) changes
 /// `port` first ([`set_port_info`]); its answer is the PortInfo after the
 /// Set. Never panics on any input.
-pub fn process_set(req: &[u8; MAD_SIZE], port_num: u8, port: &mut PortConfig, counters: &PortCounters) -> MadReply {
+pub fn process_set(req: &[u8; MAD_SIZE], port_num: u8, port: &mut PortConfig, counters: &FwPortCounters) -> MadReply {
     let h = MadHeader::new_unchecked(&req[..]);
     let smp = matches!(h.mgmt_class(), MGMT_CLASS_SUBN_LID_ROUTED | MGMT_CLASS_SUBN_DIRECTED_ROUTE);
     let is_set = smp
@@ -105,7 +105,7 @@ pub fn process_set(req: &[u8; MAD_SIZE], port_num: u8, port: &mut PortConfig, co
 
 /// Answers one MAD for `port` (1-based) from what the port holds (a Set is
 /// answered as a Get would be). Never panics on any input.
-pub fn process(req: &[u8; MAD_SIZE], port_num: u8, port: &PortConfig, counters: &PortCounters) -> MadReply {
+pub fn process(req: &[u8; MAD_SIZE], port_num: u8, port: &PortConfig, counters: &FwPortCounters) -> MadReply {
     let mut r = *req;
     let h = MadHeader::new_unchecked(&req[..]);
     let (class, method, attr, attr_mod) = (h.mgmt_class(), h.method(), h.attr_id(), h.attr_mod());
@@ -264,7 +264,7 @@ fn sat(v: u64, bits: u32) -> u64 {
     v.min((1u64 << bits) - 1)
 }
 
-fn pma(d: &mut [u8], req: &[u8; MAD_SIZE], method: u8, attr: u16, port_num: u8, c: &PortCounters) -> u16 {
+fn pma(d: &mut [u8], req: &[u8; MAD_SIZE], method: u8, attr: u16, port_num: u8, c: &FwPortCounters) -> u16 {
     let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
     match attr {
         ATTR_CLASS_PORT_INFO if method == METHOD_GET => {
@@ -337,7 +337,7 @@ mod tests {
 
     #[test]
     fn node_info_as_mlx5_ib_reads_it() {
-        let r = process(&req(1, METHOD_GET, ATTR_NODE_INFO, 0), 1, &port(), &PortCounters::default());
+        let r = process(&req(1, METHOD_GET, ATTR_NODE_INFO, 0), 1, &port(), &FwPortCounters::default());
         assert_eq!(r.status, 0);
         let m = r.mad;
         assert_eq!(m[3], METHOD_GET_RESP);
@@ -352,7 +352,7 @@ mod tests {
 
     #[test]
     fn port_info_active_without_an_sm() {
-        let r = process(&req(0x81, METHOD_GET, ATTR_PORT_INFO, 1), 1, &port(), &PortCounters::default());
+        let r = process(&req(0x81, METHOD_GET, ATTR_PORT_INFO, 1), 1, &port(), &FwPortCounters::default());
         let d = &r.mad[64..];
         assert_eq!(get16(d, 16), 7, "LID");
         assert_eq!(d[32] & 0xf, 4, "ACTIVE");
@@ -369,7 +369,7 @@ mod tests {
     #[test]
     fn tables_and_unsupported_attributes() {
         let p = port();
-        let c = PortCounters::default();
+        let c = FwPortCounters::default();
         let g = process(&req(1, METHOD_GET, ATTR_GUID_INFO, 0), 1, &p, &c);
         assert_eq!(&g.mad[64..72], &p.port_guid.to_be_bytes());
         assert_eq!(process(&req(1, METHOD_GET, ATTR_GUID_INFO, 1), 1, &p, &c).status, STATUS_INVALID_FIELD);
@@ -394,7 +394,7 @@ mod tests {
     #[test]
     fn perf_counters_come_from_the_port() {
         let p = port();
-        let c = PortCounters::default();
+        let c = FwPortCounters::default();
         c.xmit_pkts.store(3, Ordering::Relaxed);
         c.rcv_data_words.store(1 << 40, Ordering::Relaxed);
         let r = process(&req(4, METHOD_GET, ATTR_PORT_COUNTERS, 0), 1, &p, &c);
@@ -421,7 +421,7 @@ mod tests {
     #[test]
     fn an_sm_brings_an_unconfigured_port_up() {
         let mut p = port().unconfigured();
-        let c = PortCounters::default();
+        let c = FwPortCounters::default();
         let g = process_set(&req(0x81, METHOD_GET, ATTR_PORT_INFO, 1), 1, &mut p, &c);
         let mut pi = g.mad[64..128].to_vec();
         assert_eq!((get16(&pi, 16), get16(&pi, 18), pi[32] & 0xf, pi[33] >> 4), (0, 0, 2, 5), "INIT, LinkUp");
@@ -477,7 +477,7 @@ mod tests {
     fn random_sets_never_panic() {
         let mut x: u64 = 0x2545_f491_4f6c_dd1d;
         let mut p = port().unconfigured();
-        let c = PortCounters::default();
+        let c = FwPortCounters::default();
         for i in 0..if cfg!(miri) { 200 } else { 5_000 } {
             x ^= x << 13;
             x ^= x >> 7;

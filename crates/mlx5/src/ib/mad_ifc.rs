@@ -16,9 +16,9 @@ pub fn mad_ifc(cx: &mut IbCx<'_>, r: &Req<'_>) -> CmdResult {
     let mad_in = ifc::mad_ifc_in::mad.bytes(r.input).ok_or(fail!(status::BAD_INP_LEN, MAD_IFC_BAD_INP_LEN))?;
     let req: [u8; mad::MAD_SIZE] = mad_in.try_into().map_err(|_| fail!(status::BAD_INP_LEN, MAD_IFC_BAD_INP_LEN_2))?;
     // PerfMgt answers from the port's real totals (fabric + local MADs).
-    let now = cx.ib.totals();
-    let view = super::port::PortCounters::pma_view(&now, &cx.ib.pma_base);
-    let reply = mad::process_set(&req, port, &mut cx.ib.port, &view);
+    let now = cx.ib.totals(cx.counters);
+    let view = super::port::FwPortCounters::pma_view(&now, &cx.ib.pma_base);
+    let reply = mad::process_set(&req, port, cx.cfg, &view);
     for &sub in &reply.events {
         cx.core.port_event(sub);
     }

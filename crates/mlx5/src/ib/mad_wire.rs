@@ -95,11 +95,11 @@ impl Firmware {
     /// A QP0/QP1 packet from the fabric (InfiniBand port): into the special
     /// QP's receive queue, or a counted drop.
     pub(crate) fn receive_mad(&mut self, meta: &RxMeta, pkt: &[u8]) {
-        let c = &self.ib.counters;
+        let c = &self.counters;
         match parse_mad_packet(meta, pkt) {
             Ok((dqpn, dg)) => {
                 c.mad_wire_rcv.fetch_add(1, Ordering::Relaxed);
-                let state = self.ib.port.port_state;
+                let state = self.cfg.port_state;
                 if state != 1 && (dqpn == 0 || state >= 3) {
                     self.deliver_local(dqpn, dg);
                 }
@@ -127,7 +127,7 @@ impl Firmware {
         };
         match self.core.engine.send_datagram(&d) {
             Ok(()) => {
-                self.ib.counters.mad_wire_xmit.fetch_add(1, Ordering::Relaxed);
+                self.counters.mad_wire_xmit.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             }
             Err(WcStatus::LocLenErr) => Err(syndrome::LOCAL_LENGTH_ERR),

@@ -76,7 +76,7 @@ fn crosses(st: u64, dqpn: u32, qkey: u32) {
     let pkey = if dqpn == 1 { 0xffff } else { 0 };
     assert_eq!(be32(&c, 0x24), pkey, "imm_inval_pkey: QP1's P_Key");
     // Counted once each: by the fabric, not again as a local delivery.
-    let (ca, cb) = (&a.t.fw.ib.counters, &b.t.fw.ib.counters);
+    let (ca, cb) = (&a.t.fw.counters, &b.t.fw.counters);
     assert_eq!((ca.mad_wire_xmit.load(Relaxed), ca.xmit_pkts.load(Relaxed)), (1, 0));
     assert_eq!((cb.mad_wire_rcv.load(Relaxed), cb.rcv_pkts.load(Relaxed), cb.mad_wire_drops.load(Relaxed)), (1, 0, 0));
 }
@@ -99,10 +99,10 @@ fn mad_to_own_lid_loops_back_through_the_port() {
     assert_eq!(a.t.mem.get(DATA + 40, 256), vec![0u8; 256], "it left the port (where the IB stage sees it)");
     pump(&net, &mut a, &mut b);
     assert_eq!(a.t.mem.get(DATA + 40, 256), mad.to_vec());
-    let c = &a.t.fw.ib.counters;
+    let c = &a.t.fw.counters;
     assert_eq!((c.mad_wire_xmit.load(Relaxed), c.mad_wire_rcv.load(Relaxed), c.xmit_pkts.load(Relaxed)), (1, 1, 0));
     assert_eq!(u16::from_be_bytes(a.t.mem.get(a.cq_buf + 64, 64)[0x16..0x18].try_into().unwrap()), 1, "from LID 1");
-    assert_eq!(b.t.fw.ib.counters.mad_wire_rcv.load(Relaxed), 0);
+    assert_eq!(b.t.fw.counters.mad_wire_rcv.load(Relaxed), 0);
 }
 
 #[test]
@@ -110,7 +110,7 @@ fn dlid_0_stays_in_the_port() {
     let (net, mut a, mut b) = special_pair(QP1_ST);
     send_mad(&mut a, 0, 1, 0x8001_0000, &[7u8; 256]);
     assert_eq!(a.t.mem.get(DATA + 40, 256), vec![7u8; 256]);
-    let c = &a.t.fw.ib.counters;
+    let c = &a.t.fw.counters;
     assert_eq!((c.mad_wire_xmit.load(Relaxed), c.xmit_pkts.load(Relaxed), c.rcv_pkts.load(Relaxed)), (0, 1, 1));
     pump(&net, &mut a, &mut b);
     assert_eq!(net.port(0).counters.tx_packets.load(Relaxed), 0, "nothing on the fabric");
@@ -121,7 +121,7 @@ fn a_port_before_the_sm_configured_it_carries_smps_only() {
     for (st, dqpn, passes) in [(QP0_ST, 0, true), (QP1_ST, 1, false)] {
         let (net, mut a, mut b) = special_pair(st);
         for s in [&mut a, &mut b] {
-            s.t.fw.ib.port = s.t.fw.ib.port.clone().unconfigured();
+            s.t.fw.cfg = s.t.fw.cfg.clone().unconfigured();
         }
         send_mad(&mut a, 2, dqpn, 0x8001_0000, &[9u8; 256]);
         pump(&net, &mut a, &mut b);
@@ -135,7 +135,7 @@ fn a_port_before_the_sm_configured_it_carries_smps_only() {
         send_mad(&mut b, 1, dqpn, 0x8001_0000, &[8u8; 256]);
         pump(&net, &mut a, &mut b);
         assert_eq!(b.t.mem.get(DATA + 40, 256), vec![0u8; 256], "QP{dqpn} to a DOWN port");
-        assert_eq!(b.t.fw.ib.counters.mad_wire_rcv.load(Relaxed), 1, "it arrived and was dropped");
+        assert_eq!(b.t.fw.counters.mad_wire_rcv.load(Relaxed), 1, "it arrived and was dropped");
         assert_eq!(net.port(1).counters.tx_packets.load(Relaxed), 0, "a DOWN port sends nothing");
     }
 }
@@ -208,7 +208,7 @@ fn bad_mad_packets_from_the_fabric_are_counted_drops() {
         dp.rdma_receive(&meta, &[0x64, 0, 0]);
         dp.rdma_receive(&meta, &good);
     }
-    let c = &a.t.fw.ib.counters;
+    let c = &a.t.fw.counters;
     assert_eq!((c.mad_wire_drops.load(Relaxed), c.rcv_errors.load(Relaxed), c.mad_wire_rcv.load(Relaxed)), (2, 2, 1));
     assert_eq!(a.t.mem.get(DATA + 40, 256), vec![3u8; 256], "the good one delivered");
 }

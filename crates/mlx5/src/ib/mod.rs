@@ -20,21 +20,29 @@ pub mod vport;
 pub use datagram::{Datagram, GRH_LEN, GSI_QKEY};
 
 use crate::cmd::dispatch::{command, Command};
+use crate::cmd::req::{fail, CmdErr};
+use crate::cmd::status;
 use crate::core::Core;
 use crate::firmware::Firmware;
+use crate::port::Port;
 use port::IbPort;
+use port::{FwPortCounters, PortConfig};
 
-/// What the InfiniBand port's commands borrow: the port (its identity,
-/// SMA/PMA state) and the core (the port events an SM's SubnSet raises).
+/// What the InfiniBand port's commands borrow: the port (its identity and
+/// state, which the SMA reports and an SM's SubnSet writes; PerfMgt's
+/// counters) and the core (the port events a SubnSet raises).
 pub struct IbCx<'a> {
     pub core: &'a mut Core,
+    pub cfg: &'a mut PortConfig,
+    pub counters: &'a FwPortCounters,
     pub ib: &'a mut IbPort,
 }
 
 impl Firmware {
     /// The context the InfiniBand port's commands and registers run on.
-    pub(crate) fn ib_cx(&mut self) -> IbCx<'_> {
-        IbCx { core: &mut self.core, ib: &mut self.ib }
+    pub(crate) fn ib_cx(&mut self) -> Result<IbCx<'_>, CmdErr> {
+        let Port::Ib(ib) = &mut self.port else { return Err(fail!(status::INT_ERR, DISPATCH_WRONG_LINK_LAYER)) };
+        Ok(IbCx { core: &mut self.core, cfg: &mut self.cfg, counters: &self.counters, ib })
     }
 }
 

@@ -10,10 +10,12 @@ use std::sync::Arc;
 /// mcast P_Key trap suppression).
 pub const DEFAULT_CAP_MASK: u32 = 0x2650_0848;
 
-/// Traffic counters of a port (IBTA PortCounters / PortCountersExt). The
-/// data path increments them; `MAD_IFC` PerfMgt queries read them.
+/// The firmware's own packet counters of the port (what it delivered
+/// itself: QP0/QP1 MADs, multicast copies), in the shape of IBTA
+/// PortCounters / PortCountersExt: `MAD_IFC` PerfMgt queries read them
+/// beside the fabric port's counters.
 #[derive(Debug, Default, serde::Serialize)]
-pub struct PortCounters {
+pub struct FwPortCounters {
     /// In 4-byte words, as IBTA counts PortXmitData / PortRcvData.
     pub xmit_data_words: AtomicU64,
     pub rcv_data_words: AtomicU64,
@@ -39,12 +41,12 @@ pub struct PortCounters {
     pub mcast_drops: AtomicU64,
 }
 
-impl PortCounters {
+impl FwPortCounters {
     /// What PerfMgt reports: `now - base` per counter, both in the order of
     /// [`IbPort::totals`] (xmit words, rcv words, xmit pkts, rcv pkts, rcv
     /// errors, xmit discards); every packet counts as unicast.
-    pub fn pma_view(now: &[u64; 6], base: &[u64; 6]) -> PortCounters {
-        let view = PortCounters::default();
+    pub fn pma_view(now: &[u64; 6], base: &[u64; 6]) -> FwPortCounters {
+        let view = FwPortCounters::default();
         let d = |i: usize| now[i].saturating_sub(base[i]);
         view.xmit_data_words.store(d(0), Ordering::Relaxed);
         view.rcv_data_words.store(d(1), Ordering::Relaxed);
@@ -188,12 +190,10 @@ impl PortConfig {
     }
 }
 
-/// The IB link layer's port state, owned by the `ib/` command domain.
+/// What only an InfiniBand port has (the `ib/` command domain's state;
+/// its identity and the firmware's counters are the firmware's, both link
+/// layers report them).
 pub struct IbPort {
-    /// Identity and state the SMA and the vport queries report.
-    pub port: PortConfig,
-    /// Packets the firmware itself delivered (QP0/QP1 MADs).
-    pub counters: Arc<PortCounters>,
     /// The fabric port's packet counters (real traffic), for PerfMgt.
     pub wire_counters: Option<Arc<vrnic_fabric::counters::PortCounters>>,
     /// PerfMgt counter values at the last clear (PortCounters Set).
@@ -201,16 +201,15 @@ pub struct IbPort {
 }
 
 impl IbPort {
-    pub fn new(port: PortConfig, wire_counters: Option<Arc<vrnic_fabric::counters::PortCounters>>) -> IbPort {
-        IbPort { port, counters: Arc::new(PortCounters::default()), wire_counters, pma_base: [0; 6] }
+    pub fn new(wire_counters: Option<Arc<vrnic_fabric::counters::PortCounters>>) -> IbPort {
+        IbPort { wire_counters, pma_base: [0; 6] }
     }
 
     /// Port totals for PerfMgt: xmit words, rcv words, xmit pkts, rcv pkts,
     /// rcv errors, xmit discards: the fabric's packets plus the locally
     /// delivered MADs, minus what a PortCounters Set cleared.
-    pub fn totals(&self) -> [u64; 6] {
+    pub fn totals(&self, c: &FwPortCounters) -> [u64; 6] {
         use std::sync::atomic::Ordering::Relaxed;
-        let c = &self.counters;
         let mut t = [
             c.xmit_data_words.load(Relaxed),
             c.rcv_data_words.load(Relaxed),

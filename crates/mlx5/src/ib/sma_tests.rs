@@ -49,7 +49,7 @@ fn vport_lid_state(t: &mut Bench) -> (u64, u64, u64) {
 #[test]
 fn an_sm_configures_the_port_through_mad_ifc() {
     let mut t = Bench::new();
-    t.fw.ib.port = t.fw.ib.port.clone().unconfigured();
+    t.fw.cfg = t.fw.cfg.clone().unconfigured();
     let uar = t.up();
     t.eq(uar, 0, 1 << ifc::MLX5_EVENT_TYPE_PORT_CHANGE, EQ_BUF);
     assert_eq!(vport_lid_state(&mut t), (0, 0, 2), "INIT, no LID");
@@ -69,7 +69,7 @@ fn an_sm_configures_the_port_through_mad_ifc() {
     // The SM's port claims IsSM (OpenSM opens issm: ib_modify_port writes PCAP).
     let mut img = [0u8; 8];
     img[1] = 1;
-    img[4..8].copy_from_slice(&(t.fw.ib.port.cap_mask | 2).to_be_bytes());
+    img[4..8].copy_from_slice(&(t.fw.cfg.cap_mask | 2).to_be_bytes());
     assert_eq!(pcap(&mut t, &img)[4..8], img[4..8], "taken");
 }
 
@@ -87,7 +87,7 @@ fn with_the_built_in_sm_the_driver_cannot_claim_is_sm() {
     t.up();
     let mut img = [0u8; 8];
     img[1] = 1;
-    img[4..8].copy_from_slice(&(t.fw.ib.port.cap_mask | 2).to_be_bytes());
+    img[4..8].copy_from_slice(&(t.fw.cfg.cap_mask | 2).to_be_bytes());
     let got = pcap(&mut t, &img);
     assert_eq!(u32::from_be_bytes(got[4..8].try_into().unwrap()) & 2, 0);
 }

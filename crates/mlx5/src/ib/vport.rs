@@ -16,7 +16,7 @@ pub fn query_hca_vport_context(cx: &mut IbCx<'_>, r: &Req<'_>) -> CmdResult {
     if pn > 1 {
         return Err(fail!(status::BAD_PARAM, QUERY_HCA_VPORT_CONTEXT_BAD_PARAM_2));
     }
-    let p = &cx.ib.port;
+    let p = &cx.cfg;
     let mut o = out(ifc::query_hca_vport_context_out::SIZE);
     c::has_smi.set(&mut o, 1);
     c::grh_required.set(&mut o, 0);
@@ -36,7 +36,7 @@ pub fn query_hca_vport_context(cx: &mut IbCx<'_>, r: &Req<'_>) -> CmdResult {
 
 pub fn query_vport_state(cx: &mut IbCx<'_>, r: &Req<'_>) -> CmdResult {
     r.own_vport(ifc::query_vport_state_in::other_vport, fail!(status::BAD_PARAM, QUERY_VPORT_STATE_BAD_PARAM))?;
-    let up = if cx.ib.port.port_state == 4 { 1 } else { 0 };
+    let up = if cx.cfg.port_state == 4 { 1 } else { 0 };
     let mut o = out(ifc::query_vport_state_out::SIZE);
     ifc::query_vport_state_out::admin_state.set(&mut o, 1);
     ifc::query_vport_state_out::state.set(&mut o, up);

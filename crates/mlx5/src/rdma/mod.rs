@@ -13,6 +13,7 @@ pub mod srq_issi1;
 pub mod state;
 
 use crate::cmd::dispatch::{command, Command};
+use crate::cmd::req::CmdErr;
 use crate::core::Core;
 use crate::firmware::Firmware;
 use crate::hca::state::Hca;
@@ -35,9 +36,9 @@ pub struct RdmaCx<'a> {
 
 impl Firmware {
     /// The context the RDMA object commands run on.
-    pub(crate) fn rdma_cx(&mut self) -> RdmaCx<'_> {
-        let roce = (self.link_layer == crate::link_layer::LinkLayer::Eth).then_some(&mut self.roce);
-        RdmaCx { core: &mut self.core, hca: &self.hca, rdma: &mut self.rdma, cfg: &self.ib.port, roce }
+    pub(crate) fn rdma_cx(&mut self) -> Result<RdmaCx<'_>, CmdErr> {
+        let roce = self.port.roce_mut();
+        Ok(RdmaCx { core: &mut self.core, hca: &self.hca, rdma: &mut self.rdma, cfg: &self.cfg, roce })
     }
 }
 

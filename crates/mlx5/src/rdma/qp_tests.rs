@@ -210,7 +210,7 @@ fn port_change_events_reach_subscribed_eqs() {
     );
     assert_eq!(t.mem.get(other_buf + 63, 1)[0], 1, "EQ without the event bit untouched");
     // PortInfo through MAD_IFC now says DOWN.
-    assert_eq!(t.fw.ib.port.port_state, 1);
+    assert_eq!(t.fw.cfg.port_state, 1);
     t.fw.port_change(true);
     assert_eq!(t.mem.get(async_buf + 64, 64)[3], 4, "ACTIVE");
     let _ = async_eq;
@@ -222,10 +222,10 @@ fn perfmgt_port_counters_are_real_and_clear() {
     let mut t = Bench::new();
     t.up();
     let wire = Arc::new(vrnic_fabric::counters::PortCounters::default());
-    t.fw.ib.wire_counters = Some(wire.clone());
+    t.fw.port.ib_test().wire_counters = Some(wire.clone());
     wire.tx_packets.store(10, Relaxed);
     wire.tx_bytes.store(4000, Relaxed);
-    t.fw.ib.counters.xmit_pkts.store(2, Relaxed);
+    t.fw.counters.xmit_pkts.store(2, Relaxed);
     let pma = |t: &mut Bench, method: u8, select: u16| {
         let mut m = cmd(ifc::MLX5_CMD_OP_MAD_IFC, 3, ifc::mad_ifc_in::SIZE);
         ifc::mad_ifc_in::port.set(&mut m, 1);

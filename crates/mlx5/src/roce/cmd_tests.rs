@@ -62,7 +62,7 @@ fn the_roce_page_answers_max_and_cur_with_the_table_size() {
         );
         assert_eq!(roce_cap::roce_address_table_size.get(p), ROCE_ADDRESS_TABLE_SIZE as u64);
     }
-    assert_eq!(t.fw.roce.gids.len(), ROCE_ADDRESS_TABLE_SIZE, "one constant for the page and the table");
+    assert_eq!(t.fw.port.roce_test().gids().len(), ROCE_ADDRESS_TABLE_SIZE, "one constant for the page and the table");
     let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_HCA_CAP, 1, 16), ifc::query_hca_cap_out::SIZE);
     assert_eq!(ifc::cmd_hca_cap::roce.get(&o[16..]), 1);
     // An InfiniBand port has no ROCE page.
@@ -76,7 +76,7 @@ fn the_roce_page_answers_max_and_cur_with_the_table_size() {
 fn set_roce_address_programs_the_shared_table_and_query_reads_it_back() {
     let mut t = Bench::eth();
     let shared = Arc::new(RoceGids::new(ROCE_ADDRESS_TABLE_SIZE));
-    t.fw.roce = RoceState::new(Some((shared.clone(), Arc::default())), None);
+    *t.fw.port.roce_test() = RoceState::new(Some((shared.clone(), Arc::default())), None);
     t.up();
     // Index 1: the first IPv4 address as a RoCEv2 GID (l3 type 0).
     let v4 = set_in(1, v4_gid([10, 0, 0, 1]), MAC, None, 2, 0);
@@ -128,7 +128,7 @@ fn bad_roce_addresses_fail_with_their_own_syndromes() {
     for (i, syn) in cases {
         assert_eq!(t.fails(&i, 16), (status::BAD_PARAM, syn));
     }
-    assert!(t.fw.roce.gids.get(1).is_none(), "nothing written by a failed command");
+    assert!(t.fw.port.roce_test().gids().get(1).is_none(), "nothing written by a failed command");
     let mut q = cmd(ifc::MLX5_CMD_OP_QUERY_ROCE_ADDRESS, 0, query_roce_address_in::SIZE);
     query_roce_address_in::roce_address_index.set(&mut q, ROCE_ADDRESS_TABLE_SIZE as u64);
     assert_eq!(t.fails(&q, query_roce_address_out::SIZE), (status::BAD_PARAM, syndrome::ROCE_ADDRESS_BAD_INDEX));
@@ -168,7 +168,7 @@ fn eth_qp(st: u64, qkey: u32, table: usize) -> (Bench, Arc<Capture>, u32, u32) {
     use ifc::create_mkey_in::memory_key_mkey_entry as m;
     use ifc::rst2init_qp_in::qpc as q;
     let mut t = Bench::eth();
-    t.fw.roce = RoceState::new(Some((Arc::new(RoceGids::new(table)), Arc::default())), None);
+    *t.fw.port.roce_test() = RoceState::new(Some((Arc::new(RoceGids::new(table)), Arc::default())), None);
     let cap = Arc::new(Capture::default());
     let io =
         Io { mem: t.mem.clone(), packets: cap.clone(), completions: t.fw.core.pending.clone(), ..Default::default() };
@@ -311,7 +311,7 @@ fn mad_ifc_on_roce_is_the_pma_over_the_roce_port_counters() {
     use std::sync::atomic::Ordering::Relaxed;
     let mut t = Bench::eth();
     let c = Arc::new(vrnic_fabric::roce::RoceCounters::default());
-    t.fw.roce = RoceState::new(Some((Arc::new(RoceGids::new(4)), c.clone())), None);
+    *t.fw.port.roce_test() = RoceState::new(Some((Arc::new(RoceGids::new(4)), c.clone())), None);
     t.up();
     c.tx_packets.store(7, Relaxed);
     c.rx_packets.store(5, Relaxed);
@@ -470,7 +470,7 @@ fn own_multicast_loops_back_to_members_as_the_block_bits_allow() {
     assert_eq!(&cqe[0x19..0x1c], &qpn.to_be_bytes()[1..], "source QP: the sender");
     // The vport's disable_mc_local_lb: no member gets it.
     let (mut t, qpn, group) = ud_member();
-    t.fw.eth.set_mc_local_lb_disabled(true);
+    t.fw.port.eth_test().set_mc_local_lb_disabled(true);
     t.fw.datapath().rdma_receive(&mc_meta(group, true), &mc_pkt(qpn + 1));
     assert!(no_cqe(&t));
     // ... which does not concern multicast from the link.

@@ -22,7 +22,7 @@ fn put(b: &mut [u8], at: usize, v: u32) {
 fn eth() -> (Bench, Arc<CcControl>) {
     let mut t = Bench::eth();
     t.up();
-    let cc = t.fw.roce.cc.clone();
+    let cc = t.fw.port.roce_test().cc().clone();
     (t, cc)
 }
 

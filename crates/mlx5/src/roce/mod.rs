@@ -16,8 +16,11 @@ pub mod qcounters;
 pub mod state;
 
 use crate::cmd::dispatch::{command, Command};
+use crate::cmd::req::{fail, CmdErr};
+use crate::cmd::status;
 use crate::firmware::Firmware;
 use crate::ib::port::PortConfig;
+use crate::port::Port;
 use state::RoceState;
 
 /// What the RoCE commands borrow: the RoCE state (GID table, congestion
@@ -29,8 +32,11 @@ pub struct RoceCx<'a> {
 
 impl Firmware {
     /// The context the RoCE commands run on.
-    pub(crate) fn roce_cx(&mut self) -> RoceCx<'_> {
-        RoceCx { roce: &mut self.roce, cfg: &self.ib.port }
+    pub(crate) fn roce_cx(&mut self) -> Result<RoceCx<'_>, CmdErr> {
+        let Port::Eth { roce, .. } = &mut self.port else {
+            return Err(fail!(status::INT_ERR, DISPATCH_WRONG_LINK_LAYER));
+        };
+        Ok(RoceCx { roce, cfg: &self.cfg })
     }
 }
 

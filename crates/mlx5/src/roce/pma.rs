@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use crate::cmd::req::{fail, out, CmdResult, Req};
 use crate::cmd::status;
 use crate::ib::mad;
-use crate::ib::port::PortCounters;
+use crate::ib::port::FwPortCounters;
 use crate::ifc;
 use crate::roce::RoceCx;
 
@@ -41,7 +41,7 @@ pub fn mad_ifc(cx: &mut RoceCx<'_>, r: &Req<'_>) -> CmdResult {
         return Err(fail!(status::BAD_PARAM, ROCE_MAD_IFC_NOT_PMA));
     }
     let now = totals(cx);
-    let view = PortCounters::pma_view(&now, &cx.roce.pma_base);
+    let view = FwPortCounters::pma_view(&now, &cx.roce.pma_base);
     let reply = mad::process(&req, 1, cx.cfg, &view);
     let is_clear = req[3] == mad::METHOD_SET && req[66..68] != [0, 0];
     if is_clear && reply.status == 0 {
