@@ -13,22 +13,16 @@ use std::os::fd::OwnedFd;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use tracing::info;
-
 use crate::config::{Config, DoorbellMode};
 use crate::uar_poller::{PollerStats, UarPoller};
 use vrnic_engine::Limits;
-use vrnic_fabric::ether::{EtherCounters, EtherLink};
-use vrnic_fabric::roce::{RoceGids, RocePort};
-use vrnic_fabric::{LoopbackPump, PacketHandler, RxMeta, UdpFabric};
-use vrnic_mlx5::builder::{FabricIo, FirmwareBuilder};
-use vrnic_mlx5::datapath::FwHandler;
-use vrnic_mlx5::eth::rx::EthRx;
+use vrnic_fabric::ether::EtherCounters;
+use vrnic_fabric::roce::RocePort;
+use vrnic_fabric::LoopbackPump;
+use vrnic_mlx5::builder::FirmwareBuilder;
 use vrnic_mlx5::firmware::Firmware;
-use vrnic_mlx5::hca::caps::roce::ROCE_ADDRESS_TABLE_SIZE;
+use vrnic_mlx5::hca::state::UarHook;
 use vrnic_mlx5::ib::port::PortConfig;
-use vrnic_mlx5::link::LinkLayer;
-use vrnic_mlx5::uar::BurstKick;
 use vrnic_mlx5::uar::{arm_page, Doorbell, UAR_PAGE};
 use vrnic_mlx5::{DoorbellSink, DoorbellStats, InitSegment, Kick};
 use vrnic_pci::*;
@@ -65,15 +59,9 @@ pub struct Vrnic {
     sink: Arc<dyn DoorbellSink>,
     poller: Option<UarPoller>,
     fw: Arc<Mutex<Firmware>>,
-    /// The InfiniBand port's RoCEv2-over-UDP fabric (None on Ethernet).
-    fabric: Option<UdpFabric>,
-    /// The InfiniBand port's IB stage, between the firmware and the fabric
-    /// port: the modeled switch and the built-in SM (None on Ethernet).
-    stage: Option<Arc<IbStage>>,
-    /// An Ethernet port's RoCE port (the engine's packet path there).
-    roce: Option<Arc<RocePort>>,
-    /// An Ethernet port's link (its worker stops when the device is dropped).
-    ether: Option<EtherLink>,
+    /// The engine's packet path: the IB fabric and stage, or the Ethernet
+    /// link and its RoCE port (its worker stops when the device is dropped).
+    wire: Wire,
     pub stats: Arc<DeviceStats>,
 }
 
@@ -159,55 +147,54 @@ fn pumped(pump: Option<&LoopbackPump>, body: impl FnOnce()) {
     }
 }
 
-/// Poll mode: the fabric's handler kicks the UAR poller into a spin window
-/// after a burst that changed what the guest sees ([`BurstKick`]): the
-/// guest usually answers with a doorbell. A burst that came from this
-/// device itself (loopback) kicks as local, whichever thread delivered it
-/// (the doorbell's own pump, or the fabric worker when the pump found it
-/// busy): the answering doorbell follows within microseconds.
-struct Kicking {
-    handler: FwHandler,
-    kick: BurstKick,
-}
-
-impl PacketHandler for Kicking {
-    fn receive(&self, meta: &RxMeta, pkt: &[u8]) {
-        self.kick.note(pkt, meta.local);
-        self.handler.receive(meta, pkt);
-    }
-
-    fn flush(&self) {
-        self.handler.flush();
-        self.kick.flush();
-    }
-
-    fn poll(&self, now_ns: u64) -> Option<u64> {
-        self.handler.poll(now_ns)
+/// The object limits of a device with these BARs: UAR pages end where the
+/// MEMIC window starts.
+fn limits(config: &Config, bars: &BarLayout) -> Limits {
+    Limits {
+        uar_first: FIRST_UAR_PAGE as u32,
+        uar_last: (bars.memic_offset() / UAR_PAGE - 1) as u32,
+        log_max_rd_atomic: config.log_max_rd_atomic(),
+        ..Limits::default()
     }
 }
 
-/// The IB stage of this port (docs/ib-fabric.md): the modeled switch, and
-/// the built-in SM unless `[sm] enabled = false`: SM roles between this port
-/// and its `[fabric]` peers, or a static SM where `--sm-lid` names one or
-/// `[sm] failover = false` (the lowest LID).
-fn ib_stage(config: &Config) -> IbStage {
-    use vrnic_subnet::sm_role::SmTiming;
-    use vrnic_subnet::{PortRecord, SmMode, StageConfig};
-    let lid = config.identity.lid;
-    let mut own = PortRecord::new(lid, config.port_guid(), config.node_guid());
-    own.sys_image_guid = config.sys_image_guid();
-    own.node_desc = config.node_desc();
-    let peers = config.fabric.peers.iter().filter_map(|p| p.lid).filter(|&l| l != lid && l != 0).collect();
-    let sm = if !config.sm.enabled {
-        SmMode::Off
-    } else if config.sm.failover && config.identity.sm_lid == 0 {
-        let timing = SmTiming { period_ns: config.sm.poll_ms * 1_000_000, max_misses: config.sm.poll_misses };
-        SmMode::Roles { priority: config.sm.priority, timing }
+/// The port's identity and initial state; without the built-in SM it starts
+/// unconfigured, for an SM in a guest.
+fn port_config(config: &Config, sm_lid: u16) -> PortConfig {
+    let mut port =
+        PortConfig::new(config.node_guid(), config.port_guid(), config.identity.lid, config.identity.device_id);
+    port.revision = config.identity.revision as u32;
+    port.sys_image_guid = config.sys_image_guid();
+    port.node_desc = config.node_desc();
+    port.sm_sl = config.identity.sm_sl;
+    port.sm_lid = sm_lid;
+    if config.sm.enabled {
+        port
     } else {
-        SmMode::Static { sm_lid: config.sm_lid() }
-    };
-    let switch_lid = (config.identity.switch_lid != 0).then_some(config.identity.switch_lid);
-    IbStage::new(StageConfig { own, peers, switch_lid, sm })
+        port.unconfigured()
+    }
+}
+
+/// Poll mode: an allocated UAR page gets its sentinels and is watched
+/// before ALLOC_UAR completes.
+fn watch_allocated_uars(config: &Config, mem: &Arc<SharedMem>, watched: &Arc<Mutex<Vec<u64>>>) -> UarHook {
+    let first_mappable = MAPPABLE_START / UAR_PAGE;
+    let first_watched = first_mappable + config.doorbell.watch_uars as u64;
+    let (pages, mem) = (watched.clone(), mem.clone());
+    Arc::new(move |uar: u32, alive: bool| {
+        let uar = uar as u64;
+        let mut p = pages.lock().unwrap_or_else(|e| e.into_inner());
+        if uar < first_mappable {
+            // Trapped page: its stores arrive as region writes.
+        } else if alive {
+            arm_page(&mem, uar);
+            if !p.contains(&uar) {
+                p.push(uar);
+            }
+        } else if uar >= first_watched {
+            p.retain(|&x| x != uar);
+        }
+    })
 }
 
 fn lock(fw: &Mutex<Firmware>) -> MutexGuard<'_, Firmware> {
@@ -224,158 +211,38 @@ impl Vrnic {
         let total = bars.bar0;
         let mem_fd = memfd("vrnic-bars", total)?;
         let mem = Arc::new(SharedMem::map(&mem_fd, total as usize)?);
-        let doorbells = Arc::new(DoorbellStats::default());
-        // UAR pages end where the MEMIC window starts.
-        let limits = Limits {
-            uar_first: FIRST_UAR_PAGE as u32,
-            uar_last: (bars.memic_offset() / UAR_PAGE - 1) as u32,
-            log_max_rd_atomic: config.log_max_rd_atomic(),
-            ..Limits::default()
-        };
-        let mut port =
-            PortConfig::new(config.node_guid(), config.port_guid(), config.identity.lid, config.identity.device_id);
-        port.revision = config.identity.revision as u32;
-        port.sys_image_guid = config.sys_image_guid();
-        port.node_desc = config.node_desc();
-        port.sm_sl = config.identity.sm_sl;
-        let link_layer = config.link_layer().map_err(io::Error::other)?;
-        // InfiniBand: the IB stage. The port starts with the SM LID its SM
-        // names (the roles' master at start, or the static one); without the
-        // built-in SM it starts unconfigured, for the guest's SM.
-        let stage = (link_layer == LinkLayer::Ib).then(|| Arc::new(ib_stage(config)));
-        port.sm_lid = stage.as_ref().map_or(config.sm_lid(), |s| s.sm_lid());
-        if !config.sm.enabled {
-            port = port.unconfigured();
-        }
         let memory =
             Arc::new(DeviceMemory { dma: dma.clone(), mem: mem.clone(), base: bars.memic_offset(), size: bars.bar4 });
-        let first_mappable = MAPPABLE_START / UAR_PAGE;
-        let first_watched = first_mappable + config.doorbell.watch_uars as u64;
+        let link_layer = config.link_layer().map_err(io::Error::other)?;
+        // One clock for the engine's timers and the link worker's deadlines.
+        let clock = Arc::new(MonotonicClock::default());
+        let mut wire = Wire::open(config, link_layer, &clock)?;
+        let port = port_config(config, wire.sm_lid(config));
         let watched: Arc<Mutex<Vec<u64>>> = Arc::new(Mutex::new(Vec::new()));
-        let mut builder = FirmwareBuilder::new(memory.clone(), irqs.clone(), port.clone(), limits)
+        let mut builder = FirmwareBuilder::new(memory.clone(), irqs.clone(), port.clone(), limits(config, &bars))
             .memic(bars.memic_offset(), bars.bar4)
             .link(link_layer)
             .mac(config.mac().map_err(io::Error::other)?)
             .trace(config.logging.trace);
-        // An Ethernet port's link: the firmware sends frames into it, its
-        // worker (started below) hands received frames to the RX path.
-        // One clock for the engine's timers and the link worker's deadlines.
-        let clock = Arc::new(MonotonicClock::default());
-        let mut ether = match link_layer {
-            LinkLayer::Eth => Some(EtherLink::open_with_clock(&config.eth, clock.clone())?),
-            LinkLayer::Ib => None,
-        };
-        if let Some(l) = &ether {
-            builder = builder.frames(l.sink());
-        }
+        builder = wire.connect_firmware(builder, config, &port, memory, clock)?;
         if config.doorbell.mode == DoorbellMode::Poll {
-            let (pages, mem) = (watched.clone(), mem.clone());
-            // Poll mode: an allocated UAR page gets its sentinels and is
-            // watched before ALLOC_UAR completes.
-            builder = builder.on_uar(Arc::new(move |uar: u32, alive: bool| {
-                let uar = uar as u64;
-                let mut p = pages.lock().unwrap_or_else(|e| e.into_inner());
-                if uar < first_mappable {
-                    // Trapped page: its stores arrive as region writes.
-                } else if alive {
-                    arm_page(&mem, uar);
-                    if !p.contains(&uar) {
-                        p.push(uar);
-                    }
-                } else if uar >= first_watched {
-                    p.retain(|&x| x != uar);
-                }
-            }));
+            builder = builder.on_uar(watch_allocated_uars(config, &mem, &watched));
         }
-        // The engine's packet path. InfiniBand: the RoCEv2-over-UDP fabric,
-        // whose worker delivers received packets and runs the engine's
-        // timers. Ethernet: the link's RoCE port (frames from the GID table
-        // the driver programs, on the same link as the netdev's frames); the
-        // link's worker delivers (EthRx) and runs the timers.
-        let (mut fabric, roce, fabric_io) = match &ether {
-            Some(l) => {
-                if !config.fabric.peers.is_empty() {
-                    info!("[fabric] ignored on an Ethernet port: RoCE travels on the Ethernet link");
-                }
-                let gids = Arc::new(RoceGids::new(ROCE_ADDRESS_TABLE_SIZE));
-                let waker = l.waker();
-                let port = Arc::new(RocePort::new(gids.clone(), l.sink(), waker.clone()));
-                port.cc().set_config(config.port.congestion.cc_config());
-                // The reaction points' line rate: the link's shaper, when it is below the port speed.
-                port.cc().set_link_rate_bps(config.eth.link_rate_mbps.saturating_mul(1_000_000));
-                builder = builder.roce(gids, port.counters()).cc(port.cc().clone());
-                let io = vrnic_engine::Io { mem: memory.clone(), packets: port.clone(), clock, ..Default::default() };
-                (None, Some(port), FabricIo { io, waker: Some(waker), counters: None })
-            }
-            None => {
-                let fabric = UdpFabric::bind(&config.fabric, config.identity.lid, clock.clone())?;
-                // GRHs: SGIDs from, and DGIDs checked against, the GID table the guest sees.
-                fabric.port().set_gid_table(port.gid_table());
-                let local = config.fabric.local_endpoint(config.identity.lid).map_err(io::Error::other)?;
-                let waker = fabric.waker();
-                // The engine sends through the IB stage, which sends through the fabric port.
-                let packets: Arc<dyn vrnic_fabric::PacketSink> = match &stage {
-                    Some(s) => {
-                        s.connect(fabric.sink());
-                        s.clone()
-                    }
-                    None => fabric.sink(),
-                };
-                let io = vrnic_engine::Io { mem: memory.clone(), packets, clock, local, ..Default::default() };
-                let counters = Some(fabric.counters());
-                info!(addr = %fabric.local_addr().map(|a| a.to_string()).unwrap_or_default(), peers = config.fabric.peers.len(), "RoCEv2 fabric bound");
-                (Some(fabric), None, FabricIo { io, waker: Some(Arc::new(move || waker.wake())), counters })
-            }
+        let fw = Arc::new(Mutex::new(builder.build().map_err(io::Error::other)?));
+        let doorbells = Arc::new(DoorbellStats::default());
+        let fw_sink = |scan_page| FwSink {
+            fw: fw.clone(),
+            stats: doorbells.clone(),
+            pump: wire.loopback_pump(config),
+            scan_page,
         };
-        if let Some(s) = &stage {
-            let v = s.view();
-            let guid = s.with_switch(|w| w.node_guid());
-            info!(lid = v.switch.lid, ports = v.switch.num_ports, guid = %format!("{guid:#018x}"), configured = config.sm.enabled, "the modeled switch");
-            let lid = config.identity.lid;
-            match (&v.sm, &v.sa) {
-                _ if !config.sm.enabled => info!(lid, "no built-in SM: the port starts INIT, for an SM in a guest"),
-                (Some(r), _) => info!(
-                    lid,
-                    master = r.master_lid,
-                    priority = r.priority,
-                    poll_ms = r.period_ms,
-                    runs_sa = v.sa.is_some(),
-                    "SM roles: polling the other servers' SMs"
-                ),
-                (None, Some(_)) => info!(lid, "this port is the SM LID: it runs the SA"),
-                (None, None) => info!(lid, sm_lid = v.sm_lid, "the SM runs on another server"),
-            }
-        }
-        let firmware = builder.fabric(fabric_io).build().map_err(io::Error::other)?;
-        let fw = Arc::new(Mutex::new(firmware));
-        let pump = || fabric.as_ref().filter(|_| config.fabric.inline_loopback).map(|f| f.loopback_pump());
-        let fw_sink = |scan_page| FwSink { fw: fw.clone(), stats: doorbells.clone(), pump: pump(), scan_page };
         let sink: Arc<dyn DoorbellSink> = Arc::new(fw_sink(false));
         let poller = match config.doorbell.mode {
             DoorbellMode::Poll => Some(UarPoller::start_with(mem.clone(), Arc::new(fw_sink(true)), watched)),
             DoorbellMode::Trap => None,
         };
-        let kick: Option<Arc<dyn Kick>> =
-            poller.as_ref().and_then(|p| p.kick_handle()).map(|k| Arc::new(k) as Arc<dyn Kick>);
-        if let Some(l) = &mut ether {
-            l.start(Arc::new(EthRx::new(fw.clone(), roce.clone(), kick.clone())))?;
-            info!(backend = %config.eth.backend, addr = %l.local_addr().map(|a| a.to_string()).unwrap_or_default(), carrier = l.carrier(), roce = roce.is_some(), "Ethernet link open");
-        }
-        if let Some(f) = &mut fabric {
-            let handler = FwHandler(fw.clone());
-            let ca: Arc<dyn PacketHandler> = match kick {
-                Some(kick) => Arc::new(Kicking { handler, kick: BurstKick::new(kick) }),
-                None => Arc::new(handler),
-            };
-            // The fabric port delivers through the IB stage, which hands the CA what is not the subnet's.
-            match &stage {
-                Some(s) => {
-                    s.attach(ca);
-                    f.start(s.clone())?;
-                }
-                None => f.start(ca)?,
-            }
-        }
+        let kick = poller.as_ref().and_then(|p| p.kick_handle()).map(|k| Arc::new(k) as Arc<dyn Kick>);
+        wire.start(config, &fw, kick)?;
         let mut d = Vrnic {
             cfg: ConfigSpace::new(config.pci_identity(), bars),
             bars,
@@ -391,10 +258,7 @@ impl Vrnic {
             sink,
             poller,
             fw,
-            fabric,
-            stage,
-            ether,
-            roce,
+            wire,
             stats: Arc::new(DeviceStats::default()),
         };
         d.reset_state();
@@ -420,27 +284,27 @@ impl Vrnic {
 
     /// The fabric's UDP address.
     pub fn fabric_addr(&self) -> Option<std::net::SocketAddr> {
-        self.fabric.as_ref().and_then(|f| f.local_addr().ok())
+        self.wire.fabric_addr()
     }
 
     /// The InfiniBand port's IB stage (`None` on Ethernet).
     pub fn subnet(&self) -> Option<Arc<IbStage>> {
-        self.stage.clone()
+        self.wire.stage()
     }
 
     /// An Ethernet port's link counters (`None` on InfiniBand).
     pub fn ether_counters(&self) -> Option<Arc<EtherCounters>> {
-        self.ether.as_ref().map(|l| l.counters())
+        self.wire.ether_counters()
     }
 
     /// An Ethernet port's RoCE port (`None` on InfiniBand).
     pub fn roce_port(&self) -> Option<Arc<RocePort>> {
-        self.roce.clone()
+        self.wire.roce_port()
     }
 
     /// An Ethernet link's UDP address (`None` on InfiniBand and for other media).
     pub fn ether_addr(&self) -> Option<std::net::SocketAddr> {
-        self.ether.as_ref().and_then(|l| l.local_addr())
+        self.wire.ether_addr()
     }
 
     /// The firmware (command interface, objects, event queues).
@@ -488,6 +352,9 @@ impl Vrnic {
 }
 
 mod regions;
+mod wire;
+
+use wire::Wire;
 
 #[cfg(test)]
 mod tests {
