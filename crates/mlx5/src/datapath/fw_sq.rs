@@ -7,7 +7,7 @@ use tracing::warn;
 
 use super::cqe::{op, syndrome, Cqe};
 use super::dbr::be32_at;
-use super::sq::SqHead;
+use super::sq_read::SqHead;
 use super::wqe::{self, CtrlSeg};
 use crate::core::Core;
 use crate::firmware::Firmware;

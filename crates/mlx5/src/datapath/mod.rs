@@ -36,6 +36,7 @@ pub mod rx;
 pub mod sink;
 pub(crate) mod sq;
 pub mod sq_ops;
+mod sq_read;
 pub mod umr;
 pub mod wqe;
 

@@ -7,15 +7,13 @@
 use tracing::{debug, warn};
 
 use super::cqe::syndrome;
-use super::dbr::be32_at;
 use super::sq_ops;
+use super::sq_read::SqHead;
 use super::umr;
-use super::wqe::{self, CtrlSeg, Payload, Piece, WQEBB};
+use super::wqe::{self, CtrlSeg, Payload, Piece};
 use crate::core::Core;
 use crate::datapath::fw_sq::drain_fw_sq;
 use crate::firmware::Firmware;
-use crate::queue_buf::buf_addr;
-use crate::rdma::state::QpCtx;
 use vrnic_engine::verbs::{Run, SendWr, UdDest, WcStatus, WrOpcode};
 use vrnic_engine::{AddressVector, QpState, QpType};
 
@@ -40,18 +38,6 @@ fn local_qp_op_err(wr_id: u64) -> SendWr {
     wr.local_error = Some(WcStatus::LocQpOpErr);
     wr.signaled = true;
     wr
-}
-
-/// What a QP's doorbell record announces at the head of its send queue.
-pub(crate) enum SqHead {
-    /// Nothing new, or the WQE at the consumer index is not (yet) the one the
-    /// doorbell announced: stop at the doorbell.
-    Empty,
-    /// The WQE at consumer index `ci` lies outside guest memory.
-    Unreadable { ci: u16 },
-    /// A WQE at consumer index `ci` with this control segment; `first` is
-    /// its first WQEBB as read (all of a one-WQEBB WQE).
-    Ready { ci: u16, ctrl: CtrlSeg, first: Vec<u8> },
 }
 
 impl Firmware {
@@ -259,67 +245,4 @@ fn send_data(p: Payload, wr: &mut SendWr) {
         wr.order = order;
     }
     wr.inline = inline;
-}
-
-/// Reading a QP's send queue from guest memory (its context is in the engine's entry).
-impl Core {
-    pub(super) fn sq_addr(ctx: &QpCtx, idx: u16) -> Option<u64> {
-        if ctx.sq_entries == 0 {
-            return None;
-        }
-        let off =
-            ctx.rq_entries as u64 * ctx.rq_stride as u64 + ((idx as u32 & (ctx.sq_entries - 1)) as u64) * WQEBB as u64;
-        buf_addr(&ctx.pas, ctx.log_page_size, ctx.page_offset, off)
-    }
-
-    /// The next send WQE of QP `qpn`, as its doorbell record announces it.
-    pub(crate) fn sq_head(&self, qpn: u32, ctx: &QpCtx) -> SqHead {
-        match Core::sq_producer(&*self.mem, ctx) {
-            Some(pc) => self.sq_head_upto(qpn, ctx, pc),
-            None => SqHead::Empty,
-        }
-    }
-
-    /// The send doorbell record's producer counter (the second big-endian word).
-    pub(crate) fn sq_producer(mem: &dyn vrnic_engine::GuestMemory, ctx: &QpCtx) -> Option<u16> {
-        be32_at(mem, ctx.dbr_addr + 4).map(|pc| pc as u16)
-    }
-
-    /// The next send WQE of QP `qpn` if it is before producer counter `pc`.
-    pub(crate) fn sq_head_upto(&self, qpn: u32, ctx: &QpCtx, pc: u16) -> SqHead {
-        let ci = ctx.sq_ci;
-        if ci == pc {
-            return SqHead::Empty;
-        }
-        let Some(first) = self.read_sq(ctx, ci, 1) else {
-            warn!(qpn, "SQ outside guest memory");
-            return SqHead::Unreadable { ci };
-        };
-        let ctrl = CtrlSeg::parse(first[..16].try_into().expect("16 bytes"));
-        if ctrl.wqe_index != ci {
-            debug!(qpn, expected = ci, got = ctrl.wqe_index, "WQE index mismatch: stop at the doorbell");
-            return SqHead::Empty;
-        }
-        SqHead::Ready { ci, ctrl, first }
-    }
-
-    /// The whole WQE at the SQ head: `first` if it is one WQEBB, else all
-    /// `nbb` read again (a copy taken at one time, parsed as such).
-    pub(crate) fn sq_wqe(&self, ctx: &QpCtx, ci: u16, nbb: usize, first: Vec<u8>) -> Option<Vec<u8>> {
-        if nbb == 1 {
-            Some(first)
-        } else {
-            self.read_sq(ctx, ci, nbb)
-        }
-    }
-
-    /// Copies `nbb` WQEBBs starting at SQ index `idx` (wrapping at the end of the SQ).
-    pub(crate) fn read_sq(&self, ctx: &QpCtx, idx: u16, nbb: usize) -> Option<Vec<u8>> {
-        let mut w = vec![0u8; nbb * WQEBB];
-        for i in 0..nbb {
-            let a = Core::sq_addr(ctx, idx.wrapping_add(i as u16))?;
-            self.mem.read(a, &mut w[i * WQEBB..(i + 1) * WQEBB]).ok()?;
-        }
-        Some(w)
-    }
 }
