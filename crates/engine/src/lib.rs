@@ -1,8 +1,9 @@
-//! The RNIC queue engine: verbs objects (PD, XRCD, UAR, EQ, CQ, SRQ, MKEY,
-//! QP) and, on top of them, the RC/UC/UD transports. It knows nothing of
-//! mlx5 byte layouts or sockets: the mlx5 layer creates and modifies objects
-//! through this API and keeps only mlx5-specific data (buffer addresses,
-//! page lists, doorbell records) next to the engine's object numbers.
+//! The RNIC queue engine: verbs objects (PD, XRCD, CQ, SRQ, MKEY, QP) and,
+//! on top of them, the RC/UC/UD/XRC transports. It knows nothing of mlx5
+//! byte layouts or sockets: the personality creates and modifies objects
+//! through this API and keeps its own context of each (buffer addresses,
+//! page lists, doorbell records) in the engine's entry for that object
+//! ([`personality`]); packets leave through a [`vrnic_packet::PacketSink`].
 
 #![forbid(unsafe_code)]
 
