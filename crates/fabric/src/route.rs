@@ -10,7 +10,7 @@ use vrnic_packet::{Dest, Endpoint};
 /// How a port finds the peer a packet goes to: a property of the port's
 /// link layer. An InfiniBand port routes by the DLID; the GRH, if any,
 /// travels with the packet and the receiver checks its DGID. (A RoCE port
-/// would route by the DGID instead; vrnic has none yet.)
+/// frames by the GID table instead: `roce/port.rs`.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Routing {
     #[default]

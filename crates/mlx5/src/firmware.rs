@@ -1,11 +1,13 @@
-//! The ConnectX "firmware" of one device instance: the command domains'
-//! state (HCA, RDMA objects, the IB port), the dispatch table the link
-//! layer selected, and the event side (EQs, completion events, the CQ
-//! arming and the poll-mode doorbell scan) that raises MSI-X vectors.
+//! The ConnectX "firmware" of one device instance: the [`Core`] every
+//! domain shares (engine, memory, MSI-X, EQs, the CQE/EQE writers), the
+//! domains' state (HCA, RDMA objects, the port: InfiniBand or Ethernet with
+//! RoCE, [`Port`]), the port's identity, and the dispatch table the link
+//! layer selected.
 //!
 //! Built by [`super::builder::FirmwareBuilder`]; the command handlers live in
-//! the domain modules (`hca/`, `events/`, `rdma/`, `ib/`), which import this
-//! module and are not imported by it. Each failure site answers with its own
+//! the domain modules (`hca/`, `events/`, `rdma/`, `ib/`, `eth/`, `roce/`),
+//! each running on the narrow context its domain lends (`rdma_cx()`, ...),
+//! split borrows of this struct. Each failure site answers with its own
 //! stable syndrome ([`super::cmd::syndrome`]).
 
 use std::sync::atomic::Ordering;

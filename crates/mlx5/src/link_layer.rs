@@ -6,7 +6,7 @@
 pub enum LinkLayer {
     #[default]
     Ib,
-    /// An Ethernet port: the mlx5e netdev (and, later, RoCE).
+    /// An Ethernet port: the mlx5e netdev, and RoCE on it.
     Eth,
 }
 

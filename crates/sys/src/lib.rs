@@ -3,9 +3,11 @@
 //! memfds, the shared mapping and the volatile copies of guest-writable
 //! memory, the fabric's socket options with GSO/GRO, the Ethernet link's TAP and
 //! multicast sockets, the link worker's eventfd wake-up, and the process
-//! syscalls of the privilege drop and the clock. The rest of the crate is
-//! `deny(unsafe_code)` (see `lib.rs`); each unsafe block here keeps its
-//! `// SAFETY:` comment, and each function offers a safe interface.
+//! syscalls of the privilege drop and the clock. Every other crate of the
+//! workspace is `#![forbid(unsafe_code)]` (ci/miri checks it), as are this
+//! crate's `clock`, `host`, `privs` and `seccomp` modules; each unsafe block
+//! here keeps its `// SAFETY:` comment, and each function offers a safe
+//! interface.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 

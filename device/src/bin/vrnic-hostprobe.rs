@@ -13,18 +13,14 @@
 //!
 //! Prints one line: `HOST timer_nap_late_us=M/P90 local_wake_us=M/P90 cross_cpu_wake_us=M/P90 cpus=N`.
 
+#![forbid(unsafe_code)]
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn pin(cpu: usize) -> bool {
-    // SAFETY: cpu_set_t is plain old data, filled by the libc macros; the call
-    // changes only the calling thread's affinity.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
-    }
+    vrnic_sys::proc::pin_to_cpu(cpu).is_ok()
 }
 
 /// A thread pinned to `cpu` that spins until `stop`, as a busy vCPU.
@@ -51,8 +47,7 @@ fn timer_nap_late(cpu: usize, n: usize) -> Vec<f64> {
     let busy = spinner(cpu, stop.clone());
     let r = std::thread::spawn(move || {
         pin(cpu);
-        // SAFETY: PR_SET_TIMERSLACK takes a plain integer (ns) and changes only this thread.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
+        let _ = vrnic_sys::proc::set_timerslack_ns(1000);
         let nap = Duration::from_micros(10);
         (0..n)
             .map(|_| {

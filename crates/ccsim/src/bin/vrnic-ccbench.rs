@@ -15,6 +15,8 @@
 //! cnp_handled=H cnp_ignored=I`: Jain over the last 20 ms, goodput from 10 ms after the last flow's start,
 //! the queue from the last start, converged = from the last start until every 5 ms window has Jain ≥ 0.9.
 
+#![forbid(unsafe_code)]
+
 use std::fmt::Write as _;
 use std::path::PathBuf;
 

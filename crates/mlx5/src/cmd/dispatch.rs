@@ -1,4 +1,4 @@
-//! Table-driven dispatch: each command domain (hca/, events/, rdma/, ib/)
+//! Table-driven dispatch: each command domain (hca/, events/, rdma/, ib/, eth/, roce/)
 //! exports its own `COMMANDS` rows; the link layer picks the domains and
 //! [`CommandTable::new`] joins their rows into one lookup by opcode.
 //!

@@ -1,6 +1,6 @@
 //! The engine's completion sink ([`QueueSink`]): what the engine reports
 //! while the firmware holds it is queued here and written by
-//! `Firmware::drain` ([`super::cq`]). A leaf the firmware can hold.
+//! `Core::drain` ([`super::cq`]). A leaf the core can hold.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -24,6 +24,7 @@ mod config;
 mod mad;
 mod services;
 #[cfg(test)]
+#[path = "stage_tests.rs"]
 mod tests;
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
