@@ -128,9 +128,9 @@ def main():
             if a.shell or not script:
                 script = os.path.join(work, "noop.sh")
                 open(script, "w").write("#!/bin/sh\n" + ("exec setsid cttyhack sh\n" if a.shell else "true\n"))
-            initrd = make_initrd(cache, os.path.join(work, "initrd%d" % i), scenario_files(cache, script))
-            append = ("vrnic.scenario=%s vrnic.guest=%d %s" % (os.path.basename(script)[:-3] if script.endswith(".sh")
-                                                               else "custom", i, a.append)).strip()
+            name = os.path.basename(script)[:-3] if script.endswith(".sh") else "custom"
+            initrd = make_initrd(cache, os.path.join(work, "initrd%d" % i), scenario_files(cache, {name: script}))
+            append = ("vrnic.scenarios=%s vrnic.guest=%d %s" % ("shell" if a.shell else name, i, a.append)).strip()
             if a.iommu:
                 append += " intel_iommu=on iommu=pt"
             append = (append + " " + topo.append(i) + " " + (eth.append(i) if eth else "")).strip()
@@ -140,7 +140,7 @@ def main():
                       wrap=eth.wrap(i) if eth else ())
             guests.append(g)
         if nsw:
-            sw = boot_switch(cache, eth, topo, a.guests, "launch", os.path.join(work, "initrd-sw"),
+            sw = boot_switch(cache, eth, topo, a.guests, os.path.join(work, "initrd-sw"),
                              os.path.join(work, "console-sw.log"), accel, a.timeout, a.append)
             print("[launch] %s" % eth.switch.describe(), flush=True)
         if a.shell:

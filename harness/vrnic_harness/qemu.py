@@ -19,6 +19,7 @@ import time
 from . import cpio
 from .common import QEMU_DIR, REPO, out
 
+INIT_FILE = os.path.join(QEMU_DIR, "guest", "init")
 INIT_MARKER = re.compile(r"VRNIC-INIT-START uptime=([0-9.]+)")
 TCG_ACCEL = ["-accel", "tcg,thread=multi,tb-size=256", "-cpu", "max"]
 KVM_ACCEL = ["-accel", "kvm", "-cpu", "host"]
@@ -52,20 +53,21 @@ def make_initrd(cache, out, files):
     return out
 
 
-def scenario_files(cache, script_path, extra=None):
-    files = {"scenario.sh": (open(script_path, "rb").read(), 0o755)}
-    lib = os.path.join(REPO, "guest-tests", "scenarios", "lib.sh")
-    if os.path.exists(lib):
-        files["usr/local/lib/vrnic-lib.sh"] = (open(lib, "rb").read(), 0o644)
-    ethlib = os.path.join(REPO, "guest-tests", "scenarios", "eth-lib.sh")
-    if os.path.exists(ethlib):
-        files["usr/local/lib/vrnic-eth-lib.sh"] = (open(ethlib, "rb").read(), 0o644)
-    rocelib = os.path.join(REPO, "guest-tests", "scenarios", "roce-lib.sh")
-    if os.path.exists(rocelib):
-        files["usr/local/lib/vrnic-roce-lib.sh"] = (open(rocelib, "rb").read(), 0o644)
-    ulplib = os.path.join(REPO, "guest-tests", "scenarios", "ulp-lib.sh")
-    if os.path.exists(ulplib):
-        files["usr/local/lib/vrnic-ulp-lib.sh"] = (open(ulplib, "rb").read(), 0o644)
+GUEST_LIBS = {"lib.sh": "vrnic-lib.sh", "eth-lib.sh": "vrnic-eth-lib.sh", "roce-lib.sh": "vrnic-roce-lib.sh",
+              "ulp-lib.sh": "vrnic-ulp-lib.sh"}
+
+
+def scenario_files(cache, scripts, extra=None):
+    """The overlay of a boot: /init (qemu/guest/init, replacing the base's), the scripts {scenario name: path} as
+    /scenarios/<name>.sh (the kernel argument vrnic.scenarios=A,B,.. runs them in that order), the shell libraries
+    as /usr/local/lib/vrnic-*.sh, the guest-tests/src programs in /usr/local/bin, and extra {path: (bytes, mode)}."""
+    files = {"init": (open(INIT_FILE, "rb").read(), 0o755)}
+    for name, path in scripts.items():
+        files["scenarios/%s.sh" % name] = (open(path, "rb").read(), 0o755)
+    for src, dst in GUEST_LIBS.items():
+        lib = os.path.join(REPO, "guest-tests", "scenarios", src)
+        if os.path.exists(lib):
+            files["usr/local/lib/" + dst] = (open(lib, "rb").read(), 0o644)
     bindir = os.path.join(cache, "guest-bin")
     if os.path.isdir(bindir):
         for b in sorted(os.listdir(bindir)):
@@ -183,8 +185,9 @@ class Guest:
         if interactive:
             self.p = subprocess.Popen(argv)
             return
+        # stdin: the guest's console input (send): the harness's word between two scenarios of a boot
         self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, start_new_session=True)
+                                  stdin=subprocess.PIPE, start_new_session=True)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         self.deadline = self.t0 + timeout
@@ -245,10 +248,24 @@ class Guest:
             self.kill()
             rc, timed_out = self.p.returncode, True
         self.reader.join(5)
+        if self.p.stdin:
+            try:
+                self.p.stdin.close()
+            except OSError:
+                pass
         if self.logf:
             self.logf.close()
             self.logf = None
         return rc, timed_out
+
+    def send(self, line):
+        """One line to the guest's console (its /init reads the harness's word there); False if QEMU is gone."""
+        try:
+            self.p.stdin.write((line + "\n").encode())
+            self.p.stdin.flush()
+            return True
+        except (OSError, ValueError, AttributeError):
+            return False
 
     def kill(self):
         if self.p.poll() is None:
@@ -283,8 +300,8 @@ def accel_args(cache, force=None, verbose=True):
             try:
                 script = os.path.join(tmp, "s.sh")
                 open(script, "w").write("#!/bin/sh\necho KVM-PROBE-OK\n")
-                initrd = make_initrd(cache, os.path.join(tmp, "initrd"), scenario_files(cache, script))
-                g = Guest(cache, "kvm-probe", initrd, append="vrnic.scenario=kvm-probe", accel=KVM_ACCEL,
+                initrd = make_initrd(cache, os.path.join(tmp, "initrd"), scenario_files(cache, {"kvm-probe": script}))
+                g = Guest(cache, "kvm-probe", initrd, append="vrnic.scenarios=kvm-probe", accel=KVM_ACCEL,
                           timeout=20, echo=False, smp=1)
                 ok = g.wait_for(r"KVM-PROBE-OK", timeout=20)
                 g.kill()
