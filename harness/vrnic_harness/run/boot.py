@@ -100,8 +100,8 @@ class Boot:
         return " ".join(words + list(self.env.options.guest_extra))
 
     def timeout(self):
-        """The hard limit of every QEMU of the boot: each unit's timeout, summed."""
-        return sum(u.scenario.timeout for u in self.plan.units) + 30
+        """The hard limit of every QEMU of the boot: each unit's timeout, summed, and time for their checks."""
+        return sum(u.scenario.timeout + 30 for u in self.plan.units) + 30
 
     def sfx(self, gi):
         return "" if self.n == 1 else "-g%d" % gi

@@ -113,15 +113,14 @@ class Window:
             self.ctx.switch = GuestWindow(boot.switch, 0)
 
     def wait_begin(self):
-        """Every guest's VRNIC-SCENARIO-BEGIN of this unit (its line is the window's first); None or why not."""
+        """Every guest's VRNIC-SCENARIO-BEGIN of this unit; None or why not. The window starts where the last one
+        ended (the first: at the boot's first line), so a kernel line between two scenarios is judged too."""
         end = min(self.deadline, self.t_open + (BEGIN_NEXT_S if self.index else BEGIN_FIRST_S))
         line = "VRNIC-SCENARIO-BEGIN " + self.unit.name
         for i, g in enumerate(self.boot.guests):
-            start = self.boot.marks[i]
-            if g.wait_for(r"^%s$" % line, timeout=max(end - time.time(), 0.1), start=start) is None:
+            if g.wait_for(r"^%s$" % line, timeout=max(end - time.time(), 0.1), start=self.boot.marks[i]) is None:
                 return self.no_begin(g)
-            with g.cond:
-                self.bases.append(g.lines.index(line, start))
+            self.bases.append(self.boot.marks[i])
         self.ctx.guests = [GuestWindow(g, b) for g, b in zip(self.boot.guests, self.bases)]
         self.began = True
         return None
