@@ -17,9 +17,8 @@ import threading
 import time
 
 from . import cpio
-from .common import QEMU_DIR, REPO, out
+from .common import INIT_FILE, QEMU_DIR, REPO, out
 
-INIT_FILE = os.path.join(QEMU_DIR, "guest", "init")
 INIT_MARKER = re.compile(r"VRNIC-INIT-START uptime=([0-9.]+)")
 TCG_ACCEL = ["-accel", "tcg,thread=multi,tb-size=256", "-cpu", "max"]
 KVM_ACCEL = ["-accel", "kvm", "-cpu", "host"]
