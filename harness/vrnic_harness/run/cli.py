@@ -24,7 +24,7 @@ import time
 
 from .. import qemu, roce_pcap
 from ..common import GUEST_TESTS, default_cache, say
-from . import checks_switch, checks_ulp, plan, runner
+from . import checks_switch, checks_ulp, plan, runner, stats
 from .boot import Env, Options
 from .console import kernel_health_reason
 from .registry import DEFAULT, MD_BEGIN, MD_END, SCENARIOS, expand, markdown_table
@@ -81,6 +81,13 @@ def self_test():
     # the switch guest's counter blocks (tc -s qdisc, ip -s link) and the RED delta between two of them
     nchecks += 1
     fails += ["switch_stats: %s" % f for f in checks_switch.self_test()]
+    # shared boots: the plan of every scenario (and of the default set) keeps the rules of run/plan.py
+    nchecks += 2
+    fails += ["plan: %s" % f for f in plan.self_test(list(SCENARIOS.values()))]
+    fails += ["plan (default set): %s" % f for f in plan.self_test([SCENARIOS[n] for n in DEFAULT])]
+    # the control socket's stats in a scenario's window (run/stats.py)
+    nchecks += 1
+    fails += ["stats: %s" % f for f in stats.self_test()]
     for f in fails:
         say("SELF-TEST FAIL: %s" % f)
     say("%d passed, %d failed" % (nchecks - len(fails), len(fails)))

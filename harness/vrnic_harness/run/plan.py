@@ -65,3 +65,26 @@ def group(units):
 
 def plan(scenarios, only_doorbell=()):
     return group(units_of(scenarios, only_doorbell))
+
+
+def self_test(scenarios):
+    """The plan's rules on these scenarios (the registry's): every run planned once, a `last` unit ends its boot, an
+    `alone` one is by itself, the units of a boot share their boot_key; each reason given."""
+    fails = []
+    units = units_of(scenarios)
+    boots = plan(scenarios)
+    planned = [(u.name, u.run) for b in boots for u in b.units]
+    if sorted(planned, key=str) != sorted([(u.name, u.run) for u in units], key=str):
+        fails.append("the plan does not hold every run exactly once")
+    for b in boots:
+        if len({u.scenario.boot_key(u.run) for u in b.units}) != 1:
+            fails.append("%s: units with different boot keys" % b.tag)
+        if any(u.scenario.last for u in b.units[:-1]):
+            fails.append("%s: a `last` scenario is not last" % b.tag)
+        if len(b.units) > 1 and any(u.scenario.alone for u in b.units):
+            fails.append("%s: an `alone` scenario shares the boot" % b.tag)
+    for sc in scenarios:
+        for what in ("alone", "last"):
+            if getattr(sc, what) is True:
+                fails.append("%s: %s without a reason" % (sc.name, what))
+    return fails

@@ -72,3 +72,19 @@ def objects(st):
                 out.append((k, v))
                 out += objects(v)
     return out
+
+
+def self_test():
+    """delta and counters on a captured-shape sample."""
+    before = {"firmware": {"fabric": {"tx_packets": 10, "tx_no_route": 0}, "port_state": 4}, "eth_link": None}
+    after = {"firmware": {"fabric": {"tx_packets": 25, "tx_no_route": 0, "rx_packets": 3}, "port_state": 4},
+             "eth_link": {"fault_dropped": 2, "prio": {"3": {"rx_held": 5}}}}
+    d = delta(before, after)
+    fails = []
+    if get(d, "firmware", "fabric") != {"tx_packets": 15, "tx_no_route": 0, "rx_packets": 3}:
+        fails.append("delta of counters: %s" % get(d, "firmware", "fabric"))
+    if get(d, "firmware", "port_state") != 0 or get(after, "firmware", "port_state") != 4:
+        fails.append("get/delta of a plain value")
+    if counters(d, r"fault_\w+") != {"fault_dropped": 2} or dict(objects(d)).get("prio") != {"3": {"rx_held": 5}}:
+        fails.append("counters/objects: %s %s" % (counters(d, r"fault_\w+"), dict(objects(d))))
+    return fails
