@@ -89,6 +89,9 @@ class Boot:
     def kernel_args(self, gi):
         names = ",".join(u.name for u in self.plan.units)
         words = ["vrnic.scenarios=" + names]
+        keep = [u.name for u in self.plan.units if u.scenario.shares_driver]
+        if len(keep) > 1:
+            words.append("vrnic.keep=" + ",".join(keep))
         if self.n > 1:
             words.append("vrnic.guest=%d vrnic.guests=%d" % (gi, self.n))
         if self.topo and self.topo.append(gi):

@@ -54,52 +54,52 @@ SCENARIOS = {
                    server_args=["--doorbell", "poll"],
                    doc="5x rmmod/modprobe mlx5_ib mlx5_core ending ACTIVE, then a guest reboot ending ACTIVE "
                        "(server in poll doorbell mode)"),
-    "verbs-objects": Scenario(default=True, device=True, timeout=400, check=check_verbs_objects,
+    "verbs-objects": Scenario(shares_driver=True, default=True, device=True, timeout=400, check=check_verbs_objects,
                           doc="verbs_objects.c: PD/MR(4K..64M, 2M hugepage)/CQ/SRQ/RC-UC-UD QP lifecycle, "
                               "transitions, query_qp, illegal ops"),
     "net2": Scenario(default=True, device=False, guests=2, timeout=90, check=check_net2,
                  doc="two guests, no device: the virtio-net link (10.0.0.1 <-> 10.0.0.2): ping both ways, one TCP exchange"),
-    "loopback": Scenario(default=True, device=True, fabric=True, timeout=300, check=check_pingpong, doorbell=DOORBELL,
+    "loopback": Scenario(shares_driver=True, default=True, device=True, fabric=True, timeout=300, check=check_pingpong, doorbell=DOORBELL,
                      doc="one guest, one device: the rc-pingpong tool set, server and client over 127.0.0.1; "
                          "doorbell trap, then poll"),
-    "rc-pingpong": Scenario(default=True, device=True, guests=2, fabric=True, timeout=300, check=check_pingpong, doorbell=DOORBELL,
+    "rc-pingpong": Scenario(shares_driver=True, default=True, device=True, guests=2, fabric=True, timeout=300, check=check_pingpong, doorbell=DOORBELL,
                         doc="two guests, two vrnic on the UDP fabric: ibv_rc_pingpong (-e, 1 B..1 MiB, -c), "
                             "ibv_uc/ud/srq_pingpong; doorbell trap, then poll"),
-    "perftest": Scenario(default=True, device=True, guests=2, fabric=True, timeout=300, check=check_perftest, doorbell=DOORBELL,
+    "perftest": Scenario(shares_driver=True, default=True, device=True, guests=2, fabric=True, timeout=300, check=check_perftest, doorbell=DOORBELL,
                      doc="two guests: ib_{write,send,read,atomic}_{lat,bw} with result tables; doorbell trap, then poll"),
-    "device-memory": Scenario(default=True, device=True, guests=2, fabric=True, timeout=300, check=check_device_memory,
+    "device-memory": Scenario(shares_driver=True, default=True, device=True, guests=2, fabric=True, timeout=300, check=check_device_memory,
                           doc="ibv_alloc_dm/memcpy_to/from_dm/reg_dm_mr on guest 0; guest 1 RDMA-writes, reads and "
                               "fetch-and-adds into it over the fabric; bytes checked (dm_test.c)"),
-    "errors": Scenario(default=True, device=True, fabric=True, timeout=300, check=check_errors,
+    "errors": Scenario(shares_driver=True, default=True, device=True, fabric=True, timeout=300, check=check_errors,
                    doc="err_test.c: remote access/local protection errors, RNR (rnr_retry 0 and 7), retry "
                        "exhaustion, in-order flush; the device keeps working, port ACTIVE"),
-    "peer-loss": Scenario(last="SIGKILLs guest 1's server", default=True, device=True, guests=2, fabric=True, timeout=300, interact=interact_peer_loss,
+    "peer-loss": Scenario(shares_driver=True, last="SIGKILLs guest 1's server", default=True, device=True, guests=2, fabric=True, timeout=300, interact=interact_peer_loss,
                       check=check_peer_loss,
                       doc="ib_write_bw between two guests; guest 1's vrnic SIGKILLed mid-transfer: guest 0 gets "
                           "RETRY_EXC_ERR, its device keeps working (loopback pingpong), port ACTIVE"),
-    "ulp": Scenario(default=True, device=True, timeout=180, check=check_ulp,
+    "ulp": Scenario(shares_driver=True, default=True, device=True, timeout=180, check=check_ulp,
                 doc="ib_umad, ib_cm (CM_SUP via PCAP), ib_ipoib (ib0 up with carrier: its broadcast join answered by vrnic's SA), "
                     "port counters via PerfMgt MADs"),
-    "churn": Scenario(default=True, device=True, timeout=300, interact=interact_churn, check=check_churn,
+    "churn": Scenario(shares_driver=True, default=True, device=True, timeout=300, interact=interact_churn, check=check_churn,
                   doc="verbs objects created/destroyed in a loop; the server's RssAnon after equals after warm-up +-5%"),
-    "hostile": Scenario(last="garbage BAR0 accesses, malformed commands, then an FLR", default=True, device=True, timeout=300, check=check_hostile,
+    "hostile": Scenario(shares_driver=True, last="garbage BAR0 accesses, malformed commands, then an FLR", default=True, device=True, timeout=300, check=check_hostile,
                     doc="hostile.c: garbage BAR0 accesses, stray doorbells, malformed command entries and "
                         "mailbox chains; then FLR + reload ends ACTIVE"),
-    "resize-cq": Scenario(default=True, device=True, fabric=True, timeout=300, check=check_resize_cq, doorbell=DOORBELL,
+    "resize-cq": Scenario(shares_driver=True, default=True, device=True, fabric=True, timeout=300, check=check_resize_cq, doorbell=DOORBELL,
                       doc="resize_cq.c: ibv_resize_cq up and down with CQEs of an RC loopback pair unpolled: all "
                           "kept, in order; traffic through the resized CQ across its wrap; too small refused; "
                           "doorbell trap, then poll"),
-    "timestamp": Scenario(default=True, device=True, fabric=True, timeout=300, check=check_timestamp, doorbell=DOORBELL,
+    "timestamp": Scenario(shares_driver=True, default=True, device=True, fabric=True, timeout=300, check=check_timestamp, doorbell=DOORBELL,
                       doc="timestamp.c: hca_core_clock, ibv_query_rt_values_ex monotonic at the advertised rate, "
                           "IBV_WC_EX_WITH_COMPLETION_TIMESTAMP on every completion, non-decreasing, between "
                           "clock reads; doorbell trap, then poll"),
-    "grh": Scenario(default=True, device=True, guests=2, fabric=True, timeout=300, check=check_grh, doorbell=DOORBELL,
+    "grh": Scenario(shares_driver=True, default=True, device=True, guests=2, fabric=True, timeout=300, check=check_grh, doorbell=DOORBELL,
                 guest_server_args=lambda gi: ["--port-guid", "0x0002c90300a0b0%02x" % (0xc1 + 0x10 * gi)],
                 doc="address vectors with a GRH on the IB port (routed by LID): ib_send_bw/ib_write_lat/ib_read_bw "
                     "-x 0 and ib_send_lat -c UD -x 0 between two guests and in loopback on guest 0, "
                     "ibv_rc/ud_pingpong -g 0 between the guests; tx_no_route and rx_dgid_mismatch 0; doorbell trap, then poll"),
     # ---- issue 23: IB fabric services (run/checks_ibfabric.py)
-    "ib-sa": Scenario(default=True, device=True, guests=3, fabric=True, timeout=300, check=check_ib_sa,
+    "ib-sa": Scenario(shares_driver=True, default=True, device=True, guests=3, fabric=True, timeout=300, check=check_ib_sa,
                   doc="infiniband-diags between three guests on the UDP fabric: ibstat shows distinct node/port/"
                       "system image GUIDs and SM lid 1 on all, ibstatus sm lid 0x1; from g0, smpquery -L nodeinfo/"
                       "nodedesc/portinfo 2 (SMPs on QP0 across the fabric) returns g1's GUIDs and LID, perfquery "
@@ -108,7 +108,7 @@ SCENARIOS = {
                       "9 PathRecords, sminfo the SM at lid 1 (g0's port GUID, SMINFO_MASTER); ibnetdiscover from "
                       "g0 and g2 (directed routes through the modeled switch) lists the three CAs and one 3-port "
                       "switch; ibroute 4 shows the switch's LFT (lid k -> port k, its own LID -> port 0)"),
-    "ipoib": Scenario(default=True, device=True, guests=3, fabric=True, timeout=600, check=check_ipoib,
+    "ipoib": Scenario(shares_driver=True, default=True, device=True, guests=3, fabric=True, timeout=600, check=check_ipoib,
                   doc="IPoIB between three guests on the UDP fabric: ib0 joins the broadcast group through vrnic's SA "
                       "and gets carrier; datagram mode (ARP over UD multicast to MLID 0xC000, unicast UD with SA "
                       "PathRecords): each guest pings the other two 1000 times at 10 ms with 0% loss, iperf3 TCP "
@@ -116,23 +116,23 @@ SCENARIOS = {
                       "same boot the ib-cm checks (rdma_cm over the IPoIB addresses, g0/g1): rping -v -C 10000, "
                       "ucmatose, udaddy, mckey (SA join + ATTACH), ib_write_lat -R, ib_send_bw -R; vrnic multicast "
                       "counters (stats)"),
-    "ib-sm-failover": Scenario(last="kills guest 0 and its server (the master SM)", default=True, device=True, guests=3, fabric=True, timeout=300, interact=interact_sm_failover,
+    "ib-sm-failover": Scenario(shares_driver=True, last="kills guest 0 and its server (the master SM)", default=True, device=True, guests=3, fabric=True, timeout=300, interact=interact_sm_failover,
                            check=check_sm_failover,
                            doc="three guests (LIDs 1-3), every vrnic an SM (LID 1 master, 2 and 3 standbys polling it "
                                "with SMInfo); ib_write_bw -D 40 g1->g2; guest 0 and its vrnic killed mid-transfer: "
                                "LID 2's server takes over, sm_lid/ibstat on g1 and g2 show SM lid 2 within 10 s, "
                                "saquery from both answered by the new SA (2 NodeRecords: the live ports), the "
                                "transfer ends without an error"),
-    "bad-opcode": Scenario(default=True, device=True, fabric=True, timeout=240, check=check_bad_opcode, doorbell=DOORBELL,
+    "bad-opcode": Scenario(shares_driver=True, default=True, device=True, fabric=True, timeout=240, check=check_bad_opcode, doorbell=DOORBELL,
                        doc="bad_opcode.c: hand-built WQEs (unknown/unadvertised opcodes, ds 0, opmod, fence mode 7; "
                            "RC and UD) through mlx5dv and the UAR doorbell: LOC_QP_OP_ERR + CQ event, the next WQE "
                            "flushed, QP in ERR, recovery through RESET; a NOP succeeds; doorbell trap, then poll"),
-    "events": Scenario(default=True, device=True, guests=2, fabric=True, timeout=600, check=check_events,
+    "events": Scenario(shares_driver=True, default=True, device=True, guests=2, fabric=True, timeout=600, check=check_events,
                    server_args=["--doorbell", "poll"],
                    doc="two guests: completion events: ib_send_lat (RC, UD) and ib_send_bw (-b too) -e, ibv_rc_pingpong -e "
                        "-n 20000, ibv_ud_pingpong -e; then loopback pairs on each guest's device; doorbell poll (the "
                        "trap mode's events are rc-pingpong's -e runs and every other scenario's)"),
-    "rereg": Scenario(default=True, device=True, fabric=True, timeout=600, interact=interact_rereg, check=check_rereg,
+    "rereg": Scenario(shares_driver=True, default=True, device=True, fabric=True, timeout=600, interact=interact_rereg, check=check_rereg,
                   doc="rereg.c: ibv_rereg_mr with every TRANSLATION/PD/ACCESS combination (UMR), data checked after "
                       "each, 1000 reg/rereg/dereg cycles; the server's mkey count returns to its baseline"),
     # ---- the Ethernet port (issue 19): eth = the segment (vrnic_harness/ethtopo.py): nics per guest, link udp|bridge,
@@ -195,11 +195,11 @@ SCENARIOS = {
                               "the IPv6 GID, rc 1 B..1 MiB, -c, -e, ud at the active MTU; byte counts asserted; the "
                               "ports mark every 64th ECT frame CE (--faults rx:ce_every=64): CNPs flow both ways "
                               "(stats -> congestion: np_ecn_marked_roce_packets, np_cnp_sent, rp_cnp_handled move)"),
-    "roce-perftest": Scenario(default=True, device=True, guests=2, timeout=600, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
+    "roce-perftest": Scenario(shares_driver=True, default=True, device=True, guests=2, timeout=600, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
                           check=check_roce_perftest,
                           doc="two guests over udp: ib_{write,send,read,atomic}_{lat,bw} -x <IPv4 GID>, ib_send_bw over "
                               "the IPv6 GID, write/send/read lat+bw with -R (rdma_cm); result rows, bandwidth > 0"),
-    "roce-cm": Scenario(default=True, device=True, guests=2, timeout=900, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
+    "roce-cm": Scenario(shares_driver=True, default=True, device=True, guests=2, timeout=900, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
                     check=check_roce_cm,
                     doc="two guests over udp, rdma_cm (CM MADs on QP1 over RoCE): rping -C 10000 -S 65535 -V, rping -v "
                         "(100 ping data lines), ucmatose -c 10, udaddy, mckey (multicast), rdma_server/client, "
@@ -209,7 +209,7 @@ SCENARIOS = {
                      doc="bridge: a vrnic guest and a virtio-net guest running rxe, both roles: ibv_rc/ud_pingpong -g, "
                          "ib_write_bw, ib_read_lat, ib_send_bw, ib_atomic_lat -x, rping -v -C 1000, ucmatose, udaddy, "
                          "rdma_server/client; counts checked, interop matrix printed"),
-    "roce-pcap": Scenario(default=True, device=True, guests=2, timeout=400,
+    "roce-pcap": Scenario(shares_driver=True, default=True, device=True, guests=2, timeout=400,
                       eth=eth(nics=["vrnic", "vrnic"], link="udp", pcap=True), check=check_roce_pcap,
                       doc="two guests over udp, guest 0's port captured: ib_write_bw -x -s 65536 -n 100 and "
                           "ib_send_lat; on the host tshark decodes every UDP 4791 frame as infiniband (none "
@@ -276,43 +276,43 @@ SCENARIOS = {
                          "bottleneck rate and shares, ib_write_lat p99 of a probe flow idle and under the load, the "
                          "switch's drain rate mid-load; medians of 3 (BENCH lines); ~7 min"),
     # ---- issue 22: xrc
-    "xrc": Scenario(default=True, device=True, guests=2, fabric=True, timeout=300, check=check_xrc, doorbell=DOORBELL,
+    "xrc": Scenario(shares_driver=True, default=True, device=True, guests=2, fabric=True, timeout=300, check=check_xrc, doorbell=DOORBELL,
                 doc="two guests on the UDP fabric: ibv_xsrq_pingpong (XRC INI -> XRC TGT -> XRC SRQ, both ways) 64 B x "
                     "500, -e 16 KiB x 100 (multi-packet), one server for 2 client processes; doorbell trap, then poll"),
-    "roce-xrc": Scenario(default=True, device=True, guests=2, timeout=400, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
+    "roce-xrc": Scenario(shares_driver=True, default=True, device=True, guests=2, timeout=400, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
                      check=check_roce_xrc, doorbell=DOORBELL,
                      doc="two guests over udp, RoCE v2 with -g: ibv_xsrq_pingpong 64 B x 200 over the IPv4 GID, -e "
                          "16 KiB x 100 over the IPv6 GID; doorbell trap, then poll"),
     # ---- issue 22: pyverbs
     # rdma-core's own test suite (scenarios/pyverbs.sh, checks_pyverbs.py, docs/conformance.md): the vrnic port and
     # rxe0 (Soft-RoCE on lo) in the same boot; the CI subset in pyverbs/pyverbs-roce, every test in *-full
-    "pyverbs": Scenario(default=True, device=True, fabric=True, timeout=900, check=check_pyverbs, script="pyverbs",
+    "pyverbs": Scenario(shares_driver=True, default=True, device=True, fabric=True, timeout=900, check=check_pyverbs, script="pyverbs",
                     doc="rdma-core 56's pyverbs tests (CI subset, docs/conformance.md) on mlx5_0's IB port and on rxe0 "
                         "(lo) in the same boot: every test rxe passes passes on vrnic, no vrnic FAIL/ERROR"),
-    "pyverbs-roce": Scenario(default=True, device=True, timeout=900, eth=eth(nics=["vrnic"], link="udp"),
+    "pyverbs-roce": Scenario(shares_driver=True, default=True, device=True, timeout=900, eth=eth(nics=["vrnic"], link="udp"),
                          check=check_pyverbs, script="pyverbs",
                          doc="the pyverbs CI subset on the RoCE port (its IPv4 RoCE v2 GID) and on rxe0 (lo), same rule"),
-    "pyverbs-full": Scenario(default=False, device=True, fabric=True, timeout=2400, check=check_pyverbs, script="pyverbs",
+    "pyverbs-full": Scenario(shares_driver=True, default=False, device=True, fabric=True, timeout=2400, check=check_pyverbs, script="pyverbs",
                          doc="every test of rdma-core 56's suite on mlx5_0's IB port and on rxe0: the figures of "
                              "docs/conformance.md"),
-    "pyverbs-roce-full": Scenario(default=False, device=True, timeout=2400, eth=eth(nics=["vrnic"], link="udp"),
+    "pyverbs-roce-full": Scenario(shares_driver=True, default=False, device=True, timeout=2400, eth=eth(nics=["vrnic"], link="udp"),
                               check=check_pyverbs, script="pyverbs",
                               doc="every test of the suite on the RoCE port and on rxe0"),
     # ---- issue 22: kernel ULPs, UCX, libfabric (scenarios/ulp-lib.sh; run/checks_ulp.py): RoCE v2 between two
     # guests (rdma_cm; the same ULPs on the IB personality: ib-ulp); each validated rxe <-> rxe first
     # (`guest-tests/run --eth-nic virtio <name>`)
-    "nvmeof": Scenario(last="restarts guest 0's RDMA device (unbind, FLR, bind) under load", default=True, device=True, guests=2, timeout=600, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
+    "nvmeof": Scenario(shares_driver=True, last="restarts guest 0's RDMA device (unbind, FLR, bind) under load", default=True, device=True, guests=2, timeout=600, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
                    check=check_nvmeof,
                    doc="nvmet target (configfs, memory-backed null_blk, RDMA port :4420) on g0, nvme connect -t rdma "
                        "on g1: fio --verify=crc32c 4 KiB randwrite/randread QD16, 128 KiB seq write/read; "
                        "disconnect; then g0's RDMA device restarted (unbind, FLR, bind) under a fio load: the "
                        "host reconnects, fio ends, data verified"),
-    "ib-ulp": Scenario(default=True, device=True, guests=2, fabric=True, timeout=600, check=check_ib_ulp,
+    "ib-ulp": Scenario(shares_driver=True, default=True, device=True, guests=2, fabric=True, timeout=600, check=check_ib_ulp,
                    doc="nvmeof's and nfs-rdma's ULP checks on the IB personality (LIDs 1, 2): rdma_cm over IPoIB "
                        "addresses (ARP on ib0, PathRecord from vrnic's SA, CM over QP1): nvme connect -t rdma + fio "
                        "--verify=crc32c 4 KiB rand/128 KiB seq; NFSv4.2 over RDMA: files 1 KiB..16 MiB sha256-equal "
                        "on both sides, fio on the mount"),
-    "nfs-rdma": Scenario(default=True, device=True, guests=2, timeout=480, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
+    "nfs-rdma": Scenario(shares_driver=True, default=True, device=True, guests=2, timeout=480, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
                      check=check_nfs_rdma,
                      doc="kernel NFS server (NFSv4, RDMA listener :20049) exporting a tmpfs on g0, mount -o "
                          "rdma,port=20049,vers=4.2 on g1: files 1 KiB..16 MiB written and read back, sha256 equal "
@@ -320,13 +320,13 @@ SCENARIOS = {
     # ucx: UCX's defaults. UCX 1.18.1's strong fence asks rc_mlx5 for flush(remote), which needs a flush key that
     # only a DEVX md has (vrnic offers no DEVX, as a CX-5 opened without it): UCX logs 2 ERROR lines per fence in
     # ucp_put_bw, accepted there only (check_ucx, docs/conformance.md). Every test fails on rxe under TCG (UD timeout)
-    "ucx": Scenario(default=True, device=True, guests=2, timeout=420, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
+    "ucx": Scenario(shares_driver=True, default=True, device=True, guests=2, timeout=420, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
                 check=check_ucx,
                 doc="ucx_info -d lists verbs transports on the RDMA device (rc_mlx5/ud_mlx5, rc_verbs/ud_verbs; "
                     "dc_mlx5 needs DEVX); ucx_perftest tag_lat, tag_bw, ucp_put_lat, ucp_put_bw between the guests "
                     "with UCX's defaults: Final lines parsed; any UCX ERROR/FATAL fails, but for the strong fence's "
                     "flush(remote) in ucp_put_bw on an md without DEVX (vrnic.ucx_env=K=V[,K=V] adds UCX environment)"),
-    "libfabric": Scenario(default=True, device=True, guests=2, timeout=420, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
+    "libfabric": Scenario(shares_driver=True, default=True, device=True, guests=2, timeout=420, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
                       check=check_libfabric,
                       doc="fi_info -p verbs; fi_pingpong -p verbs -e msg (rdma_cm) and -p 'verbs;ofi_rxm' -e rdm "
                           "between the guests, 64 B and 64 KiB: result rows parsed"),

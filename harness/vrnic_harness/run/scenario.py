@@ -43,7 +43,12 @@ class Scenario:
 
     Sharing a boot: scenarios whose guests and servers are set up alike (boot_key) run one after another in one
     boot of their guests (run/plan.py). alone: why this one needs a boot of its own; last: why it must be the last
-    of its boot (it kills a server or a guest, resets the device)."""
+    of its boot (it kills a server or a guest, resets the device). Between two scenarios of a boot the guest is reset
+    (qemu/guest/init vrnic_reset): everything the first added goes, the RDMA driver unloaded and the device reset
+    (FLR), so the next starts as after a boot; shares_driver: the scenario uses the device only through verbs
+    processes and kernel ULPs (no driver, netdev or device setting of its own, no judgement of the driver's probe),
+    so between two such scenarios the reset leaves the driver loaded (the device keeps only what the driver set up
+    for itself)."""
     doc: str
     check: Callable
     default: bool = False
@@ -66,6 +71,7 @@ class Scenario:
     eth: Optional[EthSpec] = None
     alone: str = ""
     last: str = ""
+    shares_driver: bool = False         # see the class doc string
     name: str = field(default="", compare=False)
 
     def script_name(self):
