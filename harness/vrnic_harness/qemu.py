@@ -25,8 +25,8 @@ KVM_ACCEL = ["-accel", "kvm", "-cpu", "host"]
 
 
 def cache_ready(cache):
-    need = ["bin/qemu-system-x86_64", "guest/initramfs.cpio", "guest/bzImage", "manifest.txt",
-            "guest/dev-root/.vrnic-extracted"]
+    need = ["bin/qemu-system-x86_64", "guest/initramfs.cpio", "guest/initramfs-ulp.cpio", "guest/bzImage",
+            "manifest.txt", "guest/dev-root/.vrnic-extracted"]
     return all(os.path.exists(os.path.join(cache, p)) for p in need)
 
 
@@ -44,10 +44,14 @@ def kernel_image(cache):
     return v if os.path.exists(v) else os.path.join(cache, "guest", "bzImage")
 
 
-def make_initrd(cache, out, files):
-    """base initramfs + an appended newc cpio holding files {guest path: (bytes, mode)}."""
+def make_initrd(cache, out, files, ulp=False):
+    """The base initramfs, with ulp the ULP userspace's archive, and an appended newc cpio holding files
+    {guest path: (bytes, mode)}."""
     shutil.copyfile(os.path.join(cache, "guest", "initramfs.cpio"), out)
     with open(out, "ab") as f:
+        if ulp:
+            with open(os.path.join(cache, "guest", "initramfs-ulp.cpio"), "rb") as u:
+                shutil.copyfileobj(u, f)
         f.write(cpio.overlay(files))
     return out
 

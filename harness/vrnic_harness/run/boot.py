@@ -26,7 +26,8 @@ class Env:
     accel: list
     binary: object
     options: Options
-    initrd: str = ""
+    initrd: str = ""        # base + every scenario's script
+    initrd_ulp: str = ""    # the same with the ULP userspace
 
 
 class BootError(Exception):
@@ -146,7 +147,9 @@ class Boot:
 
     def start_guest(self, gi, sockets):
         extra = (self.topo.qemu_args(gi) if self.topo else []) + (self.eth.qemu_args(gi) if self.eth else [])
-        g = qemu.Guest(self.env.cache, "g%d" % gi, self.env.initrd, append=self.kernel_args(gi), sockets=sockets,
+        ulp = any(u.scenario.ulp for u in self.plan.units)
+        g = qemu.Guest(self.env.cache, "g%d" % gi, self.env.initrd_ulp if ulp else self.env.initrd,
+                       append=self.kernel_args(gi), sockets=sockets,
                        accel=self.env.accel, reboot=self.sc.reboot, timeout=self.timeout(),
                        log=os.path.join(self.outdir, "console-%s%s.log" % (self.plan.tag, self.sfx(gi))),
                        iommu=self.sc.iommu, extra=extra, wrap=self.eth.wrap(gi) if self.eth else ())

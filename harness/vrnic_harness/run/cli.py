@@ -19,6 +19,7 @@ registered in harness/vrnic_harness/run/registry.py (the only list).
 """
 import argparse
 import os
+import re
 import signal
 import time
 
@@ -63,11 +64,18 @@ def self_test():
     if kernel_health_reason(warn, allow=r"umr\.c") is not None:
         fails.append("allow pattern ignored")
     # one registry: every scenario has its script and a doc line, and the README's table is generated from it
-    nchecks = len(cases) + 3
+    nchecks = len(cases) + 4
     missing = [n for n, sc in SCENARIOS.items()
                if not sc.doc or not os.path.exists(os.path.join(GUEST_TESTS, "scenarios", sc.script_name() + ".sh"))]
     if missing:
         fails.append("scenarios without a doc line or a guest-tests/scenarios script: %s" % " ".join(missing))
+    # the ULP userspace is in a boot only when a scenario asks for it (Scenario.ulp)
+    ulp_tools = re.compile(r"vrnic-ulp-lib|python3|\bfio\b|\bnvme |ucx_|\bfi_(info|pingpong)|mount\.nfs|exportfs")
+    scripts = {n: os.path.join(GUEST_TESTS, "scenarios", sc.script_name() + ".sh") for n, sc in SCENARIOS.items()}
+    need_ulp = [n for n, sc in SCENARIOS.items() if not sc.ulp and os.path.exists(scripts[n]) and
+                ulp_tools.search(open(scripts[n]).read())]
+    if need_ulp:
+        fails.append("scenarios whose script uses the ULP userspace without ulp=True: %s" % " ".join(need_ulp))
     if not DEFAULT:
         fails.append("the registry marks no scenario default (CI would run none)")
     if readme_table() != markdown_table():

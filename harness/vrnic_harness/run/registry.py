@@ -286,33 +286,33 @@ SCENARIOS = {
     # ---- issue 22: pyverbs
     # rdma-core's own test suite (scenarios/pyverbs.sh, checks_pyverbs.py, docs/conformance.md): the vrnic port and
     # rxe0 (Soft-RoCE on lo) in the same boot; the CI subset in pyverbs/pyverbs-roce, every test in *-full
-    "pyverbs": Scenario(shares_driver=True, default=True, device=True, fabric=True, timeout=900, check=check_pyverbs, script="pyverbs",
+    "pyverbs": Scenario(ulp=True, shares_driver=True, default=True, device=True, fabric=True, timeout=900, check=check_pyverbs, script="pyverbs",
                     doc="rdma-core 56's pyverbs tests (CI subset, docs/conformance.md) on mlx5_0's IB port and on rxe0 "
                         "(lo) in the same boot: every test rxe passes passes on vrnic, no vrnic FAIL/ERROR"),
-    "pyverbs-roce": Scenario(shares_driver=True, default=True, device=True, timeout=900, eth=eth(nics=["vrnic"], link="udp"),
+    "pyverbs-roce": Scenario(ulp=True, shares_driver=True, default=True, device=True, timeout=900, eth=eth(nics=["vrnic"], link="udp"),
                          check=check_pyverbs, script="pyverbs",
                          doc="the pyverbs CI subset on the RoCE port (its IPv4 RoCE v2 GID) and on rxe0 (lo), same rule"),
-    "pyverbs-full": Scenario(shares_driver=True, default=False, device=True, fabric=True, timeout=2400, check=check_pyverbs, script="pyverbs",
+    "pyverbs-full": Scenario(ulp=True, shares_driver=True, default=False, device=True, fabric=True, timeout=2400, check=check_pyverbs, script="pyverbs",
                          doc="every test of rdma-core 56's suite on mlx5_0's IB port and on rxe0: the figures of "
                              "docs/conformance.md"),
-    "pyverbs-roce-full": Scenario(shares_driver=True, default=False, device=True, timeout=2400, eth=eth(nics=["vrnic"], link="udp"),
+    "pyverbs-roce-full": Scenario(ulp=True, shares_driver=True, default=False, device=True, timeout=2400, eth=eth(nics=["vrnic"], link="udp"),
                               check=check_pyverbs, script="pyverbs",
                               doc="every test of the suite on the RoCE port and on rxe0"),
     # ---- issue 22: kernel ULPs, UCX, libfabric (scenarios/ulp-lib.sh; run/checks_ulp.py): RoCE v2 between two
     # guests (rdma_cm; the same ULPs on the IB personality: ib-ulp); each validated rxe <-> rxe first
     # (`guest-tests/run --eth-nic virtio <name>`)
-    "nvmeof": Scenario(shares_driver=True, last="restarts guest 0's RDMA device (unbind, FLR, bind) under load", default=True, device=True, guests=2, timeout=600, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
+    "nvmeof": Scenario(ulp=True, shares_driver=True, last="restarts guest 0's RDMA device (unbind, FLR, bind) under load", default=True, device=True, guests=2, timeout=600, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
                    check=check_nvmeof,
                    doc="nvmet target (configfs, memory-backed null_blk, RDMA port :4420) on g0, nvme connect -t rdma "
                        "on g1: fio --verify=crc32c 4 KiB randwrite/randread QD16, 128 KiB seq write/read; "
                        "disconnect; then g0's RDMA device restarted (unbind, FLR, bind) under a fio load: the "
                        "host reconnects, fio ends, data verified"),
-    "ib-ulp": Scenario(shares_driver=True, default=True, device=True, guests=2, fabric=True, timeout=600, check=check_ib_ulp,
+    "ib-ulp": Scenario(ulp=True, shares_driver=True, default=True, device=True, guests=2, fabric=True, timeout=600, check=check_ib_ulp,
                    doc="nvmeof's and nfs-rdma's ULP checks on the IB personality (LIDs 1, 2): rdma_cm over IPoIB "
                        "addresses (ARP on ib0, PathRecord from vrnic's SA, CM over QP1): nvme connect -t rdma + fio "
                        "--verify=crc32c 4 KiB rand/128 KiB seq; NFSv4.2 over RDMA: files 1 KiB..16 MiB sha256-equal "
                        "on both sides, fio on the mount"),
-    "nfs-rdma": Scenario(shares_driver=True, default=True, device=True, guests=2, timeout=480, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
+    "nfs-rdma": Scenario(ulp=True, shares_driver=True, default=True, device=True, guests=2, timeout=480, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
                      check=check_nfs_rdma,
                      doc="kernel NFS server (NFSv4, RDMA listener :20049) exporting a tmpfs on g0, mount -o "
                          "rdma,port=20049,vers=4.2 on g1: files 1 KiB..16 MiB written and read back, sha256 equal "
@@ -320,17 +320,17 @@ SCENARIOS = {
     # ucx: UCX's defaults. UCX 1.18.1's strong fence asks rc_mlx5 for flush(remote), which needs a flush key that
     # only a DEVX md has (vrnic offers no DEVX, as a CX-5 opened without it): UCX logs 2 ERROR lines per fence in
     # ucp_put_bw, accepted there only (check_ucx, docs/conformance.md). Every test fails on rxe under TCG (UD timeout)
-    "ucx": Scenario(shares_driver=True, default=True, device=True, guests=2, timeout=420, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
+    "ucx": Scenario(ulp=True, shares_driver=True, default=True, device=True, guests=2, timeout=420, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
                 check=check_ucx,
                 doc="ucx_info -d lists verbs transports on the RDMA device (rc_mlx5/ud_mlx5, rc_verbs/ud_verbs; "
                     "dc_mlx5 needs DEVX); ucx_perftest tag_lat, tag_bw, ucp_put_lat, ucp_put_bw between the guests "
                     "with UCX's defaults: Final lines parsed; any UCX ERROR/FATAL fails, but for the strong fence's "
                     "flush(remote) in ucp_put_bw on an md without DEVX (vrnic.ucx_env=K=V[,K=V] adds UCX environment)"),
-    "libfabric": Scenario(shares_driver=True, default=True, device=True, guests=2, timeout=420, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
+    "libfabric": Scenario(ulp=True, shares_driver=True, default=True, device=True, guests=2, timeout=420, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
                       check=check_libfabric,
                       doc="fi_info -p verbs; fi_pingpong -p verbs -e msg (rdma_cm) and -p 'verbs;ofi_rxm' -e rdm "
                           "between the guests, 64 B and 64 KiB: result rows parsed"),
-    "bench-ulp": Scenario(alone="benchmark figures: nothing else in the boot", device=True, guests=2, timeout=1200, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
+    "bench-ulp": Scenario(ulp=True, alone="benchmark figures: nothing else in the boot", device=True, guests=2, timeout=1200, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
                       eth_runs=["vrnic", "virtio"], check=check_bench_ulp,
                       doc="NVMe-oF fio 4 KiB randread QD16 IOPS and 128 KiB seq read MB/s, NFS/RDMA 128 KiB read "
                           "MB/s, ucx_perftest tag latency: two vrnic guests, then two rxe guests (virtio-net) on the "

@@ -314,10 +314,14 @@ def prepare_dirs(boots):
 
 
 def build_initrd(env, scenarios):
-    """The run's initramfs: the base + every scenario's script as /scenarios/<name>.sh (one for every boot)."""
+    """The run's initramfs: the base + every scenario's script as /scenarios/<name>.sh (one for every boot), and the
+    same with the ULP userspace when a scenario needs it."""
     os.makedirs(OUT, exist_ok=True)
     scripts = {sc.name: os.path.join(GUEST_TESTS, "scenarios", sc.script_name() + ".sh") for sc in scenarios}
-    env.initrd = qemu.make_initrd(env.cache, os.path.join(OUT, "initrd"), qemu.scenario_files(env.cache, scripts))
+    files = qemu.scenario_files(env.cache, scripts)
+    env.initrd = qemu.make_initrd(env.cache, os.path.join(OUT, "initrd"), files)
+    if any(sc.ulp for sc in scenarios):
+        env.initrd_ulp = qemu.make_initrd(env.cache, os.path.join(OUT, "initrd-ulp"), files, ulp=True)
 
 
 def run_all(env, scenarios):

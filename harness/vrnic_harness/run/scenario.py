@@ -72,6 +72,7 @@ class Scenario:
     alone: str = ""
     last: str = ""
     shares_driver: bool = False         # see the class doc string
+    ulp: bool = False                   # needs the ULP userspace (python3 + pyverbs, fio, nvme-cli, NFS, UCX, libfabric)
     name: str = field(default="", compare=False)
 
     def script_name(self):
