@@ -150,8 +150,10 @@ class Server:
 
 
 # Every guest reports a task blocked for 20 s (instead of 120 s) as a hung task: the harness fails a
-# scenario whose guest kernel log shows one (guest-tests/run, kernel_health_reason).
-GUEST_KERNEL_ARGS = "sysctl.kernel.hung_task_timeout_secs=20"
+# scenario whose guest kernel log shows one (guest-tests/run, kernel_health_reason). Boot and run time under TCG:
+# no crypto self-tests at boot (cryptomgr.notests: ~1 s), no CPU side-channel mitigations (retpolines, RSB fills:
+# every indirect branch and context switch of an emulated CPU pays for them); neither touches a device.
+GUEST_KERNEL_ARGS = "sysctl.kernel.hung_task_timeout_secs=20 cryptomgr.notests mitigations=off"
 
 
 class Guest:
