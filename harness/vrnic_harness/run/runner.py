@@ -7,6 +7,7 @@ A boot that cannot start, or whose guests never reach their first scenario, fail
 reason. After a unit that failed (or timed out, or left the guest in a state the reset could not undo) the boot ends
 and the units after it get a new boot: none of them runs in the state a failure left behind."""
 import os
+import resource
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -256,6 +257,12 @@ def boot_dir(bp):
     return os.path.join(OUT, names.pop() if len(names) == 1 else bp.tag)
 
 
+def child_cpu():
+    """CPU seconds of the processes this harness started and reaped (QEMU, servers, tools)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def say_boots(boot):
     for g in boot.guests:
         gtag = boot.plan.tag if boot.n == 1 else "%s/%s" % (boot.plan.tag, g.name)
@@ -272,7 +279,7 @@ def run_boot(env, units, results):
     boot = Boot(env, bp, boot_dir(bp))
     os.makedirs(boot.outdir, exist_ok=True)
     say("[run] ===== boot %s =====" % bp.describe())
-    t0, done, failed = time.time(), 0, False
+    t0, cpu0, done, failed = time.time(), child_cpu(), 0, False
     try:
         try:
             boot.start()
@@ -302,7 +309,8 @@ def run_boot(env, units, results):
         for g in boot.guests:
             g.wait_exit()
         say_boots(boot)
-        say("[run] boot %s took %.1f s" % (bp.tag, time.time() - t0))
+        say("[run] boot %s took %.1f s (its QEMUs and servers: %.1f s of CPU)" % (
+            bp.tag, time.time() - t0, child_cpu() - cpu0))
 
 
 # ---- the whole run --------------------------------------------------------------------------------------------------
