@@ -160,9 +160,11 @@ class Guest:
     """One QEMU process; console lines are collected by a reader thread."""
 
     def __init__(self, cache, name, initrd, append="", sockets=(), accel=None, reboot=False, timeout=120,
-                 mem="1G", smp=2, extra=(), log=None, echo=True, iommu=False, interactive=False, wrap=()):
+                 mem="1G", smp=2, extra=(), log=None, echo=True, iommu=False, interactive=False, wrap=(),
+                 echo_tag=None):
         """wrap: an argv prefix that execs QEMU (e.g. `ip netns exec NS` for a -netdev tap in a namespace)."""
         self.name, self.timeout, self.echo = name, timeout, echo
+        self.echo_tag = echo_tag or name  # the console echo's prefix (boots side by side: the boot's name too)
         qemu = os.path.join(cache, "bin", "qemu-system-x86_64")
         argv = list(wrap) + [qemu, "-nodefaults", "-display", "none", "-smp", str(smp), "-m", mem,
                 "-object", "memory-backend-memfd,id=mem,size=%s,share=on" % mem,
@@ -221,7 +223,7 @@ class Guest:
             self.lines.append(s)
             self.cond.notify_all()
         if self.echo:
-            out("[%s] %s" % (self.name, s))
+            out("[%s] %s" % (self.echo_tag, s))
         if self.logf:
             self.logf.write(s + "\n")
             self.logf.flush()

@@ -10,12 +10,13 @@ from ..common import say
 
 @dataclass
 class Options:
-    """guest-tests/run's options for every boot: --server-arg, --guest-arg, --doorbell, --eth-nic, --pcap."""
+    """guest-tests/run's options for every boot: --server-arg, --guest-arg, --doorbell, --eth-nic, --pcap, --jobs."""
     server_extra: list = field(default_factory=list)
     guest_extra: list = field(default_factory=list)
     only_doorbell: list = field(default_factory=list)
     eth_nic: str = ""
     eth_pcap: bool = False
+    jobs: int = 1           # boots at once (run/runner.py run_side_by_side)
 
 
 @dataclass
@@ -152,7 +153,8 @@ class Boot:
                        append=self.kernel_args(gi), sockets=sockets,
                        accel=self.env.accel, reboot=self.sc.reboot, timeout=self.timeout(),
                        log=os.path.join(self.outdir, "console-%s%s.log" % (self.plan.tag, self.sfx(gi))),
-                       iommu=self.sc.iommu, extra=extra, wrap=self.eth.wrap(gi) if self.eth else ())
+                       iommu=self.sc.iommu, extra=extra, wrap=self.eth.wrap(gi) if self.eth else (),
+                       echo_tag="%s/g%d" % (self.plan.tag, gi) if self.env.options.jobs > 1 else None)
         self.guests.append(g)
         say("[run] %s%s: qemu %s" % (self.plan.tag, self.sfx(gi), " ".join(g.argv)))
 

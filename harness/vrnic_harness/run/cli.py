@@ -126,6 +126,8 @@ def main():
                     help="Ethernet scenarios: virtio = every vrnic port becomes a virtio-net NIC on the same backend "
                          "(no vrnic: validates the topology and the scripts)")
     ap.add_argument("--pcap", action="store_true", help="Ethernet scenarios: capture every port to OUT/eth<i>.pcap")
+    ap.add_argument("--jobs", type=int, help="boots at once (default 1; --ci: 2): two small ones side by side "
+                                              "(run/runner.py run_side_by_side)")
     ap.add_argument("--self-test", action="store_true", help="check the harness's own rules, boot nothing")
     a = ap.parse_args()
 
@@ -160,7 +162,7 @@ def main():
         say("unknown scenario(s): %s (see --list)" % " ".join(unknown))
         return 2
     options = Options(server_extra=a.server_arg, guest_extra=a.guest_arg, only_doorbell=a.doorbell,
-                      eth_nic=a.eth_nic or "", eth_pcap=a.pcap)
+                      eth_nic=a.eth_nic or "", eth_pcap=a.pcap, jobs=a.jobs or (2 if a.ci else 1))
     scenarios = [SCENARIOS[n] for n in names]
     if a.list_boots:
         for b in plan.plan(scenarios, options.only_doorbell):

@@ -9,6 +9,7 @@ and the units after it get a new boot: none of them runs in the state a failure 
 import os
 import resource
 import shutil
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -41,6 +42,7 @@ class Results:
     """Gathers each scenario's runs; prints `SCENARIO <name> PASS|FAIL <reason>` when its last run is judged."""
 
     def __init__(self, units):
+        self.lock = threading.RLock()  # boots may run side by side (--jobs)
         self.state = {}
         for u in units:
             self.state.setdefault(u.name, ScenarioState(0)).total += 1
@@ -52,6 +54,10 @@ class Results:
     def judge(self, unit, ctx, reason, seconds):
         """The run's verdict: the check (for each run, or once after the last: scenario.checks_each_run) unless it
         failed already; a bench's failed run (but the last) becomes NA figures."""
+        with self.lock:
+            return self._judge(unit, ctx, reason, seconds)
+
+    def _judge(self, unit, ctx, reason, seconds):
         sc, st = unit.scenario, self.state[unit.name]
         last = st.done + 1 == st.total
         st.run_texts.append((unit.run.nic or unit.run.doorbell or "default", ctx.text))
@@ -75,6 +81,10 @@ class Results:
 
     def fail(self, unit, reason):
         """A unit that never ran (its boot failed)."""
+        with self.lock:
+            self._fail(unit, reason)
+
+    def _fail(self, unit, reason):
         st = self.state[unit.name]
         st.reasons.append("[%s] %s" % (unit.tag, reason) if st.total > 1 else reason)
         st.done += 1
@@ -273,11 +283,17 @@ def say_boots(boot):
                 if len(g.marker_wall) > 1 else ""))
 
 
+LIVE = set()  # the boots running now (a ^C or SIGTERM stops them all)
+LIVE_LOCK = threading.Lock()
+
+
 def run_boot(env, units, results):
     """Boots the guests for these units and runs them until one fails or the last is done; the number judged."""
     bp = BootPlan(units)
     boot = Boot(env, bp, boot_dir(bp))
     os.makedirs(boot.outdir, exist_ok=True)
+    with LIVE_LOCK:
+        LIVE.add(boot)
     say("[run] ===== boot %s =====" % bp.describe())
     t0, cpu0, done, failed = time.time(), child_cpu(), 0, False
     try:
@@ -306,6 +322,8 @@ def run_boot(env, units, results):
         return done
     finally:
         boot.stop(failed)
+        with LIVE_LOCK:
+            LIVE.discard(boot)
         for g in boot.guests:
             g.wait_exit()
         say_boots(boot)
@@ -348,15 +366,71 @@ def run_all(env, scenarios):
     prepare_dirs(boots)
     build_initrd(env, scenarios)
     try:
-        for bp in boots:
-            pending = list(bp.units)
-            while pending:
-                pending = pending[run_boot(env, pending, results):]
-                if pending:
-                    say("[run] a new boot for the rest of %s: %s" % (bp.tag, " ".join(u.tag for u in pending)))
+        if env.options.jobs > 1:
+            run_side_by_side(env, boots, results)
+        else:
+            for bp in boots:
+                run_group(env, bp, results)
     except KeyboardInterrupt as e:
+        with LIVE_LOCK:
+            for b in list(LIVE):
+                b.stop(True)
         for name, st in results.state.items():
             if st.done < st.total:
                 say("SCENARIO %s FAIL interrupted (%s)" % (name, e))
         raise
     return results
+
+
+def run_group(env, bp, results):
+    """The plan's boot bp, and a new boot for the units after one that failed (or left state behind)."""
+    pending = list(bp.units)
+    while pending:
+        pending = pending[run_boot(env, pending, results):]
+        if pending:
+            say("[run] a new boot for the rest of %s: %s" % (bp.tag, " ".join(u.tag for u in pending)))
+
+
+# ---- boots side by side (--jobs 2) ---------------------------------------------------------------------------------
+VCPU_BUDGET = 6   # vCPUs of the boots running at once: one guest + one guest, one guest + two guests
+
+
+def vcpus(bp):
+    sc = bp.units[0].scenario
+    return 2 * sc.guests + (1 if sc.eth and sc.eth.link == "switch" else 0)
+
+
+def exclusive(bp):
+    """Three guests or a switch guest: the boot runs by itself (its checks time things across guests)."""
+    return vcpus(bp) > VCPU_BUDGET - 2
+
+
+def run_side_by_side(env, boots, results):
+    """At most env.options.jobs boots at once, their vCPUs within VCPU_BUDGET, an exclusive one by itself; each
+    starts in plan order as soon as it fits."""
+    pending, running, cond = list(boots), {}, threading.Condition()
+
+    def lane(bp):
+        try:
+            run_group(env, bp, results)
+        finally:
+            with cond:
+                del running[bp.tag]
+                cond.notify_all()
+
+    def fits(bp):
+        if not running:
+            return True
+        if exclusive(bp) or any(exclusive(b) for b in running.values()) or len(running) >= env.options.jobs:
+            return False
+        return sum(vcpus(b) for b in running.values()) + vcpus(bp) <= VCPU_BUDGET
+
+    with cond:
+        while pending or running:
+            nxt = next((bp for bp in pending if fits(bp)), None)
+            if nxt is None:
+                cond.wait(1)
+                continue
+            pending.remove(nxt)
+            running[nxt.tag] = nxt
+            threading.Thread(target=lane, args=(nxt,), daemon=True, name="boot-" + nxt.tag).start()
