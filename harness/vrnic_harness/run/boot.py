@@ -162,7 +162,7 @@ class Boot:
         """The switch guest of a "switch" segment (ethswitch.py), booted before the scenario's guests."""
         tag = self.plan.tag
         self.switch = ethswitch.boot_switch(
-            self.env.cache, self.eth, self.topo, self.n, tag, os.path.join(self.outdir, "initrd-%s-sw" % tag),
+            self.env.cache, self.eth, self.topo, self.n, os.path.join(self.outdir, "initrd-%s-sw" % tag),
             os.path.join(self.outdir, "console-%s-sw.log" % tag), self.env.accel, self.timeout(),
             " ".join(self.env.options.guest_extra))
         say("[run] %s-sw: qemu %s" % (tag, " ".join(self.switch.argv)))

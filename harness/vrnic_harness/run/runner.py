@@ -299,10 +299,10 @@ def run_boot(env, units, results):
     try:
         try:
             boot.start()
-        except (BootError, RuntimeError, OSError) as e:
+        except Exception as e:  # noqa: BLE001 - BootError, a segment that cannot be made, a harness bug
             failed = True
             for u in units:
-                results.fail(u, "boot: %s" % e)
+                results.fail(u, "boot: %s" % (e if isinstance(e, (BootError, RuntimeError, OSError)) else repr(e)))
             return len(units)
         before = [stats.snapshot(s) for s in boot.servers]
         for k, u in enumerate(units):
