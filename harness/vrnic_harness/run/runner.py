@@ -386,7 +386,13 @@ def run_group(env, bp, results):
     """The plan's boot bp, and a new boot for the units after one that failed (or left state behind)."""
     pending = list(bp.units)
     while pending:
-        pending = pending[run_boot(env, pending, results):]
+        try:
+            pending = pending[run_boot(env, pending, results):]
+        except Exception as e:  # noqa: BLE001 - a harness bug fails what is left of the group, not the run
+            for u in pending:
+                if results.state[u.name].done < results.state[u.name].total:
+                    results.fail(u, "harness error: %r" % e)
+            return
         if pending:
             say("[run] a new boot for the rest of %s: %s" % (bp.tag, " ".join(u.tag for u in pending)))
 
