@@ -327,8 +327,8 @@ def run_boot(env, units, results):
         for g in boot.guests:
             g.wait_exit()
         say_boots(boot)
-        say("[run] boot %s took %.1f s (its QEMUs and servers: %.1f s of CPU)" % (
-            bp.tag, time.time() - t0, child_cpu() - cpu0))
+        say("[run] boot %s took %.1f s%s" % (bp.tag, time.time() - t0, "" if env.options.jobs > 1 else
+                                               " (its QEMUs and servers: %.1f s of CPU)" % (child_cpu() - cpu0)))
 
 
 # ---- the whole run --------------------------------------------------------------------------------------------------
