@@ -9,6 +9,9 @@ eth_up
 eth_wait_peer $P 90 || vr_fail "peer never answered"
 echo "ETH-RELOAD-BOOT-UP g$G uptime=$(vr_uptime)"
 eth_ping "boot-g$G" -c 20 -i 0.05 $(eth_ip $P)
+# both ends have pinged before g0 takes its driver down (g1's pings raced g0's first rmmod); after g0's reboot the
+# harness stops the guests once g0 has pinged again, while g0 waits here for a g1 that is done
+eth_barrier boot-pings
 if [ "$G" != 0 ]; then
   sleep 600
   exit 0

@@ -7,7 +7,7 @@
 #   PYV <dev-label> <ok|skip|FAIL|ERROR> <test id> <seconds> [reason]
 # between "PYV-BEGIN <label> dev=<dev> gid=<idx>" and "PYV-END <label> rc=<rc> seconds=<s>".
 . /usr/local/lib/vrnic-lib.sh
-case "$(vr_karg vrnic.scenario)" in *-full) PYV_SET=full;; *) PYV_SET=ci;; esac
+case "$VRNIC_SCENARIO" in *-full) PYV_SET=full;; *) PYV_SET=ci;; esac
 # vrnic.pyv_tests=NAME[,NAME]: only these tests (module, module.Class or module.Class.test; no leave-outs), to rerun
 # a few while working on them (guest-tests/run pyverbs-roce --guest-arg vrnic.pyv_tests=test_flow)
 PYV_ONLY=$(vr_karg vrnic.pyv_tests | tr , ' ')

@@ -19,21 +19,13 @@
  * "BAD-OPCODE PASS <n> checks" or "BAD-OPCODE FAIL ...".
  */
 #include <endian.h>
-#include <errno.h>
 #include <infiniband/mlx5dv.h>
-#include <infiniband/verbs.h>
 #include <poll.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-static int checks, fails;
-#define CHECK(cond, ...) ({ int ok_ = !!(cond); checks++; if (ok_) { printf("ok   "); } else { fails++; printf("FAIL "); } \
-	printf(__VA_ARGS__); printf("\n"); fflush(stdout); ok_; })
-#define DIE(...) do { printf("BAD-OPCODE FAIL "); printf(__VA_ARGS__); printf(" (errno %d)\n", errno); exit(1); } while (0)
+#define VT_NAME "BAD-OPCODE"
+#include "vrverbs.h"
 
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
@@ -50,12 +42,6 @@ struct end {
 	int ud;
 };
 
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
 
 static struct end mk(int ud)
 {
@@ -355,7 +341,5 @@ int main(void)
 	ibv_dereg_mr(mr);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
-	if (fails) printf("BAD-OPCODE FAIL %d of %d checks failed\n", fails, checks);
-	else printf("BAD-OPCODE PASS %d checks\n", checks);
-	return fails ? 1 : 0;
+	return vt_end();
 }

@@ -6,19 +6,11 @@
  * prints CHURN-WARM-DONE after the warm-up (the harness samples the server's RSS), CHURN-DONE after the
  * run (sampled again), and "CHURN PASS <iterations>" or "CHURN FAIL ...".
  */
-#include <infiniband/verbs.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
+#define VT_NAME "CHURN"
+#include "vrverbs.h"
 
 static char buf[1 << 20] __attribute__((aligned(4096)));
 
@@ -57,21 +49,17 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	double warm = argc > 1 ? atof(argv[1]) : 10, run = argc > 2 ? atof(argv[2]) : 30;
 	alarm((unsigned)(warm + run) + 120);
-	int n;
-	struct ibv_device **list = ibv_get_device_list(&n);
-	if (!list || !n) { printf("CHURN FAIL no device\n"); return 1; }
-	struct ibv_context *ctx = ibv_open_device(list[0]);
-	struct ibv_port_attr pa;
-	if (!ctx || ibv_query_port(ctx, 1, &pa)) { printf("CHURN FAIL open\n"); return 1; }
+	struct ibv_context *ctx = vt_open();
+	uint16_t lid = vt_lid(ctx);
 	memset(buf, 1, sizeof(buf));
 	long it = 0, bad = 0;
 	double t0 = now();
-	while (now() - t0 < warm) { bad += !one(ctx, pa.lid); it++; }
+	while (now() - t0 < warm) { bad += !one(ctx, lid); it++; }
 	printf("CHURN-WARM-DONE iterations=%ld\n", it);
 	sleep(2); /* the harness samples RSS */
 	double t1 = now();
 	long it2 = 0;
-	while (now() - t1 < run) { bad += !one(ctx, pa.lid); it2++; }
+	while (now() - t1 < run) { bad += !one(ctx, lid); it2++; }
 	printf("CHURN-DONE iterations=%ld failures=%ld\n", it2, bad);
 	sleep(2);
 	ibv_close_device(ctx);

@@ -12,16 +12,14 @@
  * "DM-TEST PASS <n> checks" or "DM-TEST FAIL ...". Exit 0 only on PASS.
  */
 #include <arpa/inet.h>
-#include <errno.h>
-#include <infiniband/verbs.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#define VT_NAME "DM-TEST"
+#include "vrverbs.h"
 
 #define DM_LEN 4096
 #define WR_OFF 0     /* peer writes 256 bytes here */
@@ -29,11 +27,6 @@
 #define FA_OFF 2048  /* peer fetch-adds this 8-byte counter */
 #define FA_INIT 1000ULL
 #define FA_N 3
-
-static int checks, fails;
-#define CHECK(cond, ...) do { checks++; if (cond) { printf("ok   "); } else { fails++; printf("FAIL "); } \
-	printf(__VA_ARGS__); printf("\n"); fflush(stdout); } while (0)
-#define DIE(...) do { printf("DM-TEST FAIL "); printf(__VA_ARGS__); printf(" (errno %d)\n", errno); exit(1); } while (0)
 
 struct info { uint32_t qpn, psn, rkey; uint16_t lid; uint64_t addr; };
 
@@ -44,39 +37,22 @@ static struct ibv_qp *qp;
 
 static void setup(void)
 {
-	int n;
-	struct ibv_device **list = ibv_get_device_list(&n);
-	if (!list || !n) DIE("no device");
-	ctx = ibv_open_device(list[0]);
-	if (!ctx) DIE("open");
+	ctx = vt_open();
 	pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
-	struct ibv_qp_init_attr a = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1 } };
-	qp = ibv_create_qp(pd, &a);
-	if (!pd || !cq || !qp) DIE("pd/cq/qp");
-	struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC };
-	if (ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) DIE("INIT");
+	if (!pd || !cq) DIE("pd/cq/qp");
+	qp = vt_rc_qp(pd, cq, cq, 16, 16, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 }
 
 static void connect_qp(struct info *me, struct info *peer)
 {
-	struct ibv_qp_attr m = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = peer->qpn,
-		.rq_psn = peer->psn, .max_dest_rd_atomic = 4, .min_rnr_timer = 12,
-		.ah_attr = { .dlid = peer->lid, .port_num = 1 } };
-	if (ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) DIE("RTR");
-	m.qp_state = IBV_QPS_RTS; m.timeout = 14; m.retry_cnt = 7; m.rnr_retry = 7; m.sq_psn = me->psn; m.max_rd_atomic = 4;
-	if (ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-			  IBV_QP_MAX_QP_RD_ATOMIC)) DIE("RTS");
+	vt_rc_rts(qp, peer->qpn, peer->lid, (struct vt_path){ .timeout = 14, .retry = 7, .rnr_retry = 7, .rd_atomic = 4,
+							      .min_rnr_timer = 12, .rq_psn = peer->psn, .sq_psn = me->psn });
 }
 
 static void my_info(struct info *me)
 {
-	struct ibv_port_attr pa;
-	if (ibv_query_port(ctx, 1, &pa)) DIE("query_port");
-	me->lid = pa.lid; me->qpn = qp->qp_num; me->psn = lrand48() & 0xffffff;
+	me->lid = vt_lid(ctx); me->qpn = qp->qp_num; me->psn = lrand48() & 0xffffff;
 }
 
 static int sock_xchg(int s, struct info *me, struct info *peer)
@@ -141,8 +117,7 @@ static int server(int port)
 	CHECK(ibv_dereg_mr(mr) == 0 && ibv_free_dm(dm) == 0, "dereg and free device memory");
 	if (write(s, "e", 1) != 1) { }
 	close(s);
-	printf(fails ? "DM-TEST FAIL %d of %d checks\n" : "DM-TEST PASS %d checks\n", fails ? fails : checks, checks);
-	return fails != 0;
+	return vt_end();
 }
 
 static int client(const char *host, int port)
@@ -200,8 +175,7 @@ static int client(const char *host, int port)
 	char end;
 	if (read(s, &end, 1) != 1) { }
 	close(s);
-	printf(fails ? "DM-TEST FAIL %d of %d checks\n" : "DM-TEST PASS %d checks\n", fails ? fails : checks, checks);
-	return fails != 0;
+	return vt_end();
 }
 
 int main(int argc, char **argv)

@@ -13,19 +13,11 @@
  *
  * One line per check; the last line is "ERR-TEST PASS <n> checks" or "ERR-TEST FAIL ...".
  */
-#include <errno.h>
-#include <infiniband/verbs.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-static int checks, fails;
-#define CHECK(cond, ...) do { checks++; if (cond) { printf("ok   "); } else { fails++; printf("FAIL "); } \
-	printf(__VA_ARGS__); printf("\n"); fflush(stdout); } while (0)
-#define DIE(...) do { printf("ERR-TEST FAIL "); printf(__VA_ARGS__); printf(" (errno %d)\n", errno); exit(1); } while (0)
+#define VT_NAME "ERR-TEST"
+#include "vrverbs.h"
 
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
@@ -35,37 +27,19 @@ static struct ibv_mr *mr_all, *mr_ro;
 
 struct end { struct ibv_cq *cq; struct ibv_qp *qp; };
 
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
-
 static struct end mk(void)
 {
 	struct end e;
 	e.cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
-	struct ibv_qp_init_attr a = { .send_cq = e.cq, .recv_cq = e.cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 32, .max_recv_wr = 32, .max_send_sge = 1, .max_recv_sge = 1 } };
-	e.qp = ibv_create_qp(pd, &a);
-	if (!e.cq || !e.qp) DIE("create cq/qp");
-	struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC };
-	if (ibv_modify_qp(e.qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) DIE("INIT");
+	if (!e.cq) DIE("create cq/qp");
+	e.qp = vt_rc_qp(pd, e.cq, e.cq, 32, 32, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 	return e;
 }
 
 static void to_rts(struct end *e, uint32_t remote_qpn, int timeout, int retry, int rnr_retry)
 {
-	struct ibv_qp_attr m = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = remote_qpn,
-		.rq_psn = 0, .max_dest_rd_atomic = 4, .min_rnr_timer = 1, .ah_attr = { .dlid = lid, .port_num = 1 } };
-	if (ibv_modify_qp(e->qp, &m, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) DIE("RTR");
-	m.qp_state = IBV_QPS_RTS; m.timeout = timeout; m.retry_cnt = retry; m.rnr_retry = rnr_retry; m.sq_psn = 0;
-	m.max_rd_atomic = 4;
-	if (ibv_modify_qp(e->qp, &m, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-			  IBV_QP_MAX_QP_RD_ATOMIC)) DIE("RTS");
+	vt_rc_rts(e->qp, remote_qpn, lid, (struct vt_path){ .timeout = timeout, .retry = retry, .rnr_retry = rnr_retry,
+							    .rd_atomic = 4, .min_rnr_timer = 1 });
 }
 
 static void pair(struct end *a, struct end *b, int rnr_retry)
@@ -136,15 +110,10 @@ int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	alarm(300);
-	int n;
-	struct ibv_device **list = ibv_get_device_list(&n);
-	if (!list || !n) DIE("no device");
-	ctx = ibv_open_device(list[0]);
+	ctx = vt_open();
 	pd = ibv_alloc_pd(ctx);
-	if (!ctx || !pd) DIE("open/pd");
-	struct ibv_port_attr pa;
-	if (ibv_query_port(ctx, 1, &pa)) DIE("query_port");
-	lid = pa.lid;
+	if (!pd) DIE("open/pd");
+	lid = vt_lid(ctx);
 	mr_all = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 	mr_ro = ibv_reg_mr(pd, buf + 32768, 4096, IBV_ACCESS_REMOTE_READ);
@@ -202,6 +171,5 @@ int main(void)
 		CHECK(!strcmp(buf + 12288, "still working"), "  payload intact");
 		destroy(&a); destroy(&b);
 	}
-	printf(fails ? "ERR-TEST FAIL %d of %d checks\n" : "ERR-TEST PASS %d checks\n", fails ? fails : checks, checks);
-	return fails != 0;
+	return vt_end();
 }

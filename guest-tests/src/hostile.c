@@ -11,16 +11,12 @@
  */
 #include <fcntl.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
-static int checks, fails;
-#define CHECK(cond, ...) do { checks++; if (cond) { printf("ok   "); } else { fails++; printf("FAIL "); } \
-	printf(__VA_ARGS__); printf("\n"); fflush(stdout); } while (0)
+#define VT_NAME "HOSTILE"
+#include "vrtest.h"
 
 static volatile uint8_t *bar;
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
@@ -179,6 +175,5 @@ int main(int argc, char **argv)
 	st = run();
 	CHECK(st == (0x10 << 1), "entry type 3: CMD_DESCR_ERR (status_own %#x)", st);
 
-	printf(fails ? "HOSTILE FAIL %d of %d checks\n" : "HOSTILE PASS %d checks\n", fails ? fails : checks, checks);
-	return fails != 0;
+	return vt_end();
 }

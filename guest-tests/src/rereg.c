@@ -11,20 +11,12 @@
  *   rereg bench DEV  MR registration rate on DEV: ibv_reg_mr + ibv_dereg_mr per second, 4 KiB .. 64 MiB;
  *                    one "MRBENCH <dev> <bytes> <per-second>" line per size.
  */
-#include <errno.h>
-#include <infiniband/verbs.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
-static int checks, fails;
-#define CHECK(cond, ...) do { checks++; if (cond) { printf("ok   "); } else { fails++; printf("FAIL "); } \
-	printf(__VA_ARGS__); printf("\n"); fflush(stdout); } while (0)
-#define DIE(...) do { printf("REREG FAIL "); printf(__VA_ARGS__); printf(" (errno %d)\n", errno); exit(1); } while (0)
+#define VT_NAME "REREG"
+#include "vrverbs.h"
 
 #define T IBV_REREG_MR_CHANGE_TRANSLATION
 #define P IBV_REREG_MR_CHANGE_PD
@@ -33,13 +25,6 @@ static int checks, fails;
 
 static struct ibv_context *ctx;
 static uint16_t lid;
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
 
 /* A PD with a staging buffer (its own MR) and a connected RC pair: a posts, b is the target. */
 struct side {
@@ -52,25 +37,14 @@ struct side {
 
 static struct ibv_qp *mkqp(struct side *s)
 {
-	struct ibv_qp_init_attr ia = { .send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 16, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
-	struct ibv_qp *q = ibv_create_qp(s->pd, &ia);
-	if (!q) DIE("create_qp");
-	struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC };
-	if (ibv_modify_qp(q, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) DIE("INIT");
-	return q;
+	return vt_rc_qp(s->pd, s->cq, s->cq, 16, 4, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			IBV_ACCESS_REMOTE_ATOMIC);
 }
 
 static void rts(struct ibv_qp *q, uint32_t remote)
 {
-	struct ibv_qp_attr m = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = remote,
-		.max_dest_rd_atomic = 4, .min_rnr_timer = 1, .ah_attr = { .dlid = lid, .port_num = 1 } };
-	if (ibv_modify_qp(q, &m, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) DIE("RTR");
-	m.qp_state = IBV_QPS_RTS; m.timeout = 12; m.retry_cnt = 3; m.rnr_retry = 7; m.max_rd_atomic = 4;
-	if (ibv_modify_qp(q, &m, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-			  IBV_QP_MAX_QP_RD_ATOMIC)) DIE("RTS");
+	vt_rc_rts(q, remote, lid, (struct vt_path){ .timeout = 12, .retry = 3, .rnr_retry = 7, .rd_atomic = 4,
+						    .min_rnr_timer = 1 });
 }
 
 static void connect_pair(struct side *s)
@@ -223,14 +197,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	alarm(600);
 	if (argc == 3 && !strcmp(argv[1], "bench")) return bench(argv[2]);
-	int n;
-	struct ibv_device **list = ibv_get_device_list(&n);
-	if (!list || !n) DIE("no device");
-	ctx = ibv_open_device(list[0]);
-	if (!ctx) DIE("open");
-	struct ibv_port_attr pa;
-	if (ibv_query_port(ctx, 1, &pa)) DIE("query_port");
-	lid = pa.lid;
+	ctx = vt_open();
+	lid = vt_lid(ctx);
 	/* Two buffers of different sizes for the translation changes. */
 	size_t len1 = 3 * 4096, len2 = 9 * 4096 + 512;
 	char *buf1 = aligned_alloc(4096, 16 * 4096), *buf2 = aligned_alloc(4096, 16 * 4096);

@@ -13,19 +13,11 @@
  *
  * One line per check; the last line is "TIMESTAMP PASS <n> checks" or "TIMESTAMP FAIL ...".
  */
-#include <errno.h>
-#include <infiniband/verbs.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-static int checks, fails;
-#define CHECK(cond, ...) do { checks++; if (cond) { printf("ok   "); } else { fails++; printf("FAIL "); } \
-	printf(__VA_ARGS__); printf("\n"); fflush(stdout); } while (0)
-#define DIE(...) do { printf("TIMESTAMP FAIL "); printf(__VA_ARGS__); printf(" (errno %d)\n", errno); exit(1); } while (0)
+#define VT_NAME "TIMESTAMP"
+#include "vrverbs.h"
 
 #define N 32
 static char buf[2 * N * 64] __attribute__((aligned(4096)));
@@ -33,13 +25,6 @@ static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static struct ibv_mr *mr;
 static uint16_t lid;
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
 
 static uint64_t hca_now(void)
 {
@@ -51,24 +36,13 @@ static uint64_t hca_now(void)
 
 static struct ibv_qp *mkqp(struct ibv_cq *cq)
 {
-	struct ibv_qp_init_attr a = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = N, .max_recv_wr = N, .max_send_sge = 1, .max_recv_sge = 1 } };
-	struct ibv_qp *q = ibv_create_qp(pd, &a);
-	if (!q) DIE("create_qp");
-	struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
-	if (ibv_modify_qp(q, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) DIE("INIT");
-	return q;
+	return vt_rc_qp(pd, cq, cq, N, N, 0);
 }
 
 static void to_rts(struct ibv_qp *q, uint32_t remote)
 {
-	struct ibv_qp_attr m = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = remote,
-		.rq_psn = 0, .max_dest_rd_atomic = 1, .min_rnr_timer = 1, .ah_attr = { .dlid = lid, .port_num = 1 } };
-	if (ibv_modify_qp(q, &m, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) DIE("RTR");
-	m.qp_state = IBV_QPS_RTS; m.timeout = 14; m.retry_cnt = 7; m.rnr_retry = 7; m.sq_psn = 0; m.max_rd_atomic = 1;
-	if (ibv_modify_qp(q, &m, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-			  IBV_QP_MAX_QP_RD_ATOMIC)) DIE("RTS");
+	vt_rc_rts(q, remote, lid, (struct vt_path){ .timeout = 14, .retry = 7, .rnr_retry = 7, .rd_atomic = 1,
+						    .min_rnr_timer = 1 });
 }
 
 static void send1(struct ibv_qp *a, struct ibv_qp *b, int i)
@@ -114,16 +88,10 @@ int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	alarm(120);
-	int n;
-	struct ibv_device **list = ibv_get_device_list(&n);
-	if (!list || !n) DIE("no device");
-	ctx = ibv_open_device(list[0]);
-	if (!ctx) DIE("open");
+	ctx = vt_open();
 	pd = ibv_alloc_pd(ctx);
 	if (!pd) DIE("pd");
-	struct ibv_port_attr pa;
-	if (ibv_query_port(ctx, 1, &pa)) DIE("query_port");
-	lid = pa.lid;
+	lid = vt_lid(ctx);
 	mr = ibv_reg_mr(pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
 	if (!mr) DIE("reg_mr");
 
@@ -251,9 +219,5 @@ int main(void)
 	ibv_dereg_mr(mr);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
-	if (fails)
-		printf("TIMESTAMP FAIL %d of %d checks\n", fails, checks);
-	else
-		printf("TIMESTAMP PASS %d checks\n", checks);
-	return fails != 0;
+	return vt_end();
 }

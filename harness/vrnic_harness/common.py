@@ -9,6 +9,7 @@ PKG = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(PKG))
 QEMU_DIR = os.path.join(REPO, "qemu")
 GUEST_TESTS = os.path.join(REPO, "guest-tests")
+INIT_FILE = os.path.join(QEMU_DIR, "guest", "init")  # the guest's /init (base initramfs and every boot's overlay)
 OUT_LOCK = threading.Lock()
 
 

@@ -84,12 +84,12 @@ class EthSwitch:
             ", netem delay %d ms" % c["delay_ms"] if c["delay_ms"] else "")
 
 
-def boot_switch(cache, eth, topo, n, scenario, initrd, log, accel, timeout, append=""):
+def boot_switch(cache, eth, topo, n, initrd, log, accel, timeout, append=""):
     """Boot the switch guest of topology eth (link "switch") for n scenario guests: guest index n, one vCPU, no
     device, its out-of-band NIC first (eth0; topo: the scenario's Topology built for n + 1 guests), then one NIC
     per scenario guest. initrd: where its initramfs goes. Returns the qemu.Guest."""
-    qemu.make_initrd(cache, initrd, qemu.scenario_files(cache, SWITCH_SCRIPT, eth.switch_files()))
-    a = "vrnic.scenario=%s-switch vrnic.guest=%d vrnic.guests=%d %s vrnic.ethnics=%s %s" % (
-        scenario, n, n, topo.append(n) if topo else "", ",".join(eth.nics), append)
+    qemu.make_initrd(cache, initrd, qemu.scenario_files(cache, {"switch": SWITCH_SCRIPT}, eth.switch_files()))
+    a = "vrnic.scenarios=switch vrnic.guest=%d vrnic.guests=%d %s vrnic.ethnics=%s %s" % (
+        n, n, topo.append(n) if topo else "", ",".join(eth.nics), append)
     return qemu.Guest(cache, "sw", initrd, append=" ".join(a.split()), accel=accel, timeout=timeout, log=log, smp=1,
                       extra=(topo.qemu_args(n) if topo else []) + eth.switch_qemu_args(), wrap=eth.wrap(n))

@@ -23,6 +23,7 @@ Guest i: address 10.1.0.<i+1>/24 and fd00:1::<i+1>/64, MAC 02:76:72:00:00:<i+1> 
 Cleanup: stop() deletes the namespace (its bridge and TAPs go with it); start() first deletes namespaces of
 earlier harness processes that no longer run, so a killed run does not break the next one.
 """
+import itertools
 import os
 import re
 import subprocess
@@ -33,7 +34,7 @@ from .topology import free_ports, server_flags
 
 NS_PREFIX = "vrnic-eth-"
 HOST_IP, HOST_IP6 = "10.1.0.254", "fd00:1::fe"
-_SEQ = [0]
+_SEQ = itertools.count(1)  # namespace numbers of this process (boots may start side by side)
 
 
 def guest_ip(i):
@@ -81,8 +82,7 @@ class EthTopology:
         # switch: guest i's end is ports[2i], the switch's NIC i ports[2i+1]
         self.ports = free_ports(2) if link == "udp" else free_ports(2 * self.n) if link == "switch" else []
         self.switch = EthSwitch(self.n, switch) if link == "switch" else None
-        _SEQ[0] += 1
-        self.ns = "%s%d-%d" % (NS_PREFIX, os.getpid(), _SEQ[0]) if link == "bridge" else None
+        self.ns = "%s%d-%d" % (NS_PREFIX, os.getpid(), next(_SEQ)) if link == "bridge" else None
         self.started = False
 
     # ---- per guest ---------------------------------------------------------------------------------------

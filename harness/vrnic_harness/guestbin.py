@@ -16,16 +16,19 @@ def dev_root(cache):
 
 
 def build_guest_bins(cache, log, force=False):
+    """Compiles each guest-tests/src/<name>.c that is newer than its binary or than a header next to it (vrtest.h:
+    checks, DIE, the PASS/FAIL line, now(); vrverbs.h: the device, port LID, RC QP set-up the verbs programs share)."""
     src = os.path.join(GUEST_TESTS, "src")
     out = os.path.join(cache, "guest-bin")
     os.makedirs(out, exist_ok=True)
     droot = dev_root(cache)
     dstamp = os.path.join(droot, ".vrnic-extracted")
+    headers = max([os.path.getmtime(h) for h in glob.glob(os.path.join(src, "*.h"))] or [0])
     for c in sorted(glob.glob(os.path.join(src, "*.c"))):
         name = os.path.basename(c)[:-2]
         b = os.path.join(out, name)
         verbs = name in VERBS_PROGRAMS
-        newest = os.path.getmtime(c)
+        newest = max(os.path.getmtime(c), headers)
         if verbs:
             if not os.path.exists(dstamp):
                 raise SystemExit("%s needs %s (libibverbs-dev): run qemu/fetch" % (name, droot))

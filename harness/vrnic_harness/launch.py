@@ -73,6 +73,8 @@ def main():
     ap.add_argument("--pcap", action="store_true", help="each server writes WORKDIR/fabric<i>.pcap")
     ap.add_argument("--faults", help="fault-injection spec passed to every server (--faults)")
     ap.add_argument("--smp", type=int, help="vCPUs per guest (default 2)")
+    ap.add_argument("--no-ulp", action="store_true",
+                    help="without the ULP userspace (python3, fio, nvme-cli, NFS tools, UCX, libfabric): boots faster")
     ap.add_argument("--eth", choices=["udp", "bridge", "switch"], help="Ethernet segment between the guests' ports")
     ap.add_argument("--eth-nics", help="per guest: vrnic or virtio, comma-separated (default vrnic for each)")
     ap.add_argument("--eth-host", action="store_true", help="--eth bridge: br0 in the netns gets 10.1.0.254/24")
@@ -128,9 +130,10 @@ def main():
             if a.shell or not script:
                 script = os.path.join(work, "noop.sh")
                 open(script, "w").write("#!/bin/sh\n" + ("exec setsid cttyhack sh\n" if a.shell else "true\n"))
-            initrd = make_initrd(cache, os.path.join(work, "initrd%d" % i), scenario_files(cache, script))
-            append = ("vrnic.scenario=%s vrnic.guest=%d %s" % (os.path.basename(script)[:-3] if script.endswith(".sh")
-                                                               else "custom", i, a.append)).strip()
+            name = os.path.basename(script)[:-3] if script.endswith(".sh") else "custom"
+            initrd = make_initrd(cache, os.path.join(work, "initrd%d" % i), scenario_files(cache, {name: script}),
+                                 ulp=not a.no_ulp)
+            append = ("vrnic.scenarios=%s vrnic.guest=%d %s" % ("shell" if a.shell else name, i, a.append)).strip()
             if a.iommu:
                 append += " intel_iommu=on iommu=pt"
             append = (append + " " + topo.append(i) + " " + (eth.append(i) if eth else "")).strip()
@@ -140,7 +143,7 @@ def main():
                       wrap=eth.wrap(i) if eth else ())
             guests.append(g)
         if nsw:
-            sw = boot_switch(cache, eth, topo, a.guests, "launch", os.path.join(work, "initrd-sw"),
+            sw = boot_switch(cache, eth, topo, a.guests, os.path.join(work, "initrd-sw"),
                              os.path.join(work, "console-sw.log"), accel, a.timeout, a.append)
             print("[launch] %s" % eth.switch.describe(), flush=True)
         if a.shell:

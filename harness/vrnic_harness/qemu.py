@@ -17,7 +17,7 @@ import threading
 import time
 
 from . import cpio
-from .common import QEMU_DIR, REPO, out
+from .common import INIT_FILE, QEMU_DIR, REPO, out
 
 INIT_MARKER = re.compile(r"VRNIC-INIT-START uptime=([0-9.]+)")
 TCG_ACCEL = ["-accel", "tcg,thread=multi,tb-size=256", "-cpu", "max"]
@@ -25,8 +25,8 @@ KVM_ACCEL = ["-accel", "kvm", "-cpu", "host"]
 
 
 def cache_ready(cache):
-    need = ["bin/qemu-system-x86_64", "guest/initramfs.cpio", "guest/bzImage", "manifest.txt",
-            "guest/dev-root/.vrnic-extracted"]
+    need = ["bin/qemu-system-x86_64", "guest/initramfs.cpio", "guest/initramfs-ulp.cpio", "guest/bzImage",
+            "manifest.txt", "guest/dev-root/.vrnic-extracted"]
     return all(os.path.exists(os.path.join(cache, p)) for p in need)
 
 
@@ -44,31 +44,33 @@ def kernel_image(cache):
     return v if os.path.exists(v) else os.path.join(cache, "guest", "bzImage")
 
 
-def make_initrd(cache, out, files):
-    """base initramfs + an appended newc cpio holding files {guest path: (bytes, mode)}."""
+def make_initrd(cache, out, files, ulp=False):
+    """The base initramfs, with ulp the ULP userspace's archive, and an appended newc cpio holding files
+    {guest path: (bytes, mode)}."""
     shutil.copyfile(os.path.join(cache, "guest", "initramfs.cpio"), out)
     with open(out, "ab") as f:
+        if ulp:
+            with open(os.path.join(cache, "guest", "initramfs-ulp.cpio"), "rb") as u:
+                shutil.copyfileobj(u, f)
         f.write(cpio.overlay(files))
     return out
 
 
-def scenario_files(cache, script_path, extra=None):
-    files = {"scenario.sh": (open(script_path, "rb").read(), 0o755)}
-    lib = os.path.join(REPO, "guest-tests", "scenarios", "lib.sh")
-    if os.path.exists(lib):
-        files["usr/local/lib/vrnic-lib.sh"] = (open(lib, "rb").read(), 0o644)
-    ethlib = os.path.join(REPO, "guest-tests", "scenarios", "eth-lib.sh")
-    if os.path.exists(ethlib):
-        files["usr/local/lib/vrnic-eth-lib.sh"] = (open(ethlib, "rb").read(), 0o644)
-    rocelib = os.path.join(REPO, "guest-tests", "scenarios", "roce-lib.sh")
-    if os.path.exists(rocelib):
-        files["usr/local/lib/vrnic-roce-lib.sh"] = (open(rocelib, "rb").read(), 0o644)
-    ulplib = os.path.join(REPO, "guest-tests", "scenarios", "ulp-lib.sh")
-    if os.path.exists(ulplib):
-        files["usr/local/lib/vrnic-ulp-lib.sh"] = (open(ulplib, "rb").read(), 0o644)
-    iblib = os.path.join(REPO, "guest-tests", "scenarios", "ib-lib.sh")
-    if os.path.exists(iblib):
-        files["usr/local/lib/vrnic-ib-lib.sh"] = (open(iblib, "rb").read(), 0o644)
+GUEST_LIBS = {"lib.sh": "vrnic-lib.sh", "eth-lib.sh": "vrnic-eth-lib.sh", "roce-lib.sh": "vrnic-roce-lib.sh",
+              "ulp-lib.sh": "vrnic-ulp-lib.sh", "ib-lib.sh": "vrnic-ib-lib.sh"}
+
+
+def scenario_files(cache, scripts, extra=None):
+    """The overlay of a boot: /init (qemu/guest/init, replacing the base's), the scripts {scenario name: path} as
+    /scenarios/<name>.sh (the kernel argument vrnic.scenarios=A,B,.. runs them in that order), the shell libraries
+    as /usr/local/lib/vrnic-*.sh, the guest-tests/src programs in /usr/local/bin, and extra {path: (bytes, mode)}."""
+    files = {"init": (open(INIT_FILE, "rb").read(), 0o755)}
+    for name, path in scripts.items():
+        files["scenarios/%s.sh" % name] = (open(path, "rb").read(), 0o755)
+    for src, dst in GUEST_LIBS.items():
+        lib = os.path.join(REPO, "guest-tests", "scenarios", src)
+        if os.path.exists(lib):
+            files["usr/local/lib/" + dst] = (open(lib, "rb").read(), 0o644)
     bindir = os.path.join(cache, "guest-bin")
     if os.path.isdir(bindir):
         for b in sorted(os.listdir(bindir)):
@@ -148,17 +150,21 @@ class Server:
 
 
 # Every guest reports a task blocked for 20 s (instead of 120 s) as a hung task: the harness fails a
-# scenario whose guest kernel log shows one (guest-tests/run, kernel_health_reason).
-GUEST_KERNEL_ARGS = "sysctl.kernel.hung_task_timeout_secs=20"
+# scenario whose guest kernel log shows one (guest-tests/run, kernel_health_reason). Boot and run time under TCG:
+# no crypto self-tests at boot (cryptomgr.notests: ~1 s), no CPU side-channel mitigations (retpolines, RSB fills:
+# every indirect branch and context switch of an emulated CPU pays for them); neither touches a device.
+GUEST_KERNEL_ARGS = "sysctl.kernel.hung_task_timeout_secs=20 cryptomgr.notests mitigations=off"
 
 
 class Guest:
     """One QEMU process; console lines are collected by a reader thread."""
 
     def __init__(self, cache, name, initrd, append="", sockets=(), accel=None, reboot=False, timeout=120,
-                 mem="1G", smp=2, extra=(), log=None, echo=True, iommu=False, interactive=False, wrap=()):
+                 mem="1G", smp=2, extra=(), log=None, echo=True, iommu=False, interactive=False, wrap=(),
+                 echo_tag=None):
         """wrap: an argv prefix that execs QEMU (e.g. `ip netns exec NS` for a -netdev tap in a namespace)."""
         self.name, self.timeout, self.echo = name, timeout, echo
+        self.echo_tag = echo_tag or name  # the console echo's prefix (boots side by side: the boot's name too)
         qemu = os.path.join(cache, "bin", "qemu-system-x86_64")
         argv = list(wrap) + [qemu, "-nodefaults", "-display", "none", "-smp", str(smp), "-m", mem,
                 "-object", "memory-backend-memfd,id=mem,size=%s,share=on" % mem,
@@ -186,8 +192,9 @@ class Guest:
         if interactive:
             self.p = subprocess.Popen(argv)
             return
+        # stdin: the guest's console input (send): the harness's word between two scenarios of a boot
         self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, start_new_session=True)
+                                  stdin=subprocess.PIPE, start_new_session=True)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         self.deadline = self.t0 + timeout
@@ -216,7 +223,7 @@ class Guest:
             self.lines.append(s)
             self.cond.notify_all()
         if self.echo:
-            out("[%s] %s" % (self.name, s))
+            out("[%s] %s" % (self.echo_tag, s))
         if self.logf:
             self.logf.write(s + "\n")
             self.logf.flush()
@@ -248,10 +255,24 @@ class Guest:
             self.kill()
             rc, timed_out = self.p.returncode, True
         self.reader.join(5)
+        if self.p.stdin:
+            try:
+                self.p.stdin.close()
+            except OSError:
+                pass
         if self.logf:
             self.logf.close()
             self.logf = None
         return rc, timed_out
+
+    def send(self, line):
+        """One line to the guest's console (its /init reads the harness's word there); False if QEMU is gone."""
+        try:
+            self.p.stdin.write((line + "\n").encode())
+            self.p.stdin.flush()
+            return True
+        except (OSError, ValueError, AttributeError):
+            return False
 
     def kill(self):
         if self.p.poll() is None:
@@ -286,8 +307,8 @@ def accel_args(cache, force=None, verbose=True):
             try:
                 script = os.path.join(tmp, "s.sh")
                 open(script, "w").write("#!/bin/sh\necho KVM-PROBE-OK\n")
-                initrd = make_initrd(cache, os.path.join(tmp, "initrd"), scenario_files(cache, script))
-                g = Guest(cache, "kvm-probe", initrd, append="vrnic.scenario=kvm-probe", accel=KVM_ACCEL,
+                initrd = make_initrd(cache, os.path.join(tmp, "initrd"), scenario_files(cache, {"kvm-probe": script}))
+                g = Guest(cache, "kvm-probe", initrd, append="vrnic.scenarios=kvm-probe", accel=KVM_ACCEL,
                           timeout=20, echo=False, smp=1)
                 ok = g.wait_for(r"KVM-PROBE-OK", timeout=20)
                 g.kill()

@@ -22,18 +22,26 @@ def server_flags(binary):
     return _HELP_CACHE[binary]
 
 
+_ISSUED = set()  # ports free_ports handed out in this process: boots started side by side never share one
+_ISSUED_LOCK = threading.Lock()
+
+
 def free_ports(n, kind=socket.SOCK_DGRAM, host="127.0.0.1"):
-    """n distinct ports free right now on host (bound together, then released)."""
+    """n distinct ports free right now on host (bound together, then released), none handed out before by this
+    process."""
     socks, ports = [], []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, kind)
-            s.bind((host, 0))
-            socks.append(s)
-            ports.append(s.getsockname()[1])
-    finally:
-        for s in socks:
-            s.close()
+    with _ISSUED_LOCK:
+        try:
+            while len(ports) < n:
+                s = socket.socket(socket.AF_INET, kind)
+                s.bind((host, 0))
+                socks.append(s)
+                if s.getsockname()[1] not in _ISSUED:
+                    ports.append(s.getsockname()[1])
+        finally:
+            for s in socks:
+                s.close()
+        _ISSUED.update(ports)
     return ports
 
 

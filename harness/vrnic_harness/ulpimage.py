@@ -68,6 +68,11 @@ def add_ulp_userspace(t, cache, uroot, log):
     log("ULP userspace: %d rdma-core test files in /%s, NFS state dirs" % (n, TESTS_DST))
 
 
+def ulp_paths(p):
+    """Initramfs paths add_ulp_userspace adds (rdma-core's tests, the NFS state files): in the ULP archive."""
+    return p.startswith(TESTS_DST + "/") or p in ("var/lib/nfs/etab", "var/lib/nfs/rmtab", "etc/exports")
+
+
 def ulp_closure_starts(uroot):
     """The shared objects dlopen()ed rather than NEEDED: pyverbs' extension modules, UCX's transport modules."""
     starts = glob.glob(os.path.join(uroot, "usr/lib/python3/dist-packages/pyverbs/**/*.so"), recursive=True)

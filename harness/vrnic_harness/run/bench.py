@@ -36,10 +36,10 @@ def check_bench(ctx):
     """BENCH <test> <size> <loopback|2vm> vrnic=<figure> rxe=<figure> unit=<usec|MBps> better=<factor>:
     latency = the client's t_typical (perftest's median), bandwidth = its BW average; each figure is the median
     over the guest's repetitions of the pair (bench.sh's reps, vrnic and rxe alternating); better > 1: vrnic wins."""
-    topo = "2vm" if len(ctx.get("texts") or []) > 1 else "loopback"
-    mode = ctx["run_texts"][-1][0] if ctx.get("run_texts") else "default"
+    topo = "2vm" if len(ctx.texts) > 1 else "loopback"
+    mode = ctx.run_texts[-1][0] if ctx.run_texts else "default"
     tests, devs, reps = BENCH_TESTS, ("mlx5_0", "rxe0"), 1
-    texts = ctx.get("texts") or [ctx.get("text", "")]
+    texts = ctx.texts
     m = re.search(r"^BENCH-SET tests=(\S+) devs=(\S+) reps=(\d+)", "\n".join("\n".join(console_lines(t)) for t in texts),
                   re.M)
     if m:  # a --guest-arg vrnic.bench=/vrnic.bench_devs= run: only what the guest ran

@@ -52,8 +52,8 @@ def _med(xs):
 
 def check_bench_cc(ctx):
     runs = tool_runs(ctx)
-    sw = switch_stats(ctx.get("switch_text", ""))
-    rate = rate_bps(ctx.get("switch_text", ""))
+    sw = switch_stats(ctx.switch_text)
+    rate = rate_bps(ctx.switch_text)
     fmt = lambda x, f="%.2f": f % x if x is not None else "NA"
     got = 0
     for mode in ("on", "tuned", "off"):

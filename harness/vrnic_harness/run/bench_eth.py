@@ -37,7 +37,7 @@ def figures(text):
 
 
 def check_bench_eth(ctx):
-    runs = dict(ctx.get("run_texts", []))
+    runs = dict(ctx.run_texts)
     figs = {nic: figures(runs.get(nic, "")) for nic in ("vrnic", "virtio")}
     fmt = lambda x: "%.2f" % x if x is not None else "NA"
     for test, size, kind, unit, higher in TESTS:
@@ -46,7 +46,7 @@ def check_bench_eth(ctx):
         say("BENCH %s %s eth vrnic=%s virtio=%s unit=%s better=%s" % (test, size, fmt(v), fmt(x), unit, fmt(better)))
         say("  each run: vrnic %s | virtio %s" % (" ".join(fmt(y) for y in figs["vrnic"].get(kind, [])) or "-",
                                                   " ".join(fmt(y) for y in figs["virtio"].get(kind, [])) or "-"))
-    errs = list(ctx.get("failed_runs", []))
+    errs = list(ctx.failed_runs)
     if not any(figs["virtio"].values()):
         errs.append("the virtio-net run produced no figures")
     return "; ".join(errs) or None

@@ -49,7 +49,7 @@ def figures(text):
 
 
 def check_bench_ulp(ctx):
-    runs = dict(ctx.get("run_texts", []))
+    runs = dict(ctx.run_texts)
     figs = {nic: figures(runs.get(nic, "")) for nic in ("vrnic", "virtio")}
     fmt = lambda x: "%.2f" % x if x is not None else "NA"
     for t, (size, unit) in TESTS.items():
@@ -62,7 +62,7 @@ def check_bench_ulp(ctx):
             "" if better is None else " target=%gx %s" % (goal, "met" if better >= goal else "missed")))
         say("  each run: vrnic %s | rxe %s" % (" ".join(fmt(y) for y in figs["vrnic"].get(t, [])) or "-",
                                                " ".join(fmt(y) for y in figs["virtio"].get(t, [])) or "-"))
-    errs = list(ctx.get("failed_runs", []))
+    errs = list(ctx.failed_runs)
     if not any(figs["virtio"].values()):
         errs.append("the rxe run produced no figures")
     return "; ".join(errs) or None

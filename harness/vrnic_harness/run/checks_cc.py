@@ -28,30 +28,30 @@ LOSS_TX = ("packet_seq_err", "local_ack_timeout_err")
 
 def interact_cc(ctx):
     """Guest 0 prints ROCE-ECN-CC-REQUEST on|off and waits a few seconds: send `cc on|off` to every vrnic server
-    (ctx["cc_answers"]: {server index: answer}; a server without the command answers an error), until guest 0's
+    (ctx.notes["cc_answers"]: {server index: answer}; a server without the command answers an error), until guest 0's
     script ends."""
-    ctx["cc_answers"] = {}
-    if not ctx["guests"]:
+    ctx.notes["cc_answers"] = {}
+    if not ctx.guests:
         return None
     start = 0
     while True:
-        m = ctx["guests"][0].wait_for(r"ROCE-ECN-CC-REQUEST (on|off)|VRNIC-SCENARIO-END", timeout=ctx["timeout"],
+        m = ctx.guests[0].wait_for(r"ROCE-ECN-CC-REQUEST (on|off)|VRNIC-SCENARIO-END", timeout=ctx.timeout,
                                       start=start)
         if not m or not m.group(1):  # the script ended: the runner takes over (power-off within 8 s)
             return None
-        start = len(ctx["guests"][0].lines)
-        for i, sv in enumerate(ctx["servers"]):
+        start = len(ctx.guests[0].lines)
+        for i, sv in enumerate(ctx.servers):
             try:
                 ans = sv.command("cc %s" % m.group(1))
             except OSError as e:
                 ans = "error: %s" % e
-            ctx["cc_answers"][i] = ans
+            ctx.notes["cc_answers"][i] = ans
             say("[roce-ecn] server %d: cc %s -> %s" % (i, m.group(1), ans.strip()[:120]))
 
 
 def cc_command_ok(ctx):
     """Every vrnic server accepted the `cc` commands (control.rs answers "ok ..." or "err ..."), and there was one."""
-    a = ctx.get("cc_answers") or {}
+    a = ctx.notes.get("cc_answers") or {}
     return bool(a) and all(v.strip().startswith("ok") for v in a.values())
 
 
@@ -92,7 +92,7 @@ def phase_report(ctx, phase, errs):
     for gi in range(3):
         say("ROCE-ECN %s g%d counters moved: %s" % (phase, gi, " ".join("%s+%d" % kv for kv in moved[gi].items())
                                                     or "(none of %s exposed)" % "/".join(CNP_COUNTERS)))
-    aqm = aqm_delta(switch_stats(ctx.get("switch_text", "")), "before-" + phase, "after-" + phase)
+    aqm = aqm_delta(switch_stats(ctx.switch_text), "before-" + phase, "after-" + phase)
     if aqm:
         say("ROCE-ECN %s switch %s: %d pkts %.1f Mbit/s over %.1f s, marked %d, dropped %d" % (
             phase, aqm["kind"], aqm["pkts"], aqm["bytes"] * 8 / max(aqm["seconds"], 0.001) / 1e6, aqm["seconds"],
@@ -143,7 +143,7 @@ def check_roce_ecn(ctx):
             errs.append("phase on: the switch marked no packet CE")
     if not have_cc_cmd:
         say("SKIP roce-ecn CC-off phase checks: the vrnic servers do not take `cc off` (%s)" % (
-            "; ".join("%d: %s" % (i, a.strip()[:60]) for i, a in (ctx.get("cc_answers") or {}).items()) or "no answer"))
+            "; ".join("%d: %s" % (i, a.strip()[:60]) for i, a in (ctx.notes.get("cc_answers") or {}).items()) or "no answer"))
         if STRICT:
             errs.append("`cc off` not accepted by every vrnic server (STRICT)")
     elif have_cnp:

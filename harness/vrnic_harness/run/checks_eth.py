@@ -17,7 +17,7 @@ ETH_PING = re.compile(r"^ETH-PING (\S+) g(\d+) sent=(\S+) recv=(\S+) loss=(\S+)%
 
 def texts(ctx):
     """Each guest's console lines joined (without the [gN] prefixes)."""
-    return ["\n".join(console_lines(t)) for t in (ctx.get("texts") or [ctx.get("text", "")])]
+    return ["\n".join(console_lines(t)) for t in (ctx.texts)]
 
 
 def alltext(ctx):
@@ -25,7 +25,7 @@ def alltext(ctx):
 
 
 def nics(ctx):
-    eth = ctx.get("eth")
+    eth = ctx.eth
     return eth.nics if eth else []
 
 
@@ -56,7 +56,7 @@ def rx_queues_moved(before, after):
 
 def up_lines(ctx, errs):
     """Every guest printed ETH-UP with its netdev, the right driver and MAC, carrier 1."""
-    eth = ctx.get("eth")
+    eth = ctx.eth
     ups = {}
     for gi, t in enumerate(texts(ctx)):
         m = re.search(r"^ETH-UP g(\d+) dev=(\S+) nic=(\S+) driver=(\S*) mac=(\S+) ip=(\S+) carrier=(\d) after=(\S+)$",
@@ -76,7 +76,7 @@ def up_lines(ctx, errs):
 
 
 def finish(ctx, errs):
-    r = bad_lines_reason(ctx["text"])
+    r = bad_lines_reason(ctx.text)
     if r:
         errs.append(r)
     return "; ".join(errs) or None
@@ -147,7 +147,7 @@ def pings(ctx, errs, want_count=None, lossy=()):
 def check_eth_ping(ctx):
     errs = []
     up_lines(ctx, errs)
-    eth = ctx["eth"]
+    eth = ctx.eth
     n = eth.n
     got = pings(ctx, errs, 1000)
     for i in range(n):
@@ -251,7 +251,7 @@ def iperf_result(out):
 def check_eth_iperf(ctx):
     errs = []
     up_lines(ctx, errs)
-    eth = ctx["eth"]
+    eth = ctx.eth
     runs = tools(ctx)
     st = stats(ctx)
     for c in range(1, eth.n):
@@ -294,8 +294,8 @@ def check_eth_iperf(ctx):
 def interact_eth_offloads(ctx):
     """When g0 listens (ETH-INJECT-READY): on g0's udp link, a UDP datagram to 10.1.0.1:7777 with a bad UDP
     checksum (payload BADUDP), one with a bad IPv4 header checksum (BADIP), then a good one (GOOD), 3 times."""
-    g, eth = ctx["guests"][0], ctx["eth"]
-    if not g.wait_for(r"ETH-INJECT-READY|GUEST-FAIL", timeout=ctx["timeout"]) or "ETH-INJECT-READY" not in g.text():
+    g, eth = ctx.guests[0], ctx.eth
+    if not g.wait_for(r"ETH-INJECT-READY|GUEST-FAIL", timeout=ctx.timeout) or "ETH-INJECT-READY" not in g.text():
         return None  # the script failed before: its own GUEST-FAIL is the reason
     for _ in range(3):
         for payload, bu, bi in ((b"BADUDP\n", True, False), (b"BADIP\n", False, True), (b"GOOD\n", False, False)):
@@ -324,7 +324,7 @@ def check_eth_offloads(ctx):
                 errs.append("k%d: g%d -> g%d transfer missing" % (k, fr, 1 - fr))
             elif r[0] != files.get(str(fr)):
                 errs.append("k%d: g%d -> g%d sha256 differs (%d bytes received)" % (k, fr, 1 - fr, r[1]))
-        if ctx["eth"].nics[0] == "vrnic":
+        if ctx.eth.nics[0] == "vrnic":
             for g_, w, rc, h in states:
                 want = dict(re.findall(r"(\w+)=(\w+)", w))
                 have = {"tso": re.search(r"tcp-segmentation-offload: (\w+)", h),
@@ -368,10 +368,10 @@ def check_eth_offloads(ctx):
 def interact_eth_host(ctx):
     """Once the guest pinged the host (ETH-HOST-READY): 50 IPv4 and 50 IPv6 pings from the namespace to the guest,
     then one TCP line to the guest's port 7000 that reports them (ETH-HOST-SAID on the guest)."""
-    g, eth = ctx["guests"][0], ctx["eth"]
-    if not g.wait_for(r"ETH-HOST-READY|GUEST-FAIL", timeout=ctx["timeout"]) or "ETH-HOST-READY" not in g.text():
+    g, eth = ctx.guests[0], ctx.eth
+    if not g.wait_for(r"ETH-HOST-READY|GUEST-FAIL", timeout=ctx.timeout) or "ETH-HOST-READY" not in g.text():
         return None
-    res = ctx.setdefault("host_pings", {})
+    res = ctx.notes.setdefault("host_pings", {})
     for addr in (guest_ip(0), guest_ip6(0)):
         sent, recv, rtts = netping.ping(eth.ns, addr, count=50, interval=0.02)
         res[addr] = (sent, recv)
@@ -389,7 +389,7 @@ def check_eth_host(ctx):
     up_lines(ctx, errs)
     pings(ctx, errs, 100)
     for addr in (guest_ip(0), guest_ip6(0)):
-        s, r = ctx.get("host_pings", {}).get(addr, (0, 0))
+        s, r = ctx.notes.get("host_pings", {}).get(addr, (0, 0))
         if not s or r != s:
             errs.append("host -> guest %s: %d of %d pings answered" % (addr, r, s))
     m = re.search(r"^ETH-HOST-SAID host-pinged (.*)$", alltext(ctx), re.M)
@@ -401,8 +401,8 @@ def check_eth_host(ctx):
 
 # ---- eth-reload ------------------------------------------------------------------------------------------------
 def interact_eth_reload(ctx):
-    g = ctx["guests"][0]
-    m = g.wait_for(r"ETH-RELOAD-CYCLES-DONE|GUEST-FAIL.*", timeout=ctx["timeout"])
+    g = ctx.guests[0]
+    m = g.wait_for(r"ETH-RELOAD-CYCLES-DONE|GUEST-FAIL.*", timeout=ctx.timeout)
     if not m:
         return "boot 1: no ETH-RELOAD-CYCLES-DONE"
     if m.group(0).startswith("GUEST-FAIL"):
@@ -412,11 +412,11 @@ def interact_eth_reload(ctx):
         return "after the reboot: no second boot ping (init markers seen: %d)" % len(g.marker_wall)
     if m.group(0).startswith("GUEST-FAIL"):
         return "after the reboot: " + m.group(0)
-    for x in ctx["guests"]:
+    for x in ctx.guests:
         x.kill()
-    if ctx["servers"] and not ctx["servers"][0].alive():
+    if ctx.servers and not ctx.servers[0].alive():
         return "g0's server died across the reboot"
-    ctx["killed_ok"] = True
+    ctx.killed_ok = True
     return None
 
 
@@ -443,13 +443,13 @@ def check_eth_reload(ctx):
 # ---- eth-ethtool -----------------------------------------------------------------------------------------------
 def interact_eth_ethtool(ctx):
     """On ETH-FLAP-READY (g0): `link down` on g0's server control socket, 3 s, `link up` (vrnic only)."""
-    g = ctx["guests"][0]
-    if not g.wait_for(r"ETH-FLAP-READY|GUEST-FAIL", timeout=ctx["timeout"]) or "ETH-FLAP-READY" not in g.text():
+    g = ctx.guests[0]
+    if not g.wait_for(r"ETH-FLAP-READY|GUEST-FAIL", timeout=ctx.timeout) or "ETH-FLAP-READY" not in g.text():
         return None
-    if ctx["eth"].nics[0] != "vrnic" or not ctx["servers"]:
+    if ctx.eth.nics[0] != "vrnic" or not ctx.servers:
         say("ETH link flap: g0 has no vrnic server (virtio-net): not flapped")
         return None
-    s = ctx["servers"][0]
+    s = ctx.servers[0]
     for cmd in ("link down", None, "link up"):
         if cmd is None:
             time.sleep(3)
@@ -466,7 +466,7 @@ def check_eth_ethtool(ctx):
     up_lines(ctx, errs)
     pings(ctx, errs)
     t = texts(ctx)[0]
-    vr = ctx["eth"].nics[0] == "vrnic"
+    vr = ctx.eth.nics[0] == "vrnic"
     st = stats(ctx)
 
     def line(tag):

@@ -8,6 +8,7 @@ import re
 import time
 
 from ..common import say
+from . import stats
 from .checks_pairs import check_pairs, judge_pingpong
 from .checks_roce import check_labels, judge_cm, judge_perftest
 from .checks_verbs import server_rx_packets, wait_server_rx
@@ -54,7 +55,7 @@ def counter_moves(before, after, field):
 
 
 def check_ib_sa(ctx):
-    texts = ctx.get("texts") or [ctx["text"]]
+    texts = ctx.texts
     text = "\n".join("\n".join(console_lines(t)) for t in texts)
     errs = []
     ib = ibstat_fields(text)
@@ -199,7 +200,7 @@ def iperf_mbits(out):
 
 
 def check_ipoib(ctx):
-    texts = ctx.get("texts") or [ctx["text"]]
+    texts = ctx.texts
     text = "\n".join("\n".join(console_lines(t)) for t in texts)
     errs = []
     carrier = {int(g): (c, float(s), mode, int(mtu)) for g, c, s, mode, mtu in IPOIB_CARRIER_RX.findall(text)}
@@ -262,10 +263,10 @@ def ipoib_stats(ctx, errs):
     """Each vrnic server's multicast counters (stats: firmware.fabric, firmware.port_counters, firmware.engine):
     every port sent and received UD multicast (the broadcast group's ARP, IPv6 ND), none was sent without a GRH,
     no packet met no route or a foreign DGID; the SA (LID 1) answered."""
-    for i, sv in enumerate(ctx.get("servers", [])):
+    for i in range(len(ctx.servers)):
         try:
-            st = json.loads(sv.command("stats"))
-        except (OSError, ValueError) as e:
+            st = ctx.server_stats(i)
+        except stats.StatsError as e:
             errs.append("vrnic %d: no stats (%s)" % (i, e))
             continue
         fw = st.get("firmware") or {}
@@ -304,10 +305,7 @@ SMFO_MIN_RX = 1000  # LID 3's packets from the kill to the takeover's end (an RC
 
 def subnet_view(server):
     """The server's `stats` subnet object, its IB stage ({} if it does not answer)."""
-    try:
-        return json.loads(server.command("stats")).get("subnet") or {}
-    except (OSError, ValueError):
-        return {}
+    return stats.get(stats.snapshot(server), "subnet", default=None) or {}
 
 
 def sm_view(server):
@@ -318,22 +316,23 @@ def sm_view(server):
 def interact_sm_failover(ctx):
     """Once guest 1's RC transfer to guest 2 runs, ends guest 0 and kills its vrnic (the master SM's server);
     measures when LID 2's server is master and when guests 1 and 2 see sm_lid 2; waits for both to end."""
-    (g0, g1, g2), (s0, s1, s2) = ctx["guests"], ctx["servers"]
+    (g0, g1, g2), (s0, s1, s2) = ctx.guests, ctx.servers
     if not g1.wait_for(r"SMFO-RC-START g1", timeout=200):
         return "guest 1 never started its RC transfer"
     for s in (s0, s1, s2):
         v = sm_view(s)
         if v.get("master_lid") != 1:
             return "before the kill, server %d's SM view is not master LID 1: %s" % (s.pid, v)
-    ok, rx = wait_server_rx(s2, 2000, 90)
+    rx0 = server_rx_packets(s2) or 0
+    ok, rx = wait_server_rx(s2, rx0 + 2000, 90)
     if not ok:
-        return "LID 3's vrnic saw only %d packets in 90 s: no transfer to keep running" % rx
+        return "LID 3's vrnic saw only %d packets in 90 s: no transfer to keep running" % (rx - rx0)
     g0.kill()
     s0.p.kill()
     s0.p.wait()
     t_kill = time.time()
-    ctx["expect_dead"] = {s0.pid}
-    ctx["killed_ok"] = True
+    ctx.expect_dead = {s0.pid}
+    ctx.killed_ok = True
     say("SMFO killed guest 0 and its vrnic (pid %d, the master SM LID 1) with LID 3 at %d rx packets" % (s0.pid, rx))
     t_master = None
     while time.time() < t_kill + 30:
@@ -348,20 +347,19 @@ def interact_sm_failover(ctx):
                 seen[gi] = time.time() - t_kill
     # the RC transfer kept running through the failover: LID 3's packets from the kill to the takeover's end
     rx_after = server_rx_packets(s2)
-    ctx["smfo"] = dict(master=t_master, seen=seen, views=[sm_view(s1), sm_view(s2)], rx=(rx, rx_after),
+    ctx.notes["smfo"] = dict(master=t_master, seen=seen, views=[sm_view(s1), sm_view(s2)], rx=(rx, rx_after),
                        rx_s=time.time() - t_kill)
     # as for any scenario: each guest gets 8 s from its end to power off, then its QEMU is stopped (an mlx5
     # teardown blocks the power-off; 20 s of it reads as a hung task)
-    from .runner import wait_guests
-    wait_guests([g1, g2], ctx["name"], 200)
+    ctx.wait_end([g1, g2], 200)
     return None
 
 
 def check_sm_failover(ctx):
-    texts = ctx.get("texts") or []
+    texts = ctx.texts
     if len(texts) < 3:
         return "expected three guests' output"
-    fo = ctx.get("smfo") or {}
+    fo = ctx.notes.get("smfo") or {}
     errs = []
     t_master, seen = fo.get("master"), fo.get("seen", {})
     if t_master is None:
@@ -428,7 +426,7 @@ def check_ib_opensm(ctx):
     LID 0) and OpenSM brought it ACTIVE with the fabric's LID and SM LID 1; no server ran an SM (stats subnet.sm and
     subnet.sa null); OpenSM's SMPs configured the modeled switch through guest 0's server (its copy: port 0 LID 4,
     every port ACTIVE, LinearFDBTop 4, SubnSets counted)."""
-    texts = ctx.get("texts") or [ctx["text"]]
+    texts = ctx.texts
     text = "\n".join("\n".join(console_lines(t)) for t in texts)
     errs = []
     ports = {(int(g), when): (st, ph, lid, sm) for g, when, st, ph, lid, sm in OPENSM_PORT_RX.findall(text)}
@@ -455,7 +453,7 @@ def check_ib_opensm(ctx):
     lg = OPENSM_LOG_RX.search(text)
     if lg:
         say("OPENSM log: %s lines, %s ERR lines" % lg.groups())
-    for i, sv in enumerate(ctx.get("servers", [])):
+    for i, sv in enumerate(ctx.servers):
         v = subnet_view(sv)
         sw = v.get("switch") or {}
         say("OPENSM vrnic %d stage: sm %s sa %s; switch copy: port0_lid %s port_states %s linear_fdb_top %s sets %s; "

@@ -8,7 +8,7 @@ from .console import (bad_lines_reason, console_lines, dmesg_sections, exit_text
 
 
 def check_mlx5_probe(ctx):
-    text = ctx["text"]
+    text = ctx.text
     errs = []
     r = mlx5_up_reason(text)
     if r:
@@ -20,8 +20,8 @@ def check_mlx5_probe(ctx):
         return "no dmesg dump"
     dm = secs[-1][1]
     bdf = re.search(r"MLX5-PROBE-BDF (\S+)", text).group(1)
-    if not re.search(r"mlx5_core %s: firmware version: %s" % (re.escape(bdf), re.escape(ctx["fw"])), dm):
-        errs.append("dmesg has no 'mlx5_core %s: firmware version: %s' line" % (bdf, ctx["fw"]))
+    if not re.search(r"mlx5_core %s: firmware version: %s" % (re.escape(bdf), re.escape(ctx.fw)), dm):
+        errs.append("dmesg has no 'mlx5_core %s: firmware version: %s' line" % (bdf, ctx.fw))
     binds = dict(re.findall(r"BINDING (\S+) -> (\S*)", text))
     if binds.get(bdf) != "mlx5_core":
         errs.append("PCI function %s bound to %r, not mlx5_core" % (bdf, binds.get(bdf)))
@@ -68,7 +68,7 @@ def guid_colons(g):
 
 
 def check_devinfo(ctx):
-    text = "\n".join(console_lines(ctx["text"]))
+    text = "\n".join(console_lines(ctx.text))
     r = mlx5_up_reason(text)
     if r:
         return r
@@ -133,8 +133,8 @@ RELOAD_CYCLES = 5
 
 
 def interact_reload(ctx):
-    g = ctx["guests"][0]
-    m = g.wait_for(r"RELOAD-CYCLES-DONE|GUEST-FAIL.*", timeout=ctx["timeout"])
+    g = ctx.guests[0]
+    m = g.wait_for(r"RELOAD-CYCLES-DONE|GUEST-FAIL.*", timeout=ctx.timeout)
     if not m:
         return "boot 1: no RELOAD-CYCLES-DONE (%d cycles reported)" % len(
             [l for l in g.lines if "RELOAD-CYCLE " in l])
@@ -148,15 +148,15 @@ def interact_reload(ctx):
         return "after the reboot: " + m.group(0)
     say("RELOAD reboot -> ACTIVE again in %.1f s wall" % (time.time() - t_reboot))
     g.kill()
-    s = ctx["servers"][0]
+    s = ctx.servers[0]
     if not s.alive():
         return "server pid %d died (%s)" % (s.pid, exit_text(s.p.returncode))
-    ctx["killed_ok"] = True
+    ctx.killed_ok = True
     return None
 
 
 def check_reload(ctx):
-    text = "\n".join(console_lines(ctx["text"]))
+    text = "\n".join(console_lines(ctx.text))
     errs = []
     cyc = re.findall(r"^RELOAD-CYCLE (\d+) unload_s=(\S+) ibv_devinfo:(.*)$", text, re.M)
     if len(cyc) != RELOAD_CYCLES:

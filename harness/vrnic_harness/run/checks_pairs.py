@@ -3,6 +3,7 @@ vr_pair): rc-pingpong, loopback, perftest, events, net2, grh."""
 import re
 
 from ..common import say
+from . import stats
 from .console import bad_lines_reason, console_lines
 
 
@@ -20,7 +21,7 @@ PERF_ROW = re.compile(r"^\s*(\d+\s+\d+\s+[\d.]+.*)$", re.M)
 def tool_runs(ctx):
     """{(label, role): dict(guest, cmd, out, rc, seconds, tries)} from every guest's console."""
     runs = {}
-    texts = ctx.get("texts") or [ctx["text"]]
+    texts = ctx.texts
     for t in texts:
         for m in TOOL_RX.finditer("\n".join(console_lines(t))):
             runs[(m.group(1), m.group(3))] = dict(guest=int(m.group(2)), cmd=m.group(4), out=m.group(5),
@@ -47,7 +48,7 @@ def check_pairs(ctx, labels, judge, what):
                 errs.append("%s %s: %s%s" % (lab, role, bad + "; " if bad else "", tool_brief(r)))
     npass = len([l for l in labels if not any(e.startswith(l + " ") for e in errs)])
     say("%s %d of %d pairs passed" % (what, npass, len(labels)))
-    r = bad_lines_reason(ctx["text"])
+    r = bad_lines_reason(ctx.text)
     if r:
         errs.append(r)
     return ("%d of %d failed: " % (len(labels) - npass, len(labels)) + "; ".join(errs)) if errs else None
@@ -101,7 +102,7 @@ def check_events(ctx):
 
 def check_net2(ctx):
     errs = []
-    for gi, t in enumerate(ctx["texts"]):
+    for gi, t in enumerate(ctx.texts):
         for rx in (r"VRNIC-NET eth0 10\.0\.0\.%d/24" % (gi + 1), r"NET2-PING-OK g%d" % gi,
                    r"NET2-TCP g%d received: hello from g%d" % (gi, 1 - gi)):
             if not re.search(rx, t):
@@ -113,10 +114,14 @@ GRH_PERFTEST = ["send-bw", "write-lat", "read-bw", "ud-send-lat"]
 GRH_LABELS = ["2vm-" + t for t in GRH_PERFTEST] + ["2vm-rc-pingpong", "2vm-ud-pingpong"] + ["lo-" + t for t in GRH_PERFTEST]
 
 
+GRH_FABRIC = ("tx_packets", "tx_grh_packets", "rx_packets", "rx_grh_packets", "tx_no_route", "rx_dgid_mismatch")
+
+
 def check_grh(ctx):
     """Every GRH pair exits 0 with its result (perftest table row / pingpong summary); grh_ah passes its 9 checks
     (UD GRH area, IBV_WC_GRH only with a GRH, ibv_create_ah_from_wc answers back); each vrnic's fabric
-    counters show GRH packets both ways, tx_no_route 0 and rx_dgid_mismatch 0."""
+    counters (stats firmware.fabric, moved in the scenario's window) show GRH packets both ways, tx_no_route 0 and
+    rx_dgid_mismatch 0."""
     def judge(lab, role, r):
         if "pingpong" in lab:
             return judge_pingpong(lab, role, r)
@@ -125,7 +130,7 @@ def check_grh(ctx):
     r = check_pairs(ctx, GRH_LABELS, judge, "GRH")
     if r:
         errs.append(r)
-    text = "\n".join(console_lines(ctx["text"]))
+    text = "\n".join(console_lines(ctx.text))
     m = re.search(r"^GRH-AH (PASS (\d+) checks|FAIL .*)$", text, re.M)
     if not m or not m.group(1).startswith("PASS") or int(m.group(2)) < 9:
         errs.append("grh_ah: %s" % (m.group(0) if m else "no GRH-AH result line"))
@@ -135,21 +140,19 @@ def check_grh(ctx):
     say("GRH GID 0 of each guest: %s" % (", ".join("g%s %s" % g for g in gids) or "none printed"))
     if len(gids) != 2 or not all(g[1].startswith("fe80:0000:0000:0000:") for g in gids) or gids[0][1] == gids[1][1]:
         errs.append("GID 0 is not fe80::/64 + a distinct port GUID on each guest: %s" % gids)
-    for i, s in enumerate(ctx["servers"]):
+    for i in range(len(ctx.servers)):
         try:
-            st = s.command("stats")
-        except OSError as e:
+            fab = stats.get(ctx.server_stats(i), "firmware", "fabric", default={})
+        except stats.StatsError as e:
             errs.append("vrnic %d: no stats (%s)" % (i, e))
             continue
-        f = {k: int(v) for k, v in re.findall(r'"(tx_no_route|rx_dgid_mismatch|tx_grh_packets|rx_grh_packets|'
-                                              r'tx_packets|rx_packets)":\s*(\d+)', st)}
-        say("GRH vrnic %d fabric: %s" % (i, " ".join("%s=%s" % (k, f.get(k, "?")) for k in (
-            "tx_packets", "tx_grh_packets", "rx_packets", "rx_grh_packets", "tx_no_route", "rx_dgid_mismatch"))))
-        if f.get("tx_no_route") != 0:
-            errs.append("vrnic %d: tx_no_route %s (GRH traffic must route by LID)" % (i, f.get("tx_no_route")))
-        if f.get("rx_dgid_mismatch") != 0:
-            errs.append("vrnic %d: rx_dgid_mismatch %s" % (i, f.get("rx_dgid_mismatch")))
-        if not f.get("tx_grh_packets") or not f.get("rx_grh_packets"):
+        f = {k: fab.get(k) for k in GRH_FABRIC}
+        say("GRH vrnic %d fabric: %s" % (i, " ".join("%s=%s" % (k, "?" if f[k] is None else f[k]) for k in GRH_FABRIC)))
+        if f["tx_no_route"] != 0:
+            errs.append("vrnic %d: tx_no_route %s (GRH traffic must route by LID)" % (i, f["tx_no_route"]))
+        if f["rx_dgid_mismatch"] != 0:
+            errs.append("vrnic %d: rx_dgid_mismatch %s" % (i, f["rx_dgid_mismatch"]))
+        if not f["tx_grh_packets"] or not f["rx_grh_packets"]:
             errs.append("vrnic %d: no GRH packets sent/received (tx %s rx %s)" % (
-                i, f.get("tx_grh_packets"), f.get("rx_grh_packets")))
+                i, f["tx_grh_packets"], f["rx_grh_packets"]))
     return "; ".join(errs) or None

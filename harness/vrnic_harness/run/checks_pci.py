@@ -3,9 +3,9 @@ import re
 import time
 
 from ..common import say
+from . import stats
 from .console import exit_text
 
-DEFAULT_FW = "16.35.2000"
 PERFTESTS = ["ib_write_lat", "ib_send_lat", "ib_read_lat", "ib_write_bw", "ib_send_bw"]
 
 
@@ -24,7 +24,7 @@ def device_section(text, vid_did="15b3:1017"):
 
 
 def check_lspci(ctx):
-    text = ctx["text"]
+    text = ctx.text
     sec = device_section(text)
     if not sec:
         return "no [15b3:1017] function in lspci -nn -vvv output"
@@ -47,13 +47,13 @@ MSIX_PLAN = [(0, 5), (3, 3)]
 
 
 def interact_msix(ctx):
-    g, s = ctx["guests"][0], ctx["servers"][0]
+    g, s = ctx.guests[0], ctx.servers[0]
     m = g.wait_for(r"MSIX-READY nvec=(\d+)", timeout=120)
     if not m:
         bad = g.wait_for(r"MSIX-ERROR.*|GUEST-FAIL.*", timeout=0.1)
         return "guest never printed MSIX-READY (%s)" % (bad.group(0) if bad else "timeout")
     nvec = int(m.group(1))
-    ctx["nvec"] = nvec
+    ctx.notes["nvec"] = nvec
     errs = []
     for vec, n in MSIX_PLAN:
         for k in range(1, n + 1):
@@ -68,17 +68,14 @@ def interact_msix(ctx):
             if not g.wait_for(r"MSIX-EVENT vec=%d n=%d\b" % (vec, k), timeout=15, start=0):
                 errs.append("raise %d #%d: guest did not count it within 15 s" % (vec, k))
                 break
-    try:
-        ctx["stats"] = s.command("stats")
-    except OSError as e:
-        ctx["stats"] = "stats failed: %s" % e
+    ctx.notes["stats"] = stats.snapshot(s) or "stats failed"
     if not g.wait_for(r"MSIX-DONE", timeout=30):
         errs.append("guest did not print MSIX-DONE")
     return "; ".join(errs) or None
 
 
 def check_msix(ctx):
-    text = ctx["text"]
+    text = ctx.text
     counts = {int(v): int(n) for v, n in re.findall(r"MSIX-COUNT vec=(\d+) n=(\d+)", text)}
     if not counts:
         return "no MSIX-COUNT lines"
@@ -89,15 +86,15 @@ def check_msix(ctx):
             errs.append("vec %d: counted %s, raised %d" % (v, counts.get(v), want.get(v, 0)))
     say("MSIX counts: %s (raised %s); server stats: %s" % (
         " ".join("vec%d=%d" % (v, counts[v]) for v in sorted(counts)),
-        " ".join("vec%d=%d" % kv for kv in MSIX_PLAN), ctx.get("stats")))
+        " ".join("vec%d=%d" % kv for kv in MSIX_PLAN), ctx.notes.get("stats")))
     return "; ".join(errs) or None
 
 
 def check_probe(ctx):
-    m = re.search(r"mlx5_core \S+: firmware version: (\S+)", ctx["text"])
+    m = re.search(r"mlx5_core \S+: firmware version: (\S+)", ctx.text)
     if not m:
         return "no 'mlx5_core ...: firmware version:' line in dmesg"
-    want = ctx.get("fw", DEFAULT_FW)
+    want = ctx.fw
     say("PROBE firmware line: %s" % m.group(0))
     if m.group(1) != want:
         return "firmware version %s, expected %s" % (m.group(1), want)
@@ -105,7 +102,7 @@ def check_probe(ctx):
 
 
 def interact_reboot(ctx):
-    g = ctx["guests"][0]
+    g = ctx.guests[0]
     for i in range(1, 4):
         m = g.wait_for(r"REBOOT-DEVICE-(SEEN|MISSING)", timeout=90, count=i)
         if not m:
@@ -114,23 +111,23 @@ def interact_reboot(ctx):
             return "boot %d: lspci does not show 15b3:1017" % i
         say("REBOOT boot %d saw the device (t=%.1f s)" % (i, time.time() - g.t0))
     g.kill()
-    s = ctx["servers"][0]
+    s = ctx.servers[0]
     if not s.alive():
         return "server pid %d died (%s)" % (s.pid, exit_text(s.p.returncode))
     say("REBOOT server pid %d alive after 3 boots (2 guest reboots)" % s.pid)
-    ctx["killed_ok"] = True
+    ctx.killed_ok = True
     return None
 
 
 def check_reboot(ctx):
-    n = len(re.findall(r"REBOOT-DEVICE-SEEN", ctx["text"]))
+    n = len(re.findall(r"REBOOT-DEVICE-SEEN", ctx.text))
     if n < 3:
         return "device seen in %d boots, expected 3" % n
     return None
 
 
 def check_rxe(ctx):
-    text = re.sub(r"(?m)^\[g\d+\] ", "", ctx["text"])
+    text = re.sub(r"(?m)^\[g\d+\] ", "", ctx.text)
     errs = []
     for t in PERFTESTS:
         m = re.search(r"=== PERFTEST %s ===\n(.*?)PERFTEST-RESULT %s client_rc=(\d+) server_rc=(\d+)" % (t, t),
@@ -154,7 +151,7 @@ def check_rxe(ctx):
 
 def check_barbench(ctx):
     res = []
-    for mode, text in ctx["run_texts"]:
+    for mode, text in ctx.run_texts:
         f = dict(re.findall(r"BARBENCH (\S+@0x[0-9a-f]+) iters=\d+ ns_per_access=([\d.]+)", text))
         if len(f) < 3:
             return "doorbell %s: barbench printed %d of 3 figures" % (mode, len(f))

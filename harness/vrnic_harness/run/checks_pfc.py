@@ -12,11 +12,11 @@ priority-3 frames into its TAP at TX_RATE/s, stopping while the PFC frames guest
 quanta timed at the same 100 Mb/s). Judged: every frame reached guest 0's vl3 (no loss), the port sent XOFF and XON
 (the host read them off the TAP; ethtool -S tx_prio3_pause, tx_prio3_pause_duration), the RQ never dropped
 (rx_out_of_buffer), the port held frames (stats rx_held) and discarded none."""
-import json
 import re
 import time
 
 from ..common import say
+from . import stats
 from .checks_eth import alltext, finish, texts, tools, up_lines
 
 BURST_S = 3.0
@@ -117,8 +117,8 @@ print("sent %d in %.2f s xoff %d xon %d paused %.2f s other %d" % (sent, end - 3
 
 
 def interact_roce_pfc(ctx):
-    g, eth = ctx["guests"][0], ctx["eth"]
-    m = g.wait_for(r"ROCE-PFC-TRAFFIC g0|GUEST-FAIL.*", timeout=ctx["timeout"])
+    g, eth = ctx.guests[0], ctx.eth
+    m = g.wait_for(r"ROCE-PFC-TRAFFIC g0|GUEST-FAIL.*", timeout=ctx.timeout)
     if not m or m.group(0).startswith("GUEST-FAIL"):
         return None
     time.sleep(2.5)
@@ -126,8 +126,8 @@ def interact_roce_pfc(ctx):
     say("[roce-pfc] PFC burst into %s (priority 3, quanta 0xffff, every %g s for %g s): rc %d %s" % (
         eth.tap(0), GAP_S, BURST_S, rc, out.strip()))
     mm = re.search(r"sent (\d+)", out)
-    ctx["pfc_sent"] = int(mm.group(1)) if rc == 0 and mm else 0
-    m = g.wait_for(r"ROCE-PFC-TX g0 mac=(\S+) frames=(\d+)|GUEST-FAIL.*", timeout=ctx["timeout"])
+    ctx.notes["pfc_sent"] = int(mm.group(1)) if rc == 0 and mm else 0
+    m = g.wait_for(r"ROCE-PFC-TX g0 mac=(\S+) frames=(\d+)|GUEST-FAIL.*", timeout=ctx.timeout)
     if not m or m.group(0).startswith("GUEST-FAIL"):
         return None
     rc, out = eth.ns_run(["python3", "-c", SENDER, eth.tap(0), m.group(1), m.group(2), str(TX_RATE),
@@ -135,7 +135,7 @@ def interact_roce_pfc(ctx):
     say("[roce-pfc] PFC transmit: %s priority-3 frames into %s at %g/s, honouring its PFC frames: rc %d %s" % (
         m.group(2), eth.tap(0), TX_RATE, rc, out.strip()))
     mm = re.search(r"sent (\d+) in [\d.]+ s xoff (\d+) xon (\d+) paused ([\d.]+) s", out)
-    ctx["pfc_tx"] = dict(sent=int(mm.group(1)), xoff=int(mm.group(2)), xon=int(mm.group(3)),
+    ctx.notes["pfc_tx"] = dict(sent=int(mm.group(1)), xoff=int(mm.group(2)), xon=int(mm.group(3)),
                          paused=float(mm.group(4))) if rc == 0 and mm else None
     return None
 
@@ -193,28 +193,18 @@ def judge(ss, sent, errs):
         errs.append("rx_prio3_pause_duration stayed 0")
 
 
-def prio_stat(stats, name, prio):
-    """Counter `name` of priority `prio` in the control socket's stats (eth_link.prio), or None."""
-    try:
-        j = json.loads(stats)
-    except ValueError:
-        return None
-    stack = [j]
-    while stack:
-        o = stack.pop()
-        if isinstance(o, dict):
-            p = o.get("prio")
-            if isinstance(p, dict) and str(prio) in p and name in p[str(prio)]:
-                return p[str(prio)][name]
-            stack.extend(o.values())
-        elif isinstance(o, list):
-            stack.extend(o)
+def prio_stat(st, name, prio):
+    """Counter `name` of priority `prio` in a server's stats (eth_link.prio), or None."""
+    for k, o in stats.objects(st or {}):
+        p = o.get(str(prio)) if k == "prio" else None
+        if isinstance(p, dict) and name in p:
+            return p[name]
     return None
 
 
-def judge_tx(ctx, stats, errs):
+def judge_tx(ctx, st, errs):
     """PFC transmit: no frame lost, the port paused the host and resumed it."""
-    tx = ctx.get("pfc_tx")
+    tx = ctx.notes.get("pfc_tx")
     ss = [(float(m.group(1)), {k: int(v) for k, v in re.findall(r"(\w+):(\d+)", m.group(2))})
           for m in TXSAMPLE.finditer(texts(ctx)[0])]
     if not tx or len(ss) < 2:
@@ -222,7 +212,7 @@ def judge_tx(ctx, stats, errs):
         return
     a, b = ss[0][1], ss[-1][1]
     d = {k: b.get(k, 0) - a.get(k, 0) for k in ("tx_prio3_pause", "tx_prio3_pause_duration", "rx_out_of_buffer")}
-    held, disc = (prio_stat(stats, "rx_held", 3), prio_stat(stats, "rx_discards", 3)) if stats else (None, None)
+    held, disc = (prio_stat(st, "rx_held", 3), prio_stat(st, "rx_discards", 3)) if st else (None, None)
     say("PFC transmit: host sent %d, saw %d XOFF + %d XON, paused %.2f s; guest 0 vl3 got %d in %.2f s; "
         "tx_prio3_pause +%d, tx_prio3_pause_duration +%d us, rx_out_of_buffer +%d; vrnic prio 3 rx_held %s "
         "rx_discards %s" % (tx["sent"], tx["xoff"], tx["xon"], tx["paused"], b.get("vl3_rx", 0), ss[-1][0],
@@ -253,24 +243,24 @@ def check_roce_pfc(ctx):
             errs.append("g0 %s: %s" % (lab, "did not run" if r is None else "rc=%d %s" % (r["rc"], r["out"][-200:])))
         else:
             say("PFC g0 %s: %s" % (lab, re.sub(r"\s+", " ", r["out"]).strip()))
-    sent = ctx.get("pfc_sent", 0)
+    sent = ctx.notes.get("pfc_sent", 0)
     if not sent:
         errs.append("the host sent no PFC frame")
     judge(samples(texts(ctx)[0]), sent, errs)
     for m in re.finditer(r"^ROCE-PFC-PING (.*)$", alltext(ctx), re.M):
         say("PFC ping %s" % m.group(1))
     st = None
-    for i, sv in enumerate(ctx.get("servers", [])[:1]):
+    if ctx.servers:
         try:
-            st = sv.command("stats")
-        except OSError as e:
-            errs.append("vrnic %d: no stats (%s)" % (i, e))
-            continue
-        ign = re.search(r'"rx_pause_ignored":\s*(\d+)', st)
-        drop = re.findall(r'"tx_pause_dropped":\s*(\d+)', st)
+            st = ctx.server_stats(0)
+        except stats.StatsError as e:
+            errs.append("vrnic 0: no stats (%s)" % e)
+    if st is not None:
+        ign = stats.counters(st, "rx_pause_ignored").get("rx_pause_ignored")
+        drop = [v for k, v in stats.leaves(st) if k == "tx_pause_dropped"]
         say("PFC vrnic 0 link: rx_pause_ignored %s (the priority-5 frame), tx_pause_dropped per priority %s" % (
-            ign.group(1) if ign else "?", drop))
-        if not ign or int(ign.group(1)) < 1:
+            "?" if ign is None else ign, drop))
+        if not ign or ign < 1:
             errs.append("the PFC frame for priority 5 (PFC off) was not counted as ignored")
     judge_tx(ctx, st, errs)
     return finish(ctx, errs)

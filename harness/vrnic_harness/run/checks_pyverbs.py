@@ -72,7 +72,7 @@ def counts(res):
 
 
 def check_pyverbs(ctx):
-    text = re.sub(r"(?m)^\[g\d+\] ", "", ctx["text"])
+    text = re.sub(r"(?m)^\[g\d+\] ", "", ctx.text)
     errs = []
     res = results(text)
     ends = {m.group(1): m for m in PYV_END.finditer(text)}

@@ -94,8 +94,8 @@ def check_roce_dscp(ctx):
     check_dcb(ctx, errs)
     check_labels(ctx, ["dscp-write-bw", "dscp-cm-write-bw", "dscp-rping-t0", "dscp-vl-cm-write-bw", "dscp-vl-rping-t0"],
                  lambda lab, role, r: None, "DSCP tool", errs)
-    eth = ctx["eth"]
-    path = os.path.join(eth.pcap_dir or "", "eth0.pcap")
+    eth = ctx.eth
+    path = ctx.capture("eth0.pcap")
     if not eth.pcap_dir or not os.path.exists(path):
         errs.append("no capture %s" % path)
         return finish(ctx, errs)

@@ -2,7 +2,6 @@
 ROCE-COUNTERS blocks, TOOL blocks of roce_pair) against the topology (ethtopo: which guest is a vrnic port, which
 a virtio-net NIC turned into rxe). Each check says what it verified (ROCE ... lines) and returns None or the
 reasons it failed."""
-import json
 import math
 import os
 import re
@@ -11,6 +10,7 @@ import subprocess
 from .. import roce_pcap
 from ..common import say
 from ..ethtopo import guest_ip
+from . import stats
 from .checks_eth import finish, nics, texts, tools
 from .checks_pairs import PP_BYTES, PP_ITERS, PERF_ROW, tool_brief, tool_runs
 
@@ -37,7 +37,7 @@ def gid6(ip6):
 def up_lines(ctx, errs):
     """{guest: match} of every guest's ROCE-UP line: ACTIVE (4), link layer Ethernet, the device kind its NIC
     implies (mlx5_* for a vrnic port, rxe for virtio-net)."""
-    eth = ctx.get("eth")
+    eth = ctx.eth
     ups = {}
     for gi, t in enumerate(texts(ctx)):
         m = ROCE_UP.search(t)
@@ -262,14 +262,14 @@ def check_congestion(ctx, errs):
     """The vrnic servers' congestion counters (stats -> firmware.roce.congestion: the port's CcControl, what
     QUERY_CONG_STATISTICS reads) after the CE-marked run: each port marked frames, its notification point sent CNPs
     and its reaction point handled the peer's."""
-    for i, sv in enumerate(ctx.get("servers", [])):
+    for i in range(len(ctx.servers)):
         try:
-            st = json.loads(sv.command("stats"))
-        except (OSError, ValueError) as e:
+            st = ctx.server_stats(i)
+        except stats.StatsError as e:
             errs.append("vrnic %d: no stats (%s)" % (i, e))
             continue
-        cc = ((st.get("firmware") or {}).get("roce") or {}).get("congestion") or {}
-        marked = (st.get("eth_link") or {}).get("fault_ce_marked", 0)
+        cc = stats.get(st, "firmware", "roce", "congestion", default=None) or {}
+        marked = stats.get(st, "eth_link", "fault_ce_marked", default=0)
         say("ROCE congestion vrnic %d: link CE-marked %d; %s" % (
             i, marked, " ".join("%s=%s" % (k, cc.get(k, "?")) for k in CONGESTION_COUNTERS)))
         for k in ("np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled"):
@@ -389,7 +389,7 @@ def check_roce_rxe(ctx):
     client, and whether the pair passed."""
     errs = []
     up_lines(ctx, errs)
-    eth = ctx["eth"]
+    eth = ctx.eth
     kind = lambda gi: "vrnic" if eth.nics[gi] == "vrnic" else "rxe"
     labels = ["s%d-%s" % (s, t) for s in (0, 1) for t in RXE_TOOLS]
     bad = check_labels(ctx, labels, judge_rxe, "RXE interop", errs)
@@ -419,8 +419,8 @@ def check_roce_pcap(ctx):
     errs = []
     up_lines(ctx, errs)
     check_labels(ctx, ["pcap-ib_write_bw", "pcap-ib_send_lat"], judge_perftest, "PCAP perftest", errs)
-    eth = ctx["eth"]
-    path = os.path.join(eth.pcap_dir or "", "eth0.pcap")
+    eth = ctx.eth
+    path = ctx.capture("eth0.pcap")
     if not eth.pcap_dir or not os.path.exists(path):
         errs.append("no capture %s" % path)
         return finish(ctx, errs)
@@ -498,23 +498,23 @@ RETRANS_COUNTERS = ("out_of_sequence", "duplicate_request", "local_ack_timeout_e
 
 def interact_roce_faults(ctx):
     """netem on every TAP of the bridge (the host's qdisc; absent where the kernel has no sch_netem)."""
-    eth = ctx["eth"]
+    eth = ctx.eth
     ok = []
     for i in range(eth.n):
         rc, out = eth.ns_run(["tc", "qdisc", "add", "dev", eth.tap(i), "root"] + NETEM)
         say("[roce-faults] tc qdisc add dev %s root %s: rc %d %s" % (eth.tap(i), " ".join(NETEM), rc, out.strip()))
         ok.append(rc == 0)
-    ctx["netem"] = all(ok)
+    ctx.notes["netem"] = all(ok)
     return None
 
 
 def check_roce_faults(ctx):
     errs = []
     up_lines(ctx, errs)
-    eth = ctx["eth"]
+    eth = ctx.eth
     port_faults = any(n == "vrnic" for n in eth.nics)
     say("ROCE faults: netem on the TAPs %s; vrnic link faults %s" % (
-        "applied" if ctx.get("netem") else "not available on this host (no sch_netem)",
+        "applied" if ctx.notes.get("netem") else "not available on this host (no sch_netem)",
         "on (%s, seed 7 + guest)" % PORT_FAULTS.replace(",seed=%d", "") if port_faults else "none (no vrnic port)"))
     check_labels(ctx, ["f-ib_write_bw", "f-ib_read_bw"], judge_perftest, "FAULTS perftest", errs)
     check_labels(ctx, ["f-rping"], judge_cm, "FAULTS rping -V", errs)
@@ -526,16 +526,15 @@ def check_roce_faults(ctx):
         say("ROCE faults g%d retransmission counters moved: %s" % (gi, " ".join("%s+%d" % kv for kv in d.items())
                                                                or "(none exposed)"))
         moved[gi] = sum(d.values())
-    for i, sv in enumerate(ctx.get("servers", [])):
+    for i in range(len(ctx.servers)):
         try:
-            st = sv.command("stats")
-        except OSError as e:
+            f = stats.counters(ctx.server_stats(i), r"fault_\w+|\w*retrans\w*|\w*timeout\w*|\w*dup\w*")
+        except stats.StatsError as e:
             errs.append("vrnic %d: no stats (%s)" % (i, e))
             continue
-        f = dict(re.findall(r'"(fault_\w+|\w*retrans\w*|\w*timeout\w*|\w*dup\w*)":\s*(\d+)', st))
         say("ROCE faults vrnic %d stats: %s" % (i, " ".join("%s=%s" % kv for kv in sorted(f.items())) or "none"))
-        if port_faults and not int(f.get("fault_dropped", 0)):
+        if port_faults and not f.get("fault_dropped", 0):
             errs.append("vrnic %d: its link dropped no frame (faults not applied?)" % i)
-    if (ctx.get("netem") or port_faults) and not any(moved.values()):
+    if (ctx.notes.get("netem") or port_faults) and not any(moved.values()):
         errs.append("faults applied but no retransmission counter moved on any guest")
     return finish(ctx, errs)

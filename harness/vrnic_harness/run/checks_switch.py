@@ -104,7 +104,7 @@ def netstat(text, guest):
 
 def switch_health(ctx, errs):
     """The switch guest came up (SWITCH-READY) and did not fail."""
-    t = "\n".join(console_lines(ctx.get("switch_text", "")))
+    t = "\n".join(console_lines(ctx.switch_text))
     m = re.search(r"^SWITCH-READY (.*)$", t, re.M)
     if not m:
         f = re.search(r"GUEST-FAIL (.*)", t)
@@ -119,7 +119,7 @@ def check_eth_switch(ctx):
     errs = []
     up_lines(ctx, errs)
     switch_health(ctx, errs)
-    eth = ctx["eth"]
+    eth = ctx.eth
     r = tools(ctx).get(("tcp-ecn", 1))
     if not r:
         errs.append("iperf3 through the switch did not run")
@@ -129,7 +129,7 @@ def check_eth_switch(ctx):
             errs.append("iperf3 rc %d: %s" % (r["rc"], r["out"].strip()[-200:]))
         else:
             say("SWITCH TCP-ECN iperf3 g1 -> g0: %.1f Mbit/s, %s retransmits" % (res[0] / 1e6, res[2]))
-    st = switch_stats(ctx.get("switch_text", ""))
+    st = switch_stats(ctx.switch_text)
     d = say_switch(st, "before", "after", "egress to g%d" % int(eth.switch.cfg["egress"]))
     if d is None:
         errs.append("no switch counters before and after (SWITCH-STATS before/after)")
@@ -140,7 +140,7 @@ def check_eth_switch(ctx):
         ns.get("TCPDeliveredCE"), {k: v for k, v in ns.items() if "ECN" in k and v}))
     if ns and ns.get("TCPDeliveredCE", 0) <= 0:
         errs.append("the sender's TCP saw no CE echoed back (TcpExt TCPDeliveredCE 0)")
-    pcap = os.path.join(eth.pcap_dir or "", "eth0.pcap")
+    pcap = ctx.capture("eth0.pcap")
     if eth.pcap_dir and os.path.exists(pcap):
         c = ecn_counts(pcap)
         say("SWITCH capture of g0's port (%s): %s" % (pcap, " ".join("%s=%d" % kv for kv in c.items())))

@@ -180,7 +180,7 @@ def check_nfs_rdma(ctx):
     if len(tx) < 2:
         return "two guests expected"
     judge_nfs(tx, tools(ctx), errs)
-    r = bad_lines_reason(ctx["text"])
+    r = bad_lines_reason(ctx.text)
     if r:
         errs.append(r)
     return "; ".join(errs) or None
@@ -252,7 +252,7 @@ def check_ib_ulp(ctx):
     tl = tools(ctx)
     judge_nvme_basic(tx, tl, errs)
     judge_nfs(tx, tl, errs)
-    r = bad_lines_reason(ctx["text"])
+    r = bad_lines_reason(ctx.text)
     if r:
         errs.append(r)
     return "; ".join(errs) or None
@@ -431,7 +431,7 @@ def check_libfabric(ctx):
             errs.append("%s: client rc %d server rc %d" % (lab, c["rc"], s["rc"]))
         elif not any(r[0] == want and r[3] > 0 for r in rows):
             errs.append("%s: no result row for %d B" % (lab, want))
-    r = bad_lines_reason(ctx["text"])
+    r = bad_lines_reason(ctx.text)
     if r:
         errs.append(r)
     return "; ".join(errs) or None

@@ -58,7 +58,7 @@ def check_xsrq_runs(ctx, pairs, multi, what):
         elif role == "client":
             say("%s %-18s client on g%d: success in %s s" % (what, name, r["guest"], r["seconds"]))
     say("%s %d of %d runs passed" % (what, len(expect) - len(errs), len(expect)))
-    reason = bad_lines_reason(ctx["text"])
+    reason = bad_lines_reason(ctx.text)
     if reason:
         errs.append(reason)
     return "; ".join(errs) or None

@@ -1,28 +1,32 @@
 """guest-tests/run - run vrnic guest scenarios (python3 stdlib only).
 
-usage: guest-tests/run [--list | --list-ci | --list-md | --write-md | --self-test] [--ci] [--cache DIR]
-                       [--accel auto|tcg|kvm] [NAME ...]
+usage: guest-tests/run [--list | --list-ci | --list-boots | --list-md | --write-md | --self-test] [--ci]
+                       [--cache DIR] [--accel auto|tcg|kvm] [NAME ...]
   NAME: a scenario (see --list), or "default" (the scenarios the registry marks default: what CI runs, also used
   when no NAME is given), or "all" (every scenario: default + barbench, bench-loopback, bench-2vm);
   "bench" = bench-loopback bench-2vm. --ci: the default set (ci/test runs `guest-tests/run --ci`).
-  --list-ci prints the default set's names, --list-md guest-tests/README.md's scenario table, --write-md rewrites
-  that table in the README; --self-test checks the harness's own rules and that the README table is current.
-For each scenario: builds the server if needed (cargo build --release -p vrnic), starts vrnic server(s)
-and QEMU guest(s) (vrnic_harness.qemu), runs guest-tests/scenarios/<name>.sh as the guest's
-/scenario.sh (appended to the initramfs as a second cpio, so editing a script needs no rebuild),
-echoes the guest console, then prints exactly one line "SCENARIO <name> PASS" or
-"SCENARIO <name> FAIL <reason>". The last line is "N passed, M failed". Exit 0 only if all passed.
-Logs (console, server stderr) go to guest-tests/out/<name>/. The scenarios are registered in
-harness/vrnic_harness/run/registry.py (the only list).
+  --list-ci prints the default set's names, --list-boots which of the scenarios (NAME..., or --ci's) share a
+  boot, --list-md guest-tests/README.md's scenario table, --write-md rewrites that table in the README;
+  --self-test checks the harness's own rules and that the README table is current.
+Builds the server if needed (cargo build --release -p vrnic), then boots: scenarios whose guests and servers are set
+up alike run one after another in one boot of vrnic server(s) and QEMU guest(s) (run/plan.py), each its
+guest-tests/scenarios/<script>.sh as /scenarios/<name>.sh (appended to the initramfs as a second cpio, so editing
+a script needs no rebuild); echoes the guest consoles; prints exactly one line "SCENARIO <name> PASS" or
+"SCENARIO <name> FAIL <reason>" per scenario, judged on its own window of the consoles. The last line is
+"N passed, M failed". Exit 0 only if all passed. Logs (console, server stderr) go to guest-tests/out/<name>/
+(a boot of several scenarios: out/boot-<first>/, and each scenario's window in out/<name>/). The scenarios are
+registered in harness/vrnic_harness/run/registry.py (the only list).
 """
 import argparse
 import os
+import re
 import signal
 import time
 
 from .. import qemu, roce_pcap
 from ..common import GUEST_TESTS, default_cache, say
-from . import checks_switch, checks_ulp, runner
+from . import checks_switch, checks_ulp, plan, runner, stats
+from .boot import Env, Options
 from .console import kernel_health_reason
 from .registry import DEFAULT, MD_BEGIN, MD_END, SCENARIOS, expand, markdown_table
 
@@ -60,11 +64,18 @@ def self_test():
     if kernel_health_reason(warn, allow=r"umr\.c") is not None:
         fails.append("allow pattern ignored")
     # one registry: every scenario has its script and a doc line, and the README's table is generated from it
-    nchecks = len(cases) + 3
+    nchecks = len(cases) + 4
     missing = [n for n, sc in SCENARIOS.items()
-               if not sc.get("doc") or not os.path.exists(os.path.join(GUEST_TESTS, "scenarios", sc.get("script", n) + ".sh"))]
+               if not sc.doc or not os.path.exists(os.path.join(GUEST_TESTS, "scenarios", sc.script_name() + ".sh"))]
     if missing:
         fails.append("scenarios without a doc line or a guest-tests/scenarios script: %s" % " ".join(missing))
+    # the ULP userspace is in a boot only when a scenario asks for it (Scenario.ulp)
+    ulp_tools = re.compile(r"vrnic-ulp-lib|python3|\bfio\b|\bnvme |ucx_|\bfi_(info|pingpong)|mount\.nfs|exportfs")
+    scripts = {n: os.path.join(GUEST_TESTS, "scenarios", sc.script_name() + ".sh") for n, sc in SCENARIOS.items()}
+    need_ulp = [n for n, sc in SCENARIOS.items() if not sc.ulp and os.path.exists(scripts[n]) and
+                ulp_tools.search(open(scripts[n]).read())]
+    if need_ulp:
+        fails.append("scenarios whose script uses the ULP userspace without ulp=True: %s" % " ".join(need_ulp))
     if not DEFAULT:
         fails.append("the registry marks no scenario default (CI would run none)")
     if readme_table() != markdown_table():
@@ -78,6 +89,13 @@ def self_test():
     # the switch guest's counter blocks (tc -s qdisc, ip -s link) and the RED delta between two of them
     nchecks += 1
     fails += ["switch_stats: %s" % f for f in checks_switch.self_test()]
+    # shared boots: the plan of every scenario (and of the default set) keeps the rules of run/plan.py
+    nchecks += 2
+    fails += ["plan: %s" % f for f in plan.self_test(list(SCENARIOS.values()))]
+    fails += ["plan (default set): %s" % f for f in plan.self_test([SCENARIOS[n] for n in DEFAULT])]
+    # the control socket's stats in a scenario's window (run/stats.py)
+    nchecks += 1
+    fails += ["stats: %s" % f for f in stats.self_test()]
     for f in fails:
         say("SELF-TEST FAIL: %s" % f)
     say("%d passed, %d failed" % (nchecks - len(fails), len(fails)))
@@ -89,6 +107,8 @@ def main():
     ap.add_argument("names", nargs="*")
     ap.add_argument("--list", action="store_true", help="every scenario with its doc line")
     ap.add_argument("--list-ci", action="store_true", help="the default set's names, one a line (what CI runs)")
+    ap.add_argument("--list-boots", action="store_true",
+                    help="which scenarios share a boot (of NAME..., else the default set)")
     ap.add_argument("--list-md", action="store_true", help="print guest-tests/README.md's scenario table")
     ap.add_argument("--write-md", action="store_true", help="rewrite the scenario table in guest-tests/README.md")
     ap.add_argument("--ci", action="store_true", help="run the default set (what ci/test runs)")
@@ -106,6 +126,8 @@ def main():
                     help="Ethernet scenarios: virtio = every vrnic port becomes a virtio-net NIC on the same backend "
                          "(no vrnic: validates the topology and the scripts)")
     ap.add_argument("--pcap", action="store_true", help="Ethernet scenarios: capture every port to OUT/eth<i>.pcap")
+    ap.add_argument("--jobs", type=int, help="boots at once (default 1; --ci: 2): two small ones side by side "
+                                              "(run/runner.py run_side_by_side)")
     ap.add_argument("--self-test", action="store_true", help="check the harness's own rules, boot nothing")
     a = ap.parse_args()
 
@@ -127,59 +149,53 @@ def main():
         write_readme_table()
         say("wrote the scenario table of %s" % README)
         return 0
-    runner.SERVER_EXTRA[:] = a.server_arg
-    runner.GUEST_EXTRA[:] = a.guest_arg
-    runner.ONLY_DOORBELL[:] = a.doorbell
-    runner.ETH_NIC[:] = [a.eth_nic] if a.eth_nic else []
-    runner.ETH_PCAP[:] = [True] if a.pcap else []
     if a.list:
         for n, sc in SCENARIOS.items():
-            say("%-13s %s%s" % (n, sc["doc"], "" if n in DEFAULT else "  (not in default set)"))
+            say("%-13s %s%s" % (n, sc.doc, "" if n in DEFAULT else "  (not in default set)"))
         return 0
     if a.ci and a.names:
         say("--ci runs the default set: give no scenario names with it")
         return 2
-    names = expand(a.names)
+    names = list(dict.fromkeys(expand(a.names)))
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
         say("unknown scenario(s): %s (see --list)" % " ".join(unknown))
         return 2
+    options = Options(server_extra=a.server_arg, guest_extra=a.guest_arg, only_doorbell=a.doorbell,
+                      eth_nic=a.eth_nic or "", eth_pcap=a.pcap, jobs=a.jobs or (2 if a.ci else 1))
+    scenarios = [SCENARIOS[n] for n in names]
+    if a.list_boots:
+        for b in plan.plan(scenarios, options.only_doorbell):
+            say(b.describe())
+        return 0
     t0 = time.time()
     cache = os.path.abspath(a.cache)
     qemu.ensure_cache(cache)
     accel = qemu.accel_args(cache, None if a.accel == "auto" else a.accel)
     say("[run] accel: %s" % " ".join(accel))
-    binary = None
-    if a.server:
-        binary = os.path.abspath(a.server)
-        say("[run] server binary %s (given)" % binary)
-    elif any(SCENARIOS[n].get("device") and not (SCENARIOS[n].get("eth") and a.eth_nic == "virtio") for n in names):
-        tb = time.time()
-        try:
-            binary = qemu.server_binary(build=True)
-            say("[run] server binary %s (build %.1f s)" % (binary, time.time() - tb))
-        except Exception as e:  # noqa: BLE001 - reported per scenario
-            binary = e
-            say("[run] server build failed: %s" % e)
-    passed = failed = 0
-    for n in names:
-        ts = time.time()
-        say("[run] ===== scenario %s =====" % n)
-        try:
-            reason = runner.run_scenario(n, SCENARIOS[n], cache, accel, binary, os.path.join(GUEST_TESTS, "out", n))
-        except KeyboardInterrupt as e:  # ^C or SIGTERM: the runner's finally blocks have cleaned up
-            say("SCENARIO %s FAIL interrupted (%s)" % (n, e))
-            return 130
-        except Exception as e:  # noqa: BLE001
-            reason = "harness error: %r" % e
-        say("[run] %s took %.1f s" % (n, time.time() - ts))
-        if reason:
-            failed += 1
-            say("SCENARIO %s FAIL %s" % (n, reason.replace("\n", " ")))
-        else:
-            passed += 1
-            say("SCENARIO %s PASS" % n)
+    env = Env(cache, accel, server(a, scenarios), options)
+    try:
+        results = runner.run_all(env, scenarios)
+    except KeyboardInterrupt:  # ^C or SIGTERM: the runner's finally blocks have cleaned up
+        return 130
     say("[run] total %.1f s" % (time.time() - t0))
-    say("%d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+    say("%d passed, %d failed" % (len(results.passed), len(results.failed)))
+    return 0 if not results.failed else 1
 
+
+def server(a, scenarios):
+    """The server binary: --server, else target/release/vrnic built (when a scenario needs a device); a failed
+    build's exception (each scenario that needs the server then fails with it)."""
+    if a.server:
+        say("[run] server binary %s (given)" % os.path.abspath(a.server))
+        return os.path.abspath(a.server)
+    if not any(sc.device and not (sc.eth and a.eth_nic == "virtio") for sc in scenarios):
+        return None
+    tb = time.time()
+    try:
+        binary = qemu.server_binary(build=True)
+        say("[run] server binary %s (build %.1f s)" % (binary, time.time() - tb))
+        return binary
+    except Exception as e:  # noqa: BLE001 - reported per scenario
+        say("[run] server build failed: %s" % e)
+        return e

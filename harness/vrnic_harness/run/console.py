@@ -17,6 +17,17 @@ MLX5_LINE = re.compile(r"mlx5|infiniband|\bib_|\brdma", re.I)
 BAD_LINE = re.compile(r"cmd timeout|failed|error|health compromised", re.I)
 
 
+def guest_reason(text):
+    """Why one guest's window failed (GUEST-FAIL, the script's exit code, no end line), or None."""
+    m = re.search(r"GUEST-FAIL (.*)", text)
+    if m:
+        return "guest: " + m.group(1).strip()
+    if not re.search(r"VRNIC-SCENARIO-END \S+ rc=0", text):
+        m = re.search(r"VRNIC-SCENARIO-END \S+ rc=(\d+)", text)
+        return "scenario script exit %s" % (m.group(1) if m else "missing")
+    return None
+
+
 def console_lines(text):
     return [re.sub(r"^\[g\d+\] ", "", l) for l in text.split("\n")]
 

@@ -1,271 +1,442 @@
-"""Runs one scenario: servers, guests, interaction, then the scenario's check."""
+"""Runs scenarios: the plan's boots one after another (run/plan.py); in each boot its scenarios one after another,
+each in its window of the consoles (from its VRNIC-SCENARIO-BEGIN to its VRNIC-SCENARIO-END), judged when every guest
+has ended it (the guest's rc and GUEST-FAIL lines, the kernel-health rule, the servers, the scenario's check); then
+the guests are told to go on (qemu/guest/init resets them and begins the next).
+
+A boot that cannot start, or whose guests never reach their first scenario, fails every unit left in it with that
+reason. After a unit that failed (or timed out, or left the guest in a state the reset could not undo) the boot ends
+and the units after it get a new boot: none of them runs in the state a failure left behind."""
 import os
-import re
+import resource
 import shutil
-import subprocess
+import threading
 import time
+from dataclasses import dataclass, field
 
-from .. import ethswitch, ethtopo, qemu, topology
+from .. import qemu
 from ..common import GUEST_TESTS, say
-from .checks_pci import DEFAULT_FW
-from .console import exit_text, kernel_health_reason
-from .registry import DOORBELL_RUNS
+from . import stats
+from .boot import Boot, BootError
+from .console import exit_text, guest_reason, kernel_health_reason
+from .context import GuestWindow, RunContext
+from .guestwait import wait_ends, wait_power_off
+from .plan import BootPlan, plan
+
+OUT = os.path.join(GUEST_TESTS, "out")
+BEGIN_FIRST_S = 120   # from QEMU start to the first scenario's BEGIN (boot)
+BEGIN_NEXT_S = 60     # from "go" to the next scenario's BEGIN
 
 
-# --------------------------------------------------------------------------------------------
-SERVER_EXTRA = []  # --server-arg values (e.g. --trace), appended to every server's arguments
-GUEST_EXTRA = []  # --guest-arg values, appended to every guest's kernel command line
-ONLY_DOORBELL = []  # --doorbell: run only the runs of scenarios with this doorbell mode
-ETH_NIC = []  # --eth-nic virtio: every vrnic port of an Ethernet topology becomes a virtio-net NIC
-ETH_PCAP = []  # --pcap: every port of an Ethernet topology is captured to OUT/eth<i>.pcap
+# ---- per scenario: its runs' verdicts, its SCENARIO line ----------------------------------------------------------
+@dataclass
+class ScenarioState:
+    total: int
+    done: int = 0
+    reasons: list = field(default_factory=list)
+    run_texts: list = field(default_factory=list)
+    failed_runs: list = field(default_factory=list)
+    seconds: float = 0.0
 
 
-def ctx_server_extra():
-    return list(SERVER_EXTRA)
+class Results:
+    """Gathers each scenario's runs; prints `SCENARIO <name> PASS|FAIL <reason>` when its last run is judged."""
 
+    def __init__(self, units):
+        self.lock = threading.RLock()  # boots may run side by side (--jobs)
+        self.state = {}
+        for u in units:
+            self.state.setdefault(u.name, ScenarioState(0)).total += 1
+        self.passed, self.failed = [], []
 
-def guest_reason(g, text):
-    """Why one guest's run failed (GUEST-FAIL, script exit code), or None."""
-    m = re.search(r"GUEST-FAIL (.*)", text)
-    if m:
-        return "guest: " + m.group(1).strip()
-    if not re.search(r"VRNIC-SCENARIO-END \S+ rc=0", text):
-        m = re.search(r"VRNIC-SCENARIO-END \S+ rc=(\d+)", text)
-        return "scenario script exit %s" % (m.group(1) if m else "missing")
-    return None
+    def shared(self, unit):
+        return self.state[unit.name]
 
+    def judge(self, unit, ctx, reason, seconds):
+        """The run's verdict: the check (for each run, or once after the last: scenario.checks_each_run) unless it
+        failed already; a bench's failed run (but the last) becomes NA figures."""
+        with self.lock:
+            return self._judge(unit, ctx, reason, seconds)
 
-def wait_guests(guests, tag, timeout):
-    """Wait for every guest's VRNIC-SCENARIO-END, then give each 8 s from its own end to power off (a driver still
-    tearing down, mlx5_core waiting on its command queue, blocks the kernel's power-off in device_shutdown) before
-    stopping its QEMU: the grace periods run side by side, so with several guests none waits behind another's (a
-    power-off blocked 20 s reads as a hung task). Once one guest has ended with a non-zero rc, the others get 30 s
-    more (their peer is gone)."""
-    pending = list(guests)
-    ending = {}  # guest -> the time its QEMU is stopped if still running
-    end = time.time() + timeout
-    while (pending or ending) and time.time() < end:
-        for g in list(pending):
-            m = g.wait_for(r"VRNIC-SCENARIO-END \S+ rc=(\d+)", timeout=0.2 if len(guests) > 1 else end - time.time())
-            if m is None and g.p.poll() is None:
-                continue
-            pending.remove(g)
-            if m is None:
-                continue
-            if m.group(1) != "0" and pending:
-                end = min(end, time.time() + 30)
-            ending[g] = time.time() + 8
-        for g, t in list(ending.items()):
-            if g.p.poll() is not None:
-                del ending[g]
-            elif time.time() >= t:
-                say("[run] %s/%s: guest did not power off within 8 s of the scenario end; stopping QEMU" % (tag, g.name))
-                g.kill()
-                del ending[g]
-        if ending and not pending:
-            time.sleep(0.2)
-    for g in list(ending) + pending:
-        if len(guests) > 1 and g.p.poll() is None:
-            say("[run] %s/%s: no power-off; stopping QEMU" % (tag, g.name))
-            g.kill()
-
-
-def start_switch(cache, eth, topo, n, name, tag, outdir, accel, timeout):
-    """Boot the switch guest of an Ethernet "switch" topology (ethswitch.py) after the scenario's n guests."""
-    g = ethswitch.boot_switch(cache, eth, topo, n, name, os.path.join(outdir, "initrd-%s-sw" % tag),
-                              os.path.join(outdir, "console-%s-sw.log" % tag), accel, timeout, " ".join(GUEST_EXTRA))
-    say("[run] %s-sw: qemu %s" % (tag, " ".join(g.argv)))
-    return g
-
-
-def stop_switch(ctx, tag):
-    """The scenario's guests are done: give the switch guest 20 s to end (a script's `sw_cmd end`), then stop it;
-    its console goes to ctx["switch_text"]."""
-    sw = ctx["switch"]
-    if not sw.wait_for(r"VRNIC-SCENARIO-END", timeout=20 if sw.p.poll() is None else 0):
-        say("[run] %s-sw: the switch guest got no end command; stopping QEMU" % tag)
-    sw.kill()
-    sw.wait_exit()
-    ctx["switch_text"] = sw.text()
-
-
-def run_scenario(name, sc, cache, accel, binary, outdir):
-    script = os.path.join(GUEST_TESTS, "scenarios", sc.get("script", name) + ".sh")
-    if not os.path.exists(script):
-        return "no script %s" % script
-    if sc.get("device") and isinstance(binary, Exception) and not (sc.get("eth") and ETH_NIC == ["virtio"]):
-        return "server unavailable: %s" % str(binary).strip().splitlines()[0]
-    shutil.rmtree(outdir, ignore_errors=True)
-    os.makedirs(outdir)
-    nguests = sc.get("guests", 1)
-    ctx = {"name": name, "run_texts": [], "fw": sc.get("fw", DEFAULT_FW), "timeout": sc["timeout"]}
-    base_args = list(sc.get("server_args", []))
-    if sc.get("config"):
-        cfg = os.path.join(outdir, "vrnic.toml")
-        with open(cfg, "w") as f:
-            f.write(sc["config"])
-        base_args = ["--config", cfg] + base_args
-    runs = sc.get("runs", [[]])
-    if sc.get("eth_runs"):  # one run per NIC kind on the same topology (bench-eth: vrnic, then virtio-net)
-        runs = [["--eth-nic=" + n] for n in sc["eth_runs"]]
-    if ONLY_DOORBELL and runs is DOORBELL_RUNS:
-        runs = [r for r in runs if r[1] in ONLY_DOORBELL]
-    reason = None
-    for ri, sargs in enumerate(runs):
-        tag = "%s%s" % (name, ("-" + "-".join(a.strip("-") for a in sargs)) if sargs else "")
-        servers, guests = [], []
-        ctx.update(guests=guests, servers=servers, killed_ok=False, switch=None, switch_text="")
-        eth = None
-        run_nic = [a.split("=", 1)[1] for a in sargs if a.startswith("--eth-nic=")]
-        sargs = [a for a in sargs if not a.startswith("--eth-nic=")]
-        if sc.get("eth"):
-            e = sc["eth"]
-            override = run_nic[0] if run_nic else ETH_NIC[0] if ETH_NIC else None
-            eth = ethtopo.EthTopology(e["nics"], link=e.get("link", "udp"), host=e.get("host", False),
-                                      pcap_dir=outdir if ETH_PCAP or e.get("pcap") else None,
-                                      nic_override=None if override == "vrnic" else override, switch=e.get("switch"))
-        ctx["eth"] = eth
-        # link "switch": one more guest, the switch (ethswitch.py), last on the out-of-band link
-        nsw = 1 if eth and eth.switch else 0
-        topo = None
-        if nguests + nsw > 1 or sc.get("fabric"):
-            topo = topology.Topology(nguests + nsw, fabric=bool(sc.get("fabric")) and sc.get("device", False),
-                                     net=nguests + nsw > 1, pcap_dir=outdir if sc.get("pcap") else None)
-            ctx["topology"] = topo
-        try:
-            if eth:
-                eth.start()
-                say("[run] %s: topology: %s" % (tag, eth.describe()))
-            if topo:
-                topo.start(netns=eth.ns if eth else None)
-                say("[run] %s: topology: %s" % (tag, topo.describe()))
-            if nsw:
-                ctx["switch"] = start_switch(cache, eth, topo, nguests, name, tag, outdir, accel, sc["timeout"])
-            for gi in range(nguests):
-                sfx = "" if nguests == 1 else "-g%d" % gi
-                sockets = []
-                if sc.get("device") and (eth is None or eth.has_device(gi)):
-                    if isinstance(binary, Exception) or binary is None:
-                        reason = "server unavailable: %s" % str(binary).strip().splitlines()[0]
-                        break
-                    targs = topo.server_args(gi, binary) if topo else []
-                    if eth:
-                        try:
-                            targs = targs + eth.server_args(gi, binary)
-                        except RuntimeError as e:
-                            reason = str(e)
-                            break
-                    s = qemu.Server(binary, os.path.join(outdir, "vrnic%d.sock" % (ri * nguests + gi)),
-                                 os.path.join(outdir, "vrnic%d.ctl" % (ri * nguests + gi)),
-                                 base_args + targs + sc.get("guest_server_args", lambda i: [])(gi) + sargs
-                                 + ctx_server_extra(),
-                                 log=os.path.join(outdir, "server-%s%s.log" % (tag, sfx)),
-                                 wrap=eth.wrap(gi) if eth else ())
-                    servers.append(s)
-                    if not s.wait_socket():
-                        reason = "server%s did not create %s (rc %s): %s" % (
-                            sfx, s.sock, s.p.poll(), s.log_text().strip()[-300:].replace("\n", " | "))
-                        break
-                    say("[run] %s%s: server pid %d: %s" % (tag, sfx, s.pid, " ".join(s.argv)))
-                    sockets = [s.sock]
-                initrd = qemu.make_initrd(cache, os.path.join(outdir, "initrd-%d%s" % (ri, sfx)),
-                                       qemu.scenario_files(cache, script))
-                append = "vrnic.scenario=%s" % name
-                if nguests > 1:
-                    append += " vrnic.guest=%d vrnic.guests=%d" % (gi, nguests)
-                if topo:
-                    append = (append + " " + topo.append(gi)).strip()
-                if eth:
-                    append = (append + " " + eth.append(gi)).strip()
-                if sc.get("iommu"):
-                    append += " intel_iommu=on iommu=pt"
-                append = " ".join([append] + GUEST_EXTRA)
-                g = qemu.Guest(cache, "g%d" % gi, initrd, append=append, sockets=sockets, accel=accel,
-                            reboot=sc.get("reboot", False), timeout=sc["timeout"],
-                            log=os.path.join(outdir, "console-%s%s.log" % (tag, sfx)), iommu=sc.get("iommu"),
-                            smp=sc.get("smp", 2),
-                            extra=(topo.qemu_args(gi) if topo else []) + (eth.qemu_args(gi) if eth else []),
-                            wrap=eth.wrap(gi) if eth else ())
-                guests.append(g)
-                say("[run] %s%s: qemu %s" % (tag, sfx, " ".join(g.argv)))
-            if reason is not None:
-                for g in guests:
-                    g.kill()
-            else:
-                if sc.get("interact"):
-                    reason = sc["interact"](ctx)
-                if not ctx["killed_ok"]:
-                    wait_guests(guests, tag, sc["timeout"])
-            if ctx["switch"]:
-                stop_switch(ctx, tag)
-            for g in guests:
-                rc, timed_out = g.wait_exit()
-                gtag = tag if nguests == 1 else "%s/%s" % (tag, g.name)
-                if g.marker_wall:
-                    say("BOOT %s: kernel start->init %.2f s (guest uptime), QEMU start->init marker %.2f s wall%s" % (
-                        gtag, g.marker_uptime[0], g.marker_wall[0],
-                        "; later boots: " + ", ".join("%.2f s" % (b - a) for a, b in
-                                                      zip(g.marker_wall, g.marker_wall[1:])) if len(g.marker_wall) > 1 else ""))
-                else:
-                    qerr = [l for l in g.lines if l.startswith("qemu-system-x86_64:") and "warning:" not in l
-                            and "terminating on signal" not in l]
-                    reason = reason or "%sguest never reached /init (no VRNIC-INIT-START marker)%s" % (
-                        "" if nguests == 1 else g.name + ": ",
-                        ("; QEMU: " + qerr[0][len("qemu-system-x86_64:"):].strip()) if qerr else "")
-                gtext = g.text()
-                if reason is None and timed_out and not ctx["killed_ok"]:
-                    reason = "%stimeout after %.0f s (QEMU killed)" % ("" if nguests == 1 else g.name + ": ",
-                                                                     sc["timeout"])
-                if reason is None and not ctx["killed_ok"]:
-                    r = guest_reason(g, gtext)
-                    if r:
-                        reason = r if nguests == 1 else "%s: %s" % (g.name, r)
-                r = kernel_health_reason(gtext, sc.get("kernel_allow"))
-                if r:
-                    reason = reason or (r if nguests == 1 else "%s: %s" % (g.name, r))
-            if ctx["switch"]:
-                r = kernel_health_reason(ctx["switch_text"], sc.get("kernel_allow"))
-                reason = reason or (("switch guest: " + r) if r else None)
-            texts = [g.text() for g in guests]
-            ctx["texts"] = texts
-            if nguests == 1:
-                text = texts[0] if texts else ""
-            else:
-                text = "\n".join("[%s] %s" % (g.name, l) for g in guests for l in g.text().split("\n"))
-            ctx["text"] = text
-            ctx["run_texts"].append((run_nic[0] if run_nic else sargs[-1] if sargs else "default", text))
-            for sv in servers:
-                if not sv.alive() and sv.pid not in ctx.get("expect_dead", ()):
-                    reason = reason or "server pid %d exited early (%s)" % (sv.pid, exit_text(sv.p.returncode))
-            if reason is None and sc.get("check") and ri == len(runs) - 1:
-                reason = sc["check"](ctx)
-            elif reason is None and sc.get("check") and name != "barbench" and not sc.get("eth_runs"):
-                reason = sc["check"](ctx)
-        finally:
-            for g in guests + ([ctx["switch"]] if ctx["switch"] else []):
-                g.kill()
-            for sv in servers:
-                sv.stop()
-                if reason:
-                    tail = sv.log_text().strip().splitlines()[-25:]
-                    if tail:
-                        say("[run] %s: server log tail (%s):" % (tag, sv.logpath))
-                        for l in tail:
-                            say("    " + l)
-            if topo:
-                topo.stop()
-            if eth:
-                eth.stop()
-        if reason and sc.get("eth_runs") and ri < len(runs) - 1:
-            # a bench: a failed run (vrnic not there yet) becomes NA figures; the next NIC kind still runs
-            ctx.setdefault("failed_runs", []).append("[%s] %s" % (tag, reason))
-            say("[run] %s failed: %s (its figures are NA; the next run goes on)" % (tag, reason))
-            if not any(t == (run_nic[0] if run_nic else "default") for t, _ in ctx["run_texts"]):
-                ctx["run_texts"].append((run_nic[0] if run_nic else "default", ""))
+    def _judge(self, unit, ctx, reason, seconds):
+        sc, st = unit.scenario, self.state[unit.name]
+        last = st.done + 1 == st.total
+        st.run_texts.append((unit.run.nic or unit.run.doorbell or "default", ctx.text))
+        if reason is None and (sc.checks_each_run() or last):
+            try:
+                reason = sc.check(ctx)
+            except Exception as e:  # noqa: BLE001 - a check that breaks fails its scenario, not the run
+                reason = "harness error in the check: %r" % e
+        if reason and sc.eth_runs and not last:
+            st.failed_runs.append("[%s] %s" % (unit.tag, reason))
+            say("[run] %s failed: %s (its figures are NA; the next run goes on)" % (unit.tag, reason))
             reason = None
-            continue
         if reason:
-            if len(runs) > 1:
-                reason = "[%s] %s" % (tag, reason)
-            break
-    return reason
+            st.reasons.append("[%s] %s" % (unit.tag, reason) if st.total > 1 else reason)
+        st.done += 1
+        st.seconds += seconds
+        say("[run] %s took %.1f s" % (unit.tag, seconds))
+        if st.done == st.total:
+            self.finish(unit.name, st)
+        return reason
+
+    def fail(self, unit, reason):
+        """A unit that never ran (its boot failed)."""
+        with self.lock:
+            self._fail(unit, reason)
+
+    def _fail(self, unit, reason):
+        st = self.state[unit.name]
+        st.reasons.append("[%s] %s" % (unit.tag, reason) if st.total > 1 else reason)
+        st.done += 1
+        if st.done == st.total:
+            self.finish(unit.name, st)
+
+    def finish(self, name, st):
+        if st.reasons:
+            self.failed.append(name)
+            say("SCENARIO %s FAIL %s" % (name, "; ".join(st.reasons).replace("\n", " ")))
+        else:
+            self.passed.append(name)
+            say("SCENARIO %s PASS" % name)
+
+
+# ---- one window ---------------------------------------------------------------------------------------------------
+class Window:
+    """One unit's window in a running boot."""
+
+    def __init__(self, boot, unit, index, stats_before, results):
+        self.boot, self.unit, self.index = boot, unit, index
+        self.last = index == len(boot.plan.units) - 1
+        self.t_open = time.time()
+        self.deadline = self.t_open + unit.scenario.timeout
+        self.bases = []
+        self.ends = {}
+        self.stuck = set()
+        self.began = False
+        self.reason_ = None
+        sc = unit.scenario
+        share = results.shared(unit)
+        self.ctx = RunContext(name=unit.name, tag=unit.tag, timeout=sc.timeout, fw=sc.fw,
+                              outdir=os.path.join(OUT, unit.name), servers=list(boot.servers), eth=boot.eth,
+                              topology=boot.topo, t_begin=self.t_open, alone=len(boot.plan.units) == 1,
+                              stats_before=stats_before, run_texts=share.run_texts, failed_runs=share.failed_runs)
+        if boot.switch:
+            self.ctx.switch = GuestWindow(boot.switch, 0)
+
+    def wait_begin(self):
+        """Every guest's VRNIC-SCENARIO-BEGIN of this unit; None or why not. The window starts where the last one
+        ended (the first: at the boot's first line), so a kernel line between two scenarios is judged too."""
+        end = min(self.deadline, self.t_open + (BEGIN_NEXT_S if self.index else BEGIN_FIRST_S))
+        line = "VRNIC-SCENARIO-BEGIN " + self.unit.name
+        for i, g in enumerate(self.boot.guests):
+            if g.wait_for(r"^%s$" % line, timeout=max(end - time.time(), 0.1), start=self.boot.marks[i]) is None:
+                return self.no_begin(g)
+            self.bases.append(self.boot.marks[i])
+        self.ctx.guests = [GuestWindow(g, b) for g, b in zip(self.boot.guests, self.bases)]
+        self.began = True
+        return None
+
+    def no_begin(self, g):
+        who = "" if self.boot.n == 1 else g.name + ": "
+        if not g.marker_wall:
+            qerr = [l for l in g.lines if l.startswith("qemu-system-x86_64:") and "warning:" not in l
+                    and "terminating on signal" not in l]
+            return "%sguest never reached /init (no VRNIC-INIT-START marker)%s" % (
+                who, ("; QEMU: " + qerr[0][len("qemu-system-x86_64:"):].strip()) if qerr else "")
+        return "%sthe scenario never began (no VRNIC-SCENARIO-BEGIN %s)" % (who, self.unit.name)
+
+    def interact(self):
+        if not self.unit.scenario.interact:
+            return None
+        try:
+            return self.unit.scenario.interact(self.ctx)
+        except Exception as e:  # noqa: BLE001
+            return "harness error in interact: %r" % e
+
+    def wait_end(self):
+        if self.ctx.killed_ok:
+            return
+        self.ends = wait_ends(self.boot.guests, self.deadline, self.bases)
+        self.stuck = {i for i, rc in self.ends.items() if rc is None and self.boot.guests[i].p.poll() is None}
+
+    def close(self):
+        """Stats at the end; for the boot's last unit (or one that stopped or lost its guests) the power-off; the
+        window's texts."""
+        self.ctx.stats_after = [stats.snapshot(s) if s.alive() else None for s in self.boot.servers]
+        self.ctx.t_end = time.time()
+        if self.ends_boot():
+            ended = [g for i, g in enumerate(self.boot.guests) if self.ctx.killed_ok or self.ends.get(i) is not None]
+            wait_power_off(ended, self.unit.tag)
+            self.stop_switch()
+            for g in self.boot.guests:
+                g.kill()
+                g.wait_exit()
+        texts = [self.window_text(g, i) for i, g in enumerate(self.boot.guests)]
+        self.ctx.texts = texts
+        self.ctx.text = texts[0] if len(texts) == 1 else "\n".join(
+            "[%s] %s" % (g.name, l) for g, t in zip(self.boot.guests, texts) for l in t.split("\n"))
+
+    def ends_boot(self):
+        return self.last or self.ctx.killed_ok or None in self.ends.values()
+
+    def window_text(self, g, i):
+        """Guest i's lines from the unit's BEGIN to its END (the boot's last unit: to the guest's last line)."""
+        with g.cond:
+            lines = g.lines[self.bases[i]:]
+        if not self.ends_boot():
+            end = "VRNIC-SCENARIO-END %s " % self.unit.name
+            n = next((k for k, l in enumerate(lines) if l.startswith(end)), len(lines) - 1)
+            lines = lines[:n + 1]
+            self.boot.marks[i] = self.bases[i] + len(lines)
+        return "\n".join(lines)
+
+    def stop_switch(self):
+        """The scenario's guests are done: the switch guest gets 20 s to end (a script's `sw_cmd end`), then stops;
+        its console goes to ctx.switch_text."""
+        sw = self.boot.switch
+        if not sw:
+            return
+        if not sw.wait_for(r"VRNIC-SCENARIO-END", timeout=20 if sw.p.poll() is None else 0):
+            say("[run] %s-sw: the switch guest got no end command; stopping QEMU" % self.unit.tag)
+        sw.kill()
+        sw.wait_exit()
+        self.ctx.switch_text = sw.text()
+
+    def reason(self):
+        """Why the unit failed before its check, or None: a guest's end (its rc, GUEST-FAIL, no end in time), the
+        kernel-health rule on its window (the switch guest's console too), a server that exited."""
+        sc, ctx = self.unit.scenario, self.ctx
+        ended, missing, health = [], [], []
+        for i, (g, text) in enumerate(zip(self.boot.guests, ctx.texts)):
+            who = "" if self.boot.n == 1 else g.name + ": "
+            if i in self.stuck:
+                missing.append("%stimeout after %.0f s (QEMU killed)" % (who, sc.timeout))
+            elif not ctx.killed_ok and guest_reason(text):
+                ended.append(who + guest_reason(text))
+            r = kernel_health_reason(text, sc.kernel_allow)
+            if r:
+                health.append(who + r)
+        if self.boot.switch:
+            r = kernel_health_reason(ctx.switch_text, sc.kernel_allow)
+            if r:
+                health.append("switch guest: " + r)
+        for sv in self.boot.servers:
+            if not sv.alive() and sv.pid not in ctx.expect_dead:
+                health.append("server pid %d exited early (%s)" % (sv.pid, exit_text(sv.p.returncode)))
+        return (ended + missing + health or [None])[0]
+
+    def write_logs(self):
+        """A boot of several units: each unit's window of each console in out/<name>/console-<tag>[-g<i>].log."""
+        if self.ctx.alone:
+            return
+        for g, t in zip(self.boot.guests, self.ctx.texts):
+            sfx = "" if self.boot.n == 1 else "-" + g.name
+            with open(os.path.join(self.ctx.outdir, "console-%s%s.log" % (self.unit.tag, sfx)), "w") as f:
+                f.write(t + "\n")
+
+    def go_on(self):
+        """Whether the boot can take its next unit."""
+        if self.last or self.ctx.killed_ok:
+            return False
+        if any("VRNIC-RESET-DIRTY" in t for t in self.ctx.texts):
+            say("[run] %s: the guest reset left state behind: a new boot for the rest" % self.unit.tag)
+            return False
+        return all(g.p.poll() is None for g in self.boot.guests)
+
+
+def run_window(boot, unit, index, stats_before, results):
+    """Runs one unit in the boot (the next ones: after the guests are told to go on); its Window, reason set."""
+    w = Window(boot, unit, index, stats_before, results)
+    if index:
+        for g in boot.guests:
+            g.send("go")
+    w.reason_ = w.wait_begin()
+    if w.reason_:
+        return w
+    w.reason_ = w.interact()
+    w.wait_end()
+    w.close()
+    w.reason_ = w.reason_ or w.reason()
+    w.write_logs()
+    return w
+
+
+# ---- one boot -------------------------------------------------------------------------------------------------------
+def boot_dir(bp):
+    names = {u.name for u in bp.units}
+    return os.path.join(OUT, names.pop() if len(names) == 1 else bp.tag)
+
+
+def child_cpu():
+    """CPU seconds of the processes this harness started and reaped (QEMU, servers, tools)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def say_boots(boot):
+    for g in boot.guests:
+        gtag = boot.plan.tag if boot.n == 1 else "%s/%s" % (boot.plan.tag, g.name)
+        if g.marker_wall:
+            say("BOOT %s: kernel start->init %.2f s (guest uptime), QEMU start->init marker %.2f s wall%s" % (
+                gtag, g.marker_uptime[0], g.marker_wall[0],
+                "; later boots: " + ", ".join("%.2f s" % (b - a) for a, b in zip(g.marker_wall, g.marker_wall[1:]))
+                if len(g.marker_wall) > 1 else ""))
+
+
+LIVE = set()  # the boots running now (a ^C or SIGTERM stops them all)
+LIVE_LOCK = threading.Lock()
+
+
+def run_boot(env, units, results):
+    """Boots the guests for these units and runs them until one fails or the last is done; the number judged."""
+    bp = BootPlan(units)
+    boot = Boot(env, bp, boot_dir(bp))
+    os.makedirs(boot.outdir, exist_ok=True)
+    with LIVE_LOCK:
+        LIVE.add(boot)
+    say("[run] ===== boot %s =====" % bp.describe())
+    t0, cpu0, done, failed = time.time(), child_cpu(), 0, False
+    try:
+        try:
+            boot.start()
+        except Exception as e:  # noqa: BLE001 - BootError, a segment that cannot be made, a harness bug
+            failed = True
+            for u in units:
+                results.fail(u, "boot: %s" % (e if isinstance(e, (BootError, RuntimeError, OSError)) else repr(e)))
+            return len(units)
+        before = [stats.snapshot(s) for s in boot.servers]
+        for k, u in enumerate(units):
+            tu = time.time()
+            w = run_window(boot, u, k, before, results)
+            if not w.began and k == 0:  # the guests never reached the first scenario: the boot failed
+                failed = True
+                for x in units:
+                    results.fail(x, w.reason_)
+                return len(units)
+            reason = results.judge(u, w.ctx, w.reason_, time.time() - tu)
+            done += 1
+            before = w.ctx.stats_after
+            if reason or not w.began or not w.go_on():
+                failed = failed or bool(reason)
+                break
+        return done
+    finally:
+        boot.stop(failed)
+        with LIVE_LOCK:
+            LIVE.discard(boot)
+        for g in boot.guests:
+            g.wait_exit()
+        say_boots(boot)
+        say("[run] boot %s took %.1f s%s" % (bp.tag, time.time() - t0, "" if env.options.jobs > 1 else
+                                               " (its QEMUs and servers: %.1f s of CPU)" % (child_cpu() - cpu0)))
+
+
+# ---- the whole run --------------------------------------------------------------------------------------------------
+def prepare_dirs(boots):
+    for bp in boots:
+        for d in {os.path.join(OUT, u.name) for u in bp.units} | {boot_dir(bp)}:
+            shutil.rmtree(d, ignore_errors=True)
+            os.makedirs(d)
+
+
+def build_initrd(env, scenarios):
+    """The run's initramfs: the base + every scenario's script as /scenarios/<name>.sh (one for every boot), and the
+    same with the ULP userspace when a scenario needs it."""
+    os.makedirs(OUT, exist_ok=True)
+    scripts = {sc.name: os.path.join(GUEST_TESTS, "scenarios", sc.script_name() + ".sh") for sc in scenarios}
+    files = qemu.scenario_files(env.cache, scripts)
+    env.initrd = qemu.make_initrd(env.cache, os.path.join(OUT, "initrd"), files)
+    if any(sc.ulp for sc in scenarios):
+        env.initrd_ulp = qemu.make_initrd(env.cache, os.path.join(OUT, "initrd-ulp"), files, ulp=True)
+
+
+def run_all(env, scenarios):
+    """Every scenario (in order) through its boots; the Results."""
+    boots = plan(scenarios, env.options.only_doorbell)
+    results = Results([u for b in boots for u in b.units])
+    missing = [sc for sc in scenarios if not os.path.exists(os.path.join(GUEST_TESTS, "scenarios",
+                                                                         sc.script_name() + ".sh"))]
+    for sc in missing:
+        results.finish(sc.name, ScenarioState(1, reasons=["no script %s.sh" % sc.script_name()]))
+    boots = [BootPlan([u for u in b.units if u.scenario not in missing]) for b in boots]
+    boots = [b for b in boots if b.units]
+    say("[run] %d scenarios in %d boots:" % (len(scenarios), len(boots)))
+    for b in boots:
+        say("[run]   %s" % b.describe())
+    prepare_dirs(boots)
+    build_initrd(env, scenarios)
+    try:
+        if env.options.jobs > 1:
+            run_side_by_side(env, boots, results)
+        else:
+            for bp in boots:
+                run_group(env, bp, results)
+    except KeyboardInterrupt as e:
+        with LIVE_LOCK:
+            for b in list(LIVE):
+                b.stop(True)
+        for name, st in results.state.items():
+            if st.done < st.total:
+                say("SCENARIO %s FAIL interrupted (%s)" % (name, e))
+        raise
+    return results
+
+
+def run_group(env, bp, results):
+    """The plan's boot bp, and a new boot for the units after one that failed (or left state behind)."""
+    pending = list(bp.units)
+    while pending:
+        try:
+            pending = pending[run_boot(env, pending, results):]
+        except Exception as e:  # noqa: BLE001 - a harness bug fails what is left of the group, not the run
+            for u in pending:
+                if results.state[u.name].done < results.state[u.name].total:
+                    results.fail(u, "harness error: %r" % e)
+            return
+        if pending:
+            say("[run] a new boot for the rest of %s: %s" % (bp.tag, " ".join(u.tag for u in pending)))
+
+
+# ---- boots side by side (--jobs 2) ---------------------------------------------------------------------------------
+VCPU_BUDGET = 6   # vCPUs of the boots running at once: one guest + one guest, one guest + two guests
+
+
+def vcpus(bp):
+    sc = bp.units[0].scenario
+    return 2 * sc.guests + (1 if sc.eth and sc.eth.link == "switch" else 0)
+
+
+def exclusive(bp):
+    """Three guests or a switch guest: the boot runs by itself (its checks time things across guests)."""
+    return vcpus(bp) > VCPU_BUDGET - 2
+
+
+def run_side_by_side(env, boots, results):
+    """At most env.options.jobs boots at once, their vCPUs within VCPU_BUDGET, an exclusive one by itself; each
+    starts in plan order as soon as it fits."""
+    pending, running, cond = list(boots), {}, threading.Condition()
+
+    def lane(bp):
+        try:
+            run_group(env, bp, results)
+        finally:
+            with cond:
+                del running[bp.tag]
+                cond.notify_all()
+
+    def fits(bp):
+        if not running:
+            return True
+        if exclusive(bp) or any(exclusive(b) for b in running.values()) or len(running) >= env.options.jobs:
+            return False
+        return sum(vcpus(b) for b in running.values()) + vcpus(bp) <= VCPU_BUDGET
+
+    with cond:
+        while pending or running:
+            nxt = next((bp for bp in pending if fits(bp)), None)
+            if nxt is None:
+                cond.wait(1)
+                continue
+            pending.remove(nxt)
+            running[nxt.tag] = nxt
+            threading.Thread(target=lane, args=(nxt,), daemon=True, name="boot-" + nxt.tag).start()
