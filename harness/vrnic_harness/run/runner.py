@@ -263,8 +263,9 @@ def run_window(boot, unit, index, stats_before, results):
 
 # ---- one boot -------------------------------------------------------------------------------------------------------
 def boot_dir(bp):
-    names = {u.name for u in bp.units}
-    return os.path.join(OUT, names.pop() if len(names) == 1 else bp.tag)
+    """The boot's directory (sockets, server logs, captures): named by its tag, so the trap and the poll boot of one
+    scenario, side by side, never share one."""
+    return os.path.join(OUT, bp.tag)
 
 
 def child_cpu():

@@ -115,6 +115,13 @@ impl Core {
             if items.is_empty() {
                 return;
             }
+            // A CQE tells the guest its message arrived, and the guest may
+            // destroy the QP at once (ibv_rc_pingpong after its last
+            // receive): the ACKs still coalescing for what arrived leave
+            // first, or the peer's SEND would end in RETRY_EXC_ERR.
+            if items.iter().any(|p| matches!(p, Pending::Complete { .. })) {
+                self.engine.flush_acks();
+            }
             for p in items {
                 match p {
                     Pending::Complete { cqn, index, c } => {

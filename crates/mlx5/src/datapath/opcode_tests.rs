@@ -411,3 +411,52 @@ fn every_opcode_on_ud() {
         assert_eq!(cqe_at(&s.t, s.cq_buf, 2), None);
     }
 }
+
+/// The responder's ACK leaves no later than the receive CQE: a guest that
+/// sees the CQE may destroy its QP at once (ibv_rc_pingpong after its last
+/// receive), and an ACK still coalescing then is never sent (the peer's
+/// SEND ends in RETRY_EXC_ERR). B's handler gets A's SEND without the end of
+/// the burst (no flush): the CQE is written and the ACK is already queued.
+#[test]
+fn the_ack_of_a_send_leaves_before_its_receive_cqe() {
+    use crate::datapath::FwHandler;
+    use crate::test_support::{FirmwareBuilder, Limits, PortConfig};
+    use std::sync::{Arc, Mutex};
+    use vrnic_fabric::{PacketHandler, RxMeta};
+
+    /// A handler whose bursts never end.
+    struct NoFlush(FwHandler);
+    impl PacketHandler for NoFlush {
+        fn receive(&self, meta: &RxMeta, pkt: &[u8]) {
+            self.0.receive(meta, pkt)
+        }
+        fn flush(&self) {}
+    }
+
+    let (net, mut a, mut b) = rc_pair(QP_BUF);
+    b.t.mem.put(QP_BUF, &data_seg(256, b.key, DATA + 0x1000));
+    b.t.mem.put(QP_DBR, &1u32.to_be_bytes());
+    a.t.mem.put(DATA, &[9u8; 8]);
+    put_rc_wqe(&a, b.key, 0, opcode::SEND, CTRL_CQ_UPDATE);
+    ring(&mut a, 1);
+    assert_eq!(net.pending(), 1, "A's SEND is on the wire");
+    let fresh = |t: &Bench| {
+        FirmwareBuilder::new(t.mem.clone(), t.irqs.clone(), PortConfig::new(0, 0, 0, 0), Limits::default())
+            .build()
+            .expect("command table")
+    };
+    let idle = fresh(&b.t);
+    let fb = Arc::new(Mutex::new(std::mem::replace(&mut b.t.fw, idle)));
+    let hb = NoFlush(FwHandler(fb.clone()));
+    struct Nobody;
+    impl PacketHandler for Nobody {
+        fn receive(&self, _: &RxMeta, _: &[u8]) {}
+    }
+    assert_eq!(net.pump(&[&Nobody, &hb], 1), 1);
+    drop(hb);
+    b.t.fw = Arc::try_unwrap(fb).ok().unwrap().into_inner().unwrap();
+    let c = cqe_at(&b.t, b.cq_buf, 0).expect("B's receive CQE");
+    assert_eq!((c.opcode, c.qpn), (op::RESP_SEND, b.qpn));
+    assert_eq!(b.t.mem.get(DATA + 0x1000, 8), vec![9; 8]);
+    assert_eq!(net.pending(), 1, "B's ACK is queued to A by the time its CQE is visible");
+}
