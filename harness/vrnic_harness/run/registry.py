@@ -108,7 +108,7 @@ SCENARIOS = {
                       "9 PathRecords, sminfo the SM at lid 1 (g0's port GUID, SMINFO_MASTER); ibnetdiscover from "
                       "g0 and g2 (directed routes through the modeled switch) lists the three CAs and one 3-port "
                       "switch; ibroute 4 shows the switch's LFT (lid k -> port k, its own LID -> port 0)"),
-    "ipoib": Scenario(shares_driver=True, default=True, device=True, guests=3, fabric=True, timeout=600, check=check_ipoib,
+    "ipoib": Scenario(shares_driver=True, last="unloading ib_ipoib after its connected-mode traffic can race its multicast teardown (a WARNING in ipoib_transport_dev_cleanup, once in three CI runs): the boot powers off after it", default=True, device=True, guests=3, fabric=True, timeout=600, check=check_ipoib,
                   doc="IPoIB between three guests on the UDP fabric: ib0 joins the broadcast group through vrnic's SA "
                       "and gets carrier; datagram mode (ARP over UD multicast to MLID 0xC000, unicast UD with SA "
                       "PathRecords): each guest pings the other two 1000 times at 10 ms with 0% loss, iperf3 TCP "
