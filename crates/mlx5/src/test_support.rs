@@ -303,22 +303,24 @@ pub(crate) fn pair_of(a_qp_buf: u64, st: u64) -> (Arc<vrnic_fabric::InProcNet>, 
     (net, a, b)
 }
 
+/// Moves `t`'s firmware behind a mutex, for a packet handler (an idle one
+/// takes its place); [`restore_fw`] puts it back.
+pub(crate) fn shared_fw(t: &mut Bench) -> Arc<std::sync::Mutex<crate::firmware::Firmware>> {
+    let idle = FirmwareBuilder::new(t.mem.clone(), t.irqs.clone(), PortConfig::new(0, 0, 0, 0), Limits::default())
+        .build()
+        .expect("command table");
+    Arc::new(std::sync::Mutex::new(std::mem::replace(&mut t.fw, idle)))
+}
+
+/// Puts back a firmware [`shared_fw`] took (its handlers dropped).
+pub(crate) fn restore_fw(t: &mut Bench, fw: Arc<std::sync::Mutex<crate::firmware::Firmware>>) {
+    t.fw = Arc::try_unwrap(fw).ok().expect("no handler left").into_inner().expect("not poisoned");
+}
+
 /// Runs both firmwares' packet handlers until the network is quiet.
 pub(crate) fn pump(net: &vrnic_fabric::InProcNet, a: &mut Side, b: &mut Side) {
     use super::datapath::FwHandler;
-    use std::sync::Mutex;
-    let fa = Arc::new(Mutex::new(std::mem::replace(
-        &mut a.t.fw,
-        FirmwareBuilder::new(a.t.mem.clone(), a.t.irqs.clone(), PortConfig::new(0, 0, 0, 0), Limits::default())
-            .build()
-            .expect("command table"),
-    )));
-    let fb = Arc::new(Mutex::new(std::mem::replace(
-        &mut b.t.fw,
-        FirmwareBuilder::new(b.t.mem.clone(), b.t.irqs.clone(), PortConfig::new(0, 0, 0, 0), Limits::default())
-            .build()
-            .expect("command table"),
-    )));
+    let (fa, fb) = (shared_fw(&mut a.t), shared_fw(&mut b.t));
     let (ha, hb) = (FwHandler(fa.clone()), FwHandler(fb.clone()));
     for _ in 0..100 {
         if net.pump(&[&ha, &hb], 10_000) == 0 {
@@ -326,8 +328,8 @@ pub(crate) fn pump(net: &vrnic_fabric::InProcNet, a: &mut Side, b: &mut Side) {
         }
     }
     drop((ha, hb));
-    a.t.fw = Arc::try_unwrap(fa).ok().unwrap().into_inner().unwrap();
-    b.t.fw = Arc::try_unwrap(fb).ok().unwrap().into_inner().unwrap();
+    restore_fw(&mut a.t, fa);
+    restore_fw(&mut b.t, fb);
 }
 
 pub(crate) fn ctrl_seg(op: u8, idx: u16, qpn: u32, ds: u8) -> [u8; 16] {

@@ -420,8 +420,7 @@ fn every_opcode_on_ud() {
 #[test]
 fn the_ack_of_a_send_leaves_before_its_receive_cqe() {
     use crate::datapath::FwHandler;
-    use crate::test_support::{FirmwareBuilder, Limits, PortConfig};
-    use std::sync::{Arc, Mutex};
+    use crate::test_support::{restore_fw, shared_fw};
     use vrnic_fabric::{PacketHandler, RxMeta};
 
     /// A handler whose bursts never end.
@@ -440,13 +439,7 @@ fn the_ack_of_a_send_leaves_before_its_receive_cqe() {
     put_rc_wqe(&a, b.key, 0, opcode::SEND, CTRL_CQ_UPDATE);
     ring(&mut a, 1);
     assert_eq!(net.pending(), 1, "A's SEND is on the wire");
-    let fresh = |t: &Bench| {
-        FirmwareBuilder::new(t.mem.clone(), t.irqs.clone(), PortConfig::new(0, 0, 0, 0), Limits::default())
-            .build()
-            .expect("command table")
-    };
-    let idle = fresh(&b.t);
-    let fb = Arc::new(Mutex::new(std::mem::replace(&mut b.t.fw, idle)));
+    let fb = shared_fw(&mut b.t);
     let hb = NoFlush(FwHandler(fb.clone()));
     struct Nobody;
     impl PacketHandler for Nobody {
@@ -454,7 +447,7 @@ fn the_ack_of_a_send_leaves_before_its_receive_cqe() {
     }
     assert_eq!(net.pump(&[&Nobody, &hb], 1), 1);
     drop(hb);
-    b.t.fw = Arc::try_unwrap(fb).ok().unwrap().into_inner().unwrap();
+    restore_fw(&mut b.t, fb);
     let c = cqe_at(&b.t, b.cq_buf, 0).expect("B's receive CQE");
     assert_eq!((c.opcode, c.qpn), (op::RESP_SEND, b.qpn));
     assert_eq!(b.t.mem.get(DATA + 0x1000, 8), vec![9; 8]);
