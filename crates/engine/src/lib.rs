@@ -34,6 +34,8 @@ mod rc_tests;
 #[cfg(test)]
 mod responder_tests;
 #[cfg(test)]
+mod scale_tests;
+#[cfg(test)]
 mod test_support;
 #[cfg(test)]
 mod ud_uc_tests;

@@ -241,3 +241,26 @@ fn rc_mixed_operations_under_loss() {
     let c = p.a.eng.lock().counters();
     assert!(c.retransmissions > 0, "{c:?}");
 }
+
+/// ACKs late past the ACK timeout: the requester goes back and resends as
+/// much as its halved window allows; then the late ACKs of the first
+/// transmission arrive, covering all 100 WRITEs. Each of them completes
+/// (before the fix, the completer took the rewound cursor for "not sent
+/// yet", stopped at the first WR past it, and the ACK moved the cursor
+/// past the rest: 36 WRs acknowledged and never completed, no timer left).
+#[test]
+fn a_late_ack_completes_what_a_go_back_rewound_over() {
+    let delay = FaultRates { delay: 1.0, delay_us: 10_000, classes: vec![OpClass::Ack], ..Default::default() };
+    let p = Pair::new(1 << 20, &[FaultConfig::default(), FaultConfig { seed: 1, tx: delay, ..Default::default() }]);
+    let (qa, qb) = p.qps(QpType::Rc, 1024);
+    let _ = qb;
+    let n = 100u64;
+    for i in 0..n {
+        let wr =
+            SendWr { remote_addr: BASE + i * 64, rkey: p.b.key, ..send(i, WrOpcode::Write, vec![p.a.sge(BASE, 64)]) };
+        p.a.eng.lock().post_send(qa, wr).unwrap();
+    }
+    assert!(p.run(|p| p.a.cqes().len() as u64 >= n), "every WRITE completes: {} of {n}", p.a.cqes().len());
+    assert!(p.a.cqes().iter().all(|c| c.status == WcStatus::Success));
+    assert!(p.a.eng.lock().counters().timeouts > 0, "the ACKs came after the timeout");
+}

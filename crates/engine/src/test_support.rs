@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 
 use super::*;
-pub use vrnic_fabric::fault::{FaultConfig, FaultRates, Rng};
+pub use vrnic_fabric::fault::{FaultConfig, FaultRates, OpClass, Rng};
 use vrnic_fabric::{Endpoint, InProcNet, PacketHandler, PacketSink};
 pub use vrnic_sys::clock::{Clock, ManualClock};
 
@@ -228,8 +228,19 @@ pub struct Pair {
 
 impl Pair {
     pub fn new(mem: usize, faults: &[FaultConfig]) -> Pair {
+        Pair::build(mem, faults, |_, _| {})
+    }
+
+    /// [`Pair::new`] with `setup` run on the net before the engines take
+    /// their sinks (a bounded receive buffer, flow control).
+    pub fn build(
+        mem: usize,
+        faults: &[FaultConfig],
+        setup: impl FnOnce(&mut Arc<InProcNet>, &Arc<ManualClock>),
+    ) -> Pair {
         let clock = Arc::new(ManualClock::default());
-        let net = InProcNet::new(&[endpoint(1), endpoint(2)], faults, clock.clone());
+        let mut net = InProcNet::new(&[endpoint(1), endpoint(2)], faults, clock.clone());
+        setup(&mut net, &clock);
         net.port(0).set_gid_table(vec![gid0(0xa1), gid0(0)]);
         net.port(1).set_gid_table(vec![gid0(0xb1)]);
         let a = Node::new(1, mem, net.sink(0), clock.clone());

@@ -53,6 +53,13 @@ pub struct FabricConfig {
     /// Deliver traffic to this port's own QPs on the doorbell's thread
     /// ([`LoopbackPump`]) rather than through the worker's wake-up.
     pub inline_loopback: bool,
+    /// Link-level flow control toward the peers (`credit.rs`): a sender
+    /// holds what the peer's receive buffer has no room for, as an
+    /// InfiniBand link does, instead of losing it in a full socket.
+    pub flow_control: bool,
+    /// Receive buffer granted to each peer, bytes (at most a quarter of the
+    /// socket buffer the kernel gave, shared among the peers).
+    pub flow_control_window: usize,
 }
 
 impl Default for FabricConfig {
@@ -67,6 +74,8 @@ impl Default for FabricConfig {
             pcap_max_bytes: super::pcap::DEFAULT_MAX_BYTES,
             socket_buffer: 4 << 20,
             inline_loopback: true,
+            flow_control: true,
+            flow_control_window: 512 << 10,
         }
     }
 }

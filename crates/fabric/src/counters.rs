@@ -77,6 +77,18 @@ counters!(
     cnp_received,
     /// Packets not captured because the pcap file reached its size cap.
     pcap_dropped,
+    /// Link-level flow control (`credit.rs`): FCPs sent and received;
+    /// datagrams that waited for credit; times a route started holding its
+    /// senders; datagrams discarded after a route granted nothing for the
+    /// stall time (a peer gone).
+    fc_packets_sent,
+    fc_packets_received,
+    fc_held,
+    fc_blocked,
+    fc_discards,
+    /// Datagrams the kernel dropped because the socket's receive buffer was
+    /// full (SO_MEMINFO's drop count, as last read).
+    rx_socket_drops,
 });
 
 #[inline]

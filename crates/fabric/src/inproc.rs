@@ -5,6 +5,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use super::buf::BufPool;
+use super::counters::bump;
+use super::credit::DATAGRAM_OVERHEAD;
 use super::fault::FaultConfig;
 use super::link::Link;
 use super::port::Port;
@@ -18,6 +20,12 @@ pub struct InProcNet {
     ports: Vec<Port>,
     queue: Mutex<VecDeque<(usize, usize, Vec<u8>)>>,
     free: BufPool,
+    /// A model of each port's socket receive buffer (bytes; `None`:
+    /// unbounded): what arrives beyond it is dropped and counted in
+    /// `rx_socket_drops`, as a full socket drops it.
+    rx_buffer: Option<usize>,
+    /// What each port's modeled buffer holds now, charged as the kernel charges a datagram.
+    rx_held: Mutex<Vec<usize>>,
 }
 
 /// The sink of one port of an [`InProcNet`].
@@ -44,6 +52,9 @@ impl PacketSink for InProcSink {
         let port = &self.net.ports[self.index];
         port.transmit(dest, pkt, &InProcLink { net: &self.net, index: self.index });
     }
+    fn ready(&self, dest: &Dest) -> bool {
+        self.net.ports[self.index].ready(dest, &InProcLink { net: &self.net, index: self.index })
+    }
     fn gid(&self, index: u8) -> Option<[u8; 16]> {
         self.net.ports[self.index].gid(index)
     }
@@ -54,7 +65,7 @@ impl InProcNet {
     /// applies to port i (missing entries: none).
     pub fn new(endpoints: &[Endpoint], faults: &[FaultConfig], clock: Arc<dyn Clock>) -> Arc<InProcNet> {
         let clean = faults.iter().all(|f| f.tx.is_none() && f.rx.is_none());
-        let ports = endpoints
+        let ports: Vec<Port> = endpoints
             .iter()
             .enumerate()
             .map(|(i, ep)| {
@@ -73,7 +84,14 @@ impl InProcNet {
                 p
             })
             .collect();
-        Arc::new(InProcNet { ports, queue: Mutex::new(VecDeque::new()), free: BufPool::new(256) })
+        let n = ports.len();
+        Arc::new(InProcNet {
+            ports,
+            queue: Mutex::new(VecDeque::new()),
+            free: BufPool::new(256),
+            rx_buffer: None,
+            rx_held: Mutex::new(vec![0; n]),
+        })
     }
 
     pub fn sink(self: &Arc<Self>, index: usize) -> Arc<dyn PacketSink> {
@@ -86,6 +104,15 @@ impl InProcNet {
 
     fn route(&self, from: usize, tag: Route, bytes: &[u8]) {
         let to = if tag == LOCAL { from } else { self.ports[from].peers()[tag as usize].index };
+        if let Some(cap) = self.rx_buffer.filter(|_| to != from) {
+            let mut held = self.rx_held.lock().unwrap_or_else(|e| e.into_inner());
+            let charge = bytes.len() + DATAGRAM_OVERHEAD;
+            if held[to] + charge > cap {
+                bump(&self.ports[to].counters.rx_socket_drops, 1);
+                return;
+            }
+            held[to] += charge;
+        }
         let b = self.free.copy_of(bytes);
         if let Ok(mut q) = self.queue.lock() {
             q.push_back((to, from, b));
@@ -108,14 +135,23 @@ impl InProcNet {
                     h.receive(m, b)
                 }
             };
-            p.release_due(&InProcLink { net: self, index: i }, &mut d);
+            if p.release_due(&InProcLink { net: self, index: i }, &mut d) {
+                if let Some(h) = handlers.get(i) {
+                    h.tx_ready();
+                }
+            }
         }
         while n < limit {
             let item = self.queue.lock().ok().and_then(|mut q| q.pop_front());
             let Some((to, from, mut bytes)) = item else { break };
+            if self.rx_buffer.is_some() && to != from {
+                let mut held = self.rx_held.lock().unwrap_or_else(|e| e.into_inner());
+                held[to] = held[to].saturating_sub(bytes.len() + DATAGRAM_OVERHEAD);
+            }
             let src = self.ports[from].local();
             if let Some(h) = handlers.get(to) {
-                self.ports[to].accept(src, &mut bytes, &mut |m, b| h.receive(m, b));
+                let link = InProcLink { net: self, index: to };
+                self.ports[to].accept(src, &mut bytes, &link, &mut |m, b| h.receive(m, b));
             }
             self.free.give(bytes);
             n += 1;
@@ -128,7 +164,40 @@ impl InProcNet {
         for h in handlers {
             h.flush();
         }
+        // The end of the pass: each port's flow control packets, and the
+        // senders a route let go.
+        for (i, p) in self.ports.iter().enumerate() {
+            let mut d = |m: &RxMeta, b: &[u8]| {
+                if let Some(h) = handlers.get(i) {
+                    h.receive(m, b)
+                }
+            };
+            if p.release_due(&InProcLink { net: self, index: i }, &mut d) {
+                if let Some(h) = handlers.get(i) {
+                    h.tx_ready();
+                }
+            }
+        }
         n
+    }
+
+    /// Bounds each port's receive buffer at `bytes` (a model of a socket's:
+    /// what does not fit is dropped and counted). Call before taking sinks.
+    pub fn limit_receive_buffer(self: &mut Arc<Self>, bytes: usize) {
+        if let Some(net) = Arc::get_mut(self) {
+            net.rx_buffer = Some(bytes);
+        }
+    }
+
+    /// Turns link-level flow control on at every port (`credit.rs`), each
+    /// granting its peers `window_bytes`: a model of a receiver with that
+    /// much buffer, for tests of what holds a sender.
+    pub fn enable_flow_control(self: &mut Arc<Self>, window_bytes: usize, clock: Arc<dyn Clock>) {
+        if let Some(net) = Arc::get_mut(self) {
+            for p in &mut net.ports {
+                p.enable_flow_control(window_bytes, clock.clone());
+            }
+        }
     }
 
     /// The earliest held-packet deadline of any port.

@@ -13,7 +13,9 @@
 //! DLID), GRH framing and the DGID check against the port's GID table, ICRC
 //! fill and check. Between the port and its link sit the middleware
 //! (`middleware.rs`): fault injection, then pcap capture and the counters,
-//! wrapping whichever link is below. The UDP link's tokio worker
+//! wrapping whichever link is below, and on the UDP link the link-level
+//! flow control (`credit.rs`) that holds a sender instead of overflowing the
+//! receiver's socket. The UDP link's tokio worker
 //! (`worker.rs`) receives and runs the [`PacketHandler`]'s timers; a
 //! spinning thread can receive itself (`poller.rs`). Configuration is
 //! `config.rs`; every socket option and `sendmmsg`/`recvmsg` call is in
@@ -31,6 +33,7 @@
 mod buf;
 pub mod config;
 pub mod counters;
+pub mod credit;
 pub mod ether;
 pub mod fault;
 mod gso;
@@ -45,6 +48,8 @@ pub mod route;
 mod udp;
 mod worker;
 
+#[cfg(test)]
+mod credit_tests;
 #[cfg(test)]
 mod faults_tests;
 #[cfg(test)]

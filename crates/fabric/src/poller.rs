@@ -111,7 +111,9 @@ impl FabricPoller {
         let mut n = s.deliver_loopback(&mut deliver);
         let fd = s.sock.as_raw_fd();
         n += s.receive_burst(&mut |b| recv_gro(fd, b), &mut self.buf, 64, &mut deliver);
-        s.port.release_due(&**s, &mut deliver);
+        if s.port.release_due(&**s, &mut deliver) {
+            handler.tx_ready();
+        }
         if n > 0 {
             self.ack_owed = true;
             s.port.flush_pcap();

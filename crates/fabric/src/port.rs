@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::buf::Scratch;
 use super::counters::{bump, PortCounters};
+use super::credit::{Credits, Fcp};
 use super::fault::FaultConfig;
 use super::link::Link;
 use super::middleware::{Capture, Faults, Tap};
@@ -32,6 +33,8 @@ pub struct Port {
     gids: std::sync::OnceLock<Vec<[u8; 16]>>,
     /// Where a packet with a GRH is framed ([`Port::transmit`]).
     frame: Scratch,
+    /// Link-level flow control toward the peers (off unless the link turns it on).
+    pub(super) credits: Credits,
 }
 
 impl Port {
@@ -46,11 +49,12 @@ impl Port {
         Ok(Port {
             table: PeerTable::new(local, peers),
             counters: Arc::new(PortCounters::default()),
-            faults: Faults::new(faults, clock),
+            faults: Faults::new(faults, clock.clone()),
             capture: Capture::open(pcap)?,
             in_process: false,
             gids: std::sync::OnceLock::new(),
             frame: Scratch::default(),
+            credits: Credits::off(clock.clone()),
         })
     }
 
@@ -100,6 +104,35 @@ impl Port {
         Tap { counters: &self.counters, capture: &self.capture, table: &self.table, link }
     }
 
+    /// The credit gate in front of the exit: what has no credit waits.
+    fn gate<'a>(&'a self, link: &'a dyn Link) -> Gate<'a> {
+        Gate { port: self, tap: self.tap(link), link }
+    }
+
+    /// Turns link-level flow control on toward the peers, granting each
+    /// `window_bytes` of receive buffer (`credit.rs`).
+    pub fn enable_flow_control(&mut self, window_bytes: usize, clock: Arc<dyn Clock>) {
+        self.credits = Credits::new(self.peers().len(), window_bytes, clock);
+    }
+
+    /// Whether the link toward `dest` takes a packet now (see
+    /// [`vrnic_packet::PacketSink::ready`]); `link` carries the request for
+    /// credit a newly held route sends.
+    pub fn ready(&self, dest: &Dest, link: &dyn Link) -> bool {
+        if !self.credits.is_on() || is_multicast_lid(dest.lid) {
+            return true;
+        }
+        match self.resolve(dest) {
+            Some(route) => self.credits.ready(route, link, &self.counters),
+            None => true,
+        }
+    }
+
+    /// Datagrams waiting for credit.
+    pub fn fc_queued(&self) -> usize {
+        self.credits.queued()
+    }
+
     /// Sends `pkt` over `link`: fills the ICRC, frames the GRH, then the tx
     /// faults and the [`Tap`] (counted and captured as it leaves).
     pub fn transmit(&self, dest: &Dest, pkt: &mut [u8], link: &dyn Link) {
@@ -129,9 +162,9 @@ impl Port {
         match &dest.grh {
             Some(g) => self.frame.with(|framed| {
                 grh::frame(g, pkt, framed);
-                self.faults.transmit(route, framed, &*self.counters, &self.tap(link));
+                self.faults.transmit(route, framed, &*self.counters, &self.gate(link));
             }),
-            None => self.faults.transmit(route, pkt, &*self.counters, &self.tap(link)),
+            None => self.faults.transmit(route, pkt, &*self.counters, &self.gate(link)),
         }
     }
 
@@ -165,20 +198,28 @@ impl Port {
             } else {
                 &mut framed
             };
-            self.faults.transmit(route, datagram, &*self.counters, &self.tap(link));
+            self.faults.transmit(route, datagram, &*self.counters, &self.gate(link));
         }
     }
 
     /// Receives `pkt` from `src`: captures it (unless it is loopback, already
     /// captured when sent), runs the rx faults, checks the ICRC (a mismatch
     /// is counted and dropped silently) and calls `deliver` for what passes.
-    pub fn accept(&self, src: Endpoint, pkt: &mut [u8], deliver: &mut dyn FnMut(&RxMeta, &[u8])) {
+    /// A flow control packet is the link's own: it goes to the credits
+    /// (which may send what waited for it on `link`), nowhere else.
+    pub fn accept(&self, src: Endpoint, pkt: &mut [u8], link: &dyn Link, deliver: &mut dyn FnMut(&RxMeta, &[u8])) {
         let local = self.local();
+        // The route travels with a held datagram: LOCAL, or the peer index.
+        let route = self.table.route_of(&src);
+        if self.credits.is_on() && route != LOCAL {
+            if let Some(fcp) = Fcp::parse(pkt) {
+                return self.credits.on_fcp(route, fcp, &self.tap(link), link, &self.counters);
+            }
+            self.credits.received(route, pkt.len());
+        }
         if src != local {
             self.capture.datagram(src.ip(), local.ip(), pkt, &self.counters);
         }
-        // The route travels with a held datagram: LOCAL, or the peer index.
-        let route = self.table.route_of(&src);
         self.faults.receive(route, pkt, &*self.counters, &mut |t, bytes| {
             let s = if t == route { src } else { self.table.endpoint_or(t, src) };
             self.check_and_deliver(&RxMeta::ib(s, s == local), bytes, deliver)
@@ -234,19 +275,37 @@ impl Port {
         deliver(&RxMeta { grh: g, ..*meta }, bytes);
     }
 
-    /// Releases held (delayed/reordered) packets due now: leaving ones onto
-    /// `link` through the same [`Tap`] as every other, arriving ones to
-    /// `deliver` after the checks.
-    pub fn release_due(&self, link: &dyn Link, deliver: &mut dyn FnMut(&RxMeta, &[u8])) {
+    /// Ends a receive pass: releases held (delayed/reordered) packets due
+    /// now (leaving ones onto `link` through the same [`Gate`] as every
+    /// other, arriving ones to `deliver` after the checks), then sends the
+    /// flow control packets owed and due. True: a route that held senders
+    /// let go (call the handler's `tx_ready`).
+    #[must_use]
+    pub fn release_due(&self, link: &dyn Link, deliver: &mut dyn FnMut(&RxMeta, &[u8])) -> bool {
         let local = self.local();
-        self.faults.release(&self.tap(link), &mut |t, bytes| {
+        self.faults.release(&self.gate(link), &mut |t, bytes| {
             let s = self.table.endpoint_or(t, local);
             self.check_and_deliver(&RxMeta::ib(s, t == LOCAL), bytes, deliver)
         });
+        self.credits.pass(&self.tap(link), link, &self.counters)
     }
 
-    /// When the next held packet falls due.
+    /// When the next held packet falls due, or a held route needs its timer.
     pub fn next_due(&self) -> Option<u64> {
-        self.faults.next_due()
+        [self.faults.next_due(), self.credits.next_due()].into_iter().flatten().min()
+    }
+}
+
+/// The credit gate between the faults and the [`Tap`]: a datagram leaves
+/// when its route has credit, else waits in the route's queue.
+struct Gate<'a> {
+    port: &'a Port,
+    tap: Tap<'a>,
+    link: &'a dyn Link,
+}
+
+impl Link for Gate<'_> {
+    fn transmit(&self, route: Route, datagram: &[u8]) {
+        self.port.credits.transmit(route, datagram, &self.tap, self.link, &self.port.counters);
     }
 }

@@ -21,7 +21,7 @@ use super::port::Port;
 use super::route::{Route, LOCAL};
 use vrnic_packet::{Dest, PacketHandler, PacketSink, RxMeta};
 use vrnic_sys::clock::MonotonicClock;
-use vrnic_sys::net::{enable_udp_gro, recv_gro, set_socket_buffers};
+use vrnic_sys::net::{enable_udp_gro, recv_gro, set_socket_buffers, socket_drops, socket_receive_buffer};
 
 /// Reads one datagram, or one GRO aggregate of equal-sized datagrams from
 /// one sender, without blocking: (length, sender, segment size; the last
@@ -141,7 +141,7 @@ impl UdpShared {
         let port = &self.port;
         self.receive_with(recv, buf, burst, &mut |route, chunk| {
             let src = port.peers()[route as usize].ep;
-            port.accept(src, chunk, deliver)
+            port.accept(src, chunk, self, deliver)
         })
     }
 
@@ -180,6 +180,9 @@ impl UdpShared {
             }
         }
         if n > 0 {
+            if let Some(d) = socket_drops(self.sock.as_raw_fd()) {
+                c.rx_socket_drops.store(d as u64, Ordering::Relaxed);
+            }
             bump(&c.rx_socket_passes, 1);
             bump(&c.rx_socket_datagrams, n as u64);
             bump(&c.rx_socket_reads, reads);
@@ -197,7 +200,7 @@ impl UdpShared {
         let local = std::mem::take(&mut *self.loopback.lock().unwrap_or_else(|e| e.into_inner()));
         let n = local.len();
         for mut p in local {
-            self.port.accept(self.port.local(), &mut p, deliver);
+            self.port.accept(self.port.local(), &mut p, self, deliver);
             self.spare.give(p);
         }
         n
@@ -220,6 +223,9 @@ impl Link for UdpShared {
 impl PacketSink for UdpShared {
     fn send(&self, dest: &Dest, pkt: &mut [u8]) {
         self.port.transmit(dest, pkt, self);
+    }
+    fn ready(&self, dest: &Dest) -> bool {
+        self.port.ready(dest, self)
     }
     fn gid(&self, index: u8) -> Option<[u8; 16]> {
         self.port.gid(index)
@@ -249,8 +255,17 @@ impl UdpFabric {
         enable_udp_gro(&sock);
         let local = cfg.local_endpoint(lid).map_err(io::Error::other)?;
         let peers = cfg.peers().map_err(io::Error::other)?;
-        let port =
+        let npeers = peers.len();
+        let mut port =
             Port::new(local, peers, &cfg.faults, cfg.pcap.as_deref().map(|p| (p, cfg.pcap_max_bytes)), clock.clone())?;
+        if cfg.flow_control {
+            // What each peer may have in this socket's buffer: the window
+            // asked for, within a quarter of the buffer the kernel gave
+            // (it reports twice what it accounts), shared among the peers.
+            let buffer = socket_receive_buffer(&sock).unwrap_or(208 << 10) / 2;
+            let share = buffer / 4 / npeers.max(1);
+            port.enable_flow_control(cfg.flow_control_window.min(share), clock.clone());
+        }
         Ok(UdpFabric {
             shared: Arc::new(UdpShared {
                 port,

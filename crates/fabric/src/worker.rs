@@ -65,8 +65,11 @@ async fn worker(shared: Arc<UdpShared>, sock: UdpSocket, clock: Arc<MonotonicClo
                     );
                 }
             }
-            port.release_due(&*shared, &mut deliver);
+            let released = port.release_due(&*shared, &mut deliver);
             handler.flush();
+            if released {
+                handler.tx_ready();
+            }
         });
         let now = clock.now_ns();
         let next = [handler.poll(now), port.next_due()].into_iter().flatten().min();

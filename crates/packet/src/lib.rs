@@ -95,6 +95,13 @@ impl RxMeta {
 /// reliability recovers it).
 pub trait PacketSink: Send + Sync {
     fn send(&self, dest: &Dest, pkt: &mut [u8]);
+    /// Whether the link toward `dest` takes a packet now. False: its link-level flow control holds
+    /// the sender (no credit, or packets already waiting for it); a packet sent anyway waits in the
+    /// link's queue. A sender that can wait (the requester) waits for
+    /// [`PacketHandler::tx_ready`].
+    fn ready(&self, _dest: &Dest) -> bool {
+        true
+    }
     /// The port's GID at `index` (a GRH's SGID), if the table has one.
     fn gid(&self, _index: u8) -> Option<[u8; 16]> {
         None
@@ -135,4 +142,7 @@ pub trait PacketHandler: Send + Sync {
     fn poll(&self, _now_ns: u64) -> Option<u64> {
         None
     }
+    /// A link that held senders ([`PacketSink::ready`] was false) has credit again: the senders
+    /// waiting for it go on.
+    fn tx_ready(&self) {}
 }

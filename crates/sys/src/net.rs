@@ -105,6 +105,39 @@ fn sockaddr_of(addr: &SocketAddr) -> libc::sockaddr_storage {
     ss
 }
 
+/// The socket's receive buffer as the kernel reports it (SO_RCVBUF: twice
+/// what was asked, the kernel's allowance for its own overhead).
+pub fn socket_receive_buffer(sock: &UdpSocket) -> Option<usize> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into a live local int.
+    let r = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    (r == 0 && v > 0).then_some(v as usize)
+}
+
+/// SO_MEMINFO's index of the socket's drop count (`SK_MEMINFO_DROPS`,
+/// linux/sock_diag.h), and how many values the kernel fills.
+const SK_MEMINFO_DROPS: usize = 8;
+const SK_MEMINFO_VARS: usize = 9;
+
+/// Datagrams the kernel dropped at this socket since it was opened (a full
+/// receive buffer, mostly): SO_MEMINFO's `SK_MEMINFO_DROPS`.
+pub fn socket_drops(fd: RawFd) -> Option<u32> {
+    let mut v = [0u32; SK_MEMINFO_VARS];
+    let mut len = std::mem::size_of_val(&v) as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into a live local array.
+    let r = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_MEMINFO, v.as_mut_ptr().cast(), &mut len) };
+    (r == 0 && len as usize > SK_MEMINFO_DROPS * 4).then_some(v[SK_MEMINFO_DROPS])
+}
+
 fn setsockopt_int(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: libc::c_int) -> bool {
     // SAFETY: setsockopt reads sizeof(int) bytes from a live local.
     let r = unsafe {

@@ -425,6 +425,7 @@ fn bump_all(h: &ControlHandles, wire: &vrnic_fabric::PortCounters) {
         &mut t.qkey_violations,
         &mut t.no_recv_drops,
         &mut t.xrc_bad_srq,
+        &mut t.link_waits,
     ] {
         *c = next();
     }
@@ -515,6 +516,12 @@ fn wire_counter<'a>(w: &'a vrnic_fabric::PortCounters, name: &str) -> &'a std::s
         "cnp_sent" => &w.cnp_sent,
         "cnp_received" => &w.cnp_received,
         "pcap_dropped" => &w.pcap_dropped,
+        "fc_packets_sent" => &w.fc_packets_sent,
+        "fc_packets_received" => &w.fc_packets_received,
+        "fc_held" => &w.fc_held,
+        "fc_blocked" => &w.fc_blocked,
+        "fc_discards" => &w.fc_discards,
+        "rx_socket_drops" => &w.rx_socket_drops,
         other => panic!("wire counter {other} has no arm here: add it"),
     }
 }

@@ -203,6 +203,10 @@ impl PacketHandler for Kicking {
     fn poll(&self, now_ns: u64) -> Option<u64> {
         self.handler.poll(now_ns)
     }
+
+    fn tx_ready(&self) {
+        self.handler.tx_ready();
+    }
 }
 
 /// The IB stage of this port (docs/ib-fabric.md): the modeled switch, and

@@ -61,8 +61,16 @@ impl<P: Personality> Engine<P> {
         loop {
             let Some(qp) = self.qps.obj_mut(qpn) else { return };
             let Some(e) = qp.rt.sq.front() else { break };
-            if qp.rt.cur == 0 && qp.rt.cur_pkt == 0 && !e.wr.opcode.is_read_or_atomic() {
-                break; // not sent yet
+            // Not sent yet: told by its PSNs (never sent: not below max_sent),
+            // not by the cursor, which a go-back rewinds over entries the
+            // peer may have received already (their late ACK completes
+            // them). A NOP, which has no PSN, is reached by the cursor.
+            let unsent = match e.npkts {
+                0 => qp.rt.cur == 0 && qp.rt.cur_pkt == 0,
+                _ => !psn::lt(e.first_psn, qp.rt.max_sent),
+            };
+            if unsent && !e.wr.opcode.is_read_or_atomic() {
+                break;
             }
             if !psn::le(e.last_psn(), p) {
                 break;

@@ -52,7 +52,8 @@ use vrnic_wire::psn;
 pub use demux::{consumes_recv, pkey_matches, PKEY_TABLE};
 pub use resp_step::RespStep;
 pub use state::{
-    EngineDrops, Io, NoMemory, QpCounters, QpRt, Runtime, ACK_EVERY, ATOMIC_REPLAY, MAX_MSG, MIN_CWND, WINDOW_PSNS,
+    EngineDrops, Io, NoMemory, QpCounters, QpRt, Runtime, ACK_EVERY, ATOMIC_REPLAY, LINK_QUANTUM, MAX_MSG, MIN_CWND,
+    WINDOW_PSNS,
 };
 pub use timers::{ack_timeout_ns, RNR_TIMER_US};
 pub use ud::MAX_DATAGRAM;
@@ -242,6 +243,7 @@ impl<P: Personality> Engine<P> {
         rt.deadline = None;
         rt.queued_at = None;
         rt.rnr_wait = false;
+        rt.link_wait = false;
         rt.write = None;
         if let Some(r) = rt.recv.take() {
             if r.from_srq {
@@ -291,5 +293,8 @@ impl PacketHandler for SharedEngine {
     }
     fn poll(&self, _now_ns: u64) -> Option<u64> {
         self.lock().poll_timers()
+    }
+    fn tx_ready(&self) {
+        self.lock().tx_ready();
     }
 }

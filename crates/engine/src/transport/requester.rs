@@ -5,7 +5,9 @@ use super::super::instance::Engine;
 use super::super::objects::QpState;
 use super::super::verbs::*;
 use super::gather::gather;
-use super::state::{av_dest, transport_bits, wire_qpn, Runtime, SqEntry, ACK_EVERY, MIN_CWND, WINDOW_PSNS};
+use super::state::{
+    av_dest, transport_bits, wire_qpn, Runtime, SqEntry, ACK_EVERY, LINK_QUANTUM, MIN_CWND, WINDOW_PSNS,
+};
 use crate::personality::Personality;
 use vrnic_wire::bth::{self, Opcode};
 use vrnic_wire::packet::{self, Headers};
@@ -34,11 +36,49 @@ impl<P: Personality> Engine<P> {
         }
     }
 
+    /// The links that held senders have credit again: the QPs waiting for
+    /// them go on in the order they stopped, each for [`LINK_QUANTUM`]
+    /// packets before it goes to the back of the line (a QP the link stops
+    /// again waits there too), round after round while the link has credit.
+    pub fn tx_ready(&mut self) {
+        loop {
+            let waiting = std::mem::take(&mut self.rt.link_waiters);
+            if waiting.is_empty() {
+                return;
+            }
+            let mut another_round = false;
+            for qpn in waiting {
+                match self.qps.obj_mut(qpn) {
+                    Some(qp) if qp.rt.link_wait => qp.rt.link_wait = false,
+                    _ => continue,
+                }
+                self.rt.quantum = Some(LINK_QUANTUM);
+                self.rt.quantum_spent = false;
+                self.progress(qpn);
+                self.rt.quantum = None;
+                another_round |= std::mem::take(&mut self.rt.quantum_spent);
+            }
+            if !another_round {
+                return;
+            }
+        }
+    }
+
+    /// QP `qpn` waits for the link (`tx_ready`), at the back of the line.
+    fn wait_for_link(&mut self, qpn: u32) {
+        let Some(qp) = self.qps.obj_mut(qpn) else { return };
+        if !qp.rt.link_wait {
+            qp.rt.link_wait = true;
+            count!(self.rt, qp, link_waits);
+            self.rt.link_waiters.push_back(qpn);
+        }
+    }
+
     /// Sends whatever the window, limits and fences allow.
     pub(super) fn progress(&mut self, qpn: u32) {
         loop {
             let Some(qp) = self.qps.obj_mut(qpn) else { return };
-            if qp.state != QpState::Rts || qp.rt.rnr_wait {
+            if qp.state != QpState::Rts || qp.rt.rnr_wait || qp.rt.link_wait {
                 return;
             }
             let rt = &qp.rt;
@@ -76,6 +116,13 @@ impl<P: Personality> Engine<P> {
                     }
                 }
             }
+            if let Some(q) = self.rt.quantum {
+                if q == 0 {
+                    self.rt.quantum_spent = true;
+                    return self.wait_for_link(qpn);
+                }
+                self.rt.quantum = Some(q - 1);
+            }
             if !self.send_one(qpn) {
                 return;
             }
@@ -106,6 +153,13 @@ impl<P: Personality> Engine<P> {
             }
             return false;
         };
+        // Link-level flow control: a link with no credit toward the peer holds
+        // the requester (the QP waits in line for `tx_ready`) instead of
+        // queueing packet after packet.
+        if !self.rt.io.packets.ready(&dest) {
+            self.wait_for_link(qpn);
+            return false;
+        }
         let qkey = qp.attrs.qkey;
         let Request { h, off, plen, last_pkt, psn_sent, psn_end } =
             request(e, cur_pkt, Wire { tb, mtu, reliable, dqpn, my_qpn, qkey });

@@ -25,6 +25,9 @@ pub const WINDOW_PSNS: u32 = 128;
 /// The congestion window never shrinks below this: enough packets behind
 /// a lost one for the responder to see the gap and NAK it.
 pub const MIN_CWND: u32 = 16;
+/// Packets a QP sends, once the link lets waiting QPs go on, before the
+/// next waiting QP has its turn (round robin across the QPs a link held).
+pub const LINK_QUANTUM: u32 = 16;
 /// The requester asks for an ACK at least this often.
 pub const ACK_EVERY: u32 = 64;
 /// Atomic results kept for duplicate atomics: one per atomic a requester
@@ -63,6 +66,9 @@ pub struct QpCounters {
     pub no_recv_drops: u64,
     /// XRC target: requests naming no XRC SRQ of the target's XRC domain (NAKed, invalid request).
     pub xrc_bad_srq: u64,
+    /// Times the requester stopped because the link held it (link-level
+    /// flow control: no credit toward the peer).
+    pub link_waits: u64,
 }
 
 /// Packets the engine could not hand to any QP.
@@ -142,6 +148,9 @@ pub struct QpRt {
     /// (sequence NAK, timeout), grown by the PSNs each ACK covers, so heavy
     /// loss does not turn go-back-N into resending whole windows.
     pub(super) cwnd: u32,
+    /// In the engine's link-wait list: the link toward the QP's next packet
+    /// held it ([`PacketSink::ready`] was false); `Engine::tx_ready` resumes it.
+    pub(super) link_wait: bool,
     // Responder.
     pub(super) rq: VecDeque<RecvWr>,
     pub(super) epsn: u32,
@@ -218,6 +227,14 @@ pub struct Runtime {
     pub io: Io,
     pub(super) timers: BinaryHeap<Reverse<(u64, u32)>>,
     pub(super) ack_queue: Vec<u32>,
+    /// QPs held by link-level flow control, in the order they stopped: the
+    /// first to stop is the first to go on (no QP starves behind others).
+    pub(super) link_waiters: VecDeque<u32>,
+    /// While `tx_ready` resumes a QP: the packets it may still send before
+    /// it goes to the back of the line (`None`: no limit).
+    pub(super) quantum: Option<u32>,
+    /// The QP `tx_ready` resumed used up its quantum (not the link's credit).
+    pub(super) quantum_spent: bool,
     pub(super) buf: Vec<u8>,
     pub totals: QpCounters,
     pub drops: EngineDrops,
@@ -238,6 +255,7 @@ impl Runtime {
     pub fn reset(&mut self) {
         self.timers.clear();
         self.ack_queue.clear();
+        self.link_waiters.clear();
         self.totals = QpCounters::default();
         self.drops = EngineDrops::default();
         self.np = Np::default();

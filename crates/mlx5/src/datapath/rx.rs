@@ -33,6 +33,12 @@ impl PacketHandler for FwHandler {
         self.fw().datapath().core.engine.flush_acks();
     }
 
+    /// The link has credit again: the QPs it held go on (what they complete
+    /// is written when the datapath is dropped).
+    fn tx_ready(&self) {
+        self.fw().datapath().core.engine.tx_ready();
+    }
+
     /// Runs on every pass of the fabric worker: the timers and the receive
     /// queues of QPs in ERR (a CQ's consumer index is read when the CQ looks
     /// full, see QueueSink).

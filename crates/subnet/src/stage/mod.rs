@@ -187,6 +187,9 @@ impl PacketSink for IbStage {
             p.send(dest, pkt)
         }
     }
+    fn ready(&self, dest: &Dest) -> bool {
+        self.port.get().is_none_or(|p| p.ready(dest))
+    }
     fn gid(&self, index: u8) -> Option<[u8; 16]> {
         self.port.get()?.gid(index)
     }
@@ -226,6 +229,12 @@ impl PacketHandler for IbStage {
     fn flush(&self) {
         if let Some(ca) = self.ca.get() {
             ca.flush();
+        }
+    }
+
+    fn tx_ready(&self) {
+        if let Some(ca) = self.ca.get() {
+            ca.tx_ready();
         }
     }
 

@@ -1,0 +1,280 @@
+//! Many QPs at once: a burst from hundreds of RC QPs against a receiver
+//! whose buffer holds a fraction of it. Without link-level flow control the
+//! receiver's socket drops most of the burst, every QP times out together,
+//! retransmits together into the same full buffer and, after `retry_cnt`
+//! rounds, ends in RETRY_EXC_ERR (perftest `-q 256`/`-q 1000` between two
+//! guests). With it, senders wait for credit: nothing is dropped, nothing
+//! is retransmitted, every QP gets its turn.
+
+use super::test_support::*;
+use super::*;
+use std::sync::Arc;
+use vrnic_fabric::InProcNet;
+
+const QPS: usize = 256;
+const MSGS: u64 = 32;
+const LEN: u32 = 4096;
+
+/// What a burst of `QPS` × `MSGS` RDMA WRITEs of `LEN` bytes ended as.
+struct Burst {
+    /// A's completions, in the order they were written.
+    cqes: Vec<Completion>,
+    qps: Vec<(u32, u32)>,
+    drops: u64,
+    fc_blocked: u64,
+    retransmissions: u64,
+    link_waits: u64,
+    pair: Pair,
+}
+
+/// Posts the burst on a pair whose receive buffers hold 4 MiB (a socket's
+/// default here), with or without flow control, and runs it to the end.
+fn burst(flow_control: bool) -> Burst {
+    let mem = (QPS as u64 * MSGS * LEN as u64) as usize;
+    let pair = Pair::build(mem, &[], |net: &mut Arc<InProcNet>, clock| {
+        net.limit_receive_buffer(4 << 20);
+        if flow_control {
+            net.enable_flow_control(512 << 10, clock.clone());
+        }
+    });
+    let p = &pair;
+    for m in 0..MSGS {
+        p.a.mem.set(BASE + m * LEN as u64, &pattern(m, LEN as usize));
+    }
+    // perftest's defaults: timeout 14 (67 ms), retry_cnt 7.
+    let qps: Vec<(u32, u32)> = (0..QPS)
+        .map(|_| {
+            let qa = p.a.create_qp(QpType::Rc, None);
+            let qb = p.b.create_qp(QpType::Rc, None);
+            p.a.connect(qa, QpAttrUpdate { timeout: Some(14), ..conn(2, qb, 4096) });
+            p.b.connect(qb, QpAttrUpdate { timeout: Some(14), ..conn(1, qa, 4096) });
+            (qa, qb)
+        })
+        .collect();
+    // Each QP's whole send queue at once, QP after QP, as a doorbell per QP posts it.
+    for (i, &(qa, _)) in qps.iter().enumerate() {
+        let mut e = p.a.eng.lock();
+        for m in 0..MSGS {
+            let slot = i as u64 * MSGS + m;
+            let wr = SendWr {
+                remote_addr: BASE + slot * LEN as u64,
+                rkey: p.b.key,
+                ..send(slot, WrOpcode::Write, vec![p.a.sge(BASE + m * LEN as u64, LEN)])
+            };
+            e.post_send(qa, wr).unwrap();
+        }
+    }
+    let total = QPS * MSGS as usize;
+    let mut cqes = Vec::new();
+    let done = p.run(|p| {
+        cqes = p.a.cqes();
+        cqes.len() >= total
+    });
+    assert!(done, "the burst stalled: {} of {total} completions", cqes.len());
+    let drops = p.net.port(1).counters.snapshot().rx_socket_drops + p.net.port(0).counters.snapshot().rx_socket_drops;
+    let fc_blocked = p.net.port(0).counters.snapshot().fc_blocked;
+    let c = p.a.eng.lock().counters();
+    Burst { cqes, qps, drops, fc_blocked, retransmissions: c.retransmissions, link_waits: c.link_waits, pair }
+}
+
+/// Why flow control: without it a burst from 256 QPs into a 4 MiB receive
+/// buffer loses most of its packets and the QPs resend them together into
+/// the same buffer (with a receiver as quick as this in-process one they
+/// get through; with a guest's, QPs exhaust their retries: the UDP test
+/// below).
+#[test]
+#[cfg_attr(miri, ignore = "256 QPs × 32 × 4 KiB: too slow under Miri")]
+fn without_flow_control_a_256_qp_burst_overflows_the_receiver() {
+    let b = burst(false);
+    let failed = b.cqes.iter().filter(|c| c.status == WcStatus::RetryExcErr).count();
+    eprintln!(
+        "no flow control: {} drops, {} retransmissions, {failed} QPs in RETRY_EXC_ERR of {QPS}",
+        b.drops, b.retransmissions
+    );
+    assert!(b.drops > 0 && b.retransmissions > 0, "the receive buffer overflowed and packets were resent");
+}
+
+/// The fix: link-level flow control holds the senders instead of losing
+/// their packets. Every WRITE of every QP completes, with its bytes, with
+/// no drop and no retransmission; QPs the link held resume in turn.
+#[test]
+#[cfg_attr(miri, ignore = "256 QPs × 32 × 4 KiB: too slow under Miri")]
+fn with_flow_control_a_256_qp_burst_completes_without_loss() {
+    let b = burst(true);
+    let bad: Vec<_> = b.cqes.iter().filter(|c| c.status != WcStatus::Success).take(3).collect();
+    assert!(bad.is_empty(), "error completions: {bad:?}");
+    assert_eq!(b.drops, 0, "nothing dropped");
+    assert_eq!(b.retransmissions, 0, "nothing to retransmit");
+    assert!(b.fc_blocked > 0 && b.link_waits > 0, "flow control held the senders");
+    let p = &b.pair;
+    for (i, _) in b.qps.iter().enumerate() {
+        for m in 0..MSGS {
+            let slot = i as u64 * MSGS + m;
+            assert!(
+                p.b.mem.get(BASE + slot * LEN as u64, LEN as usize) == pattern(m, LEN as usize),
+                "QP {i} message {m}"
+            );
+        }
+    }
+    // Fairness: where in the completion order each QP finished.
+    let mut last = std::collections::HashMap::new();
+    for (k, c) in b.cqes.iter().enumerate() {
+        last.insert(c.qpn, k);
+    }
+    let (lo, hi) = (last.values().min().copied().unwrap_or(0), last.values().max().copied().unwrap_or(0));
+    eprintln!(
+        "flow control: the link held its senders {} times, {} QP waits; QPs finished between completion {lo} and {hi} of {}",
+        b.fc_blocked,
+        b.link_waits,
+        b.cqes.len()
+    );
+    assert_eq!(last.len(), QPS, "every QP completed");
+    for &(qa, _) in &b.qps {
+        assert_eq!(p.a.eng.lock().qp(qa).map(|q| q.state), Some(QpState::Rts), "QP {qa} still in RTS");
+    }
+}
+
+/// Two engines over real UDP sockets on 127.0.0.1 with the fabric's
+/// defaults (4 MiB socket buffers, flow control on): 256 RC QPs each post
+/// 32 WRITEs of 4 KiB at once. Every one completes with its bytes, the
+/// kernel drops nothing at either socket. (With `flow_control = false`, as
+/// before, the same burst ends in RETRY_EXC_ERR.)
+#[test]
+#[cfg_attr(miri, ignore = "binds UDP sockets, which Miri does not support")]
+fn a_256_qp_burst_over_real_udp_sockets_loses_nothing() {
+    let (cqes, snaps, retransmissions) = udp_burst(true);
+    let bad: Vec<_> = cqes.iter().filter(|c| c.status != WcStatus::Success).take(3).collect();
+    assert!(bad.is_empty(), "error completions: {bad:?} (retransmissions {retransmissions}, ports {snaps:?})");
+    assert_eq!(cqes.len(), QPS * MSGS as usize);
+    for s in &snaps {
+        assert_eq!(s.rx_socket_drops, 0, "the kernel dropped nothing: {s:?}");
+    }
+    assert!(snaps[0].fc_packets_received > 0 && snaps[1].fc_packets_sent > 0, "{snaps:?}");
+}
+
+/// The burst of [`a_256_qp_burst_over_real_udp_sockets_loses_nothing`]:
+/// A's completions, both ports' counters, A's retransmissions.
+pub(crate) fn udp_burst(flow_control: bool) -> (Vec<Completion>, [vrnic_fabric::PortSnapshot; 2], u64) {
+    use std::time::{Duration, Instant};
+    use vrnic_fabric::{FabricConfig, PeerConfig, UdpFabric};
+    use vrnic_sys::clock::MonotonicClock;
+
+    let clock = Arc::new(MonotonicClock::default());
+    let cfg = |gid: &str, port: u16, peers: Vec<PeerConfig>| FabricConfig {
+        port,
+        bind: "127.0.0.1".into(),
+        gid: Some(gid.into()),
+        peers,
+        flow_control,
+        ..Default::default()
+    };
+    let probe = UdpFabric::bind(&cfg("10.0.0.2", 0, vec![]), 2, clock.clone()).unwrap();
+    let b_port = probe.local_addr().unwrap().port();
+    drop(probe);
+    let peer = |lid: u16, gid: &str, port: u16| PeerConfig {
+        lid: Some(lid),
+        gid: Some(gid.into()),
+        addr: format!("127.0.0.1:{port}"),
+    };
+    let mut fa = UdpFabric::bind(&cfg("10.0.0.1", 0, vec![peer(2, "10.0.0.2", b_port)]), 1, clock.clone()).unwrap();
+    let a_port = fa.local_addr().unwrap().port();
+    let mut fb =
+        UdpFabric::bind(&cfg("10.0.0.2", b_port, vec![peer(1, "10.0.0.1", a_port)]), 2, clock.clone()).unwrap();
+    let mem = (QPS as u64 * MSGS * LEN as u64) as usize;
+    let a = Node::new(1, mem, fa.sink(), clock.clone());
+    let b = Node::new(2, mem, fb.sink(), clock.clone());
+    for (n, f) in [(&a, &fa), (&b, &fb)] {
+        let w = f.waker();
+        n.eng.lock().rt.waker = Some(Arc::new(move || w.wake()));
+    }
+    fa.start(Arc::new(a.eng.clone())).unwrap();
+    fb.start(Arc::new(b.eng.clone())).unwrap();
+    for m in 0..MSGS {
+        a.mem.set(BASE + m * LEN as u64, &pattern(m, LEN as usize));
+    }
+    let qps: Vec<u32> = (0..QPS)
+        .map(|_| {
+            let qa = a.create_qp(QpType::Rc, None);
+            let qb = b.create_qp(QpType::Rc, None);
+            a.connect(qa, QpAttrUpdate { timeout: Some(14), ..conn(2, qb, 4096) });
+            b.connect(qb, QpAttrUpdate { timeout: Some(14), ..conn(1, qa, 4096) });
+            qa
+        })
+        .collect();
+    for (i, &qa) in qps.iter().enumerate() {
+        let mut e = a.eng.lock();
+        for m in 0..MSGS {
+            let slot = i as u64 * MSGS + m;
+            let wr = SendWr {
+                remote_addr: BASE + slot * LEN as u64,
+                rkey: b.key,
+                ..send(slot, WrOpcode::Write, vec![a.sge(BASE + m * LEN as u64, LEN)])
+            };
+            e.post_send(qa, wr).unwrap();
+        }
+    }
+    let total = QPS * MSGS as usize;
+    let mut cqes = Vec::new();
+    let t = Instant::now();
+    while cqes.len() < total && t.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(5));
+        cqes = a.cqes();
+    }
+    if flow_control {
+        for (i, _) in qps.iter().enumerate() {
+            for m in 0..MSGS {
+                let slot = i as u64 * MSGS + m;
+                assert!(
+                    b.mem.get(BASE + slot * LEN as u64, LEN as usize) == pattern(m, LEN as usize),
+                    "QP {i} msg {m}"
+                );
+            }
+        }
+    }
+    let snaps = [fa.counters().snapshot(), fb.counters().snapshot()];
+    let retransmissions = a.eng.lock().counters().retransmissions;
+    if std::env::var("VRNIC_DEBUG_BURST").is_ok() {
+        let done: std::collections::HashSet<u32> = cqes.iter().map(|c| c.qpn).collect();
+        let mut per = std::collections::HashMap::new();
+        for c in &cqes {
+            *per.entry(c.qpn).or_insert(0) += 1;
+        }
+        let e = a.eng.lock();
+        let mut shown = 0;
+        for &q in &qps {
+            if per.get(&q).copied().unwrap_or(0) < MSGS as usize && shown < 3 {
+                shown += 1;
+                let rt = &e.qp(q).unwrap().rt;
+                let d = format!("{rt:?}");
+                let from = d.find(" cur:").unwrap_or(0);
+                eprintln!(
+                    "QP {q} ({} done, in cqes {}) now {}: {}",
+                    per.get(&q).copied().unwrap_or(0),
+                    done.contains(&q),
+                    vrnic_sys::clock::Clock::now_ns(&*clock),
+                    &d[from..d.len().min(from + 900)]
+                );
+            }
+        }
+    }
+    drop(fa);
+    drop(fb);
+    (cqes, snaps, retransmissions)
+}
+
+/// The same burst without flow control, as vrnic ran before it: run by hand
+/// (`cargo test --release -p vrnic-engine -- --ignored udp_burst_without`)
+/// for the evidence in the note; it depends on the host's socket buffers.
+#[test]
+#[ignore = "evidence of the old behaviour, not a check: depends on the host's socket buffers and speed"]
+fn udp_burst_without_flow_control() {
+    let (cqes, snaps, retransmissions) = udp_burst(false);
+    let mut by_status = std::collections::BTreeMap::new();
+    for c in &cqes {
+        *by_status.entry(format!("{:?}", c.status)).or_insert(0) += 1;
+    }
+    eprintln!(
+        "without flow control: {by_status:?}, retransmissions {retransmissions}, rx_socket_drops a {} b {}",
+        snaps[0].rx_socket_drops, snaps[1].rx_socket_drops
+    );
+}
