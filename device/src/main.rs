@@ -143,6 +143,12 @@ struct Args {
     #[arg(long, value_name = "ADDR")]
     fabric_bind: Option<String>,
 
+    /// Link-level flow control toward the fabric's peers: on (default) or off
+    /// (a sender no longer holds what the peer's socket has no room for:
+    /// for comparisons only; every peer must agree). `[fabric] flow_control`.
+    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
+    fabric_flow_control: Option<bool>,
+
     /// A peer device instance: LID=HOST:PORT (repeatable).
     #[arg(long, value_name = "LID=HOST:PORT")]
     peer: Vec<String>,
@@ -301,6 +307,9 @@ fn build_config(a: &Args) -> Result<Config, String> {
     }
     if let Some(b) = &a.fabric_bind {
         c.fabric.bind = b.clone();
+    }
+    if let Some(v) = a.fabric_flow_control {
+        c.fabric.flow_control = v;
     }
     for p in &a.peer {
         let (lid, addr) = p.split_once('=').ok_or_else(|| format!("--peer {p:?}: want LID=HOST:PORT"))?;

@@ -15,5 +15,8 @@ vr_pair ib_write_bw    40 ib_write_bw   $D -s 65536 -n ${BW_ITERS:-1000}
 vr_pair ib_send_bw     40 ib_send_bw    $D -s 65536 -n ${BW_ITERS:-1000}
 vr_pair ib_read_bw     40 ib_read_bw    $D -s 65536 -n ${BW_ITERS:-1000}
 vr_pair ib_atomic_bw   40 ib_atomic_bw  $D -n ${BW_ITERS:-1000}
+# Many QPs at once (perftest's defaults: timeout 14, retry 7): every QP's queue rung together
+# must not overflow the receiver (link-level flow control, docs/ib-fabric.md).
+vr_pair ib_write_bw_q1000 120 ib_write_bw $D -s 4096 -n ${Q1000_ITERS:-20} -q 1000
 echo "PERFTEST-DONE g$G"
 vr_dmesg "after perftest"

@@ -75,7 +75,7 @@ impl Default for FabricConfig {
             socket_buffer: 4 << 20,
             inline_loopback: true,
             flow_control: true,
-            flow_control_window: 512 << 10,
+            flow_control_window: 1 << 20,
         }
     }
 }

@@ -9,8 +9,9 @@
 //! here, 2^12 on a real link): the sender counts FCTBS (blocks sent), the
 //! receiver ABR (blocks received). Flow control packets ([`Fcp`]) carry the
 //! sender's FCTBS and the receiver's FCCL = ABR + its window. The receiver
-//! sends one to each peer it received from at the end of every receive pass
-//! (its buffer is drained then); on an FCP the receiver sets ABR to the
+//! sends one at the end of a receive pass (its buffer is drained then) to
+//! each peer that has used half of its last grant (an FCP per packet would
+//! wake the peer's receiving thread per packet); on an FCP the receiver sets ABR to the
 //! sender's FCTBS (a packet lost on the way gives its credit back) and the
 //! sender takes FCCL. A packet of n blocks leaves while FCTBS + n ≤ FCCL;
 //! otherwise it waits in the route's queue, in order, the sender asks for
@@ -103,8 +104,11 @@ struct RouteCredit {
     next_request: u64,
     /// A sender was told the link is not ready (it waits for `tx_ready`).
     held: bool,
-    /// Received: blocks received from the peer (ABR), and whether an FCP is owed.
+    /// Received: blocks received from the peer (ABR), the limit last
+    /// granted it (FCCL as sent, initially the implicit first window), and
+    /// whether an FCP is owed.
     abr: u32,
+    granted: u32,
     owe_update: bool,
 }
 
@@ -137,7 +141,7 @@ impl Credits {
     /// buffer (and assuming as much from each until its first FCP).
     pub fn new(peers: usize, window_bytes: usize, clock: Arc<dyn Clock>) -> Credits {
         let window = blocks(window_bytes).max(blocks(MAX_DATAGRAM));
-        let routes = (0..peers).map(|_| RouteCredit { fccl: window, ..Default::default() }).collect();
+        let routes = (0..peers).map(|_| RouteCredit { fccl: window, granted: window, ..Default::default() }).collect();
         Credits { window, routes: Some(Mutex::new(routes)), released: AtomicBool::new(false), clock }
     }
 
@@ -147,6 +151,12 @@ impl Credits {
 
     fn lock(&self) -> Option<std::sync::MutexGuard<'_, Vec<RouteCredit>>> {
         self.routes.as_ref().map(|m| m.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The limit granted the peer now: what it sent that arrived, plus the window.
+    fn grant(&self, r: &mut RouteCredit) -> u32 {
+        r.granted = r.abr.wrapping_add(self.window);
+        r.granted
     }
 
     fn send_fcp(&self, route: Route, fcp: Fcp, raw: &dyn Link, c: &PortCounters) {
@@ -182,12 +192,7 @@ impl Credits {
             r.blocked_since = Some(now);
             r.next_request = now + RETRY_NS;
             bump(&c.fc_blocked, 1);
-            self.send_fcp(
-                route,
-                Fcp { flags: Fcp::REQUEST, fctbs: r.fctbs, fccl: r.abr.wrapping_add(self.window) },
-                raw,
-                c,
-            );
+            self.send_fcp(route, Fcp { flags: Fcp::REQUEST, fctbs: r.fctbs, fccl: self.grant(r) }, raw, c);
         }
     }
 
@@ -213,7 +218,13 @@ impl Credits {
         if let Some(mut routes) = self.lock() {
             if let Some(r) = routes.get_mut(route as usize) {
                 r.abr = r.abr.wrapping_add(blocks(len));
-                r.owe_update = true;
+                // An update is owed once the peer has used half of what it
+                // was granted (not after every packet: an FCP wakes the
+                // peer's receiving thread).
+                let left = r.granted.wrapping_sub(r.abr);
+                if left >= 1 << 31 || left <= self.window / 2 {
+                    r.owe_update = true;
+                }
             }
         }
     }
@@ -228,7 +239,7 @@ impl Credits {
         r.fccl = fcp.fccl;
         if fcp.flags & Fcp::REQUEST != 0 {
             r.owe_update = false;
-            self.send_fcp(route, Fcp { flags: 0, fctbs: r.fctbs, fccl: r.abr.wrapping_add(self.window) }, raw, c);
+            self.send_fcp(route, Fcp { flags: 0, fctbs: r.fctbs, fccl: self.grant(r) }, raw, c);
         }
         self.drain(r, route, tap);
     }
@@ -262,12 +273,7 @@ impl Credits {
             for (i, r) in routes.iter_mut().enumerate() {
                 let route = i as Route;
                 if std::mem::take(&mut r.owe_update) {
-                    self.send_fcp(
-                        route,
-                        Fcp { flags: 0, fctbs: r.fctbs, fccl: r.abr.wrapping_add(self.window) },
-                        raw,
-                        c,
-                    );
+                    self.send_fcp(route, Fcp { flags: 0, fctbs: r.fctbs, fccl: self.grant(r) }, raw, c);
                 }
                 let Some(since) = r.blocked_since else { continue };
                 if now.saturating_sub(since) >= STALL_NS {
@@ -278,7 +284,7 @@ impl Credits {
                     self.drain(r, route, tap);
                 } else if now >= r.next_request {
                     r.next_request = now + RETRY_NS;
-                    let fcp = Fcp { flags: Fcp::REQUEST, fctbs: r.fctbs, fccl: r.abr.wrapping_add(self.window) };
+                    let fcp = Fcp { flags: Fcp::REQUEST, fctbs: r.fctbs, fccl: self.grant(r) };
                     self.send_fcp(route, fcp, raw, c);
                 }
             }

@@ -89,11 +89,20 @@ fn a_receiver_grants_what_it_consumed_and_resynchronises_on_a_request() {
     let window = 64 << 10;
     let c = Credits::new(1, window, clock);
     let (tap, raw, counters) = (Wire::default(), Wire::default(), PortCounters::default());
+    // Two packets: far from using half the grant, no FCP yet (one per
+    // packet would wake the sender's receiving thread per packet).
     c.received(0, 4096);
     c.received(0, 4096);
     assert!(!c.pass(&tap, &raw, &counters));
+    assert!(fcps(&raw.take()).is_empty());
+    // Past half of the window: the next pass grants the window again beyond what arrived.
+    let half = blocks(window) / 2 / blocks(4096) + 1;
+    for _ in 2..half {
+        c.received(0, 4096);
+    }
+    assert!(!c.pass(&tap, &raw, &counters));
     let sent = fcps(&raw.take());
-    assert_eq!(sent, vec![Fcp { flags: 0, fctbs: 0, fccl: 2 * blocks(4096) + blocks(window) }]);
+    assert_eq!(sent, vec![Fcp { flags: 0, fctbs: 0, fccl: half * blocks(4096) + blocks(window) }]);
     assert!(fcps(&{
         c.pass(&tap, &raw, &counters);
         raw.take()

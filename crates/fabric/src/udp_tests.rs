@@ -215,7 +215,6 @@ fn udp_two_instances_and_loopback() {
     assert!((1..=50).contains(&c.rx_socket_passes), "{} passes", c.rx_socket_passes);
     assert!(wait_for(|| a.counters().snapshot().fc_packets_received == c.fc_packets_sent));
     let ca = a.counters().snapshot();
-    assert!(c.fc_packets_sent > 0);
     assert_eq!(ca.rx_socket_datagrams, ca.fc_packets_received);
     assert_eq!(ca.rx_packets, 1, "only the looped-back packet reached A's handler");
 }

@@ -116,7 +116,7 @@ mod sys {
         restart_syscall => SYS_restart_syscall, clone3 => SYS_clone3, openat => SYS_openat,
         mmap => SYS_mmap, mprotect => SYS_mprotect, clone => SYS_clone, prctl => SYS_prctl,
         tgkill => SYS_tgkill, fallocate => SYS_fallocate, pread64 => SYS_pread64, read => SYS_read,
-        ppoll => SYS_ppoll,
+        ppoll => SYS_ppoll, getsockopt => SYS_getsockopt,
     );
     #[cfg(target_arch = "x86_64")]
     nrs!(epoll_wait => SYS_epoll_wait);
@@ -141,6 +141,13 @@ pub fn allow_list(pid: u32) -> Vec<Allowed> {
     // The Ethernet link: frames are read from its TAP (opened before the
     // filter); its worker waits on its socket or TAP with ppoll.
     v.extend(any!(read, ppoll));
+    // The UDP fabric reads its socket's drop count (SO_MEMINFO) after a
+    // receive pass; no other option may be read.
+    let meminfo = rule(vec![
+        cond(1, SeccompCmpOp::Eq, libc::SOL_SOCKET as u64),
+        cond(2, SeccompCmpOp::Eq, libc::SO_MEMINFO as u64),
+    ]);
+    v.push(Allowed { name: "getsockopt", nr: sys::getsockopt, rules: vec![meminfo] });
     let fcntl_cmds = [libc::F_DUPFD_CLOEXEC, libc::F_GETFD, libc::F_SETFD, libc::F_GETFL, libc::F_SETFL];
     v.push(Allowed { name: "fcntl", nr: sys::fcntl, rules: fcntl_cmds.iter().map(|&c| eq(1, c as u64)).collect() });
     // Memory: the allocator (brk, mmap, mremap for big reallocs, madvise

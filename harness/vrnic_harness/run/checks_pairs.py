@@ -12,7 +12,7 @@ TOOL_RX = re.compile(r"^=== TOOL (\S+) g(\d+) (server|client): (.*?) ===\n(.*?)^
 PINGPONG_LABELS = ["rc-s1", "rc-s4096-c", "rc-s65536-c", "rc-s1048576-c", "rc-e-s1", "rc-e-s4096-c",
                    "rc-e-s1048576-c", "uc-s4096-c", "ud-s2048-c", "srq-s4096-c"]
 PERFTEST_LABELS = ["ib_write_lat", "ib_send_lat", "ib_read_lat", "ib_atomic_lat",
-                   "ib_write_bw", "ib_send_bw", "ib_read_bw", "ib_atomic_bw"]
+                   "ib_write_bw", "ib_send_bw", "ib_read_bw", "ib_atomic_bw", "ib_write_bw_q1000"]
 PP_BYTES = re.compile(r"^\d+ bytes in [\d.]+ seconds = [\d.]+ \S+$", re.M)
 PP_ITERS = re.compile(r"^\d+ iters in [\d.]+ seconds = [\d.]+ usec/iter$", re.M)
 PERF_ROW = re.compile(r"^\s*(\d+\s+\d+\s+[\d.]+.*)$", re.M)
