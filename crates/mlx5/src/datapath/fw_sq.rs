@@ -53,6 +53,10 @@ pub(crate) fn drain_fw_sq<C: HasCore>(
                 core.qp_error(qpn, ci, 0, syndrome::LOCAL_QP_OP_ERR, true);
                 return;
             }
+            SqHead::BadIndex { ci, opcode } => {
+                core.qp_error(qpn, ci, opcode, syndrome::LOCAL_QP_OP_ERR, true);
+                return;
+            }
             SqHead::Ready { ci, ctrl, first } => (ci, ctrl, first),
         };
         let nbb = ctrl.wqebbs();

@@ -290,6 +290,35 @@ fn bad_flags_and_ds_and_recovery() {
     }
 }
 
+/// A WQE the doorbell announced whose control segment names another index
+/// (here slot 1 says 5) is not skipped and does not stall the SQ: it
+/// completes with LOCAL_QP_OP_ERR for its slot, the QP moves to ERR and the
+/// WQE behind it flushes.
+#[test]
+fn a_wqe_with_the_wrong_index_completes_in_error() {
+    let (net, mut a, mut b) = rc_pair(QP_BUF);
+    put_rc_wqe(&a, b.key, 0, opcode::RDMA_WRITE, CTRL_CQ_UPDATE);
+    put_rc_wqe(&a, b.key, 1, opcode::RDMA_WRITE, CTRL_CQ_UPDATE);
+    let mut c: [u8; 16] = a.t.mem.get(SQ + 64, 16).try_into().unwrap();
+    c[1..3].copy_from_slice(&5u16.to_be_bytes());
+    a.t.mem.put(SQ + 64, &c);
+    put_rc_wqe(&a, b.key, 2, opcode::RDMA_WRITE, CTRL_CQ_UPDATE);
+    ring(&mut a, 3);
+    pump(&net, &mut a, &mut b);
+    let seen: Vec<(u8, u8, u8, u16)> = (0..3)
+        .map(|k| cqe_at(&a.t, a.cq_buf, k).map(|c| (c.opcode, c.syndrome, c.wqe_opcode, c.wqe_counter)).unwrap())
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (op::REQ, 0, opcode::RDMA_WRITE, 0),
+            (op::REQ_ERR, syndrome::LOCAL_QP_OP_ERR, opcode::RDMA_WRITE, 1),
+            (op::REQ_ERR, syndrome::WR_FLUSH_ERR, opcode::RDMA_WRITE, 2),
+        ]
+    );
+    assert_eq!(a.t.fw.core.engine.qp(a.qpn).unwrap().state, QpState::Err);
+}
+
 /// A NOP behind a refused WQE flushes like any other WQE (its own opcode,
 /// its own wqe_counter); so does a NOP posted to a QP already in ERR.
 #[test]

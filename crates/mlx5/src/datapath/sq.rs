@@ -109,6 +109,19 @@ impl Firmware {
                     }
                     return;
                 }
+                // Its CQE names the slot (wqe_counter = ci), where the driver
+                // finds its wr_id; the QP moves to ERR.
+                SqHead::BadIndex { ci, opcode } => {
+                    let wr = local_qp_op_err(((opcode as u64) << 32) | ci as u64);
+                    if let Some(ctx) = self.core.engine.qp_mut(qpn).map(|e| &mut e.ext) {
+                        ctx.sq_ci = ci.wrapping_add(1);
+                    }
+                    if let Err(e) = self.core.engine.post_send(qpn, wr) {
+                        warn!(qpn, "post_send: {e}");
+                    }
+                    // What the doorbell announced behind it flushes in order.
+                    continue;
+                }
                 SqHead::Ready { ci, ctrl, first } => (ci, ctrl, first),
             };
             let nbb = ctrl.wqebbs();

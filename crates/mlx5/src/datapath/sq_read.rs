@@ -3,7 +3,7 @@
 //! wrapping at the end of the ring. Shared by the engine QPs' send path
 //! (`sq.rs`) and the firmware's own send queues (`fw_sq.rs`).
 
-use tracing::{debug, warn};
+use tracing::warn;
 
 use super::dbr::be32_at;
 use super::wqe::{CtrlSeg, WQEBB};
@@ -18,6 +18,10 @@ pub(crate) enum SqHead {
     Empty,
     /// The WQE at consumer index `ci` lies outside guest memory.
     Unreadable { ci: u16 },
+    /// The doorbell announced a WQE at consumer index `ci` whose control
+    /// segment names another index: not executed, a local QP operation error
+    /// (a ConnectX never skips or waits on a WQE its doorbell announced).
+    BadIndex { ci: u16, opcode: u8 },
     /// A WQE at consumer index `ci` with this control segment; `first` is
     /// its first WQEBB as read (all of a one-WQEBB WQE).
     Ready { ci: u16, ctrl: CtrlSeg, first: Vec<u8> },
@@ -50,7 +54,10 @@ impl Core {
     /// The next send WQE of QP `qpn` if it is before producer counter `pc`.
     pub(crate) fn sq_head_upto(&self, qpn: u32, ctx: &QpCtx, pc: u16) -> SqHead {
         let ci = ctx.sq_ci;
-        if ci == pc {
+        // Nothing announced, or the consumer is past the producer (a WQE
+        // longer than the WQEBBs the doorbell record counted): stop there.
+        let announced = pc.wrapping_sub(ci) as u32;
+        if announced == 0 || announced > ctx.sq_entries {
             return SqHead::Empty;
         }
         let Some(first) = self.read_sq(ctx, ci, 1) else {
@@ -59,8 +66,13 @@ impl Core {
         };
         let ctrl = CtrlSeg::parse(first[..16].try_into().expect("16 bytes"));
         if ctrl.wqe_index != ci {
-            debug!(qpn, expected = ci, got = ctrl.wqe_index, "WQE index mismatch: stop at the doorbell");
-            return SqHead::Empty;
+            warn!(
+                qpn,
+                expected = ci,
+                got = ctrl.wqe_index,
+                "send WQE with the wrong wqe_index: local QP operation error"
+            );
+            return SqHead::BadIndex { ci, opcode: ctrl.opcode };
         }
         SqHead::Ready { ci, ctrl, first }
     }
