@@ -123,19 +123,44 @@ pub fn socket_receive_buffer(sock: &UdpSocket) -> Option<usize> {
     (r == 0 && v > 0).then_some(v as usize)
 }
 
-/// SO_MEMINFO's index of the socket's drop count (`SK_MEMINFO_DROPS`,
-/// linux/sock_diag.h), and how many values the kernel fills.
+/// SO_MEMINFO's indices (`SK_MEMINFO_*`, linux/sock_diag.h): memory the
+/// receive queue holds, the receive buffer's size, the drop count; and how
+/// many values the kernel fills.
+const SK_MEMINFO_RMEM_ALLOC: usize = 0;
+const SK_MEMINFO_RCVBUF: usize = 1;
 const SK_MEMINFO_DROPS: usize = 8;
 const SK_MEMINFO_VARS: usize = 9;
 
-/// Datagrams the kernel dropped at this socket since it was opened (a full
-/// receive buffer, mostly): SO_MEMINFO's `SK_MEMINFO_DROPS`.
-pub fn socket_drops(fd: RawFd) -> Option<u32> {
+/// A socket's receive side as SO_MEMINFO reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SocketMemory {
+    /// Bytes the datagrams waiting in the receive queue take (their
+    /// `truesize`: payload and the kernel's overhead).
+    pub rmem_alloc: u32,
+    /// The receive buffer's size (what `rmem_alloc` may reach).
+    pub rcvbuf: u32,
+    /// Datagrams dropped at this socket since it was opened (a full receive
+    /// buffer, mostly).
+    pub drops: u32,
+}
+
+/// The socket's [`SocketMemory`] (one `getsockopt(SO_MEMINFO)`).
+pub fn socket_memory(fd: RawFd) -> Option<SocketMemory> {
     let mut v = [0u32; SK_MEMINFO_VARS];
     let mut len = std::mem::size_of_val(&v) as libc::socklen_t;
     // SAFETY: getsockopt writes at most `len` bytes into a live local array.
     let r = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_MEMINFO, v.as_mut_ptr().cast(), &mut len) };
-    (r == 0 && len as usize > SK_MEMINFO_DROPS * 4).then_some(v[SK_MEMINFO_DROPS])
+    (r == 0 && len as usize > SK_MEMINFO_DROPS * 4).then_some(SocketMemory {
+        rmem_alloc: v[SK_MEMINFO_RMEM_ALLOC],
+        rcvbuf: v[SK_MEMINFO_RCVBUF],
+        drops: v[SK_MEMINFO_DROPS],
+    })
+}
+
+/// Datagrams the kernel dropped at this socket since it was opened:
+/// [`SocketMemory::drops`].
+pub fn socket_drops(fd: RawFd) -> Option<u32> {
+    socket_memory(fd).map(|m| m.drops)
 }
 
 fn setsockopt_int(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: libc::c_int) -> bool {

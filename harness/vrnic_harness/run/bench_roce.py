@@ -8,7 +8,7 @@ import statistics
 
 from ..common import say
 from .bench import BENCH_TESTS
-from .checks_pairs import PERF_ROW, tool_runs
+from .checks_pairs import PERF_ROW, guest_texts, tool_runs_in
 
 TARGET = {"lat": 5.0, "bw": 20.0}
 
@@ -16,7 +16,7 @@ TARGET = {"lat": 5.0, "bw": 20.0}
 def figures(text):
     """{test: (size, [figure per repetition])} of one run (the vrnic run or the rxe run)."""
     res = {}
-    for (lab, role), r in tool_runs({"text": text}).items():
+    for (lab, role), r in tool_runs_in(guest_texts(text)).items():
         m = re.match(r"bench-(ib_\w+_(?:lat|bw))-r\d+$", lab)
         if role != "client" or not m or r["rc"] != 0:
             continue

@@ -11,7 +11,7 @@ import statistics
 
 from ..common import say
 from .checks_eth import ETH_TOOL
-from .checks_pairs import tool_runs
+from .checks_pairs import guest_texts, tool_runs_in
 from .checks_ulp import fio_result, ucx_final
 from .console import console_lines
 
@@ -38,7 +38,7 @@ def figures(text):
             fig = iops if unit == "IOPS" else mib if unit == "MiBps" else (1e6 / iops if iops else None)
             if fig is not None:
                 res.setdefault(t.group(1), []).append(fig)
-    for (lab, role), r in tool_runs({"text": text}).items():
+    for (lab, role), r in tool_runs_in(guest_texts(text)).items():
         t = re.match(r"bench-(ucx-tag_lat)-r\d+$", lab)
         if role != "client" or not t or r["rc"] != 0:
             continue

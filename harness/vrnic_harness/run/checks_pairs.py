@@ -20,8 +20,21 @@ PERF_ROW = re.compile(r"^\s*(\d+\s+\d+\s+[\d.]+.*)$", re.M)
 
 def tool_runs(ctx):
     """{(label, role): dict(guest, cmd, out, rc, seconds, tries)} from every guest's console."""
+    return tool_runs_in(ctx.texts)
+
+
+def guest_texts(text):
+    """A run's combined text (lines prefixed [g<i>], RunContext.text) split back into each guest's."""
+    per = {}
+    for line in text.split("\n"):
+        m = re.match(r"^\[g(\d+)\] ", line)
+        per.setdefault(int(m.group(1)) if m else 0, []).append(line[m.end():] if m else line)
+    return ["\n".join(per[g]) for g in sorted(per)]
+
+
+def tool_runs_in(texts):
+    """tool_runs over these consoles (one per guest)."""
     runs = {}
-    texts = ctx.texts
     for t in texts:
         for m in TOOL_RX.finditer("\n".join(console_lines(t))):
             runs[(m.group(1), m.group(3))] = dict(guest=int(m.group(2)), cmd=m.group(4), out=m.group(5),

@@ -33,6 +33,10 @@ pub struct EtherCounters {
     pub rx_own: AtomicU64,
     /// Receive errors of the medium.
     pub rx_errors: AtomicU64,
+    /// udp: datagrams the kernel dropped at the receiving socket (its full
+    /// buffer; `SO_MEMINFO`, read when a burst leaves frames waiting,
+    /// `rx_buffer.rs`): lost before the port saw them.
+    pub rx_socket_drops: AtomicU64,
     pub fault_dropped: AtomicU64,
     pub fault_duplicated: AtomicU64,
     pub fault_reordered: AtomicU64,

@@ -552,7 +552,13 @@ fn a_lossless_priority_without_buffers_sends_pfc_holds_and_delivers_after_buffer
     let rq = Arc::new(Rq::default());
     l.start(rq.clone()).unwrap();
     let mac = [2, 0, 0, 0, 0, 0x33];
-    l.sink().set_pause_policy(PausePolicy { pfc_rx: 1 << 3, pfc_tx: 1 << 3, pause_rx: true, smac: mac });
+    l.sink().set_pause_policy(PausePolicy {
+        pfc_rx: 1 << 3,
+        pfc_tx: 1 << 3,
+        pause_rx: true,
+        pause_tx: false,
+        smac: mac,
+    });
     let to = l.local_addr().unwrap();
     let tagged = |seed: u8| {
         let mut f = frame(mac, seed, 64);

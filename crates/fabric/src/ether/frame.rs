@@ -45,6 +45,13 @@ pub trait FrameSink: Send + Sync {
     fn prio_counters(&self, _prio: usize) -> Option<PrioSnapshot> {
         None
     }
+    /// Whether a frame of 802.1p priority `prio` would leave now rather than
+    /// wait in the pause gate (`pfc.rs`): a RoCE sender that hears no waits
+    /// in line until [`FrameHandler::tx_ready`]. A sink without flow control
+    /// always takes it.
+    fn ready(&self, _prio: u8) -> bool {
+        true
+    }
 }
 
 /// What became of a frame offered to a [`FrameHandler`] on a lossless
@@ -80,6 +87,9 @@ pub trait FrameHandler: Send + Sync {
     fn poll(&self, _now_ns: u64) -> Option<u64> {
         None
     }
+    /// A pause the link's senders waited for ([`FrameSink::ready`] said no)
+    /// ended: RoCE requesters held for it resume.
+    fn tx_ready(&self) {}
 }
 
 /// What a link's worker needs of a medium beyond [`Link`]: the fd to wait
@@ -87,4 +97,9 @@ pub trait FrameHandler: Send + Sync {
 pub(crate) trait Medium: crate::Link + Send + Sync {
     fn fd(&self) -> Option<RawFd>;
     fn carrier(&self) -> bool;
+    /// The receive buffer's memory, where the medium has one to read
+    /// (`rx_buffer.rs`).
+    fn backlog(&self) -> Option<vrnic_sys::net::SocketMemory> {
+        None
+    }
 }

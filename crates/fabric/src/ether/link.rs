@@ -15,6 +15,7 @@ use super::counters::PrioSnapshot;
 use super::frame::{FrameHandler, FrameSink, Medium, HEADER_LEN, MAX_FRAME, MIN_FRAME};
 use super::pfc::{PauseGate, PausePolicy};
 use super::pfc_tx::RxHold;
+use super::rx_buffer::{Fill, RxBuffer};
 use super::shaper::Shaper;
 use super::tap::TapMedium;
 use super::udp::UdpMedium;
@@ -31,6 +32,11 @@ use vrnic_sys::wake::{wait_readable_or_woken, EventFd};
 const IDLE_WAIT: Duration = Duration::from_millis(200);
 /// Frames taken per receive pass.
 const BURST: usize = 64;
+/// How far behind the arrivals the worker may be while RoCE senders go on
+/// (`FrameSink::ready`): a real MAC takes a PAUSE as it arrives; here it may
+/// wait in the socket while the worker waits for a CPU, and a sender that
+/// went on meanwhile would overrun the peer's buffer.
+const MAC_LAG_NS: u64 = 1_000_000;
 
 /// No medium: nothing arrives, what is sent is counted and lost.
 struct NoMedium(Arc<EtherCounters>);
@@ -67,6 +73,14 @@ struct Shared {
     pause: PauseGate,
     /// PFC transmit: received frames of a lossless priority wait here for a buffer.
     hold: RxHold,
+    /// Global pause transmit: PAUSE while the medium's receive buffer fills.
+    rx_buffer: RxBuffer,
+    /// A sender asked [`FrameSink::ready`]: the end of a pause calls the
+    /// handler's `tx_ready`.
+    held: AtomicBool,
+    /// A sender heard no because the worker lagged ([`MAC_LAG_NS`]): its
+    /// next pass that empties the medium calls `tx_ready`.
+    lagged: AtomicBool,
     /// The line rate (`[eth] link_rate_mbps`; none: unlimited): after the gate.
     shaper: Option<Shaper>,
     clock: Arc<dyn Clock>,
@@ -102,6 +116,7 @@ impl FrameSink for Shared {
     fn set_pause_policy(&self, policy: PausePolicy) {
         self.pause.set_policy(policy, self.clock.now_ns());
         self.hold.set_policy(policy.pfc_tx, policy.smac);
+        self.rx_buffer.set_policy(policy.pause_tx, policy.smac);
         // Frames of pauses that ended leave on the worker's next pass.
         self.wake.wake();
     }
@@ -116,6 +131,21 @@ impl FrameSink for Shared {
 
     fn prio_counters(&self, prio: usize) -> Option<PrioSnapshot> {
         self.counters.prio.get(prio).map(|c| c.snapshot())
+    }
+
+    fn ready(&self, prio: u8) -> bool {
+        // Set before the look: a pause that ends after it finds it set.
+        self.held.store(true, Ordering::SeqCst);
+        let now = self.clock.now_ns();
+        if self.pause.is_paused(prio as usize, now) {
+            return false;
+        }
+        if self.pause.lagging(now, MAC_LAG_NS) {
+            self.lagged.store(true, Ordering::SeqCst);
+            self.wake.wake();
+            return false;
+        }
+        true
     }
 }
 
@@ -213,6 +243,7 @@ impl EtherLink {
         let counters_pause = counters.clone();
         let counters_hold = counters.clone();
         let counters_shaper = counters.clone();
+        let counters_buffer = counters.clone();
         let classes = Arc::new(Classifier::default());
         let pause_bps = cfg.pause_speed_mbps.max(1).saturating_mul(1_000_000);
         let shared = Arc::new(Shared {
@@ -225,6 +256,9 @@ impl EtherLink {
             local,
             pause: PauseGate::new(counters_pause, pause_bps, classes.clone()),
             hold: RxHold::new(classes.clone(), counters_hold, cfg.pfc_tx_quanta.max(1), pause_bps),
+            rx_buffer: RxBuffer::new(counters_buffer, cfg.pfc_tx_quanta.max(1), pause_bps),
+            held: AtomicBool::new(false),
+            lagged: AtomicBool::new(false),
             classes,
             shaper: Shaper::new(counters_shaper, cfg.link_rate_mbps.saturating_mul(1_000_000), clock.now_ns()),
             clock: clock.clone(),
@@ -302,7 +336,9 @@ fn wait_for(now: u64, dues: &[Option<u64>]) -> Duration {
 /// The link's thread: each pass runs the handler's `poll` (loopback,
 /// timers), waits for the medium, a wake or the next deadline, receives a
 /// burst (then `flush`), releases frames the faults, the pause gate and
-/// the shaper hold, and offers the frames PFC transmit holds again.
+/// the shaper hold (a sender waiting for the end of a pause resumes), offers
+/// the frames PFC transmit holds again, and sends PAUSE while the medium's
+/// receive buffer fills (`rx_buffer.rs`).
 fn worker(s: &Shared, clock: &dyn Clock, handler: &dyn FrameHandler) {
     let mut buf = vec![0u8; 65536];
     while !s.stop.load(Ordering::SeqCst) {
@@ -319,11 +355,26 @@ fn worker(s: &Shared, clock: &dyn Clock, handler: &dyn FrameHandler) {
             // Cleared before the next poll: a wake after this point is kept.
             s.wake.drain();
         }
-        if ready {
-            s.medium.receive(&mut buf, BURST, &mut |_, f| s.arrive(f, handler));
+        let pass = clock.now_ns();
+        let fill = if ready {
+            let n = s.medium.receive(&mut buf, BURST, &mut |_, f| {
+                s.arrive(f, handler);
+                s.rx_buffer.refresh(clock.now_ns(), &mut |p| s.emit(p));
+            });
             handler.flush();
+            match n < BURST {
+                true => Fill::Empty,
+                false => s.medium.backlog().map_or(Fill::Unknown, Fill::Level),
+            }
         } else {
             s.capture.flush();
+            Fill::Empty
+        };
+        if fill == Fill::Empty {
+            s.pause.medium_drained(pass);
+        }
+        if s.medium.fd().is_some() {
+            s.rx_buffer.update(fill, clock.now_ns(), &mut |f| s.emit(f));
         }
         let mut released = false;
         s.faults.release(&Out(s), &mut |_, f| {
@@ -337,7 +388,11 @@ fn worker(s: &Shared, clock: &dyn Clock, handler: &dyn FrameHandler) {
         if let Some(sh) = &s.shaper {
             sh.release(now, &mut |f| s.emit(f));
         }
-        s.pause.release(now, &mut |f| s.shape(f, now));
+        let ended = s.pause.release(now, &mut |f| s.shape(f, now)) && s.held.swap(false, Ordering::SeqCst);
+        let caught_up = fill == Fill::Empty && s.lagged.swap(false, Ordering::SeqCst);
+        if ended || caught_up {
+            handler.tx_ready();
+        }
         if s.hold.poll(now, handler, &mut |f| s.emit(f)) {
             handler.flush();
         }

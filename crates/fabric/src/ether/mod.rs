@@ -14,7 +14,8 @@
 //! `classify.rs` (PCP or DSCP trust); PAUSE/PFC: `pfc.rs` (the gate every
 //! transmitted frame passes, which received MAC control frames drive) and
 //! `pfc_tx.rs` (received frames of a lossless priority wait there for a
-//! receive buffer while the port sends PFC frames); line rate: `shaper.rs`
+//! receive buffer while the port sends PFC frames), `rx_buffer.rs` (802.3x PAUSE while
+//! the medium's receive buffer fills); line rate: `shaper.rs`
 //! (a token bucket after the gate, `[eth] link_rate_mbps`).
 
 mod classify;
@@ -24,6 +25,7 @@ mod frame;
 mod link;
 mod pfc;
 mod pfc_tx;
+mod rx_buffer;
 mod shaper;
 mod tap;
 mod udp;
@@ -39,4 +41,5 @@ pub use frame::{FrameHandler, FrameSink, Offer, HEADER_LEN, MAX_FRAME, MIN_FRAME
 pub use link::EtherLink;
 pub use pfc::{PauseGate, PausePolicy, DEFAULT_POLICY, PORT_SPEED_BPS, QUEUE_FRAMES};
 pub use pfc_tx::{RxHold, DEFAULT_TX_QUANTA, HOLD_FRAMES, RETRY_NS};
+pub use rx_buffer::{Fill, RxBuffer, XOFF_DIVISOR, XON_DIVISOR};
 pub use shaper::Shaper;

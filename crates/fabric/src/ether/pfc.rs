@@ -23,7 +23,7 @@
 //! per-priority group).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::classify::Classifier;
@@ -56,6 +56,8 @@ pub struct PausePolicy {
     pub pfc_rx: u8,
     /// PFCC `pprx`: 802.3x PAUSE frames stop every priority.
     pub pause_rx: bool,
+    /// PFCC `pptx`: the port sends PAUSE when its receive buffer fills (`rx_buffer.rs`).
+    pub pause_tx: bool,
     /// PFCC `pfctx`: bit i = priority i sends PFC frames instead of dropping (`pfc_tx.rs`).
     pub pfc_tx: u8,
     /// The source address of the PFC frames the port sends (its MAC).
@@ -71,8 +73,9 @@ impl PausePolicy {
     }
 }
 
-/// The hardware's power-on policy: global pause on, no PFC (as PFCC reads at power-on).
-pub const DEFAULT_POLICY: PausePolicy = PausePolicy { pfc_rx: 0, pause_rx: true, pfc_tx: 0, smac: [0; 6] };
+/// The hardware's power-on policy: global pause on both ways, no PFC (as PFCC reads at power-on).
+pub const DEFAULT_POLICY: PausePolicy =
+    PausePolicy { pfc_rx: 0, pause_rx: true, pause_tx: true, pfc_tx: 0, smac: [0; 6] };
 
 /// See the module documentation.
 pub struct PauseGate {
@@ -81,6 +84,12 @@ pub struct PauseGate {
     prios: Mutex<[Prio; PRIORITIES]>,
     counters: Arc<EtherCounters>,
     classes: Arc<Classifier>,
+    /// A pause ended since the last [`release`](PauseGate::release).
+    ended: AtomicBool,
+    /// When the link's worker last began a receive pass that emptied the
+    /// medium ([`medium_drained`](PauseGate::medium_drained)); `u64::MAX`: not
+    /// tracked (a gate without a worker, in tests).
+    drained_at: AtomicU64,
 }
 
 impl PauseGate {
@@ -91,10 +100,13 @@ impl PauseGate {
             prios: Mutex::new(Default::default()),
             counters,
             classes,
+            ended: AtomicBool::new(false),
+            drained_at: AtomicU64::new(u64::MAX),
         }
     }
 
-    /// The receive part of the policy (`pfc_tx`, `smac` read 0: `RxHold` keeps them).
+    /// The receive part of the policy (`pause_tx`, `pfc_tx`, `smac` read 0:
+    /// `RxBuffer` and `RxHold` keep them).
     pub fn policy(&self) -> PausePolicy {
         PausePolicy::from_bits(self.policy.load(Ordering::Relaxed))
     }
@@ -106,8 +118,9 @@ impl PauseGate {
         let mut prios = self.lock();
         for (i, s) in prios.iter_mut().enumerate() {
             if s.paused {
-                s.until = now;
-                self.settle(i, s, now);
+                s.paused = false;
+                self.ended.store(true, Ordering::SeqCst);
+                bump(&self.counters.prio[i].rx_pause_duration_ns, now.saturating_sub(s.since));
             }
         }
     }
@@ -117,10 +130,39 @@ impl PauseGate {
         self.prios.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The link's worker began a receive pass at `at` that emptied the
+    /// medium: every MAC control frame that arrived before `at` has been
+    /// taken. From the first call on, a pause ends only once that is so for
+    /// its end time (see [`settle`](Self::settle)).
+    pub fn medium_drained(&self, at: u64) {
+        let _ = self.drained_at.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |d| match d {
+            u64::MAX => Some(at),
+            d => Some(d.max(at)),
+        });
+    }
+
+    /// Whether the worker's last pass that emptied the medium began more
+    /// than `lag_ns` before `now` (never, while not tracked): a PAUSE may
+    /// wait in the socket unread.
+    pub fn lagging(&self, now: u64, lag_ns: u64) -> bool {
+        let d = self.drained_at.load(Ordering::SeqCst);
+        d != u64::MAX && d.saturating_add(lag_ns) < now
+    }
+
+    /// Whether a pause until `until` is over at `now`: its time has come and
+    /// the worker has read what the medium held by then (a refresh the peer
+    /// sent before the timer ran out, which a real MAC takes at once, may
+    /// still wait in the socket while the worker waits for a CPU).
+    fn over(&self, until: u64, now: u64) -> bool {
+        let d = self.drained_at.load(Ordering::SeqCst);
+        until <= now && (d == u64::MAX || d >= until)
+    }
+
     /// Ends the pause of priority `i` if it is over at `now`.
     fn settle(&self, i: usize, s: &mut Prio, now: u64) {
-        if s.paused && s.until <= now {
+        if s.paused && self.over(s.until, now) {
             s.paused = false;
+            self.ended.store(true, Ordering::SeqCst);
             bump(&self.counters.prio[i].rx_pause_duration_ns, s.until.saturating_sub(s.since));
         }
     }
@@ -154,7 +196,9 @@ impl PauseGate {
     }
 
     /// Sends what the priorities whose pause is over at `now` queued.
-    pub fn release(&self, now: u64, out: &mut dyn FnMut(&[u8])) {
+    /// Returns whether a pause ended since the last call (senders that
+    /// waited for it may go on).
+    pub fn release(&self, now: u64, out: &mut dyn FnMut(&[u8])) -> bool {
         let mut prios = self.lock();
         for (i, s) in prios.iter_mut().enumerate() {
             self.settle(i, s, now);
@@ -164,6 +208,8 @@ impl PauseGate {
                 }
             }
         }
+        drop(prios);
+        self.ended.swap(false, Ordering::SeqCst)
     }
 
     /// When the next pause ends (the link's worker wakes then), if any.
@@ -173,7 +219,7 @@ impl PauseGate {
 
     /// Whether priority `prio` is paused at `now`.
     pub fn is_paused(&self, prio: usize, now: u64) -> bool {
-        self.lock().get(prio).is_some_and(|s| s.paused && s.until > now)
+        self.lock().get(prio).is_some_and(|s| s.paused && !self.over(s.until, now))
     }
 
     /// A frame the link received: a MAC control frame is taken here (true:

@@ -31,11 +31,12 @@ use crate::Link;
 use vrnic_sys::dgram::{bind_reuse_v4, set_multicast_if_v4};
 use vrnic_sys::net::set_socket_buffers;
 
-/// SO_RCVBUF/SO_SNDBUF of the medium's sockets (as the RoCE fabric's
-/// `socket_buffer`): the kernel's default (~208 KiB) holds fewer frames
-/// than one RoCE congestion window of MTU-sized packets, and every frame
-/// it drops costs a go-back-N retransmission.
-const SOCKET_BUFFER: usize = 4 << 20;
+/// SO_RCVBUF/SO_SNDBUF of the medium's sockets: the kernel's default (~208
+/// KiB) holds fewer frames than one RoCE congestion window of MTU-sized
+/// packets; 8 MiB (16 as the kernel accounts) leaves the port's global
+/// pause (`rx_buffer.rs`) the headroom of a sender that goes on for a
+/// millisecond or more before it hears the PAUSE.
+const SOCKET_BUFFER: usize = 8 << 20;
 
 /// A UDP socket carrying frames to a peer or a multicast hub.
 pub(crate) struct UdpMedium {
@@ -142,5 +143,8 @@ impl Medium for UdpMedium {
     }
     fn carrier(&self) -> bool {
         true
+    }
+    fn backlog(&self) -> Option<vrnic_sys::net::SocketMemory> {
+        vrnic_sys::net::socket_memory(self.sock.as_raw_fd())
     }
 }

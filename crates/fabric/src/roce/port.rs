@@ -242,6 +242,21 @@ impl PacketSink for RocePort {
         }
     }
 
+    /// Whether a packet to `dest` would leave now: its frame's priority is
+    /// not paused by the peer (global pause or PFC, `ether/pfc.rs`). Loopback
+    /// and what cannot be sent at all never wait.
+    fn ready(&self, dest: &Dest) -> bool {
+        let (Some(e), Some(g)) = (self.gids.get(dest.eth.sgid_index as usize), dest.grh) else {
+            return true;
+        };
+        if self.gids.contains(&g.dgid) {
+            return true;
+        }
+        let pcp = e.vlan.map(|_| dest.eth.pcp & 7);
+        let dscp = (e.version != RoceVersion::V1).then_some(g.traffic_class >> 2);
+        self.frames.ready(self.frames.priority(pcp, dscp))
+    }
+
     fn gid(&self, index: u8) -> Option<[u8; 16]> {
         self.gids.get(index as usize).map(|e| e.gid)
     }

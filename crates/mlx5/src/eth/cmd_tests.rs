@@ -421,7 +421,7 @@ fn pfcc_policy_reaches_the_link_and_ppcnt_reads_its_priorities() {
     let mac = t.fw.port.eth_test().vport.mac;
     assert_eq!(
         link.0.lock().unwrap().last(),
-        Some(&PausePolicy { pfc_rx: 0x08, pause_rx: true, pfc_tx: 0x08, smac: mac }),
+        Some(&PausePolicy { pfc_rx: 0x08, pause_rx: true, pause_tx: true, pfc_tx: 0x08, smac: mac }),
         "pfcrx to the pause gate, pfctx (and the port's MAC) to PFC transmit"
     );
     // PPCNT per-priority group (0x10) of priority 3: the link's counters at the layout's offsets

@@ -154,6 +154,13 @@ impl FrameHandler for EthRx {
         self.kick_pending();
     }
 
+    fn tx_ready(&self) {
+        if self.roce.is_some() {
+            self.fw().datapath().core.engine.tx_ready();
+        }
+        self.kick_pending();
+    }
+
     fn poll(&self, _now_ns: u64) -> Option<u64> {
         let mut guard = self.fw();
         let mut dp = guard.datapath();

@@ -75,6 +75,7 @@ impl EthPort {
             l.set_pause_policy(PausePolicy {
                 pfc_rx: self.regs.pfc_rx,
                 pause_rx: self.regs.pause_rx,
+                pause_tx: self.regs.pause_tx,
                 pfc_tx: self.regs.pfc_tx,
                 smac: self.vport.mac,
             });
