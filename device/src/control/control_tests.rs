@@ -255,6 +255,7 @@ fn bump_all(h: &ControlHandles, wire: &vrnic_fabric::PortCounters) {
         &e.rx_foreign,
         &e.rx_own,
         &e.rx_errors,
+        &e.rx_socket_drops,
         &e.fault_dropped,
         &e.fault_duplicated,
         &e.fault_reordered,
