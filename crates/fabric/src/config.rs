@@ -48,7 +48,8 @@ pub struct FabricConfig {
     /// Cap on the pcap file, bytes; later packets are counted in
     /// `pcap_dropped` instead of written.
     pub pcap_max_bytes: u64,
-    /// SO_SNDBUF / SO_RCVBUF, bytes.
+    /// SO_SNDBUF / SO_RCVBUF, bytes: room for the flow-control window
+    /// (a quarter of it, per peer) and the kernel's overhead.
     pub socket_buffer: usize,
     /// Deliver traffic to this port's own QPs on the doorbell's thread
     /// ([`LoopbackPump`]) rather than through the worker's wake-up.
@@ -72,10 +73,10 @@ impl Default for FabricConfig {
             faults: FaultConfig::default(),
             pcap: None,
             pcap_max_bytes: super::pcap::DEFAULT_MAX_BYTES,
-            socket_buffer: 4 << 20,
+            socket_buffer: 16 << 20,
             inline_loopback: true,
             flow_control: true,
-            flow_control_window: 1 << 20,
+            flow_control_window: 4 << 20,
         }
     }
 }
