@@ -74,10 +74,11 @@ _vr_show() {  # LABEL ROLE CMD OUT RC SECONDS TRIES
 }
 # perftest converts cycles to time with a clock rate it measures after the run (a linear fit of rdtsc
 # against gettimeofday over ~60 ms) and needs r^2 >= 0.9; when the host preempts this vCPU during the fit it
-# prints "Correlation coefficient r^2: ... < 0.9" and every figure of its table comes out inf or nan. Nothing
-# was wrong with the transfer: the pair runs again (at most VR_CALIB_TRIES times, default 3).
+# prints "Correlation coefficient r^2: ... < 0.9" and every figure of its table comes out inf, nan or (the
+# bandwidth tests) 0.00. Nothing was wrong with the transfer: the pair runs again (at most VR_CALIB_TRIES
+# times, default 3).
 vr_calib_failed() {
-  grep -q "Correlation coefficient r^2" "$1" && grep -qE "^ *[0-9]+ +[0-9]+ +(inf|-?nan)" "$1"
+  grep -q "Correlation coefficient r^2" "$1" && grep -qE "^ *[0-9]+ +[0-9]+ +(inf|-?nan|0\.00([[:space:]]|$))" "$1"
 }
 vr_pair() {
   _label=$1; _plim=$2; shift 2
