@@ -124,11 +124,10 @@ impl InProcNet {
         self.queue.lock().map(|q| q.len()).unwrap_or(0)
     }
 
-    /// Delivers every queued packet (and those sent in reaction, up to
-    /// `limit`), releases due held packets and flushes each handler.
-    /// `handlers[i]` receives port i's packets. Returns packets delivered.
-    pub fn pump(&self, handlers: &[&dyn PacketHandler], limit: usize) -> usize {
-        let mut n = 0;
+    /// Each port's held packets that are due (flow control packets, the
+    /// senders a route let go); a port whose route drained calls its
+    /// handler's `tx_ready`.
+    fn release_due(&self, handlers: &[&dyn PacketHandler]) {
         for (i, p) in self.ports.iter().enumerate() {
             let mut d = |m: &RxMeta, b: &[u8]| {
                 if let Some(h) = handlers.get(i) {
@@ -141,6 +140,14 @@ impl InProcNet {
                 }
             }
         }
+    }
+
+    /// Delivers every queued packet (and those sent in reaction, up to
+    /// `limit`), releases due held packets and flushes each handler.
+    /// `handlers[i]` receives port i's packets. Returns packets delivered.
+    pub fn pump(&self, handlers: &[&dyn PacketHandler], limit: usize) -> usize {
+        let mut n = 0;
+        self.release_due(handlers);
         while n < limit {
             let item = self.queue.lock().ok().and_then(|mut q| q.pop_front());
             let Some((to, from, mut bytes)) = item else { break };
@@ -166,18 +173,7 @@ impl InProcNet {
         }
         // The end of the pass: each port's flow control packets, and the
         // senders a route let go.
-        for (i, p) in self.ports.iter().enumerate() {
-            let mut d = |m: &RxMeta, b: &[u8]| {
-                if let Some(h) = handlers.get(i) {
-                    h.receive(m, b)
-                }
-            };
-            if p.release_due(&InProcLink { net: self, index: i }, &mut d) {
-                if let Some(h) = handlers.get(i) {
-                    h.tx_ready();
-                }
-            }
-        }
+        self.release_due(handlers);
         n
     }
 

@@ -118,9 +118,7 @@ impl PauseGate {
         let mut prios = self.lock();
         for (i, s) in prios.iter_mut().enumerate() {
             if s.paused {
-                s.paused = false;
-                self.ended.store(true, Ordering::SeqCst);
-                bump(&self.counters.prio[i].rx_pause_duration_ns, now.saturating_sub(s.since));
+                self.end(i, s, now);
             }
         }
     }
@@ -161,10 +159,15 @@ impl PauseGate {
     /// Ends the pause of priority `i` if it is over at `now`.
     fn settle(&self, i: usize, s: &mut Prio, now: u64) {
         if s.paused && self.over(s.until, now) {
-            s.paused = false;
-            self.ended.store(true, Ordering::SeqCst);
-            bump(&self.counters.prio[i].rx_pause_duration_ns, s.until.saturating_sub(s.since));
+            self.end(i, s, s.until);
         }
+    }
+
+    /// Ends the pause of priority `i` as of `at` (counted since it began).
+    fn end(&self, i: usize, s: &mut Prio, at: u64) {
+        s.paused = false;
+        self.ended.store(true, Ordering::SeqCst);
+        bump(&self.counters.prio[i].rx_pause_duration_ns, at.saturating_sub(s.since));
     }
 
     fn sent(&self, i: usize, frame: &[u8], out: &mut dyn FnMut(&[u8])) {

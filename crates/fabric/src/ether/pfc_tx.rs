@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::classify::Classifier;
-use super::counters::EtherCounters;
+use super::counters::{EtherCounters, PrioCounters};
 use super::frame::{FrameHandler, Offer};
 use crate::counters::bump;
 use vrnic_wire::pfc::{quanta_ns, Repr, PRIORITIES};
@@ -43,14 +43,63 @@ pub const RETRY_NS: u64 = 200_000;
 /// The quanta of the PFC frames the port sends, unless configured.
 pub const DEFAULT_TX_QUANTA: u16 = 0xffff;
 
+/// One pause the port asks its peer for (PFC for a priority here, global
+/// PAUSE in `rx_buffer.rs`): XOFF, its refreshes and XON, and their
+/// counters.
+#[derive(Debug, Default)]
+pub(super) struct Asking {
+    /// XOFF sent and no XON yet.
+    pub(super) paused: bool,
+    since: u64,
+    /// When the XOFF is due again.
+    pub(super) next_refresh: u64,
+}
+
+impl Asking {
+    /// Sends XOFF (`send`), a refresh if the pause is on; the next is due
+    /// `refresh_ns` later.
+    pub(super) fn xoff(&mut self, now: u64, refresh_ns: u64, c: &PrioCounters, send: impl FnOnce()) {
+        if !self.paused {
+            self.paused = true;
+            self.since = now;
+            bump(&c.tx_pause_transition, 1);
+        }
+        send();
+        self.next_refresh = now + refresh_ns;
+    }
+
+    /// Ends the pause, if on: `send` sends the XON.
+    pub(super) fn xon(&mut self, now: u64, c: &PrioCounters, send: impl FnOnce()) {
+        if self.paused {
+            self.paused = false;
+            bump(&c.tx_pause_duration_ns, now.saturating_sub(self.since));
+            send();
+        }
+    }
+}
+
+/// The port's MAC, the source address of the PAUSE/PFC frames it sends
+/// (in the low 48 bits).
+#[derive(Debug, Default)]
+pub(super) struct SourceMac(AtomicU64);
+
+impl SourceMac {
+    pub(super) fn set(&self, mac: [u8; 6]) {
+        let mut m = [0u8; 8];
+        m[2..].copy_from_slice(&mac);
+        self.0.store(u64::from_be_bytes(m), Ordering::Relaxed);
+    }
+
+    pub(super) fn get(&self) -> [u8; 6] {
+        self.0.load(Ordering::Relaxed).to_be_bytes()[2..].try_into().unwrap_or([0; 6])
+    }
+}
+
 #[derive(Debug, Default)]
 struct Held {
     queue: VecDeque<Vec<u8>>,
-    /// XOFF sent and no XON yet.
-    paused: bool,
-    since: u64,
+    asking: Asking,
     next_retry: u64,
-    next_refresh: u64,
 }
 
 /// See the module documentation.
@@ -62,8 +111,7 @@ pub struct RxHold {
     refresh_ns: u64,
     /// PFCC `pfctx`: bit i = priority i is lossless.
     pfc_tx: AtomicU8,
-    /// Source address of the PFC frames (the port's MAC), in the low 48 bits.
-    smac: AtomicU64,
+    smac: SourceMac,
     /// Only the link's worker (and tests) touch it.
     prios: Mutex<[Held; PRIORITIES]>,
 }
@@ -77,7 +125,7 @@ impl RxHold {
             quanta,
             refresh_ns: (quanta_ns(quanta, speed_bps) / 2).max(1),
             pfc_tx: AtomicU8::new(0),
-            smac: AtomicU64::new(0),
+            smac: SourceMac::default(),
             prios: Mutex::new(Default::default()),
         }
     }
@@ -85,9 +133,7 @@ impl RxHold {
     /// PFCC `pfctx` and the port's MAC. Takes effect on the worker's next
     /// [`poll`](Self::poll) for frames already held.
     pub fn set_policy(&self, pfc_tx: u8, smac: [u8; 6]) {
-        let mut m = [0u8; 8];
-        m[2..].copy_from_slice(&smac);
-        self.smac.store(u64::from_be_bytes(m), Ordering::Relaxed);
+        self.smac.set(smac);
         self.pfc_tx.store(pfc_tx, Ordering::Relaxed);
     }
 
@@ -98,27 +144,16 @@ impl RxHold {
     fn pfc_frame(&self, prio: usize, quanta: u16, out: &mut dyn FnMut(&[u8])) {
         let mut q = [0u16; PRIORITIES];
         q[prio] = quanta;
-        let smac: [u8; 6] = self.smac.load(Ordering::Relaxed).to_be_bytes()[2..].try_into().unwrap_or([0; 6]);
         bump(&self.counters.prio[prio].tx_pause, 1);
-        out(&Repr::Pfc { enable: 1 << prio, quanta: q }.to_frame(smac));
+        out(&Repr::Pfc { enable: 1 << prio, quanta: q }.to_frame(self.smac.get()));
     }
 
     fn xoff(&self, i: usize, h: &mut Held, now: u64, out: &mut dyn FnMut(&[u8])) {
-        if !h.paused {
-            h.paused = true;
-            h.since = now;
-            bump(&self.counters.prio[i].tx_pause_transition, 1);
-        }
-        self.pfc_frame(i, self.quanta, out);
-        h.next_refresh = now + self.refresh_ns;
+        h.asking.xoff(now, self.refresh_ns, &self.counters.prio[i], || self.pfc_frame(i, self.quanta, out));
     }
 
     fn xon(&self, i: usize, h: &mut Held, now: u64, out: &mut dyn FnMut(&[u8])) {
-        if h.paused {
-            h.paused = false;
-            bump(&self.counters.prio[i].tx_pause_duration_ns, now.saturating_sub(h.since));
-            self.pfc_frame(i, 0, out);
-        }
+        h.asking.xon(now, &self.counters.prio[i], || self.pfc_frame(i, 0, out));
     }
 
     fn hold(&self, i: usize, h: &mut Held, frame: &[u8]) {
@@ -182,7 +217,7 @@ impl RxHold {
             }
             if h.queue.is_empty() {
                 self.xon(i, h, now, out);
-            } else if h.next_refresh <= now {
+            } else if h.asking.next_refresh <= now {
                 self.xoff(i, h, now, out);
             }
         }
@@ -192,7 +227,7 @@ impl RxHold {
     /// When [`poll`](Self::poll) has work next (a retry or a refresh), if
     /// any frame waits.
     pub fn next_due(&self) -> Option<u64> {
-        self.lock().iter().filter(|h| !h.queue.is_empty()).map(|h| h.next_retry.min(h.next_refresh)).min()
+        self.lock().iter().filter(|h| !h.queue.is_empty()).map(|h| h.next_retry.min(h.asking.next_refresh)).min()
     }
 
     /// Frames priority `prio` holds now.

@@ -34,10 +34,11 @@
 //! (`pfc_tx.rs`); the socket's fill is not split by priority and sends no
 //! PFC.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::counters::EtherCounters;
+use super::pfc_tx::{Asking, SourceMac};
 use crate::counters::bump;
 use vrnic_sys::net::SocketMemory;
 use vrnic_wire::pfc::{quanta_ns, Repr};
@@ -59,14 +60,6 @@ pub enum Fill {
     Unknown,
 }
 
-#[derive(Debug, Default)]
-struct State {
-    /// XOFF sent and no XON yet.
-    paused: bool,
-    since: u64,
-    next_refresh: u64,
-}
-
 /// See the module documentation.
 pub struct RxBuffer {
     counters: Arc<EtherCounters>,
@@ -75,10 +68,9 @@ pub struct RxBuffer {
     refresh_ns: u64,
     /// PFCC `pptx`.
     pause_tx: AtomicBool,
-    /// Source address of the PAUSE frames (the port's MAC), in the low 48 bits.
-    smac: AtomicU64,
+    smac: SourceMac,
     /// Only the link's worker (and tests) touch it.
-    state: Mutex<State>,
+    state: Mutex<Asking>,
     /// `state.paused`, read without the lock on every frame.
     pausing: AtomicBool,
 }
@@ -91,8 +83,8 @@ impl RxBuffer {
             quanta,
             refresh_ns: (quanta_ns(quanta, speed_bps) / 2).max(1),
             pause_tx: AtomicBool::new(super::DEFAULT_POLICY.pause_tx),
-            smac: AtomicU64::new(0),
-            state: Mutex::new(State::default()),
+            smac: SourceMac::default(),
+            state: Mutex::new(Asking::default()),
             pausing: AtomicBool::new(false),
         }
     }
@@ -100,16 +92,13 @@ impl RxBuffer {
     /// PFCC `pptx` and the port's MAC. Turning it off ends a pause (XON) on
     /// the worker's next pass.
     pub fn set_policy(&self, pause_tx: bool, smac: [u8; 6]) {
-        let mut m = [0u8; 8];
-        m[2..].copy_from_slice(&smac);
-        self.smac.store(u64::from_be_bytes(m), Ordering::Relaxed);
+        self.smac.set(smac);
         self.pause_tx.store(pause_tx, Ordering::Relaxed);
     }
 
     fn pause_frame(&self, quanta: u16, out: &mut dyn FnMut(&[u8])) {
-        let smac: [u8; 6] = self.smac.load(Ordering::Relaxed).to_be_bytes()[2..].try_into().unwrap_or([0; 6]);
         bump(&self.counters.prio[0].tx_pause, 1);
-        out(&Repr::Pause { quanta }.to_frame(smac));
+        out(&Repr::Pause { quanta }.to_frame(self.smac.get()));
     }
 
     /// The worker's pass after a receive burst: XOFF, a refresh or XON as
@@ -129,17 +118,9 @@ impl RxBuffer {
         };
         let p = &self.counters.prio[0];
         if s.paused && xon {
-            s.paused = false;
-            bump(&p.tx_pause_duration_ns, now.saturating_sub(s.since));
-            self.pause_frame(0, out);
+            s.xon(now, p, || self.pause_frame(0, out));
         } else if (xoff && !s.paused) || (s.paused && !xon && s.next_refresh <= now) {
-            if !s.paused {
-                s.paused = true;
-                s.since = now;
-                bump(&p.tx_pause_transition, 1);
-            }
-            self.pause_frame(self.quanta, out);
-            s.next_refresh = now + self.refresh_ns;
+            s.xoff(now, self.refresh_ns, p, || self.pause_frame(self.quanta, out));
         }
         self.pausing.store(s.paused, Ordering::Relaxed);
         s.paused
@@ -153,8 +134,7 @@ impl RxBuffer {
         }
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if s.paused && s.next_refresh <= now && self.pause_tx.load(Ordering::Relaxed) {
-            self.pause_frame(self.quanta, out);
-            s.next_refresh = now + self.refresh_ns;
+            s.xoff(now, self.refresh_ns, &self.counters.prio[0], || self.pause_frame(self.quanta, out));
         }
     }
 

@@ -54,6 +54,13 @@ fn cqe_at(t: &Bench, cq_buf: u64, slot: u64) -> Option<Seen> {
     })
 }
 
+/// CQEs 0..n of `q`'s CQ as (opcode, syndrome, wqe_opcode, wqe_counter); each must be there.
+fn first_cqes(q: &Side, n: u64) -> Vec<(u8, u8, u8, u16)> {
+    (0..n)
+        .map(|k| cqe_at(&q.t, q.cq_buf, k).map(|c| (c.opcode, c.syndrome, c.wqe_opcode, c.wqe_counter)).unwrap())
+        .collect()
+}
+
 fn raddr(addr: u64, rkey: u32) -> [u8; 16] {
     let mut r = [0u8; 16];
     r[0..8].copy_from_slice(&addr.to_be_bytes());
@@ -305,9 +312,7 @@ fn a_wqe_with_the_wrong_index_completes_in_error() {
     put_rc_wqe(&a, b.key, 2, opcode::RDMA_WRITE, CTRL_CQ_UPDATE);
     ring(&mut a, 3);
     pump(&net, &mut a, &mut b);
-    let seen: Vec<(u8, u8, u8, u16)> = (0..3)
-        .map(|k| cqe_at(&a.t, a.cq_buf, k).map(|c| (c.opcode, c.syndrome, c.wqe_opcode, c.wqe_counter)).unwrap())
-        .collect();
+    let seen = first_cqes(&a, 3);
     assert_eq!(
         seen,
         vec![
@@ -330,9 +335,7 @@ fn nop_behind_an_error_flushes() {
     pump(&net, &mut a, &mut b);
     put_rc_wqe(&a, b.key, 2, opcode::NOP, 0);
     ring(&mut a, 3);
-    let seen: Vec<(u8, u8, u8, u16)> = (0..3)
-        .map(|k| cqe_at(&a.t, a.cq_buf, k).map(|c| (c.opcode, c.syndrome, c.wqe_opcode, c.wqe_counter)).unwrap())
-        .collect();
+    let seen = first_cqes(&a, 3);
     assert_eq!(
         seen,
         vec![
