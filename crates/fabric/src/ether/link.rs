@@ -32,6 +32,9 @@ use vrnic_sys::wake::{wait_readable_or_woken, EventFd};
 const IDLE_WAIT: Duration = Duration::from_millis(200);
 /// Frames taken per receive pass.
 const BURST: usize = 64;
+/// Frames between two looks at the medium's fill within a receive burst
+/// (`rx_buffer.rs`).
+const FILL_CHECK: usize = 16;
 /// How far behind the arrivals the worker may be while RoCE senders go on
 /// (`FrameSink::ready`): a real MAC takes a PAUSE as it arrives; here it may
 /// wait in the socket while the worker waits for a CPU, and a sender that
@@ -357,9 +360,16 @@ fn worker(s: &Shared, clock: &dyn Clock, handler: &dyn FrameHandler) {
         }
         let pass = clock.now_ns();
         let fill = if ready {
+            let mut taken = 0;
             let n = s.medium.receive(&mut buf, BURST, &mut |_, f| {
                 s.arrive(f, handler);
-                s.rx_buffer.refresh(clock.now_ns(), &mut |p| s.emit(p));
+                taken += 1;
+                // How full the socket is, every FILL_CHECK frames of a long burst
+                // (a getsockopt): a PAUSE leaves before the burst ends.
+                match (taken % FILL_CHECK == 0).then(|| s.medium.backlog()).flatten() {
+                    Some(m) => drop(s.rx_buffer.update(Fill::Level(m), clock.now_ns(), &mut |p| s.emit(p))),
+                    None => s.rx_buffer.refresh(clock.now_ns(), &mut |p| s.emit(p)),
+                }
             });
             handler.flush();
             match n < BURST {
