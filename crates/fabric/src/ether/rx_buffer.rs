@@ -82,7 +82,7 @@ impl RxBuffer {
             counters,
             quanta,
             refresh_ns: (quanta_ns(quanta, speed_bps) / 2).max(1),
-            pause_tx: AtomicBool::new(super::DEFAULT_POLICY.pause_tx),
+            pause_tx: AtomicBool::new(super::pfc::DEFAULT_POLICY.pause_tx),
             smac: SourceMac::default(),
             state: Mutex::new(Asking::default()),
             pausing: AtomicBool::new(false),
