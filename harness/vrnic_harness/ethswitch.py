@@ -14,6 +14,7 @@ run/checks_switch.py), `end` prints them once more and ends its script.
 """
 
 import os
+import socket
 
 from . import qemu
 from .common import REPO
@@ -31,6 +32,14 @@ SWITCH_SCRIPT = os.path.join(REPO, "guest-tests", "scenarios", "switch-guest.sh"
 # CNP, overflows the switch guest's ingress (its QEMU socket) before the qdisc: loss no marking can prevent, which a
 # switch that keeps up with its ports' line rate never has. 50 Mbit/s: below the ~70 the switch takes in, above
 # the 30 Mbit/s bottleneck, so the queue still builds in the egress qdisc.
+# The switch's ingress buffer: each of its NICs reads a UDP socket the harness opens (QEMU `local.type=fd`) with
+# this receive buffer, where QEMU's own socket would get the host's default (net.core.rmem_default, 208 KiB: 33 ms
+# at 50 Mbit/s). The switch guest is one TCG vCPU on a loaded 2-CPU host: a pause of its vCPU longer than that
+# overflowed the socket and lost a RoCE frame before any qdisc saw it (roce-ecn, about 1 run in 4 under CI), a
+# loss a switch with a buffer per port does not have. 4 MiB: ~650 ms at 50 Mbit/s.
+INGRESS_BUFFER = int(os.environ.get("VRNIC_SW_RCVBUF", 4 << 20))
+SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
+
 SWITCH_DEFAULTS = dict(egress=0, rate="30mbit", aqm="red", red_min=15000, red_max=45000, red_limit=300000,
                        red_prob=0.1, avpkt=1000, delay_ms=0, capture=False, port_mbps=50, burst="")
 
@@ -45,6 +54,7 @@ class EthSwitch:
             raise ValueError("switch settings %s unknown (known: %s)" % (sorted(unknown), sorted(SWITCH_DEFAULTS)))
         self.n = n
         self.cfg = dict(SWITCH_DEFAULTS, **(cfg or {}))
+        self.socks = []  # the switch NICs' sockets (qemu_args), held until close()
         if not 0 <= int(self.cfg["egress"]) < n:
             raise ValueError("switch egress port %r: a guest index below %d" % (self.cfg["egress"], n))
         if self.cfg["aqm"] not in ("red", "fq_codel", "none"):
@@ -54,15 +64,50 @@ class EthSwitch:
         return "52:54:00:5e:00:%02x" % (i + 1)
 
     def qemu_args(self, ports, addr, pcap=None):
-        """The switch's NICs: ports[i] = (the switch end's UDP port, guest i's UDP port)."""
+        """The switch's NICs: ports[i] = (the switch end's UDP port, guest i's UDP port). Each NIC's socket is made
+        here (bound to its port, connected to the guest's, INGRESS_BUFFER to receive into): QEMU inherits it
+        (fds())."""
+        self.close()
         args = []
         for i, (mine, theirs) in enumerate(ports):
-            nd = ("dgram,id=sw%d,local.type=inet,local.host=%s,local.port=%d,remote.type=inet,remote.host=%s,"
-                  "remote.port=%d" % (i, addr, mine, addr, theirs))
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            try:
+                s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, INGRESS_BUFFER)
+            except OSError:  # not root: what net.core.rmem_max allows
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, INGRESS_BUFFER)
+            s.bind((addr, mine))
+            s.connect((addr, theirs))
+            self.socks.append(s)
+            nd = "dgram,id=sw%d,local.type=fd,local.str=%d" % (i, s.fileno())
             args += ["-netdev", nd, "-device", "virtio-net-pci,netdev=sw%d,mac=%s,romfile=" % (i, self.mac(i))]
             if pcap:
                 args += ["-object", "filter-dump,id=swdump%d,netdev=sw%d,file=%s" % (i, i, pcap % i)]
         return args
+
+    def fds(self):
+        return [s.fileno() for s in self.socks]
+
+    def ingress_drops(self):
+        """{switch NIC i: datagrams its socket dropped for want of buffer} (the drops column of /proc/net/udp, while
+        the harness still holds the sockets)."""
+        ports = {s.getsockname()[1]: i for i, s in enumerate(self.socks)}
+        out = {}
+        try:
+            with open("/proc/net/udp") as f:
+                next(f)
+                for line in f:
+                    c = line.split()
+                    port = int(c[1].split(":")[1], 16)
+                    if port in ports:
+                        out[ports[port]] = int(c[-1])
+        except (OSError, ValueError, IndexError):
+            pass
+        return out
+
+    def close(self):
+        for s in self.socks:
+            s.close()
+        self.socks = []
 
     def conf(self):
         """/etc/vrnic-switch.conf: shell assignments read by switch-guest.sh."""
@@ -91,5 +136,6 @@ def boot_switch(cache, eth, topo, n, initrd, log, accel, timeout, append=""):
     qemu.make_initrd(cache, initrd, qemu.scenario_files(cache, {"switch": SWITCH_SCRIPT}, eth.switch_files()))
     a = "vrnic.scenarios=switch vrnic.guest=%d vrnic.guests=%d %s vrnic.ethnics=%s %s" % (
         n, n, topo.append(n) if topo else "", ",".join(eth.nics), append)
+    extra = (topo.qemu_args(n) if topo else []) + eth.switch_qemu_args()
     return qemu.Guest(cache, "sw", initrd, append=" ".join(a.split()), accel=accel, timeout=timeout, log=log, smp=1,
-                      extra=(topo.qemu_args(n) if topo else []) + eth.switch_qemu_args(), wrap=eth.wrap(n))
+                      extra=extra, wrap=eth.wrap(n), fds=eth.switch.fds())

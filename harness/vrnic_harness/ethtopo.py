@@ -203,6 +203,8 @@ class EthTopology:
             return 124, "%s" % e
 
     def stop(self):
+        if self.switch:
+            self.switch.close()
         if self.ns and self.started:
             _ip("netns", "del", self.ns, check=False)
             self.started = False

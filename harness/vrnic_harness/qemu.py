@@ -161,8 +161,9 @@ class Guest:
 
     def __init__(self, cache, name, initrd, append="", sockets=(), accel=None, reboot=False, timeout=120,
                  mem="1G", smp=2, extra=(), log=None, echo=True, iommu=False, interactive=False, wrap=(),
-                 echo_tag=None):
-        """wrap: an argv prefix that execs QEMU (e.g. `ip netns exec NS` for a -netdev tap in a namespace)."""
+                 echo_tag=None, fds=()):
+        """wrap: an argv prefix that execs QEMU (e.g. `ip netns exec NS` for a -netdev tap in a namespace). fds: file
+        descriptors QEMU inherits (a `-netdev dgram,local.type=fd` socket the harness made)."""
         self.name, self.timeout, self.echo = name, timeout, echo
         self.echo_tag = echo_tag or name  # the console echo's prefix (boots side by side: the boot's name too)
         qemu = os.path.join(cache, "bin", "qemu-system-x86_64")
@@ -190,11 +191,11 @@ class Guest:
         self.marker_wall = []       # wall seconds from QEMU start to each init marker
         self.marker_uptime = []     # guest uptime at each init marker
         if interactive:
-            self.p = subprocess.Popen(argv)
+            self.p = subprocess.Popen(argv, pass_fds=tuple(fds))
             return
         # stdin: the guest's console input (send): the harness's word between two scenarios of a boot
         self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.PIPE, start_new_session=True)
+                                  stdin=subprocess.PIPE, start_new_session=True, pass_fds=tuple(fds))
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         self.deadline = self.t0 + timeout

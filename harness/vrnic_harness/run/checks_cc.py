@@ -14,6 +14,7 @@ Always: both phases' flows complete with a bandwidth, the switch came up and its
 import re
 
 from ..common import say
+from . import stats
 from .checks_eth import finish, up_lines
 from .checks_pairs import PERF_ROW, tool_runs
 from .checks_roce import counters
@@ -102,6 +103,17 @@ def phase_report(ctx, phase, errs):
     return shares, moved, aqm
 
 
+def drop_report(ctx):
+    """Where the window's frames were dropped, as each vrnic server counted it (its link's shaper, receive socket,
+    pause gate, faults), and the switch's NIC sockets (switch_health): one line each, only the counters that moved."""
+    for i in range(len(ctx.servers)):
+        try:
+            moved = {k: v for k, v in stats.counters(ctx.server_stats(i), r"\w*drop\w*").items() if v}
+        except stats.StatsError as e:
+            moved = {"stats": str(e)}
+        say("ROCE-ECN server %d drops: %s" % (i, " ".join("%s+%s" % kv for kv in sorted(moved.items())) or "none"))
+
+
 def check_roce_ecn(ctx):
     errs = []
     up_lines(ctx, errs)
@@ -121,6 +133,7 @@ def check_roce_ecn(ctx):
             "phase on: a flow's share is outside %d-%d%%: %s" % (100 * SHARE[0], 100 * SHARE[1], shares))
     loss = {gi: {k: v for k, v in moved[gi].items() if v and k in (LOSS_RX if gi == 0 else LOSS_TX)} for gi in range(3)}
     lossy = {gi: d for gi, d in loss.items() if d}
+    drop_report(ctx)
     if lossy:
         msg = "phase on: retransmissions caused by loss: %s" % lossy
         if hard:

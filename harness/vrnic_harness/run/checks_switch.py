@@ -111,6 +111,9 @@ def switch_health(ctx, errs):
         errs.append("switch guest not ready%s" % (": " + f.group(1) if f else ""))
     else:
         say("SWITCH ready: %s" % m.group(1))
+    drops = ctx.notes.get("switch_ingress_drops")
+    if drops is not None:  # datagrams the switch's NIC sockets dropped (ethswitch.INGRESS_BUFFER), whole boot
+        say("SWITCH ingress socket drops: %s" % (" ".join("g%d=%d" % kv for kv in sorted(drops.items())) or "NA"))
     return bool(m)
 
 

@@ -201,6 +201,8 @@ class Window:
         sw.kill()
         sw.wait_exit()
         self.ctx.switch_text = sw.text()
+        if self.boot.eth and self.boot.eth.switch:
+            self.ctx.notes["switch_ingress_drops"] = self.boot.eth.switch.ingress_drops()
 
     def reason(self):
         """Why the unit failed before its check, or None: a guest's end (its rc, GUEST-FAIL, no end in time), the
