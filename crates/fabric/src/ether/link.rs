@@ -40,6 +40,11 @@ const FILL_CHECK: usize = 16;
 /// wait in the socket while the worker waits for a CPU, and a sender that
 /// went on meanwhile would overrun the peer's buffer.
 const MAC_LAG_NS: u64 = 1_000_000;
+/// Frames the shaper may hold while RoCE senders go on (`FrameSink::ready`):
+/// a port's scheduler holds a QP that the line cannot take rather than drop
+/// its frames; what does not ask (responses, ACKs, CNPs) keeps the rest of
+/// the shaper's queue ([`shaper::QUEUE_FRAMES`](super::shaper::QUEUE_FRAMES)).
+const SHAPER_READY_FRAMES: usize = super::shaper::QUEUE_FRAMES / 4;
 
 /// No medium: nothing arrives, what is sent is counted and lost.
 struct NoMedium(Arc<EtherCounters>);
@@ -86,6 +91,9 @@ struct Shared {
     lagged: AtomicBool,
     /// The line rate (`[eth] link_rate_mbps`; none: unlimited): after the gate.
     shaper: Option<Shaper>,
+    /// A sender heard no because the shaper held [`SHAPER_READY_FRAMES`]:
+    /// the pass that brings it under half of that calls `tx_ready`.
+    shaped: AtomicBool,
     clock: Arc<dyn Clock>,
 }
 
@@ -147,6 +155,13 @@ impl FrameSink for Shared {
             self.lagged.store(true, Ordering::SeqCst);
             self.wake.wake();
             return false;
+        }
+        if let Some(sh) = self.shaper.as_ref().filter(|sh| sh.queued() >= SHAPER_READY_FRAMES) {
+            // Set, then looked at again: a drain between the two finds it set.
+            self.shaped.store(true, Ordering::SeqCst);
+            if sh.queued() >= SHAPER_READY_FRAMES {
+                return false;
+            }
         }
         true
     }
@@ -262,6 +277,7 @@ impl EtherLink {
             rx_buffer: RxBuffer::new(counters_buffer, cfg.pfc_tx_quanta.max(1), pause_bps),
             held: AtomicBool::new(false),
             lagged: AtomicBool::new(false),
+            shaped: AtomicBool::new(false),
             classes,
             shaper: Shaper::new(counters_shaper, cfg.link_rate_mbps.saturating_mul(1_000_000), clock.now_ns()),
             clock: clock.clone(),
@@ -395,12 +411,14 @@ fn worker(s: &Shared, clock: &dyn Clock, handler: &dyn FrameHandler) {
             handler.flush();
         }
         let now = clock.now_ns();
+        let mut drained = false;
         if let Some(sh) = &s.shaper {
             sh.release(now, &mut |f| s.emit(f));
+            drained = sh.queued() < SHAPER_READY_FRAMES / 2 && s.shaped.swap(false, Ordering::SeqCst);
         }
         let ended = s.pause.release(now, &mut |f| s.shape(f, now)) && s.held.swap(false, Ordering::SeqCst);
         let caught_up = fill == Fill::Empty && s.lagged.swap(false, Ordering::SeqCst);
-        if ended || caught_up {
+        if ended || caught_up || drained {
             handler.tx_ready();
         }
         if s.hold.poll(now, handler, &mut |f| s.emit(f)) {
