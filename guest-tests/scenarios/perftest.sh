@@ -7,6 +7,14 @@ vr_two_guests_up
 ibv_devinfo -d mlx5_0 | grep -E "hca_id|state|port_lid|active_mtu|link_layer"
 echo "PERFTEST-START g$G role=$([ "$G" = 0 ] && echo server || echo client)"
 D="-d mlx5_0 -i 1 -F"
+# Many QPs at once, by hand (not in CI): guest-tests/run perftest --doorbell trap --guest-arg MANY_QP=1024
+# [--guest-arg MANY_ITERS=20] [--guest-arg MANY_OPS=write,send,read] [--guest-arg MANY_ONLY=1: nothing else]
+if [ -n "${MANY_QP:-}" ]; then
+  for t in $(echo ${MANY_OPS:-write} | tr , ' '); do
+    vr_pair ib_${t}_bw_q$MANY_QP 600 ib_${t}_bw $D -s 4096 -n ${MANY_ITERS:-20} -q $MANY_QP
+  done
+  [ -z "${MANY_ONLY:-}" ] || { echo "PERFTEST-DONE g$G"; exit 0; }
+fi
 vr_pair ib_write_lat   40 ib_write_lat  $D -s 2 -n ${LAT_ITERS:-1000}
 vr_pair ib_send_lat    40 ib_send_lat   $D -s 2 -n ${LAT_ITERS:-1000}
 vr_pair ib_read_lat    40 ib_read_lat   $D -s 2 -n ${LAT_ITERS:-1000}

@@ -9,9 +9,13 @@ ibv_devinfo -d $ROCE_DEV | grep -E "hca_id|state|active_mtu|link_layer"
 echo "ROCE-PERFTEST-START g$G"
 L=${LAT_ITERS:-200}; B=${BW_ITERS:-200}
 D="-d @DEV@ -i 1 -F"
-# Many QPs at once, by hand (not in CI): guest-tests/run roce-perftest --guest-arg MANY_QP=256 [--guest-arg MANY_ITERS=100]
+# Many QPs at once, by hand (not in CI): guest-tests/run roce-perftest --guest-arg MANY_QP=256 [--guest-arg
+# MANY_ITERS=100] [--guest-arg MANY_OPS=write,send,read] [--guest-arg MANY_ONLY=1: nothing else, the check fails]
 if [ -n "${MANY_QP:-}" ]; then
-  roce_perf 0 x-ib_write_bw_q$MANY_QP 300 ib_write_bw $D -x @GID4@ -s 4096 -n ${MANY_ITERS:-100} -q $MANY_QP
+  for t in $(echo ${MANY_OPS:-write} | tr , ' '); do
+    roce_perf 0 x-ib_${t}_bw_q$MANY_QP 600 ib_${t}_bw $D -x @GID4@ -s 4096 -n ${MANY_ITERS:-100} -q $MANY_QP
+  done
+  [ -z "${MANY_ONLY:-}" ] || exit 0
 fi
 for t in write send read; do
   roce_perf 0 x-ib_${t}_lat 60 ib_${t}_lat $D -x @GID4@ -s 2 -n $L

@@ -278,3 +278,81 @@ fn udp_burst_without_flow_control() {
         snaps[0].rx_socket_drops, snaps[1].rx_socket_drops
     );
 }
+
+/// A sink whose link lets `budget` more packets go, then holds the sender
+/// (`ready` false) until the budget is raised: a link paused or out of
+/// credit for as long as the test likes.
+struct HeldSink {
+    inner: Arc<dyn vrnic_packet::PacketSink>,
+    budget: std::sync::atomic::AtomicU64,
+}
+
+impl vrnic_packet::PacketSink for HeldSink {
+    fn send(&self, dest: &vrnic_packet::Dest, pkt: &mut [u8]) {
+        self.inner.send(dest, pkt);
+    }
+    fn ready(&self, dest: &vrnic_packet::Dest) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.budget.fetch_update(SeqCst, SeqCst, |b| b.checked_sub(1)).is_ok() && self.inner.ready(dest)
+    }
+    fn gid(&self, index: u8) -> Option<[u8; 16]> {
+        self.inner.gid(index)
+    }
+}
+
+/// A QP with packets unacknowledged that then waits in line for a link that
+/// holds it longer than `retry_cnt + 1` ACK timeouts (a thousand QPs on one
+/// slow link, each waiting its turn) has spent no retry: it could send
+/// none. Its timeouts restart (`link_held_timeouts`), and once the link
+/// lets it go every WRITE completes. (Counting them failed it with
+/// RETRY_EXC_ERR while its ACKs were on their way: perftest `-q 1024` over
+/// RoCE.)
+#[test]
+fn a_qp_held_by_its_link_spends_no_retry() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let clock = Arc::new(ManualClock::default());
+    let net = InProcNet::new(&[endpoint(1), endpoint(2)], &[], clock.clone());
+    let held = Arc::new(HeldSink { inner: net.sink(0), budget: 3.into() });
+    let a = Node::new(1, 1 << 20, held.clone(), clock.clone());
+    let b = Node::new(2, 1 << 20, net.sink(1), clock.clone());
+    let qa = a.create_qp(QpType::Rc, None);
+    let qb = b.create_qp(QpType::Rc, None);
+    a.connect(qa, conn(2, qb, 1024));
+    b.connect(qb, conn(1, qa, 1024));
+    a.mem.set(BASE, &pattern(7, 8192));
+    for m in 0..2u64 {
+        let wr = SendWr {
+            remote_addr: BASE + m * 4096,
+            rkey: b.key,
+            ..send(m, WrOpcode::Write, vec![a.sge(BASE + m * 4096, 4096)])
+        };
+        a.eng.lock().post_send(qa, wr).unwrap();
+    }
+    // Three packets left, the fourth waits for the link; nothing is
+    // delivered yet (the ACKs are on their way), and the ACK timeout
+    // (4.096 us x 2^10) passes twenty times.
+    assert_eq!(a.eng.lock().counters().tx_packets, 3);
+    let timeout = 4096 << 10;
+    for _ in 0..20 {
+        clock.set(clock.now_ns() + timeout + 1);
+        a.eng.lock().poll_timers();
+    }
+    let c = a.eng.lock().counters();
+    assert_eq!((c.timeouts, c.retransmissions), (0, 0), "no retry spent while held");
+    assert!(c.link_held_timeouts >= 20, "each timeout restarted: {}", c.link_held_timeouts);
+    assert!(a.cqes().is_empty(), "no completion, no RETRY_EXC_ERR: {:?}", a.cqes());
+    // The link lets it go: everything is delivered and completes.
+    held.budget.store(u64::MAX, SeqCst);
+    a.eng.lock().tx_ready();
+    for _ in 0..1000 {
+        if a.cqes().len() >= 2 {
+            break;
+        }
+        net.pump(&[&a.eng as &dyn vrnic_packet::PacketHandler, &b.eng], 100_000);
+        a.eng.lock().poll_timers();
+        b.eng.lock().poll_timers();
+    }
+    let cqes = a.cqes();
+    assert_eq!(cqes.iter().map(|c| c.status).collect::<Vec<_>>(), vec![WcStatus::Success; 2]);
+    assert!(b.mem.get(BASE, 8192) == pattern(7, 8192), "both WRITEs landed");
+}

@@ -69,6 +69,9 @@ pub struct QpCounters {
     /// Times the requester stopped because the link held it (link-level
     /// flow control: no credit toward the peer).
     pub link_waits: u64,
+    /// ACK timeouts that found the QP waiting for the link: restarted, no
+    /// retry spent (`timers.rs`).
+    pub link_held_timeouts: u64,
 }
 
 /// Packets the engine could not hand to any QP.

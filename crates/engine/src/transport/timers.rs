@@ -121,6 +121,16 @@ impl<P: Personality> Engine<P> {
         if !psn::lt(qp.rt.unacked, qp.rt.max_sent) {
             return;
         }
+        if qp.rt.link_wait {
+            // The QP waits in line for a link that holds it (flow control,
+            // pause): a retry it cannot send is not one. Its timer starts
+            // again; a loss shows once it has had its turn (a NAK, or this
+            // timer with the link free). With a thousand QPs on a slow link
+            // a QP's turn comes less often than its ACK timeout.
+            count!(self.rt, qp, link_held_timeouts);
+            self.arm_ack_timer(qpn, true);
+            return;
+        }
         count!(self.rt, qp, timeouts);
         if qp.rt.retry_left == 0 {
             self.fail_front(qpn, WcStatus::RetryExcErr);

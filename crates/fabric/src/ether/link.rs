@@ -46,6 +46,10 @@ const MAC_LAG_NS: u64 = 1_000_000;
 /// the shaper's queue ([`shaper::QUEUE_FRAMES`](super::shaper::QUEUE_FRAMES)).
 const SHAPER_READY_FRAMES: usize = super::shaper::QUEUE_FRAMES / 4;
 
+/// How long the handler's timers may wait for the worker to take what the
+/// medium holds (see `worker`).
+const TIMER_DEFER_NS: u64 = 10_000_000;
+
 /// No medium: nothing arrives, what is sent is counted and lost.
 struct NoMedium(Arc<EtherCounters>);
 
@@ -360,9 +364,23 @@ fn wait_for(now: u64, dues: &[Option<u64>]) -> Duration {
 /// receive buffer fills (`rx_buffer.rs`).
 fn worker(s: &Shared, clock: &dyn Clock, handler: &dyn FrameHandler) {
     let mut buf = vec![0u8; 65536];
+    let mut polled = clock.now_ns();
     while !s.stop.load(Ordering::SeqCst) {
         let now = clock.now_ns();
-        let handler_due = handler.poll(now);
+        // The handler's timers run once the medium holds nothing more: an
+        // ACK that waits unread in the socket (the worker was busy sending
+        // or waited for a CPU) arrived before the timer it would stop, and
+        // a real port would have taken it then. At most TIMER_DEFER_NS late.
+        let pending = s
+            .medium
+            .fd()
+            .is_some_and(|fd| wait_readable_or_woken(Some(fd), &s.wake, Duration::ZERO).is_ok_and(|(ready, _)| ready));
+        let handler_due = if pending && now.saturating_sub(polled) < TIMER_DEFER_NS {
+            None
+        } else {
+            polled = now;
+            handler.poll(now)
+        };
         let shaper_due = s.shaper.as_ref().and_then(Shaper::next_due);
         let dues = [s.faults.next_due(), handler_due, s.pause.next_due(), shaper_due, s.hold.next_due()];
         let wait = wait_for(clock.now_ns(), &dues);

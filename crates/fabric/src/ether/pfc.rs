@@ -11,6 +11,9 @@
 //!   quanta 0 resumes it. An
 //!   802.3x PAUSE frame stops all eight when global pause is on (PFCC
 //!   `pprx`). A new frame replaces a priority's timer.
+//! - A peer that has ended a pause with quanta 0 (XON) is taken at its
+//!   word: its pauses last until its XON, or at least [`XON_PEER_HOLD_NS`]
+//!   (a vrnic peer's refresh may come late on a loaded host).
 //! - Frames of a paused priority wait in its queue (at most
 //!   [`QUEUE_FRAMES`]; an overflow is a counted drop) and leave in order when
 //!   the pause ends; other priorities keep going.
@@ -33,6 +36,14 @@ use vrnic_wire::pfc::{self, quanta_ns, Repr, PRIORITIES};
 
 /// The port's speed (PTYS reports 100GBASE-CR4): what a pause quantum is measured in.
 pub const PORT_SPEED_BPS: u64 = 100_000_000_000;
+/// How long a pause lasts at least once the peer has ended a pause with
+/// quanta 0 (XON): such a peer (a vrnic port, a ConnectX) says when its
+/// buffer has room, and refreshes a pause every half of it while it has
+/// none. A vrnic peer refreshes from its link's thread, which on a loaded
+/// host can wait for a CPU longer than a pause lasts at 100 Gb/s (0xffff
+/// quanta: 336 us); the frames sent when the timer ran out were then lost in
+/// its full buffer (`-q 1024` over RoCE). The XON still ends it at once.
+pub const XON_PEER_HOLD_NS: u64 = 20_000_000;
 /// Frames one paused priority holds before it drops (at most 8 x 256 frames of up to 9 KiB: 18 MiB that a
 /// peer pausing every priority can make the port hold).
 pub const QUEUE_FRAMES: usize = 256;
@@ -90,6 +101,9 @@ pub struct PauseGate {
     /// medium ([`medium_drained`](PauseGate::medium_drained)); `u64::MAX`: not
     /// tracked (a gate without a worker, in tests).
     drained_at: AtomicU64,
+    /// The peer has sent a pause of quanta 0 (XON): its pauses last at
+    /// least [`XON_PEER_HOLD_NS`] unless it ends them.
+    peer_sends_xon: AtomicBool,
 }
 
 impl PauseGate {
@@ -102,6 +116,7 @@ impl PauseGate {
             classes,
             ended: AtomicBool::new(false),
             drained_at: AtomicU64::new(u64::MAX),
+            peer_sends_xon: AtomicBool::new(false),
         }
     }
 
@@ -253,6 +268,10 @@ impl PauseGate {
             bump(&self.counters.rx_pause_ignored, 1);
             return true;
         }
+        if (0..PRIORITIES).any(|i| enable & (1 << i) != 0 && quanta[i] == 0) {
+            self.peer_sends_xon.store(true, Ordering::Relaxed);
+        }
+        let hold = if self.peer_sends_xon.load(Ordering::Relaxed) { XON_PEER_HOLD_NS } else { 0 };
         let mut prios = self.lock();
         for (i, s) in prios.iter_mut().enumerate() {
             if enable & (1 << i) == 0 {
@@ -263,7 +282,8 @@ impl PauseGate {
                 bump(&c.rx_pause, 1);
             }
             self.settle(i, s, now);
-            let until = now + quanta_ns(quanta[i], self.speed_bps);
+            let t = quanta_ns(quanta[i], self.speed_bps);
+            let until = now + if t == 0 { 0 } else { t.max(hold) };
             if !s.paused && until > now {
                 s.paused = true;
                 s.since = now;

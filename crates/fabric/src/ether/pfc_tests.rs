@@ -144,3 +144,28 @@ fn queue_is_bounded_and_policy_change_releases() {
     assert!(!g.is_paused(3, 10));
     assert_eq!(release(&g, 10).len(), QUEUE_FRAMES);
 }
+
+/// A peer that has sent XON is taken at its word: its later pauses last
+/// until its XON, or at least `XON_PEER_HOLD_NS` where it sends none (a
+/// refresh that came late), not only their quanta; before its first XON a
+/// pause ends with its quanta.
+#[test]
+fn a_peer_that_sends_xon_holds_until_it_does() {
+    let (g, c) = gate(0);
+    let pause = |q| Repr::Pause { quanta: q }.to_frame([2, 0, 0, 0, 0, 9]);
+    // 1000 quanta at 100 Gb/s = 5120 ns: over at 6_120 before any XON.
+    g.receive(&pause(1000), 1_000);
+    assert!(g.is_paused(0, 6_119) && !g.is_paused(0, 6_120), "quanta only");
+    g.receive(&pause(0), 7_000);
+    assert!(!g.is_paused(0, 7_000));
+    // Now a pause lasts XON_PEER_HOLD_NS unless the peer ends it.
+    g.receive(&pause(1000), 10_000);
+    assert!(g.is_paused(0, 10_000 + 5_120), "held past its quanta");
+    assert!(g.is_paused(0, 10_000 + XON_PEER_HOLD_NS - 1));
+    assert!(!g.is_paused(0, 10_000 + XON_PEER_HOLD_NS), "but not past the hold");
+    g.receive(&pause(1000), 20_000_000_000);
+    assert_eq!(send(&g, &frame(0, 1), 20_000_100_000), Vec::<u8>::new(), "waits");
+    g.receive(&pause(0), 20_000_200_000);
+    assert_eq!(release(&g, 20_000_200_000), vec![1], "the XON ends it at once");
+    assert_eq!(c.prio[0].snapshot().rx_pause_transition, 3);
+}
