@@ -10,6 +10,8 @@
 //!   DCQCN reaction points on every priority, keeping their parameters → `ok cc on|off`; `cc` alone →
 //!   `ok cc rp=0x.. np=0x..` (the per-priority enable masks)
 //! * `stats` – one JSON object with every counter
+//! * `qps` – one JSON object: `{"qps": [[qpn, tx_packets, rx_packets, retransmissions, timeouts], …]}`, every QP
+//!   (how evenly many QPs progress: `tools/qp-spread`)
 //! * `help`
 
 use std::io::{BufRead, BufReader, Write};
@@ -96,9 +98,25 @@ impl ControlHandles {
                 None => "err no RoCE port".into(),
             },
             (Some("stats"), None, None) => self.stats().to_string(),
-            (Some("help"), None, None) => "ok commands: raise <vector>, link up|down, cc [on|off], stats, help".into(),
+            (Some("qps"), None, None) => self.qps().to_string(),
+            (Some("help"), None, None) => {
+                "ok commands: raise <vector>, link up|down, cc [on|off], stats, qps, help".into()
+            }
             _ => format!("err unknown command {:?}", line.trim()),
         }
+    }
+
+    /// The `qps` reply: each QP, its packet counters.
+    pub fn qps(&self) -> serde_json::Value {
+        let Some(fw) = &self.fw else { return serde_json::json!({ "qps": [] }) };
+        let fw = fw.lock().unwrap_or_else(|e| e.into_inner());
+        let e = fw.engine();
+        let rows: Vec<[u64; 5]> = e
+            .qps()
+            .filter_map(|(qpn, _)| e.qp_counters(qpn).map(|c| (qpn, c)))
+            .map(|(qpn, c)| [qpn as u64, c.tx_packets, c.rx_packets, c.retransmissions, c.timeouts])
+            .collect();
+        serde_json::json!({ "qps": rows })
     }
 
     /// The `stats` reply: every counter struct, serialized by its derive

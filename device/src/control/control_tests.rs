@@ -734,3 +734,37 @@ fn stats_without_firmware_or_poller_are_null() {
     assert!(s["firmware"].is_null() && s["doorbells"]["poller"].is_null(), "{s}");
     assert_eq!(s["doorbells"]["send"], 0);
 }
+
+/// `qps`: a row of counters for every QP the engine holds.
+#[test]
+fn qps_lists_every_qp_with_its_counters() {
+    use vrnic_engine::{QpCreate, QpType};
+    let (h, _) = full_handles(LinkLayer::Eth);
+    let v: Value = serde_json::from_str(&h.execute("qps")).unwrap();
+    let before = v["qps"].as_array().map(Vec::len).unwrap();
+    let qpn = {
+        let mut fw = h.fw.as_ref().unwrap().lock().unwrap();
+        let e = fw.engine_mut();
+        let pd = e.alloc_pd(0).unwrap();
+        let cq = e.create_cq(6).unwrap();
+        let c = QpCreate {
+            qp_type: QpType::Rc,
+            pd,
+            send_cq: Some(cq),
+            recv_cq: Some(cq),
+            srq: None,
+            xrcd: None,
+            log_sq_size: 6,
+            log_rq_size: 6,
+            sq_sig_all: false,
+            uid: 0,
+        };
+        e.create_qp(c).unwrap()
+    };
+    let v: Value = serde_json::from_str(&h.execute("qps")).unwrap();
+    let rows = v["qps"].as_array().unwrap();
+    assert_eq!(rows.len(), before + 1);
+    let zeros = serde_json::json!([qpn, 0, 0, 0, 0]);
+    assert!(rows.contains(&zeros), "{rows:?}");
+    assert!(h.execute("help").contains("qps"));
+}
