@@ -16,6 +16,10 @@ if [ -n "${MANY_QP:-}" ]; then
     roce_perf 0 x-ib_${t}_bw_q$MANY_QP 600 ib_${t}_bw $D -x @GID4@ -s 4096 -n ${MANY_ITERS:-100} -q $MANY_QP
   done
   [ -z "${MANY_ONLY:-}" ] || exit 0
+else
+  # 1024 QPs at once (perftest's defaults: timeout 14, retry 7): global pause holds the senders, every QP gets
+  # its turn (docs/qos.md)
+  roce_perf 0 x-ib_write_bw_q1024 300 ib_write_bw $D -x @GID4@ -s 4096 -n 20 -q 1024
 fi
 for t in write send read; do
   roce_perf 0 x-ib_${t}_lat 60 ib_${t}_lat $D -x @GID4@ -s 2 -n $L

@@ -102,6 +102,9 @@ class Boot:
             words.append(self.eth.append(gi))
         if self.sc.iommu:
             words.append("intel_iommu=on iommu=pt")
+        modes = {u.scenario.doorbell_of(u.run) for u in self.plan.units} - {None}
+        if len(modes) == 1:  # the scripts may skip what the other mode's boot also runs (perftest.sh)
+            words.append("vrnic.doorbell=" + modes.pop())
         return " ".join(words + list(self.env.options.guest_extra))
 
     def timeout(self):

@@ -279,7 +279,7 @@ def check_congestion(ctx, errs):
 
 # ---- roce-perftest -------------------------------------------------------------------------------------------
 PERFTEST_X = ["x-ib_%s_%s" % (t, k) for k in ("lat", "bw") for t in ("write", "send", "read", "atomic")]
-PERFTEST_LABELS = PERFTEST_X + ["x6-ib_send_bw"] + ["R-ib_%s_%s" % (t, k) for t in ("write", "send", "read")
+PERFTEST_LABELS = PERFTEST_X + ["x6-ib_send_bw", "x-ib_write_bw_q1024"] + ["R-ib_%s_%s" % (t, k) for t in ("write", "send", "read")
                                                     for k in ("lat", "bw")]
 PERFTEST_EVENTS = ["e-ib_send_lat", "e-ib_send_lat_ud", "e-ib_send_bw", "e-ib_send_bw_bidir"]
 

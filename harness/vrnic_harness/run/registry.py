@@ -66,7 +66,8 @@ SCENARIOS = {
                         doc="two guests, two vrnic on the UDP fabric: ibv_rc_pingpong (-e, 1 B..1 MiB, -c), "
                             "ibv_uc/ud/srq_pingpong; doorbell trap, then poll"),
     "perftest": Scenario(shares_driver=True, default=True, device=True, guests=2, fabric=True, timeout=300, check=check_perftest, doorbell=DOORBELL,
-                     doc="two guests: ib_{write,send,read,atomic}_{lat,bw} with result tables; doorbell trap, then poll"),
+                     doc="two guests: ib_{write,send,read,atomic}_{lat,bw} with result tables; doorbell trap, then poll; "
+                         "ib_write_bw -q 1024 (trap)"),
     "device-memory": Scenario(shares_driver=True, default=True, device=True, guests=2, fabric=True, timeout=300, check=check_device_memory,
                           doc="ibv_alloc_dm/memcpy_to/from_dm/reg_dm_mr on guest 0; guest 1 RDMA-writes, reads and "
                               "fetch-and-adds into it over the fabric; bytes checked (dm_test.c)"),
@@ -206,7 +207,8 @@ SCENARIOS = {
     "roce-perftest": Scenario(shares_driver=True, default=True, device=True, guests=2, timeout=600, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
                           check=check_roce_perftest,
                           doc="two guests over udp: ib_{write,send,read,atomic}_{lat,bw} -x <IPv4 GID>, ib_send_bw over "
-                              "the IPv6 GID, write/send/read lat+bw with -R (rdma_cm); result rows, bandwidth > 0"),
+                              "the IPv6 GID, write/send/read lat+bw with -R (rdma_cm), ib_write_bw -q 1024; result rows, "
+                              "bandwidth > 0"),
     "roce-cm": Scenario(shares_driver=True, default=True, device=True, guests=2, timeout=900, eth=eth(nics=["vrnic", "vrnic"], link="udp"),
                     check=check_roce_cm,
                     doc="two guests over udp, rdma_cm (CM MADs on QP1 over RoCE): rping -C 10000 -S 65535 -V, rping -v "
