@@ -148,3 +148,51 @@ mod vrnic_json {
 pub fn caps() -> Json {
     serde_json::json!({"capabilities": {"max_msg_fds": 8, "max_data_xfer_size": 1048576, "migration": {"pgsize": 4096}}})
 }
+
+/// A cursor over fuzz input: fixed-size reads past the end read zeros.
+pub struct Bytes<'a>(pub &'a [u8]);
+
+impl<'a> Bytes<'a> {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// Up to `n` bytes (fewer at the end).
+    pub fn take(&mut self, n: usize) -> &'a [u8] {
+        let (a, b) = self.0.split_at(n.min(self.0.len()));
+        self.0 = b;
+        a
+    }
+    /// Everything left.
+    pub fn rest(&mut self) -> &'a [u8] {
+        self.take(self.0.len())
+    }
+    fn array<const N: usize>(&mut self) -> [u8; N] {
+        let mut a = [0u8; N];
+        let t = self.take(N);
+        a[..t.len()].copy_from_slice(t);
+        a
+    }
+    pub fn u8(&mut self) -> u8 {
+        self.array::<1>()[0]
+    }
+    pub fn bool(&mut self) -> bool {
+        self.u8() & 1 != 0
+    }
+    pub fn u16(&mut self) -> u16 {
+        u16::from_le_bytes(self.array())
+    }
+    pub fn u32(&mut self) -> u32 {
+        u32::from_le_bytes(self.array())
+    }
+    pub fn u64(&mut self) -> u64 {
+        u64::from_le_bytes(self.array())
+    }
+}
+
+/// `bytes` as a 256-byte MAD: truncated or zero-padded.
+pub fn mad256(bytes: &[u8]) -> [u8; 256] {
+    let mut m = [0u8; 256];
+    let n = bytes.len().min(256);
+    m[..n].copy_from_slice(&bytes[..n]);
+    m
+}

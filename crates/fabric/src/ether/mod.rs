@@ -39,7 +39,7 @@ pub use config::{Backend, EtherConfig};
 pub use counters::{EtherCounters, PrioCounters, PrioSnapshot};
 pub use frame::{FrameHandler, FrameSink, Offer, HEADER_LEN, MAX_FRAME, MIN_FRAME};
 pub use link::EtherLink;
-pub use pfc::{PauseGate, PausePolicy, DEFAULT_POLICY, PORT_SPEED_BPS, QUEUE_FRAMES};
+pub use pfc::{PauseGate, PausePolicy, DEFAULT_POLICY, PORT_SPEED_BPS, QUEUE_FRAMES, XON_PEER_HOLD_NS};
 pub use pfc_tx::{RxHold, DEFAULT_TX_QUANTA, HOLD_FRAMES, RETRY_NS};
 pub use rx_buffer::{Fill, RxBuffer, XOFF_DIVISOR, XON_DIVISOR};
 pub use shaper::Shaper;
