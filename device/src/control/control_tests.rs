@@ -427,6 +427,7 @@ fn bump_all(h: &ControlHandles, wire: &vrnic_fabric::PortCounters) {
         &mut t.no_recv_drops,
         &mut t.xrc_bad_srq,
         &mut t.link_waits,
+        &mut t.link_held_timeouts,
     ] {
         *c = next();
     }
