@@ -118,8 +118,12 @@ eth_tool() {
 }
 # eth_ping LABEL [ping args...] TARGET: a ping run summarised as
 # "ETH-PING <label> g<i> sent=<n> recv=<n> loss=<p>% rtt_avg=<ms> rc=<rc>"
+# With -c and no -w it adds -w 30: ping -c alone stops waiting max(2 x its largest RTT, the interval) after the
+# last probe, so a reply a busy host delays past that counted as lost (eth-mtu, 19 of 20); with a deadline it
+# waits for every reply (a lost one still fails the count).
 eth_ping() {
   _l=$1; shift
+  case " $* " in *" -w "*) ;; *" -c "*) set -- -w 30 "$@" ;; esac
   ping "$@" > /tmp/eth-ping.out 2>&1
   _rc=$?
   _s=$(sed -n 's/^\([0-9]*\) packets transmitted, \([0-9]*\) received.* \([0-9.]*\)% packet loss.*/sent=\1 recv=\2 loss=\3%/p' /tmp/eth-ping.out)
