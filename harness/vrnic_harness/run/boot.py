@@ -65,10 +65,16 @@ class Boot:
             return None
         return topology.Topology(n, fabric=self.sc.fabric and self.sc.device, net=n > 1)
 
-    def doorbell_args(self):
-        """--doorbell MODE when a unit of the boot names its mode (its run or its server_args)."""
+    def doorbell_mode(self):
+        """The doorbell mode a unit of the boot names (its run or its server_args), or None (units of one boot
+        share it: it is part of their boot_key)."""
         modes = {u.scenario.doorbell_of(u.run) for u in self.plan.units} - {None}
-        return ["--doorbell", modes.pop()] if modes else []
+        return modes.pop() if modes else None
+
+    def doorbell_args(self):
+        """--doorbell MODE when the boot has one."""
+        mode = self.doorbell_mode()
+        return ["--doorbell", mode] if mode else []
 
     def server_args(self, gi):
         args = []
@@ -102,9 +108,8 @@ class Boot:
             words.append(self.eth.append(gi))
         if self.sc.iommu:
             words.append("intel_iommu=on iommu=pt")
-        modes = {u.scenario.doorbell_of(u.run) for u in self.plan.units} - {None}
-        if len(modes) == 1:  # the scripts may skip what the other mode's boot also runs (perftest.sh)
-            words.append("vrnic.doorbell=" + modes.pop())
+        if self.doorbell_mode():  # the scripts may skip what the other mode's boot also runs (perftest.sh)
+            words.append("vrnic.doorbell=" + self.doorbell_mode())
         return " ".join(words + list(self.env.options.guest_extra))
 
     def timeout(self):
