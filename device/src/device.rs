@@ -41,6 +41,8 @@ pub struct DeviceStats {
     pub cmd_doorbells: AtomicU64,
     pub resets: AtomicU64,
     pub flrs: AtomicU64,
+    /// Fast teardowns (TEARDOWN_HCA PREPARE_FAST_TEARDOWN, then `nic_interface` = DISABLED).
+    pub fast_teardowns: AtomicU64,
 }
 
 /// The device model behind one vfio-user socket.
@@ -334,6 +336,23 @@ impl Vrnic {
         self.init.reset();
         lock(&self.fw).reset();
         self.msix_table.iter_mut().for_each(|b| *b = 0);
+        self.clear_device_memory();
+    }
+
+    /// The driver wrote `nic_interface` = DISABLED: after a prepared fast teardown the firmware
+    /// dropped every object, and the device memory (doorbell pages, MEMIC) goes with them. PCI
+    /// state (config space, the MSI-X table) stays, as on a ConnectX: the driver frees its vectors
+    /// and disables the function itself.
+    fn nic_interface_disabled(&mut self) {
+        if lock(&self.fw).nic_interface_disabled() {
+            tracing::info!("fast teardown: every object dropped");
+            self.stats.fast_teardowns.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.clear_device_memory();
+        }
+    }
+
+    /// Zeroes BAR memory and re-arms the watched doorbell pages (poll mode).
+    fn clear_device_memory(&mut self) {
         // Punching a hole zeroes the range for every mapping of the memfd
         // (ours and QEMU's) and frees the pages.
         if !vrnic_sys::punch_hole(&self.mem_fd, self.mem.len() as u64) {
@@ -415,6 +434,15 @@ mod tests {
         assert_eq!(d.init_segment().nic_interface(), 0);
         d.region_write(0, 0x18, &1u32.to_be_bytes()).unwrap();
         assert_eq!(d.stats.cmd_doorbells.load(Ordering::Relaxed), 1);
+        // DISABLED without a prepared fast teardown (mlx5_firmware_reset's flows) drops nothing.
+        d.region_write(4, 0x100, &[9]).unwrap();
+        d.region_write(0, 0x14, &0x0000_1100u32.to_be_bytes()).unwrap();
+        assert_eq!(d.init_segment().nic_interface(), 1);
+        assert_eq!(d.stats.fast_teardowns.load(Ordering::Relaxed), 0);
+        let mut m = [0u8; 1];
+        d.region_read(4, 0x100, &mut m).unwrap();
+        assert_eq!(m, [9]);
+        d.region_write(0, 0x14, &0x0000_1000u32.to_be_bytes()).unwrap();
         // FLR through the PCIe capability resets the init segment.
         d.region_write(CFG, (CAP_PCIE + 8) as u64, &[0x00, 0x80]).unwrap();
         assert_eq!(d.init_segment().nic_interface(), 1);

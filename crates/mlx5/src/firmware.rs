@@ -59,6 +59,17 @@ impl Firmware {
         self.hca.reset(self.core.engine.limits());
     }
 
+    /// The driver set `nic_interface` to DISABLED. After TEARDOWN_HCA's PREPARE_FAST_TEARDOWN
+    /// that ends the function as a ConnectX's firmware does (every object, page and setting gone,
+    /// as an FLR leaves them) and returns true; otherwise nothing happens.
+    pub fn nic_interface_disabled(&mut self) -> bool {
+        if !self.hca.fast_teardown_prepared() {
+            return false;
+        }
+        self.reset();
+        true
+    }
+
     /// The RDMA engine (object tables, counters), for the control socket.
     pub fn engine(&self) -> &MlxEngine {
         &self.core.engine

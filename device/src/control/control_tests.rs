@@ -216,7 +216,16 @@ fn bump_all(h: &ControlHandles, wire: &vrnic_fabric::PortCounters) {
         c.store(next(), Relaxed);
     }
     let d = &h.device;
-    for c in [&d.config_reads, &d.config_writes, &d.bar_reads, &d.bar_writes, &d.cmd_doorbells, &d.resets, &d.flrs] {
+    for c in [
+        &d.config_reads,
+        &d.config_writes,
+        &d.bar_reads,
+        &d.bar_writes,
+        &d.cmd_doorbells,
+        &d.resets,
+        &d.flrs,
+        &d.fast_teardowns,
+    ] {
         c.store(next(), Relaxed);
     }
     let d = &h.doorbells;

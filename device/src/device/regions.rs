@@ -43,7 +43,12 @@ impl Vrnic {
                         let cmdq = self.init.cmdq_addr();
                         lock(&self.fw).doorbell(cmdq, mask);
                     }
-                    InitSegEvent::NicInterface(n) => info!(nic_interface = n, "nic_interface changed"),
+                    InitSegEvent::NicInterface(n) => {
+                        info!(nic_interface = n, "nic_interface changed");
+                        if n == vrnic_mlx5::init_seg::NIC_IFC_DISABLED {
+                            self.nic_interface_disabled();
+                        }
+                    }
                 }
             }
         }

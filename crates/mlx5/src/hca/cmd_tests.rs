@@ -238,3 +238,38 @@ fn mkey_mtt_translation_and_checks() {
     m::pd.set(&mut i, 0x999);
     assert_eq!(t.status(&i, 16), status::BAD_RES);
 }
+
+/// mlx5_core's shutdown: TEARDOWN_HCA PREPARE_FAST_TEARDOWN, then `nic_interface` = DISABLED ends
+/// the function at once; a graceful teardown leaves that write alone; the function comes up again.
+#[test]
+fn fast_teardown_drops_every_object() {
+    use ifc::cmd_hca_cap as c;
+    let mut t = Bench::new();
+    t.ok(&cmd(ifc::MLX5_CMD_OP_ENABLE_HCA, 0, 16), 12);
+    let caps = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_HCA_CAP, 0, 16), ifc::query_hca_cap_out::SIZE);
+    assert_eq!(ifc::query_hca_cap_out::capability.inner(c::fast_teardown).get(&caps), 1);
+    assert_eq!(ifc::query_hca_cap_out::capability.inner(c::force_teardown).get(&caps), 0);
+    t.ok(&cmd(ifc::MLX5_CMD_OP_INIT_HCA, 0, 32), 16);
+    let pd = ifc::alloc_pd_out::pd.get(&t.ok(&cmd(ifc::MLX5_CMD_OP_ALLOC_PD, 0, 16), 16));
+    let mut dealloc = cmd(ifc::MLX5_CMD_OP_DEALLOC_PD, 0, ifc::dealloc_pd_in::SIZE);
+    ifc::dealloc_pd_in::pd.set(&mut dealloc, pd);
+    // Graceful: DISABLED afterwards is only a register write.
+    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_TEARDOWN_HCA, 0, 16), 16);
+    assert_eq!(ifc::teardown_hca_out::state.get(&o), 0);
+    assert!(!t.fw.nic_interface_disabled());
+    t.ok(&cmd(ifc::MLX5_CMD_OP_INIT_HCA, 0, 32), 16);
+    // INIT_HCA forgets a prepared teardown.
+    let mut fast = cmd(ifc::MLX5_CMD_OP_TEARDOWN_HCA, 0, 16);
+    ifc::teardown_hca_in::profile.set(&mut fast, ifc::MLX5_TEARDOWN_HCA_IN_PROFILE_PREPARE_FAST_TEARDOWN as u64);
+    t.ok(&fast, 16);
+    t.ok(&cmd(ifc::MLX5_CMD_OP_INIT_HCA, 0, 32), 16);
+    assert!(!t.fw.nic_interface_disabled());
+    let o = t.ok(&fast, 16);
+    assert_eq!(ifc::teardown_hca_out::state.get(&o), 0, "success, not FORCE_STATE_FAIL");
+    assert!(t.fw.nic_interface_disabled());
+    assert!(!t.fw.nic_interface_disabled(), "once");
+    // Back to power-on: bring-up commands only, and the PD is gone.
+    assert_eq!(t.status(&cmd(ifc::MLX5_CMD_OP_ALLOC_PD, 0, 16), 16), status::BAD_SYS_STATE);
+    t.up();
+    assert_eq!(t.status(&dealloc, 16), status::BAD_RES);
+}

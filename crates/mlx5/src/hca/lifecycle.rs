@@ -46,6 +46,7 @@ pub fn init_hca(cx: &mut HcaCx<'_>, _r: &Req<'_>) -> CmdResult {
         return Err(fail!(status::BAD_SYS_STATE, INIT_HCA_BAD_SYS_STATE));
     }
     cx.hca.initialized = true;
+    cx.hca.fast_teardown_prepared = false;
     Ok(out(ifc::init_hca_out::SIZE))
 }
 
@@ -54,8 +55,11 @@ pub fn teardown_hca(cx: &mut HcaCx<'_>, r: &Req<'_>) -> CmdResult {
     if profile > 2 {
         return Err(fail!(status::BAD_PARAM, TEARDOWN_HCA_BAD_PARAM));
     }
-    // Graceful (0), force (1) and prepare-fast-teardown (2) all end the HCA.
+    // Graceful (0), force (1) and prepare-fast-teardown (2) all end the HCA. After 2 the driver
+    // sets `nic_interface` to DISABLED and polls until it reads back DISABLED: that write drops
+    // every object ([`crate::Firmware::nic_interface_disabled`]).
     cx.hca.initialized = false;
+    cx.hca.fast_teardown_prepared = profile == ifc::MLX5_TEARDOWN_HCA_IN_PROFILE_PREPARE_FAST_TEARDOWN as u64;
     let mut o = out(ifc::teardown_hca_out::SIZE);
     ifc::teardown_hca_out::state.set(&mut o, 0);
     Ok(o)

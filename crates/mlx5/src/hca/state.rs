@@ -20,6 +20,9 @@ pub struct Hca {
     pub(in crate::hca) enabled: bool,
     /// INIT_HCA done (and no TEARDOWN_HCA since).
     pub(in crate::hca) initialized: bool,
+    /// TEARDOWN_HCA with PREPARE_FAST_TEARDOWN done: the driver's next `nic_interface` = DISABLED
+    /// drops every object at once (mlx5_cmd_fast_teardown_hca, the shutdown path).
+    pub(in crate::hca) fast_teardown_prepared: bool,
     /// Capability pages by type: what the device offers (MAX) and what is set (CUR).
     pub(in crate::hca) caps_max: BTreeMap<u16, Vec<u8>>,
     pub(in crate::hca) caps_cur: BTreeMap<u16, Vec<u8>>,
@@ -52,6 +55,7 @@ impl Hca {
         let mut h = Hca {
             enabled: false,
             initialized: false,
+            fast_teardown_prepared: false,
             caps_max: BTreeMap::new(),
             caps_cur: BTreeMap::new(),
             board_id: "MT_0000000008".into(),
@@ -79,6 +83,11 @@ impl Hca {
     /// Whether UAR page `n` is allocated (ALLOC_UAR).
     pub fn uar_allocated(&self, n: u32) -> bool {
         self.uars.contains(n)
+    }
+
+    /// Whether TEARDOWN_HCA prepared a fast teardown (see the field).
+    pub fn fast_teardown_prepared(&self) -> bool {
+        self.fast_teardown_prepared
     }
 
     /// UAR pages allocated, for the control socket.
@@ -114,6 +123,7 @@ impl Hca {
         self.uars.clear();
         self.enabled = false;
         self.initialized = false;
+        self.fast_teardown_prepared = false;
         self.issi = 0;
         let mut general = general_caps(limits);
         let atomic = atomic_caps_image();

@@ -140,6 +140,9 @@ pub fn general_caps(l: &Limits) -> Vec<u8> {
     c::log_max_ra_res_qp.set(&mut page, l.log_max_rd_atomic.min(7) as u64);
     // MODIFY_CQ resize (mlx5_ib answers ibv_resize_cq with ENOSYS without it).
     c::cq_resize.set(&mut page, 1);
+    // TEARDOWN_HCA's PREPARE_FAST_TEARDOWN: mlx5_core's shutdown (power-off, kexec) ends the
+    // function in one command instead of destroying every object (a ConnectX-5 has it).
+    c::fast_teardown.set(&mut page, 1);
     // The free-running internal timer that stamps CQEs (clock.rs).
     c::device_frequency_khz.set(&mut page, crate::clock::DEVICE_FREQUENCY_KHZ as u64);
     page
