@@ -78,7 +78,8 @@ ib_sa_run() {
 ipoib_run() {
   G=$(vr_guest)
   NG=$(vr_karg vrnic.guests); NG=${NG:-3}
-  PINGS=$(vr_karg vrnic.ipoib_pings); PINGS=${PINGS:-1000}
+  # the caller's IPOIB_PINGS / IPOIB_RPING_C give the defaults; the kernel arguments override them
+  PINGS=$(vr_karg vrnic.ipoib_pings); PINGS=${PINGS:-${IPOIB_PINGS:-1000}}
   # barrier N: every guest reaches it before any leaves (g0 collects the others, then releases them)
   barrier() {
     _p=$((18800 + $1)); _t0=$(vr_now)
@@ -165,7 +166,7 @@ ipoib_run() {
       barrier "$_lab"; barrier "$_lab-end"
     fi
   }
-  RPING_C=$(vr_karg vrnic.rping_c); RPING_C=${RPING_C:-10000}
+  RPING_C=$(vr_karg vrnic.rping_c); RPING_C=${RPING_C:-${IPOIB_RPING_C:-10000}}
   ib_cm() {
     modprobe rdma_ucm
     cm_pair cm-rping-v 400 rping -s -v -a @SIP@ -p @PORT@ -C $RPING_C -- rping -c -v -a @SIP@ -p @PORT@ -C $RPING_C

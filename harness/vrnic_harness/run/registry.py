@@ -120,7 +120,7 @@ SCENARIOS = {
     "ib-sm-failover": Scenario(shares_driver=True, last="kills guest 0 and its server (the master SM)", default=True, device=True, guests=3, fabric=True, timeout=300, interact=interact_sm_failover,
                            check=check_sm_failover,
                            doc="three guests (LIDs 1-3), every vrnic an SM (LID 1 master, 2 and 3 standbys polling it "
-                               "with SMInfo); ib_write_bw -D 40 g1->g2; guest 0 and its vrnic killed mid-transfer: "
+                               "with SMInfo); ib_write_bw -D 25 g1->g2; guest 0 and its vrnic killed mid-transfer: "
                                "LID 2's server takes over, sm_lid/ibstat on g1 and g2 show SM lid 2 within 10 s, "
                                "saquery from both answered by the new SA (2 NodeRecords: the live ports), the "
                                "transfer ends without an error"),
@@ -131,7 +131,7 @@ SCENARIOS = {
                           "sweeps through the modeled switch, assigns the LIDs, programs the switch and brings every "
                           "port ACTIVE; then ib-sa's and ipoib's checks against it (ibnetdiscover 3 CAs + 1 switch, "
                           "ibroute 4 the LFT OpenSM set, saquery/sminfo answered by OpenSM from every guest, IPoIB "
-                          "pings, iperf3, rdma_cm); no server runs an SM (stats subnet.sm/sa null)"),
+                          "pings (200 a peer), iperf3, rdma_cm (rping -C 1000)); no server runs an SM (stats subnet.sm/sa null)"),
     "bad-opcode": Scenario(shares_driver=True, default=True, device=True, fabric=True, timeout=240, check=check_bad_opcode, doorbell=DOORBELL,
                        doc="bad_opcode.c: hand-built WQEs (unknown/unadvertised opcodes, ds 0, opmod, fence mode 7; "
                            "RC and UD) through mlx5dv and the UAR doorbell: LOC_QP_OP_ERR + CQ event, the next WQE "
