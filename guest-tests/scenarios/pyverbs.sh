@@ -119,7 +119,8 @@ EOF
 
 # pyv_run LABEL DEV GID [EXCLUDED-MODULES]: the chosen tests on DEV (port 1, GID index GID), tracebacks in /tmp/pyv-LABEL.err. When
 # python dies inside a test (a crash in the C library, or the run's time limit) that test is an ERROR "crash" and
-# the run resumes after it (at most 20 times).
+# the run resumes after it (at most 20 times); python runs with faulthandler, whose stack of the crash is printed
+# (PYV-CRASH lines).
 pyv_run() {
   _t0=$(vr_now)
   echo "PYV-BEGIN $1 dev=$2 gid=$3 set=$PYV_SET"
@@ -130,11 +131,14 @@ pyv_run() {
     rm -f /tmp/pyv-cur
     (cd $TESTS && PYV_TESTS=$TESTS PYV_LABEL=$1 PYV_TEST_LIMIT=$PYV_TEST_LIMIT PYV_AFTER=$_after PYV_CUR=/tmp/pyv-cur \
       PYV_EXCLUDE="$4" PYV_LEAVE_OUT="$_leave" \
-      timeout -s KILL $PYV_RUN_LIMIT python3 /tmp/pyv_run.py --dev $2 --port 1 --gid $3 $_names) 2>> /tmp/pyv-$1.err
+      timeout -s KILL $PYV_RUN_LIMIT python3 -X faulthandler /tmp/pyv_run.py --dev $2 --port 1 --gid $3 $_names) 2>> /tmp/pyv-$1.err
     _rc=$?
     [ $_rc -ne 0 ] && [ -s /tmp/pyv-cur ] && [ $_n -lt 20 ] || break
     _after=$(cat /tmp/pyv-cur); _n=$((_n + 1))
     echo "PYV $1 ERROR $_after 0 crash: python3 exited rc=$_rc in this test"
+    # faulthandler's dump of the Python stack at a fatal signal (the call that crashed)
+    _f=$(grep -n "^Fatal Python error" /tmp/pyv-$1.err | tail -1 | cut -d: -f1)
+    [ -z "$_f" ] || tail -n +$_f /tmp/pyv-$1.err | head -40 | sed "s/^/PYV-CRASH $1 /"
   done
   echo "PYV-END $1 rc=$_rc seconds=$(vr_since $_t0) restarts=$_n"
   # the tracebacks of what did not pass (bounded)

@@ -87,6 +87,9 @@ STRUCTS = [
     "alloc_xrcd_in", "alloc_xrcd_out", "dealloc_xrcd_in", "dealloc_xrcd_out",
     "create_mkey_in", "create_mkey_out", "query_mkey_in", "query_mkey_out", "destroy_mkey_in", "destroy_mkey_out",
     "mkc",
+    # DevX user contexts and their memory (devx/)
+    "create_uctx_in", "create_uctx_out", "destroy_uctx_in", "destroy_uctx_out", "uctx",
+    "create_umem_in", "create_umem_out", "destroy_umem_in", "destroy_umem_out", "umem",
     # CQ
     "create_cq_in", "create_cq_out", "destroy_cq_in", "destroy_cq_out", "query_cq_in", "query_cq_out",
     "modify_cq_in", "modify_cq_out", "cqc",
@@ -168,6 +171,7 @@ CONST_PREFIXES = [
     "MLX5_OPCODE_", "MLX5_ADS_STAT_RATE_", "MLX5_GENERAL_OBJ_TYPES_CAP_", "MLX5_DEV_CAP_FLAG_",
     "MLX5_SQC_STATE_", "MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_", "MLX5_FLOW_CONTEXT_ACTION_",
     "MLX5_IFC_FLOW_DESTINATION_TYPE_", "MLX5_MODIFY_FLOW_TABLE_", "MLX5_ROCE_VERSION_", "MLX5_ROCE_L3_TYPE_",
+    "MLX5_SHARED_RESOURCE_UID", "MLX5_UCTX_CAP_",
 ]
 
 # Big capability layouts the device reports as all-zero: their nested struct members get only the region

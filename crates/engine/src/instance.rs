@@ -27,6 +27,9 @@ pub struct Limits {
     /// UAR index range `[first, last]`.
     pub uar_first: u32,
     pub uar_last: u32,
+    /// User contexts (mlx5 DevX `CREATE_UCTX`): each gets a uid its objects carry. 0: none
+    /// (`log_max_uctx` = 0, no DevX).
+    pub uctxs: usize,
 }
 
 impl Default for Limits {
@@ -45,6 +48,7 @@ impl Default for Limits {
             log_max_rd_atomic: 7,
             uar_first: 4,
             uar_last: 8191,
+            uctxs: 0,
         }
     }
 }
@@ -390,6 +394,26 @@ impl<P: Personality> Engine<P> {
 
     pub fn pd_exists(&self, pdn: u32) -> bool {
         self.pds.contains(pdn)
+    }
+
+    /// The uid (user context) PD `pdn` belongs to.
+    pub fn pd_uid(&self, pdn: u32) -> Option<u16> {
+        self.pds.get(pdn).map(|p| p.uid)
+    }
+
+    /// The uid XRC domain `n` belongs to.
+    pub fn xrcd_uid(&self, n: u32) -> Option<u16> {
+        self.xrcds.get(n).map(|x| x.uid)
+    }
+
+    /// PDs, XRC domains, SRQs, memory keys and QPs of user context `uid` (CQs keep their uid in
+    /// the personality's context).
+    pub fn owned_by(&self, uid: u16) -> usize {
+        self.pds.iter().filter(|(_, p)| p.uid == uid).count()
+            + self.xrcds.iter().filter(|(_, x)| x.uid == uid).count()
+            + self.srqs.iter().filter(|(_, s)| s.uid == uid).count()
+            + self.mkeys.iter().filter(|(_, m)| m.uid == uid).count()
+            + self.qps.iter().filter(|(_, q)| q.uid == uid).count()
     }
 
     pub fn qp(&self, qpn: u32) -> Option<&Slot<Qp, P::Qp>> {

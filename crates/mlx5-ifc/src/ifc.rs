@@ -591,6 +591,8 @@ pub const MLX5_SET_HCA_CAP_OP_MOD_IPSEC: u32 = 0x15;
 pub const MLX5_SET_HCA_CAP_OP_MOD_GENERAL_DEVICE2: u32 = 0x20;
 /// `MLX5_SET_HCA_CAP_OP_MOD_PORT_SELECTION` (mlx5_ifc.h)
 pub const MLX5_SET_HCA_CAP_OP_MOD_PORT_SELECTION: u32 = 0x25;
+/// `MLX5_SHARED_RESOURCE_UID` (mlx5_ifc.h)
+pub const MLX5_SHARED_RESOURCE_UID: u32 = 0xffff;
 /// `MLX5_GENERAL_OBJ_TYPES_CAP_SW_ICM` (mlx5_ifc.h)
 pub const MLX5_GENERAL_OBJ_TYPES_CAP_SW_ICM: u32 = 0x100;
 /// `MLX5_GENERAL_OBJ_TYPES_CAP_GENEVE_TLV_OPT` (mlx5_ifc.h)
@@ -1075,6 +1077,10 @@ pub const MLX5_WQ_TYPE_CYCLIC_STRIDING_RQ: u32 = 0x3;
 pub const MLX5_CAP_PORT_TYPE_IB: u32 = 0x0;
 /// `MLX5_CAP_PORT_TYPE_ETH` (mlx5_ifc.h)
 pub const MLX5_CAP_PORT_TYPE_ETH: u32 = 0x1;
+/// `MLX5_UCTX_CAP_RAW_TX` (mlx5_ifc.h)
+pub const MLX5_UCTX_CAP_RAW_TX: u32 = 0x1;
+/// `MLX5_UCTX_CAP_INTERNAL_DEV_RES` (mlx5_ifc.h)
+pub const MLX5_UCTX_CAP_INTERNAL_DEV_RES: u32 = 0x2;
 /// `MLX5_IFC_FLOW_DESTINATION_TYPE_VPORT` (mlx5_ifc.h)
 pub const MLX5_IFC_FLOW_DESTINATION_TYPE_VPORT: u32 = 0x0;
 /// `MLX5_IFC_FLOW_DESTINATION_TYPE_FLOW_TABLE` (mlx5_ifc.h)
@@ -4162,6 +4168,208 @@ pub mod mkc {
         ("translations_octword_size", translations_octword_size),
         ("relaxed_ordering_read", relaxed_ordering_read),
         ("log_page_size", log_page_size),
+    ];
+}
+
+/// `struct mlx5_ifc_create_uctx_in_bits`: 64 bytes.
+pub mod create_uctx_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x40;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `struct mlx5_ifc_uctx_bits uctx` @ byte 0x10, DW4, 384 bits
+    pub const uctx: Field = Field::new(0x80, 0x180);
+    /// Fields of `uctx`, offsets from the start of the enclosing top-level struct.
+    pub mod uctx {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 cap[0x20]` @ byte 0x10, DW4, 32 bits
+        pub const cap: Field = Field::new(0x80, 0x20);
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("opcode", opcode), ("op_mod", op_mod), ("uctx", uctx)];
+}
+
+/// `struct mlx5_ifc_create_uctx_out_bits`: 16 bytes.
+pub mod create_uctx_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// `u8 uid[0x10]` @ byte 0xa, DW2 bits[15:0]
+    pub const uid: Field = Field::new(0x50, 0x10);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] =
+        &[("status", status), ("syndrome", syndrome), ("uid", uid)];
+}
+
+/// `struct mlx5_ifc_destroy_uctx_in_bits`: 16 bytes.
+pub mod destroy_uctx_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 uid[0x10]` @ byte 0xa, DW2 bits[15:0]
+    pub const uid: Field = Field::new(0x50, 0x10);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("opcode", opcode), ("op_mod", op_mod), ("uid", uid)];
+}
+
+/// `struct mlx5_ifc_destroy_uctx_out_bits`: 16 bytes.
+pub mod destroy_uctx_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_uctx_bits`: 48 bytes.
+pub mod uctx {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x30;
+    /// `u8 cap[0x20]` @ byte 0x0, DW0, 32 bits
+    pub const cap: Field = Field::new(0x0, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("cap", cap)];
+}
+
+/// `struct mlx5_ifc_create_umem_in_bits`: 48 bytes.
+pub mod create_umem_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x30;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `struct mlx5_ifc_umem_bits umem` @ byte 0x10, DW4, 256 bits
+    pub const umem: Field = Field::new(0x80, 0x100);
+    /// Fields of `umem`, offsets from the start of the enclosing top-level struct.
+    pub mod umem {
+        #[allow(unused_imports)]
+        use crate::fields::{Array, Field};
+        /// `u8 ats[0x1]` @ byte 0x20, DW8 bit 31
+        pub const ats: Field = Field::new(0x100, 0x1);
+        /// `u8 log_page_size[0x5]` @ byte 0x23, DW8 bits[4:0]
+        pub const log_page_size: Field = Field::new(0x11b, 0x5);
+        /// `u8 page_offset[0x20]` @ byte 0x24, DW9, 32 bits
+        pub const page_offset: Field = Field::new(0x120, 0x20);
+        /// `u8 num_of_mtt[0x40]` @ byte 0x28, DW10, 64 bits
+        pub const num_of_mtt: Field = Field::new(0x140, 0x40);
+        /// `struct mlx5_ifc_mtt_bits mtt[]` @ byte 0x30, flexible
+        pub const mtt: Array = Array::new(0x180, 0x40, 0);
+    }
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("umem", umem),
+    ];
+}
+
+/// `struct mlx5_ifc_create_umem_out_bits`: 16 bytes.
+pub mod create_umem_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// `u8 umem_id[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const umem_id: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("status", status),
+        ("syndrome", syndrome),
+        ("umem_id", umem_id),
+    ];
+}
+
+/// `struct mlx5_ifc_destroy_umem_in_bits`: 16 bytes.
+pub mod destroy_umem_in {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 opcode[0x10]` @ byte 0x0, DW0 bits[31:16]
+    pub const opcode: Field = Field::new(0x0, 0x10);
+    /// `u8 uid[0x10]` @ byte 0x2, DW0 bits[15:0]
+    pub const uid: Field = Field::new(0x10, 0x10);
+    /// `u8 op_mod[0x10]` @ byte 0x6, DW1 bits[15:0]
+    pub const op_mod: Field = Field::new(0x30, 0x10);
+    /// `u8 umem_id[0x18]` @ byte 0x9, DW2 bits[23:0]
+    pub const umem_id: Field = Field::new(0x48, 0x18);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("opcode", opcode),
+        ("uid", uid),
+        ("op_mod", op_mod),
+        ("umem_id", umem_id),
+    ];
+}
+
+/// `struct mlx5_ifc_destroy_umem_out_bits`: 16 bytes.
+pub mod destroy_umem_out {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x10;
+    /// `u8 status[0x8]` @ byte 0x0, DW0 bits[31:24]
+    pub const status: Field = Field::new(0x0, 0x8);
+    /// `u8 syndrome[0x20]` @ byte 0x4, DW1, 32 bits
+    pub const syndrome: Field = Field::new(0x20, 0x20);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[("status", status), ("syndrome", syndrome)];
+}
+
+/// `struct mlx5_ifc_umem_bits`: 32 bytes.
+pub mod umem {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x20;
+    /// `u8 ats[0x1]` @ byte 0x10, DW4 bit 31
+    pub const ats: Field = Field::new(0x80, 0x1);
+    /// `u8 log_page_size[0x5]` @ byte 0x13, DW4 bits[4:0]
+    pub const log_page_size: Field = Field::new(0x9b, 0x5);
+    /// `u8 page_offset[0x20]` @ byte 0x14, DW5, 32 bits
+    pub const page_offset: Field = Field::new(0xa0, 0x20);
+    /// `u8 num_of_mtt[0x40]` @ byte 0x18, DW6, 64 bits
+    pub const num_of_mtt: Field = Field::new(0xc0, 0x40);
+    /// `struct mlx5_ifc_mtt_bits mtt[]; elements: [`mtt`](super::mtt)` @ byte 0x20, flexible
+    pub const mtt: Array = Array::new(0x100, 0x40, 0);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("ats", ats),
+        ("log_page_size", log_page_size),
+        ("page_offset", page_offset),
+        ("num_of_mtt", num_of_mtt),
     ];
 }
 
@@ -17276,6 +17484,29 @@ pub mod mac_address_layout {
     pub const FIELDS: &[(&str, Field)] = &[
         ("mac_addr_47_32", mac_addr_47_32),
         ("mac_addr_31_0", mac_addr_31_0),
+    ];
+}
+
+/// `struct mlx5_ifc_mtt_bits`: 8 bytes.
+pub mod mtt {
+    #[allow(unused_imports)]
+    use crate::fields::{Array, Field};
+    /// Size in bytes.
+    pub const SIZE: usize = 0x8;
+    /// `u8 ptag_63_32[0x20]` @ byte 0x0, DW0, 32 bits
+    pub const ptag_63_32: Field = Field::new(0x0, 0x20);
+    /// `u8 ptag_31_8[0x18]` @ byte 0x4, DW1 bits[31:8]
+    pub const ptag_31_8: Field = Field::new(0x20, 0x18);
+    /// `u8 wr_en[0x1]` @ byte 0x7, DW1 bit 1
+    pub const wr_en: Field = Field::new(0x3e, 0x1);
+    /// `u8 rd_en[0x1]` @ byte 0x7, DW1 bit 0
+    pub const rd_en: Field = Field::new(0x3f, 0x1);
+    /// Every top-level `Field` above with its header name, in layout order.
+    pub const FIELDS: &[(&str, Field)] = &[
+        ("ptag_63_32", ptag_63_32),
+        ("ptag_31_8", ptag_31_8),
+        ("wr_en", wr_en),
+        ("rd_en", rd_en),
     ];
 }
 

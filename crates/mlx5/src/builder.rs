@@ -9,6 +9,7 @@ use super::cmd::dispatch::DuplicateOpcode;
 use super::core::{Core, FwStats, MlxEngine};
 use super::datapath::ctx::EQN_LAST;
 use super::datapath::QueueSink;
+use super::devx::state::Uctxs;
 use super::eth::state::EthPort;
 use super::firmware::Firmware;
 use super::hca::state::Hca;
@@ -167,6 +168,7 @@ impl FirmwareBuilder {
             port,
             trace: self.trace,
             commands,
+            uctxs: Uctxs::new(self.limits.uctxs),
         };
         fw.reset();
         Ok(fw)

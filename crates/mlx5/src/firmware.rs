@@ -20,6 +20,7 @@ use super::cmd::dispatch::CommandTable;
 use super::cmd::req::{fail, Req};
 use super::cmd::{self, status, CmdOutput, CommandHandler, SlotResult};
 use super::core::{Core, FwStats, MlxEngine};
+use super::devx::state::Uctxs;
 use super::hca::state::Hca;
 use super::ib::port::{FwPortCounters, PortConfig};
 use super::link_layer::LinkLayer;
@@ -48,6 +49,8 @@ pub struct Firmware {
     pub(crate) trace: bool,
     /// Every command this instance executes (the link layer's domains).
     pub(crate) commands: CommandTable<Firmware>,
+    /// DevX user contexts: the uids commands and objects carry (`devx/`).
+    pub(crate) uctxs: Uctxs,
 }
 
 impl Firmware {
@@ -57,6 +60,7 @@ impl Firmware {
         self.rdma.reset();
         self.port.reset();
         self.hca.reset(self.core.engine.limits());
+        self.uctxs.clear();
     }
 
     /// The driver set `nic_interface` to DISABLED. After TEARDOWN_HCA's PREPARE_FAST_TEARDOWN
@@ -204,9 +208,10 @@ impl CommandHandler for Firmware {
             // Inside the data path's guard: whatever the engine reported
             // while the command drove it (a QP to ERR flushing, a CQ resize)
             // is written when the command returns, whichever way it returns.
+            // The uid rules (devx/) first: who may issue it, and which objects it may touch.
             Some(c) => {
                 let handler = c.handler;
-                handler(&mut self.datapath(), &req)
+                self.admit(&req).and_then(|()| handler(&mut self.datapath(), &req))
             }
         };
         match result {

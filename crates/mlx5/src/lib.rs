@@ -24,6 +24,7 @@ pub mod clock;
 pub mod cmd;
 pub mod core;
 pub mod datapath;
+pub mod devx;
 pub mod eth;
 pub mod events;
 pub mod firmware;

@@ -1,5 +1,5 @@
 //! The link layer selects the command domains: the shared ones (HCA,
-//! events, RDMA objects) plus its own (`ib/` for InfiniBand, `eth/` and
+//! events, RDMA objects, DevX user contexts) plus its own (`ib/` for InfiniBand, `eth/` and
 //! `roce/` for Ethernet), and the data path's choices it implies (where QP1
 //! traffic goes). Handlers never branch on the link layer.
 
@@ -7,12 +7,12 @@ use super::cmd::dispatch::{Command, CommandTable, DuplicateOpcode};
 use super::firmware::Firmware;
 use super::hca::access_reg::{Register, IB_REGISTERS};
 pub use super::link_layer::LinkLayer;
-use super::{eth, events, hca, ib, rdma, roce};
+use super::{devx, eth, events, hca, ib, rdma, roce};
 
 impl LinkLayer {
     /// The command tables of this link layer's domains.
     pub fn command_tables(self) -> Vec<&'static [Command<Firmware>]> {
-        let shared = [hca::COMMANDS, events::COMMANDS, rdma::COMMANDS];
+        let shared = [hca::COMMANDS, events::COMMANDS, rdma::COMMANDS, devx::COMMANDS];
         let own: Vec<&'static [Command<Firmware>]> = match self {
             LinkLayer::Ib => vec![ib::COMMANDS],
             LinkLayer::Eth => eth::COMMAND_TABLES.iter().copied().chain([roce::COMMANDS]).collect(),

@@ -4,7 +4,7 @@
 //!
 //! A code is `0x7e00_0000 | domain << 16 | index`: the domain byte says
 //! which command domain refused (00 command core, 01 `hca/`, 02 `events/`,
-//! 03 `rdma/`, 04 `ib/`, 05 the data path's CQ resize, 06 `eth/` vport, registers and queues, 08 `eth/` steering, 09 `roce/`) and the index is fixed
+//! 03 `rdma/`, 04 `ib/`, 05 the data path's CQ resize, 06 `eth/` vport, registers and queues, 08 `eth/` steering, 09 `roce/`, 0a `devx/`: user contexts and the uid rules) and the index is fixed
 //! here once given. The values are literals: moving or editing code never
 //! renumbers them. A new site appends a new name with the next free index of
 //! its domain; a removed site's index is not reused. Names are
@@ -398,6 +398,23 @@ syndromes! {
     MODIFY_CONG_PARAMS_BAD_FIELD_SELECT = 0x7e09_0023;
     /// MODIFY_CONG_PARAMS: a selected field's value out of its range (BAD_PARAM).
     MODIFY_CONG_PARAMS_BAD_VALUE = 0x7e09_0024;
+    // 0a: devx/ (user contexts, the uid every command and object carries).
+    /// A command whose header uid is neither 0, 0xffff nor a live user context (BAD_PARAM).
+    UID_UNKNOWN = 0x7e0a_0001;
+    /// A command a user context may not issue (lifecycle, pages, capabilities, EQs, registers) (BAD_PARAM).
+    UID_KERNEL_ONLY = 0x7e0a_0002;
+    /// Modify, query or destroy of an object another user context owns (BAD_RES: to it, that object does not exist).
+    UID_NOT_OWNER = 0x7e0a_0003;
+    /// A create that names another user context's object, or the kernel's PD (BAD_RES).
+    UID_FOREIGN_REFERENCE = 0x7e0a_0004;
+    /// CREATE_UCTX: every user context is in use (`log_max_uctx`) (LIM).
+    CREATE_UCTX_LIM = 0x7e0a_0005;
+    /// CREATE_UCTX: a `cap` bit the device's `uctx_cap` does not offer (BAD_PARAM).
+    CREATE_UCTX_BAD_CAP = 0x7e0a_0006;
+    /// DESTROY_UCTX: no such user context (BAD_PARAM).
+    DESTROY_UCTX_BAD_UID = 0x7e0a_0007;
+    /// DESTROY_UCTX: the context still owns objects (BAD_RES_STATE).
+    DESTROY_UCTX_BUSY = 0x7e0a_0008;
 }
 
 #[cfg(test)]

@@ -27,6 +27,8 @@ pub struct CqCtx {
     pub uar: u32,
     /// Completion-event arming (and the last arm word acted on).
     pub arming: CqArming,
+    /// The user context (uid) that created it; 0: the kernel.
+    pub uid: u16,
 }
 
 /// Why a CQE was not written.

@@ -90,6 +90,16 @@ impl Hca {
         self.fast_teardown_prepared
     }
 
+    /// The uid (user context) UAR page `n` was allocated for.
+    pub fn uar_owner(&self, n: u32) -> Option<u16> {
+        self.uars.get(n).copied()
+    }
+
+    /// UAR pages allocated for user context `uid`.
+    pub fn uars_owned_by(&self, uid: u16) -> usize {
+        self.uars.iter().filter(|(_, &u)| u == uid).count()
+    }
+
     /// UAR pages allocated, for the control socket.
     pub fn uars_in_use(&self) -> usize {
         self.uars.len()

@@ -41,7 +41,18 @@ pub fn create_cq(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     if !cx.core.eqs.contains(eqn) {
         return Err(fail!(status::BAD_RES, CREATE_CQ_ENGINE));
     }
-    let ctx = CqCtx { cqc, pas, cqe_size, log_page_size, page_offset, dbr_addr, eqn, uar, arming: Default::default() };
+    let ctx = CqCtx {
+        cqc,
+        pas,
+        cqe_size,
+        log_page_size,
+        page_offset,
+        dbr_addr,
+        eqn,
+        uar,
+        arming: Default::default(),
+        uid: r.uid,
+    };
     let cqn = eng!(cx.core.engine.create_cq_with(log_size, ctx), CREATE_CQ_ENGINE)?;
     if let Some(cq) = cx.core.engine.cq_mut(cqn) {
         cq.period = c::cq_period.get(r.input) as u16;

@@ -138,6 +138,11 @@ pub fn general_caps(l: &Limits) -> Vec<u8> {
     c::log_max_eq_sz.set(&mut page, l.log_max_eq_size as u64);
     c::log_max_ra_req_qp.set(&mut page, l.log_max_rd_atomic.min(7) as u64);
     c::log_max_ra_res_qp.set(&mut page, l.log_max_rd_atomic.min(7) as u64);
+    // DevX user contexts where the instance has them (devx/): none by default.
+    if l.uctxs > 0 {
+        c::log_max_uctx.set(&mut page, log2(l.uctxs));
+        c::uctx_cap.set(&mut page, crate::devx::state::UCTX_CAP as u64);
+    }
     // MODIFY_CQ resize (mlx5_ib answers ibv_resize_cq with ENOSYS without it).
     c::cq_resize.set(&mut page, 1);
     // TEARDOWN_HCA's PREPARE_FAST_TEARDOWN: mlx5_core's shutdown (power-off, kexec) ends the
