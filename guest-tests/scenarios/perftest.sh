@@ -9,9 +9,42 @@ echo "PERFTEST-START g$G role=$([ "$G" = 0 ] && echo server || echo client)"
 D="-d mlx5_0 -i 1 -F"
 # Many QPs at once, by hand (not in CI): guest-tests/run perftest --doorbell trap --guest-arg MANY_QP=1024
 # [--guest-arg MANY_ITERS=20] [--guest-arg MANY_OPS=write,send,read] [--guest-arg MANY_ONLY=1: nothing else]
+# [--guest-arg MANY_PAIRS=N: N pairs of each at once, each with MANY_QP QPs, on ports of their own]
+# many_pairs OP N: N ib_OP_bw pairs side by side (g0 the servers, g1 the clients), each shown as a TOOL block
+# labelled ib_OP_bw_q<QPs>_p<i>
+many_pairs() {
+  VR_G=$G; _op=$1; _n=$2; _p0=$((19000 + VR_PAIR_N0)); VR_PAIR_N0=$((VR_PAIR_N0 + _n))
+  _args="$D -s 4096 -n ${MANY_ITERS:-20} -q $MANY_QP"
+  if [ "$G" = 0 ]; then
+    _i=0; while [ $_i -lt "$_n" ]; do
+      ( _t=$(vr_now); timeout 900 ib_${_op}_bw $_args -p $((_p0 + _i)) > /tmp/mp.$_i 2>&1
+        echo "$? $(vr_since $_t)" > /tmp/mp.$_i.rc ) &
+      _i=$((_i + 1)); done
+    sleep 1; echo ok | timeout 120 nc -l -p $((_p0 + 500)) > /dev/null 2>&1; wait
+    _side=server; _peer=
+  else
+    _k=0; until echo hi | timeout 3 nc 10.0.0.1 $((_p0 + 500)) 2>/dev/null | grep -q ok; do
+      _k=$((_k + 1)); [ $_k -lt 200 ] || break; sleep 0.5; done
+    _i=0; while [ $_i -lt "$_n" ]; do
+      ( _t=$(vr_now); timeout 900 ib_${_op}_bw $_args -p $((_p0 + _i)) 10.0.0.1 > /tmp/mp.$_i 2>&1
+        echo "$? $(vr_since $_t)" > /tmp/mp.$_i.rc ) &
+      _i=$((_i + 1)); done
+    wait
+    _side=client; _peer=" 10.0.0.1"
+  fi
+  _i=0; while [ $_i -lt "$_n" ]; do
+    set -- $(cat /tmp/mp.$_i.rc)
+    _vr_show ib_${_op}_bw_q${MANY_QP}_p$_i $_side "ib_${_op}_bw $_args -p $((_p0 + _i))$_peer" /tmp/mp.$_i "$1" "$2" 1
+    _i=$((_i + 1)); done
+}
+VR_PAIR_N0=0
 if [ -n "${MANY_QP:-}" ]; then
   for t in $(echo ${MANY_OPS:-write} | tr , ' '); do
-    vr_pair ib_${t}_bw_q$MANY_QP 600 ib_${t}_bw $D -s 4096 -n ${MANY_ITERS:-20} -q $MANY_QP
+    if [ -n "${MANY_PAIRS:-}" ]; then
+      many_pairs $t $MANY_PAIRS
+    else
+      vr_pair ib_${t}_bw_q$MANY_QP 600 ib_${t}_bw $D -s 4096 -n ${MANY_ITERS:-20} -q $MANY_QP
+    fi
   done
   [ -z "${MANY_ONLY:-}" ] || { echo "PERFTEST-DONE g$G"; exit 0; }
 fi

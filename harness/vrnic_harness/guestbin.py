@@ -5,7 +5,7 @@ import os
 from .common import GUEST_TESTS, REPO, run
 
 # guest-tests/src/<name>.c linked dynamically against trixie's libibverbs (the others are -static)
-VERBS_PROGRAMS = {"verbs_objects", "dm_test", "err_test", "churn", "resize_cq", "timestamp", "grh_ah", "bad_opcode", "rereg"}
+VERBS_PROGRAMS = {"verbs_objects", "dm_test", "err_test", "churn", "resize_cq", "timestamp", "grh_ah", "bad_opcode", "rereg", "scale"}
 # VERBS_PROGRAMS that also use the mlx5 direct-verbs API (mlx5dv_*): linked against the guest's own
 # libmlx5.so.1 (ibverbs-providers, in CACHE/guest/user-root; dev-root's libmlx5.so points at it).
 MLX5DV_PROGRAMS = {"bad_opcode"}

@@ -159,7 +159,7 @@ class Boot:
         ulp = any(u.scenario.ulp for u in self.plan.units)
         g = qemu.Guest(self.env.cache, "g%d" % gi, self.env.initrd_ulp if ulp else self.env.initrd,
                        append=self.kernel_args(gi), sockets=sockets,
-                       accel=self.env.accel, reboot=self.sc.reboot, timeout=self.timeout(),
+                       accel=self.env.accel, reboot=self.sc.reboot, timeout=self.timeout(), mem=self.sc.mem,
                        log=os.path.join(self.outdir, "console-%s%s.log" % (self.plan.tag, self.sfx(gi))),
                        iommu=self.sc.iommu, extra=extra, wrap=self.eth.wrap(gi) if self.eth else (),
                        echo_tag="%s/g%d" % (self.plan.tag, gi) if self.env.options.jobs > 1 else None)

@@ -410,3 +410,63 @@ def check_verbs_objects(ctx):
     if r:
         errs.append(r)
     return "; ".join(errs) or None
+
+# ---- scale: objects up to what the device advertises, used, destroyed; counts and memory back to the baseline
+SCALE_KINDS = ("pd", "uar", "eq", "cq", "srq", "qp", "xrcd", "mkey", "mtt_entries")
+SCALE_LIMIT_RX = re.compile(r"(CREATE_QP|CREATE_CQ|CREATE_SRQ|CREATE_MKEY)\(0x[0-9a-f]+\) op_mod\(0x0\) failed, "
+                            r"status limits exceeded\(0x8\)")
+
+
+def interact_scale(ctx):
+    """Samples the server (settled object counts, RssAnon) at SCALE-BASELINE and at SCALE-END."""
+    g, s = ctx.guests[0], ctx.servers[0]
+    if not g.wait_for(r"SCALE-BASELINE", timeout=240):
+        return "guest never reached SCALE-BASELINE"
+    ctx.notes["scale0"] = (settled_stats(s), rss_kb(s.pid))
+    if not g.wait_for(r"SCALE-END", timeout=ctx.timeout):
+        return "guest never reached SCALE-END"
+    ctx.notes["scale1"] = (settled_stats(s, secs=10.0), rss_kb(s.pid))
+    return None
+
+
+def check_scale(ctx):
+    """scale.c's own checks passed (every refusal a clean errno, every QP in RTS, every sampled pair exchanged its
+    message); the server's object counts at SCALE-END equal the baseline's, the memory keys at most the
+    baseline's plus what mlx5_ib's MR cache keeps; its RssAnon within 10% + 8 MiB of the baseline. The rates per
+    1024 objects are printed (flat or not)."""
+    text = "\n".join(console_lines(ctx.text))
+    # the refusal at the device's maximum is mlx5_core's "failed, status limits exceeded" line, one per phase
+    # that reached it; any other mlx5 error line fails
+    limits = [l for l in mlx5_bad_lines(ctx.text) if SCALE_LIMIT_RX.search(l)]
+    other = [l for l in mlx5_bad_lines(ctx.text) if not SCALE_LIMIT_RX.search(l)]
+    for l in limits:
+        say("SCALE refusal at the limit: %s" % l)
+    if other:
+        return "%d mlx5/ib error line(s) in dmesg, first: %s" % (len(other), other[0])
+    m = re.search(r"^SCALE (PASS (\d+) checks|FAIL .*)$", text, re.M)
+    if not m:
+        return "scale printed no SCALE line (crash or hang?)"
+    for l in re.findall(r"^SCALE-(?:QP|MR|CQ) .*$", text, re.M):
+        say("SCALE %s" % l)
+    rates = {}
+    for phase, at, per_s in re.findall(r"^SCALE-RATE (\S+) (\d+) (\d+)$", text, re.M):
+        rates.setdefault(phase, []).append((int(at), int(per_s)))
+    for phase, rs in rates.items():
+        vals = [v for _, v in rs]
+        say("SCALE rate %-10s per 1024: first %d/s, last %d/s, min %d/s, max %d/s (%d buckets)" % (
+            phase, vals[0], vals[-1], min(vals), max(vals), len(vals)))
+    if m.group(1).startswith("FAIL"):
+        fails = re.findall(r"^FAIL .*$", text, re.M)
+        return "scale: %s%s" % (m.group(1), (": " + fails[0]) if fails else "")
+    (s0, rss0), (s1, rss1) = ctx.notes.get("scale0", (None, None)), ctx.notes.get("scale1", (None, None))
+    if not s0 or not s1:
+        return "server stats not read at SCALE-BASELINE/SCALE-END"
+    o0, o1 = s0["firmware"]["objects"], s1["firmware"]["objects"]
+    say("SCALE objects at the baseline %s; at the end %s; server RssAnon %s kB -> %s kB" % (
+        " ".join("%s=%s" % (k, o0.get(k)) for k in SCALE_KINDS), " ".join("%s=%s" % (k, o1.get(k)) for k in SCALE_KINDS),
+        rss0, rss1))
+    errs = ["%s %s at the end, %s at the baseline" % (k, o1.get(k), o0.get(k))
+            for k in SCALE_KINDS if k not in ("mkey", "mtt_entries") and o1.get(k) != o0.get(k)]
+    if rss0 and rss1 and rss1 > rss0 * 1.10 + 8192:
+        errs.append("server RssAnon %d kB at the end, %d kB at the baseline" % (rss1, rss0))
+    return "; ".join(errs) if errs else None

@@ -30,7 +30,8 @@ from .scenario import DOORBELL_MODES, Scenario, eth
 from .checks_xrc import check_roce_xrc, check_xrc
 from .checks_verbs import (check_bad_opcode, check_churn, check_device_memory, check_errors, check_hostile,
                            check_peer_loss, check_resize_cq, check_rereg, check_timestamp, check_ulp,
-                           check_verbs_objects, interact_churn, interact_peer_loss, interact_rereg)
+                           check_verbs_objects, interact_churn, interact_peer_loss, interact_rereg,
+                           check_scale, interact_scale)
 
 DOORBELL = DOORBELL_MODES  # one run with the servers in --doorbell trap, then one in poll
 
@@ -83,6 +84,13 @@ SCENARIOS = {
                     "port counters via PerfMgt MADs"),
     "churn": Scenario(shares_driver=True, default=True, device=True, timeout=300, interact=interact_churn, check=check_churn,
                   doc="verbs objects created/destroyed in a loop; the server's RssAnon after equals after warm-up +-5%"),
+    "scale": Scenario(device=True, timeout=1800, mem="2G", interact=interact_scale, check=check_scale,
+                  alone="creates objects up to the device's maximum, in a guest with 2 GiB",
+                  doc="scale.c (by hand): RC QPs up to max_qp (each 256 sharing a CQ, each 1024 an SRQ), paired to "
+                      "RTS through the port, one SEND across every 64th pair; 4 KiB MRs up to 65536; 16-entry CQs "
+                      "up to max_cq; all destroyed: every refusal a clean errno, the server's object counts back "
+                      "to the baseline, its RssAnon within 10%; creation rates per 1024 printed "
+                      "(--guest-arg SCALE=QPS,MRS,CQS,SAMPLE: 0 = the device's maximum, -1 = skip)"),
     "hostile": Scenario(shares_driver=True, last="garbage BAR0 accesses, malformed commands, then an FLR", default=True, device=True, timeout=300, check=check_hostile,
                     doc="hostile.c: garbage BAR0 accesses, stray doorbells, malformed command entries and "
                         "mailbox chains; then FLR + reload ends ACTIVE"),

@@ -73,6 +73,7 @@ class Scenario:
     last: str = ""
     shares_driver: bool = False         # see the class doc string
     ulp: bool = False                   # needs the ULP userspace (python3 + pyverbs, fio, nvme-cli, NFS, UCX, libfabric)
+    mem: str = "1G"                     # each guest's RAM (QEMU -m)
     name: str = field(default="", compare=False)
 
     def script_name(self):
@@ -111,6 +112,6 @@ class Scenario:
     def boot_key(self, run):
         """What must be equal for two runs to share one boot: the guests, their devices and segment, every
         server argument, the doorbell mode (the server's default is trap)."""
-        return (self.guests, self.device, self.fabric, self.iommu, self.reboot, self.eth, run.nic,
+        return (self.guests, self.device, self.fabric, self.iommu, self.reboot, self.mem, self.eth, run.nic,
                 self.other_server_args(), self.per_guest_args(), self.config, self.fw,
                 self.doorbell_of(run) or "trap")
