@@ -127,7 +127,16 @@ impl<P: Personality> Engine<P> {
         self.srqs.clear();
         self.mkeys.clear();
         self.qps.clear();
+        self.qps.set_limit(self.limits.qps);
         self.rt.reset();
+    }
+
+    /// The driver sized the QP context table (SET_HCA_CAP `log_max_qp`):
+    /// creates beyond `qps` are refused, as firmware refuses them past the
+    /// table it was told to size. Never above the device's own limit; a reset
+    /// restores that.
+    pub fn set_qp_limit(&mut self, qps: usize) {
+        self.qps.set_limit(qps.min(self.limits.qps));
     }
 
     pub fn alloc_pd(&mut self, uid: u16) -> Result<u32, EngineError> {

@@ -76,6 +76,12 @@ impl<T> Table<T> {
         self.objs.len()
     }
 
+    /// How many entries the table may hold from now on (entries already
+    /// above it stay; only new ones are refused).
+    pub fn set_limit(&mut self, limit: usize) {
+        self.limit = limit;
+    }
+
     pub fn is_empty(&self) -> bool {
         self.objs.is_empty()
     }

@@ -84,13 +84,17 @@ SCENARIOS = {
                     "port counters via PerfMgt MADs"),
     "churn": Scenario(shares_driver=True, default=True, device=True, timeout=300, interact=interact_churn, check=check_churn,
                   doc="verbs objects created/destroyed in a loop; the server's RssAnon after equals after warm-up +-5%"),
-    "scale": Scenario(device=True, timeout=1800, mem="2G", interact=interact_scale, check=check_scale,
-                  alone="creates objects up to the device's maximum, in a guest with 2 GiB",
-                  doc="scale.c (by hand): RC QPs up to max_qp (each 256 sharing a CQ, each 1024 an SRQ), paired to "
-                      "RTS through the port, one SEND across every 64th pair; 4 KiB MRs up to 65536; 16-entry CQs "
-                      "up to max_cq; all destroyed: every refusal a clean errno, the server's object counts back "
-                      "to the baseline, its RssAnon within 10%; creation rates per 1024 printed "
-                      "(--guest-arg SCALE=QPS,MRS,CQS,SAMPLE: 0 = the device's maximum, -1 = skip)"),
+    "scale": Scenario(default=True, device=True, timeout=600, interact=interact_scale, check=check_scale,
+                  doc="scale.c with mlx5_core prof_sel=1 (the driver sizes the QP table to 2^12): RC QPs up to "
+                      "max_qp (each 256 sharing a CQ, each 1024 an SRQ) and one past it, refused (LIM -> ENOMEM); "
+                      "paired to RTS through the port, one SEND across every 64th pair; 8192 4 KiB MRs; 4096 "
+                      "16-entry CQs; all destroyed: the server's object counts back to the baseline, its RssAnon "
+                      "within 10%; creation rates per 1024 printed"),
+    "scale-max": Scenario(device=True, timeout=1800, mem="2G", interact=interact_scale, check=check_scale,
+                      alone="creates objects up to the device's maximum, in a guest with 2 GiB",
+                      doc="scale.c (by hand) at the device's own maxima: RC QPs up to max_qp (2^16), 4 KiB MRs up "
+                          "to 65536, CQs up to max_cq (2^16), with scale's checks "
+                          "(--guest-arg SCALE=QPS,MRS,CQS,SAMPLE: 0 = the device's maximum, -1 = skip)"),
     "hostile": Scenario(shares_driver=True, last="garbage BAR0 accesses, malformed commands, then an FLR", default=True, device=True, timeout=300, check=check_hostile,
                     doc="hostile.c: garbage BAR0 accesses, stray doorbells, malformed command entries and "
                         "mailbox chains; then FLR + reload ends ACTIVE"),

@@ -273,3 +273,57 @@ fn fast_teardown_drops_every_object() {
     t.up();
     assert_eq!(t.status(&dealloc, 16), status::BAD_RES);
 }
+
+/// SET_HCA_CAP's `log_max_qp` sizes the QP table, as mlx5_core's profiles do
+/// (`prof_sel=1`: 2^12): QUERY reports it and the next create past it is
+/// refused with LIM; a reset gives the device's own maximum back.
+#[test]
+fn the_qp_table_is_as_large_as_the_driver_set_it() {
+    let mut t = Bench::new();
+    t.ok(&cmd(ifc::MLX5_CMD_OP_ENABLE_HCA, 0, 16), 12);
+    let set_log_max_qp = |t: &mut Bench, log: u64| {
+        let o = t.ok(&cmd(ifc::MLX5_CMD_OP_QUERY_HCA_CAP, 1, 16), ifc::query_hca_cap_out::SIZE);
+        let mut s = cmd(ifc::MLX5_CMD_OP_SET_HCA_CAP, 0, ifc::set_hca_cap_in::SIZE);
+        let r = ifc::set_hca_cap_in::capability.byte_range().unwrap();
+        s[r].copy_from_slice(&o[ifc::query_hca_cap_out::capability.byte_range().unwrap()]);
+        ifc::set_hca_cap_in::capability.inner(ifc::cmd_hca_cap::log_max_qp).set(&mut s, log);
+        t.ok(&s, 16);
+    };
+    set_log_max_qp(&mut t, 2);
+    t.ok(&cmd(ifc::MLX5_CMD_OP_INIT_HCA, 0, 32), 16);
+    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_ALLOC_UAR, 0, 16), 16);
+    let uar = ifc::alloc_uar_out::uar.get(&o) as u32;
+    let eqn = t.eq(uar, 0, 0, 0x10000);
+    let cqn = t.cq(uar, eqn, 0x20000);
+    let pd = t.pd();
+    let qps: Vec<u32> = (0..4).map(|_| t.qp(ifc::MLX5_QP_ST_RC as u64, pd, uar, cqn)).collect();
+    let fifth = {
+        use ifc::create_qp_in as c;
+        let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_QP, 0, c::SIZE + 16);
+        c::qpc::st.set(&mut i, ifc::MLX5_QP_ST_RC as u64);
+        c::qpc::pd.set(&mut i, pd as u64);
+        c::qpc::uar_page.set(&mut i, uar as u64);
+        c::qpc::log_rq_size.set(&mut i, 4);
+        c::qpc::log_sq_size.set(&mut i, 4);
+        c::qpc::cqn_snd.set(&mut i, cqn as u64);
+        c::qpc::cqn_rcv.set(&mut i, cqn as u64);
+        c::pas.elem(0).set(&mut i, 0x200000);
+        i
+    };
+    assert_eq!(t.status(&fifth, 16), status::LIM, "a fifth QP past log_max_qp 2");
+    // One destroyed: one more fits.
+    let mut d = cmd(ifc::MLX5_CMD_OP_DESTROY_QP, 0, ifc::destroy_qp_in::SIZE);
+    ifc::destroy_qp_in::qpn.set(&mut d, qps[0] as u64);
+    t.ok(&d, 16);
+    t.ok(&fifth, 16);
+    assert_eq!(t.status(&fifth, 16), status::LIM);
+    // A reset: the device's own maximum again (2^16), whatever the driver had set.
+    t.fw.reset();
+    let uar = t.up();
+    let eqn = t.eq(uar, 0, 0, 0x10000);
+    let cqn = t.cq(uar, eqn, 0x20000);
+    let pd = t.pd();
+    for _ in 0..8 {
+        t.qp(ifc::MLX5_QP_ST_RC as u64, pd, uar, cqn);
+    }
+}

@@ -61,6 +61,8 @@ pub fn set_hca_cap(cx: &mut HcaCx<'_>, r: &Req<'_>) -> CmdResult {
             }
             f.set(cur, v);
         }
+        // The QP table is as large as the driver asked (mlx5_core's profiles set log_max_qp).
+        cx.core.engine.set_qp_limit(1usize << cmd_hca_cap::log_max_qp.get(cur).min(31));
         if cmd_hca_cap::uar_4k.get(cur) != 0 || cmd_hca_cap::log_uar_page_sz.get(cur) != 0 {
             // Only 4 KiB UAR pages exist here.
             return Err(fail!(status::BAD_PARAM, SET_HCA_CAP_BAD_PARAM_5));
