@@ -7,6 +7,7 @@
 //! is retransmitted, every QP gets its turn.
 
 use super::test_support::*;
+use super::transport::RX_HELD_MAX_NS;
 use super::*;
 use std::sync::Arc;
 use vrnic_fabric::InProcNet;
@@ -355,4 +356,116 @@ fn a_qp_held_by_its_link_spends_no_retry() {
     let cqes = a.cqes();
     assert_eq!(cqes.iter().map(|c| c.status).collect::<Vec<_>>(), vec![WcStatus::Success; 2]);
     assert!(b.mem.get(BASE, 8192) == pattern(7, 8192), "both WRITEs landed");
+}
+
+/// Keeps what a node sends (its READ responses, as in line behind other
+/// QPs' on its link) until `hold` is cleared and `release` forwards them.
+struct BacklogSink {
+    inner: Arc<dyn vrnic_packet::PacketSink>,
+    hold: std::sync::atomic::AtomicBool,
+    held: std::sync::Mutex<Vec<(vrnic_packet::Dest, Vec<u8>)>>,
+}
+
+impl BacklogSink {
+    fn release(&self) {
+        self.hold.store(false, std::sync::atomic::Ordering::SeqCst);
+        for (d, mut p) in self.held.lock().unwrap().drain(..) {
+            self.inner.send(&d, &mut p);
+        }
+    }
+}
+
+impl vrnic_packet::PacketSink for BacklogSink {
+    fn send(&self, dest: &vrnic_packet::Dest, pkt: &mut [u8]) {
+        if self.hold.load(std::sync::atomic::Ordering::SeqCst) {
+            self.held.lock().unwrap().push((*dest, pkt.to_vec()));
+        } else {
+            self.inner.send(dest, pkt);
+        }
+    }
+    fn ready(&self, dest: &vrnic_packet::Dest) -> bool {
+        self.inner.ready(dest)
+    }
+    fn gid(&self, index: u8) -> Option<[u8; 16]> {
+        self.inner.gid(index)
+    }
+}
+
+/// A reads 8 KiB from B, whose responses wait in B's backlog, for `rounds`
+/// ACK timeouts (4.096 us x 2^14, retry_cnt 7); in each, when `inbound`, C
+/// writes 32 packets into A (A's port keeps receiving). Returns A's counters,
+/// its completions so far, and what releasing the backlog then completes.
+fn read_behind_a_backlog(inbound: bool, rounds: usize) -> (QpCounters, Vec<Completion>, Vec<Completion>, bool) {
+    let clock = Arc::new(ManualClock::default());
+    let net = InProcNet::new(&[endpoint(1), endpoint(2), endpoint(3)], &[], clock.clone());
+    let backlog = Arc::new(BacklogSink { inner: net.sink(1), hold: true.into(), held: Default::default() });
+    let a = Node::new(1, 1 << 20, net.sink(0), clock.clone());
+    let b = Node::new(2, 1 << 20, backlog.clone(), clock.clone());
+    let c = Node::new(3, 1 << 20, net.sink(2), clock.clone());
+    let (qa, qb) = (a.create_qp(QpType::Rc, None), b.create_qp(QpType::Rc, None));
+    let (qa2, qc) = (a.create_qp(QpType::Rc, None), c.create_qp(QpType::Rc, None));
+    a.connect(qa, QpAttrUpdate { timeout: Some(14), ..conn(2, qb, 1024) });
+    b.connect(qb, QpAttrUpdate { timeout: Some(14), ..conn(1, qa, 1024) });
+    a.connect(qa2, QpAttrUpdate { timeout: Some(14), ..conn(3, qc, 1024) });
+    c.connect(qc, QpAttrUpdate { timeout: Some(14), ..conn(1, qa2, 1024) });
+    b.mem.set(BASE, &pattern(9, 8192));
+    let wr = SendWr { remote_addr: BASE, rkey: b.key, ..send(1, WrOpcode::Read, vec![a.sge(BASE, 8192)]) };
+    a.eng.lock().post_send(qa, wr).unwrap();
+    let handlers = [&a.eng as &dyn vrnic_packet::PacketHandler, &b.eng, &c.eng];
+    let timeout = 4096u64 << 14;
+    for r in 0..rounds as u64 {
+        if inbound {
+            let wr = SendWr {
+                remote_addr: BASE + 0x10000,
+                rkey: a.key,
+                ..send(100 + r, WrOpcode::Write, vec![c.sge(BASE, 32 * 1024)])
+            };
+            c.eng.lock().post_send(qc, wr).unwrap();
+        }
+        net.pump(&handlers, 100_000);
+        clock.set(clock.now_ns() + timeout + 1);
+        for n in [&a, &b, &c] {
+            n.eng.lock().poll_timers();
+        }
+        net.pump(&handlers, 100_000);
+    }
+    let counters = a.eng.lock().counters();
+    let before = a.cqes();
+    backlog.release();
+    net.pump(&handlers, 100_000);
+    let after = a.cqes();
+    (counters, before, after, a.mem.get(BASE, 8192) == pattern(9, 8192))
+}
+
+/// Four thousand QPs reading at once (perftest `ib_read_bw -q 4096`): each
+/// QP's responses wait at the responder behind every other QP's, longer
+/// than `retry_cnt + 1` ACK timeouts, while the requester's port receives
+/// the others' all along. Those timeouts restart without spending a retry
+/// (`rx_held_timeouts`), and once its responses come the READ completes.
+/// (Counting them ended the run in RETRY_EXC_ERR, syndrome 0x79, with every
+/// retry re-executing the READ at the responder and lengthening the line.)
+#[test]
+fn a_read_in_line_behind_a_busy_inbound_link_spends_no_retry() {
+    let (c, before, after, data) = read_behind_a_backlog(true, 20);
+    assert_eq!((c.timeouts, c.retransmissions), (0, 0), "no retry spent while the port received");
+    assert!(c.rx_held_timeouts >= 20, "each timeout restarted: {}", c.rx_held_timeouts);
+    assert!(before.is_empty(), "no completion yet, no RETRY_EXC_ERR: {before:?}");
+    assert_eq!(after.iter().map(|c| c.status).collect::<Vec<_>>(), vec![WcStatus::Success]);
+    assert!(data, "the READ's data landed");
+}
+
+/// The excuse is bounded: a READ whose responses never come while the port
+/// keeps receiving is retried once `RX_HELD_MAX_NS` has passed, and ends in
+/// RETRY_EXC_ERR after its retries; with the port quiet no timeout is excused.
+#[test]
+fn a_read_behind_a_busy_inbound_link_is_retried_past_the_bound() {
+    let timeout = 4096u64 << 14;
+    let excused = RX_HELD_MAX_NS.div_ceil(timeout);
+    let (c, before, _, _) = read_behind_a_backlog(true, excused as usize + 12);
+    assert!(c.rx_held_timeouts >= excused - 1 && c.rx_held_timeouts <= excused + 1, "{}", c.rx_held_timeouts);
+    assert_eq!(c.timeouts, 8, "retry_cnt 7: eight timeouts past the bound");
+    assert_eq!(before.iter().map(|c| c.status).collect::<Vec<_>>(), vec![WcStatus::RetryExcErr]);
+    let (c, before, _, _) = read_behind_a_backlog(false, 12);
+    assert_eq!((c.rx_held_timeouts, c.timeouts), (0, 8), "a quiet port: every timeout counts");
+    assert_eq!(before.iter().map(|c| c.status).collect::<Vec<_>>(), vec![WcStatus::RetryExcErr]);
 }

@@ -437,6 +437,7 @@ fn bump_all(h: &ControlHandles, wire: &vrnic_fabric::PortCounters) {
         &mut t.xrc_bad_srq,
         &mut t.link_waits,
         &mut t.link_held_timeouts,
+        &mut t.rx_held_timeouts,
     ] {
         *c = next();
     }

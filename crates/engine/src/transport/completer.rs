@@ -102,6 +102,7 @@ impl<P: Personality> Engine<P> {
             qp.rt.unacked = na;
             qp.rt.retry_left = qp.attrs.retry_cnt;
             qp.rt.rnr_left = qp.attrs.rnr_retry;
+            qp.rt.rx_held_since = None;
             // The cursor never points before what is acknowledged.
             let rt = &qp.rt;
             let behind = match rt.sq.get(rt.cur) {

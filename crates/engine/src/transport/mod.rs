@@ -53,7 +53,7 @@ pub use demux::{consumes_recv, pkey_matches, PKEY_TABLE};
 pub use resp_step::RespStep;
 pub use state::{
     EngineDrops, Io, NoMemory, QpCounters, QpRt, Runtime, ACK_EVERY, ATOMIC_REPLAY, LINK_QUANTUM, MAX_MSG, MIN_CWND,
-    WINDOW_PSNS,
+    RX_HELD_MAX_NS, WINDOW_PSNS,
 };
 pub use timers::{ack_timeout_ns, RNR_TIMER_US};
 pub use ud::MAX_DATAGRAM;

@@ -28,6 +28,12 @@ pub const MIN_CWND: u32 = 16;
 /// Packets a QP sends, once the link lets waiting QPs go on, before the
 /// next waiting QP has its turn (round robin across the QPs a link held).
 pub const LINK_QUANTUM: u32 = 16;
+/// Packets the port must have received since a READ/atomic's ACK timer was
+/// armed for its timeout to count as waiting in line, not as a loss.
+pub const RX_BUSY_PACKETS: u64 = 16;
+/// How long such timeouts are excused without progress: past it a loss
+/// behind a busy inbound link is retried as any other.
+pub const RX_HELD_MAX_NS: u64 = 4_000_000_000;
 /// The requester asks for an ACK at least this often.
 pub const ACK_EVERY: u32 = 64;
 /// Atomic results kept for duplicate atomics: one per atomic a requester
@@ -72,6 +78,10 @@ pub struct QpCounters {
     /// ACK timeouts that found the QP waiting for the link: restarted, no
     /// retry spent (`timers.rs`).
     pub link_held_timeouts: u64,
+    /// ACK timeouts of a READ/atomic while the port kept receiving (its
+    /// responses wait in line behind other QPs' at the responder): restarted,
+    /// no retry spent, for at most [`RX_HELD_MAX_NS`] (`timers.rs`).
+    pub rx_held_timeouts: u64,
 }
 
 /// Packets the engine could not hand to any QP.
@@ -154,6 +164,11 @@ pub struct QpRt {
     /// In the engine's link-wait list: the link toward the QP's next packet
     /// held it ([`PacketSink::ready`] was false); `Engine::tx_ready` resumes it.
     pub(super) link_wait: bool,
+    /// The engine's received packets when the ACK timer was last armed.
+    pub(super) rx_mark: u64,
+    /// When the first timeout excused for a busy inbound link fired (since
+    /// the last progress).
+    pub(super) rx_held_since: Option<u64>,
     // Responder.
     pub(super) rq: VecDeque<RecvWr>,
     pub(super) epsn: u32,

@@ -7,7 +7,7 @@ use std::cmp::Reverse;
 use super::super::instance::Engine;
 use super::super::objects::QpState;
 use super::super::verbs::WcStatus;
-use super::state::MIN_CWND;
+use super::state::{MIN_CWND, RX_BUSY_PACKETS, RX_HELD_MAX_NS};
 use crate::personality::Personality;
 use vrnic_wire::psn;
 
@@ -57,7 +57,11 @@ impl<P: Personality> Engine<P> {
             Some(t) if outstanding => {
                 if restart || qp.rt.deadline.is_none() {
                     let at = self.rt.io.clock.now_ns() + t;
+                    let rx = self.rt.totals.rx_packets;
                     self.arm_timer(qpn, at);
+                    if let Some(qp) = self.qps.obj_mut(qpn) {
+                        qp.rt.rx_mark = rx;
+                    }
                 }
             }
             _ => {
@@ -130,6 +134,23 @@ impl<P: Personality> Engine<P> {
             count!(self.rt, qp, link_held_timeouts);
             self.arm_ack_timer(qpn, true);
             return;
+        }
+        let front_waits_for_data = qp.rt.sq.front().is_some_and(|e| e.wr.opcode.is_read_or_atomic());
+        if front_waits_for_data && self.rt.totals.rx_packets.wrapping_sub(qp.rt.rx_mark) >= RX_BUSY_PACKETS {
+            // A READ's or atomic's responses come from the peer's link, in
+            // line behind every response it owes other QPs (four thousand
+            // QPs reading at once: the line is longer than the timeout),
+            // while this port keeps receiving. That is the line, not a loss:
+            // the timer starts again, for a bounded time; a loss among them
+            // shows as a PSN gap, or as this timer once the port is quiet or
+            // the bound has passed.
+            let now = self.rt.io.clock.now_ns();
+            let since = *qp.rt.rx_held_since.get_or_insert(now);
+            if now.saturating_sub(since) < RX_HELD_MAX_NS {
+                count!(self.rt, qp, rx_held_timeouts);
+                self.arm_ack_timer(qpn, true);
+                return;
+            }
         }
         count!(self.rt, qp, timeouts);
         if qp.rt.retry_left == 0 {
