@@ -232,7 +232,9 @@ fn jumbo_burst(pause_tx: bool) -> (u64, u64, u64, usize, u64) {
 fn global_pause_holds_a_fast_sender_instead_of_dropping() {
     let (got, disorder, drops, _, pauses) = jumbo_burst(false);
     assert!(drops > 0 && got < 6000, "without pause B's socket overflows: got {got}, drops {drops}");
-    assert_eq!((disorder > 0, pauses), (true, 0), "a lost frame shows as a gap; no PAUSE sent");
+    // (The losses usually show as gaps too, but not when the socket only
+    // overflowed at the burst's end: no later frame shows the gap; CI met that.)
+    assert_eq!(pauses, 0, "no PAUSE sent ({disorder} frames after a gap)");
     // B's PAUSE leaves from B's worker thread: on this 2-CPU host, with the
     // other tests running, that thread can wait longer for a CPU than B's
     // buffer lasts at A's rate (a MAC sends PAUSE in hardware). Such a run
