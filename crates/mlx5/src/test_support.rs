@@ -167,17 +167,7 @@ impl Bench {
         buf: u64,
         extra: impl FnOnce(&mut [u8]),
     ) -> u32 {
-        use ifc::create_qp_in as c;
-        let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_QP, 0, c::SIZE + 16);
-        c::qpc::st.set(&mut i, st);
-        c::qpc::pd.set(&mut i, pd as u64);
-        c::qpc::uar_page.set(&mut i, uar as u64);
-        c::qpc::log_rq_size.set(&mut i, 4);
-        c::qpc::log_rq_stride.set(&mut i, 0);
-        c::qpc::log_sq_size.set(&mut i, 4);
-        c::qpc::cqn_snd.set(&mut i, cqn as u64);
-        c::qpc::cqn_rcv.set(&mut i, cqn as u64);
-        c::pas.elem(0).set(&mut i, buf);
+        let mut i = create_qp_in(st, pd, uar, cqn, buf);
         extra(&mut i);
         let o = self.ok(&i, 16);
         ifc::create_qp_out::qpn.get(&o) as u32
@@ -204,6 +194,23 @@ pub(crate) fn cmd(opcode: u32, op_mod: u16, len: usize) -> Vec<u8> {
     ifc::mbox_in::opcode.set(&mut v, opcode as u64);
     ifc::mbox_in::op_mod.set(&mut v, op_mod as u64);
     v
+}
+
+/// CREATE_QP's input: a QP of type `st` with 16-entry RQ and SQ in `buf`,
+/// `cqn` as both CQs.
+pub(crate) fn create_qp_in(st: u64, pd: u32, uar: u32, cqn: u32, buf: u64) -> Vec<u8> {
+    use ifc::create_qp_in as c;
+    let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_QP, 0, c::SIZE + 16);
+    c::qpc::st.set(&mut i, st);
+    c::qpc::pd.set(&mut i, pd as u64);
+    c::qpc::uar_page.set(&mut i, uar as u64);
+    c::qpc::log_rq_size.set(&mut i, 4);
+    c::qpc::log_rq_stride.set(&mut i, 0);
+    c::qpc::log_sq_size.set(&mut i, 4);
+    c::qpc::cqn_snd.set(&mut i, cqn as u64);
+    c::qpc::cqn_rcv.set(&mut i, cqn as u64);
+    c::pas.elem(0).set(&mut i, buf);
+    i
 }
 
 pub(crate) fn transition_in(opcode: u32, qpn: u32) -> Vec<u8> {

@@ -58,17 +58,7 @@ fn cq_cmd(op: u32, uid: u16, cqn: u32) -> Vec<u8> {
 
 /// An RC QP created by `uid` on `pd` with `cqn` as both CQs.
 fn create_qp(uid: u16, pd: u32, uar: u32, cqn: u32) -> Vec<u8> {
-    use ifc::create_qp_in as c;
-    let mut i = by(uid, cmd(ifc::MLX5_CMD_OP_CREATE_QP, 0, c::SIZE + 16));
-    c::qpc::st.set(&mut i, ifc::MLX5_QP_ST_RC as u64);
-    c::qpc::pd.set(&mut i, pd as u64);
-    c::qpc::uar_page.set(&mut i, uar as u64);
-    c::qpc::log_rq_size.set(&mut i, 4);
-    c::qpc::log_sq_size.set(&mut i, 4);
-    c::qpc::cqn_snd.set(&mut i, cqn as u64);
-    c::qpc::cqn_rcv.set(&mut i, cqn as u64);
-    c::pas.elem(0).set(&mut i, 0x200000);
-    i
+    by(uid, create_qp_in(ifc::MLX5_QP_ST_RC as u64, pd, uar, cqn, 0x200000))
 }
 
 #[test]

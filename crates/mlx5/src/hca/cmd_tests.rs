@@ -297,19 +297,7 @@ fn the_qp_table_is_as_large_as_the_driver_set_it() {
     let cqn = t.cq(uar, eqn, 0x20000);
     let pd = t.pd();
     let qps: Vec<u32> = (0..4).map(|_| t.qp(ifc::MLX5_QP_ST_RC as u64, pd, uar, cqn)).collect();
-    let fifth = {
-        use ifc::create_qp_in as c;
-        let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_QP, 0, c::SIZE + 16);
-        c::qpc::st.set(&mut i, ifc::MLX5_QP_ST_RC as u64);
-        c::qpc::pd.set(&mut i, pd as u64);
-        c::qpc::uar_page.set(&mut i, uar as u64);
-        c::qpc::log_rq_size.set(&mut i, 4);
-        c::qpc::log_sq_size.set(&mut i, 4);
-        c::qpc::cqn_snd.set(&mut i, cqn as u64);
-        c::qpc::cqn_rcv.set(&mut i, cqn as u64);
-        c::pas.elem(0).set(&mut i, 0x200000);
-        i
-    };
+    let fifth = create_qp_in(ifc::MLX5_QP_ST_RC as u64, pd, uar, cqn, 0x200000);
     assert_eq!(t.status(&fifth, 16), status::LIM, "a fifth QP past log_max_qp 2");
     // One destroyed: one more fits.
     let mut d = cmd(ifc::MLX5_CMD_OP_DESTROY_QP, 0, ifc::destroy_qp_in::SIZE);
