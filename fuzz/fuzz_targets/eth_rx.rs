@@ -109,7 +109,8 @@ fn port(c: &mut Bytes) -> Port {
         mem.clone(),
         Arc::new(Interrupts::new(64)),
         PortConfig::new(1, 2, 3, 0x1017),
-        Limits::default(),
+        // User contexts: the DevX umems Ethernet queues may lie in are reached too.
+        Limits { uctxs: 4, ..Limits::default() },
     )
     .link(LinkLayer::Eth)
     .mac(OWN_MAC)

@@ -48,7 +48,9 @@ pub fn cmd(opcode: u32, len: usize) -> Vec<u8> {
 pub fn firmware(mem: Arc<FlatMem>) -> Firmware {
     let irqs = Arc::new(Interrupts::new(64));
     let port = PortConfig::new(0x1111, 0x2222, 3, 0x1017);
-    let mut fw = FirmwareBuilder::new(mem, irqs, port, Limits::default()).build().expect("command table");
+    // With user contexts, so that the uid gate and the DevX commands (umems) are reached too.
+    let limits = Limits { uctxs: 4, ..Limits::default() };
+    let mut fw = FirmwareBuilder::new(mem, irqs, port, limits).build().expect("command table");
     fw.execute(&cmd(ifc::MLX5_CMD_OP_ENABLE_HCA, 16), 16);
     fw.execute(&cmd(ifc::MLX5_CMD_OP_INIT_HCA, 32), 16);
     fw

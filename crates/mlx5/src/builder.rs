@@ -169,6 +169,7 @@ impl FirmwareBuilder {
             trace: self.trace,
             commands,
             uctxs: Uctxs::new(self.limits.uctxs),
+            umems: Default::default(),
         };
         fw.reset();
         Ok(fw)

@@ -21,6 +21,7 @@ use super::cmd::req::{fail, Req};
 use super::cmd::{self, status, CmdOutput, CommandHandler, SlotResult};
 use super::core::{Core, FwStats, MlxEngine};
 use super::devx::state::Uctxs;
+use super::devx::umem::Umems;
 use super::hca::state::Hca;
 use super::ib::port::{FwPortCounters, PortConfig};
 use super::link_layer::LinkLayer;
@@ -51,6 +52,8 @@ pub struct Firmware {
     pub(crate) commands: CommandTable<Firmware>,
     /// DevX user contexts: the uids commands and objects carry (`devx/`).
     pub(crate) uctxs: Uctxs,
+    /// Their registered memory (`devx/umem.rs`).
+    pub(crate) umems: Umems,
 }
 
 impl Firmware {
@@ -61,6 +64,7 @@ impl Firmware {
         self.port.reset();
         self.hca.reset(self.core.engine.limits());
         self.uctxs.clear();
+        self.umems.clear();
     }
 
     /// The driver set `nic_interface` to DISABLED. After TEARDOWN_HCA's PREPARE_FAST_TEARDOWN

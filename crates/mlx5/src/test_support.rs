@@ -39,10 +39,15 @@ impl Bench {
 
     /// A firmware whose port is Ethernet (MAC 02:00:00:00:00:07).
     pub(crate) fn eth() -> Bench {
+        Bench::eth_with_limits(Limits::default())
+    }
+
+    /// [`Bench::eth`] with these object limits.
+    pub(crate) fn eth_with_limits(limits: Limits) -> Bench {
         let mem = Arc::new(FlatMem::new(4 << 20));
         let irqs = Arc::new(Interrupts::new(64));
         let port = PortConfig::new(0x1111, 0x2222, 3, 0x1017);
-        let fw = FirmwareBuilder::new(mem.clone(), irqs.clone(), port, Limits::default())
+        let fw = FirmwareBuilder::new(mem.clone(), irqs.clone(), port, limits)
             .link(crate::link::LinkLayer::Eth)
             .mac([0x02, 0, 0, 0, 0, 7])
             .build()

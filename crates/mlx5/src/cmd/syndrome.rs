@@ -249,6 +249,9 @@ syndromes! {
     ETH_REG_QPDPM_BAD_PRIO = 0x7e06_0052;
     /// ACCESS_REG QETCR: an ETS group past 7 or a bandwidth share past 100% (BAD_PARAM).
     ETH_REG_QETCR_BAD_TC = 0x7e06_0053;
+    /// CREATE_SQ/CREATE_RQ: a `wq_umem_id`/`dbr_umem_id` range that leaves its umem, or a doorbell
+    /// record split over two pages (BAD_PARAM).
+    ETH_WQ_UMEM_RANGE = 0x7e06_0054;
     // 08: eth/ steering, TIRs, RQTs (eth-rx).
     /// flow table bad miss id (BAD_PARAM).
     FLOW_TABLE_BAD_MISS_ID = 0x7e08_0001;
@@ -415,6 +418,20 @@ syndromes! {
     DESTROY_UCTX_BAD_UID = 0x7e0a_0007;
     /// DESTROY_UCTX: the context still owns objects (BAD_RES_STATE).
     DESTROY_UCTX_BUSY = 0x7e0a_0008;
+    /// CREATE_UMEM with the kernel's uid: the device offers no `umem_uid_0` (BAD_PARAM).
+    CREATE_UMEM_KERNEL_UID = 0x7e0a_0009;
+    /// CREATE_UMEM: a page size, page offset or MTT count out of range (BAD_PARAM).
+    CREATE_UMEM_BAD_PARAM = 0x7e0a_000a;
+    /// CREATE_UMEM: more MTT entries than one umem may have (LIM).
+    CREATE_UMEM_LIM = 0x7e0a_000b;
+    /// CREATE_UMEM: an MTT entry not aligned to the page size or without the read bit (BAD_PARAM).
+    CREATE_UMEM_BAD_MTT = 0x7e0a_000c;
+    /// CREATE_UMEM: every umem id or the umems' MTT budget is in use (LIM).
+    CREATE_UMEM_LIM_2 = 0x7e0a_000d;
+    /// DESTROY_UMEM: no such umem (BAD_RES).
+    DESTROY_UMEM_BAD_RES = 0x7e0a_000e;
+    /// DESTROY_UMEM: a queue or doorbell record still lies in it (BAD_RES_STATE).
+    DESTROY_UMEM_BUSY = 0x7e0a_000f;
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ impl Firmware {
             Kind::Qp => e.qp(n).map(|q| q.uid),
             Kind::Mkey => e.mkey(n & 0x00ff_ffff).map(|m| m.uid),
             Kind::Uar => self.hca.uar_owner(n),
+            Kind::Umem => self.umems.get(n).map(|u| u.uid),
         }
     }
 

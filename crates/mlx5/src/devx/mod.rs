@@ -15,18 +15,23 @@ pub mod gate;
 pub mod state;
 pub mod uctx;
 pub mod uid;
+pub mod umem;
+pub mod umem_cmd;
 
 use crate::cmd::dispatch::{command, Command};
 use crate::cmd::req::CmdErr;
 use crate::firmware::Firmware;
 use crate::hca::state::Hca;
 use state::Uctxs;
+use umem::Umems;
 use vrnic_engine::Limits;
 
-/// What the DevX commands borrow: the contexts, and (read-only) the tables whose objects a
-/// context may own, to refuse DESTROY_UCTX while it still owns one.
+/// What the DevX commands borrow: the contexts and their umems, and (read-only) the tables whose
+/// objects a context may own or a umem may hold, to refuse DESTROY_UCTX and DESTROY_UMEM while
+/// something still uses them.
 pub struct DevxCx<'a> {
     pub uctxs: &'a mut Uctxs,
+    pub umems: &'a mut Umems,
     pub owners: Owners<'a>,
     pub limits: &'a Limits,
 }
@@ -44,13 +49,23 @@ impl Owners<'_> {
             + self.engine.cqs().filter(|(_, c)| c.ext.uid == uid).count()
             + self.hca.uars_owned_by(uid)
     }
+
+    /// Objects whose queue or doorbell record lies in umem `id`.
+    pub fn umem_users(&self, id: u32) -> usize {
+        self.engine.qps().filter(|(_, q)| q.ext.umems.contains(&id)).count()
+    }
 }
 
 impl Firmware {
     /// The context the DevX commands run on.
     pub(crate) fn devx_cx(&mut self) -> Result<DevxCx<'_>, CmdErr> {
         let limits = self.core.engine.limits();
-        Ok(DevxCx { uctxs: &mut self.uctxs, owners: Owners { engine: &self.core.engine, hca: &self.hca }, limits })
+        Ok(DevxCx {
+            uctxs: &mut self.uctxs,
+            umems: &mut self.umems,
+            owners: Owners { engine: &self.core.engine, hca: &self.hca },
+            limits,
+        })
     }
 }
 
@@ -58,7 +73,11 @@ impl Firmware {
 pub static COMMANDS: &[Command<Firmware>] = &[
     command!(MLX5_CMD_OP_CREATE_UCTX, Enabled, devx_cx => uctx::create_uctx),
     command!(MLX5_CMD_OP_DESTROY_UCTX, Enabled, devx_cx => uctx::destroy_uctx),
+    command!(MLX5_CMD_OP_CREATE_UMEM, Enabled, devx_cx => umem_cmd::create_umem),
+    command!(MLX5_CMD_OP_DESTROY_UMEM, Enabled, devx_cx => umem_cmd::destroy_umem),
 ];
 
 #[cfg(test)]
 mod uid_tests;
+#[cfg(test)]
+mod umem_tests;

@@ -28,7 +28,7 @@ pub fn destroy_uctx(cx: &mut DevxCx<'_>, r: &Req<'_>) -> CmdResult {
         return Err(fail!(status::BAD_PARAM, DESTROY_UCTX_BAD_UID));
     }
     // The kernel destroys a process's objects before its context (also after kill -9).
-    if cx.owners.count(uid) != 0 {
+    if cx.owners.count(uid) + cx.umems.owned_by(uid) != 0 {
         return Err(fail!(status::BAD_RES_STATE, DESTROY_UCTX_BUSY));
     }
     cx.uctxs.remove(uid);

@@ -35,6 +35,8 @@ pub enum Kind {
     /// By the 24-bit mkey index.
     Mkey,
     Uar,
+    /// Registered memory (CREATE_UMEM): only ever its own process's.
+    Umem,
 }
 
 /// Whether `uid` is the kernel's (0 or the shared uid).
@@ -90,6 +92,7 @@ pub fn acts_on(opcode: u16) -> Option<(Kind, Field)> {
         MLX5_CMD_OP_DESTROY_MKEY => (Kind::Mkey, destroy_mkey_in::mkey_index),
         MLX5_CMD_OP_QUERY_MKEY => (Kind::Mkey, query_mkey_in::mkey_index),
         MLX5_CMD_OP_DEALLOC_UAR => (Kind::Uar, dealloc_uar_in::uar),
+        MLX5_CMD_OP_DESTROY_UMEM => (Kind::Umem, destroy_umem_in::umem_id),
         _ => return None,
     })
 }
@@ -115,7 +118,21 @@ pub fn references(opcode: u16) -> &'static [(Kind, Field)] {
             (Kind::Cq, create_xrc_srq_in::xrc_srq_context_entry::cqn),
             (Kind::Xrcd, create_xrc_srq_in::xrc_srq_context_entry::xrcd),
         ],
-        MLX5_CMD_OP_CREATE_RMP => &[(Kind::Pd, create_rmp_in::ctx::wq::pd)],
+        MLX5_CMD_OP_CREATE_RMP => &[
+            (Kind::Pd, create_rmp_in::ctx::wq::pd),
+            (Kind::Umem, create_rmp_in::ctx::wq::wq_umem_id),
+            (Kind::Umem, create_rmp_in::ctx::wq::dbr_umem_id),
+        ],
+        MLX5_CMD_OP_CREATE_SQ => &[
+            (Kind::Pd, create_sq_in::ctx::wq::pd),
+            (Kind::Umem, create_sq_in::ctx::wq::wq_umem_id),
+            (Kind::Umem, create_sq_in::ctx::wq::dbr_umem_id),
+        ],
+        MLX5_CMD_OP_CREATE_RQ => &[
+            (Kind::Pd, create_rq_in::ctx::wq::pd),
+            (Kind::Umem, create_rq_in::ctx::wq::wq_umem_id),
+            (Kind::Umem, create_rq_in::ctx::wq::dbr_umem_id),
+        ],
         MLX5_CMD_OP_CREATE_MKEY => &[(Kind::Pd, create_mkey_in::memory_key_mkey_entry::pd)],
         _ => &[],
     }

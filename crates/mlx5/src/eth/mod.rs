@@ -62,6 +62,7 @@ use crate::cmd::dispatch::Command;
 use crate::cmd::req::{fail, CmdErr};
 use crate::cmd::status;
 use crate::core::Core;
+use crate::devx::umem::Umems;
 use crate::firmware::Firmware;
 use crate::hca::state::Hca;
 use crate::ib::port::PortConfig;
@@ -79,6 +80,8 @@ pub struct EthCx<'a> {
     pub cfg: &'a PortConfig,
     pub eth: &'a mut EthPort,
     pub roce: &'a mut RoceState,
+    /// The DevX umems a process's queues may lie in.
+    pub umems: &'a Umems,
 }
 
 impl Firmware {
@@ -87,7 +90,7 @@ impl Firmware {
         let Port::Eth { eth, roce } = &mut self.port else {
             return Err(fail!(status::INT_ERR, DISPATCH_WRONG_LINK_LAYER));
         };
-        Ok(EthCx { core: &mut self.core, hca: &self.hca, cfg: &self.cfg, eth, roce })
+        Ok(EthCx { core: &mut self.core, hca: &self.hca, cfg: &self.cfg, eth, roce, umems: &self.umems })
     }
 }
 

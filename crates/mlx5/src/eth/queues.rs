@@ -13,6 +13,7 @@ use crate::cmd::dispatch::{command, Command};
 use crate::cmd::req::{eng, fail, out, CmdErr, CmdResult, Req};
 use crate::cmd::status;
 use crate::core::MlxEngine;
+use crate::devx::umem::UmemRefused;
 use crate::fields::Field;
 use crate::firmware::Firmware;
 use crate::ifc::{
@@ -154,15 +155,30 @@ fn create_wq(cx: &mut EthCx<'_>, r: &Req<'_>, send: bool, cqn: u32) -> Result<Wo
     if !stride_ok || log_wq_sz > cx.core.engine.limits().log_max_qp_size || log_page_size > 18 {
         return Err(fail!(status::BAD_PARAM, ETH_WQ_BAD_SIZE));
     }
-    if w(wq::wq_umem_valid) != 0 || w(wq::dbr_umem_valid) != 0 {
-        return Err(fail!(status::BAD_PARAM, ETH_WQ_UMEM));
-    }
-    let page_offset = page_offset_bytes(w(wq::page_offset), log_page_size);
     let entries = 1u32 << log_wq_sz;
     let stride = 1usize << log_stride;
     let bytes = entries as u64 * stride as u64;
-    let pas_list = create_sq_in::ctx::wq::pas;
-    let pas = r.pas(pas_list, pages_for(bytes, log_page_size, page_offset))?;
+    // The buffer: a page list, or a range of one of the process's umems (DevX).
+    let mut umems = Vec::new();
+    let (pas, log_page_size, page_offset) = if w(wq::wq_umem_valid) != 0 {
+        let id = w(wq::wq_umem_id) as u32;
+        let b = cx.umems.resolve(r.uid, id, w(wq::wq_umem_offset), bytes, false).map_err(umem_refused)?;
+        umems.push(id);
+        (b.pas, b.log_page_size, b.page_offset)
+    } else {
+        let page_offset = page_offset_bytes(w(wq::page_offset), log_page_size);
+        let pas_list = create_sq_in::ctx::wq::pas;
+        (r.pas(pas_list, pages_for(bytes, log_page_size, page_offset))?, log_page_size, page_offset)
+    };
+    // The doorbell record: a guest address, or an offset in a umem.
+    let dbr_addr = if w(wq::dbr_umem_valid) != 0 {
+        let id = w(wq::dbr_umem_id) as u32;
+        let a = cx.umems.dbr_addr(r.uid, id, w(wq::dbr_addr), false).map_err(umem_refused)?;
+        umems.push(id);
+        a
+    } else {
+        w(wq::dbr_addr)
+    };
     let pd = w(wq::pd) as u32;
     let create = QpCreate {
         qp_type: QpType::RawPacket,
@@ -184,7 +200,7 @@ fn create_wq(cx: &mut EthCx<'_>, r: &Req<'_>, send: bool, cqn: u32) -> Result<Wo
         st: ST_RAW,
         uar: w(wq::uar_page) as u32,
         user_index,
-        dbr_addr: w(wq::dbr_addr),
+        dbr_addr,
         log_page_size,
         page_offset,
         rq_stride: if send { 0 } else { stride },
@@ -194,9 +210,19 @@ fn create_wq(cx: &mut EthCx<'_>, r: &Req<'_>, send: bool, cqn: u32) -> Result<Wo
         sq_ci: 0,
         rq_ci: 0,
         rq_flush_until: 0,
+        umems,
     };
     let qpn = eng!(cx.core.engine.create_qp_with(create, qp_ctx), ETH_WQ_ENGINE)?;
     Ok(WorkQueue { qpn, ctx })
+}
+
+/// A umem reference of a CREATE_SQ/CREATE_RQ the device refuses: an unknown umem or another
+/// process's answers as if it did not exist (BAD_RES); a range outside it is a bad parameter.
+fn umem_refused(e: UmemRefused) -> CmdErr {
+    match e {
+        UmemRefused::Unknown => fail!(status::BAD_RES, ETH_WQ_UMEM),
+        UmemRefused::OutOfRange | UmemRefused::ReadOnly => fail!(status::BAD_PARAM, ETH_WQ_UMEM_RANGE),
+    }
 }
 
 /// `QpCtx.st` of an Ethernet SQ/RQ (`MLX5_QP_ST_RAW_ETHERTYPE`; no QP command accepts it).

@@ -150,6 +150,7 @@ impl EthBench {
             sq_ci: 0,
             rq_ci: 0,
             rq_flush_until: 0,
+            umems: Vec::new(),
         };
         self.fw.core.engine.qp_mut(rqn).expect("qp").state = QpState::Rts;
         rqn

@@ -84,6 +84,7 @@ impl Tx {
             sq_ci: 0,
             rq_ci: 0,
             rq_flush_until: 0,
+            umems: Vec::new(),
         };
         let link = Arc::new(Capture::default());
         t.fw.port.eth_test().link = Some(link.clone());

@@ -116,6 +116,7 @@ pub fn create_qp(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
         sq_ci: 0,
         rq_ci: 0,
         rq_flush_until: 0,
+        umems: Vec::new(),
     };
     let qpn = eng!(cx.core.engine.create_qp_with(create, ctx), CREATE_QP_ENGINE)?;
     let mut o = out(ifc::create_qp_out::SIZE);

@@ -62,6 +62,9 @@ pub struct QpCtx {
     ///
     /// [`Firmware::flush_err_rqs`]: crate::firmware::Firmware::flush_err_rqs
     pub rq_flush_until: u64,
+    /// The umems its buffer and doorbell record lie in (a DevX queue's; DESTROY_UMEM waits for
+    /// the QP to go).
+    pub umems: Vec<u32>,
 }
 
 /// mlx5 context of a memory key: the raw mkey context, for QUERY_MKEY.
