@@ -8,5 +8,8 @@
 pub mod fields;
 #[rustfmt::skip]
 mod ifc;
+/// What only rdma-core's header names (DevX umem references of CQs and QPs).
+#[allow(non_upper_case_globals)]
+pub mod rdma_core;
 
 pub use ifc::*;

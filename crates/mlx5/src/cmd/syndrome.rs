@@ -160,6 +160,15 @@ syndromes! {
     ARM_XRC_SRQ_BAD_RES = 0x7e03_0091;
     ARM_XRC_SRQ_BAD_PARAM_2 = 0x7e03_0092;
     MODIFY_RMP_BAD_RES_2 = 0x7e03_0093;
+    /// CREATE_CQ/CREATE_QP: a `*_umem_id` naming no umem of the caller's (BAD_RES).
+    CREATE_CQ_UMEM = 0x7e03_0094;
+    /// CREATE_CQ: a umem range outside the umem, a split doorbell record, or read-only pages the
+    /// device would write (BAD_PARAM).
+    CREATE_CQ_UMEM_RANGE = 0x7e03_0095;
+    /// CREATE_QP: a `*_umem_id` naming no umem of the caller's (BAD_RES).
+    CREATE_QP_UMEM = 0x7e03_0096;
+    /// CREATE_QP: a umem range outside the umem or a split doorbell record (BAD_PARAM).
+    CREATE_QP_UMEM_RANGE = 0x7e03_0097;
     // 04: ib/
     MAD_IFC_BAD_PARAM = 0x7e04_0001;
     MAD_IFC_BAD_INP_LEN = 0x7e04_0002;
@@ -181,6 +190,8 @@ syndromes! {
     RESIZE_CQ_BAD_RES_STATE_3 = 0x7e05_000a;
     RESIZE_CQ_BAD_RES_4 = 0x7e05_000b;
     RESIZE_CQ_BAD_RES_5 = 0x7e05_000c;
+    /// MODIFY_CQ resize of a CQ into a umem (`cq_umem_valid`): not executed (BAD_PARAM).
+    RESIZE_CQ_UMEM = 0x7e05_000d;
     // 06: eth/ vport, port registers, queues (eth-cmd).
     QUERY_NIC_VPORT_CONTEXT_BAD_PARAM = 0x7e06_0001;
     QUERY_NIC_VPORT_CONTEXT_BAD_PARAM_2 = 0x7e06_0002;

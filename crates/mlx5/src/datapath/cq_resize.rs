@@ -42,6 +42,10 @@ pub fn resize_cq(cx: &mut RdmaCx<'_>, r: &Req<'_>, cqn: u32) -> CmdResult {
     if select & MASK_LOG_SIZE == 0 || select & !(MASK_LOG_SIZE | MASK_PG_OFFSET | MASK_PG_SIZE) != 0 {
         return Err(fail!(status::BAD_PARAM, RESIZE_CQ_BAD_PARAM));
     }
+    if r.get(ifc::modify_cq_in::cq_umem_valid) != 0 {
+        // A DevX resize into a umem: not executed.
+        return Err(fail!(status::BAD_PARAM, RESIZE_CQ_UMEM));
+    }
     let ctx = cx.core.engine.cq(cqn).map(|e| &e.ext).ok_or(fail!(status::BAD_RES, RESIZE_CQ_BAD_RES))?;
     let cqe_size = ctx.cqe_size;
     let log_size = c::log_cq_size.get(r.input) as u8;

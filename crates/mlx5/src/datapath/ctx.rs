@@ -29,6 +29,8 @@ pub struct CqCtx {
     pub arming: CqArming,
     /// The user context (uid) that created it; 0: the kernel.
     pub uid: u16,
+    /// The umems its buffer and doorbell record lie in (a DevX CQ's).
+    pub umems: Vec<u32>,
 }
 
 /// Why a CQE was not written.

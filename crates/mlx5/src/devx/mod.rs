@@ -7,9 +7,10 @@
 //! only its own objects and the ones the kernel shares. [`gate`] applies them before a command's
 //! handler runs.
 //!
-//! The contexts are executed whatever the capabilities say, but offered (`log_max_uctx`) only
-//! where [`vrnic_engine::Limits::uctxs`] is not 0; DevX's memory (UMEM), event channels and the
-//! general objects come with it.
+//! A context's registered memory is its umems ([`umem`]): the queues it builds itself may lie
+//! there. The contexts and umems are executed whatever the capabilities say, but offered
+//! (`log_max_uctx`) only where [`vrnic_engine::Limits::uctxs`] is not 0; DevX's event channels and
+//! general objects are still to come.
 
 pub mod gate;
 pub mod state;
@@ -53,6 +54,7 @@ impl Owners<'_> {
     /// Objects whose queue or doorbell record lies in umem `id`.
     pub fn umem_users(&self, id: u32) -> usize {
         self.engine.qps().filter(|(_, q)| q.ext.umems.contains(&id)).count()
+            + self.engine.cqs().filter(|(_, c)| c.ext.umems.contains(&id)).count()
     }
 }
 

@@ -102,12 +102,17 @@ pub fn references(opcode: u16) -> &'static [(Kind, Field)] {
     use ifc::*;
     match opcode as u32 {
         MLX5_CMD_OP_CREATE_QP => &[
+            (Kind::Umem, create_qp_in::wq_umem_id),
+            (Kind::Umem, rdma_core::create_qp_in::dbr_umem_id),
             (Kind::Pd, create_qp_in::qpc::pd),
             (Kind::Cq, create_qp_in::qpc::cqn_snd),
             (Kind::Cq, create_qp_in::qpc::cqn_rcv),
             (Kind::Srq, create_qp_in::qpc::srqn_rmpn_xrqn),
             (Kind::Xrcd, create_qp_in::qpc::xrcd),
         ],
+        MLX5_CMD_OP_CREATE_CQ => {
+            &[(Kind::Umem, rdma_core::create_cq_in::cq_umem_id), (Kind::Umem, rdma_core::create_cq_in::dbr_umem_id)]
+        }
         MLX5_CMD_OP_CREATE_SRQ => &[
             (Kind::Pd, create_srq_in::srq_context_entry::pd),
             (Kind::Cq, create_srq_in::srq_context_entry::cqn),

@@ -212,3 +212,103 @@ fn resolving_checks_the_owner_the_range_and_the_write_bit() {
     assert_eq!(umems.resolve(uid, id, 3 * 4096 - 64, 65, false), Err(UmemRefused::OutOfRange));
     assert_eq!(umems.dbr_addr(uid, id, 3 * 4096 - 8, false), Ok(PAGES[2] + 4096 - 8));
 }
+
+/// A DevX CREATE_CQ of 64 64-byte CQEs (4 KiB) at `offset` in umem `buf`, its doorbell record
+/// at `dbr_offset` in umem `dbr`, on EQ 0.
+fn create_cq(p: Proc, buf: u32, offset: u64, dbr: u32, dbr_offset: u64) -> Vec<u8> {
+    use ifc::create_cq_in as c;
+    use ifc::rdma_core::create_cq_in as rc;
+    let mut i = by(p.uid, cmd(ifc::MLX5_CMD_OP_CREATE_CQ, 0, c::SIZE));
+    c::cq_context::log_cq_size.set(&mut i, 6);
+    c::cq_context::uar_page.set(&mut i, p.uar as u64);
+    c::cq_umem_valid.set(&mut i, 1);
+    rc::cq_umem_id.set(&mut i, buf as u64);
+    rc::cq_umem_offset.set(&mut i, offset);
+    c::cq_context::dbr_umem_valid.set(&mut i, 1);
+    rc::dbr_umem_id.set(&mut i, dbr as u64);
+    c::cq_context::dbr_addr.set(&mut i, dbr_offset);
+    i
+}
+
+/// A DevX RC QP (16 receive WQEs of 16 bytes, 16 WQEBBs: 1280 bytes) at `offset` in umem `buf`,
+/// its doorbell record at `dbr_offset` in umem `dbr`.
+fn create_rc_qp(p: Proc, cqn: u32, buf: u32, offset: u64, dbr: u32, dbr_offset: u64) -> Vec<u8> {
+    use ifc::create_qp_in as c;
+    let mut i = by(p.uid, create_qp_in(ifc::MLX5_QP_ST_RC as u64, p.pd, p.uar, cqn, 0));
+    c::wq_umem_valid.set(&mut i, 1);
+    c::wq_umem_id.set(&mut i, buf as u64);
+    c::wq_umem_offset.set(&mut i, offset);
+    c::qpc::dbr_umem_valid.set(&mut i, 1);
+    ifc::rdma_core::create_qp_in::dbr_umem_id.set(&mut i, dbr as u64);
+    c::qpc::dbr_addr.set(&mut i, dbr_offset);
+    i
+}
+
+fn destroy(op: u32, uid: u16, n: u32) -> Vec<u8> {
+    // DESTROY_CQ and DESTROY_QP name the object at the same place.
+    let mut i = by(uid, cmd(op, 0, ifc::destroy_qp_in::SIZE));
+    ifc::destroy_qp_in::qpn.set(&mut i, n as u64);
+    i
+}
+
+#[test]
+fn a_cq_and_a_qp_lie_in_umems() {
+    let (mut t, p) = port();
+    let id = umem_id(&t.ok(&create_umem(p.uid, &rw(&PAGES), 0, 0x80), 16));
+    // The CQ 0x780 in (page 0 from 0x800, page 1), its doorbell record 0x1f80 in (page 2 at 0).
+    let o = t.ok(&create_cq(p, id, 0x780, id, 0x1f80), ifc::create_cq_out::SIZE);
+    let cqn = ifc::create_cq_out::cqn.get(&o) as u32;
+    let cq = &t.fw.core.engine.cq(cqn).expect("the CQ").ext;
+    assert_eq!((cq.pas.clone(), cq.page_offset, cq.dbr_addr), (vec![PAGES[0], PAGES[1]], 0x800, PAGES[2]));
+    assert_eq!(cq.umems, vec![id, id]);
+    // The device marked the record's arm word (it writes there: the pages need the write bit).
+    assert_eq!(t.mem.get(PAGES[2] + 4, 4), crate::datapath::CQ_ARM_UNSET.to_be_bytes());
+    // The QP's 1280 bytes 0x2000 in (page 2 from 0x80), its record 0x10 in (page 0 at 0x90).
+    let o = t.ok(&create_rc_qp(p, cqn, id, 0x2000, id, 0x10), ifc::create_qp_out::SIZE);
+    let qpn = ifc::create_qp_out::qpn.get(&o) as u32;
+    let qp = &t.fw.core.engine.qp(qpn).expect("the QP").ext;
+    assert_eq!((qp.pas.clone(), qp.page_offset, qp.dbr_addr), (vec![PAGES[2]], 0x80, PAGES[0] + 0x90));
+    // Held until both go; then freed.
+    let busy = (status::BAD_RES_STATE, syn::DESTROY_UMEM_BUSY);
+    assert_eq!(t.fails(&destroy_umem(p.uid, id), 16), busy);
+    t.ok(&destroy(ifc::MLX5_CMD_OP_DESTROY_QP, p.uid, qpn), 16);
+    assert_eq!(t.fails(&destroy_umem(p.uid, id), 16), busy);
+    // A resize into a umem is not executed.
+    let mut resize = by(p.uid, cmd(ifc::MLX5_CMD_OP_MODIFY_CQ, 1, ifc::modify_cq_in::SIZE));
+    ifc::modify_cq_in::cqn.set(&mut resize, cqn as u64);
+    ifc::modify_cq_in::modify_field_select_resize_field_select.set(&mut resize, 1);
+    ifc::modify_cq_in::cq_umem_valid.set(&mut resize, 1);
+    assert_eq!(t.fails(&resize, 16), (status::BAD_PARAM, syn::RESIZE_CQ_UMEM));
+    t.ok(&destroy(ifc::MLX5_CMD_OP_DESTROY_CQ, p.uid, cqn), 16);
+    t.ok(&destroy_umem(p.uid, id), 16);
+}
+
+#[test]
+fn a_cq_needs_writable_pages_and_a_qp_its_own_umem() {
+    let (mut t, p) = port();
+    let ro: Vec<u64> = PAGES.iter().map(|a| a | MTT_READ).collect();
+    let ro = umem_id(&t.ok(&create_umem(p.uid, &ro, 0, 0), 16));
+    let id = umem_id(&t.ok(&create_umem(p.uid, &rw(&PAGES), 0, 0), 16));
+    let range = (status::BAD_PARAM, syn::CREATE_CQ_UMEM_RANGE);
+    assert_eq!(t.fails(&create_cq(p, ro, 0, id, 0), 16), range);
+    assert_eq!(t.fails(&create_cq(p, id, 0, ro, 0), 16), range);
+    assert_eq!(t.fails(&create_cq(p, id, 2 * 4096 + 64, id, 0), 16), range);
+    assert_eq!(t.fails(&create_cq(p, 99, 0, id, 0), 16), (status::BAD_RES, syn::CREATE_CQ_UMEM));
+    // The QP's queues are only read: read-only pages do.
+    let o = t.ok(&create_cq(p, id, 0, id, 4096), ifc::create_cq_out::SIZE);
+    let cqn = ifc::create_cq_out::cqn.get(&o) as u32;
+    t.ok(&create_rc_qp(p, cqn, ro, 0, ro, 8), ifc::create_qp_out::SIZE);
+    assert_eq!(
+        t.fails(&create_rc_qp(p, cqn, id, 3 * 4096 - 1279, id, 0), 16),
+        (status::BAD_PARAM, syn::CREATE_QP_UMEM_RANGE)
+    );
+    assert_eq!(t.fails(&create_rc_qp(p, cqn, 99, 0, id, 0), 16), (status::BAD_RES, syn::CREATE_QP_UMEM));
+    // Another process's umem, for the buffer or for the record: the uid gate.
+    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_CREATE_UCTX, 0, ifc::create_uctx_in::SIZE), ifc::create_uctx_out::SIZE);
+    let other = ifc::create_uctx_out::uid.get(&o) as u16;
+    let o = t.ok(&by(other, cmd(ifc::MLX5_CMD_OP_ALLOC_PD, 0, 16)), 16);
+    let q = Proc { uid: other, pd: ifc::alloc_pd_out::pd.get(&o) as u32, ..p };
+    let foreign = (status::BAD_RES, syn::UID_FOREIGN_REFERENCE);
+    assert_eq!(t.fails(&create_cq(q, id, 0, id, 0), 16), foreign);
+    assert_eq!(t.fails(&create_rc_qp(q, q.cqn, id, 0, id, 0), 16), foreign);
+}

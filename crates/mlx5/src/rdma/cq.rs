@@ -1,10 +1,11 @@
 //! CQ commands: CREATE/DESTROY/QUERY/MODIFY_CQ. The engine keeps the CQ's
 //! counters; this layer keeps its mlx5 context (buffer, doorbell record).
 
-use crate::cmd::req::{eng, fail, out, CmdResult, Req};
+use crate::cmd::req::{eng, fail, out, CmdErr, CmdResult, Req};
 use crate::cmd::status;
 use crate::datapath::{CqCtx, CQ_ARM_UNSET};
-use crate::ifc;
+use crate::devx::umem::UmemRefused;
+use crate::ifc::{self, rdma_core};
 use crate::queue_buf::{page_offset_bytes, pages_for};
 use crate::rdma::RdmaCx;
 
@@ -34,9 +35,28 @@ pub fn create_cq(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     if log_size > cx.core.engine.limits().log_max_cq_size {
         return Err(fail!(status::BAD_PARAM, CREATE_CQ_BAD_PARAM_4));
     }
-    let npages = pages_for((cqe_size as u64) << log_size, log_page_size, page_offset);
-    let pas = r.pas(ifc::create_cq_in::pas, npages)?;
-    let dbr_addr = c::dbr_addr.get(r.input);
+    let bytes = (cqe_size as u64) << log_size;
+    // The buffer and the doorbell record: in the mailbox, or (DevX) in the process's umems; the
+    // device writes both (the CQEs, the record's arm word at create).
+    let mut umems = Vec::new();
+    let (pas, log_page_size, page_offset) = if r.get(ifc::create_cq_in::cq_umem_valid) != 0 {
+        let id = r.get(rdma_core::create_cq_in::cq_umem_id) as u32;
+        let offset = r.get(rdma_core::create_cq_in::cq_umem_offset);
+        let b = cx.umems.resolve(r.uid, id, offset, bytes, true).map_err(cq_umem_refused)?;
+        umems.push(id);
+        (b.pas, b.log_page_size, b.page_offset)
+    } else {
+        let npages = pages_for(bytes, log_page_size, page_offset);
+        (r.pas(ifc::create_cq_in::pas, npages)?, log_page_size, page_offset)
+    };
+    let dbr_addr = if c::dbr_umem_valid.get(r.input) != 0 {
+        let id = r.get(rdma_core::create_cq_in::dbr_umem_id) as u32;
+        let a = cx.umems.dbr_addr(r.uid, id, c::dbr_addr.get(r.input), true).map_err(cq_umem_refused)?;
+        umems.push(id);
+        a
+    } else {
+        c::dbr_addr.get(r.input)
+    };
     let cqc = r.sub(ifc::create_cq_in::cq_context)?;
     if !cx.core.eqs.contains(eqn) {
         return Err(fail!(status::BAD_RES, CREATE_CQ_ENGINE));
@@ -52,6 +72,7 @@ pub fn create_cq(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
         uar,
         arming: Default::default(),
         uid: r.uid,
+        umems,
     };
     let cqn = eng!(cx.core.engine.create_cq_with(log_size, ctx), CREATE_CQ_ENGINE)?;
     if let Some(cq) = cx.core.engine.cq_mut(cqn) {
@@ -68,6 +89,15 @@ pub fn create_cq(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     let mut o = out(ifc::create_cq_out::SIZE);
     ifc::create_cq_out::cqn.set(&mut o, cqn as u64);
     Ok(o)
+}
+
+/// A umem reference of a CREATE_CQ the device refuses (an unknown umem or another process's does
+/// not exist for the caller).
+fn cq_umem_refused(e: UmemRefused) -> CmdErr {
+    match e {
+        UmemRefused::Unknown => fail!(status::BAD_RES, CREATE_CQ_UMEM),
+        UmemRefused::OutOfRange | UmemRefused::ReadOnly => fail!(status::BAD_PARAM, CREATE_CQ_UMEM_RANGE),
+    }
 }
 
 pub fn destroy_cq(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {

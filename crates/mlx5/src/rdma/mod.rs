@@ -15,6 +15,7 @@ pub mod state;
 use crate::cmd::dispatch::{command, Command};
 use crate::cmd::req::CmdErr;
 use crate::core::Core;
+use crate::devx::umem::Umems;
 use crate::firmware::Firmware;
 use crate::hca::state::Hca;
 use crate::ib::port::PortConfig;
@@ -32,13 +33,22 @@ pub struct RdmaCx<'a> {
     pub rdma: &'a mut RdmaObjects,
     pub cfg: &'a PortConfig,
     pub roce: Option<&'a mut RoceState>,
+    /// The DevX umems a process's CQs and QPs may lie in.
+    pub umems: &'a Umems,
 }
 
 impl Firmware {
     /// The context the RDMA object commands run on.
     pub(crate) fn rdma_cx(&mut self) -> Result<RdmaCx<'_>, CmdErr> {
         let roce = self.port.roce_mut();
-        Ok(RdmaCx { core: &mut self.core, hca: &self.hca, rdma: &mut self.rdma, cfg: &self.cfg, roce })
+        Ok(RdmaCx {
+            core: &mut self.core,
+            hca: &self.hca,
+            rdma: &mut self.rdma,
+            cfg: &self.cfg,
+            roce,
+            umems: &self.umems,
+        })
     }
 }
 

@@ -10,8 +10,9 @@
 use super::state::QpCtx;
 use crate::cmd::req::{eng, fail, out, CmdErr, CmdResult, Req};
 use crate::cmd::status;
+use crate::devx::umem::UmemRefused;
 use crate::fields::Field;
-use crate::ifc::{self, qpc};
+use crate::ifc::{self, qpc, rdma_core};
 use crate::queue_buf::{page_offset_bytes, pages_for};
 use crate::rdma::RdmaCx;
 use vrnic_engine::{Access, AddressVector, Mtu, QpAttrUpdate, QpCreate, QpState, QpTransition, QpType};
@@ -41,6 +42,15 @@ fn qp_type(st: u8) -> Option<QpType> {
         ST_REG_UMR => QpType::RegUmr,
         _ => return None,
     })
+}
+
+/// A umem reference of a CREATE_QP the device refuses (an unknown umem or another process's does
+/// not exist for the caller).
+fn qp_umem_refused(e: UmemRefused) -> CmdErr {
+    match e {
+        UmemRefused::Unknown => fail!(status::BAD_RES, CREATE_QP_UMEM),
+        UmemRefused::OutOfRange | UmemRefused::ReadOnly => fail!(status::BAD_PARAM, CREATE_QP_UMEM_RANGE),
+    }
 }
 
 /// The qpc of a command input (`*_qp_in.qpc` sits at the same place in all of them).
@@ -78,8 +88,26 @@ pub fn create_qp(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     let rq_entries = if rq_type == RQ_REGULAR { 1u32 << log_rq_size } else { 0 };
     let sq_entries = if no_sq { 0 } else { 1u32 << log_sq_size };
     let bytes = rq_entries as u64 * rq_stride as u64 + sq_entries as u64 * 64;
-    let npages = if bytes == 0 { 0 } else { pages_for(bytes, log_page_size, page_offset) };
-    let pas = r.pas(ifc::create_qp_in::pas, npages)?;
+    // The buffer and the doorbell record: in the mailbox, or (DevX) in the process's umems.
+    let mut umems = Vec::new();
+    let (pas, log_page_size, page_offset) = if r.get(ifc::create_qp_in::wq_umem_valid) != 0 && bytes != 0 {
+        let id = r.get(ifc::create_qp_in::wq_umem_id) as u32;
+        let offset = r.get(ifc::create_qp_in::wq_umem_offset);
+        let b = cx.umems.resolve(r.uid, id, offset, bytes, false).map_err(qp_umem_refused)?;
+        umems.push(id);
+        (b.pas, b.log_page_size, b.page_offset)
+    } else {
+        let npages = if bytes == 0 { 0 } else { pages_for(bytes, log_page_size, page_offset) };
+        (r.pas(ifc::create_qp_in::pas, npages)?, log_page_size, page_offset)
+    };
+    let dbr_addr = if qpc::dbr_umem_valid.get(&c) != 0 {
+        let id = r.get(rdma_core::create_qp_in::dbr_umem_id) as u32;
+        let a = cx.umems.dbr_addr(r.uid, id, qpc::dbr_addr.get(&c), false).map_err(qp_umem_refused)?;
+        umems.push(id);
+        a
+    } else {
+        qpc::dbr_addr.get(&c)
+    };
     let srq = (rq_type == RQ_SRQ).then(|| qpc::srqn_rmpn_xrqn.get(&c) as u32);
     // Only a target belongs to its XRC domain (mlx5_ib gives initiators and every other QP a
     // domain of its own, xrcdn0/1, that nothing uses).
@@ -106,7 +134,7 @@ pub fn create_qp(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
         pas,
         st,
         user_index: qpc::user_index.get(&c) as u32,
-        dbr_addr: qpc::dbr_addr.get(&c),
+        dbr_addr,
         log_page_size,
         page_offset,
         rq_stride,
@@ -116,7 +144,7 @@ pub fn create_qp(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
         sq_ci: 0,
         rq_ci: 0,
         rq_flush_until: 0,
-        umems: Vec::new(),
+        umems,
     };
     let qpn = eng!(cx.core.engine.create_qp_with(create, ctx), CREATE_QP_ENGINE)?;
     let mut o = out(ifc::create_qp_out::SIZE);
