@@ -65,6 +65,48 @@ pub struct QueueBuf {
     pub page_offset: u64,
 }
 
+/// A create placing its queue buffer and doorbell record, each in the mailbox's terms or (DevX)
+/// in the caller's umems; `held` gathers the umems used, for the object to keep.
+pub struct Placing<'a> {
+    umems: &'a Umems,
+    caller: u16,
+    pub held: Vec<u32>,
+}
+
+impl<'a> Placing<'a> {
+    pub fn new(umems: &'a Umems, caller: u16) -> Placing<'a> {
+        Placing { umems, caller, held: Vec::new() }
+    }
+
+    /// With `in_umem`: `bytes` at `offset` in umem `id`; otherwise None (the page list is the
+    /// mailbox's).
+    pub fn queue(
+        &mut self,
+        in_umem: bool,
+        id: u32,
+        offset: u64,
+        bytes: u64,
+        write: bool,
+    ) -> Result<Option<QueueBuf>, UmemRefused> {
+        if !in_umem {
+            return Ok(None);
+        }
+        let b = self.umems.resolve(self.caller, id, offset, bytes, write)?;
+        self.held.push(id);
+        Ok(Some(b))
+    }
+
+    /// A doorbell record: `addr` itself, or with `in_umem` the record `addr` bytes into umem `id`.
+    pub fn dbr(&mut self, in_umem: bool, id: u32, addr: u64, write: bool) -> Result<u64, UmemRefused> {
+        if !in_umem {
+            return Ok(addr);
+        }
+        let a = self.umems.dbr_addr(self.caller, id, addr, write)?;
+        self.held.push(id);
+        Ok(a)
+    }
+}
+
 /// Why a umem reference is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UmemRefused {

@@ -13,7 +13,7 @@ use crate::cmd::dispatch::{command, Command};
 use crate::cmd::req::{eng, fail, out, CmdErr, CmdResult, Req};
 use crate::cmd::status;
 use crate::core::MlxEngine;
-use crate::devx::umem::UmemRefused;
+use crate::devx::umem::{Placing, UmemRefused};
 use crate::fields::Field;
 use crate::firmware::Firmware;
 use crate::ifc::{
@@ -159,26 +159,22 @@ fn create_wq(cx: &mut EthCx<'_>, r: &Req<'_>, send: bool, cqn: u32) -> Result<Wo
     let stride = 1usize << log_stride;
     let bytes = entries as u64 * stride as u64;
     // The buffer: a page list, or a range of one of the process's umems (DevX).
-    let mut umems = Vec::new();
-    let (pas, log_page_size, page_offset) = if w(wq::wq_umem_valid) != 0 {
-        let id = w(wq::wq_umem_id) as u32;
-        let b = cx.umems.resolve(r.uid, id, w(wq::wq_umem_offset), bytes, false).map_err(umem_refused)?;
-        umems.push(id);
-        (b.pas, b.log_page_size, b.page_offset)
-    } else {
-        let page_offset = page_offset_bytes(w(wq::page_offset), log_page_size);
-        let pas_list = create_sq_in::ctx::wq::pas;
-        (r.pas(pas_list, pages_for(bytes, log_page_size, page_offset))?, log_page_size, page_offset)
-    };
+    let mut place = Placing::new(cx.umems, r.uid);
+    let in_umem = w(wq::wq_umem_valid) != 0;
+    let (pas, log_page_size, page_offset) =
+        match place.queue(in_umem, w(wq::wq_umem_id) as u32, w(wq::wq_umem_offset), bytes, false) {
+            Ok(Some(b)) => (b.pas, b.log_page_size, b.page_offset),
+            Ok(None) => {
+                let page_offset = page_offset_bytes(w(wq::page_offset), log_page_size);
+                let pas_list = create_sq_in::ctx::wq::pas;
+                (r.pas(pas_list, pages_for(bytes, log_page_size, page_offset))?, log_page_size, page_offset)
+            }
+            Err(e) => return Err(umem_refused(e)),
+        };
     // The doorbell record: a guest address, or an offset in a umem.
-    let dbr_addr = if w(wq::dbr_umem_valid) != 0 {
-        let id = w(wq::dbr_umem_id) as u32;
-        let a = cx.umems.dbr_addr(r.uid, id, w(wq::dbr_addr), false).map_err(umem_refused)?;
-        umems.push(id);
-        a
-    } else {
-        w(wq::dbr_addr)
-    };
+    let in_umem = w(wq::dbr_umem_valid) != 0;
+    let dbr_addr = place.dbr(in_umem, w(wq::dbr_umem_id) as u32, w(wq::dbr_addr), false).map_err(umem_refused)?;
+    let umems = place.held;
     let pd = w(wq::pd) as u32;
     let create = QpCreate {
         qp_type: QpType::RawPacket,

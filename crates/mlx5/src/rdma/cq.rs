@@ -4,7 +4,7 @@
 use crate::cmd::req::{eng, fail, out, CmdErr, CmdResult, Req};
 use crate::cmd::status;
 use crate::datapath::{CqCtx, CQ_ARM_UNSET};
-use crate::devx::umem::UmemRefused;
+use crate::devx::umem::{Placing, UmemRefused};
 use crate::ifc::{self, rdma_core};
 use crate::queue_buf::{page_offset_bytes, pages_for};
 use crate::rdma::RdmaCx;
@@ -38,25 +38,19 @@ pub fn create_cq(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     let bytes = (cqe_size as u64) << log_size;
     // The buffer and the doorbell record: in the mailbox, or (DevX) in the process's umems; the
     // device writes both (the CQEs, the record's arm word at create).
-    let mut umems = Vec::new();
-    let (pas, log_page_size, page_offset) = if r.get(ifc::create_cq_in::cq_umem_valid) != 0 {
-        let id = r.get(rdma_core::create_cq_in::cq_umem_id) as u32;
-        let offset = r.get(rdma_core::create_cq_in::cq_umem_offset);
-        let b = cx.umems.resolve(r.uid, id, offset, bytes, true).map_err(cq_umem_refused)?;
-        umems.push(id);
-        (b.pas, b.log_page_size, b.page_offset)
-    } else {
-        let npages = pages_for(bytes, log_page_size, page_offset);
-        (r.pas(ifc::create_cq_in::pas, npages)?, log_page_size, page_offset)
+    let mut place = Placing::new(cx.umems, r.uid);
+    let (in_umem, id) = (r.get(ifc::create_cq_in::cq_umem_valid) != 0, r.get(rdma_core::create_cq_in::cq_umem_id));
+    let offset = r.get(rdma_core::create_cq_in::cq_umem_offset);
+    let (pas, log_page_size, page_offset) = match place.queue(in_umem, id as u32, offset, bytes, true) {
+        Ok(Some(b)) => (b.pas, b.log_page_size, b.page_offset),
+        Ok(None) => {
+            (r.pas(ifc::create_cq_in::pas, pages_for(bytes, log_page_size, page_offset))?, log_page_size, page_offset)
+        }
+        Err(e) => return Err(cq_umem_refused(e)),
     };
-    let dbr_addr = if c::dbr_umem_valid.get(r.input) != 0 {
-        let id = r.get(rdma_core::create_cq_in::dbr_umem_id) as u32;
-        let a = cx.umems.dbr_addr(r.uid, id, c::dbr_addr.get(r.input), true).map_err(cq_umem_refused)?;
-        umems.push(id);
-        a
-    } else {
-        c::dbr_addr.get(r.input)
-    };
+    let (in_umem, id) = (c::dbr_umem_valid.get(r.input) != 0, r.get(rdma_core::create_cq_in::dbr_umem_id));
+    let dbr_addr = place.dbr(in_umem, id as u32, c::dbr_addr.get(r.input), true).map_err(cq_umem_refused)?;
+    let umems = place.held;
     let cqc = r.sub(ifc::create_cq_in::cq_context)?;
     if !cx.core.eqs.contains(eqn) {
         return Err(fail!(status::BAD_RES, CREATE_CQ_ENGINE));

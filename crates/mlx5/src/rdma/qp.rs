@@ -10,7 +10,7 @@
 use super::state::QpCtx;
 use crate::cmd::req::{eng, fail, out, CmdErr, CmdResult, Req};
 use crate::cmd::status;
-use crate::devx::umem::UmemRefused;
+use crate::devx::umem::{Placing, UmemRefused};
 use crate::fields::Field;
 use crate::ifc::{self, qpc, rdma_core};
 use crate::queue_buf::{page_offset_bytes, pages_for};
@@ -89,25 +89,20 @@ pub fn create_qp(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     let sq_entries = if no_sq { 0 } else { 1u32 << log_sq_size };
     let bytes = rq_entries as u64 * rq_stride as u64 + sq_entries as u64 * 64;
     // The buffer and the doorbell record: in the mailbox, or (DevX) in the process's umems.
-    let mut umems = Vec::new();
-    let (pas, log_page_size, page_offset) = if r.get(ifc::create_qp_in::wq_umem_valid) != 0 && bytes != 0 {
-        let id = r.get(ifc::create_qp_in::wq_umem_id) as u32;
-        let offset = r.get(ifc::create_qp_in::wq_umem_offset);
-        let b = cx.umems.resolve(r.uid, id, offset, bytes, false).map_err(qp_umem_refused)?;
-        umems.push(id);
-        (b.pas, b.log_page_size, b.page_offset)
-    } else {
-        let npages = if bytes == 0 { 0 } else { pages_for(bytes, log_page_size, page_offset) };
-        (r.pas(ifc::create_qp_in::pas, npages)?, log_page_size, page_offset)
+    let mut place = Placing::new(cx.umems, r.uid);
+    let in_umem = r.get(ifc::create_qp_in::wq_umem_valid) != 0 && bytes != 0;
+    let (id, offset) = (r.get(ifc::create_qp_in::wq_umem_id) as u32, r.get(ifc::create_qp_in::wq_umem_offset));
+    let (pas, log_page_size, page_offset) = match place.queue(in_umem, id, offset, bytes, false) {
+        Ok(Some(b)) => (b.pas, b.log_page_size, b.page_offset),
+        Ok(None) => {
+            let npages = if bytes == 0 { 0 } else { pages_for(bytes, log_page_size, page_offset) };
+            (r.pas(ifc::create_qp_in::pas, npages)?, log_page_size, page_offset)
+        }
+        Err(e) => return Err(qp_umem_refused(e)),
     };
-    let dbr_addr = if qpc::dbr_umem_valid.get(&c) != 0 {
-        let id = r.get(rdma_core::create_qp_in::dbr_umem_id) as u32;
-        let a = cx.umems.dbr_addr(r.uid, id, qpc::dbr_addr.get(&c), false).map_err(qp_umem_refused)?;
-        umems.push(id);
-        a
-    } else {
-        qpc::dbr_addr.get(&c)
-    };
+    let (in_umem, id) = (qpc::dbr_umem_valid.get(&c) != 0, r.get(rdma_core::create_qp_in::dbr_umem_id) as u32);
+    let dbr_addr = place.dbr(in_umem, id, qpc::dbr_addr.get(&c), false).map_err(qp_umem_refused)?;
+    let umems = place.held;
     let srq = (rq_type == RQ_SRQ).then(|| qpc::srqn_rmpn_xrqn.get(&c) as u32);
     // Only a target belongs to its XRC domain (mlx5_ib gives initiators and every other QP a
     // domain of its own, xrcdn0/1, that nothing uses).
