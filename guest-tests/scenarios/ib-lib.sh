@@ -103,12 +103,20 @@ ipoib_run() {
   # iputils' ping (busybox's applet is first in PATH: its raw socket overflows when a TCG guest stalls)
   PING=/usr/bin/ping; [ -x $PING ] || PING=ping
   ipof() { echo 192.168.23.$(($1 + 1)); }
-  # pings MODE: every peer, first until one answers (ARP/path/CM set-up), then PINGS at 10 ms
+  # pings MODE: every peer, first until one answers (ARP/path/CM set-up), then PINGS at 10 ms. Without a
+  # deadline, iputils' ping waits after its last probe only twice the largest RTT seen (schedule_exit),
+  # and a TCG guest stalled that long at the end turns a late reply into a loss; with one (-w) it waits
+  # for PINGS replies, sending a probe more while one is outstanding. The verdict is therefore which of
+  # the sequence numbers 1..PINGS were never answered (missing=COUNT[:SEQ,...]; replies come in order).
   pings() {
     for p in $(peers); do
       _i=0; until ping -c 1 -W 1 "$(ipof $p)" > /dev/null 2>&1; do _i=$((_i + 1)); [ $_i -lt 60 ] || break; done
       _t0=$(vr_now)
-      _o=$($PING -q -i 0.01 -W 2 -c "$PINGS" "$(ipof $p)" 2>&1 | grep -E "transmitted|rtt|round-trip")
+      _o=$($PING -i 0.01 -W 2 -w $((PINGS / 20 + 30)) -c "$PINGS" "$(ipof $p)" 2>&1 | awk -v n="$PINGS" '
+        /icmp_seq=/ { for (i = 1; i <= NF; i++) if ($i ~ /^icmp_seq=/) got[substr($i, 10) + 0] = 1; next }
+        /transmitted|rtt|round-trip/ { print }
+        END { c = 0; m = ""; for (q = 1; q <= n; q++) if (!(q in got)) { if (c < 10) m = m q ","; c++ }
+              print "missing=" c (c ? ":" m : "") }')
       echo "IPOIB-PING $1 g$G->g$p first-after=$_i seconds=$(vr_since $_t0) $(echo $_o | tr '\n' ' ')"
     done
   }

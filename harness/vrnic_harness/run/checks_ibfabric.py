@@ -232,8 +232,12 @@ def check_ipoib(ctx):
                     continue
                 say("IPOIB ping %s g%d->g%d: %s sent, %s received, %s%% loss, avg rtt %s ms" % (
                     mode, a, b, m.group(1), m.group(2), m.group(3), rtt.group(1) if rtt else "?"))
-                if int(m.group(1)) < 100 or m.group(1) != m.group(2):
-                    errs.append("%s g%d->g%d: %s/%s received" % (mode, a, b, m.group(2), m.group(1)))
+                # ping runs with a deadline: it sends until it has its count of replies (a probe more
+                # while one is late), so the verdict is the sequence numbers never answered
+                missing = re.search(r"missing=(\d+)(?::(\S+))?", rest)
+                if int(m.group(2)) < 100 or not missing or missing.group(1) != "0":
+                    errs.append("%s g%d->g%d: %s/%s received, never answered: %s" % (
+                        mode, a, b, m.group(2), m.group(1), missing.group(2) if missing else "(no count)"))
     runs = {(mode, d): (out, int(tries)) for mode, d, out, tries in IPOIB_IPERF_RX.findall(text)}
     for mode in ("datagram", "connected"):
         for d, what in (("fwd", "g1->g0"), ("rev", "g0->g1")):
