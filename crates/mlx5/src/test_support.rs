@@ -201,6 +201,24 @@ pub(crate) fn cmd(opcode: u32, op_mod: u16, len: usize) -> Vec<u8> {
     v
 }
 
+/// `input` issued by user context `uid` (the header's uid).
+pub(crate) fn by(uid: u16, mut input: Vec<u8>) -> Vec<u8> {
+    ifc::mbox_in::uid.set(&mut input, uid as u64);
+    input
+}
+
+/// A new user context (CREATE_UCTX); its uid.
+pub(crate) fn create_uctx(t: &mut Bench) -> u16 {
+    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_CREATE_UCTX, 0, ifc::create_uctx_in::SIZE), ifc::create_uctx_out::SIZE);
+    ifc::create_uctx_out::uid.get(&o) as u16
+}
+
+/// A PD of user context `uid`.
+pub(crate) fn alloc_pd(t: &mut Bench, uid: u16) -> u32 {
+    let o = t.ok(&by(uid, cmd(ifc::MLX5_CMD_OP_ALLOC_PD, 0, 16)), 16);
+    ifc::alloc_pd_out::pd.get(&o) as u32
+}
+
 /// CREATE_QP's input: a QP of type `st` with 16-entry RQ and SQ in `buf`,
 /// `cqn` as both CQs.
 pub(crate) fn create_qp_in(st: u64, pd: u32, uar: u32, cqn: u32, buf: u64) -> Vec<u8> {

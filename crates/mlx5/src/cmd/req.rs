@@ -88,17 +88,16 @@ impl Req<'_> {
 
     /// Reads `n` 64-bit page addresses of a `pas[]` array (low 12 bits masked).
     pub fn pas(&self, a: Array, n: usize) -> Result<Vec<u64>, CmdErr> {
+        Ok(self.entries(a, n)?.into_iter().map(|e| e & !0xfff).collect())
+    }
+
+    /// `n` 64-bit entries of array `a`, whole (an MTT entry's permission bits with its address).
+    pub fn entries(&self, a: Array, n: usize) -> Result<Vec<u64>, CmdErr> {
         let start = (a.bit_off / 8) as usize;
         let end =
             n.checked_mul(8).and_then(|b| b.checked_add(start)).ok_or(fail!(status::BAD_INP_LEN, REQ_PAS_OVERFLOW))?;
-        if end > self.input.len() {
-            return Err(fail!(status::BAD_INP_LEN, REQ_SHORT_PAS));
-        }
-        Ok((0..n)
-            .map(|i| {
-                u64::from_be_bytes(self.input[start + i * 8..start + i * 8 + 8].try_into().expect("8 bytes")) & !0xfff
-            })
-            .collect())
+        let bytes = self.input.get(start..end).ok_or(fail!(status::BAD_INP_LEN, REQ_SHORT_PAS))?;
+        Ok(bytes.chunks_exact(8).map(|c| u64::from_be_bytes(c.try_into().expect("8 bytes"))).collect())
     }
 }
 

@@ -160,7 +160,7 @@ syndromes! {
     ARM_XRC_SRQ_BAD_RES = 0x7e03_0091;
     ARM_XRC_SRQ_BAD_PARAM_2 = 0x7e03_0092;
     MODIFY_RMP_BAD_RES_2 = 0x7e03_0093;
-    /// CREATE_CQ/CREATE_QP: a `*_umem_id` naming no umem of the caller's (BAD_RES).
+    /// CREATE_CQ: a `*_umem_id` naming no umem of the caller's (BAD_RES).
     CREATE_CQ_UMEM = 0x7e03_0094;
     /// CREATE_CQ: a umem range outside the umem, a split doorbell record, or read-only pages the
     /// device would write (BAD_PARAM).

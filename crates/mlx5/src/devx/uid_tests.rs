@@ -3,12 +3,6 @@
 use crate::cmd::syndrome as syn;
 use crate::test_support::*;
 
-/// `input` issued by user context `uid`.
-fn by(uid: u16, mut input: Vec<u8>) -> Vec<u8> {
-    ifc::mbox_in::uid.set(&mut input, uid as u64);
-    input
-}
-
 /// A brought-up function with `uctxs` user contexts, and its first UAR page (the kernel's).
 fn bench(uctxs: usize) -> (Bench, u32) {
     let mut t = Bench::with_limits(Limits { uctxs, ..Limits::default() });
@@ -16,20 +10,10 @@ fn bench(uctxs: usize) -> (Bench, u32) {
     (t, uar)
 }
 
-fn create_uctx(t: &mut Bench) -> u16 {
-    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_CREATE_UCTX, 0, ifc::create_uctx_in::SIZE), ifc::create_uctx_out::SIZE);
-    ifc::create_uctx_out::uid.get(&o) as u16
-}
-
 fn destroy_uctx(uid: u16) -> Vec<u8> {
     let mut i = cmd(ifc::MLX5_CMD_OP_DESTROY_UCTX, 0, ifc::destroy_uctx_in::SIZE);
     ifc::destroy_uctx_in::uid.set(&mut i, uid as u64);
     i
-}
-
-fn alloc_pd(t: &mut Bench, uid: u16) -> u32 {
-    let o = t.ok(&by(uid, cmd(ifc::MLX5_CMD_OP_ALLOC_PD, 0, 16)), 16);
-    ifc::alloc_pd_out::pd.get(&o) as u32
 }
 
 fn dealloc_pd(uid: u16, pd: u32) -> Vec<u8> {

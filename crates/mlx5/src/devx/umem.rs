@@ -15,6 +15,8 @@
 //! [`super::umem_cmd`].
 
 use super::uid::{self, Kind};
+use crate::cmd::req::CmdErr;
+use crate::cmd::status;
 use vrnic_engine::table::Table;
 
 /// `MLX5_IB_MTT_READ`.
@@ -66,42 +68,54 @@ pub struct QueueBuf {
 }
 
 /// A create placing its queue buffer and doorbell record, each in the mailbox's terms or (DevX)
-/// in the caller's umems; `held` gathers the umems used, for the object to keep.
+/// in the caller's umems; `held` gathers the umems used, for the object to keep. A refused umem
+/// reference fails the command with the create's own syndromes: `unknown` (BAD_RES: no such umem
+/// of the caller's) or `range` (BAD_PARAM: outside the umem, a split record, read-only pages).
 pub struct Placing<'a> {
     umems: &'a Umems,
     caller: u16,
+    unknown: u32,
+    range: u32,
     pub held: Vec<u32>,
 }
 
 impl<'a> Placing<'a> {
-    pub fn new(umems: &'a Umems, caller: u16) -> Placing<'a> {
-        Placing { umems, caller, held: Vec::new() }
+    pub fn new(umems: &'a Umems, caller: u16, unknown: u32, range: u32) -> Placing<'a> {
+        Placing { umems, caller, unknown, range, held: Vec::new() }
     }
 
-    /// With `in_umem`: `bytes` at `offset` in umem `id`; otherwise None (the page list is the
-    /// mailbox's).
+    fn refused(&self, e: UmemRefused) -> CmdErr {
+        match e {
+            UmemRefused::Unknown => CmdErr { status: status::BAD_RES, syndrome: self.unknown },
+            UmemRefused::OutOfRange | UmemRefused::ReadOnly => {
+                CmdErr { status: status::BAD_PARAM, syndrome: self.range }
+            }
+        }
+    }
+
+    /// With `in_umem`: `bytes` at `offset` in umem `id`; otherwise the page list `mailbox` reads.
     pub fn queue(
         &mut self,
         in_umem: bool,
-        id: u32,
-        offset: u64,
+        (id, offset): (u32, u64),
         bytes: u64,
         write: bool,
-    ) -> Result<Option<QueueBuf>, UmemRefused> {
+        mailbox: impl FnOnce() -> Result<QueueBuf, CmdErr>,
+    ) -> Result<QueueBuf, CmdErr> {
         if !in_umem {
-            return Ok(None);
+            return mailbox();
         }
-        let b = self.umems.resolve(self.caller, id, offset, bytes, write)?;
+        let b = self.umems.resolve(self.caller, id, offset, bytes, write).map_err(|e| self.refused(e))?;
         self.held.push(id);
-        Ok(Some(b))
+        Ok(b)
     }
 
     /// A doorbell record: `addr` itself, or with `in_umem` the record `addr` bytes into umem `id`.
-    pub fn dbr(&mut self, in_umem: bool, id: u32, addr: u64, write: bool) -> Result<u64, UmemRefused> {
+    pub fn dbr(&mut self, in_umem: bool, id: u32, addr: u64, write: bool) -> Result<u64, CmdErr> {
         if !in_umem {
             return Ok(addr);
         }
-        let a = self.umems.dbr_addr(self.caller, id, addr, write)?;
+        let a = self.umems.dbr_addr(self.caller, id, addr, write).map_err(|e| self.refused(e))?;
         self.held.push(id);
         Ok(a)
     }

@@ -4,7 +4,7 @@
 use super::uid;
 use super::umem::{Umem, MAX_LOG_PAGE_SIZE, MAX_MTT_ENTRIES, MTT_READ};
 use super::DevxCx;
-use crate::cmd::req::{fail, out, CmdErr, CmdResult, Req};
+use crate::cmd::req::{fail, out, CmdResult, Req};
 use crate::cmd::status;
 use crate::ifc;
 
@@ -24,7 +24,7 @@ pub fn create_umem(cx: &mut DevxCx<'_>, r: &Req<'_>) -> CmdResult {
     if n > MAX_MTT_ENTRIES {
         return Err(fail!(status::LIM, CREATE_UMEM_LIM));
     }
-    let mtt = read_mtt(r, n as usize)?;
+    let mtt = r.entries(ifc::create_umem_in::umem::mtt, n as usize)?;
     let align = (1u64 << (12 + log_page_size as u32)) - 1;
     if mtt.iter().any(|e| (e & !0xfff) & align != 0 || e & MTT_READ == 0) {
         // Pages not aligned to their size, or not readable: nothing mlx5_ib builds.
@@ -35,15 +35,6 @@ pub fn create_umem(cx: &mut DevxCx<'_>, r: &Req<'_>) -> CmdResult {
     let mut o = out(ifc::create_umem_out::SIZE);
     ifc::create_umem_out::umem_id.set(&mut o, id as u64);
     Ok(o)
-}
-
-/// `mtt[]` of a CREATE_UMEM, entries whole (the permission bits with the address).
-fn read_mtt(r: &Req<'_>, n: usize) -> Result<Vec<u64>, CmdErr> {
-    let start = ifc::create_umem_in::umem::mtt.bit_off as usize / 8;
-    let end =
-        n.checked_mul(8).and_then(|b| b.checked_add(start)).ok_or(fail!(status::BAD_INP_LEN, REQ_PAS_OVERFLOW))?;
-    let bytes = r.input.get(start..end).ok_or(fail!(status::BAD_INP_LEN, REQ_SHORT_PAS))?;
-    Ok(bytes.chunks_exact(8).map(|c| u64::from_be_bytes(c.try_into().expect("8 bytes"))).collect())
 }
 
 pub fn destroy_umem(cx: &mut DevxCx<'_>, r: &Req<'_>) -> CmdResult {

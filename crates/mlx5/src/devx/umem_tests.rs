@@ -11,12 +11,6 @@ use crate::test_support::*;
 const PAGES: [u64; 3] = [0x200000, 0x210000, 0x205000];
 const CQ_BUF: u64 = 0x300000;
 
-/// `input` issued by user context `uid`.
-fn by(uid: u16, mut input: Vec<u8>) -> Vec<u8> {
-    ifc::mbox_in::uid.set(&mut input, uid as u64);
-    input
-}
-
 /// CREATE_UMEM of `mtt` (entries whole: address | permission bits), 4 KiB << `log_page_size`
 /// pages, the memory starting `page_offset` bytes into the first.
 fn create_umem(uid: u16, mtt: &[u64], log_page_size: u64, page_offset: u64) -> Vec<u8> {
@@ -56,10 +50,8 @@ fn port() -> (Bench, Proc) {
     let uar = t.up();
     let eqn = t.eq(uar, 0, 0, 0x100000);
     let cqn = t.cq(uar, eqn, CQ_BUF);
-    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_CREATE_UCTX, 0, ifc::create_uctx_in::SIZE), ifc::create_uctx_out::SIZE);
-    let uid = ifc::create_uctx_out::uid.get(&o) as u16;
-    let o = t.ok(&by(uid, cmd(ifc::MLX5_CMD_OP_ALLOC_PD, 0, 16)), 16);
-    let pd = ifc::alloc_pd_out::pd.get(&o) as u32;
+    let uid = create_uctx(&mut t);
+    let pd = alloc_pd(&mut t, uid);
     (t, Proc { uid, pd, uar, cqn })
 }
 
@@ -98,9 +90,8 @@ fn destroy_sq(uid: u16, sqn: u32) -> Vec<u8> {
 
 #[test]
 fn a_umem_is_registered_by_its_process_and_checked() {
-    let (mut t, _) = port();
-    let (uid, other) = (1u16, 2u16);
-    t.ok(&cmd(ifc::MLX5_CMD_OP_CREATE_UCTX, 0, ifc::create_uctx_in::SIZE), ifc::create_uctx_out::SIZE);
+    let (mut t, p) = port();
+    let (uid, other) = (p.uid, create_uctx(&mut t));
     let id = umem_id(&t.ok(&create_umem(uid, &rw(&PAGES), 0, 0x80), ifc::create_umem_out::SIZE));
     assert_ne!(id, 0);
     let u = t.fw.umems.get(id).expect("registered");
@@ -181,10 +172,8 @@ fn a_queue_reaches_only_its_own_umem_and_only_inside_it() {
     // A umem that does not exist answers as one of another process does: BAD_RES.
     assert_eq!(t.fails(&sq(77, 0, id, 0), 16), (status::BAD_RES, syn::ETH_WQ_UMEM));
     // Another process may not name it (the uid gate), nor place its doorbell record there.
-    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_CREATE_UCTX, 0, ifc::create_uctx_in::SIZE), ifc::create_uctx_out::SIZE);
-    let other = ifc::create_uctx_out::uid.get(&o) as u16;
-    let o = t.ok(&by(other, cmd(ifc::MLX5_CMD_OP_ALLOC_PD, 0, 16)), 16);
-    let other_pd = ifc::alloc_pd_out::pd.get(&o) as u32;
+    let other = create_uctx(&mut t);
+    let other_pd = alloc_pd(&mut t, other);
     let mine = umem_id(&t.ok(&create_umem(other, &rw(&PAGES), 0, 0), 16));
     let theirs = create_sq(Proc { uid: other, pd: other_pd, ..p }, mine, 0, id, 0);
     assert_eq!(t.fails(&theirs, 16), (status::BAD_RES, syn::UID_FOREIGN_REFERENCE));
@@ -304,10 +293,8 @@ fn a_cq_needs_writable_pages_and_a_qp_its_own_umem() {
     );
     assert_eq!(t.fails(&create_rc_qp(p, cqn, 99, 0, id, 0), 16), (status::BAD_RES, syn::CREATE_QP_UMEM));
     // Another process's umem, for the buffer or for the record: the uid gate.
-    let o = t.ok(&cmd(ifc::MLX5_CMD_OP_CREATE_UCTX, 0, ifc::create_uctx_in::SIZE), ifc::create_uctx_out::SIZE);
-    let other = ifc::create_uctx_out::uid.get(&o) as u16;
-    let o = t.ok(&by(other, cmd(ifc::MLX5_CMD_OP_ALLOC_PD, 0, 16)), 16);
-    let q = Proc { uid: other, pd: ifc::alloc_pd_out::pd.get(&o) as u32, ..p };
+    let other = create_uctx(&mut t);
+    let q = Proc { uid: other, pd: alloc_pd(&mut t, other), ..p };
     let foreign = (status::BAD_RES, syn::UID_FOREIGN_REFERENCE);
     assert_eq!(t.fails(&create_cq(q, id, 0, id, 0), 16), foreign);
     assert_eq!(t.fails(&create_rc_qp(q, q.cqn, id, 0, id, 0), 16), foreign);

@@ -12,8 +12,9 @@ use super::EthCx;
 use crate::cmd::dispatch::{command, Command};
 use crate::cmd::req::{eng, fail, out, CmdErr, CmdResult, Req};
 use crate::cmd::status;
+use crate::cmd::syndrome;
 use crate::core::MlxEngine;
-use crate::devx::umem::{Placing, UmemRefused};
+use crate::devx::umem::{Placing, QueueBuf};
 use crate::fields::Field;
 use crate::firmware::Firmware;
 use crate::ifc::{
@@ -159,21 +160,17 @@ fn create_wq(cx: &mut EthCx<'_>, r: &Req<'_>, send: bool, cqn: u32) -> Result<Wo
     let stride = 1usize << log_stride;
     let bytes = entries as u64 * stride as u64;
     // The buffer: a page list, or a range of one of the process's umems (DevX).
-    let mut place = Placing::new(cx.umems, r.uid);
-    let in_umem = w(wq::wq_umem_valid) != 0;
-    let (pas, log_page_size, page_offset) =
-        match place.queue(in_umem, w(wq::wq_umem_id) as u32, w(wq::wq_umem_offset), bytes, false) {
-            Ok(Some(b)) => (b.pas, b.log_page_size, b.page_offset),
-            Ok(None) => {
-                let page_offset = page_offset_bytes(w(wq::page_offset), log_page_size);
-                let pas_list = create_sq_in::ctx::wq::pas;
-                (r.pas(pas_list, pages_for(bytes, log_page_size, page_offset))?, log_page_size, page_offset)
-            }
-            Err(e) => return Err(umem_refused(e)),
-        };
+    let mut place = Placing::new(cx.umems, r.uid, syndrome::ETH_WQ_UMEM, syndrome::ETH_WQ_UMEM_RANGE);
+    let at = (w(wq::wq_umem_id) as u32, w(wq::wq_umem_offset));
+    let QueueBuf { pas, log_page_size, page_offset } =
+        place.queue(w(wq::wq_umem_valid) != 0, at, bytes, false, || {
+            let page_offset = page_offset_bytes(w(wq::page_offset), log_page_size);
+            let pas = r.pas(create_sq_in::ctx::wq::pas, pages_for(bytes, log_page_size, page_offset))?;
+            Ok(QueueBuf { pas, log_page_size, page_offset })
+        })?;
     // The doorbell record: a guest address, or an offset in a umem.
     let in_umem = w(wq::dbr_umem_valid) != 0;
-    let dbr_addr = place.dbr(in_umem, w(wq::dbr_umem_id) as u32, w(wq::dbr_addr), false).map_err(umem_refused)?;
+    let dbr_addr = place.dbr(in_umem, w(wq::dbr_umem_id) as u32, w(wq::dbr_addr), false)?;
     let umems = place.held;
     let pd = w(wq::pd) as u32;
     let create = QpCreate {
@@ -210,15 +207,6 @@ fn create_wq(cx: &mut EthCx<'_>, r: &Req<'_>, send: bool, cqn: u32) -> Result<Wo
     };
     let qpn = eng!(cx.core.engine.create_qp_with(create, qp_ctx), ETH_WQ_ENGINE)?;
     Ok(WorkQueue { qpn, ctx })
-}
-
-/// A umem reference of a CREATE_SQ/CREATE_RQ the device refuses: an unknown umem or another
-/// process's answers as if it did not exist (BAD_RES); a range outside it is a bad parameter.
-fn umem_refused(e: UmemRefused) -> CmdErr {
-    match e {
-        UmemRefused::Unknown => fail!(status::BAD_RES, ETH_WQ_UMEM),
-        UmemRefused::OutOfRange | UmemRefused::ReadOnly => fail!(status::BAD_PARAM, ETH_WQ_UMEM_RANGE),
-    }
 }
 
 /// `QpCtx.st` of an Ethernet SQ/RQ (`MLX5_QP_ST_RAW_ETHERTYPE`; no QP command accepts it).

@@ -1,10 +1,11 @@
 //! CQ commands: CREATE/DESTROY/QUERY/MODIFY_CQ. The engine keeps the CQ's
 //! counters; this layer keeps its mlx5 context (buffer, doorbell record).
 
-use crate::cmd::req::{eng, fail, out, CmdErr, CmdResult, Req};
+use crate::cmd::req::{eng, fail, out, CmdResult, Req};
 use crate::cmd::status;
+use crate::cmd::syndrome;
 use crate::datapath::{CqCtx, CQ_ARM_UNSET};
-use crate::devx::umem::{Placing, UmemRefused};
+use crate::devx::umem::{Placing, QueueBuf};
 use crate::ifc::{self, rdma_core};
 use crate::queue_buf::{page_offset_bytes, pages_for};
 use crate::rdma::RdmaCx;
@@ -38,18 +39,15 @@ pub fn create_cq(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     let bytes = (cqe_size as u64) << log_size;
     // The buffer and the doorbell record: in the mailbox, or (DevX) in the process's umems; the
     // device writes both (the CQEs, the record's arm word at create).
-    let mut place = Placing::new(cx.umems, r.uid);
-    let (in_umem, id) = (r.get(ifc::create_cq_in::cq_umem_valid) != 0, r.get(rdma_core::create_cq_in::cq_umem_id));
-    let offset = r.get(rdma_core::create_cq_in::cq_umem_offset);
-    let (pas, log_page_size, page_offset) = match place.queue(in_umem, id as u32, offset, bytes, true) {
-        Ok(Some(b)) => (b.pas, b.log_page_size, b.page_offset),
-        Ok(None) => {
-            (r.pas(ifc::create_cq_in::pas, pages_for(bytes, log_page_size, page_offset))?, log_page_size, page_offset)
-        }
-        Err(e) => return Err(cq_umem_refused(e)),
-    };
+    let mut place = Placing::new(cx.umems, r.uid, syndrome::CREATE_CQ_UMEM, syndrome::CREATE_CQ_UMEM_RANGE);
+    let in_umem = r.get(ifc::create_cq_in::cq_umem_valid) != 0;
+    let at = (r.get(rdma_core::create_cq_in::cq_umem_id) as u32, r.get(rdma_core::create_cq_in::cq_umem_offset));
+    let QueueBuf { pas, log_page_size, page_offset } = place.queue(in_umem, at, bytes, true, || {
+        let pas = r.pas(ifc::create_cq_in::pas, pages_for(bytes, log_page_size, page_offset))?;
+        Ok(QueueBuf { pas, log_page_size, page_offset })
+    })?;
     let (in_umem, id) = (c::dbr_umem_valid.get(r.input) != 0, r.get(rdma_core::create_cq_in::dbr_umem_id));
-    let dbr_addr = place.dbr(in_umem, id as u32, c::dbr_addr.get(r.input), true).map_err(cq_umem_refused)?;
+    let dbr_addr = place.dbr(in_umem, id as u32, c::dbr_addr.get(r.input), true)?;
     let umems = place.held;
     let cqc = r.sub(ifc::create_cq_in::cq_context)?;
     if !cx.core.eqs.contains(eqn) {
@@ -83,15 +81,6 @@ pub fn create_cq(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     let mut o = out(ifc::create_cq_out::SIZE);
     ifc::create_cq_out::cqn.set(&mut o, cqn as u64);
     Ok(o)
-}
-
-/// A umem reference of a CREATE_CQ the device refuses (an unknown umem or another process's does
-/// not exist for the caller).
-fn cq_umem_refused(e: UmemRefused) -> CmdErr {
-    match e {
-        UmemRefused::Unknown => fail!(status::BAD_RES, CREATE_CQ_UMEM),
-        UmemRefused::OutOfRange | UmemRefused::ReadOnly => fail!(status::BAD_PARAM, CREATE_CQ_UMEM_RANGE),
-    }
 }
 
 pub fn destroy_cq(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {

@@ -10,7 +10,8 @@
 use super::state::QpCtx;
 use crate::cmd::req::{eng, fail, out, CmdErr, CmdResult, Req};
 use crate::cmd::status;
-use crate::devx::umem::{Placing, UmemRefused};
+use crate::cmd::syndrome;
+use crate::devx::umem::{Placing, QueueBuf};
 use crate::fields::Field;
 use crate::ifc::{self, qpc, rdma_core};
 use crate::queue_buf::{page_offset_bytes, pages_for};
@@ -42,15 +43,6 @@ fn qp_type(st: u8) -> Option<QpType> {
         ST_REG_UMR => QpType::RegUmr,
         _ => return None,
     })
-}
-
-/// A umem reference of a CREATE_QP the device refuses (an unknown umem or another process's does
-/// not exist for the caller).
-fn qp_umem_refused(e: UmemRefused) -> CmdErr {
-    match e {
-        UmemRefused::Unknown => fail!(status::BAD_RES, CREATE_QP_UMEM),
-        UmemRefused::OutOfRange | UmemRefused::ReadOnly => fail!(status::BAD_PARAM, CREATE_QP_UMEM_RANGE),
-    }
 }
 
 /// The qpc of a command input (`*_qp_in.qpc` sits at the same place in all of them).
@@ -89,19 +81,15 @@ pub fn create_qp(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
     let sq_entries = if no_sq { 0 } else { 1u32 << log_sq_size };
     let bytes = rq_entries as u64 * rq_stride as u64 + sq_entries as u64 * 64;
     // The buffer and the doorbell record: in the mailbox, or (DevX) in the process's umems.
-    let mut place = Placing::new(cx.umems, r.uid);
+    let mut place = Placing::new(cx.umems, r.uid, syndrome::CREATE_QP_UMEM, syndrome::CREATE_QP_UMEM_RANGE);
     let in_umem = r.get(ifc::create_qp_in::wq_umem_valid) != 0 && bytes != 0;
-    let (id, offset) = (r.get(ifc::create_qp_in::wq_umem_id) as u32, r.get(ifc::create_qp_in::wq_umem_offset));
-    let (pas, log_page_size, page_offset) = match place.queue(in_umem, id, offset, bytes, false) {
-        Ok(Some(b)) => (b.pas, b.log_page_size, b.page_offset),
-        Ok(None) => {
-            let npages = if bytes == 0 { 0 } else { pages_for(bytes, log_page_size, page_offset) };
-            (r.pas(ifc::create_qp_in::pas, npages)?, log_page_size, page_offset)
-        }
-        Err(e) => return Err(qp_umem_refused(e)),
-    };
+    let at = (r.get(ifc::create_qp_in::wq_umem_id) as u32, r.get(ifc::create_qp_in::wq_umem_offset));
+    let QueueBuf { pas, log_page_size, page_offset } = place.queue(in_umem, at, bytes, false, || {
+        let npages = if bytes == 0 { 0 } else { pages_for(bytes, log_page_size, page_offset) };
+        Ok(QueueBuf { pas: r.pas(ifc::create_qp_in::pas, npages)?, log_page_size, page_offset })
+    })?;
     let (in_umem, id) = (qpc::dbr_umem_valid.get(&c) != 0, r.get(rdma_core::create_qp_in::dbr_umem_id) as u32);
-    let dbr_addr = place.dbr(in_umem, id, qpc::dbr_addr.get(&c), false).map_err(qp_umem_refused)?;
+    let dbr_addr = place.dbr(in_umem, id, qpc::dbr_addr.get(&c), false)?;
     let umems = place.held;
     let srq = (rq_type == RQ_SRQ).then(|| qpc::srqn_rmpn_xrqn.get(&c) as u32);
     // Only a target belongs to its XRC domain (mlx5_ib gives initiators and every other QP a
