@@ -6,7 +6,9 @@ the guests are told to go on (qemu/guest/init resets them and begins the next).
 A boot that cannot start, or whose guests never reach their first scenario, fails every unit left in it with that
 reason. After a unit that failed (or timed out, or left the guest in a state the reset could not undo) the boot ends
 and the units after it get a new boot: none of them runs in the state a failure left behind."""
+import json
 import os
+import re
 import resource
 import shutil
 import threading
@@ -264,6 +266,25 @@ def run_window(boot, unit, index, stats_before, results):
 
 
 # ---- one boot -------------------------------------------------------------------------------------------------------
+# The counters that say why traffic failed (retries, drops, NAKs, errors): a failed unit's log shows each server's
+# nonzero ones for the unit's window, and out/<boot>/stats-<unit>-g<i>.json keeps the whole delta.
+TROUBLE_COUNTERS = r".*(retrans|timeout|drop|dup|nak|err|retry|rnr|seq|lost|invalid|refus|overflow|late).*"
+
+
+def say_failed_stats(boot_tag, unit_tag, ctx):
+    for i, (b, a) in enumerate(zip(ctx.stats_before, ctx.stats_after or [])):
+        if a is None:
+            say("[run] %s g%d stats: the server did not answer" % (unit_tag, i))
+            continue
+        d = stats.delta(b, a)
+        with open(os.path.join(OUT, boot_tag, "stats-%s-g%d.json" % (unit_tag, i)), "w") as f:
+            json.dump(d, f, indent=1)
+        rx = re.compile(TROUBLE_COUNTERS)
+        moved = {k: v for k, v in stats.paths(d).items() if v and rx.fullmatch(k.rsplit(".", 1)[-1])}
+        say("[run] %s g%d stats in the window: %s" % (unit_tag, i, " ".join(
+            "%s=%d" % kv for kv in sorted(moved.items())) or "no retry, drop, NAK or error counter moved"))
+
+
 def boot_dir(bp):
     """The boot's directory (sockets, server logs, captures): named by its tag, so the trap and the poll boot of one
     scenario, side by side, never share one."""
@@ -317,6 +338,8 @@ def run_boot(env, units, results):
                     results.fail(x, w.reason_)
                 return len(units)
             reason = results.judge(u, w.ctx, w.reason_, time.time() - tu)
+            if reason:
+                say_failed_stats(bp.tag, u.tag, w.ctx)
             done += 1
             before = w.ctx.stats_after
             if reason or not w.began or not w.go_on():

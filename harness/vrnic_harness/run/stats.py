@@ -63,6 +63,19 @@ def counters(st, pattern):
     return {k: v for k, v in leaves(st) if rx.fullmatch(k) and isinstance(v, int) and not isinstance(v, bool)}
 
 
+def paths(st, prefix=""):
+    """{dotted path: value} of every integer value in st (a list's items as path[index])."""
+    out = {}
+    items = st.items() if isinstance(st, dict) else enumerate(st) if isinstance(st, list) else []
+    for k, v in items:
+        p = "%s[%d]" % (prefix, k) if isinstance(st, list) else (prefix + "." + k if prefix else k)
+        if isinstance(v, (dict, list)):
+            out.update(paths(v, p))
+        elif isinstance(v, int) and not isinstance(v, bool):
+            out[p] = v
+    return out
+
+
 def objects(st):
     """(name, value) of every object below st, depth first."""
     out = []
