@@ -1,6 +1,7 @@
 //! UMR WQE decoding and application: arbitrary bytes as a REG_UMR WQE (control segment first), applied to a
-//! free MTT key whose mkc and translation bytes also come from the input. Nothing may panic, allocate past
-//! the key's table or translate outside what the entries say.
+//! free MTT, KLM or KSM key (the first byte's bits 1-2 pick) whose mkc and translation bytes also come from the
+//! input; the result translated through itself and a physical key. Nothing may panic, allocate past the key's
+//! table, recurse without end or translate outside what the entries say.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use vrnic_engine::{Access, Mkey, Translation};
@@ -23,7 +24,11 @@ fuzz_target!(|data: &[u8]| {
         start: 0,
         length: 0,
         whole_space: false,
-        translation: Translation::Mtt { page_shift: 12, pages: Vec::new() },
+        translation: match (data[0] >> 1) & 3 {
+            1 => Translation::Klm { entries: Vec::new() },
+            2 => Translation::Ksm { entry_shift: 12, entries: Vec::new() },
+            _ => Translation::Mtt { page_shift: 12, pages: Vec::new() },
+        },
         free: data[0] & 1 == 0,
         uid: 0,
     };
@@ -35,9 +40,16 @@ fuzz_target!(|data: &[u8]| {
     let _ = umr::parse_klms(&xlt);
     if let Ok((k, c)) = umr::apply(&old, &mkc, &u, &xlt, |pd| pd < 4) {
         assert_eq!(c.len(), 64);
-        if let Translation::Mtt { pages, .. } = &k.translation {
-            assert!(pages.len() as u64 <= umr::MAX_MTT_ENTRIES);
+        match &k.translation {
+            Translation::Mtt { pages, .. } => assert!(pages.len() as u64 <= umr::MAX_MTT_ENTRIES),
+            Translation::Klm { entries } | Translation::Ksm { entries, .. } => {
+                assert!(entries.len() as u64 <= umr::MAX_INDIRECT_ENTRIES)
+            }
+            _ => {}
         }
-        let _ = k.translate(k.start, k.length.min(1 << 20), k.pd, Access::LOCAL_READ);
+        // Entry keys: the key itself (by any variant: a loop) and one physical key over everything.
+        let phys = Mkey { translation: Translation::Physical, whole_space: true, access: Access(0xf), free: false, ..old };
+        let keys = |key: u32| if key & 0xff00 == 0 { Some(&phys) } else { Some(&k) };
+        let _ = k.translate_via(k.start, k.length.min(1 << 20), k.pd, Access::LOCAL_READ, &keys);
     }
 });

@@ -1,5 +1,6 @@
 //! One device instance's engine: its limits and every verbs object.
 
+use super::mkey::*;
 use super::objects::*;
 use super::personality::{Personality, Slot};
 use super::qp::Qp;
@@ -155,11 +156,15 @@ impl<P: Personality> Engine<P> {
         self.xrcds.remove(n).map(|_| ()).ok_or(EngineError::NoSuch(Kind::Xrcd, n))
     }
 
-    /// Translation entries held by all keys (the device memory their MTTs take).
+    /// Translation entries held by all keys (the device memory their MTT, KLM and KSM tables take).
     pub fn mtt_entries(&self) -> usize {
         self.mkeys
             .iter()
-            .map(|(_, k)| if let Translation::Mtt { pages, .. } = &k.translation { pages.len() } else { 0 })
+            .map(|(_, k)| match &k.translation {
+                Translation::Mtt { pages, .. } => pages.len(),
+                Translation::Klm { entries } | Translation::Ksm { entries, .. } => entries.len(),
+                _ => 0,
+            })
             .sum()
     }
 
@@ -259,6 +264,20 @@ impl<P: Personality> Engine<P> {
     /// Looks a 32-bit key up: the index must exist and the variant match.
     pub fn lookup_key(&self, key: u32) -> Option<&Mkey> {
         self.mkeys.obj(key >> 8).filter(|m| m.variant == key as u8)
+    }
+
+    /// Translates `[va, va+len)` through 32-bit key `key` for PD `pd` with
+    /// rights `need`; an indirect key through the keys it names.
+    pub fn translate_key(
+        &self,
+        key: u32,
+        va: u64,
+        len: u64,
+        pd: u32,
+        need: Access,
+    ) -> Result<Vec<(u64, u64)>, KeyFault> {
+        let k = self.lookup_key(key).ok_or(KeyFault::BadKey)?;
+        k.translate_via(va, len, pd, need, &|k| self.lookup_key(k))
     }
 
     pub fn create_qp(&mut self, c: QpCreate) -> Result<u32, EngineError> {

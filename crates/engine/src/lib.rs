@@ -9,6 +9,7 @@
 
 pub mod instance;
 pub mod mem;
+pub mod mkey;
 pub mod objects;
 pub mod personality;
 pub mod qp;
@@ -43,6 +44,7 @@ mod ud_uc_tests;
 mod xrc_tests;
 
 pub use instance::{Engine, Limits, ObjectCounts, QpCreate, SrqCreate};
+pub use mkey::*;
 pub use objects::*;
 pub use personality::{Personality, Slot};
 pub use qp::Qp;

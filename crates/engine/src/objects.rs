@@ -1,4 +1,4 @@
-//! Verbs objects: PD, XRCD, UAR, EQ, CQ, SRQ, MKEY and QP, with the state and
+//! Verbs objects: PD, XRCD, UAR, EQ, CQ, SRQ and QP (memory keys: `mkey.rs`), with the state and
 //! attributes the transports act on (the QP itself is `qp.rs`). Nothing here
 //! knows mlx5 byte layouts.
 
@@ -84,109 +84,6 @@ pub struct Srq {
     pub uid: u16,
     /// Posted receive WQEs, oldest first.
     pub wqes: std::collections::VecDeque<super::verbs::RecvWr>,
-}
-
-/// How a memory key translates addresses.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Translation {
-    /// Virtual address == guest physical address.
-    Physical,
-    /// Pages of `1 << page_shift` bytes; `pages[i]` is the guest physical address of page i.
-    Mtt { page_shift: u8, pages: Vec<u64> },
-    /// On-device memory (MEMIC): virtual address `start` is device-memory
-    /// offset `base`; addresses come out tagged with [`DEVICE_MEMORY`].
-    DeviceMemory { base: u64 },
-}
-
-/// Tag of addresses in on-device memory rather than guest memory.
-pub const DEVICE_MEMORY: u64 = 1 << 63;
-
-/// Memory key (MR).
-#[derive(Debug, Clone)]
-pub struct Mkey {
-    /// The low 8 bits of the key the driver chose (`mkey_7_0`).
-    pub variant: u8,
-    pub pd: u32,
-    pub access: Access,
-    /// First virtual address covered.
-    pub start: u64,
-    pub length: u64,
-    /// Covers the whole 64-bit space (`length64`).
-    pub whole_space: bool,
-    pub translation: Translation,
-    /// Free (`MLX5_MKEY_STATUS_FREE`): exists but does not translate.
-    pub free: bool,
-    pub uid: u16,
-}
-
-/// Why a memory access through a key failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum KeyFault {
-    #[error("no such key")]
-    BadKey,
-    #[error("key in another protection domain")]
-    WrongPd,
-    #[error("access right missing")]
-    Access,
-    #[error("range outside the key")]
-    Bounds,
-}
-
-impl Mkey {
-    /// The 32-bit key: 24-bit index, 8-bit variant.
-    pub fn key(index: u32, variant: u8) -> u32 {
-        (index << 8) | variant as u32
-    }
-
-    /// Translates `[va, va+len)` into guest physical chunks, checking rights
-    /// and bounds first. A zero-length access is valid anywhere in the key.
-    pub fn translate(&self, va: u64, len: u64, pd: u32, need: Access) -> Result<Vec<(u64, u64)>, KeyFault> {
-        if self.free {
-            return Err(KeyFault::BadKey);
-        }
-        if self.pd != pd {
-            return Err(KeyFault::WrongPd);
-        }
-        if !self.access.contains(need) {
-            return Err(KeyFault::Access);
-        }
-        let end = va.checked_add(len).ok_or(KeyFault::Bounds)?;
-        if !self.whole_space {
-            let kend = self.start.checked_add(self.length).ok_or(KeyFault::Bounds)?;
-            if va < self.start || end > kend {
-                return Err(KeyFault::Bounds);
-            }
-        }
-        if len == 0 {
-            return Ok(Vec::new());
-        }
-        match &self.translation {
-            Translation::Physical => Ok(vec![(va, len)]),
-            Translation::DeviceMemory { base } => Ok(vec![(DEVICE_MEMORY | (base + (va - self.start)), len)]),
-            Translation::Mtt { page_shift, pages } => {
-                let ps = 1u64 << page_shift;
-                // Offset of the region's first byte inside its first page.
-                let base = self.start & !(ps - 1);
-                let mut out: Vec<(u64, u64)> = Vec::new();
-                let mut at = va;
-                while at < end {
-                    let idx = ((at - base) >> page_shift) as usize;
-                    let page = *pages.get(idx).ok_or(KeyFault::Bounds)?;
-                    let off = (at - base) & (ps - 1);
-                    let n = (ps - off).min(end - at);
-                    // A guest-supplied page address near the top of the space
-                    // translates nowhere (no wrap-around).
-                    let pa = page.checked_add(off).filter(|a| a.checked_add(n).is_some()).ok_or(KeyFault::Bounds)?;
-                    match out.last_mut() {
-                        Some((p, l)) if *p + *l == pa => *l += n,
-                        _ => out.push((pa, n)),
-                    }
-                    at += n;
-                }
-                Ok(out)
-            }
-        }
-    }
 }
 
 /// QP transport service type.
@@ -396,69 +293,6 @@ impl QpTransition {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn mkey(tr: Translation, start: u64, length: u64) -> Mkey {
-        Mkey {
-            variant: 0x42,
-            pd: 1,
-            access: Access::LOCAL_WRITE | Access::REMOTE_READ,
-            start,
-            length,
-            whole_space: false,
-            translation: tr,
-            free: false,
-            uid: 0,
-        }
-    }
-
-    #[test]
-    fn mtt_translation_crosses_pages_and_checks_bounds() {
-        // Region at VA 0x1800, length 0x2000, 4 KiB pages: pages cover 0x1000..0x4000.
-        let k = mkey(Translation::Mtt { page_shift: 12, pages: vec![0xa000, 0x5000, 0x6000] }, 0x1800, 0x2000);
-        assert_eq!(k.translate(0x1800, 0x10, 1, Access::REMOTE_READ), Ok(vec![(0xa800, 0x10)]));
-        // Crosses page 0 → 1 (discontiguous), then 1 → 2 (contiguous, merged).
-        assert_eq!(k.translate(0x1ff0, 0x1020, 1, Access::LOCAL_WRITE), Ok(vec![(0xaff0, 0x10), (0x5000, 0x1010)]));
-        assert_eq!(k.translate(0x17ff, 1, 1, Access::LOCAL_READ), Err(KeyFault::Bounds));
-        assert_eq!(k.translate(0x37ff, 2, 1, Access::LOCAL_READ), Err(KeyFault::Bounds));
-        assert_eq!(k.translate(u64::MAX, 2, 1, Access::LOCAL_READ), Err(KeyFault::Bounds));
-        assert_eq!(k.translate(0x1800, 1, 2, Access::LOCAL_READ), Err(KeyFault::WrongPd));
-        assert_eq!(k.translate(0x1800, 1, 1, Access::REMOTE_WRITE), Err(KeyFault::Access));
-        assert_eq!(k.translate(0x1800, 0, 1, Access::LOCAL_READ), Ok(vec![]));
-    }
-
-    #[test]
-    fn mtt_shorter_than_length_is_a_bounds_fault_not_a_panic() {
-        let k = mkey(Translation::Mtt { page_shift: 12, pages: vec![0x1000] }, 0, 0x3000);
-        assert_eq!(k.translate(0x2000, 8, 1, Access::LOCAL_READ), Err(KeyFault::Bounds));
-    }
-
-    /// Fuzz finding (umr_wqe): a guest-written MTT entry at the top of the
-    /// address space made the translation overflow instead of failing.
-    #[test]
-    fn mtt_page_at_the_top_of_the_space_is_a_bounds_fault() {
-        let top: u64 = !0xfff;
-        let k = mkey(Translation::Mtt { page_shift: 12, pages: vec![top, 0x5000] }, 0, 0x2000);
-        assert_eq!(
-            k.translate(0xff0, 0x20, 1, Access::LOCAL_READ),
-            Err(KeyFault::Bounds),
-            "runs past the end of the space"
-        );
-        assert_eq!(
-            k.translate(0x10, 0x10, 1, Access::LOCAL_READ),
-            Ok(vec![(top + 0x10, 0x10)]),
-            "inside the last page"
-        );
-        assert_eq!(k.translate(0x1000, 0x10, 1, Access::LOCAL_READ), Ok(vec![(0x5000, 0x10)]));
-    }
-
-    #[test]
-    fn physical_and_whole_space() {
-        let mut k = mkey(Translation::Physical, 0, 0);
-        k.whole_space = true;
-        assert_eq!(k.translate(0x1234_5678, 8, 1, Access::LOCAL_READ), Ok(vec![(0x1234_5678, 8)]));
-        k.free = true;
-        assert_eq!(k.translate(0, 8, 1, Access::LOCAL_READ), Err(KeyFault::BadKey));
-    }
 
     #[test]
     fn attr_update_masks_24_bit_fields() {

@@ -255,3 +255,63 @@ fn rc_send_of_inline_and_sgl_data_in_order() {
     assert!(tx.contains(&(3, WcStatus::LocProtErr)), "{tx:?}");
     assert!(tx.contains(&(4, WcStatus::LocQpOpErr)), "{tx:?}");
 }
+
+/// RDMA through indirect (KLM) keys: the responder's rkey and the requester's lkey each map their range
+/// through entries naming the node's physical key; a remote access past the indirect key's entries is a
+/// remote access error.
+#[test]
+fn rdma_through_indirect_keys() {
+    let p = Pair::new(1 << 20, &[]);
+    let (qa, qb) = p.qps(QpType::Rc, 512);
+    let indirect = |n: &Node, start: u64, entries: Vec<(u64, u64)>| {
+        let mut e = n.eng.lock();
+        let length = entries.iter().map(|&(len, _)| len).sum();
+        let entries = entries.into_iter().map(|(len, va)| IndirectEntry { len, key: n.key, va }).collect();
+        let idx = e
+            .create_mkey(Mkey {
+                variant: 0x22,
+                pd: n.pd,
+                access: ALL,
+                start,
+                length,
+                whole_space: false,
+                translation: Translation::Klm { entries },
+                free: false,
+                uid: 0,
+            })
+            .unwrap();
+        Mkey::key(idx, 0x22)
+    };
+    // b: a zero-based key whose first 0x800 bytes are at 0x5000 and next 0x800 at 0x1000.
+    let rkey = indirect(&p.b, 0, vec![(0x800, BASE + 0x5000), (0x800, BASE + 0x1000)]);
+    // a: the data to write gathered from 0x3000.. (0x400) then 0x9000.. (0xc00) through one lkey.
+    let lkey = indirect(&p.a, 0x7000_0000, vec![(0x400, BASE + 0x3000), (0xc00, BASE + 0x9000)]);
+    let data = pattern(5, 0x1000);
+    p.a.mem.set(BASE + 0x3000, &data[..0x400]);
+    p.a.mem.set(BASE + 0x9000, &data[0x400..]);
+    let mut w = send(1, WrOpcode::Write, vec![Sge { addr: 0x7000_0000, length: 0x1000, lkey }]);
+    w.remote_addr = 0;
+    w.rkey = rkey;
+    p.a.eng.lock().post_send(qa, w).unwrap();
+    // Read it back from the middle (across b's two entries) into a's memory at 0x20000.
+    let mut r = send(2, WrOpcode::Read, vec![p.a.sge(BASE + 0x20000, 0x200)]);
+    r.remote_addr = 0x700;
+    r.rkey = rkey;
+    p.a.eng.lock().post_send(qa, r).unwrap();
+    assert!(p.run(|p| p.a.cqes().len() == 2));
+    assert!(p.b.mem.get(BASE + 0x5000, 0x800) == data[..0x800], "bytes differ");
+    assert!(p.b.mem.get(BASE + 0x1000, 0x800) == data[0x800..], "bytes differ");
+    assert!(p.a.mem.get(BASE + 0x20000, 0x200) == data[0x700..0x900], "bytes differ");
+    assert!(p.b.cqes().is_empty(), "plain RDMA consumes no receive on {qb}");
+    // One byte past the indirect key: refused by the responder.
+    let mut bad = send(3, WrOpcode::Write, vec![p.a.sge(BASE, 2)]);
+    bad.remote_addr = 0xfff;
+    bad.rkey = rkey;
+    p.a.eng.lock().post_send(qa, bad).unwrap();
+    assert!(p.run(|p| p.a.cqes().len() == 3));
+    let c = p.a.cqes()[2];
+    assert_eq!((c.wr_id, c.status), (3, WcStatus::RemAccessErr));
+    // Refused whole: the key's last byte (the second entry's, at 0x17ff) keeps what the first WRITE put there.
+    assert_ne!(p.a.mem.get(BASE, 1)[0], data[0xfff]);
+    assert_eq!(p.b.mem.get(BASE + 0x17ff, 1), [data[0xfff]]);
+}

@@ -2,7 +2,8 @@
 //! entries in message order ([`SendWr::order`]). Pure SGL and pure inline
 //! take their direct paths; a mix walks the runs.
 
-use super::super::objects::{Access, Mkey};
+use super::super::mkey::Mkey;
+use super::super::objects::Access;
 use super::super::table::Table;
 use super::super::types::GuestMemory;
 use super::super::verbs::{Run, SendWr};

@@ -6,7 +6,8 @@
 use crate::personality::Slot;
 use thiserror::Error;
 
-use super::super::objects::{Access, KeyFault, Mkey};
+use super::super::mkey::{KeyFault, Mkey};
+use super::super::objects::Access;
 use super::super::table::Table;
 use super::super::types::{GuestMemory, MemFault};
 use super::super::verbs::{Sge, WcStatus};
@@ -97,7 +98,7 @@ fn translate(
     need: Access,
 ) -> Result<Vec<(u64, u64)>, XferError> {
     let k = lookup_key(mkeys, key).ok_or(XferError::NoKey(key))?;
-    k.translate(va, len, pd, need).map_err(|fault| XferError::Key { key, fault })
+    k.translate_via(va, len, pd, need, &|k| lookup_key(mkeys, k)).map_err(|fault| XferError::Key { key, fault })
 }
 
 /// Moves bytes between `data` and the SGL at byte offset `off`, each SGE
@@ -197,7 +198,7 @@ pub(super) fn sgl_capacity(sgl: &[Sge]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::objects::Translation;
+    use crate::mkey::Translation;
 
     /// Guest memory mapped only at `[0x1000, 0x3000)`.
     struct Mem;

@@ -169,6 +169,11 @@ syndromes! {
     CREATE_QP_UMEM = 0x7e03_0096;
     /// CREATE_QP: a umem range outside the umem or a split doorbell record (BAD_PARAM).
     CREATE_QP_UMEM_RANGE = 0x7e03_0097;
+    /// CREATE_MKEY: a KLM/KSM key whose `translations_octword_size` exceeds `log_max_klm_list_size`, or
+    /// more entries supplied than it holds (BAD_PARAM).
+    CREATE_MKEY_INDIRECT_SIZE = 0x7e03_0098;
+    /// CREATE_MKEY: a KSM key whose entry size (`log_page_size`) is out of range (BAD_PARAM).
+    CREATE_MKEY_KSM_SIZE = 0x7e03_0099;
     // 04: ib/
     MAD_IFC_BAD_PARAM = 0x7e04_0001;
     MAD_IFC_BAD_INP_LEN = 0x7e04_0002;

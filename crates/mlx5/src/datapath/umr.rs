@@ -31,7 +31,7 @@ use crate::datapath::fw_sq::drain_fw_sq;
 use crate::firmware::Firmware;
 use crate::ifc::mkc;
 use vrnic_engine::verbs::{SendWr, WcStatus, WrOpcode};
-use vrnic_engine::{Access, Mkey, Translation};
+use vrnic_engine::{Access, IndirectEntry, Mkey, Translation};
 
 /// `MLX5_OPCODE_UMR`.
 pub const OPCODE_UMR: u8 = 0x25;
@@ -89,6 +89,10 @@ pub const KLM_SIZE: usize = 16;
 pub const XLT_ALIGN_OCTOWORDS: u64 = 4;
 /// Most MTT entries one key may hold (2^21: 8 GiB of 4 KiB pages).
 pub const MAX_MTT_ENTRIES: u64 = 1 << 21;
+/// Bytes of one KSM entry (`struct mlx5_ksm`: reserved, key, address).
+pub const KSM_SIZE: usize = 16;
+/// Most KLM or KSM entries one indirect key may hold (`log_max_klm_list_size`).
+pub const MAX_INDIRECT_ENTRIES: u64 = 1 << 16;
 
 /// Why a UMR WQE is not executed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
@@ -111,10 +115,8 @@ pub enum UmrError {
     BadPd(u32),
     #[error("log page size {0} out of range")]
     PageSize(u64),
-    #[error("translation update on a key that is not MTT-mapped")]
+    #[error("translation update on a key that is not MTT-, KLM- or KSM-mapped")]
     NotMtt,
-    #[error("KLM translation not implemented (no indirect mkeys)")]
-    Klm,
     #[error("translation entries {0}..{1} past the key's {2}")]
     XltBounds(u64, u64, u64),
     #[error("translation entries from {0} leave a gap after the {1} written so far")]
@@ -129,7 +131,7 @@ impl UmrError {
     /// The CQE syndrome a ConnectX reports for this failure.
     pub fn syndrome(self) -> u8 {
         match self {
-            UmrError::Opcode(_) | UmrError::Wqe(_) | UmrError::Flags(_) | UmrError::Mask(_) | UmrError::Klm => {
+            UmrError::Opcode(_) | UmrError::Wqe(_) | UmrError::Flags(_) | UmrError::Mask(_) => {
                 syndrome::LOCAL_QP_OP_ERR
             }
             UmrError::PageSize(_) | UmrError::NotMtt | UmrError::XltGap(..) => syndrome::LOCAL_QP_OP_ERR,
@@ -231,17 +233,38 @@ pub fn parse_umr(w: &[u8], ctrl: &CtrlSeg) -> Result<UmrWqe, UmrError> {
     Ok(UmrWqe { mkey: ctrl.imm, ctrl: u, seg, xlt })
 }
 
-/// `struct mlx5_klm`: byte count, key, address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Klm {
-    pub bcount: u32,
-    pub key: u32,
-    pub va: u64,
+/// Decodes KLM entries (`struct mlx5_klm`, 16 bytes each: byte count, key, address).
+pub fn parse_klms(b: &[u8]) -> Vec<IndirectEntry> {
+    b.chunks_exact(KLM_SIZE)
+        .map(|e| IndirectEntry { len: be32(e, 0) as u64, key: be32(e, 4), va: be64(e, 8) })
+        .collect()
 }
 
-/// Decodes KLM entries (16 bytes each).
-pub fn parse_klms(b: &[u8]) -> Vec<Klm> {
-    b.chunks_exact(KLM_SIZE).map(|e| Klm { bcount: be32(e, 0), key: be32(e, 4), va: be64(e, 8) }).collect()
+/// Decodes KSM entries (`struct mlx5_ksm`, 16 bytes each: reserved, key, address); their size is the key's.
+pub fn parse_ksms(b: &[u8]) -> Vec<IndirectEntry> {
+    b.chunks_exact(KSM_SIZE).map(|e| IndirectEntry { len: 0, key: be32(e, 4), va: be64(e, 8) }).collect()
+}
+
+/// KLM or KSM entries a key created with `translations_octword_size` may hold (one octoword each).
+pub fn indirect_capacity(octowords: u64) -> u64 {
+    octowords.next_multiple_of(XLT_ALIGN_OCTOWORDS).min(MAX_INDIRECT_ENTRIES)
+}
+
+/// Writes `new` into a translation table at entry `first`: tables are written from 0 up, in chunks (mlx5_ib's
+/// update_mr_pas), so a write past the end of what is there would make the device hold entries nobody supplied.
+fn write_entries<T: Copy + Default>(table: &mut Vec<T>, first: u64, new: &[T], capacity: u64) -> Result<(), UmrError> {
+    let end = first.saturating_add(new.len() as u64);
+    if end > capacity {
+        return Err(UmrError::XltBounds(first, end, capacity));
+    }
+    if first > table.len() as u64 {
+        return Err(UmrError::XltGap(first, table.len() as u64));
+    }
+    if table.len() < end as usize {
+        table.resize(end as usize, T::default());
+    }
+    table[first as usize..end as usize].copy_from_slice(new);
+    Ok(())
 }
 
 /// Decodes MTT entries (8 bytes each): the page address, the low
@@ -314,7 +337,8 @@ pub fn apply(
         copy(&mut c, mkc::en_rinval);
     }
     let translation_mask = mask::START_ADDR | mask::LEN | mask::PAGE_SIZE;
-    if (m & translation_mask != 0 || !xlt.is_empty()) && !matches!(k.translation, Translation::Mtt { .. }) {
+    let table = matches!(k.translation, Translation::Mtt { .. } | Translation::Klm { .. } | Translation::Ksm { .. });
+    if (m & translation_mask != 0 || !xlt.is_empty()) && !table {
         return Err(UmrError::NotMtt);
     }
     if m & mask::START_ADDR != 0 {
@@ -327,35 +351,35 @@ pub fn apply(
         copy(&mut c, mkc::len);
         copy(&mut c, mkc::length64);
     }
-    let capacity = mtt_capacity(mkc::translations_octword_size.get(&c));
-    if let Translation::Mtt { page_shift, pages } = &mut k.translation {
-        if m & mask::PAGE_SIZE != 0 {
-            let lps = mkc::log_page_size.get(s);
-            if !(12..=30).contains(&lps) {
-                return Err(UmrError::PageSize(lps));
-            }
-            *page_shift = lps as u8;
-            copy(&mut c, mkc::log_page_size);
+    let octowords = mkc::translations_octword_size.get(&c);
+    // The page size: an MTT key's page, a KSM key's entry size; a KLM key's is kept in its mkc only.
+    let page_size = if m & mask::PAGE_SIZE != 0 {
+        let lps = mkc::log_page_size.get(s);
+        if !(12..=30).contains(&lps) {
+            return Err(UmrError::PageSize(lps));
         }
+        copy(&mut c, mkc::log_page_size);
+        Some(lps as u8)
+    } else {
+        None
+    };
+    match &mut k.translation {
+        Translation::Klm { entries } if !xlt.is_empty() => {
+            write_entries(entries, u.ctrl.xlt_offset, &parse_klms(xlt), indirect_capacity(octowords))?;
+        }
+        Translation::Ksm { entry_shift, entries } => {
+            *entry_shift = page_size.unwrap_or(*entry_shift);
+            if !xlt.is_empty() {
+                write_entries(entries, u.ctrl.xlt_offset, &parse_ksms(xlt), indirect_capacity(octowords))?;
+            }
+        }
+        _ => {}
+    }
+    let capacity = mtt_capacity(octowords);
+    if let Translation::Mtt { page_shift, pages } = &mut k.translation {
+        *page_shift = page_size.unwrap_or(*page_shift);
         if !xlt.is_empty() {
-            if mkc::access_mode_1_0.get(&c) == 2 {
-                return Err(UmrError::Klm);
-            }
-            let entries = parse_mtts(xlt);
-            let first = u.ctrl.xlt_offset.saturating_mul(2);
-            let end = first.saturating_add(entries.len() as u64);
-            if end > capacity {
-                return Err(UmrError::XltBounds(first, end, capacity));
-            }
-            // Entries are written from 0 up, in chunks (mlx5_ib's update_mr_pas): a write past the
-            // end of what is there would make the device hold entries nobody supplied.
-            if first > pages.len() as u64 {
-                return Err(UmrError::XltGap(first, pages.len() as u64));
-            }
-            if pages.len() < end as usize {
-                pages.resize(end as usize, 0);
-            }
-            pages[first as usize..end as usize].copy_from_slice(&entries);
+            write_entries(pages, u.ctrl.xlt_offset.saturating_mul(2), &parse_mtts(xlt), capacity)?;
         }
         // An enabled key must fit its table (pages never written do not translate).
         if !k.free && !k.whole_space {
@@ -470,9 +494,9 @@ impl Firmware {
     /// Copies `n` bytes at `addr` through local key `lkey` (the kernel's
     /// DMA key of the UMR PD).
     fn read_through_key(&self, lkey: u32, addr: u64, n: u64) -> Result<Vec<u8>, UmrError> {
-        let key = self.core.engine.lookup_key(lkey).ok_or(UmrError::Pointer("no such lkey"))?;
-        let chunks = key
-            .translate(addr, n, key.pd, Access::LOCAL_READ)
+        let pd = self.core.engine.lookup_key(lkey).ok_or(UmrError::Pointer("no such lkey"))?.pd;
+        let chunks = (self.core.engine)
+            .translate_key(lkey, addr, n, pd, Access::LOCAL_READ)
             .map_err(|_| UmrError::Pointer("lkey does not cover it"))?;
         let mut out = Vec::with_capacity(n as usize);
         for (pa, len) in chunks {

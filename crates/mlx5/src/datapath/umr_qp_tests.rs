@@ -93,6 +93,63 @@ fn rc_qp_umr_stays_in_its_pd() {
     assert_eq!(u.post(OPCODE_UMR, key, &w), (op::REQ_ERR, syndrome::LOCAL_QP_OP_ERR, OPCODE_UMR, 0));
 }
 
+/// An indirect (KLM) key configured by a UMR on an RC QP, the way a memory-window bind
+/// (`set_bind_wr`) and `mlx5dv_wr_mr_list` post it: one inline KLM padded to four octowords at
+/// translation offset 0, the key made usable with its range and rights; the data path then reaches
+/// the MTT key's pages through it, and only them.
+#[test]
+fn rc_qp_umr_configures_an_indirect_key() {
+    use ifc::create_mkey_in::memory_key_mkey_entry as m;
+    let mut u = Umr::with_st(0);
+    let pd = u.pd;
+    let mtt = u.free_key(0x22);
+    assert_eq!(u.post(OPCODE_UMR, mtt, &reg_mr(0x2000)), (op::REQ, 0, OPCODE_UMR, 0));
+    let mtt = (mtt & !0xff) | 0x23;
+    // The free KLM key (mlx5_ib_alloc_mw, mlx5dv_create_mkey): room for 4 entries.
+    let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_MKEY, 0, ifc::create_mkey_in::SIZE);
+    m::free.set(&mut i, 1);
+    m::umr_en.set(&mut i, 1);
+    m::lr.set(&mut i, 1);
+    m::access_mode_1_0.set(&mut i, 2);
+    m::translations_octword_size.set(&mut i, 4);
+    m::pd.set(&mut i, pd as u64);
+    m::qpn.set(&mut i, 0xff_ffff);
+    m::mkey_7_0.set(&mut i, 0x30);
+    let o = u.t.ok(&i, 16);
+    let mw = ((ifc::create_mkey_out::mkey_index.get(&o) as u32) << 8) | 0x30;
+    let mut w =
+        W::new(mask::FREE | mask::KEY | mask::LEN | mask::START_ADDR | mask::LW | mask::RR | mask::RW | mask::A);
+    w.flags = flag::TRANSLATION_OFFSET_EN | flag::INLINE;
+    mkc::start_addr.set(&mut w.seg, 0x10800);
+    mkc::len.set(&mut w.seg, 0x1000);
+    mkc::lw.set(&mut w.seg, 1);
+    mkc::rw.set(&mut w.seg, 1);
+    mkc::rr.set(&mut w.seg, 1);
+    mkc::mkey_7_0.set(&mut w.seg, 0x31);
+    let mut klm = vec![0u8; 64];
+    klm[0..4].copy_from_slice(&0x1000u32.to_be_bytes());
+    klm[4..8].copy_from_slice(&mtt.to_be_bytes());
+    klm[8..16].copy_from_slice(&0x10800u64.to_be_bytes());
+    w.tail = klm;
+    w.octowords = 4;
+    assert_eq!(u.post(OPCODE_UMR, mw, &w), (op::REQ, 0, OPCODE_UMR, 3));
+    let bound = (mw & !0xff) | 0x31;
+    let e = &u.t.fw.core.engine;
+    assert!(e.lookup_key(bound).is_some_and(|k| !k.free && k.is_indirect()));
+    // Across the MTT key's two pages, through the bound key.
+    assert_eq!(
+        e.translate_key(bound, 0x10ff0, 0x20, pd, Access::REMOTE_WRITE).unwrap(),
+        vec![(0x340ff0, 0x10), (0x350000, 0x10)]
+    );
+    // Past the bound range; atomics not granted.
+    assert_eq!(e.translate_key(bound, 0x117f8, 0x10, pd, Access::REMOTE_READ), Err(KeyFault::Bounds));
+    assert_eq!(e.translate_key(bound, 0x10800, 8, pd, Access::REMOTE_ATOMIC), Err(KeyFault::Access));
+    // The MTT key invalidated: the bound key no longer reaches its pages.
+    assert_eq!(u.post(OPCODE_UMR, mtt, &local_inv()), (op::REQ, 0, OPCODE_UMR, 6));
+    let e = &u.t.fw.core.engine;
+    assert_eq!(e.translate_key(bound, 0x10800, 8, pd, Access::REMOTE_READ), Err(KeyFault::BadKey));
+}
+
 /// ib_drain_rq: the QP moved to ERR, then a receive WQE posted (no doorbell
 /// but the record): the workers' poll pass flushes it.
 #[test]

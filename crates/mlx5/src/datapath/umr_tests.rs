@@ -129,7 +129,9 @@ fn umr_ctrl_and_wqe_decoding() {
     k[0..4].copy_from_slice(&0x1000u32.to_be_bytes());
     k[4..8].copy_from_slice(&0x4242u32.to_be_bytes());
     k[8..16].copy_from_slice(&0x9000u64.to_be_bytes());
-    assert_eq!(parse_klms(&k), vec![Klm { bcount: 0x1000, key: 0x4242, va: 0x9000 }]);
+    assert_eq!(parse_klms(&k), vec![IndirectEntry { len: 0x1000, key: 0x4242, va: 0x9000 }]);
+    // A KSM entry's first word is reserved: its size is the key's.
+    assert_eq!(parse_ksms(&k), vec![IndirectEntry { len: 0, key: 0x4242, va: 0x9000 }]);
 }
 
 fn umr(mask: u64, flags: u8, seg: impl FnOnce(&mut [u8; 64])) -> UmrWqe {
@@ -257,12 +259,64 @@ fn bad_input_is_refused_whole() {
     let pa = Mkey { translation: Translation::Physical, ..k.clone() };
     let u = umr(mask::LEN, 0, |s| mkc::len.set(s, 4096));
     assert_eq!(apply(&pa, &c, &u, &[], yes).unwrap_err(), UmrError::NotMtt);
-    // A KLM (indirect) key's entries are not executed.
-    let mut kc = c.clone();
-    mkc::access_mode_1_0.set(&mut kc, 2);
-    let mut u = umr(0, 0, |_| {});
+}
+
+fn klm_bytes(entries: &[(u32, u32, u64)]) -> Vec<u8> {
+    let mut b = Vec::new();
+    for &(len, key, va) in entries {
+        b.extend_from_slice(&len.to_be_bytes());
+        b.extend_from_slice(&key.to_be_bytes());
+        b.extend_from_slice(&va.to_be_bytes());
+    }
+    b
+}
+
+/// An indirect key (KLM, KSM) created free with room for 4 entries.
+fn indirect_key(translation: Translation) -> (Mkey, Vec<u8>) {
+    let (k, mut c) = mtt_key(true, 4);
+    mkc::access_mode_1_0.set(&mut c, if matches!(translation, Translation::Klm { .. }) { 2 } else { 3 });
+    (Mkey { translation, ..k }, c)
+}
+
+#[test]
+fn indirect_keys_take_their_entries_by_umr() {
+    let yes = |_| true;
+    let e = |len, key, va| IndirectEntry { len, key, va };
+    // A KLM key: two entries written at offset 0 (in entries), the range set, the key enabled.
+    let (k, c) = indirect_key(Translation::Klm { entries: Vec::new() });
+    let mut u = umr(mask::FREE | mask::LEN | mask::START_ADDR | mask::RW, flag::INLINE, |s| {
+        mkc::start_addr.set(s, 0x10_0000);
+        mkc::len.set(s, 0x1100);
+        mkc::rw.set(s, 1);
+    });
+    u.ctrl.xlt_octowords = 2;
+    let xlt = klm_bytes(&[(0x1000, 0x4242, 0x9000), (0x100, 0x4343, 0)]);
+    let (k1, c1) = apply(&k, &c, &u, &xlt, yes).unwrap();
+    assert_eq!(k1.translation, Translation::Klm { entries: vec![e(0x1000, 0x4242, 0x9000), e(0x100, 0x4343, 0)] });
+    assert_eq!((k1.start, k1.length, k1.free), (0x10_0000, 0x1100, false));
+    assert!(k1.access.contains(Access::REMOTE_WRITE));
+    // A later write replaces entries in place; past the key's 4 entries, or after a gap, nothing changes.
+    let mut u = umr(0, flag::INLINE | flag::TRANSLATION_OFFSET_EN, |_| {});
     u.ctrl.xlt_octowords = 1;
-    assert_eq!(apply(&k, &kc, &u, &[0u8; 16], yes).unwrap_err(), UmrError::Klm);
+    u.ctrl.xlt_offset = 1;
+    let (k2, _) = apply(&k1, &c1, &u, &klm_bytes(&[(0x200, 0x4444, 0x40)]), yes).unwrap();
+    assert_eq!(k2.translation, Translation::Klm { entries: vec![e(0x1000, 0x4242, 0x9000), e(0x200, 0x4444, 0x40)] });
+    u.ctrl.xlt_offset = 4;
+    assert_eq!(apply(&k1, &c1, &u, &klm_bytes(&[(1, 1, 1)]), yes).unwrap_err(), UmrError::XltBounds(4, 5, 4));
+    u.ctrl.xlt_offset = 3;
+    assert_eq!(apply(&k1, &c1, &u, &klm_bytes(&[(1, 1, 1)]), yes).unwrap_err(), UmrError::XltGap(3, 2));
+    // A KSM key: its entry size is the page size the UMR sets; the first word of an entry is not a length.
+    let (k, c) = indirect_key(Translation::Ksm { entry_shift: 12, entries: Vec::new() });
+    let mut u = umr(mask::FREE | mask::LEN | mask::PAGE_SIZE, flag::INLINE, |s| {
+        mkc::len.set(s, 0x20_0000);
+        mkc::log_page_size.set(s, 20);
+    });
+    u.ctrl.xlt_octowords = 2;
+    let (k3, _) = apply(&k, &c, &u, &klm_bytes(&[(7, 0x4242, 0x9000), (7, 0x4343, 0)]), yes).unwrap();
+    assert_eq!(
+        k3.translation,
+        Translation::Ksm { entry_shift: 20, entries: vec![e(0, 0x4242, 0x9000), e(0, 0x4343, 0)] }
+    );
 }
 
 /// The REG_UMR QP at work, through commands and WQEs in guest memory.

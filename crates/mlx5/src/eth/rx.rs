@@ -432,9 +432,9 @@ impl EthCx<'_> {
                 break;
             }
             let n = (sge.length as usize).min(data.len() - done);
-            let key = self.core.engine.lookup_key(sge.lkey).ok_or(syndrome::LOCAL_PROT_ERR)?;
-            let chunks =
-                key.translate(sge.addr, n as u64, pd, Access::LOCAL_WRITE).map_err(|_| syndrome::LOCAL_PROT_ERR)?;
+            let chunks = (self.core.engine)
+                .translate_key(sge.lkey, sge.addr, n as u64, pd, Access::LOCAL_WRITE)
+                .map_err(|_| syndrome::LOCAL_PROT_ERR)?;
             for (pa, len) in chunks {
                 let len = len as usize;
                 self.core.mem.write(pa, &data[done..done + len]).map_err(|_| syndrome::LOCAL_PROT_ERR)?;

@@ -122,9 +122,9 @@ impl EthCx<'_> {
         if d.len == 0 {
             return Ok(());
         }
-        let key = self.core.engine.lookup_key(d.lkey).ok_or(syndrome::LOCAL_PROT_ERR)?;
-        let chunks =
-            key.translate(d.addr, d.len as u64, pd, Access::LOCAL_READ).map_err(|_| syndrome::LOCAL_PROT_ERR)?;
+        let chunks = (self.core.engine)
+            .translate_key(d.lkey, d.addr, d.len as u64, pd, Access::LOCAL_READ)
+            .map_err(|_| syndrome::LOCAL_PROT_ERR)?;
         for (pa, n) in chunks {
             let start = out.len();
             out.resize(start + n as usize, 0);

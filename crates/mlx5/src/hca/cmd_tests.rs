@@ -3,6 +3,7 @@
 
 use crate::cmd::syndrome as syn;
 use crate::test_support::*;
+use vrnic_engine::KeyFault;
 
 #[test]
 fn bring_up_and_capabilities() {
@@ -231,12 +232,48 @@ fn mkey_mtt_translation_and_checks() {
         Ok(vec![(0x300ff0, 0x10), (0x500000, 0x10)])
     );
     assert!(mk.translate(0x7f00_0000_0800, 8, pd, Access::REMOTE_WRITE).is_err());
-    // KLM mode is not offered; a PD that does not exist.
-    m::access_mode_1_0.set(&mut i, 2);
-    assert_eq!(t.status(&i, 16), status::BAD_PARAM);
-    m::access_mode_1_0.set(&mut i, 0);
-    m::pd.set(&mut i, 0x999);
-    assert_eq!(t.status(&i, 16), status::BAD_RES);
+    // A PD that does not exist.
+    let mut bad = i.clone();
+    m::access_mode_1_0.set(&mut bad, 0);
+    m::pd.set(&mut bad, 0x999);
+    assert_eq!(t.status(&bad, 16), status::BAD_RES);
+    // An indirect (KLM) key over the MTT key, its two entries in the mailbox: 0x10 bytes of the MTT key's
+    // second page, then 0x20 of its first; remote write through it writes the MTT key (which allows local write).
+    let mut k = cmd(ifc::MLX5_CMD_OP_CREATE_MKEY, 0, c::SIZE + 2 * 16);
+    m::access_mode_1_0.set(&mut k, 2);
+    m::lr.set(&mut k, 1);
+    m::lw.set(&mut k, 1);
+    m::rw.set(&mut k, 1);
+    m::mkey_7_0.set(&mut k, 0x17);
+    m::pd.set(&mut k, pd as u64);
+    m::start_addr.set(&mut k, 0x1000);
+    m::len.set(&mut k, 0x30);
+    for (e, (len, va)) in [(0x10u64, 0x7f00_0000_1000u64), (0x20, 0x7f00_0000_0800)].iter().enumerate() {
+        let e = e as u32 * 4;
+        c::klm_pas_mtt.elem(e).set(&mut k, *len);
+        c::klm_pas_mtt.elem(e + 1).set(&mut k, key as u64);
+        c::klm_pas_mtt.elem(e + 2).set(&mut k, va >> 32);
+        c::klm_pas_mtt.elem(e + 3).set(&mut k, va & 0xffff_ffff);
+    }
+    c::translations_octword_actual_size.set(&mut k, 2);
+    // Room for fewer entries than supplied, or more than log_max_klm_list_size allows.
+    m::translations_octword_size.set(&mut k, 1 << 17);
+    assert_eq!(t.status(&k, 16), status::BAD_PARAM);
+    m::translations_octword_size.set(&mut k, 4);
+    let o = t.ok(&k, 16);
+    let klm = (ifc::create_mkey_out::mkey_index.get(&o) as u32) << 8 | 0x17;
+    assert_eq!(
+        t.fw.core.engine.translate_key(klm, 0x1008, 0x10, pd, Access::REMOTE_WRITE),
+        Ok(vec![(0x500008, 0x8), (0x300800, 0x8)])
+    );
+    assert_eq!(t.fw.core.engine.translate_key(klm, 0x1000, 0x31, pd, Access::REMOTE_WRITE), Err(KeyFault::Bounds));
+    assert_eq!(t.fw.core.engine.translate_key(klm, 0x1000, 8, pd, Access::REMOTE_READ), Err(KeyFault::Access));
+    // A KSM key's entry size is its log_page_size, which must be in range.
+    m::access_mode_1_0.set(&mut k, 3);
+    m::log_page_size.set(&mut k, 40);
+    assert_eq!(t.status(&k, 16), status::BAD_PARAM);
+    m::log_page_size.set(&mut k, 12);
+    t.ok(&k, 16);
 }
 
 /// mlx5_core's shutdown: TEARDOWN_HCA PREPARE_FAST_TEARDOWN, then `nic_interface` = DISABLED ends

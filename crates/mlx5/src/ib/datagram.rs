@@ -123,9 +123,8 @@ impl Firmware {
                 Piece::Sge(sge) if sge.length == 0 => continue,
                 Piece::Sge(sge) => sge,
             };
-            let key = self.core.engine.lookup_key(sge.lkey).ok_or(syndrome::LOCAL_PROT_ERR)?;
-            let chunks = key
-                .translate(sge.addr, sge.length as u64, pd, Access::LOCAL_READ)
+            let chunks = (self.core.engine)
+                .translate_key(sge.lkey, sge.addr, sge.length as u64, pd, Access::LOCAL_READ)
                 .map_err(|_| syndrome::LOCAL_PROT_ERR)?;
             for (pa, n) in chunks {
                 let start = out.len();
@@ -189,11 +188,8 @@ impl Firmware {
                 break;
             }
             let n = (sge.length as usize).min(msg.len() - done);
-            let Some(key) = self.core.engine.lookup_key(sge.lkey) else {
-                self.core.qp_error(qpn, ci, 0, syndrome::LOCAL_PROT_ERR, false);
-                return;
-            };
-            let Ok(chunks) = key.translate(sge.addr, n as u64, pd, Access::LOCAL_WRITE) else {
+            let Ok(chunks) = self.core.engine.translate_key(sge.lkey, sge.addr, n as u64, pd, Access::LOCAL_WRITE)
+            else {
                 self.core.qp_error(qpn, ci, 0, syndrome::LOCAL_PROT_ERR, false);
                 return;
             };

@@ -1,15 +1,19 @@
-//! Memory keys: CREATE/DESTROY/QUERY_MKEY (PA, MTT and MEMIC translations).
+//! Memory keys: CREATE/DESTROY/QUERY_MKEY (PA, MTT, KLM, KSM and MEMIC translations).
 
 use super::state::MkeyCtx;
 use crate::cmd::req::{eng, fail, out, CmdResult, Req};
 use crate::cmd::status;
+use crate::datapath::umr::{indirect_capacity, MAX_INDIRECT_ENTRIES};
 use crate::ifc;
 use crate::rdma::RdmaCx;
-use vrnic_engine::{Access, Mkey, Translation};
+use vrnic_engine::{Access, IndirectEntry, Mkey, Translation};
 
-/// `access_mode`: PA and MTT are implemented; KLM/KSM are not.
+/// `access_mode` (`MLX5_MKC_ACCESS_MODE_*`).
 const ACCESS_MODE_PA: u64 = 0;
 const ACCESS_MODE_MTT: u64 = 1;
+/// Indirect: entries of any length (`struct mlx5_klm`), or of one size (`struct mlx5_ksm`, `log_page_size`).
+const ACCESS_MODE_KLMS: u64 = 2;
+const ACCESS_MODE_KSM: u64 = 3;
 /// `MLX5_MKC_ACCESS_MODE_MEMIC`: start_addr is a BAR0 offset in the MEMIC window.
 const ACCESS_MODE_MEMIC: u64 = 5;
 
@@ -61,6 +65,31 @@ pub fn create_mkey(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
                 }
                 let pages = r.pas(ifc::create_mkey_in::klm_pas_mtt, npages)?;
                 Translation::Mtt { page_shift: log_page, pages }
+            }
+        }
+        ACCESS_MODE_KLMS | ACCESS_MODE_KSM => {
+            // One octoword per entry; a free key gets its entries by UMR, another one from the mailbox.
+            let room = m::translations_octword_size.get(r.input);
+            if room > MAX_INDIRECT_ENTRIES {
+                return Err(fail!(status::BAD_PARAM, CREATE_MKEY_INDIRECT_SIZE));
+            }
+            let n = if free { 0 } else { r.get(ifc::create_mkey_in::translations_octword_actual_size) };
+            if n > indirect_capacity(room) {
+                return Err(fail!(status::BAD_PARAM, CREATE_MKEY_INDIRECT_SIZE));
+            }
+            let words = r.entries(ifc::create_mkey_in::klm_pas_mtt, n as usize * 2)?;
+            let entries = words.chunks_exact(2).map(|w| IndirectEntry { len: w[0] >> 32, key: w[0] as u32, va: w[1] });
+            if mode == ACCESS_MODE_KLMS {
+                Translation::Klm { entries: entries.collect() }
+            } else {
+                let shift = m::log_page_size.get(r.input) as u8;
+                if !(12..=30).contains(&shift) {
+                    return Err(fail!(status::BAD_PARAM, CREATE_MKEY_KSM_SIZE));
+                }
+                Translation::Ksm {
+                    entry_shift: shift,
+                    entries: entries.map(|e| IndirectEntry { len: 0, ..e }).collect(),
+                }
             }
         }
         ACCESS_MODE_MEMIC => {

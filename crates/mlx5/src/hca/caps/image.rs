@@ -4,11 +4,11 @@
 //! HCA (`port_type` IB, one port), RC/UC/UD/XRC (ISSI is QUERY_ISSI's/SET_ISSI's, not a capability:
 //! `hca/lifecycle.rs`), BlueFlame off (`bf` = 0, `log_bf_reg_size` 9), no page requests
 //! (`page_request_disable`), UMR as a ConnectX-5 offers it (translation, page size and atomic access
-//! modifiable, extended translation offsets: `mlx5_ib`'s MR cache is used; [`crate::datapath::umr`] executes the
-//! WQEs) except indirect (KLM) mkeys (`umr_indirect_mkey_disabled`), CQE version 1, one UAR per page.
+//! modifiable, extended translation offsets, indirect (KLM and KSM) mkeys: `mlx5_ib`'s MR cache is used;
+//! [`crate::datapath::umr`] executes the WQEs), CQE version 1, one UAR per page.
 //! Appendix B of the model doc predates UMR: its dump and field list are quoted below with
-//! `umr_modify_entity_size_disabled`/`umr_modify_atomic_disabled` (DW16 bits 24/23) cleared and
-//! `umr_extended_translation_offset` (DW8 bit 7) and `umr_indirect_mkey_disabled` (DW16 bit 22) set. Every field not in the table is 0,
+//! `umr_modify_entity_size_disabled`/`umr_modify_atomic_disabled`/`umr_indirect_mkey_disabled` (DW16 bits
+//! 24/23/22) cleared and `umr_extended_translation_offset` (DW8 bit 7) set. Every field not in the table is 0,
 //! which keeps the driver away from everything we do not emulate: `hca_cap_2`, `eth_net_offloads`,
 //! `ipoib_*_offloads`, `pg` (ODP), `atomic`, `roce`, `nic_flow_table`, `eswitch_manager`,
 //! `vport_group_manager`, `qos`, `debug`, `pcam_reg`/`mcam_reg`/`qcam_reg`, `device_memory`,
@@ -66,7 +66,6 @@ pub const GENERAL_CAPS: &[CapValue] = caps!(cmd_hca_cap:
     log_max_msg = 30,
     cqe_version = 1,
     umr_extended_translation_offset = 1,
-    umr_indirect_mkey_disabled = 1,
     cq_oi = 1,
     xrc = 1,
     ud = 1,
@@ -163,7 +162,7 @@ mod tests {
   010: 0f0f0010 00100000 00160010 16140005
   020: 00000090 00000000 00040004 00000000
   030: 00000000 00100001 1e000000 00000001
-  040: 00400000 8000000f 0000000c 00090000
+  040: 00000000 8000000f 0000000c 00090000
   050: 00000400 00000200 00000000 00000000
   060: 00000000 00140010 00000000 00000000
   070: 00000000 00000000 00000000 00000000
@@ -181,7 +180,7 @@ mod tests {
         log_max_srq=16, log_max_cq_sz=22, log_max_cq=16, log_max_eq_sz=22, log_max_mkey=20, log_max_eq=5, \
         log_max_klm_list_size=16, log_max_ra_req_qp=4, log_max_ra_res_qp=4, local_ca_ack_delay=16, \
         port_type=0 (IB), num_ports=1, log_max_msg=30, cqe_version=1, umr_extended_translation_offset=1, \
-        umr_indirect_mkey_disabled=1, cq_oi=1, xrc=ud=uc=rc=1, log_pg_sz=12, bf=0, log_bf_reg_size=9, \
+        cq_oi=1, xrc=ud=uc=rc=1, log_pg_sz=12, bf=0, log_bf_reg_size=9, \
         max_wqe_sz_sq=1024, max_wqe_sz_rq=512, log_max_pd=20, log_max_xrcd=16, num_of_uars_per_page=1";
 
     fn parse_dump(s: &str) -> Vec<u8> {
@@ -234,7 +233,7 @@ mod tests {
     fn general_caps_match_appendix_b_fields() {
         let page = general_caps_image();
         let want = parse_fields(APPENDIX_B_FIELDS);
-        assert_eq!(want.len(), 33);
+        assert_eq!(want.len(), 32);
         // every field Appendix B lists has its value...
         for (name, v) in &want {
             assert_eq!(field(name).get(&page), *v, "cmd_hca_cap.{name}");
