@@ -113,7 +113,7 @@ impl<P: Personality> Engine<P> {
             srqs: Table::new(1, 0x00ff_fffe, limits.srqs),
             // Index 1 is never handed out: with key byte 0 it would be lkey
             // 0x100, `MLX5_INVALID_LKEY`, which ends a receive scatter list.
-            mkeys: Table::new(2, 0x00ff_fffe, limits.mkeys),
+            mkeys: Table::new(FIRST_MKEY_INDEX, 0x00ff_fffe, limits.mkeys),
             // QPN 0/1 are the special QPs' wire numbers; hand out from 0x100.
             qps: Table::new(0x100, 0x00ff_fffe, limits.qps),
             rt: Runtime::default(),

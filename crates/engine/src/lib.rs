@@ -168,6 +168,9 @@ mod tests {
             .unwrap();
         assert!(e.lookup_key(Mkey::key(idx, 0x5a)).is_some());
         assert!(e.lookup_key(Mkey::key(idx, 0x5b)).is_none(), "variant must match");
+        // No key below FIRST_MKEY_INDEX: a repeat block's op word (0x400) is never a key.
+        assert_eq!(idx, FIRST_MKEY_INDEX);
+        assert!(e.lookup_key(0x400).is_none());
         e.reset();
         assert!(e.pds.is_empty() && e.mkeys.is_empty());
     }

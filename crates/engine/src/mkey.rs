@@ -37,6 +37,10 @@ pub struct IndirectEntry {
 /// indirect keys, which may name ... (a loop of keys ends here too).
 pub const MAX_KEY_DEPTH: u32 = 4;
 
+/// The lowest mkey index handed out: the indices below are no key (so that a KLM-sized UMR entry whose key word
+/// is a small number, a repeat block's `op` 0x400, is never a key).
+pub const FIRST_MKEY_INDEX: u32 = 0x10;
+
 /// Tag of addresses in on-device memory rather than guest memory.
 pub const DEVICE_MEMORY: u64 = 1 << 63;
 

@@ -44,7 +44,7 @@ pub mod flag {
     /// Fail if the mkey is free.
     pub const CHECK_FREE: u8 = 2 << 5;
     pub const INLINE: u8 = 1 << 7;
-    /// `MLX5_WQE_UMR_CTRL_FLAG_CHECK_QPN`: not implemented.
+    /// `MLX5_WQE_UMR_CTRL_FLAG_CHECK_QPN`: the key's `qpn` must be the posting QP's, or 0xffffff (any QP).
     pub const CHECK_QPN: u8 = 1 << 3;
     /// The free-state check field (bits 6:5).
     pub const CHECK_MASK: u8 = 3 << 5;
@@ -111,6 +111,8 @@ pub enum UmrError {
     NotUmrEnabled(u32),
     #[error("mkey free state check failed")]
     FreeState,
+    #[error("mkey {0:#x} is bound to another QP")]
+    QpnCheck(u32),
     #[error("no PD {0}")]
     BadPd(u32),
     #[error("log page size {0} out of range")]
@@ -123,6 +125,8 @@ pub enum UmrError {
     XltGap(u64, u64),
     #[error("start + length overflows")]
     Length,
+    #[error("repeat block: {0}")]
+    RepeatBlock(&'static str),
     #[error("translation pointer: {0}")]
     Pointer(&'static str),
 }
@@ -134,10 +138,14 @@ impl UmrError {
             UmrError::Opcode(_) | UmrError::Wqe(_) | UmrError::Flags(_) | UmrError::Mask(_) => {
                 syndrome::LOCAL_QP_OP_ERR
             }
-            UmrError::PageSize(_) | UmrError::NotMtt | UmrError::XltGap(..) => syndrome::LOCAL_QP_OP_ERR,
-            UmrError::BadKey(_) | UmrError::NotUmrEnabled(_) | UmrError::FreeState | UmrError::BadPd(_) => {
-                syndrome::LOCAL_PROT_ERR
+            UmrError::PageSize(_) | UmrError::NotMtt | UmrError::XltGap(..) | UmrError::RepeatBlock(_) => {
+                syndrome::LOCAL_QP_OP_ERR
             }
+            UmrError::BadKey(_)
+            | UmrError::NotUmrEnabled(_)
+            | UmrError::FreeState
+            | UmrError::QpnCheck(_)
+            | UmrError::BadPd(_) => syndrome::LOCAL_PROT_ERR,
             UmrError::Pointer(_) => syndrome::LOCAL_PROT_ERR,
             UmrError::XltBounds(..) | UmrError::Length => syndrome::LOCAL_LENGTH_ERR,
         }
@@ -206,7 +214,7 @@ pub fn parse_umr(w: &[u8], ctrl: &CtrlSeg) -> Result<UmrWqe, UmrError> {
         return Err(wqe::WqeError::BadDs(ctrl.ds).into());
     }
     let u = UmrCtrl::parse(&w[DS..])?;
-    let known = flag::TRANSLATION_OFFSET_EN | flag::CHECK_MASK | flag::INLINE;
+    let known = flag::TRANSLATION_OFFSET_EN | flag::CHECK_MASK | flag::INLINE | flag::CHECK_QPN;
     if u.flags & !known != 0 || u.flags & flag::CHECK_MASK == flag::CHECK_MASK {
         return Err(UmrError::Flags(u.flags));
     }
@@ -238,6 +246,47 @@ pub fn parse_klms(b: &[u8]) -> Vec<IndirectEntry> {
     b.chunks_exact(KLM_SIZE)
         .map(|e| IndirectEntry { len: be32(e, 0) as u64, key: be32(e, 4), va: be64(e, 8) })
         .collect()
+}
+
+/// `op` of `struct mlx5_wqe_umr_repeat_block_seg`: where a KLM holds its key, a repeat block says what it is.
+/// No key has this value (the device hands out mkey indices from [`vrnic_engine::FIRST_MKEY_INDEX`] up).
+pub const REPEAT_BLOCK_OP: u32 = 0x400;
+
+/// A KLM key's translation written as one repeat block (`mlx5dv_wr_mr_interleaved`: `struct
+/// mlx5_wqe_umr_repeat_block_seg` {byte count, op, repeat count, entry count}, then that many `struct
+/// mlx5_wqe_umr_repeat_ent_seg` {stride, byte count, key, address}): `repeat_count` times, each entry's bytes, the
+/// r-th time at its address plus r strides. Returns the KLM entries it stands for, or None when `xlt` does not
+/// start with a repeat block.
+pub fn parse_repeat_block(xlt: &[u8]) -> Option<Result<Vec<IndirectEntry>, UmrError>> {
+    if xlt.len() < KLM_SIZE || be32(xlt, 4) != REPEAT_BLOCK_OP {
+        return None;
+    }
+    Some(expand_repeat_block(xlt))
+}
+
+fn expand_repeat_block(xlt: &[u8]) -> Result<Vec<IndirectEntry>, UmrError> {
+    let (total, repeat, n) = (be32(xlt, 0) as u64, be32(xlt, 8) as u64, be16(xlt, 14) as usize);
+    let raw = xlt.get(KLM_SIZE..KLM_SIZE * (n + 1)).ok_or(UmrError::RepeatBlock("entries past the translation"))?;
+    if n == 0 || repeat == 0 {
+        return Err(UmrError::RepeatBlock("no entries or no repeats"));
+    }
+    if repeat.saturating_mul(n as u64) > MAX_INDIRECT_ENTRIES {
+        return Err(UmrError::RepeatBlock("more entries than a key holds"));
+    }
+    // (stride, byte count, key, address)
+    let ents: Vec<(u64, u64, u32, u64)> =
+        raw.chunks_exact(KLM_SIZE).map(|e| (be16(e, 0) as u64, be16(e, 2) as u64, be32(e, 4), be64(e, 8))).collect();
+    if ents.iter().map(|e| e.1).sum::<u64>() != total {
+        return Err(UmrError::RepeatBlock("byte count is not the entries' sum"));
+    }
+    let mut out = Vec::with_capacity(repeat as usize * n);
+    for r in 0..repeat {
+        for &(stride, len, key, va) in &ents {
+            let va = va.checked_add(r * stride).ok_or(UmrError::RepeatBlock("address overflows"))?;
+            out.push(IndirectEntry { len, key, va });
+        }
+    }
+    Ok(out)
 }
 
 /// Decodes KSM entries (`struct mlx5_ksm`, 16 bytes each: reserved, key, address); their size is the key's.
@@ -364,9 +413,16 @@ pub fn apply(
         None
     };
     match &mut k.translation {
-        Translation::Klm { entries } if !xlt.is_empty() => {
-            write_entries(entries, u.ctrl.xlt_offset, &parse_klms(xlt), indirect_capacity(octowords))?;
-        }
+        Translation::Klm { entries } if !xlt.is_empty() => match parse_repeat_block(xlt) {
+            // A repeat block describes the whole key, from its first entry.
+            Some(block) => {
+                if u.ctrl.xlt_offset != 0 || xlt.len() as u64 > indirect_capacity(octowords) * KLM_SIZE as u64 {
+                    return Err(UmrError::RepeatBlock("not the key's whole table"));
+                }
+                *entries = block?;
+            }
+            None => write_entries(entries, u.ctrl.xlt_offset, &parse_klms(xlt), indirect_capacity(octowords))?,
+        },
         Translation::Ksm { entry_shift, entries } => {
             *entry_shift = page_size.unwrap_or(*entry_shift);
             if !xlt.is_empty() {
@@ -401,7 +457,7 @@ impl Firmware {
     /// doorbell record, in order; an ERR QP flushes them. `umr_wqes` counts
     /// the WQEs executed, `umr_errors` those fetched and refused.
     pub(super) fn drain_umr_sq(&mut self, qpn: u32) {
-        drain_fw_sq(self, qpn, |fw, qpn, w, ctrl| match fw.execute_umr(w, ctrl, None) {
+        drain_fw_sq(self, qpn, |fw, qpn, w, ctrl| match fw.execute_umr(qpn, w, ctrl, None) {
             Ok(()) => {
                 fw.core.stats.umr_wqes.fetch_add(1, Ordering::Relaxed);
                 Ok(())
@@ -423,7 +479,7 @@ impl Firmware {
         let mut wr = SendWr::new(ctrl.send_wr_id(), WrOpcode::Nop, Vec::new());
         wr.signaled = ctrl.signaled();
         let r = match pd {
-            Some(pd) => self.execute_umr(w, ctrl, Some(pd)),
+            Some(pd) => self.execute_umr(qpn, w, ctrl, Some(pd)),
             None => Err(UmrError::Opcode(ctrl.opcode)),
         };
         match r {
@@ -444,9 +500,9 @@ impl Firmware {
         wr
     }
 
-    /// Executes one UMR WQE: on the REG_UMR QP (`qp_pd` None: any key), or
+    /// Executes one UMR WQE posted by QP `qpn`: on the REG_UMR QP (`qp_pd` None: any key), or
     /// on a QP of PD `qp_pd` (only that PD's keys, and the PD stays).
-    fn execute_umr(&mut self, w: &[u8], ctrl: &CtrlSeg, qp_pd: Option<u32>) -> Result<(), UmrError> {
+    fn execute_umr(&mut self, qpn: u32, w: &[u8], ctrl: &CtrlSeg, qp_pd: Option<u32>) -> Result<(), UmrError> {
         match ctrl.opcode {
             opcode::NOP => return Ok(()),
             OPCODE_UMR => {}
@@ -469,6 +525,10 @@ impl Firmware {
         let old_mkc = self.core.engine.mkey(index).map(|e| &e.ext).ok_or(UmrError::BadKey(u.mkey))?;
         if !mkc::umr_en.get_bool(&old_mkc.mkc) {
             return Err(UmrError::NotUmrEnabled(u.mkey));
+        }
+        let bound = mkc::qpn.get(&old_mkc.mkc) as u32;
+        if u.ctrl.flags & flag::CHECK_QPN != 0 && bound != 0xff_ffff && bound != qpn {
+            return Err(UmrError::QpnCheck(u.mkey));
         }
         let xlt = match &u.xlt {
             Xlt::None => Vec::new(),

@@ -119,7 +119,8 @@ fn rc_qp_umr_configures_an_indirect_key() {
     let mw = ((ifc::create_mkey_out::mkey_index.get(&o) as u32) << 8) | 0x30;
     let mut w =
         W::new(mask::FREE | mask::KEY | mask::LEN | mask::START_ADDR | mask::LW | mask::RR | mask::RW | mask::A);
-    w.flags = flag::TRANSLATION_OFFSET_EN | flag::INLINE;
+    // CHECK_QPN as rdma-core's mkey configuration sets it: the key's qpn 0xffffff lets any QP configure it.
+    w.flags = flag::TRANSLATION_OFFSET_EN | flag::INLINE | flag::CHECK_QPN;
     mkc::start_addr.set(&mut w.seg, 0x10800);
     mkc::len.set(&mut w.seg, 0x1000);
     mkc::lw.set(&mut w.seg, 1);
@@ -148,6 +149,13 @@ fn rc_qp_umr_configures_an_indirect_key() {
     assert_eq!(u.post(OPCODE_UMR, mtt, &local_inv()), (op::REQ, 0, OPCODE_UMR, 6));
     let e = &u.t.fw.core.engine;
     assert_eq!(e.translate_key(bound, 0x10800, 8, pd, Access::REMOTE_READ), Err(KeyFault::BadKey));
+    // A key bound to another QP refuses a CHECK_QPN configuration from this one: LOCAL_PROT_ERR, nothing applied.
+    m::qpn.set(&mut i, (u.qpn + 1) as u64);
+    let o = u.t.ok(&i, 16);
+    let other = ((ifc::create_mkey_out::mkey_index.get(&o) as u32) << 8) | 0x30;
+    assert_eq!(u.post(OPCODE_UMR, other, &w), (op::REQ_ERR, syndrome::LOCAL_PROT_ERR, OPCODE_UMR, 8));
+    assert!(u.t.fw.core.engine.lookup_key(other).is_some_and(|k| k.free), "nothing applied");
+    assert_eq!(u.state(), QpState::Err);
 }
 
 /// ib_drain_rq: the QP moved to ERR, then a receive WQE posted (no doorbell

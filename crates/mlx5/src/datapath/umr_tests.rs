@@ -114,9 +114,9 @@ fn umr_ctrl_and_wqe_decoding() {
     assert!(matches!(parse_umr(&short, &ctrl_of(&short)), Err(UmrError::Wqe(wqe::WqeError::BadDs(7)))));
     // Unknown flags and mask bits are not silently ignored.
     let mut w = W::new(0);
-    w.flags = flag::CHECK_QPN;
+    w.flags = 1 << 2;
     let b = w.bytes(OPCODE_UMR, 0, 7, 0x100);
-    assert_eq!(parse_umr(&b, &ctrl_of(&b)), Err(UmrError::Flags(flag::CHECK_QPN)));
+    assert_eq!(parse_umr(&b, &ctrl_of(&b)), Err(UmrError::Flags(1 << 2)));
     let w = W::new(mask::BSF_EN | mask::LEN);
     let b = w.bytes(OPCODE_UMR, 0, 7, 0x100);
     assert_eq!(parse_umr(&b, &ctrl_of(&b)), Err(UmrError::Mask(mask::BSF_EN)));
@@ -269,6 +269,63 @@ fn klm_bytes(entries: &[(u32, u32, u64)]) -> Vec<u8> {
         b.extend_from_slice(&va.to_be_bytes());
     }
     b
+}
+
+/// `mlx5dv_wr_mr_interleaved`'s translation: a repeat block of `repeat` times the entries (len, skip, key, va),
+/// padded to 64 bytes.
+fn repeat_block(repeat: u32, entries: &[(u16, u16, u32, u64)]) -> Vec<u8> {
+    let mut b = Vec::new();
+    let total: u32 = entries.iter().map(|e| e.0 as u32).sum();
+    b.extend_from_slice(&total.to_be_bytes());
+    b.extend_from_slice(&REPEAT_BLOCK_OP.to_be_bytes());
+    b.extend_from_slice(&repeat.to_be_bytes());
+    b.extend_from_slice(&0u16.to_be_bytes());
+    b.extend_from_slice(&(entries.len() as u16).to_be_bytes());
+    for &(len, skip, key, va) in entries {
+        b.extend_from_slice(&(len + skip).to_be_bytes());
+        b.extend_from_slice(&len.to_be_bytes());
+        b.extend_from_slice(&key.to_be_bytes());
+        b.extend_from_slice(&va.to_be_bytes());
+    }
+    b.resize(b.len().next_multiple_of(64), 0);
+    b
+}
+
+#[test]
+fn a_repeat_block_is_the_interleaved_layout() {
+    let yes = |_| true;
+    let e = |len, key, va| IndirectEntry { len, key, va };
+    let (k, c) = indirect_key(Translation::Klm { entries: Vec::new() });
+    let mut u = umr(mask::FREE | mask::LEN, flag::INLINE, |s| mkc::len.set(s, 3 * 24));
+    u.ctrl.xlt_octowords = 4;
+    // Three times: 16 bytes of key 0x4242 every 64, then 8 bytes of key 0x4343 every 8 + 100.
+    let rb = repeat_block(3, &[(16, 48, 0x4242, 0x1000), (8, 100, 0x4343, 0x9000)]);
+    let (k1, _) = apply(&k, &c, &u, &rb, yes).unwrap();
+    assert_eq!(
+        k1.translation,
+        Translation::Klm {
+            entries: vec![
+                e(16, 0x4242, 0x1000),
+                e(8, 0x4343, 0x9000),
+                e(16, 0x4242, 0x1040),
+                e(8, 0x4343, 0x906c),
+                e(16, 0x4242, 0x1080),
+                e(8, 0x4343, 0x90d8),
+            ]
+        }
+    );
+    // Refused whole: a block at an offset, a byte count that is not the entries' sum, too many entries, none.
+    let mut at = u.clone();
+    at.ctrl.xlt_offset = 1;
+    assert!(matches!(apply(&k, &c, &at, &rb, yes), Err(UmrError::RepeatBlock(_))));
+    let mut bad = rb.clone();
+    bad[3] ^= 1;
+    assert!(matches!(apply(&k, &c, &u, &bad, yes), Err(UmrError::RepeatBlock(_))));
+    let huge = repeat_block(1 << 16, &[(16, 0, 0x4242, 0), (16, 0, 0x4242, 0)]);
+    assert!(matches!(apply(&k, &c, &u, &huge, yes), Err(UmrError::RepeatBlock(_))));
+    let empty = repeat_block(3, &[]);
+    assert!(matches!(apply(&k, &c, &u, &empty, yes), Err(UmrError::RepeatBlock(_))));
+    assert_eq!(UmrError::RepeatBlock("x").syndrome(), syndrome::LOCAL_QP_OP_ERR);
 }
 
 /// An indirect key (KLM, KSM) created free with room for 4 entries.
@@ -490,7 +547,7 @@ fn bad_umr_wqes_complete_with_errors() {
             }),
             syndrome::LOCAL_PROT_ERR,
         ),
-        ("unknown flag", OPCODE_UMR, Box::new(|w, _| w.flags |= flag::CHECK_QPN), syndrome::LOCAL_QP_OP_ERR),
+        ("unknown flag", OPCODE_UMR, Box::new(|w, _| w.flags |= 1 << 2), syndrome::LOCAL_QP_OP_ERR),
         ("unknown mask bit", OPCODE_UMR, Box::new(|w, _| w.mask |= mask::EN_SIGERR), syndrome::LOCAL_QP_OP_ERR),
         ("opcode not executed", wqe::opcode::SEND, Box::new(|_, _| {}), syndrome::LOCAL_QP_OP_ERR),
         (
