@@ -109,21 +109,20 @@ impl Mkey {
         need: Access,
         keys: &dyn Fn(u32) -> Option<&'a Mkey>,
     ) -> Result<Vec<(u64, u64)>, KeyFault> {
-        let mut out = Vec::new();
-        self.translate_into(va, len, pd, need, keys, 1, &mut out)?;
-        Ok(out)
+        let mut walk = Walk { keys, out: Vec::new() };
+        self.translate_into(&mut walk, va, len, pd, need, 1)?;
+        Ok(walk.out)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn translate_into<'a>(
+    /// Appends the chunks of `[va, va+len)` to `walk`; `depth` keys deep.
+    fn translate_into(
         &self,
+        walk: &mut Walk,
         va: u64,
         len: u64,
         pd: u32,
         need: Access,
-        keys: &dyn Fn(u32) -> Option<&'a Mkey>,
         depth: u32,
-        out: &mut Vec<(u64, u64)>,
     ) -> Result<(), KeyFault> {
         if self.free {
             return Err(KeyFault::BadKey);
@@ -145,8 +144,8 @@ impl Mkey {
             return Ok(());
         }
         match &self.translation {
-            Translation::Physical => push(out, va, len),
-            Translation::DeviceMemory { base } => push(out, DEVICE_MEMORY | (base + (va - self.start)), len),
+            Translation::Physical => push(&mut walk.out, va, len),
+            Translation::DeviceMemory { base } => push(&mut walk.out, DEVICE_MEMORY | (base + (va - self.start)), len),
             Translation::Mtt { page_shift, pages } => {
                 let ps = 1u64 << page_shift;
                 // Offset of the region's first byte inside its first page.
@@ -160,7 +159,7 @@ impl Mkey {
                     // A guest-supplied page address near the top of the space
                     // translates nowhere (no wrap-around).
                     let pa = page.checked_add(off).filter(|a| a.checked_add(n).is_some()).ok_or(KeyFault::Bounds)?;
-                    push(out, pa, n);
+                    push(&mut walk.out, pa, n);
                     at += n;
                 }
             }
@@ -176,7 +175,7 @@ impl Mkey {
                     let last = first.checked_add(e.len).ok_or(KeyFault::Bounds)?;
                     if at < last {
                         let n = (last - at).min(stop - at);
-                        self.through(e, at - first, n, need, keys, depth, out)?;
+                        self.through(walk, e, at - first, n, need, depth)?;
                         at += n;
                     }
                     first = last;
@@ -194,7 +193,7 @@ impl Mkey {
                         usize::try_from(at >> entry_shift).ok().and_then(|i| entries.get(i)).ok_or(KeyFault::Bounds)?;
                     let off = at & (size - 1);
                     let n = (size - off).min(stop - at);
-                    self.through(e, off, n, need, keys, depth, out)?;
+                    self.through(walk, e, off, n, need, depth)?;
                     at += n;
                 }
             }
@@ -203,26 +202,30 @@ impl Mkey {
     }
 
     /// `n` bytes from `off` into indirect entry `e`, through its key.
-    #[allow(clippy::too_many_arguments)]
-    fn through<'a>(
+    fn through(
         &self,
+        walk: &mut Walk,
         e: &IndirectEntry,
         off: u64,
         n: u64,
         need: Access,
-        keys: &dyn Fn(u32) -> Option<&'a Mkey>,
         depth: u32,
-        out: &mut Vec<(u64, u64)>,
     ) -> Result<(), KeyFault> {
         if depth >= MAX_KEY_DEPTH {
             return Err(KeyFault::BadKey);
         }
-        let inner = keys(e.key).ok_or(KeyFault::BadKey)?;
+        let inner = (walk.keys)(e.key).ok_or(KeyFault::BadKey)?;
         let va = e.va.checked_add(off).ok_or(KeyFault::Bounds)?;
         let writes = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC;
         let local = if need.0 & writes.0 == 0 { Access::LOCAL_READ } else { Access::LOCAL_WRITE };
-        inner.translate_into(va, n, self.pd, local, keys, depth + 1, out)
+        inner.translate_into(walk, va, n, self.pd, local, depth + 1)
     }
+}
+
+/// One translation under way: how it finds the keys an indirect key names, and the chunks found so far.
+struct Walk<'k, 'a> {
+    keys: &'k dyn Fn(u32) -> Option<&'a Mkey>,
+    out: Vec<(u64, u64)>,
 }
 
 /// Appends a chunk, merged with the last one when they touch.
