@@ -111,8 +111,7 @@ impl<P: Personality> Engine<P> {
             xrcds: Table::new(1, 0x00ff_ffff, limits.xrcds),
             cqs: Table::new(1, 0x00ff_fffe, limits.cqs),
             srqs: Table::new(1, 0x00ff_fffe, limits.srqs),
-            // Index 1 is never handed out: with key byte 0 it would be lkey
-            // 0x100, `MLX5_INVALID_LKEY`, which ends a receive scatter list.
+            // From FIRST_MKEY_INDEX: the keys below it are reserved values.
             mkeys: Table::new(FIRST_MKEY_INDEX, 0x00ff_fffe, limits.mkeys),
             // QPN 0/1 are the special QPs' wire numbers; hand out from 0x100.
             qps: Table::new(0x100, 0x00ff_fffe, limits.qps),

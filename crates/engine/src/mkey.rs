@@ -37,8 +37,9 @@ pub struct IndirectEntry {
 /// indirect keys, which may name ... (a loop of keys ends here too).
 pub const MAX_KEY_DEPTH: u32 = 4;
 
-/// The lowest mkey index handed out: the indices below are no key (so that a KLM-sized UMR entry whose key word
-/// is a small number, a repeat block's `op` 0x400, is never a key).
+/// The lowest mkey index handed out; the indices below are never a key: index 1 with key byte 0 would be lkey
+/// 0x100 (`MLX5_INVALID_LKEY`, which ends a receive scatter list), and index 4 with key byte 0 would be 0x400, a
+/// UMR repeat block's `op` where a KLM entry holds its key.
 pub const FIRST_MKEY_INDEX: u32 = 0x10;
 
 /// Tag of addresses in on-device memory rather than guest memory.

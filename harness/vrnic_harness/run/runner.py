@@ -268,7 +268,7 @@ def run_window(boot, unit, index, stats_before, results):
 # ---- one boot -------------------------------------------------------------------------------------------------------
 # The counters that say why traffic failed (retries, drops, NAKs, errors): a failed unit's log shows each server's
 # nonzero ones for the unit's window, and out/<boot>/stats-<unit>-g<i>.json keeps the whole delta.
-TROUBLE_COUNTERS = r".*(retrans|timeout|drop|dup|nak|err|retry|rnr|seq|lost|invalid|refus|overflow|late).*"
+TROUBLE_COUNTERS = re.compile(r".*(retrans|timeout|drop|dup|nak|err|retry|rnr|seq|lost|invalid|refus|overflow|late).*")
 
 
 def say_failed_stats(boot_tag, unit_tag, ctx):
@@ -279,8 +279,7 @@ def say_failed_stats(boot_tag, unit_tag, ctx):
         d = stats.delta(b, a)
         with open(os.path.join(OUT, boot_tag, "stats-%s-g%d.json" % (unit_tag, i)), "w") as f:
             json.dump(d, f, indent=1)
-        rx = re.compile(TROUBLE_COUNTERS)
-        moved = {k: v for k, v in stats.paths(d).items() if v and rx.fullmatch(k.rsplit(".", 1)[-1])}
+        moved = {k: v for k, v in stats.paths(d).items() if v and TROUBLE_COUNTERS.fullmatch(k.rsplit(".", 1)[-1])}
         say("[run] %s g%d stats in the window: %s" % (unit_tag, i, " ".join(
             "%s=%d" % kv for kv in sorted(moved.items())) or "no retry, drop, NAK or error counter moved"))
 

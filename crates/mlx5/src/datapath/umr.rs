@@ -412,21 +412,22 @@ pub fn apply(
     } else {
         None
     };
+    let room = indirect_capacity(octowords);
     match &mut k.translation {
         Translation::Klm { entries } if !xlt.is_empty() => match parse_repeat_block(xlt) {
             // A repeat block describes the whole key, from its first entry.
             Some(block) => {
-                if u.ctrl.xlt_offset != 0 || xlt.len() as u64 > indirect_capacity(octowords) * KLM_SIZE as u64 {
+                if u.ctrl.xlt_offset != 0 || xlt.len() as u64 > room * KLM_SIZE as u64 {
                     return Err(UmrError::RepeatBlock("not the key's whole table"));
                 }
                 *entries = block?;
             }
-            None => write_entries(entries, u.ctrl.xlt_offset, &parse_klms(xlt), indirect_capacity(octowords))?,
+            None => write_entries(entries, u.ctrl.xlt_offset, &parse_klms(xlt), room)?,
         },
         Translation::Ksm { entry_shift, entries } => {
             *entry_shift = page_size.unwrap_or(*entry_shift);
             if !xlt.is_empty() {
-                write_entries(entries, u.ctrl.xlt_offset, &parse_ksms(xlt), indirect_capacity(octowords))?;
+                write_entries(entries, u.ctrl.xlt_offset, &parse_ksms(xlt), room)?;
             }
         }
         _ => {}
@@ -554,9 +555,10 @@ impl Firmware {
     /// Copies `n` bytes at `addr` through local key `lkey` (the kernel's
     /// DMA key of the UMR PD).
     fn read_through_key(&self, lkey: u32, addr: u64, n: u64) -> Result<Vec<u8>, UmrError> {
-        let pd = self.core.engine.lookup_key(lkey).ok_or(UmrError::Pointer("no such lkey"))?.pd;
-        let chunks = (self.core.engine)
-            .translate_key(lkey, addr, n, pd, Access::LOCAL_READ)
+        let engine = &self.core.engine;
+        let key = engine.lookup_key(lkey).ok_or(UmrError::Pointer("no such lkey"))?;
+        let chunks = key
+            .translate_via(addr, n, key.pd, Access::LOCAL_READ, &|k| engine.lookup_key(k))
             .map_err(|_| UmrError::Pointer("lkey does not cover it"))?;
         let mut out = Vec::with_capacity(n as usize);
         for (pa, len) in chunks {

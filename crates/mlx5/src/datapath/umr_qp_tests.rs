@@ -71,19 +71,9 @@ fn rc_qp_fast_registration_and_invalidation() {
 /// another PD.
 #[test]
 fn rc_qp_umr_stays_in_its_pd() {
-    use ifc::create_mkey_in::memory_key_mkey_entry as m;
     let mut u = Umr::with_st(0);
     let other = u.t.pd();
-    let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_MKEY, 0, ifc::create_mkey_in::SIZE);
-    m::free.set(&mut i, 1);
-    m::umr_en.set(&mut i, 1);
-    m::access_mode_1_0.set(&mut i, 1);
-    m::log_page_size.set(&mut i, 12);
-    m::translations_octword_size.set(&mut i, 8);
-    m::pd.set(&mut i, other as u64);
-    m::mkey_7_0.set(&mut i, 0x22);
-    let o = u.t.ok(&i, 16);
-    let foreign = ((ifc::create_mkey_out::mkey_index.get(&o) as u32) << 8) | 0x22;
+    let foreign = u.create_key(&free_key_cmd(other, 1, 8, 0x22));
     assert_eq!(u.post(OPCODE_UMR, foreign, &reg_mr(0x1000)), (op::REQ_ERR, syndrome::LOCAL_PROT_ERR, OPCODE_UMR, 0));
     assert!(u.t.fw.core.engine.lookup_key(foreign).unwrap().free, "nothing applied");
     let mut u = Umr::with_st(0);
@@ -106,17 +96,10 @@ fn rc_qp_umr_configures_an_indirect_key() {
     assert_eq!(u.post(OPCODE_UMR, mtt, &reg_mr(0x2000)), (op::REQ, 0, OPCODE_UMR, 0));
     let mtt = (mtt & !0xff) | 0x23;
     // The free KLM key (mlx5_ib_alloc_mw, mlx5dv_create_mkey): room for 4 entries.
-    let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_MKEY, 0, ifc::create_mkey_in::SIZE);
-    m::free.set(&mut i, 1);
-    m::umr_en.set(&mut i, 1);
+    let mut i = free_key_cmd(pd, 2, 4, 0x30);
     m::lr.set(&mut i, 1);
-    m::access_mode_1_0.set(&mut i, 2);
-    m::translations_octword_size.set(&mut i, 4);
-    m::pd.set(&mut i, pd as u64);
     m::qpn.set(&mut i, 0xff_ffff);
-    m::mkey_7_0.set(&mut i, 0x30);
-    let o = u.t.ok(&i, 16);
-    let mw = ((ifc::create_mkey_out::mkey_index.get(&o) as u32) << 8) | 0x30;
+    let mw = u.create_key(&i);
     let mut w =
         W::new(mask::FREE | mask::KEY | mask::LEN | mask::START_ADDR | mask::LW | mask::RR | mask::RW | mask::A);
     // CHECK_QPN as rdma-core's mkey configuration sets it: the key's qpn 0xffffff lets any QP configure it.
@@ -151,8 +134,7 @@ fn rc_qp_umr_configures_an_indirect_key() {
     assert_eq!(e.translate_key(bound, 0x10800, 8, pd, Access::REMOTE_READ), Err(KeyFault::BadKey));
     // A key bound to another QP refuses a CHECK_QPN configuration from this one: LOCAL_PROT_ERR, nothing applied.
     m::qpn.set(&mut i, (u.qpn + 1) as u64);
-    let o = u.t.ok(&i, 16);
-    let other = ((ifc::create_mkey_out::mkey_index.get(&o) as u32) << 8) | 0x30;
+    let other = u.create_key(&i);
     assert_eq!(u.post(OPCODE_UMR, other, &w), (op::REQ_ERR, syndrome::LOCAL_PROT_ERR, OPCODE_UMR, 8));
     assert!(u.t.fw.core.engine.lookup_key(other).is_some_and(|k| k.free), "nothing applied");
     assert_eq!(u.state(), QpState::Err);

@@ -376,6 +376,21 @@ fn indirect_keys_take_their_entries_by_umr() {
     );
 }
 
+/// CREATE_MKEY of a free, UMR-enabled key of PD `pd` in `access_mode` (1 MTT with 4 KiB pages, as mlx5_ib's
+/// cache; 2 KLM, as mlx5dv_create_mkey and a memory window) with room for `octowords`; the caller may set more.
+fn free_key_cmd(pd: u32, access_mode: u64, octowords: u64, tag: u8) -> Vec<u8> {
+    use ifc::create_mkey_in::memory_key_mkey_entry as m;
+    let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_MKEY, 0, ifc::create_mkey_in::SIZE);
+    m::free.set(&mut i, 1);
+    m::umr_en.set(&mut i, 1);
+    m::access_mode_1_0.set(&mut i, access_mode);
+    m::log_page_size.set(&mut i, 12);
+    m::translations_octword_size.set(&mut i, octowords);
+    m::pd.set(&mut i, pd as u64);
+    m::mkey_7_0.set(&mut i, tag as u64);
+    i
+}
+
 /// The REG_UMR QP at work, through commands and WQEs in guest memory.
 struct Umr {
     t: Bench,
@@ -415,17 +430,14 @@ impl Umr {
 
     /// A free MTT key as mlx5_ib's cache makes it (free, umr_en, 16 entries).
     fn free_key(&mut self, tag: u8) -> u32 {
-        use ifc::create_mkey_in::memory_key_mkey_entry as m;
-        let mut i = cmd(ifc::MLX5_CMD_OP_CREATE_MKEY, 0, ifc::create_mkey_in::SIZE);
-        m::free.set(&mut i, 1);
-        m::umr_en.set(&mut i, 1);
-        m::access_mode_1_0.set(&mut i, 1);
-        m::log_page_size.set(&mut i, 12);
-        m::translations_octword_size.set(&mut i, 8);
-        m::pd.set(&mut i, self.pd as u64);
-        m::mkey_7_0.set(&mut i, tag as u64);
-        let o = self.t.ok(&i, 16);
-        ((ifc::create_mkey_out::mkey_index.get(&o) as u32) << 8) | tag as u32
+        self.create_key(&free_key_cmd(self.pd, 1, 8, tag))
+    }
+
+    /// Runs CREATE_MKEY `i`; the new key, with the key byte `i` asks for.
+    fn create_key(&mut self, i: &[u8]) -> u32 {
+        let tag = ifc::create_mkey_in::memory_key_mkey_entry::mkey_7_0.get(i) as u32;
+        let o = self.t.ok(i, 16);
+        ((ifc::create_mkey_out::mkey_index.get(&o) as u32) << 8) | tag
     }
 
     /// Posts one WQE and rings; returns the CQE it produced (opcode, syndrome, wqe opcode, counter).

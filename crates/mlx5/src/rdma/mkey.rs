@@ -3,10 +3,10 @@
 use super::state::MkeyCtx;
 use crate::cmd::req::{eng, fail, out, CmdResult, Req};
 use crate::cmd::status;
-use crate::datapath::umr::{indirect_capacity, MAX_INDIRECT_ENTRIES};
+use crate::datapath::umr::{indirect_capacity, parse_klms, parse_ksms, MAX_INDIRECT_ENTRIES};
 use crate::ifc;
 use crate::rdma::RdmaCx;
-use vrnic_engine::{Access, IndirectEntry, Mkey, Translation};
+use vrnic_engine::{Access, Mkey, Translation};
 
 /// `access_mode` (`MLX5_MKC_ACCESS_MODE_*`).
 const ACCESS_MODE_PA: u64 = 0;
@@ -77,19 +77,17 @@ pub fn create_mkey(cx: &mut RdmaCx<'_>, r: &Req<'_>) -> CmdResult {
             if n > indirect_capacity(room) {
                 return Err(fail!(status::BAD_PARAM, CREATE_MKEY_INDIRECT_SIZE));
             }
+            // The entries as the UMR path reads them (struct mlx5_klm / mlx5_ksm, big-endian).
             let words = r.entries(ifc::create_mkey_in::klm_pas_mtt, n as usize * 2)?;
-            let entries = words.chunks_exact(2).map(|w| IndirectEntry { len: w[0] >> 32, key: w[0] as u32, va: w[1] });
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_be_bytes()).collect();
             if mode == ACCESS_MODE_KLMS {
-                Translation::Klm { entries: entries.collect() }
+                Translation::Klm { entries: parse_klms(&bytes) }
             } else {
                 let shift = m::log_page_size.get(r.input) as u8;
                 if !(12..=30).contains(&shift) {
                     return Err(fail!(status::BAD_PARAM, CREATE_MKEY_KSM_SIZE));
                 }
-                Translation::Ksm {
-                    entry_shift: shift,
-                    entries: entries.map(|e| IndirectEntry { len: 0, ..e }).collect(),
-                }
+                Translation::Ksm { entry_shift: shift, entries: parse_ksms(&bytes) }
             }
         }
         ACCESS_MODE_MEMIC => {
